@@ -1,0 +1,10 @@
+/*
+ * apps/cli.h - the subcommands of the zeroc command. Each returns the process
+ * exit status: 0 success, 1 failure, 2 bad usage (nothing written).
+ */
+#ifndef ZEROC_APPS_CLI_H
+#define ZEROC_APPS_CLI_H
+
+int zeroc_cmd_info(int argc, char **argv);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * apps/zeroc.c - the zeroc command: dispatches to train, plan and bench.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "apps/cli.h"
+#include "zeroc/version.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: zeroc <command> [flags]\n"
+          "  train    train the built-in GPT (run under mpirun -np N)\n"
+          "  plan     what fits: parameters, FLOPs and per-rank memory per layout\n"
+          "  bench    sweep ZeRO stages and PTD layouts, write a table and a plot\n"
+          "  info     the build, the mesh, each rank's cores, a bandwidth check\n"
+          "  version  print the version\n"
+          "zeroc <command> --help shows the command's flags.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+    printf("zeroc %s\n", ZEROC_VERSION_STRING);
+    return 0;
+  }
+  if (!strcmp(argv[1], "info")) return zeroc_cmd_info(argc - 2, argv + 2);
+  fprintf(stderr, "zeroc: unknown command '%s'; accepted: train, plan, bench, info, version\n",
+          argv[1]);
+  return 2;
+}

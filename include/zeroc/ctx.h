@@ -1,0 +1,99 @@
+/*
+ * zeroc/ctx.h - the context: MPI, the process mesh, the device, the topology.
+ *
+ * zeroc_ctx_create() initialises MPI if the caller has not (thread level
+ * MULTIPLE), lays out the mesh and creates its groups, binds the rank to its
+ * cores with hwloc and opens the device. zeroc_ctx_finalize() is the collective
+ * shutdown, zeroc_ctx_destroy() the local cleanup, zeroc_ctx_abort() the way
+ * out when a peer is lost.
+ */
+#ifndef ZEROC_CTX_H
+#define ZEROC_CTX_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "zeroc/mem.h"
+#include "zeroc/mesh.h"
+#include "zeroc/result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zeroc_ctx zeroc_ctx_t;
+
+typedef enum zeroc_device_kind {
+  ZEROC_DEVICE_AUTO = 0, /* cuda when a GPU is visible, else cpu */
+  ZEROC_DEVICE_CPU = 1,
+  ZEROC_DEVICE_CUDA = 2,
+} zeroc_device_kind_t;
+
+/* Marks an initialised config struct; an uninitialised one is rejected. */
+#define ZEROC_CONFIG_MAGIC 0x7a65726fu /* "zero" */
+
+typedef struct zeroc_ctx_config {
+  size_t size;                /* sizeof(zeroc_ctx_config_t), set by the initializer */
+  uint32_t magic;             /* ZEROC_CONFIG_MAGIC */
+  zeroc_device_kind_t device; /* default AUTO */
+  int tp, pp, hsdp;           /* mesh sizes; 0 means 1. dp = world / (tp x pp) */
+  double comm_timeout_s;      /* a collective waiting longer aborts; 0: ZEROC_COMM_TIMEOUT or 300 */
+  int bind;                   /* bind rank to cores: 1 yes, 0 no, -1 ZEROC_BIND or yes */
+  int threads;                /* compute threads per rank; 0: from the topology / ZEROC_THREADS */
+  int gpu;                    /* GPU ordinal; -1: nearest to the rank's cores (local rank) */
+} zeroc_ctx_config_t;
+
+#define ZEROC_CTX_CONFIG_INIT                                                    \
+  { sizeof(zeroc_ctx_config_t), ZEROC_CONFIG_MAGIC, ZEROC_DEVICE_AUTO, 1, 1, 1, 0.0, -1, 0, -1 }
+
+/*
+ * Creates a context on MPI_COMM_WORLD.
+ *   ctx: receives the handle; cfg: an initialised config (ZEROC_CTX_CONFIG_INIT).
+ * Returns ZEROC_ERR_INVALID_ARG for a bad config or a mesh that does not divide
+ * the world (the same error on every rank), ZEROC_ERR_MPI, ZEROC_ERR_NODEVICE when
+ * cuda is asked for without a GPU, ZEROC_ERR_CUDA / _NCCL, ZEROC_ERR_NOMEM.
+ * Collective over MPI_COMM_WORLD.
+ */
+zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **ctx, const zeroc_ctx_config_t *cfg);
+
+/* Collective shutdown: waits for every rank, frees groups, and calls
+ * MPI_Finalize if zeroc_ctx_create initialised MPI. Then destroys `ctx`. */
+zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx);
+
+/* Local cleanup without talking to other ranks. destroy(NULL) does nothing. */
+void zeroc_ctx_destroy(zeroc_ctx_t *ctx);
+
+/* Aborts every rank of the job (MPI_Abort) after printing `why` on this rank.
+ * For programs, after an error such as ZEROC_ERR_TIMEOUT; never returns. */
+void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why);
+
+/* The mesh of this context (never NULL for a live ctx). */
+const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx);
+
+/* The device actually in use (cpu or cuda). */
+zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx);
+
+/* Node-local rank and number of ranks on this node. */
+void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size);
+
+/* The communication timeout in seconds. */
+double zeroc_ctx_comm_timeout(const zeroc_ctx_t *ctx);
+
+/* A copy of the memory accountant's figures. */
+void zeroc_ctx_memory(const zeroc_ctx_t *ctx, zeroc_mem_stats_t *out);
+
+/* Resets the peak figures to the current ones (e.g. after initialisation). */
+void zeroc_ctx_memory_reset_peak(zeroc_ctx_t *ctx);
+
+/* Writes one line per rank (gathered to rank 0) describing the binding:
+ * host, local rank, cores, NUMA node, threads, GPU. Collective. */
+zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out);
+
+/* The detailed message of the last failure: the context's when `ctx` is not
+ * NULL and it has one, else the calling thread's. Never NULL ("" if none). */
+const char *zeroc_last_error(const zeroc_ctx_t *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

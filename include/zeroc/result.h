@@ -1,0 +1,42 @@
+/*
+ * zeroc/result.h - the one result type every fallible zeroc call returns.
+ *
+ * ZEROC_OK is 0. zeroc_result_string() gives a sentence with a hint;
+ * zeroc_last_error() gives the detailed message of the calling thread's (or the
+ * context's) last failure, naming the call, the file and line, and the values.
+ */
+#ifndef ZEROC_RESULT_H
+#define ZEROC_RESULT_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum zeroc_result {
+  ZEROC_OK = 0,
+  ZEROC_ERR_INVALID_ARG = 1, /* a caller-supplied value is out of range or inconsistent */
+  ZEROC_ERR_NOMEM = 2,       /* an allocation failed (device, pinned or host) */
+  ZEROC_ERR_CUDA = 3,        /* a CUDA runtime / cuBLAS call failed */
+  ZEROC_ERR_NCCL = 4,        /* an NCCL call failed or reported an async error */
+  ZEROC_ERR_MPI = 5,         /* an MPI call failed */
+  ZEROC_ERR_IO = 6,          /* a file or io_uring operation failed (errno in the message) */
+  ZEROC_ERR_TIMEOUT = 7,     /* a collective or wait exceeded the communication timeout */
+  ZEROC_ERR_REMOTE = 8,      /* another rank failed; this rank stopped to stay consistent */
+  ZEROC_ERR_UNSUPPORTED = 9, /* the combination asked for is not supported (yet) */
+  ZEROC_ERR_NUMERIC = 10,    /* non-finite values (NaN/Inf) where finite ones are required */
+  ZEROC_ERR_CORRUPT = 11,    /* a file's contents are malformed or fail their checksum */
+  ZEROC_ERR_NODEVICE = 12,   /* the requested device (e.g. a GPU) is not present */
+  ZEROC_ERR_INTERNAL = 13,   /* a zeroc bug: please report it with the message */
+  ZEROC_RESULT_COUNT
+} zeroc_result_t;
+
+/* A short sentence describing `r`, with a hint where one helps. Never NULL. */
+const char *zeroc_result_string(zeroc_result_t r);
+
+/* The enum name of `r`, e.g. "ZEROC_ERR_TIMEOUT". Never NULL. */
+const char *zeroc_result_name(zeroc_result_t r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,52 @@
+/*
+ * zeroc/types.h - element types and reduction operators shared by the API.
+ */
+#ifndef ZEROC_TYPES_H
+#define ZEROC_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum zeroc_dtype {
+  ZEROC_FP32 = 0,
+  ZEROC_BF16 = 1,
+  ZEROC_INT32 = 2,
+  ZEROC_FP64 = 3,
+  ZEROC_UINT8 = 4,
+  ZEROC_INT64 = 5,
+  ZEROC_DTYPE_COUNT
+} zeroc_dtype_t;
+
+typedef enum zeroc_redop {
+  ZEROC_SUM = 0,
+  ZEROC_AVG = 1, /* sum divided by the group size */
+  ZEROC_MAX = 2,
+  ZEROC_MIN = 3,
+  ZEROC_REDOP_COUNT
+} zeroc_redop_t;
+
+/* Bytes per element of `dt` (0 for an unknown value). */
+size_t zeroc_dtype_size(zeroc_dtype_t dt);
+/* "fp32", "bf16", "int32", "fp64", "uint8", "int64"; "?" for an unknown value. */
+const char *zeroc_dtype_name(zeroc_dtype_t dt);
+
+/* bf16 <-> fp32, round to nearest even (NaN stays NaN). */
+static inline uint16_t zeroc_f32_to_bf16(float f) {
+  union { float f; uint32_t u; } v = {f};
+  if ((v.u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((v.u >> 16) | 0x40u);
+  uint32_t rounding = 0x7fffu + ((v.u >> 16) & 1u);
+  return (uint16_t)((v.u + rounding) >> 16);
+}
+static inline float zeroc_bf16_to_f32(uint16_t h) {
+  union { uint32_t u; float f; } v = {(uint32_t)h << 16};
+  return v.f;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,15 @@
+/*
+ * zeroc/zeroc.h - the umbrella header: everything a program needs.
+ */
+#ifndef ZEROC_ZEROC_H
+#define ZEROC_ZEROC_H
+
+#include "zeroc/ctx.h"
+#include "zeroc/device.h"
+#include "zeroc/mem.h"
+#include "zeroc/mesh.h"
+#include "zeroc/result.h"
+#include "zeroc/types.h"
+#include "zeroc/version.h"
+
+#endif

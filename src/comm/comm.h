@@ -1,0 +1,127 @@
+/*
+ * comm/comm.h - collectives on a group, enqueued on a stream.
+ *
+ * A group (tp, pp, dp, dp_shard, dp_replicate, world, or a custom split) owns
+ * one duplicated communicator per stream channel, because collectives on one
+ * communicator serialise: a stream uses only its own channel, so a gather on
+ * the gather stream and a reduce-scatter on the reduce stream overlap.
+ * Backends: mpi (cpu device; the stream's worker thread runs a non-blocking
+ * collective and polls it with a timeout) and nccl (cuda device).
+ * Point-to-point send/recv always use the group's p2p channel (matched by tag),
+ * so a send on one stream meets a recv on any stream of the peer.
+ * Byte counters per collective: payload bytes, and "bus" bytes, the bytes a
+ * rank sends in a ring algorithm ((n-1)/n of the data for all-gather and
+ * reduce-scatter, 2(n-1)/n for all-reduce), which is what the ZeRO paper counts.
+ */
+#ifndef ZEROC_COMM_COMM_H
+#define ZEROC_COMM_COMM_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device/device.h"
+#include "zeroc/mesh.h"
+#include "zeroc/types.h"
+
+typedef enum zeroc_coll {
+  ZEROC_COLL_ALLGATHER = 0,
+  ZEROC_COLL_REDUCE_SCATTER,
+  ZEROC_COLL_ALLREDUCE,
+  ZEROC_COLL_BROADCAST,
+  ZEROC_COLL_SEND,
+  ZEROC_COLL_RECV,
+  ZEROC_COLL_COUNT
+} zeroc_coll_t;
+
+typedef struct zeroc_comm_counters {
+  uint64_t calls[ZEROC_COLL_COUNT];
+  uint64_t bytes[ZEROC_COLL_COUNT];     /* payload: the whole buffer of the collective */
+  uint64_t bus_bytes[ZEROC_COLL_COUNT]; /* sent by this rank in a ring algorithm */
+} zeroc_comm_counters_t;
+
+typedef struct zeroc_group zeroc_group_t;
+struct zeroc_comm_ops;
+
+struct zeroc_group {
+  zeroc_ctx_t *ctx;
+  const struct zeroc_comm_ops *ops;
+  int kind; /* zeroc_group_kind_t, or -1 for a custom split */
+  char name[32];
+  int size, rank;
+  int *world_ranks; /* world rank of each member, by group rank */
+  MPI_Comm mpi[ZEROC_MAX_CHANNELS];
+  void *nccl[ZEROC_MAX_CHANNELS]; /* ncclComm_t per channel, created on first use */
+  uint64_t seq[ZEROC_MAX_CHANNELS]; /* collectives issued per channel, for messages */
+  _Atomic uint64_t ctr_calls[ZEROC_COLL_COUNT];
+  _Atomic uint64_t ctr_bytes[ZEROC_COLL_COUNT];
+  _Atomic uint64_t ctr_bus[ZEROC_COLL_COUNT];
+};
+
+typedef struct zeroc_comm_ops {
+  const char *name;
+  zeroc_result_t (*group_init)(zeroc_group_t *g);
+  void (*group_fini)(zeroc_group_t *g);
+  zeroc_result_t (*allgather)(zeroc_group_t *g, zeroc_stream_t *s, const void *send, void *recv,
+                              size_t count, zeroc_dtype_t dt);
+  zeroc_result_t (*reduce_scatter)(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                   void *recv, size_t count, zeroc_dtype_t dt, zeroc_redop_t op);
+  zeroc_result_t (*allreduce)(zeroc_group_t *g, zeroc_stream_t *s, const void *send, void *recv,
+                              size_t count, zeroc_dtype_t dt, zeroc_redop_t op);
+  zeroc_result_t (*broadcast)(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
+                              zeroc_dtype_t dt, int root);
+  zeroc_result_t (*send)(zeroc_group_t *g, zeroc_stream_t *s, const void *buf, size_t count,
+                         zeroc_dtype_t dt, int peer, int tag);
+  zeroc_result_t (*recv)(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
+                         zeroc_dtype_t dt, int peer, int tag);
+} zeroc_comm_ops_t;
+
+extern const zeroc_comm_ops_t zeroc__mpi_comm_ops;
+#ifdef ZEROC_HAVE_CUDA
+extern const zeroc_comm_ops_t zeroc__nccl_comm_ops;
+#endif
+
+/*
+ * Creates a group from an MPI communicator of its members (taken over: freed by
+ * zeroc__group_destroy), duplicating it once per channel. Collective over `comm`.
+ */
+zeroc_result_t zeroc__group_create(zeroc_ctx_t *ctx, MPI_Comm comm, int kind, const char *name,
+                                   zeroc_group_t **out);
+/* Splits `parent` like MPI_Comm_split (color < 0: not a member, *out = NULL). */
+zeroc_result_t zeroc__group_split(zeroc_group_t *parent, int color, int key, const char *name,
+                                  zeroc_group_t **out);
+void zeroc__group_destroy(zeroc_group_t *g);
+
+/* The context's group of a kind. */
+zeroc_group_t *zeroc__ctx_group(zeroc_ctx_t *ctx, zeroc_group_kind_t kind);
+
+/*
+ * The collectives. `count` is per rank for all-gather (send count) and
+ * reduce-scatter (receive count), the whole buffer otherwise. send == recv (or,
+ * for all-gather, send == recv + rank*count) is in place. Each is enqueued on
+ * `s` and runs in that stream's order; the return value reports enqueue
+ * failures (and, on an inline stream, the collective's own result).
+ */
+zeroc_result_t zeroc__allgather(zeroc_group_t *g, zeroc_stream_t *s, const void *send, void *recv,
+                                size_t count, zeroc_dtype_t dt);
+zeroc_result_t zeroc__reduce_scatter(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                     void *recv, size_t count, zeroc_dtype_t dt, zeroc_redop_t op);
+zeroc_result_t zeroc__allreduce(zeroc_group_t *g, zeroc_stream_t *s, const void *send, void *recv,
+                                size_t count, zeroc_dtype_t dt, zeroc_redop_t op);
+zeroc_result_t zeroc__broadcast(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
+                                zeroc_dtype_t dt, int root);
+zeroc_result_t zeroc__send(zeroc_group_t *g, zeroc_stream_t *s, const void *buf, size_t count,
+                           zeroc_dtype_t dt, int peer, int tag);
+zeroc_result_t zeroc__recv(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
+                           zeroc_dtype_t dt, int peer, int tag);
+
+/* Sums of the counters of every group of the context (tp, pp, dp_shard, ...). */
+void zeroc__group_counters(const zeroc_group_t *g, zeroc_comm_counters_t *out);
+void zeroc__group_counters_reset(zeroc_group_t *g);
+
+/* Blocking, inline helpers on channel 0 for small host values (init, agreement). */
+zeroc_result_t zeroc__allreduce_host(zeroc_group_t *g, void *buf, size_t count, zeroc_dtype_t dt,
+                                     zeroc_redop_t op);
+
+#endif

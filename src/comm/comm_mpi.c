@@ -1,0 +1,286 @@
+/*
+ * comm/comm_mpi.c - the mpi collective backend (cpu device).
+ *
+ * Each collective is enqueued on its stream as an operation; the stream's
+ * worker thread (or the caller, for the inline compute stream) starts the
+ * non-blocking MPI collective on the stream's own communicator and polls it
+ * with MPI_Test, backing off from spinning to sleeping so that oversubscribed
+ * ranks leave the cores to compute. A collective that does not complete within
+ * the context's timeout fails with ZEROC_ERR_TIMEOUT and a message naming the
+ * operation, the group and the ranks that never arrived (when they share this
+ * node; see core/watchdog.c), instead of hanging. bf16 reductions use
+ * user-defined MPI operations that accumulate in fp32; AVG is a SUM scaled on
+ * completion.
+ */
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm/comm.h"
+#include "core/ctx.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/watchdog.h"
+
+static MPI_Op bf16_ops[ZEROC_REDOP_COUNT];
+static int bf16_ops_ready;
+
+static void bf16_sum(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  (void)dt;
+  const uint16_t *a = in;
+  uint16_t *b = inout;
+  for (int i = 0; i < *len; i++) b[i] = zeroc_f32_to_bf16(zeroc_bf16_to_f32(a[i]) + zeroc_bf16_to_f32(b[i]));
+}
+static void bf16_max(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  (void)dt;
+  const uint16_t *a = in;
+  uint16_t *b = inout;
+  for (int i = 0; i < *len; i++)
+    if (zeroc_bf16_to_f32(a[i]) > zeroc_bf16_to_f32(b[i])) b[i] = a[i];
+}
+static void bf16_min(void *in, void *inout, int *len, MPI_Datatype *dt) {
+  (void)dt;
+  const uint16_t *a = in;
+  uint16_t *b = inout;
+  for (int i = 0; i < *len; i++)
+    if (zeroc_bf16_to_f32(a[i]) < zeroc_bf16_to_f32(b[i])) b[i] = a[i];
+}
+
+static MPI_Datatype mpi_type(zeroc_dtype_t dt) {
+  switch (dt) {
+  case ZEROC_FP32: return MPI_FLOAT;
+  case ZEROC_BF16: return MPI_UINT16_T;
+  case ZEROC_INT32: return MPI_INT32_T;
+  case ZEROC_FP64: return MPI_DOUBLE;
+  case ZEROC_UINT8: return MPI_UINT8_T;
+  case ZEROC_INT64: return MPI_INT64_T;
+  default: return MPI_DATATYPE_NULL;
+  }
+}
+
+static MPI_Op mpi_op(zeroc_dtype_t dt, zeroc_redop_t op) {
+  if (dt == ZEROC_BF16) return bf16_ops[op == ZEROC_AVG ? ZEROC_SUM : op];
+  switch (op) {
+  case ZEROC_SUM:
+  case ZEROC_AVG: return MPI_SUM;
+  case ZEROC_MAX: return MPI_MAX;
+  case ZEROC_MIN: return MPI_MIN;
+  default: return MPI_OP_NULL;
+  }
+}
+
+static zeroc_result_t mpi_group_init(zeroc_group_t *g) {
+  (void)g;
+  /* The bf16 operations are created once, by the first group (under
+   * zeroc_ctx_create, so on one thread). */
+  if (!bf16_ops_ready) {
+    MPI_Op_create(bf16_sum, 1, &bf16_ops[ZEROC_SUM]);
+    MPI_Op_create(bf16_max, 1, &bf16_ops[ZEROC_MAX]);
+    MPI_Op_create(bf16_min, 1, &bf16_ops[ZEROC_MIN]);
+    bf16_ops_ready = 1;
+  }
+  return ZEROC_OK;
+}
+
+/* ---- the operation run on the stream ----------------------------------------- */
+
+typedef struct {
+  zeroc_group_t *g;
+  const void *send;
+  void *recv;
+  size_t count;
+  uint64_t seq;
+  int channel, coll, dt, op, peer, tag;
+} mpi_op_t;
+
+static const char *coll_name[ZEROC_COLL_COUNT] = {"allgather", "reduce_scatter", "allreduce",
+                                                  "broadcast", "send",          "recv"};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Polls `req` until it completes or the timeout passes. Spins briefly, then
+ * yields, then sleeps with growing intervals up to 1 ms. */
+static zeroc_result_t wait_req(const mpi_op_t *o, MPI_Request *req) {
+  zeroc_group_t *g = o->g;
+  double timeout = g->ctx->comm_timeout;
+  double t0 = now_s(), next_check = t0 + 0.5;
+  long sleep_ns = 1000;
+  for (unsigned spin = 0;; spin++) {
+    int done = 0;
+    int e = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (e != MPI_SUCCESS)
+      return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Test for %s #%llu on group %s: MPI error %d",
+                        coll_name[o->coll], (unsigned long long)o->seq, g->name, e);
+    if (done) return ZEROC_OK;
+    if (spin < 200) continue;
+    if (spin < 400) {
+      sched_yield();
+      continue;
+    }
+    struct timespec ts = {0, sleep_ns};
+    nanosleep(&ts, NULL);
+    if (sleep_ns < 1000000) sleep_ns += sleep_ns / 4 + 1000;
+    double t = now_s();
+    if (t < next_check) continue;
+    next_check = t + 0.5;
+    char why[512];
+    /* A peer this node can see that died or stopped: fail now, not at the timeout. */
+    if (zeroc__watchdog_peer_lost(g->ctx, g, why, sizeof why))
+      return ZEROC_FAIL(ZEROC_ERR_REMOTE, "%s #%llu on group %s (%d ranks, %zu elements of %s): %s",
+                        coll_name[o->coll], (unsigned long long)o->seq, g->name, g->size,
+                        o->count, zeroc_dtype_name(o->dt), why);
+    if (t - t0 > timeout) {
+      zeroc__watchdog_describe(g->ctx, g, why, sizeof why);
+      return ZEROC_FAIL(ZEROC_ERR_TIMEOUT,
+                        "%s #%llu on group %s (%d ranks, %zu elements of %s) did not complete "
+                        "within %.0f s: %s",
+                        coll_name[o->coll], (unsigned long long)o->seq, g->name, g->size,
+                        o->count, zeroc_dtype_name(o->dt), timeout, why);
+    }
+  }
+}
+
+static void scale_avg(void *buf, size_t n, zeroc_dtype_t dt, int size) {
+  float inv = 1.0f / (float)size;
+  if (dt == ZEROC_FP32) {
+    float *f = buf;
+    for (size_t i = 0; i < n; i++) f[i] *= inv;
+  } else if (dt == ZEROC_BF16) {
+    uint16_t *h = buf;
+    for (size_t i = 0; i < n; i++) h[i] = zeroc_f32_to_bf16(zeroc_bf16_to_f32(h[i]) * inv);
+  } else if (dt == ZEROC_FP64) {
+    double *d = buf;
+    for (size_t i = 0; i < n; i++) d[i] /= size;
+  } else if (dt == ZEROC_INT32) {
+    int32_t *x = buf;
+    for (size_t i = 0; i < n; i++) x[i] /= size;
+  } else if (dt == ZEROC_INT64) {
+    int64_t *x = buf;
+    for (size_t i = 0; i < n; i++) x[i] /= size;
+  }
+}
+
+static zeroc_result_t run_op(void *payload) {
+  mpi_op_t *o = payload;
+  zeroc_group_t *g = o->g;
+  MPI_Comm comm = g->mpi[o->channel];
+  MPI_Datatype t = mpi_type((zeroc_dtype_t)o->dt);
+  size_t esz = zeroc_dtype_size((zeroc_dtype_t)o->dt);
+  MPI_Request req = MPI_REQUEST_NULL;
+  int e = MPI_SUCCESS;
+  if (o->count > INT_MAX)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "%s on group %s: %zu elements exceed MPI's int count",
+                      coll_name[o->coll], g->name, o->count);
+  int n = (int)o->count;
+  zeroc__watchdog_enter(g->ctx, g, o->channel, coll_name[o->coll], o->seq);
+  switch (o->coll) {
+  case ZEROC_COLL_ALLGATHER:
+    if (g->size == 1) {
+      if (o->recv != o->send) memmove(o->recv, o->send, o->count * esz);
+      goto done;
+    }
+    if ((const char *)o->send == (char *)o->recv + (size_t)g->rank * o->count * esz)
+      e = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, o->recv, n, t, comm, &req);
+    else
+      e = MPI_Iallgather(o->send, n, t, o->recv, n, t, comm, &req);
+    break;
+  case ZEROC_COLL_REDUCE_SCATTER:
+    if (g->size == 1) {
+      if (o->recv != o->send) memmove(o->recv, o->send, o->count * esz);
+      goto done;
+    }
+    e = MPI_Ireduce_scatter_block(o->send == o->recv ? MPI_IN_PLACE : o->send, o->recv, n, t,
+                                  mpi_op((zeroc_dtype_t)o->dt, (zeroc_redop_t)o->op), comm, &req);
+    break;
+  case ZEROC_COLL_ALLREDUCE:
+    if (g->size == 1) {
+      if (o->recv != o->send) memmove(o->recv, o->send, o->count * esz);
+      goto done;
+    }
+    e = MPI_Iallreduce(o->send == o->recv ? MPI_IN_PLACE : o->send, o->recv, n, t,
+                       mpi_op((zeroc_dtype_t)o->dt, (zeroc_redop_t)o->op), comm, &req);
+    break;
+  case ZEROC_COLL_BROADCAST:
+    if (g->size == 1) goto done;
+    e = MPI_Ibcast(o->recv, n, t, o->peer, comm, &req);
+    break;
+  case ZEROC_COLL_SEND: e = MPI_Isend(o->send, n, t, o->peer, o->tag, comm, &req); break;
+  case ZEROC_COLL_RECV: e = MPI_Irecv(o->recv, n, t, o->peer, o->tag, comm, &req); break;
+  default: return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "unknown collective %d", o->coll);
+  }
+  if (e != MPI_SUCCESS) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(e, msg, &len);
+    return ZEROC_FAIL(ZEROC_ERR_MPI, "starting %s #%llu on group %s (%zu elements): %s",
+                      coll_name[o->coll], (unsigned long long)o->seq, g->name, o->count, msg);
+  }
+  ZEROC_CHECK(wait_req(o, &req));
+done:
+  if (o->op == ZEROC_AVG &&
+      (o->coll == ZEROC_COLL_ALLREDUCE || o->coll == ZEROC_COLL_REDUCE_SCATTER) && g->size > 1)
+    scale_avg(o->recv, o->count, (zeroc_dtype_t)o->dt, g->size);
+  zeroc__watchdog_leave(g->ctx, o->channel);
+  return ZEROC_OK;
+}
+
+static zeroc_result_t submit(zeroc_group_t *g, zeroc_stream_t *s, int coll, const void *send,
+                             void *recv, size_t count, zeroc_dtype_t dt, int op, int peer, int tag) {
+  if (s->dev->kind != ZEROC_DEVICE_CPU)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "the mpi comm backend needs the cpu device");
+  int channel = coll == ZEROC_COLL_SEND || coll == ZEROC_COLL_RECV ? ZEROC_P2P_CHANNEL : s->channel;
+  mpi_op_t o = {g, send, recv, count, g->seq[s->channel], channel, coll, (int)dt, op, peer, tag};
+  return zeroc__stream_enqueue(s, run_op, &o, sizeof o);
+}
+
+static zeroc_result_t mpi_allgather(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                    void *recv, size_t count, zeroc_dtype_t dt) {
+  return submit(g, s, ZEROC_COLL_ALLGATHER, send, recv, count, dt, 0, 0, 0);
+}
+static zeroc_result_t mpi_reduce_scatter(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                         void *recv, size_t count, zeroc_dtype_t dt,
+                                         zeroc_redop_t op) {
+  return submit(g, s, ZEROC_COLL_REDUCE_SCATTER, send, recv, count, dt, op, 0, 0);
+}
+static zeroc_result_t mpi_allreduce(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                    void *recv, size_t count, zeroc_dtype_t dt, zeroc_redop_t op) {
+  return submit(g, s, ZEROC_COLL_ALLREDUCE, send, recv, count, dt, op, 0, 0);
+}
+static zeroc_result_t mpi_broadcast(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
+                                    zeroc_dtype_t dt, int root) {
+  return submit(g, s, ZEROC_COLL_BROADCAST, buf, buf, count, dt, 0, root, 0);
+}
+static zeroc_result_t mpi_send(zeroc_group_t *g, zeroc_stream_t *s, const void *buf, size_t count,
+                               zeroc_dtype_t dt, int peer, int tag) {
+  return submit(g, s, ZEROC_COLL_SEND, buf, NULL, count, dt, 0, peer, tag);
+}
+static zeroc_result_t mpi_recv(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
+                               zeroc_dtype_t dt, int peer, int tag) {
+  return submit(g, s, ZEROC_COLL_RECV, NULL, buf, count, dt, 0, peer, tag);
+}
+
+/* Blocking all-reduce of host values on channel 0, on the calling thread, with
+ * the same timeout and diagnostics as every collective. */
+zeroc_result_t zeroc__allreduce_host(zeroc_group_t *g, void *buf, size_t count, zeroc_dtype_t dt,
+                                     zeroc_redop_t op) {
+  mpi_op_t o = {g, buf, buf, count, ++g->seq[0], 0, ZEROC_COLL_ALLREDUCE, (int)dt, op, 0, 0};
+  return run_op(&o);
+}
+
+const zeroc_comm_ops_t zeroc__mpi_comm_ops = {
+    .name = "mpi",
+    .group_init = mpi_group_init,
+    .group_fini = NULL,
+    .allgather = mpi_allgather,
+    .reduce_scatter = mpi_reduce_scatter,
+    .allreduce = mpi_allreduce,
+    .broadcast = mpi_broadcast,
+    .send = mpi_send,
+    .recv = mpi_recv,
+};

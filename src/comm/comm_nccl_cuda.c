@@ -1,0 +1,195 @@
+/*
+ * comm/comm_nccl_cuda.c - the nccl collective backend (cuda device).
+ *
+ * One NCCL communicator per (group, channel), so collectives issued on
+ * different streams overlap. A communicator is created on first use from the
+ * host thread that issues the collective (every rank issues in the same
+ * program order, so creation is consistent), bootstrapped by broadcasting the
+ * unique id over the group's MPI communicator. Size-1 groups copy instead.
+ * Errors, including asynchronous ones (ncclCommGetAsyncError), become
+ * ZEROC_ERR_NCCL with the call and the group named.
+ */
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "core/ctx.h"
+#include "core/error.h"
+#include "core/log.h"
+
+static ncclDataType_t nccl_type(zeroc_dtype_t dt) {
+  switch (dt) {
+  case ZEROC_FP32: return ncclFloat32;
+  case ZEROC_BF16: return ncclBfloat16;
+  case ZEROC_INT32: return ncclInt32;
+  case ZEROC_FP64: return ncclFloat64;
+  case ZEROC_UINT8: return ncclUint8;
+  case ZEROC_INT64: return ncclInt64;
+  default: return ncclFloat32;
+  }
+}
+
+static ncclRedOp_t nccl_op(zeroc_redop_t op) {
+  switch (op) {
+  case ZEROC_AVG: return ncclAvg;
+  case ZEROC_MAX: return ncclMax;
+  case ZEROC_MIN: return ncclMin;
+  default: return ncclSum;
+  }
+}
+
+static zeroc_result_t nccl_ret(ncclResult_t r, const char *call, zeroc_group_t *g) {
+  if (r == ncclSuccess || r == ncclInProgress) return ZEROC_OK;
+  return ZEROC_FAIL(ZEROC_ERR_NCCL, "%s on group %s (%d ranks) failed: %s (%s)", call, g->name,
+                    g->size, ncclGetErrorString(r), ncclGetLastError(NULL));
+}
+
+/* The NCCL communicator of group g for the stream's channel, created on first use. */
+static zeroc_result_t get_comm_ch(zeroc_group_t *g, int c, ncclComm_t *out) {
+  if (g->nccl[c]) {
+    *out = g->nccl[c];
+    return ZEROC_OK;
+  }
+  ncclUniqueId id;
+  if (g->rank == 0) {
+    ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess) return nccl_ret(r, "ncclGetUniqueId", g);
+  }
+  int e = MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, g->mpi[0]);
+  if (e != MPI_SUCCESS)
+    return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Bcast of the NCCL id for group %s: %d", g->name, e);
+  ncclComm_t comm;
+  ncclResult_t r = ncclCommInitRank(&comm, g->size, id, g->rank);
+  if (r != ncclSuccess) return nccl_ret(r, "ncclCommInitRank", g);
+  ZINFO(COMM, "nccl communicator for group %s channel %d: rank %d of %d", g->name, c, g->rank,
+        g->size);
+  g->nccl[c] = comm;
+  *out = comm;
+  return ZEROC_OK;
+}
+
+static zeroc_result_t get_comm(zeroc_group_t *g, zeroc_stream_t *s, ncclComm_t *out) {
+  return get_comm_ch(g, s->channel, out);
+}
+
+static void nccl_group_fini(zeroc_group_t *g) {
+  for (int c = 0; c < ZEROC_MAX_CHANNELS; c++) {
+    if (!g->nccl[c]) continue;
+    ncclCommFinalize(g->nccl[c]);
+    ncclCommDestroy(g->nccl[c]);
+    g->nccl[c] = NULL;
+  }
+}
+
+static zeroc_result_t copy_if_alone(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                    void *recv, size_t bytes, int *done) {
+  *done = g->size == 1;
+  if (*done && send != recv && bytes) {
+    cudaError_t e = cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDefault, (cudaStream_t)s->native);
+    if (e != cudaSuccess)
+      return ZEROC_FAIL(ZEROC_ERR_CUDA, "cudaMemcpyAsync (size-1 group %s): %s", g->name,
+                        cudaGetErrorString(e));
+  }
+  return ZEROC_OK;
+}
+
+static zeroc_result_t nccl_allgather(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                     void *recv, size_t count, zeroc_dtype_t dt) {
+  int done;
+  ZEROC_CHECK(copy_if_alone(g, s, send, recv, count * zeroc_dtype_size(dt), &done));
+  if (done) return ZEROC_OK;
+  ncclComm_t c;
+  ZEROC_CHECK(get_comm(g, s, &c));
+  return nccl_ret(ncclAllGather(send, recv, count, nccl_type(dt), c, (cudaStream_t)s->native),
+                  "ncclAllGather", g);
+}
+
+static zeroc_result_t nccl_reduce_scatter(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                          void *recv, size_t count, zeroc_dtype_t dt,
+                                          zeroc_redop_t op) {
+  int done;
+  ZEROC_CHECK(copy_if_alone(g, s, send, recv, count * zeroc_dtype_size(dt), &done));
+  if (done) return ZEROC_OK;
+  ncclComm_t c;
+  ZEROC_CHECK(get_comm(g, s, &c));
+  return nccl_ret(ncclReduceScatter(send, recv, count, nccl_type(dt), nccl_op(op), c,
+                                    (cudaStream_t)s->native),
+                  "ncclReduceScatter", g);
+}
+
+static zeroc_result_t nccl_allreduce(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                     void *recv, size_t count, zeroc_dtype_t dt, zeroc_redop_t op) {
+  int done;
+  ZEROC_CHECK(copy_if_alone(g, s, send, recv, count * zeroc_dtype_size(dt), &done));
+  if (done) return ZEROC_OK;
+  ncclComm_t c;
+  ZEROC_CHECK(get_comm(g, s, &c));
+  return nccl_ret(
+      ncclAllReduce(send, recv, count, nccl_type(dt), nccl_op(op), c, (cudaStream_t)s->native),
+      "ncclAllReduce", g);
+}
+
+static zeroc_result_t nccl_broadcast(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
+                                     zeroc_dtype_t dt, int root) {
+  if (g->size == 1) return ZEROC_OK;
+  ncclComm_t c;
+  ZEROC_CHECK(get_comm(g, s, &c));
+  return nccl_ret(
+      ncclBroadcast(buf, buf, count, nccl_type(dt), root, c, (cudaStream_t)s->native),
+      "ncclBroadcast", g);
+}
+
+static zeroc_result_t nccl_send(zeroc_group_t *g, zeroc_stream_t *s, const void *buf, size_t count,
+                                zeroc_dtype_t dt, int peer, int tag) {
+  (void)tag; /* NCCL matches point-to-point by issue order on the p2p communicator */
+  ncclComm_t c;
+  ZEROC_CHECK(get_comm_ch(g, ZEROC_P2P_CHANNEL, &c));
+  return nccl_ret(ncclSend(buf, count, nccl_type(dt), peer, c, (cudaStream_t)s->native), "ncclSend",
+                  g);
+}
+
+static zeroc_result_t nccl_recv(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
+                                zeroc_dtype_t dt, int peer, int tag) {
+  (void)tag;
+  ncclComm_t c;
+  ZEROC_CHECK(get_comm_ch(g, ZEROC_P2P_CHANNEL, &c));
+  return nccl_ret(ncclRecv(buf, count, nccl_type(dt), peer, c, (cudaStream_t)s->native), "ncclRecv",
+                  g);
+}
+
+/* Non-zero, with a message, when any communicator of `g` has an async error. */
+int zeroc__nccl_async_error(zeroc_group_t *g, char *why, size_t n) {
+  for (int c = 0; c < ZEROC_MAX_CHANNELS; c++) {
+    if (!g->nccl[c]) continue;
+    ncclResult_t ar = ncclSuccess;
+    if (ncclCommGetAsyncError(g->nccl[c], &ar) != ncclSuccess || ar != ncclSuccess) {
+      snprintf(why, n, "NCCL async error on group %s channel %d: %s", g->name, c,
+               ncclGetErrorString(ar));
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Aborts every communicator of `g` (after a timeout), so kernels stuck in them exit. */
+void zeroc__nccl_abort(zeroc_group_t *g) {
+  for (int c = 0; c < ZEROC_MAX_CHANNELS; c++) {
+    if (!g->nccl[c]) continue;
+    ncclCommAbort(g->nccl[c]);
+    g->nccl[c] = NULL;
+  }
+}
+
+const zeroc_comm_ops_t zeroc__nccl_comm_ops = {
+    .name = "nccl",
+    .group_init = NULL,
+    .group_fini = nccl_group_fini,
+    .allgather = nccl_allgather,
+    .reduce_scatter = nccl_reduce_scatter,
+    .allreduce = nccl_allreduce,
+    .broadcast = nccl_broadcast,
+    .send = nccl_send,
+    .recv = nccl_recv,
+};

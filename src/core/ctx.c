@@ -1,0 +1,318 @@
+/*
+ * core/ctx.c - creating and tearing down a context: MPI (thread level
+ * MULTIPLE), the mesh and its groups, hwloc binding and thread counts, the
+ * device and its compute stream, the watchdog board.
+ *
+ * The context is the composition root: it is the one place in src/core that
+ * reaches up into device/ and comm/ to assemble them.
+ */
+#include <cblas.h>
+#include <omp.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm/comm.h"
+#include "core/ctx.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/watchdog.h"
+
+zeroc_result_t zeroc__ctx_ret(zeroc_ctx_t *ctx, zeroc_result_t r) {
+  if (r != ZEROC_OK && ctx) snprintf(ctx->last_error, sizeof ctx->last_error, "%s", zeroc__tls_error());
+  return r;
+}
+
+const char *zeroc_last_error(const zeroc_ctx_t *ctx) {
+  if (ctx && ctx->last_error[0]) return ctx->last_error;
+  return zeroc__tls_error();
+}
+
+/* Copies a caller's versioned config over the defaults: an older, smaller
+ * struct keeps the defaults for the fields it lacks; a struct that was not
+ * initialised with ZEROC_CTX_CONFIG_INIT is rejected. */
+static zeroc_result_t read_config(const zeroc_ctx_config_t *in, zeroc_ctx_config_t *out) {
+  const zeroc_ctx_config_t dflt = ZEROC_CTX_CONFIG_INIT;
+  *out = dflt;
+  if (!in) return ZEROC_OK;
+  if (in->magic != ZEROC_CONFIG_MAGIC || in->size < offsetof(zeroc_ctx_config_t, device) ||
+      in->size > 65536)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_ctx_config_t was not initialised with ZEROC_CTX_CONFIG_INIT "
+                      "(size %zu, magic 0x%x)",
+                      in->size, in->magic);
+  memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
+  out->size = sizeof *out;
+  if (out->tp == 0) out->tp = 1;
+  if (out->pp == 0) out->pp = 1;
+  if (out->hsdp == 0) out->hsdp = 1;
+  if ((unsigned)out->device > ZEROC_DEVICE_CUDA)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "device %d: accepted auto (0), cpu (1), cuda (2)",
+                      (int)out->device);
+  if (out->comm_timeout_s < 0)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "comm_timeout_s %g: must be > 0 (0 = default)",
+                      out->comm_timeout_s);
+  return ZEROC_OK;
+}
+
+/* Every rank learns whether any rank failed; the lowest failing rank's message
+ * is broadcast so that every rank can print the same cause. Collective over
+ * MPI_COMM_WORLD, blocking (used only while groups do not exist yet). */
+static zeroc_result_t agree_world(int rank, zeroc_result_t r) {
+  int world;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  int mine = r != ZEROC_OK ? rank : world, first = world;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == world) return ZEROC_OK;
+  struct {
+    int code;
+    char msg[ZEROC_ERRMSG_MAX];
+  } m = {(int)r, {0}};
+  if (rank == first) snprintf(m.msg, sizeof m.msg, "%s", zeroc__tls_error());
+  MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, first, MPI_COMM_WORLD);
+  if (r != ZEROC_OK) return r;
+  return ZEROC_FAIL(ZEROC_ERR_REMOTE, "rank %d failed: %s", first, m.msg);
+}
+
+static zeroc_result_t setup_topology(zeroc_ctx_t *ctx) {
+  if (hwloc_topology_init(&ctx->topo) || hwloc_topology_load(ctx->topo)) {
+    ctx->topo = NULL;
+    return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "hwloc_topology_init/load failed");
+  }
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  zeroc_result_t r =
+      zeroc__topo_plan(ctx->topo, ctx->local_rank, ctx->local_size, &ctx->binding, set);
+  if (r == ZEROC_OK) {
+    int bind = ctx->cfg.bind >= 0 ? ctx->cfg.bind : (int)zeroc__env_int("ZEROC_BIND", 1);
+    if (bind && hwloc_set_cpubind(ctx->topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
+      ZWARN(TOPO, "could not bind to cores %s; running unbound", ctx->binding.cores);
+      bind = 0;
+    }
+    if (!bind) snprintf(ctx->binding.cores, sizeof ctx->binding.cores, "unbound");
+    int threads = ctx->cfg.threads > 0 ? ctx->cfg.threads
+                                       : (int)zeroc__env_int("ZEROC_THREADS", ctx->binding.threads);
+    if (threads < 1) threads = 1;
+    ctx->binding.threads = threads;
+    omp_set_num_threads(threads);
+    openblas_set_num_threads(threads);
+    ZINFO(TOPO, "local rank %d/%d bound to cores %s (NUMA %d), %d threads%s", ctx->local_rank,
+          ctx->local_size, ctx->binding.cores, ctx->binding.numa, threads,
+          ctx->binding.shared ? ", sharing its core with other ranks" : "");
+  }
+  hwloc_bitmap_free(set);
+  return r;
+}
+
+static zeroc_result_t setup_device(zeroc_ctx_t *ctx) {
+  zeroc_device_kind_t kind = ctx->cfg.device;
+  int ngpu = zeroc__cuda_device_count();
+  if (kind == ZEROC_DEVICE_AUTO) kind = ngpu > 0 ? ZEROC_DEVICE_CUDA : ZEROC_DEVICE_CPU;
+  if (kind == ZEROC_DEVICE_CUDA) {
+#ifdef ZEROC_HAVE_CUDA
+    if (ngpu <= 0)
+      return ZEROC_FAIL(ZEROC_ERR_NODEVICE, "device cuda asked for, but no GPU is visible on %s",
+                        ctx->host);
+    ctx->dev.ops = &zeroc__cuda_device_ops;
+    ctx->comm_ops = &zeroc__nccl_comm_ops;
+    int ord = ctx->cfg.gpu >= 0 ? ctx->cfg.gpu : ctx->local_rank % ngpu;
+    ZEROC_CHECK(ctx->dev.ops->open(&ctx->dev, ord));
+#else
+    return ZEROC_FAIL(ZEROC_ERR_NODEVICE,
+                      "device cuda asked for, but this zeroc was built without CUDA "
+                      "(configure with -DZEROC_CUDA=ON where the toolkit is installed)");
+#endif
+  } else {
+    ctx->dev.ops = &zeroc__cpu_device_ops;
+    ctx->comm_ops = &zeroc__mpi_comm_ops;
+    ZEROC_CHECK(ctx->dev.ops->open(&ctx->dev, 0));
+  }
+  /* The compute stream owns channel 0: inline on cpu, a high-priority stream on cuda. */
+  return zeroc__stream_create(&ctx->dev, 1, 1, &ctx->compute);
+}
+
+zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg) {
+  zeroc_result_t res = ZEROC_OK;
+  if (!out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_create: NULL output");
+  *out = NULL;
+  zeroc__log_init();
+  zeroc_ctx_t *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "context struct");
+  ctx->node_comm = MPI_COMM_NULL;
+  int mem_ok = 0;
+
+  int inited = 0, provided = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    int e = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+    if (e != MPI_SUCCESS) {
+      free(ctx);
+      return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Init_thread failed with error %d", e);
+    }
+    ctx->mpi_initialised_here = 1;
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &ctx->mesh.rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &ctx->mesh.world);
+  zeroc__log_set_rank(ctx->mesh.rank);
+  gethostname(ctx->host, sizeof ctx->host - 1);
+
+  /* Steps that can fail on one rank alone end in an agreement, so every rank
+   * returns an error together instead of some waiting in the next collective. */
+  res = ZEROC_OK;
+  if (provided < MPI_THREAD_MULTIPLE)
+    res = ZEROC_FAIL(ZEROC_ERR_MPI,
+                     "MPI provides thread level %d; zeroc needs MPI_THREAD_MULTIPLE (%d) for its "
+                     "communication threads (initialise MPI with MPI_Init_thread)",
+                     provided, MPI_THREAD_MULTIPLE);
+  if (res == ZEROC_OK) res = read_config(cfg, &ctx->cfg);
+  if (res == ZEROC_OK)
+    res = zeroc_mesh_layout(ctx->mesh.world, ctx->cfg.tp, ctx->cfg.pp, ctx->cfg.hsdp,
+                            ctx->mesh.rank, &ctx->mesh);
+  if (res == ZEROC_OK) {
+    ctx->comm_timeout = ctx->cfg.comm_timeout_s > 0
+                            ? ctx->cfg.comm_timeout_s
+                            : zeroc__env_double("ZEROC_COMM_TIMEOUT", 300.0);
+    res = zeroc__mem_init(&ctx->mem);
+    mem_ok = res == ZEROC_OK;
+  }
+  ZEROC_TRY(agree_world(ctx->mesh.rank, res));
+
+  /* Node-local ranks and the world -> local map (for the watchdog). */
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, ctx->mesh.rank, MPI_INFO_NULL,
+                          &ctx->node_comm) != MPI_SUCCESS) {
+    res = ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
+    goto fail;
+  }
+  MPI_Comm_rank(ctx->node_comm, &ctx->local_rank);
+  MPI_Comm_size(ctx->node_comm, &ctx->local_size);
+  ctx->local_of_world = malloc(sizeof(int) * (size_t)ctx->mesh.world);
+  int *node_world = malloc(sizeof(int) * (size_t)ctx->local_size);
+  if (!ctx->local_of_world || !node_world) {
+    free(node_world);
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "rank tables");
+    goto fail;
+  }
+  MPI_Allgather(&ctx->mesh.rank, 1, MPI_INT, node_world, 1, MPI_INT, ctx->node_comm);
+  for (int i = 0; i < ctx->mesh.world; i++) ctx->local_of_world[i] = -1;
+  for (int i = 0; i < ctx->local_size; i++) ctx->local_of_world[node_world[i]] = i;
+  free(node_world);
+
+  res = setup_topology(ctx);
+  if (res == ZEROC_OK) res = setup_device(ctx);
+  ZEROC_TRY(agree_world(ctx->mesh.rank, res));
+  ZEROC_TRY(zeroc__mesh_create_groups(ctx));
+  ZEROC_TRY(zeroc__watchdog_init(ctx));
+  ZINFO(INIT, "context ready: %d ranks, device %s (%s), comm %s, timeout %.0f s", ctx->mesh.world,
+        ctx->dev.ops->name, ctx->dev.name, ctx->comm_ops->name, ctx->comm_timeout);
+  *out = ctx;
+  return ZEROC_OK;
+
+fail:
+  if (!mem_ok) { /* nothing but MPI was set up */
+    if (ctx->mpi_initialised_here) MPI_Finalize();
+    free(ctx);
+    return res;
+  }
+  {
+    char msg[ZEROC_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", zeroc__tls_error());
+    int here = ctx->mpi_initialised_here;
+    zeroc_ctx_destroy(ctx);
+    /* Every rank reached this point through an agreement, so finalising is safe. */
+    if (here) MPI_Finalize();
+    zeroc__tls_error_set(msg);
+  }
+  return res;
+}
+
+static void ctx_free(zeroc_ctx_t *ctx) {
+  for (int k = 0; k < ZEROC_GROUP_COUNT; k++) zeroc__group_destroy(ctx->groups[k]);
+  if (ctx->compute) zeroc_stream_destroy(ctx->compute);
+  if (ctx->dev.ops) ctx->dev.ops->close(&ctx->dev);
+  if (ctx->node_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->node_comm);
+  if (ctx->topo) hwloc_topology_destroy(ctx->topo);
+  free(ctx->local_of_world);
+  if (ctx->mem.tab) {
+    if (ctx->mem.st.allocations)
+      ZINFO(MEM, "%llu allocations still live at context destruction",
+            (unsigned long long)ctx->mem.st.allocations);
+    zeroc__mem_fini(&ctx->mem);
+  }
+  free(ctx);
+}
+
+void zeroc_ctx_destroy(zeroc_ctx_t *ctx) {
+  if (!ctx) return;
+  zeroc__watchdog_fini(ctx, 1);
+  ctx_free(ctx);
+}
+
+zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
+  if (!ctx) return ZEROC_OK;
+  zeroc__watchdog_fini(ctx, 0);
+  /* Wait for every rank, with the timeout, before freeing communicators. */
+  int one = 1;
+  zeroc_result_t r = zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], &one, 1, ZEROC_INT32,
+                                           ZEROC_SUM);
+  int here = ctx->mpi_initialised_here;
+  ctx_free(ctx);
+  if (r == ZEROC_OK && here) MPI_Finalize();
+  return r;
+}
+
+void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why) {
+  int rank = ctx ? ctx->mesh.rank : -1;
+  char host[64] = "?";
+  gethostname(host, sizeof host - 1);
+  fprintf(stderr, "zeroc: rank %d (%s:%d) aborting the job: %s\n", rank, host, (int)getpid(),
+          why ? why : "");
+  fflush(stderr);
+  if (ctx) zeroc__watchdog_fini(ctx, 1);
+  MPI_Abort(MPI_COMM_WORLD, code ? code : 1);
+  _exit(code ? code : 1);
+}
+
+const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx) { return &ctx->mesh; }
+
+zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx) { return ctx->dev.kind; }
+
+void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size) {
+  if (local_rank) *local_rank = ctx->local_rank;
+  if (local_size) *local_size = ctx->local_size;
+}
+
+double zeroc_ctx_comm_timeout(const zeroc_ctx_t *ctx) { return ctx->comm_timeout; }
+
+void zeroc_ctx_memory(const zeroc_ctx_t *ctx, zeroc_mem_stats_t *out) {
+  zeroc__mem_stats((zeroc__mem_t *)&ctx->mem, out);
+}
+
+void zeroc_ctx_memory_reset_peak(zeroc_ctx_t *ctx) { zeroc__mem_reset_peak(&ctx->mem); }
+
+zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out) {
+  char line[512];
+  snprintf(line, sizeof line, "rank %3d  %s  local %d/%d  cores %-8s NUMA %d  threads %d  device %s%s",
+           ctx->mesh.rank, ctx->host, ctx->local_rank, ctx->local_size, ctx->binding.cores,
+           ctx->binding.numa, ctx->binding.threads, ctx->dev.name,
+           ctx->binding.shared ? "  (core shared)" : "");
+  char *all = NULL;
+  if (ctx->mesh.rank == 0) {
+    all = malloc(sizeof line * (size_t)ctx->mesh.world);
+    if (!all) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "topology lines"));
+  }
+  int e = MPI_Gather(line, (int)sizeof line, MPI_CHAR, all, (int)sizeof line, MPI_CHAR, 0,
+                     ctx->groups[ZEROC_GROUP_WORLD]->mpi[0]);
+  if (e != MPI_SUCCESS) {
+    free(all);
+    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Gather of topology lines: %d", e));
+  }
+  if (all) {
+    for (int r = 0; r < ctx->mesh.world; r++) fprintf(out, "%s\n", all + (size_t)r * sizeof line);
+    fflush(out);
+  }
+  free(all);
+  return ZEROC_OK;
+}

@@ -1,0 +1,48 @@
+/*
+ * core/ctx.h - the context's insides, shared by src/ (never installed).
+ */
+#ifndef ZEROC_CORE_CTX_H
+#define ZEROC_CORE_CTX_H
+
+#include <hwloc.h>
+#include <mpi.h>
+
+#include "core/error.h"
+#include "core/mem.h"
+#include "core/topo.h"
+#include "device/device.h"
+#include "zeroc/ctx.h"
+#include "zeroc/mesh.h"
+
+struct zeroc_comm_ops;
+struct zeroc_group;
+struct zeroc__watchdog;
+
+struct zeroc_ctx {
+  zeroc_ctx_config_t cfg;
+  int mpi_initialised_here;
+  double comm_timeout; /* seconds */
+  zeroc_mesh_info_t mesh;
+  int local_rank, local_size;
+  int *local_of_world; /* node-local index of each world rank on this node, -1 elsewhere */
+  char host[64];
+  MPI_Comm node_comm;
+  hwloc_topology_t topo;
+  zeroc_binding_t binding;
+  zeroc_device_t dev;
+  zeroc_stream_t *compute;
+  const struct zeroc_comm_ops *comm_ops;
+  struct zeroc_group *groups[ZEROC_GROUP_COUNT];
+  struct zeroc__watchdog *wd;
+  zeroc__mem_t mem;
+  char last_error[ZEROC_ERRMSG_MAX];
+};
+
+/* Records the calling thread's error text as the context's last error and
+ * returns `r`: public functions end with `return zeroc__ctx_ret(ctx, r)`. */
+zeroc_result_t zeroc__ctx_ret(zeroc_ctx_t *ctx, zeroc_result_t r);
+
+/* Creates the mesh groups (world, tp, pp, dp, dp_shard, dp_replicate). */
+zeroc_result_t zeroc__mesh_create_groups(zeroc_ctx_t *ctx);
+
+#endif

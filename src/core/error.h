@@ -1,0 +1,41 @@
+/*
+ * core/error.h - error text and the check macros used across src/.
+ *
+ * A failure is reported once, where it happens: ZEROC_FAIL formats a message
+ * naming the file and line into the calling thread's error buffer and returns
+ * the code, which callers pass up unchanged.
+ */
+#ifndef ZEROC_CORE_ERROR_H
+#define ZEROC_CORE_ERROR_H
+
+#include <stdarg.h>
+
+#include "zeroc/result.h"
+
+#define ZEROC_ERRMSG_MAX 1024
+
+zeroc_result_t zeroc__fail(zeroc_result_t r, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The calling thread's last error text ("" if none). */
+const char *zeroc__tls_error(void);
+/* Replaces the calling thread's error text (e.g. with a worker thread's). */
+void zeroc__tls_error_set(const char *msg);
+void zeroc__tls_error_clear(void);
+
+#define ZEROC_FAIL(r, ...) zeroc__fail((r), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Returns from the enclosing function when `call` fails. */
+#define ZEROC_CHECK(call)                                                                         \
+  do {                                                                                            \
+    zeroc_result_t zeroc__r = (call);                                                            \
+    if (zeroc__r != ZEROC_OK) return zeroc__r;                                                    \
+  } while (0)
+
+/* Sets `res` and jumps to `fail` when `call` fails (one cleanup path). */
+#define ZEROC_TRY(call)                                                                           \
+  do {                                                                                            \
+    res = (call);                                                                                 \
+    if (res != ZEROC_OK) goto fail;                                                               \
+  } while (0)
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * core/result.c - result names and sentences, the per-thread error text, and
+ * the small type helpers of zeroc/types.h and zeroc/mem.h.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "zeroc/mem.h"
+#include "zeroc/types.h"
+
+static const struct {
+  const char *name, *text;
+} results[ZEROC_RESULT_COUNT] = {
+    [ZEROC_OK] = {"ZEROC_OK", "success"},
+    [ZEROC_ERR_INVALID_ARG] = {"ZEROC_ERR_INVALID_ARG",
+                               "invalid argument: a value is out of range or inconsistent; "
+                               "the detailed message names it and what is accepted"},
+    [ZEROC_ERR_NOMEM] = {"ZEROC_ERR_NOMEM",
+                         "out of memory: try a higher ZeRO stage, offload, activation "
+                         "recompute or a smaller batch"},
+    [ZEROC_ERR_CUDA] = {"ZEROC_ERR_CUDA", "a CUDA call failed; check the driver and the GPU"},
+    [ZEROC_ERR_NCCL] = {"ZEROC_ERR_NCCL",
+                        "an NCCL call failed; NCCL_DEBUG=WARN shows NCCL's own reason"},
+    [ZEROC_ERR_MPI] = {"ZEROC_ERR_MPI", "an MPI call failed; check the launch (mpirun/srun)"},
+    [ZEROC_ERR_IO] = {"ZEROC_ERR_IO",
+                      "a file operation failed; check the path, permissions and free space"},
+    [ZEROC_ERR_TIMEOUT] = {"ZEROC_ERR_TIMEOUT",
+                           "a collective timed out: a peer rank is dead, stuck or much slower; "
+                           "--comm-timeout sets the bound"},
+    [ZEROC_ERR_REMOTE] = {"ZEROC_ERR_REMOTE",
+                          "another rank failed; its own message names the cause"},
+    [ZEROC_ERR_UNSUPPORTED] = {"ZEROC_ERR_UNSUPPORTED",
+                               "this combination of options is not supported"},
+    [ZEROC_ERR_NUMERIC] = {"ZEROC_ERR_NUMERIC",
+                           "non-finite values (NaN/Inf): lower the learning rate or enable "
+                           "clipping"},
+    [ZEROC_ERR_CORRUPT] = {"ZEROC_ERR_CORRUPT",
+                           "a file is malformed or fails its checksum; it was not used"},
+    [ZEROC_ERR_NODEVICE] = {"ZEROC_ERR_NODEVICE",
+                            "the requested device is not present; use --device cpu"},
+    [ZEROC_ERR_INTERNAL] = {"ZEROC_ERR_INTERNAL",
+                            "internal error in zeroc: please report it with the message"},
+};
+
+const char *zeroc_result_string(zeroc_result_t r) {
+  if ((unsigned)r >= ZEROC_RESULT_COUNT) return "unknown result code";
+  return results[r].text;
+}
+
+const char *zeroc_result_name(zeroc_result_t r) {
+  if ((unsigned)r >= ZEROC_RESULT_COUNT) return "ZEROC_ERR_UNKNOWN";
+  return results[r].name;
+}
+
+/* ---- per-thread error text ------------------------------------------------ */
+
+static _Thread_local char tls_err[ZEROC_ERRMSG_MAX];
+
+zeroc_result_t zeroc__fail(zeroc_result_t r, const char *file, int line, const char *fmt, ...) {
+  const char *base = strrchr(file, '/');
+  base = base ? base + 1 : file;
+  int n = snprintf(tls_err, sizeof tls_err, "%s:%d: ", base, line);
+  if (n < 0 || (size_t)n >= sizeof tls_err) n = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tls_err + n, sizeof tls_err - (size_t)n, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+const char *zeroc__tls_error(void) { return tls_err; }
+
+void zeroc__tls_error_set(const char *msg) {
+  if (msg != tls_err) snprintf(tls_err, sizeof tls_err, "%s", msg ? msg : "");
+}
+
+void zeroc__tls_error_clear(void) { tls_err[0] = 0; }
+
+/* ---- types ----------------------------------------------------------------- */
+
+size_t zeroc_dtype_size(zeroc_dtype_t dt) {
+  switch (dt) {
+  case ZEROC_FP32: return 4;
+  case ZEROC_BF16: return 2;
+  case ZEROC_INT32: return 4;
+  case ZEROC_FP64: return 8;
+  case ZEROC_UINT8: return 1;
+  case ZEROC_INT64: return 8;
+  default: return 0;
+  }
+}
+
+const char *zeroc_dtype_name(zeroc_dtype_t dt) {
+  static const char *names[ZEROC_DTYPE_COUNT] = {"fp32", "bf16", "int32", "fp64", "uint8", "int64"};
+  return (unsigned)dt < ZEROC_DTYPE_COUNT ? names[dt] : "?";
+}
+
+const char *zeroc_memkind_name(zeroc_memkind_t k) {
+  static const char *names[ZEROC_MEM_KIND_COUNT] = {"device", "pinned", "host"};
+  return (unsigned)k < ZEROC_MEM_KIND_COUNT ? names[k] : "?";
+}
+
+const char *zeroc_memtag_name(zeroc_memtag_t t) {
+  static const char *names[ZEROC_TAG_COUNT] = {"params",      "grads",   "optimizer",
+                                               "activations", "buffers", "workspace"};
+  return (unsigned)t < ZEROC_TAG_COUNT ? names[t] : "?";
+}

@@ -1,0 +1,134 @@
+/*
+ * device/device.c - the public memory/stream/event API, dispatching to the
+ * context's backend table and counting every allocation in the accountant.
+ */
+#include <stdlib.h>
+
+#include "core/ctx.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "device/device.h"
+
+zeroc_device_t *zeroc__ctx_device(zeroc_ctx_t *ctx) { return &ctx->dev; }
+
+#ifndef ZEROC_HAVE_CUDA
+int zeroc__cuda_device_count(void) { return 0; }
+#endif
+
+zeroc_result_t zeroc_mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_memtag_t tag,
+                               size_t bytes, void **ptr) {
+  if (!ctx || !ptr) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_mem_alloc: NULL ctx or ptr");
+  *ptr = NULL;
+  if ((unsigned)kind >= ZEROC_MEM_KIND_COUNT || (unsigned)tag >= ZEROC_TAG_COUNT)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_mem_alloc: kind %d / tag %d out of range",
+                      (int)kind, (int)tag);
+  size_t n = bytes ? bytes : 1;
+  void *p = NULL;
+  zeroc_result_t r = ctx->dev.ops->alloc(&ctx->dev, kind, n, &p);
+  if (r != ZEROC_OK) {
+    zeroc_mem_stats_t st;
+    zeroc__mem_stats(&ctx->mem, &st);
+    return ZEROC_FAIL(r, "%s (%zu bytes of %s memory for %s; %llu bytes of %s memory in use)",
+                      zeroc__tls_error(), bytes, zeroc_memkind_name(kind), zeroc_memtag_name(tag),
+                      (unsigned long long)st.current_total[kind], zeroc_memkind_name(kind));
+  }
+  r = zeroc__mem_track(&ctx->mem, p, kind, tag, bytes);
+  if (r != ZEROC_OK) {
+    ctx->dev.ops->free(&ctx->dev, kind, p, n);
+    return r;
+  }
+  ZTRACE(MEM, "alloc %zu bytes %s/%s at %p", bytes, zeroc_memkind_name(kind),
+         zeroc_memtag_name(tag), p);
+  *ptr = p;
+  return ZEROC_OK;
+}
+
+void zeroc_mem_free(zeroc_ctx_t *ctx, void *ptr) {
+  if (!ptr || !ctx) return;
+  zeroc__mem_rec_t rec;
+  if (!zeroc__mem_untrack(&ctx->mem, ptr, &rec)) {
+    ZWARN(MEM, "zeroc_mem_free(%p): pointer not allocated by zeroc_mem_alloc; ignored", ptr);
+    return;
+  }
+  ctx->dev.ops->free(&ctx->dev, (zeroc_memkind_t)rec.kind, ptr, rec.bytes ? rec.bytes : 1);
+}
+
+zeroc_stream_t *zeroc_ctx_compute_stream(zeroc_ctx_t *ctx) { return ctx ? ctx->compute : NULL; }
+
+zeroc_result_t zeroc__stream_create(zeroc_device_t *dev, int priority, int inline_,
+                                    zeroc_stream_t **s) {
+  if (dev->next_channel >= ZEROC_P2P_CHANNEL)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "too many streams: each stream that issues collectives owns a "
+                      "communicator channel and there are %d",
+                      ZEROC_P2P_CHANNEL);
+  zeroc_result_t r = dev->ops->stream_create(dev, priority, inline_, s);
+  if (r != ZEROC_OK) return r;
+  (*s)->channel = dev->next_channel++;
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_stream_create(zeroc_ctx_t *ctx, int priority, zeroc_stream_t **s) {
+  if (!ctx || !s) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_stream_create: NULL argument");
+  return zeroc__stream_create(&ctx->dev, priority, 0, s);
+}
+
+void zeroc_stream_destroy(zeroc_stream_t *s) {
+  if (s) s->dev->ops->stream_destroy(s);
+}
+
+zeroc_result_t zeroc_stream_sync(zeroc_stream_t *s) { return s->dev->ops->stream_sync(s); }
+
+void *zeroc_stream_native(zeroc_stream_t *s) { return s ? s->native : NULL; }
+
+zeroc_result_t zeroc__stream_enqueue(zeroc_stream_t *s, zeroc__op_fn fn, const void *payload,
+                                     size_t n) {
+  if (n > ZEROC_OP_PAYLOAD_MAX)
+    return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "stream op payload %zu > %d bytes", n,
+                      ZEROC_OP_PAYLOAD_MAX);
+  return s->dev->ops->enqueue(s, fn, payload, n);
+}
+
+typedef struct {
+  void (*fn)(void *);
+  void *arg;
+} host_call_t;
+
+static zeroc_result_t run_host_call(void *p) {
+  host_call_t *c = p;
+  c->fn(c->arg);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_stream_launch_host(zeroc_stream_t *s, void (*fn)(void *), void *arg) {
+  if (!s || !fn) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_stream_launch_host: NULL argument");
+  host_call_t c = {fn, arg};
+  return zeroc__stream_enqueue(s, run_host_call, &c, sizeof c);
+}
+
+zeroc_result_t zeroc_memcpy_async(zeroc_stream_t *s, void *dst, const void *src, size_t bytes) {
+  if (!bytes) return ZEROC_OK;
+  return s->dev->ops->memcpy_async(s, dst, src, bytes);
+}
+
+zeroc_result_t zeroc_memset_async(zeroc_stream_t *s, void *dst, int value, size_t bytes) {
+  if (!bytes) return ZEROC_OK;
+  return s->dev->ops->memset_async(s, dst, value, bytes);
+}
+
+zeroc_result_t zeroc_event_create(zeroc_ctx_t *ctx, zeroc_event_t **e) {
+  return ctx->dev.ops->event_create(&ctx->dev, e);
+}
+void zeroc_event_destroy(zeroc_event_t *e) {
+  if (e) e->dev->ops->event_destroy(e);
+}
+zeroc_result_t zeroc_event_record(zeroc_event_t *e, zeroc_stream_t *s) {
+  return e->dev->ops->event_record(e, s);
+}
+zeroc_result_t zeroc_stream_wait_event(zeroc_stream_t *s, zeroc_event_t *e) {
+  return s->dev->ops->stream_wait_event(s, e);
+}
+zeroc_result_t zeroc_event_sync(zeroc_event_t *e) { return e->dev->ops->event_sync(e); }
+zeroc_result_t zeroc_event_query(zeroc_event_t *e, int *done) {
+  return e->dev->ops->event_query(e, done);
+}

@@ -1,0 +1,106 @@
+/*
+ * device/device.h - the device backend table and the stream/event structs
+ * shared by the cpu and cuda backends.
+ *
+ * A backend fills zeroc_device_ops_t. Streams and events start with the common
+ * header below; each backend allocates its own larger struct around it.
+ * Besides the public API, src/ can enqueue any host function with an inline
+ * payload on a stream (zeroc__stream_enqueue): the mpi comm backend uses this
+ * to run collectives on a stream's worker thread.
+ */
+#ifndef ZEROC_DEVICE_DEVICE_H
+#define ZEROC_DEVICE_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/device.h"
+
+/* An operation run in stream order; its payload is copied into the queue. */
+typedef zeroc_result_t (*zeroc__op_fn)(void *payload);
+#define ZEROC_OP_PAYLOAD_MAX 224
+
+typedef struct zeroc_device zeroc_device_t;
+
+struct zeroc_stream {
+  zeroc_device_t *dev;
+  int channel; /* index of this stream's duplicated communicators; 0 = compute */
+  int inline_; /* work runs on the calling thread (cpu compute stream) */
+  void *native; /* cudaStream_t on cuda */
+};
+
+struct zeroc_event {
+  zeroc_device_t *dev;
+};
+
+typedef struct zeroc_device_ops {
+  const char *name;
+  zeroc_result_t (*open)(zeroc_device_t *dev, int ordinal);
+  void (*close)(zeroc_device_t *dev);
+  zeroc_result_t (*alloc)(zeroc_device_t *dev, zeroc_memkind_t kind, size_t bytes, void **p);
+  void (*free)(zeroc_device_t *dev, zeroc_memkind_t kind, void *p, size_t bytes);
+  zeroc_result_t (*stream_create)(zeroc_device_t *dev, int priority, int inline_,
+                                  zeroc_stream_t **s);
+  void (*stream_destroy)(zeroc_stream_t *s);
+  zeroc_result_t (*stream_sync)(zeroc_stream_t *s);
+  zeroc_result_t (*enqueue)(zeroc_stream_t *s, zeroc__op_fn fn, const void *payload, size_t n);
+  zeroc_result_t (*memcpy_async)(zeroc_stream_t *s, void *dst, const void *src, size_t n);
+  zeroc_result_t (*memset_async)(zeroc_stream_t *s, void *dst, int v, size_t n);
+  zeroc_result_t (*event_create)(zeroc_device_t *dev, zeroc_event_t **e);
+  void (*event_destroy)(zeroc_event_t *e);
+  zeroc_result_t (*event_record)(zeroc_event_t *e, zeroc_stream_t *s);
+  zeroc_result_t (*stream_wait_event)(zeroc_stream_t *s, zeroc_event_t *e);
+  zeroc_result_t (*event_sync)(zeroc_event_t *e);
+  zeroc_result_t (*event_query)(zeroc_event_t *e, int *done);
+} zeroc_device_ops_t;
+
+struct zeroc_device {
+  const zeroc_device_ops_t *ops;
+  zeroc_device_kind_t kind;
+  int ordinal;
+  char name[128];
+  double peak_tflops_bf16; /* dense bf16 peak of one device; 0 when unknown */
+  size_t total_mem;
+  int next_channel; /* channel handed to the next stream */
+  void *impl;
+};
+
+extern const zeroc_device_ops_t zeroc__cpu_device_ops;
+#ifdef ZEROC_HAVE_CUDA
+extern const zeroc_device_ops_t zeroc__cuda_device_ops;
+#endif
+
+#ifdef ZEROC_HAVE_CUDA
+/* The caching allocator behind device memory (device/pool_cuda.c): freed
+ * blocks are kept per rounded size and reused, so a steady step loop makes no
+ * cudaMalloc/cudaFree calls; on cudaMalloc failure the cache is released and
+ * the allocation retried once. */
+zeroc_result_t zeroc__cuda_pool_open(zeroc_device_t *dev);
+void zeroc__cuda_pool_close(zeroc_device_t *dev);
+zeroc_result_t zeroc__cuda_pool_alloc(zeroc_device_t *dev, size_t bytes, void **p);
+void zeroc__cuda_pool_free(zeroc_device_t *dev, void *p, size_t bytes);
+/* cudaMalloc calls made so far (to check the step loop makes none). */
+uint64_t zeroc__cuda_pool_mallocs(zeroc_device_t *dev);
+#endif
+
+/* Number of CUDA devices visible (0 without the CUDA backend or a GPU). */
+int zeroc__cuda_device_count(void);
+
+/* Enqueues fn(payload copy) in stream order. n <= ZEROC_OP_PAYLOAD_MAX. */
+zeroc_result_t zeroc__stream_enqueue(zeroc_stream_t *s, zeroc__op_fn fn, const void *payload,
+                                     size_t n);
+
+/* Creates a stream with an explicit inline flag (cpu: run on the caller). */
+zeroc_result_t zeroc__stream_create(zeroc_device_t *dev, int priority, int inline_,
+                                    zeroc_stream_t **s);
+
+/* The device of a context. */
+zeroc_device_t *zeroc__ctx_device(zeroc_ctx_t *ctx);
+
+#define ZEROC_MAX_CHANNELS 8
+/* Point-to-point messages match only on one communicator, whatever stream each
+ * side issues them on: send/recv always use this channel, told apart by tag.
+ * Streams get channels 0 .. ZEROC_P2P_CHANNEL-1. */
+#define ZEROC_P2P_CHANNEL (ZEROC_MAX_CHANNELS - 1)
+
+#endif

@@ -1,0 +1,267 @@
+/*
+ * device/device_cuda.c - the cuda device backend (compiled only with CUDA).
+ *
+ * Device memory comes from a caching pool (device/pool_cuda.c) so the step
+ * loop never calls cudaMalloc/cudaFree; pinned host memory from
+ * cudaMallocHost. Streams and events are cudaStream_t (with priorities) and
+ * cudaEvent_t (timing disabled). Host operations enqueued on a stream run
+ * through cudaLaunchHostFunc; their failures are kept as the stream's sticky
+ * error and returned by the next synchronisation.
+ */
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "device/device.h"
+
+#define CUDA_TRY(call)                                                                            \
+  do {                                                                                            \
+    cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess)                                                                        \
+      return ZEROC_FAIL(ZEROC_ERR_CUDA, "%s failed: %s (%s)", #call, cudaGetErrorString(e_),      \
+                        cudaGetErrorName(e_));                                                    \
+  } while (0)
+
+typedef struct cuda_stream {
+  struct zeroc_stream base;
+  cudaStream_t s;
+  pthread_mutex_t mu;
+  zeroc_result_t err;
+  char errmsg[ZEROC_ERRMSG_MAX];
+} cuda_stream_t;
+
+typedef struct cuda_event {
+  struct zeroc_event base;
+  cudaEvent_t e;
+  cuda_stream_t *s; /* stream it was last recorded on, for its sticky error */
+} cuda_event_t;
+
+int zeroc__cuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError(); /* clear: no driver or no device */
+    return 0;
+  }
+  return n;
+}
+
+/* Dense bf16 tensor-core peak (TFLOP/s) by device name, for MFU. Leads from
+ * the vendors' datasheets; ZEROC_PEAK_TFLOPS overrides. */
+static double peak_bf16_tflops(const char *name) {
+  static const struct {
+    const char *key;
+    double tflops;
+  } table[] = {
+      {"H200", 989.4}, {"H100 PCIe", 756.0}, {"H100", 989.4}, {"H800", 989.4},
+      {"GH200", 989.4}, {"B200", 2250.0},    {"A100", 312.0}, {"A800", 312.0},
+      {"L40S", 362.0},  {"A10", 125.0},      {"L4", 121.0},   {"RTX 4090", 165.2},
+  };
+  for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+    if (strstr(name, table[i].key)) return table[i].tflops;
+  return 0;
+}
+
+static zeroc_result_t cuda_open(zeroc_device_t *dev, int ordinal) {
+  CUDA_TRY(cudaSetDevice(ordinal));
+  struct cudaDeviceProp prop;
+  CUDA_TRY(cudaGetDeviceProperties(&prop, ordinal));
+  dev->kind = ZEROC_DEVICE_CUDA;
+  dev->ordinal = ordinal;
+  snprintf(dev->name, sizeof dev->name, "%s", prop.name);
+  dev->total_mem = prop.totalGlobalMem;
+  dev->peak_tflops_bf16 = peak_bf16_tflops(prop.name);
+  ZINFO(DEVICE, "cuda device %d: %s, %d SMs, %.1f GiB, peak bf16 %.0f TFLOP/s", ordinal,
+        prop.name, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0,
+        dev->peak_tflops_bf16);
+  return zeroc__cuda_pool_open(dev);
+}
+
+static void cuda_close(zeroc_device_t *dev) { zeroc__cuda_pool_close(dev); }
+
+static zeroc_result_t cuda_alloc(zeroc_device_t *dev, zeroc_memkind_t kind, size_t bytes,
+                                 void **p) {
+  switch (kind) {
+  case ZEROC_MEM_DEVICE: return zeroc__cuda_pool_alloc(dev, bytes, p);
+  case ZEROC_MEM_PINNED: CUDA_TRY(cudaMallocHost(p, bytes)); return ZEROC_OK;
+  default: {
+    size_t n = (bytes + 63) / 64 * 64;
+    *p = aligned_alloc(64, n);
+    if (!*p) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "aligned_alloc(64, %zu) failed", n);
+    return ZEROC_OK;
+  }
+  }
+}
+
+static void cuda_free(zeroc_device_t *dev, zeroc_memkind_t kind, void *p, size_t bytes) {
+  switch (kind) {
+  case ZEROC_MEM_DEVICE: zeroc__cuda_pool_free(dev, p, bytes); break;
+  case ZEROC_MEM_PINNED: cudaFreeHost(p); break;
+  default: free(p); break;
+  }
+}
+
+static zeroc_result_t cuda_stream_create(zeroc_device_t *dev, int priority, int inline_,
+                                         zeroc_stream_t **out) {
+  (void)inline_; /* cuda streams are always asynchronous */
+  int lo = 0, hi = 0;
+  CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  cuda_stream_t *s = calloc(1, sizeof *s);
+  if (!s) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "stream struct");
+  cudaError_t e = cudaStreamCreateWithPriority(&s->s, cudaStreamNonBlocking, priority ? hi : lo);
+  if (e != cudaSuccess) {
+    free(s);
+    return ZEROC_FAIL(ZEROC_ERR_CUDA, "cudaStreamCreateWithPriority: %s", cudaGetErrorString(e));
+  }
+  pthread_mutex_init(&s->mu, NULL);
+  s->base.dev = dev;
+  s->base.native = s->s;
+  *out = &s->base;
+  return ZEROC_OK;
+}
+
+static zeroc_result_t sticky(cuda_stream_t *s) {
+  pthread_mutex_lock(&s->mu);
+  zeroc_result_t r = s->err;
+  if (r) zeroc__tls_error_set(s->errmsg);
+  pthread_mutex_unlock(&s->mu);
+  return r;
+}
+
+static zeroc_result_t cuda_stream_sync(zeroc_stream_t *bs) {
+  cuda_stream_t *s = (cuda_stream_t *)bs;
+  CUDA_TRY(cudaStreamSynchronize(s->s));
+  return sticky(s);
+}
+
+static void cuda_stream_destroy(zeroc_stream_t *bs) {
+  cuda_stream_t *s = (cuda_stream_t *)bs;
+  cudaStreamSynchronize(s->s);
+  cudaStreamDestroy(s->s);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+typedef struct {
+  cuda_stream_t *s;
+  zeroc__op_fn fn;
+  _Alignas(16) unsigned char payload[ZEROC_OP_PAYLOAD_MAX];
+} host_op_t;
+
+static void CUDART_CB run_host_op(void *arg) {
+  host_op_t *op = arg;
+  pthread_mutex_lock(&op->s->mu);
+  zeroc_result_t failed = op->s->err;
+  pthread_mutex_unlock(&op->s->mu);
+  if (!failed) {
+    zeroc_result_t r = op->fn(op->payload);
+    if (r) {
+      pthread_mutex_lock(&op->s->mu);
+      if (!op->s->err) {
+        op->s->err = r;
+        snprintf(op->s->errmsg, sizeof op->s->errmsg, "%s", zeroc__tls_error());
+      }
+      pthread_mutex_unlock(&op->s->mu);
+    }
+  }
+  free(op);
+}
+
+static zeroc_result_t cuda_enqueue(zeroc_stream_t *bs, zeroc__op_fn fn, const void *payload,
+                                   size_t n) {
+  cuda_stream_t *s = (cuda_stream_t *)bs;
+  host_op_t *op = malloc(sizeof *op);
+  if (!op) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "host op");
+  op->s = s;
+  op->fn = fn;
+  memcpy(op->payload, payload, n);
+  cudaError_t e = cudaLaunchHostFunc(s->s, run_host_op, op);
+  if (e != cudaSuccess) {
+    free(op);
+    return ZEROC_FAIL(ZEROC_ERR_CUDA, "cudaLaunchHostFunc: %s", cudaGetErrorString(e));
+  }
+  return ZEROC_OK;
+}
+
+static zeroc_result_t cuda_memcpy_async(zeroc_stream_t *bs, void *dst, const void *src, size_t n) {
+  CUDA_TRY(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, ((cuda_stream_t *)bs)->s));
+  return ZEROC_OK;
+}
+
+static zeroc_result_t cuda_memset_async(zeroc_stream_t *bs, void *dst, int v, size_t n) {
+  CUDA_TRY(cudaMemsetAsync(dst, v, n, ((cuda_stream_t *)bs)->s));
+  return ZEROC_OK;
+}
+
+static zeroc_result_t cuda_event_create(zeroc_device_t *dev, zeroc_event_t **out) {
+  cuda_event_t *e = calloc(1, sizeof *e);
+  if (!e) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "event struct");
+  cudaError_t ce = cudaEventCreateWithFlags(&e->e, cudaEventDisableTiming);
+  if (ce != cudaSuccess) {
+    free(e);
+    return ZEROC_FAIL(ZEROC_ERR_CUDA, "cudaEventCreateWithFlags: %s", cudaGetErrorString(ce));
+  }
+  e->base.dev = dev;
+  *out = &e->base;
+  return ZEROC_OK;
+}
+
+static void cuda_event_destroy(zeroc_event_t *be) {
+  cuda_event_t *e = (cuda_event_t *)be;
+  cudaEventDestroy(e->e);
+  free(e);
+}
+
+static zeroc_result_t cuda_event_record(zeroc_event_t *be, zeroc_stream_t *bs) {
+  cuda_event_t *e = (cuda_event_t *)be;
+  e->s = (cuda_stream_t *)bs;
+  CUDA_TRY(cudaEventRecord(e->e, e->s->s));
+  return ZEROC_OK;
+}
+
+static zeroc_result_t cuda_stream_wait_event(zeroc_stream_t *bs, zeroc_event_t *be) {
+  cuda_event_t *e = (cuda_event_t *)be;
+  CUDA_TRY(cudaStreamWaitEvent(((cuda_stream_t *)bs)->s, e->e, 0));
+  return ZEROC_OK;
+}
+
+static zeroc_result_t cuda_event_sync(zeroc_event_t *be) {
+  cuda_event_t *e = (cuda_event_t *)be;
+  CUDA_TRY(cudaEventSynchronize(e->e));
+  return e->s ? sticky(e->s) : ZEROC_OK;
+}
+
+static zeroc_result_t cuda_event_query(zeroc_event_t *be, int *done) {
+  cuda_event_t *e = (cuda_event_t *)be;
+  cudaError_t ce = cudaEventQuery(e->e);
+  if (ce == cudaErrorNotReady) {
+    *done = 0;
+    return ZEROC_OK;
+  }
+  if (ce != cudaSuccess) return ZEROC_FAIL(ZEROC_ERR_CUDA, "cudaEventQuery: %s", cudaGetErrorString(ce));
+  *done = 1;
+  return ZEROC_OK;
+}
+
+const zeroc_device_ops_t zeroc__cuda_device_ops = {
+    .name = "cuda",
+    .open = cuda_open,
+    .close = cuda_close,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .stream_create = cuda_stream_create,
+    .stream_destroy = cuda_stream_destroy,
+    .stream_sync = cuda_stream_sync,
+    .enqueue = cuda_enqueue,
+    .memcpy_async = cuda_memcpy_async,
+    .memset_async = cuda_memset_async,
+    .event_create = cuda_event_create,
+    .event_destroy = cuda_event_destroy,
+    .event_record = cuda_event_record,
+    .stream_wait_event = cuda_stream_wait_event,
+    .event_sync = cuda_event_sync,
+    .event_query = cuda_event_query,
+};

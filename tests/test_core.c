@@ -1,0 +1,196 @@
+/*
+ * tests/test_core.c - results, mesh layouts, the memory accountant, the
+ * topology plan on hwloc synthetic topologies, bf16 conversion.
+ */
+#include <hwloc.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/mem.h"
+#include "core/topo.h"
+#include "testutil.h"
+
+static void test_results(void) {
+  for (int r = 0; r < ZEROC_RESULT_COUNT; r++) {
+    CU_ASSERT_PTR_NOT_NULL(zeroc_result_string((zeroc_result_t)r));
+    CU_ASSERT(strncmp(zeroc_result_name((zeroc_result_t)r), "ZEROC_", 6) == 0);
+  }
+  CU_ASSERT_STRING_EQUAL(zeroc_result_name(ZEROC_ERR_TIMEOUT), "ZEROC_ERR_TIMEOUT");
+  CU_ASSERT_STRING_EQUAL(zeroc_result_name((zeroc_result_t)999), "ZEROC_ERR_UNKNOWN");
+  zeroc_result_t r = ZEROC_FAIL(ZEROC_ERR_IO, "open('%s'): %s", "x.bin", "No such file");
+  CU_ASSERT_EQUAL(r, ZEROC_ERR_IO);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "test_core.c:"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "open('x.bin'): No such file"));
+}
+
+/* Every rank of every layout has unique coordinates that map back to it. */
+static void check_layout(int world, int tp, int pp, int hsdp) {
+  int seen[256] = {0};
+  for (int r = 0; r < world; r++) {
+    zeroc_mesh_info_t m;
+    ZT_OK(zeroc_mesh_layout(world, tp, pp, hsdp, r, &m));
+    CU_ASSERT_EQUAL(m.dp, world / (tp * pp));
+    CU_ASSERT_EQUAL(m.dp_shard * m.dp_replicate, m.dp);
+    CU_ASSERT_EQUAL(m.dp_rank, m.dp_replicate_rank * m.dp_shard + m.dp_shard_rank);
+    CU_ASSERT_EQUAL(zeroc_mesh_rank_of(&m, m.pp_rank, m.dp_replicate_rank, m.dp_shard_rank, m.tp_rank), r);
+    int code = ((m.pp_rank * hsdp + m.dp_replicate_rank) * m.dp_shard + m.dp_shard_rank) * tp + m.tp_rank;
+    CU_ASSERT(code >= 0 && code < world);
+    if (code >= 0 && code < world) seen[code]++;
+  }
+  for (int i = 0; i < world; i++) CU_ASSERT_EQUAL(seen[i], 1);
+}
+
+static void test_mesh_layouts(void) {
+  check_layout(1, 1, 1, 1);
+  check_layout(4, 1, 1, 1);
+  check_layout(4, 2, 1, 1);
+  check_layout(4, 1, 1, 2);
+  check_layout(8, 2, 2, 1);
+  check_layout(16, 2, 2, 2);
+  check_layout(24, 2, 3, 2);
+  /* tp fastest: ranks 0,1 share a tp group; pp slowest */
+  zeroc_mesh_info_t m;
+  ZT_OK(zeroc_mesh_layout(8, 2, 2, 1, 5, &m));
+  CU_ASSERT_EQUAL(m.tp_rank, 1);
+  CU_ASSERT_EQUAL(m.dp_shard_rank, 0);
+  CU_ASSERT_EQUAL(m.pp_rank, 1);
+  ZT_OK(zeroc_mesh_layout(8, 1, 1, 2, 5, &m));
+  CU_ASSERT_EQUAL(m.dp_shard, 4);
+  CU_ASSERT_EQUAL(m.dp_replicate_rank, 1);
+  CU_ASSERT_EQUAL(m.dp_shard_rank, 1);
+}
+
+static void test_mesh_errors(void) {
+  zeroc_mesh_info_t m;
+  CU_ASSERT_EQUAL(zeroc_mesh_layout(6, 4, 1, 1, 0, &m), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "does not divide the world size 6"));
+  CU_ASSERT_EQUAL(zeroc_mesh_layout(8, 2, 1, 3, 0, &m), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "hsdp 3 does not divide"));
+  CU_ASSERT_EQUAL(zeroc_mesh_layout(4, 0, 1, 1, 0, &m), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_mesh_layout(4, 1, 1, 1, 4, &m), ZEROC_ERR_INVALID_ARG);
+}
+
+static void test_accountant(void) {
+  zeroc__mem_t m;
+  ZT_OK(zeroc__mem_init(&m));
+  char bufs[3000];
+  /* many allocations to force table growth */
+  for (int i = 0; i < 3000; i++)
+    ZT_OK(zeroc__mem_track(&m, &bufs[i], (zeroc_memkind_t)(i % 3), (zeroc_memtag_t)(i % 6), 100));
+  zeroc_mem_stats_t st;
+  zeroc__mem_stats(&m, &st);
+  CU_ASSERT_EQUAL(st.allocations, 3000);
+  CU_ASSERT_EQUAL(st.current_total[0] + st.current_total[1] + st.current_total[2], 300000);
+  CU_ASSERT_EQUAL(st.current[0][0], 100u * 500);
+  for (int i = 0; i < 3000; i += 2) {
+    zeroc__mem_rec_t rec;
+    CU_ASSERT_EQUAL(zeroc__mem_untrack(&m, &bufs[i], &rec), 1);
+    CU_ASSERT_EQUAL(rec.bytes, 100);
+    CU_ASSERT_EQUAL(rec.kind, i % 3);
+  }
+  CU_ASSERT_EQUAL(zeroc__mem_untrack(&m, &bufs[0], NULL), 0); /* already gone */
+  zeroc__mem_stats(&m, &st);
+  CU_ASSERT_EQUAL(st.allocations, 1500);
+  CU_ASSERT_EQUAL(st.current_total[0] + st.current_total[1] + st.current_total[2], 150000);
+  CU_ASSERT_EQUAL(st.peak_total[0] + st.peak_total[1] + st.peak_total[2], 300000);
+  zeroc__mem_reset_peak(&m);
+  zeroc__mem_stats(&m, &st);
+  CU_ASSERT_EQUAL(st.peak_total[0] + st.peak_total[1] + st.peak_total[2], 150000);
+  /* the per-kind total's peak is the peak of the sum, not the sum of peaks */
+  zeroc__mem_t m2;
+  ZT_OK(zeroc__mem_init(&m2));
+  zeroc__mem_count(&m2, ZEROC_MEM_DEVICE, ZEROC_TAG_PARAMS, 1000);
+  zeroc__mem_count(&m2, ZEROC_MEM_DEVICE, ZEROC_TAG_PARAMS, -1000);
+  zeroc__mem_count(&m2, ZEROC_MEM_DEVICE, ZEROC_TAG_GRADS, 700);
+  zeroc__mem_stats(&m2, &st);
+  CU_ASSERT_EQUAL(st.peak[0][ZEROC_TAG_PARAMS], 1000);
+  CU_ASSERT_EQUAL(st.peak[0][ZEROC_TAG_GRADS], 700);
+  CU_ASSERT_EQUAL(st.peak_total[0], 1000);
+  CU_ASSERT_EQUAL(st.current_total[0], 700);
+  zeroc__mem_fini(&m2);
+  zeroc__mem_fini(&m);
+}
+
+static hwloc_topology_t synth(const char *desc) {
+  hwloc_topology_t t;
+  hwloc_topology_init(&t);
+  CU_ASSERT_EQUAL_FATAL(hwloc_topology_set_synthetic(t, desc), 0);
+  CU_ASSERT_EQUAL_FATAL(hwloc_topology_load(t), 0);
+  return t;
+}
+
+static void test_topology_synthetic(void) {
+  hwloc_topology_t t = synth("node:2 core:4 pu:2");
+  zeroc_binding_t b;
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  /* 4 ranks on 8 cores: 2 cores (4 PUs) each, ranks 0-1 on NUMA 0, 2-3 on NUMA 1 */
+  for (int r = 0; r < 4; r++) {
+    ZT_OK(zeroc__topo_plan(t, r, 4, &b, set));
+    CU_ASSERT_EQUAL(b.total_cores, 8);
+    CU_ASSERT_EQUAL(b.ncores, 2);
+    CU_ASSERT_EQUAL(b.first_core, 2 * r);
+    CU_ASSERT_EQUAL(b.threads, 2);
+    CU_ASSERT_EQUAL(b.shared, 0);
+    CU_ASSERT_EQUAL(b.numa, r / 2);
+    CU_ASSERT_EQUAL(hwloc_bitmap_weight(set), 4);
+    CU_ASSERT_EQUAL(hwloc_bitmap_first(set), 4 * r);
+  }
+  /* 3 ranks on 8 cores: 3, 3, 2 */
+  int want[3][2] = {{0, 3}, {3, 3}, {6, 2}};
+  for (int r = 0; r < 3; r++) {
+    ZT_OK(zeroc__topo_plan(t, r, 3, &b, NULL));
+    CU_ASSERT_EQUAL(b.first_core, want[r][0]);
+    CU_ASSERT_EQUAL(b.ncores, want[r][1]);
+  }
+  ZT_OK(zeroc__topo_plan(t, 2, 3, &b, NULL));
+  CU_ASSERT_STRING_EQUAL(b.cores, "6-7");
+  /* 16 ranks on 8 cores: two per core, one thread each */
+  int per_core[8] = {0};
+  for (int r = 0; r < 16; r++) {
+    ZT_OK(zeroc__topo_plan(t, r, 16, &b, NULL));
+    CU_ASSERT_EQUAL(b.shared, 1);
+    CU_ASSERT_EQUAL(b.threads, 1);
+    per_core[b.first_core]++;
+  }
+  for (int c = 0; c < 8; c++) CU_ASSERT_EQUAL(per_core[c], 2);
+  CU_ASSERT_EQUAL(zeroc__topo_plan(t, 4, 4, &b, NULL), ZEROC_ERR_INVALID_ARG);
+  hwloc_topology_destroy(t);
+
+  /* two packages, 3 NUMA nodes each: ranks land on the NUMA node of their cores */
+  t = synth("pack:2 node:3 core:2 pu:1");
+  for (int r = 0; r < 6; r++) {
+    ZT_OK(zeroc__topo_plan(t, r, 6, &b, NULL));
+    CU_ASSERT_EQUAL(b.numa, r);
+    CU_ASSERT_EQUAL(b.ncores, 2);
+  }
+  hwloc_topology_destroy(t);
+  hwloc_bitmap_free(set);
+}
+
+static void test_bf16(void) {
+  float xs[] = {0.0f, 1.0f, -2.5f, 3.14159f, 1e-30f, 65504.0f, 1.0f + 1.0f / 256};
+  for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
+    float y = zeroc_bf16_to_f32(zeroc_f32_to_bf16(xs[i]));
+    CU_ASSERT(fabsf(y - xs[i]) <= fabsf(xs[i]) * (1.0f / 128));
+  }
+  /* round to nearest even: 1 + 2^-8 is halfway between 1 and 1 + 2^-7 -> 1 */
+  CU_ASSERT_EQUAL(zeroc_bf16_to_f32(zeroc_f32_to_bf16(1.0f + 1.0f / 256)), 1.0f);
+  CU_ASSERT(isnan(zeroc_bf16_to_f32(zeroc_f32_to_bf16(NAN))));
+  CU_ASSERT(isinf(zeroc_bf16_to_f32(zeroc_f32_to_bf16(INFINITY))));
+  CU_ASSERT_EQUAL(zeroc_dtype_size(ZEROC_BF16), 2);
+  CU_ASSERT_STRING_EQUAL(zeroc_dtype_name(ZEROC_FP32), "fp32");
+}
+
+int main(void) {
+  static const zt_test_t tests[] = {
+      {"result codes and error text", test_results},
+      {"mesh layouts map ranks one to one", test_mesh_layouts},
+      {"mesh errors name the numbers", test_mesh_errors},
+      {"memory accountant", test_accountant},
+      {"topology plan on synthetic topologies", test_topology_synthetic},
+      {"bf16 conversion", test_bf16},
+      ZT_END,
+  };
+  return zt_run("core", tests);
+}
