@@ -6,6 +6,7 @@
 
 #include "zeroc/ctx.h"
 #include "zeroc/device.h"
+#include "zeroc/gpt.h"
 #include "zeroc/mem.h"
 #include "zeroc/mesh.h"
 #include "zeroc/result.h"

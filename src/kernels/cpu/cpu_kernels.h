@@ -1,0 +1,44 @@
+/*
+ * kernels/cpu/cpu_kernels.h - the cpu twins of kernels.h, fp32 only, run on
+ * the calling thread with OpenMP. Each is the obviously-right version the
+ * cuda kernels are checked against.
+ */
+#ifndef ZEROC_KERNELS_CPU_H
+#define ZEROC_KERNELS_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void zeroc__cpu_encoder_forward(float *out, const int32_t *inp, const float *wte,
+                                const float *wpe, int B, int T, int C);
+void zeroc__cpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *inp,
+                                 int B, int T, int C);
+void zeroc__cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                                  const float *weight, const float *bias, int N, int C);
+void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                                   const float *inp, const float *weight, const float *mean,
+                                   const float *rstd, int N, int C);
+void zeroc__cpu_matmul_forward(float *out, const float *inp, const float *weight,
+                               const float *bias, int N, int C, int OC);
+void zeroc__cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                                const float *inp, const float *weight, int N, int C, int OC);
+void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C,
+                                  int NH);
+void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
+                                   const float *out, const float *lse, int B, int T, int C, int NH);
+void zeroc__cpu_gelu_forward(float *out, const float *inp, size_t N);
+void zeroc__cpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
+void zeroc__cpu_residual_forward(float *out, const float *a, const float *b, size_t N);
+void zeroc__cpu_add(float *y, const float *x, size_t N);
+void zeroc__cpu_crossentropy_forward_backward(float *losses, float *logits, const int32_t *targets,
+                                              int N, int V, int Vp, float dloss);
+
+void zeroc__cpu_cast(void *dst, int dst_dt, const void *src, int src_dt, size_t n);
+void zeroc__cpu_accumulate(float *dst, const void *src, int src_dt, size_t n, float scale);
+void zeroc__cpu_scale(float *x, size_t n, float a);
+double zeroc__cpu_sumsq(const float *x, size_t n);
+void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_t n, float lr,
+                      float beta1, float beta2, float eps, float wd, float grad_scale, float bc1,
+                      float bc2);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * kernels/cpu/engine.c - the engine's kernels on flat fp32 shards: casts,
+ * accumulation, scaling, sum of squares and AdamW. Loops are written for the
+ * compiler to vectorise and split across the rank's OpenMP threads.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "zeroc/types.h"
+
+#define PAR_MIN 32768 /* below this, threading costs more than it saves */
+
+void zeroc__cpu_cast(void *dst, int dst_dt, const void *src, int src_dt, size_t n) {
+  if (dst_dt == src_dt) {
+    if (dst != src) memmove(dst, src, n * zeroc_dtype_size((zeroc_dtype_t)dst_dt));
+    return;
+  }
+  if (dst_dt == ZEROC_BF16) { /* fp32 -> bf16 */
+    const float *s = src;
+    uint16_t *d = dst;
+#pragma omp parallel for if (n > PAR_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++) d[i] = zeroc_f32_to_bf16(s[i]);
+  } else { /* bf16 -> fp32 */
+    const uint16_t *s = src;
+    float *d = dst;
+#pragma omp parallel for if (n > PAR_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++) d[i] = zeroc_bf16_to_f32(s[i]);
+  }
+}
+
+void zeroc__cpu_accumulate(float *dst, const void *src, int src_dt, size_t n, float scale) {
+  if (src_dt == ZEROC_FP32) {
+    const float *s = src;
+#pragma omp parallel for if (n > PAR_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++) dst[i] += scale * s[i];
+  } else {
+    const uint16_t *s = src;
+#pragma omp parallel for if (n > PAR_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++) dst[i] += scale * zeroc_bf16_to_f32(s[i]);
+  }
+}
+
+void zeroc__cpu_scale(float *x, size_t n, float a) {
+#pragma omp parallel for if (n > PAR_MIN) schedule(static)
+  for (size_t i = 0; i < n; i++) x[i] *= a;
+}
+
+/* Summed in double, in a fixed order per thread count, so results repeat. */
+double zeroc__cpu_sumsq(const float *x, size_t n) {
+  double acc = 0;
+#pragma omp parallel for if (n > PAR_MIN) schedule(static) reduction(+ : acc)
+  for (size_t i = 0; i < n; i++) acc += (double)x[i] * (double)x[i];
+  return acc;
+}
+
+void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_t n, float lr,
+                      float beta1, float beta2, float eps, float wd, float grad_scale, float bc1,
+                      float bc2) {
+  const float ib1 = 1.0f - beta1, ib2 = 1.0f - beta2;
+  const float rbc1 = 1.0f / bc1, rbc2 = 1.0f / bc2;
+#pragma omp parallel for if (n > PAR_MIN) schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    float g = grad[i] * grad_scale;
+    float mi = beta1 * m[i] + ib1 * g;
+    float vi = beta2 * v[i] + ib2 * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    float mhat = mi * rbc1, vhat = vi * rbc2;
+    param[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * param[i]);
+  }
+}

@@ -1,0 +1,33 @@
+/*
+ * kernels/cpu/matmul.c - linear layer forward and backward through OpenBLAS.
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_kernels.h"
+
+// inp (N,C), weight (OC,C), bias (OC) -> out (N,OC)
+void zeroc__cpu_matmul_forward(float *out, const float *inp, const float *weight,
+                               const float *bias, int N, int C, int OC) {
+  if (bias) {
+    for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, bias, sizeof(float) * (size_t)OC);
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C,
+              bias ? 1.0f : 0.0f, out, OC);
+}
+
+// dout (N,OC) -> dinp (N,C) +=, dweight (OC,C) +=, dbias (OC) +=
+void zeroc__cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                                const float *inp, const float *weight, int N, int C, int OC) {
+  if (dinp)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
+                1.0f, dinp, C);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
+              dweight, C);
+  if (dbias) {
+    for (int n = 0; n < N; n++) {
+      const float *row = dout + (size_t)n * OC;
+      for (int o = 0; o < OC; o++) dbias[o] += row[o];
+    }
+  }
+}

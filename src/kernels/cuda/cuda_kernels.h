@@ -1,0 +1,38 @@
+/*
+ * kernels/cuda/cuda_kernels.h - the cuda implementations behind kernels.h, same
+ * arguments; `s` is the cuda stream to launch on. Defined in the .cu files of kernels/cuda.
+ */
+#ifndef ZEROC_KERNELS_CUDA_H
+#define ZEROC_KERNELS_CUDA_H
+
+#include "kernels/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k);
+void zeroc__cuda_kernels_fini(zeroc_kernels_t *k);
+zeroc_result_t zeroc__cuda_encoder_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const int32_t *inp, const void *wte, const void *wpe, int B, int T, int C);
+zeroc_result_t zeroc__cuda_encoder_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte, void *dwpe, const void *dout, const int32_t *inp, int B, int T, int C);
+zeroc_result_t zeroc__cuda_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, float *mean, float *rstd, const void *inp, const void *weight, const void *bias, int N, int C);
+zeroc_result_t zeroc__cuda_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, const float *mean, const float *rstd, int N, int C);
+zeroc_result_t zeroc__cuda_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *inp, const void *weight, const void *bias, int N, int C, int OC);
+zeroc_result_t zeroc__cuda_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, int N, int C, int OC);
+zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, float *lse, const void *qkv, int B, int T, int C, int NH);
+zeroc_result_t zeroc__cuda_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T, int C, int NH);
+zeroc_result_t zeroc__cuda_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *inp, size_t N);
+zeroc_result_t zeroc__cuda_gelu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, const void *inp, const void *dout, size_t N);
+zeroc_result_t zeroc__cuda_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *a, const void *b, size_t N);
+zeroc_result_t zeroc__cuda_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y, const void *x, size_t N);
+zeroc_result_t zeroc__cuda_crossentropy_forward_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dloss);
+zeroc_result_t zeroc__cuda_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst, zeroc_dtype_t dst_dt, const void *src, zeroc_dtype_t src_dt, size_t n);
+zeroc_result_t zeroc__cuda_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst, const void *src, zeroc_dtype_t src_dt, size_t n, float scale);
+zeroc_result_t zeroc__cuda_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x, size_t n, float a);
+zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x, size_t n);
+zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m, float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

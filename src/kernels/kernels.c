@@ -1,0 +1,218 @@
+/*
+ * kernels/kernels.c - the dispatch: each zeroc_k_* checks its shape arguments
+ * and runs the cpu twin inline or hands over to the cuda implementation.
+ */
+#include <stdlib.h>
+
+#include "core/ctx.h"
+#include "core/error.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernels.h"
+#ifdef ZEROC_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#define CUDA_OR_CPU(name, ...)                                                                    \
+  if (k->device == ZEROC_DEVICE_CUDA) return zeroc__cuda_##name(__VA_ARGS__)
+#else
+#define CUDA_OR_CPU(name, ...)                                                                    \
+  if (k->device == ZEROC_DEVICE_CUDA)                                                             \
+  return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "%s: built without CUDA", #name)
+#endif
+
+#define POSITIVE(...) ZEROC_CHECK(positive(__func__, (long[]){__VA_ARGS__}, #__VA_ARGS__))
+
+/* Shape arguments must be >= 1. */
+static zeroc_result_t positive(const char *fn, const long *v, const char *names) {
+  int n = 1;
+  for (const char *p = names; *p; p++) n += *p == ',';
+  for (int i = 0; i < n; i++)
+    if (v[i] < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: shape (%s) has %ld", fn, names, v[i]);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_kernels_create(zeroc_ctx_t *ctx, zeroc_dtype_t dtype, zeroc_kernels_t **out) {
+  zeroc_device_kind_t dev = zeroc_ctx_device(ctx);
+  if (dtype != ZEROC_FP32 && dtype != ZEROC_BF16)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "kernel dtype %s: accepted fp32, bf16", zeroc_dtype_name(dtype));
+  if (dev == ZEROC_DEVICE_CPU && dtype != ZEROC_FP32)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "cpu kernels compute in fp32 (bf16 parameters are converted for compute)");
+  zeroc_kernels_t *k = calloc(1, sizeof *k);
+  if (!k) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "kernels");
+  k->ctx = ctx;
+  k->device = dev;
+  k->dtype = dtype;
+#ifdef ZEROC_HAVE_CUDA
+  if (dev == ZEROC_DEVICE_CUDA) {
+    zeroc_result_t r = zeroc__cuda_kernels_init(k);
+    if (r) {
+      free(k);
+      return r;
+    }
+  }
+#endif
+  *out = k;
+  return ZEROC_OK;
+}
+
+void zeroc_kernels_destroy(zeroc_kernels_t *k) {
+  if (!k) return;
+#ifdef ZEROC_HAVE_CUDA
+  if (k->device == ZEROC_DEVICE_CUDA) zeroc__cuda_kernels_fini(k);
+#endif
+  free(k);
+}
+
+zeroc_result_t zeroc_k_encoder_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                       const int32_t *inp, const void *wte, const void *wpe, int B,
+                                       int T, int C) {
+  POSITIVE(B, T, C);
+  CUDA_OR_CPU(encoder_forward, k, s, out, inp, wte, wpe, B, T, C);
+  zeroc__cpu_encoder_forward(out, inp, wte, wpe, B, T, C);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_encoder_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte,
+                                        void *dwpe, const void *dout, const int32_t *inp, int B,
+                                        int T, int C) {
+  POSITIVE(B, T, C);
+  CUDA_OR_CPU(encoder_backward, k, s, dwte, dwpe, dout, inp, B, T, C);
+  zeroc__cpu_encoder_backward(dwte, dwpe, dout, inp, B, T, C);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                         float *mean, float *rstd, const void *inp,
+                                         const void *weight, const void *bias, int N, int C) {
+  POSITIVE(N, C);
+  CUDA_OR_CPU(layernorm_forward, k, s, out, mean, rstd, inp, weight, bias, N, C);
+  zeroc__cpu_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                          void *dweight, void *dbias, const void *dout,
+                                          const void *inp, const void *weight, const float *mean,
+                                          const float *rstd, int N, int C) {
+  POSITIVE(N, C);
+  CUDA_OR_CPU(layernorm_backward, k, s, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  zeroc__cpu_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                      const void *inp, const void *weight, const void *bias, int N,
+                                      int C, int OC) {
+  POSITIVE(N, C, OC);
+  CUDA_OR_CPU(matmul_forward, k, s, out, inp, weight, bias, N, C, OC);
+  zeroc__cpu_matmul_forward(out, inp, weight, bias, N, C, OC);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                       void *dweight, void *dbias, const void *dout,
+                                       const void *inp, const void *weight, int N, int C, int OC) {
+  POSITIVE(N, C, OC);
+  CUDA_OR_CPU(matmul_backward, k, s, dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  zeroc__cpu_matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                         float *lse, const void *qkv, int B, int T, int C, int NH) {
+  POSITIVE(B, T, C, NH);
+  if (C % NH)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "attention: C %d not divisible by NH %d", C, NH);
+  CUDA_OR_CPU(attention_forward, k, s, out, lse, qkv, B, T, C, NH);
+  zeroc__cpu_attention_forward(out, lse, qkv, B, T, C, NH);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv,
+                                          const void *dout, const void *qkv, const void *out,
+                                          const float *lse, int B, int T, int C, int NH) {
+  POSITIVE(B, T, C, NH);
+  if (C % NH)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "attention: C %d not divisible by NH %d", C, NH);
+  CUDA_OR_CPU(attention_backward, k, s, dqkv, dout, qkv, out, lse, B, T, C, NH);
+  zeroc__cpu_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                    const void *inp, size_t N) {
+  CUDA_OR_CPU(gelu_forward, k, s, out, inp, N);
+  zeroc__cpu_gelu_forward(out, inp, N);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_gelu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                     const void *inp, const void *dout, size_t N) {
+  CUDA_OR_CPU(gelu_backward, k, s, dinp, inp, dout, N);
+  zeroc__cpu_gelu_backward(dinp, inp, dout, N);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                        const void *a, const void *b, size_t N) {
+  CUDA_OR_CPU(residual_forward, k, s, out, a, b, N);
+  zeroc__cpu_residual_forward(out, a, b, N);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y, const void *x,
+                           size_t N) {
+  CUDA_OR_CPU(add, k, s, y, x, N);
+  zeroc__cpu_add(y, x, N);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_crossentropy_forward_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                     float *losses, void *logits,
+                                                     const int32_t *targets, int N, int V, int Vp,
+                                                     float dloss) {
+  POSITIVE(N, V, Vp);
+  if (Vp < V) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "crossentropy: Vp %d < V %d", Vp, V);
+  CUDA_OR_CPU(crossentropy_forward_backward, k, s, losses, logits, targets, N, V, Vp, dloss);
+  zeroc__cpu_crossentropy_forward_backward(losses, logits, targets, N, V, Vp, dloss);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
+                            zeroc_dtype_t dst_dt, const void *src, zeroc_dtype_t src_dt, size_t n) {
+  if ((dst_dt != ZEROC_FP32 && dst_dt != ZEROC_BF16) || (src_dt != ZEROC_FP32 && src_dt != ZEROC_BF16))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cast %s -> %s: accepted fp32 and bf16",
+                      zeroc_dtype_name(src_dt), zeroc_dtype_name(dst_dt));
+  CUDA_OR_CPU(cast, k, s, dst, dst_dt, src, src_dt, n);
+  zeroc__cpu_cast(dst, dst_dt, src, src_dt, n);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst,
+                                  const void *src, zeroc_dtype_t src_dt, size_t n, float scale) {
+  if (src_dt != ZEROC_FP32 && src_dt != ZEROC_BF16)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "accumulate from %s: accepted fp32, bf16", zeroc_dtype_name(src_dt));
+  CUDA_OR_CPU(accumulate, k, s, dst, src, src_dt, n, scale);
+  zeroc__cpu_accumulate(dst, src, src_dt, n, scale);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x, size_t n, float a) {
+  CUDA_OR_CPU(scale, k, s, x, n, a);
+  zeroc__cpu_scale(x, n, a);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x,
+                             size_t n) {
+  CUDA_OR_CPU(sumsq, k, s, out, x, n);
+  *out += zeroc__cpu_sumsq(x, n);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m,
+                             float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a) {
+  CUDA_OR_CPU(adamw, k, s, param, m, v, grad, n, a);
+  zeroc__cpu_adamw(param, m, v, grad, n, a->lr, a->beta1, a->beta2, a->eps, a->weight_decay,
+                   a->grad_scale, a->bias_corr1, a->bias_corr2);
+  return ZEROC_OK;
+}

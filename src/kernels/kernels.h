@@ -1,0 +1,136 @@
+/*
+ * kernels/kernels.h - every numeric kernel behind one dispatch.
+ *
+ * The model and the engine call zeroc_k_*(k, s, ...) and the device of `k`
+ * decides: cpu kernels (kernels/cpu/, OpenBLAS + OpenMP, fp32, run inline on the
+ * calling thread, `s` ignored) or cuda kernels (kernels/cuda/, launched on `s`;
+ * activations and parameters in k->dtype, fp32 or bf16, accumulating in fp32).
+ * Kernels know nothing of sharding.
+ *
+ * Conventions:
+ * - Dimension letters: B batch, T sequence, C channels, OC output channels,
+ *   NH heads, HS head size (C / NH), V vocabulary, Vp padded vocabulary,
+ *   N rows (usually B*T).
+ * - Tensors marked `act` are `void *` in k->dtype; statistics (mean, rstd,
+ *   lse, losses) are always fp32; token ids are int32.
+ * - Every backward kernel ACCUMULATES (+=) into every gradient it writes, so a
+ *   tensor used twice (a residual, a tied weight) sums its contributions; the
+ *   caller zeroes gradients before the first use.
+ * - Weights are (OC, C) row-major: out = inp @ weight^T + bias.
+ * - Each returns ZEROC_OK or an error (bad shape, CUDA/cuBLAS failure).
+ */
+#ifndef ZEROC_KERNELS_KERNELS_H
+#define ZEROC_KERNELS_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/device.h"
+#include "zeroc/types.h"
+
+typedef struct zeroc_kernels {
+  zeroc_ctx_t *ctx;
+  zeroc_device_kind_t device;
+  zeroc_dtype_t dtype; /* activations and compute parameters */
+  void *cuda;          /* cuda: cuBLASLt handle, workspace (kernels/cuda) */
+} zeroc_kernels_t;
+
+/* Creates the kernel context for ctx's device; dtype fp32 (cpu, cuda) or bf16 (cuda). */
+zeroc_result_t zeroc_kernels_create(zeroc_ctx_t *ctx, zeroc_dtype_t dtype, zeroc_kernels_t **k);
+void zeroc_kernels_destroy(zeroc_kernels_t *k);
+
+/* ---- model kernels (GPT-2) ------------------------------------------------------ */
+
+/* out (B,T,C) act = wte[inp[b,t]] + wpe[t]; inp (B,T) int32 in [0, V); wte (V,C), wpe (>=T,C) act */
+zeroc_result_t zeroc_k_encoder_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                       const int32_t *inp, const void *wte, const void *wpe, int B,
+                                       int T, int C);
+/* dwte (V,C) += scatter of dout rows by token; dwpe (T,C) += sum over b. Deterministic. */
+zeroc_result_t zeroc_k_encoder_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte,
+                                        void *dwpe, const void *dout, const int32_t *inp, int B,
+                                        int T, int C);
+
+/* out (N,C) = (inp - mean) * rstd * weight + bias, eps 1e-5; mean, rstd (N) fp32 saved. */
+zeroc_result_t zeroc_k_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                         float *mean, float *rstd, const void *inp,
+                                         const void *weight, const void *bias, int N, int C);
+/* dinp (N,C) +=, dweight (C) +=, dbias (C) += */
+zeroc_result_t zeroc_k_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                          void *dweight, void *dbias, const void *dout,
+                                          const void *inp, const void *weight, const float *mean,
+                                          const float *rstd, int N, int C);
+
+/* out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC); bias may be NULL. */
+zeroc_result_t zeroc_k_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                      const void *inp, const void *weight, const void *bias, int N,
+                                      int C, int OC);
+/* dinp (N,C) += dout @ weight (may be NULL: not needed); dweight (OC,C) += dout^T @ inp;
+ * dbias (OC) += column sums of dout (may be NULL). */
+zeroc_result_t zeroc_k_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                       void *dweight, void *dbias, const void *dout,
+                                       const void *inp, const void *weight, int N, int C, int OC);
+
+/* Causal multi-head attention, flash style (no T x T matrix kept):
+ * qkv (B,T,3C) holds q | k | v, head h in columns [h*HS, (h+1)*HS) of each;
+ * out (B,T,C) = softmax(q k^T / sqrt(HS), causal) v per head;
+ * lse (B,NH,T) fp32 = log-sum-exp of each row of scaled scores, saved for backward. */
+zeroc_result_t zeroc_k_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                         float *lse, const void *qkv, int B, int T, int C, int NH);
+/* dqkv (B,T,3C) += gradient w.r.t. q, k, v, recomputing the scores from qkv and lse. */
+zeroc_result_t zeroc_k_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv,
+                                          const void *dout, const void *qkv, const void *out,
+                                          const float *lse, int B, int T, int C, int NH);
+
+/* GPT-2's tanh GELU: out (N) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+zeroc_result_t zeroc_k_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                    const void *inp, size_t N);
+/* dinp (N) += gelu'(inp) * dout */
+zeroc_result_t zeroc_k_gelu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                     const void *inp, const void *dout, size_t N);
+
+/* out (N) = a + b (out may alias a or b) */
+zeroc_result_t zeroc_k_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                        const void *a, const void *b, size_t N);
+/* y (N) += x */
+zeroc_result_t zeroc_k_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y, const void *x,
+                           size_t N);
+
+/* Fused softmax + cross-entropy + gradient, in place on the logits:
+ * logits (N,Vp) act; the first V columns are real, the rest padding (ignored).
+ * losses (N) fp32 = -log softmax(logits[n])[targets[n]]; a negative target
+ * means "no loss" (loss 0, gradient 0).
+ * When dloss != 0, logits[n] is overwritten with dloss * (softmax - onehot)
+ * (padding columns set to 0); when dloss == 0 the logits are left untouched. */
+zeroc_result_t zeroc_k_crossentropy_forward_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                     float *losses, void *logits,
+                                                     const int32_t *targets, int N, int V, int Vp,
+                                                     float dloss);
+
+/* ---- engine kernels (flat shards) --------------------------------------------- */
+
+/* dst (n, dst_dt) = src (n, src_dt); fp32 <-> bf16 (round to nearest even), or a copy. */
+zeroc_result_t zeroc_k_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
+                            zeroc_dtype_t dst_dt, const void *src, zeroc_dtype_t src_dt, size_t n);
+/* dst (n) fp32 += scale * src (n, src_dt) */
+zeroc_result_t zeroc_k_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst,
+                                  const void *src, zeroc_dtype_t src_dt, size_t n, float scale);
+/* x (n) fp32 *= a */
+zeroc_result_t zeroc_k_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x, size_t n, float a);
+/* *out (one fp64, device memory) += sum of x[i]^2 (NaN/Inf propagate). */
+zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x,
+                             size_t n);
+
+typedef struct zeroc_adamw_args {
+  float lr, beta1, beta2, eps, weight_decay;
+  float grad_scale;  /* multiplies the gradient first (clipping) */
+  float bias_corr1;  /* 1 - beta1^t */
+  float bias_corr2;  /* 1 - beta2^t */
+} zeroc_adamw_args_t;
+
+/* AdamW (decoupled weight decay) on n fp32 elements:
+ * g = grad*grad_scale; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ * param -= lr * (m/bc1 / (sqrt(v/bc2) + eps) + wd * param). */
+zeroc_result_t zeroc_k_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m,
+                             float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a);
+
+#endif
