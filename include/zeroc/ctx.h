@@ -41,18 +41,20 @@ typedef struct zeroc_ctx_config {
   int bind;                   /* bind rank to cores: 1 yes, 0 no, -1 ZEROC_BIND or yes */
   int threads;                /* compute threads per rank; 0: from the topology / ZEROC_THREADS */
   int gpu;                    /* GPU ordinal; -1: nearest to the rank's cores (local rank) */
+  const void *mpi_comm;       /* an MPI_Comm* whose ranks form this context's world (e.g. to
+                                 run zeroc on part of a job); NULL: MPI_COMM_WORLD */
 } zeroc_ctx_config_t;
 
 #define ZEROC_CTX_CONFIG_INIT                                                    \
-  { sizeof(zeroc_ctx_config_t), ZEROC_CONFIG_MAGIC, ZEROC_DEVICE_AUTO, 1, 1, 1, 0.0, -1, 0, -1 }
+  { sizeof(zeroc_ctx_config_t), ZEROC_CONFIG_MAGIC, ZEROC_DEVICE_AUTO, 1, 1, 1, 0.0, -1, 0, -1, NULL }
 
 /*
- * Creates a context on MPI_COMM_WORLD.
+ * Creates a context on MPI_COMM_WORLD (or cfg->mpi_comm).
  *   ctx: receives the handle; cfg: an initialised config (ZEROC_CTX_CONFIG_INIT).
  * Returns ZEROC_ERR_INVALID_ARG for a bad config or a mesh that does not divide
  * the world (the same error on every rank), ZEROC_ERR_MPI, ZEROC_ERR_NODEVICE when
  * cuda is asked for without a GPU, ZEROC_ERR_CUDA / _NCCL, ZEROC_ERR_NOMEM.
- * Collective over MPI_COMM_WORLD.
+ * Collective over that communicator.
  */
 zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **ctx, const zeroc_ctx_config_t *cfg);
 
@@ -66,6 +68,15 @@ void zeroc_ctx_destroy(zeroc_ctx_t *ctx);
 /* Aborts every rank of the job (MPI_Abort) after printing `why` on this rank.
  * For programs, after an error such as ZEROC_ERR_TIMEOUT; never returns. */
 void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why);
+
+/*
+ * Agreement: every rank passes its own result; every rank gets ZEROC_OK only
+ * if all passed ZEROC_OK. Otherwise the lowest failing rank's message is
+ * shared: that rank gets its own result back, the others ZEROC_ERR_REMOTE with
+ * "rank R failed: <message>". Collective over the world (with the timeout), so
+ * a failure on one rank never leaves the others waiting.
+ */
+zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r);
 
 /* The mesh of this context (never NULL for a live ctx). */
 const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx);

@@ -7,9 +7,11 @@
 #include "zeroc/ctx.h"
 #include "zeroc/device.h"
 #include "zeroc/gpt.h"
+#include "zeroc/layer.h"
 #include "zeroc/mem.h"
 #include "zeroc/mesh.h"
 #include "zeroc/result.h"
+#include "zeroc/shard.h"
 #include "zeroc/types.h"
 #include "zeroc/version.h"
 

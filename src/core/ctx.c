@@ -60,18 +60,18 @@ static zeroc_result_t read_config(const zeroc_ctx_config_t *in, zeroc_ctx_config
 /* Every rank learns whether any rank failed; the lowest failing rank's message
  * is broadcast so that every rank can print the same cause. Collective over
  * MPI_COMM_WORLD, blocking (used only while groups do not exist yet). */
-static zeroc_result_t agree_world(int rank, zeroc_result_t r) {
+static zeroc_result_t agree_world(MPI_Comm comm, int rank, zeroc_result_t r) {
   int world;
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_size(comm, &world);
   int mine = r != ZEROC_OK ? rank : world, first = world;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
   if (first == world) return ZEROC_OK;
   struct {
     int code;
     char msg[ZEROC_ERRMSG_MAX];
   } m = {(int)r, {0}};
   if (rank == first) snprintf(m.msg, sizeof m.msg, "%s", zeroc__tls_error());
-  MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, first, MPI_COMM_WORLD);
+  MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, first, comm);
   if (r != ZEROC_OK) return r;
   return ZEROC_FAIL(ZEROC_ERR_REMOTE, "rank %d failed: %s", first, m.msg);
 }
@@ -140,6 +140,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
   zeroc_ctx_t *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "context struct");
   ctx->node_comm = MPI_COMM_NULL;
+  ctx->wcomm = MPI_COMM_NULL;
   int mem_ok = 0;
 
   int inited = 0, provided = 0;
@@ -154,8 +155,19 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
   } else {
     MPI_Query_thread(&provided);
   }
-  MPI_Comm_rank(MPI_COMM_WORLD, &ctx->mesh.rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &ctx->mesh.world);
+  /* The caller's communicator is read before the config is validated, so
+   * that every rank of it takes part in the agreements below. */
+  MPI_Comm base = MPI_COMM_WORLD;
+  if (cfg && cfg->magic == ZEROC_CONFIG_MAGIC && cfg->size >= offsetof(zeroc_ctx_config_t, mpi_comm) + sizeof(void *) &&
+      cfg->mpi_comm)
+    base = *(const MPI_Comm *)cfg->mpi_comm;
+  if (MPI_Comm_dup(base, &ctx->wcomm) != MPI_SUCCESS) {
+    if (ctx->mpi_initialised_here) MPI_Finalize();
+    free(ctx);
+    return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Comm_dup of the context's communicator failed");
+  }
+  MPI_Comm_rank(ctx->wcomm, &ctx->mesh.rank);
+  MPI_Comm_size(ctx->wcomm, &ctx->mesh.world);
   zeroc__log_set_rank(ctx->mesh.rank);
   gethostname(ctx->host, sizeof ctx->host - 1);
 
@@ -178,10 +190,10 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
     res = zeroc__mem_init(&ctx->mem);
     mem_ok = res == ZEROC_OK;
   }
-  ZEROC_TRY(agree_world(ctx->mesh.rank, res));
+  ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, res));
 
   /* Node-local ranks and the world -> local map (for the watchdog). */
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, ctx->mesh.rank, MPI_INFO_NULL,
+  if (MPI_Comm_split_type(ctx->wcomm, MPI_COMM_TYPE_SHARED, ctx->mesh.rank, MPI_INFO_NULL,
                           &ctx->node_comm) != MPI_SUCCESS) {
     res = ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) failed");
     goto fail;
@@ -202,7 +214,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
 
   res = setup_topology(ctx);
   if (res == ZEROC_OK) res = setup_device(ctx);
-  ZEROC_TRY(agree_world(ctx->mesh.rank, res));
+  ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, res));
   ZEROC_TRY(zeroc__mesh_create_groups(ctx));
   ZEROC_TRY(zeroc__watchdog_init(ctx));
   ZINFO(INIT, "context ready: %d ranks, device %s (%s), comm %s, timeout %.0f s", ctx->mesh.world,
@@ -212,6 +224,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
 
 fail:
   if (!mem_ok) { /* nothing but MPI was set up */
+    MPI_Comm_free(&ctx->wcomm);
     if (ctx->mpi_initialised_here) MPI_Finalize();
     free(ctx);
     return res;
@@ -233,6 +246,7 @@ static void ctx_free(zeroc_ctx_t *ctx) {
   if (ctx->compute) zeroc_stream_destroy(ctx->compute);
   if (ctx->dev.ops) ctx->dev.ops->close(&ctx->dev);
   if (ctx->node_comm != MPI_COMM_NULL) MPI_Comm_free(&ctx->node_comm);
+  if (ctx->wcomm != MPI_COMM_NULL) MPI_Comm_free(&ctx->wcomm);
   if (ctx->topo) hwloc_topology_destroy(ctx->topo);
   free(ctx->local_of_world);
   if (ctx->mem.tab) {
@@ -271,8 +285,28 @@ void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why) {
           why ? why : "");
   fflush(stderr);
   if (ctx) zeroc__watchdog_fini(ctx, 1);
-  MPI_Abort(MPI_COMM_WORLD, code ? code : 1);
+  MPI_Abort(ctx ? ctx->wcomm : MPI_COMM_WORLD, code ? code : 1);
   _exit(code ? code : 1);
+}
+
+zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r) {
+  zeroc_group_t *w = ctx->groups[ZEROC_GROUP_WORLD];
+  char saved[ZEROC_ERRMSG_MAX];
+  snprintf(saved, sizeof saved, "%s", zeroc__tls_error());
+  int32_t first = r != ZEROC_OK ? ctx->mesh.rank : ctx->mesh.world;
+  zeroc_result_t e = zeroc__allreduce_host(w, &first, 1, ZEROC_INT32, ZEROC_MIN);
+  if (e != ZEROC_OK) return zeroc__ctx_ret(ctx, e);
+  zeroc__tls_error_set(saved);
+  if (first == ctx->mesh.world) return ZEROC_OK;
+  struct {
+    int32_t code;
+    char msg[ZEROC_ERRMSG_MAX];
+  } m = {(int32_t)r, {0}};
+  if (ctx->mesh.rank == first) snprintf(m.msg, sizeof m.msg, "%s", saved);
+  if (MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, first, w->mpi[0]) != MPI_SUCCESS)
+    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Bcast of rank %d's error", first));
+  if (r != ZEROC_OK) return zeroc__ctx_ret(ctx, r);
+  return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_REMOTE, "rank %d failed: %s", first, m.msg));
 }
 
 const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx) { return &ctx->mesh; }

@@ -26,6 +26,7 @@ struct zeroc_ctx {
   int local_rank, local_size;
   int *local_of_world; /* node-local index of each world rank on this node, -1 elsewhere */
   char host[64];
+  MPI_Comm wcomm; /* the context's world: a duplicate of MPI_COMM_WORLD or cfg.mpi_comm */
   MPI_Comm node_comm;
   hwloc_topology_t topo;
   zeroc_binding_t binding;

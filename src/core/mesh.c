@@ -71,7 +71,7 @@ zeroc_result_t zeroc__mesh_create_groups(zeroc_ctx_t *ctx) {
   key[ZEROC_GROUP_DP_REPLICATE] = m->dp_replicate_rank;
   for (int k = 0; k < ZEROC_GROUP_COUNT; k++) {
     MPI_Comm c;
-    int e = MPI_Comm_split(MPI_COMM_WORLD, color[k], key[k], &c);
+    int e = MPI_Comm_split(ctx->wcomm, color[k], key[k], &c);
     if (e != MPI_SUCCESS)
       return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Comm_split for group %s: error %d",
                         zeroc_group_name((zeroc_group_kind_t)k), e);

@@ -6,6 +6,7 @@
 
 #include "core/ctx.h"
 #include "core/error.h"
+#include "device/device.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #ifdef ZEROC_HAVE_CUDA
@@ -177,12 +178,40 @@ zeroc_result_t zeroc_k_crossentropy_forward_backward(zeroc_kernels_t *k, zeroc_s
   return ZEROC_OK;
 }
 
+/* ---- engine kernels -------------------------------------------------------------
+ * These also run on the gather and reduce streams. On cpu those streams are
+ * worker threads, so a kernel called for such a stream is enqueued on it (in
+ * stream order) instead of running on the calling thread. */
+
+typedef struct {
+  int op; /* 0 cast, 1 accumulate, 2 scale */
+  void *dst;
+  const void *src;
+  int dst_dt, src_dt;
+  size_t n;
+  float a;
+} eng_op_t;
+
+static zeroc_result_t run_eng_op(void *p) {
+  eng_op_t *o = p;
+  if (o->op == 0) zeroc__cpu_cast(o->dst, o->dst_dt, o->src, o->src_dt, o->n);
+  else if (o->op == 1) zeroc__cpu_accumulate(o->dst, o->src, o->src_dt, o->n, o->a);
+  else zeroc__cpu_scale(o->dst, o->n, o->a);
+  return ZEROC_OK;
+}
+
+static int on_worker(const zeroc_stream_t *s) { return s && !s->inline_; }
+
 zeroc_result_t zeroc_k_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
                             zeroc_dtype_t dst_dt, const void *src, zeroc_dtype_t src_dt, size_t n) {
   if ((dst_dt != ZEROC_FP32 && dst_dt != ZEROC_BF16) || (src_dt != ZEROC_FP32 && src_dt != ZEROC_BF16))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cast %s -> %s: accepted fp32 and bf16",
                       zeroc_dtype_name(src_dt), zeroc_dtype_name(dst_dt));
   CUDA_OR_CPU(cast, k, s, dst, dst_dt, src, src_dt, n);
+  if (on_worker(s)) {
+    eng_op_t o = {0, dst, src, dst_dt, src_dt, n, 0};
+    return zeroc__stream_enqueue(s, run_eng_op, &o, sizeof o);
+  }
   zeroc__cpu_cast(dst, dst_dt, src, src_dt, n);
   return ZEROC_OK;
 }
@@ -192,12 +221,20 @@ zeroc_result_t zeroc_k_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *
   if (src_dt != ZEROC_FP32 && src_dt != ZEROC_BF16)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "accumulate from %s: accepted fp32, bf16", zeroc_dtype_name(src_dt));
   CUDA_OR_CPU(accumulate, k, s, dst, src, src_dt, n, scale);
+  if (on_worker(s)) {
+    eng_op_t o = {1, dst, src, 0, src_dt, n, scale};
+    return zeroc__stream_enqueue(s, run_eng_op, &o, sizeof o);
+  }
   zeroc__cpu_accumulate(dst, src, src_dt, n, scale);
   return ZEROC_OK;
 }
 
 zeroc_result_t zeroc_k_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x, size_t n, float a) {
   CUDA_OR_CPU(scale, k, s, x, n, a);
+  if (on_worker(s)) {
+    eng_op_t o = {2, x, NULL, 0, 0, n, a};
+    return zeroc__stream_enqueue(s, run_eng_op, &o, sizeof o);
+  }
   zeroc__cpu_scale(x, n, a);
   return ZEROC_OK;
 }

@@ -1,0 +1,112 @@
+/*
+ * zeroc/layer.h - how a user describes one unit of a model to zeroc_shard().
+ *
+ * A unit (an embedding, a transformer block, a head) declares its parameters
+ * and a forward and a backward callback. The engine flattens the parameters
+ * into one buffer, shards it over the data-parallel group, and gathers it just
+ * before each callback; the callbacks see plain views of the full parameters
+ * (and, in backward, of the full gradients) in the compute dtype.
+ */
+#ifndef ZEROC_LAYER_H
+#define ZEROC_LAYER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/device.h"
+#include "zeroc/result.h"
+#include "zeroc/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZEROC_MAX_DIMS 4
+
+typedef enum zeroc_init_kind {
+  ZEROC_INIT_NORMAL = 0, /* N(0, scale^2) */
+  ZEROC_INIT_ZEROS = 1,
+  ZEROC_INIT_ONES = 2,
+  ZEROC_INIT_UNIFORM = 3, /* U(-scale, scale) */
+  ZEROC_INIT_CUSTOM = 4,  /* init_fn */
+} zeroc_init_kind_t;
+
+/* Parameter flags. */
+enum {
+  ZEROC_PARAM_NO_DECAY = 1u << 0,      /* no weight decay (biases, norms) */
+  ZEROC_PARAM_TP_REPLICATED = 1u << 1, /* identical on every tensor-parallel rank:
+                                          counted once in the gradient norm */
+};
+
+struct zeroc_param_desc;
+
+/* Fills dst[0..n) with the values of elements [first, first+n) of the
+ * parameter (row-major over its shape). `seed` is the model's seed. Used with
+ * ZEROC_INIT_CUSTOM, e.g. by a tensor-parallel layer to draw its slice of the
+ * unsplit tensor's values (see zeroc_rng_normal). */
+typedef void (*zeroc_init_fn)(float *dst, uint64_t first, size_t n,
+                              const struct zeroc_param_desc *p, uint64_t seed, void *user);
+
+typedef struct zeroc_param_desc {
+  const char *name;
+  int ndim;
+  int64_t shape[ZEROC_MAX_DIMS];
+  zeroc_init_kind_t init;
+  float init_scale;     /* std for NORMAL, bound for UNIFORM */
+  uint32_t flags;       /* ZEROC_PARAM_* */
+  uint64_t init_stream; /* random stream of this parameter; 0: derived from (unit, index) */
+  zeroc_init_fn init_fn;
+  void *init_user;
+} zeroc_param_desc_t;
+
+/*
+ * What a callback receives. Pointers are device pointers of the context's
+ * device (host memory on cpu) in the compute dtype (fp32 on cpu).
+ */
+typedef struct zeroc_layer_io {
+  int unit;      /* index of this unit in the layer list */
+  int micro;     /* micro-step within the optimizer step (0 .. grad_accum-1) */
+  int recompute; /* forward: 1 when run again inside backward (activation recompute) */
+  int save;      /* forward: 1 when backward will follow from saved activations; 0 on the
+                    first forward under recompute (keep only what the next unit needs) */
+  void *const *params;        /* per parameter: the full gathered values */
+  void *const *grads;         /* backward: per parameter, the full gradient; ACCUMULATE (+=) */
+  void *const *shared_params; /* the unit named by `shares` (tied weights), else NULL */
+  void *const *shared_grads;  /* backward: its gradients (accumulate), else NULL */
+  const void *in;   /* forward: the model input (unit 0) or the previous unit's `out` */
+  void *out;        /* forward: set by the callback, passed to the next unit */
+  const void *dout; /* backward: gradient w.r.t. `out` (NULL for the last unit) */
+  void *din;        /* backward: set by the callback (gradient w.r.t. `in`), passed down */
+  zeroc_stream_t *stream; /* compute stream to run on */
+  void *workspace;        /* `workspace_bytes` of scratch, valid during the call */
+  float grad_scale;       /* the last unit multiplies its loss gradient by this
+                             (1 / (micro-steps x data-parallel size)) */
+  float *loss;            /* the last unit's forward writes its mean loss here */
+  void *user;             /* the layer's user pointer */
+} zeroc_layer_io_t;
+
+typedef struct zeroc_layer {
+  const char *name;
+  int nparams; /* >= 1 */
+  const zeroc_param_desc_t *params;
+  int shares; /* -1, or the index of an earlier unit whose parameters this unit also uses
+                 (e.g. an LM head tied to the embedding); that unit stays gathered */
+  zeroc_result_t (*forward)(zeroc_layer_io_t *io);
+  zeroc_result_t (*backward)(zeroc_layer_io_t *io);
+  size_t workspace_bytes;
+  void *user;
+} zeroc_layer_t;
+
+/* Element count of a parameter (product of its shape). */
+uint64_t zeroc_param_numel(const zeroc_param_desc_t *p);
+
+/* Counter-based random numbers: the same (seed, stream, index) gives the same
+ * value on every rank and layout, so a sharded or tensor-split parameter is
+ * initialised exactly as the unsplit one. */
+float zeroc_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
+float zeroc_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index); /* [0, 1) */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,159 @@
+/*
+ * zeroc/shard.h - a sharded model: zeroc_shard() and the training calls.
+ *
+ * zeroc_shard() flattens each unit's parameters into one buffer, shards it
+ * over the data-parallel group (ZeRO stage 1-3; HSDP: shard inside
+ * dp_shard, replicate across dp_replicate) and allocates exactly the buffers
+ * the stage keeps. Then, per optimizer step:
+ *
+ *   for (u = 0; u < grad_accum; u++) {
+ *     zeroc_model_forward(model, input[u]);   // gathers unit i+1 while unit i runs
+ *     zeroc_model_backward(model);            // reduce-scatters unit i while unit i-1 runs
+ *   }
+ *   zeroc_model_step(model, lr, &info);        // grad norm, clip, AdamW on the shards
+ *
+ * With the same world size and data, stages 1, 2 and 3 give bitwise identical
+ * parameters (grad_accum 1; with accumulation stage 1 sums full gradients
+ * before reducing, so it agrees to rounding).
+ */
+#ifndef ZEROC_SHARD_H
+#define ZEROC_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/ctx.h"
+#include "zeroc/layer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zeroc_model zeroc_model_t;
+
+typedef enum zeroc_offload {
+  ZEROC_OFFLOAD_NONE = 0,
+  ZEROC_OFFLOAD_CPU = 1,
+  ZEROC_OFFLOAD_NVME = 2,
+} zeroc_offload_t;
+
+typedef struct zeroc_shard_config {
+  size_t size;    /* sizeof(zeroc_shard_config_t), set by the initializer */
+  uint32_t magic; /* ZEROC_CONFIG_MAGIC */
+  int stage;      /* ZeRO stage 0-3; default 3 */
+  zeroc_dtype_t param_dtype;  /* gathered/compute params: fp32 or bf16; default fp32 */
+  zeroc_dtype_t reduce_dtype; /* full gradients and their reduction; default = param_dtype */
+  int prefetch;   /* gathers in flight ahead of compute (stage 3); 0 disables; default 2 */
+  int recompute;  /* 1: run each unit's forward again inside backward */
+  int grad_accum; /* micro-steps per optimizer step; default 1 */
+  zeroc_offload_t offload_optimizer; /* master, m, v: device (none), host (cpu) or nvme */
+  zeroc_offload_t offload_params;    /* stage 3 parameter shards: none, cpu or nvme */
+  const char *nvme_dir;              /* required with nvme */
+  float beta1, beta2, eps, weight_decay; /* AdamW; defaults 0.9, 0.95, 1e-8, 0 */
+  float clip;          /* global gradient-norm clip; 0 turns clipping off; default 1 */
+  uint64_t seed;       /* initialisation seed; default 1 */
+  int max_skipped;     /* consecutive non-finite steps tolerated; default 5 */
+} zeroc_shard_config_t;
+
+#define ZEROC_SHARD_CONFIG_INIT                                                                   \
+  {                                                                                               \
+    sizeof(zeroc_shard_config_t), ZEROC_CONFIG_MAGIC, 3, ZEROC_FP32, ZEROC_FP32, 2, 0, 1,         \
+        ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1, 5        \
+  }
+
+/*
+ * Builds a sharded model from `n` units and initialises the parameters
+ * (each rank only its shard, from counter-based random numbers, so every
+ * layout starts from the same weights). Collective over the world.
+ *   ctx: the context (its mesh gives dp_shard / dp_replicate); layers: the unit
+ *   list, identical on every data-parallel rank (checked with a checksum);
+ *   n >= 1; cfg: ZEROC_SHARD_CONFIG_INIT-initialised; out: the model.
+ * Returns ZEROC_ERR_INVALID_ARG (bad stage or dtype, a unit without
+ * parameters or with a zero-size one, a `shares` index that is not earlier,
+ * layer lists that differ between ranks: the same error on every rank),
+ * ZEROC_ERR_UNSUPPORTED, ZEROC_ERR_NOMEM.
+ */
+zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
+                           const zeroc_shard_config_t *cfg, zeroc_model_t **out);
+
+/* Frees the model's buffers (local). destroy(NULL) does nothing. */
+void zeroc_model_destroy(zeroc_model_t *m);
+
+/* Runs the forward pass of one micro-step on `input` (given to unit 0). The
+ * last unit's loss is kept for zeroc_model_step. */
+zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input);
+
+/* Runs the backward pass of the micro-step whose forward ran last. */
+zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
+
+typedef struct zeroc_step_info {
+  uint64_t step;          /* optimizer steps applied so far (skipped ones not counted) */
+  float loss;             /* mean loss over the global batch, identical on every rank */
+  float grad_norm;        /* global gradient norm before clipping */
+  int skipped;            /* 1: non-finite norm, the step was skipped on every rank */
+  int consecutive_skips;
+  uint64_t comm_bytes;    /* bytes this rank sent in collectives this step (ring count) */
+  double exposed_comm_ms; /* time compute waited on communication this step */
+} zeroc_step_info_t;
+
+/*
+ * Finishes the optimizer step: waits for the reductions, computes the global
+ * gradient norm, clips, skips the step on a non-finite norm (on every rank),
+ * runs AdamW with learning rate `lr` on every shard, and publishes the new
+ * parameters. `info` (may be NULL) receives the step's figures.
+ * Returns ZEROC_ERR_NUMERIC after more than max_skipped consecutive skips.
+ */
+zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info);
+
+/* ---- inspection and state (checkpoints, export, tests) -------------------------- */
+
+typedef struct zeroc_unit_info {
+  const char *name;
+  uint64_t numel;      /* real parameter elements */
+  uint64_t flat_numel; /* N: flat length with alignment and padding */
+  uint64_t shard_numel;/* S = N / shard group size */
+  uint64_t shard_offset; /* this rank's first element in the flat buffer */
+  int nparams;
+} zeroc_unit_info_t;
+
+int zeroc_model_num_units(const zeroc_model_t *m);
+zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit, zeroc_unit_info_t *out);
+/* Offset of parameter `p` of `unit` in the flat buffer. */
+uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p);
+
+typedef enum zeroc_state_kind {
+  ZEROC_STATE_MASTER = 0, /* fp32 master weights */
+  ZEROC_STATE_ADAM_M = 1,
+  ZEROC_STATE_ADAM_V = 2,
+  ZEROC_STATE_COUNT
+} zeroc_state_kind_t;
+
+/* Copies this rank's shard (S fp32 values) of a state buffer to / from host
+ * memory `buf` (synchronously). Setting MASTER also republishes the compute
+ * parameters (collective over the shard group: call on every rank). */
+zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                     float *buf);
+zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                     const float *buf);
+/* Publishes the master weights to the compute parameters after set_shard calls
+ * (collective over the shard group). */
+zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m);
+
+/* Gathers the full fp32 master values of `unit` (flat_numel floats) into host
+ * `buf` on every rank. Collective over the shard group. */
+zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf);
+
+/* Optimizer steps applied; set when resuming from a checkpoint. */
+uint64_t zeroc_model_steps(const zeroc_model_t *m);
+void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps);
+
+/* The context the model was built on. */
+zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m);
+
+/* Bytes of model state (params, grads, optimizer) this rank holds persistently. */
+uint64_t zeroc_model_state_bytes(const zeroc_model_t *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,108 @@
+/*
+ * shard/engine.h - the sharded model's insides: units, their buffers per ZeRO
+ * stage, the buffer pools and the streams. Shared by the files of src/shard.
+ *
+ * Buffers per unit (N flat length, S = N / shard size; see DESIGN.md):
+ *   stage | master,m,v | compute params          | full grads               | grad shard
+ *   0     | N fp32     | full N (persistent)     | N (persistent)           | = full grads
+ *   1     | S fp32     | full N (persistent)     | N (persistent)           | view of full grads
+ *   2     | S fp32     | full N (persistent)     | pool slot, per backward  | S
+ *   3     | S fp32     | shard S + pool slot     | pool slot, per backward  | S
+ * Stage 0 is the degenerate HSDP layout: shard group of one, all-reduce over dp.
+ * Units used by a later unit (`shares`, tied weights) are pinned: they keep
+ * dedicated gather and gradient buffers from first to last use in a step.
+ */
+#ifndef ZEROC_SHARD_ENGINE_H
+#define ZEROC_SHARD_ENGINE_H
+
+#include "comm/comm.h"
+#include "core/ctx.h"
+#include "kernels/kernels.h"
+#include "shard/flat.h"
+#include "zeroc/shard.h"
+
+typedef struct zeroc__slot {
+  void *ptr;
+  zeroc_event_t *free_ev; /* recorded where the last user finished with ptr */
+  int busy;
+} zeroc__slot_t;
+
+typedef struct zeroc__pool {
+  zeroc__slot_t *s;
+  int n;
+  size_t bytes;
+} zeroc__pool_t;
+
+typedef struct zeroc__unit {
+  zeroc_layer_t L;
+  zeroc__flat_t f;
+  int pinned; /* a later unit shares its parameters */
+
+  /* persistent state */
+  float *master, *m, *v; /* S fp32 (optimizer tag) */
+  void *cshard;          /* compute shard: S param dtype (stage 3) or a view into full */
+  void *full_own;        /* stages 0-2: persistent full params; stage 3 pinned: dedicated */
+  void *fgrad_own;       /* stages 0/1: persistent full grads; stage 2/3 pinned: dedicated */
+  void *gshard;          /* grad shard */
+  zeroc_dtype_t gshard_dt;
+  float *view, *cgrad;   /* fp32 compute copies when the kernels' dtype differs (cpu bf16) */
+  zeroc__slot_t own_pslot, own_gslot; /* dedicated slots of a pinned unit */
+
+  /* per step / micro-step */
+  void *full;             /* gathered params in use (own or pool) */
+  void *fgrad;            /* full grads in use (own or pool) */
+  zeroc__slot_t *pslot, *gslot;
+  int gathered;           /* stage 3: a gather into `full` has been issued this pass */
+  int grads_ready;        /* full grads acquired and zeroed this micro-step */
+  int view_ready;         /* `view` holds the current params (conversion done) */
+  zeroc_event_t *ev_gathered, *ev_bwd, *ev_reduced;
+  void **pviews, **gviews; /* per parameter pointers handed to callbacks */
+  const void *saved_in;
+  void *workspace;
+} zeroc__unit_t;
+
+struct zeroc_model {
+  zeroc_ctx_t *ctx;
+  zeroc_shard_config_t cfg;
+  int n;
+  zeroc__unit_t *u;
+  zeroc_kernels_t *k;
+  zeroc_dtype_t pdt, rdt, cdt; /* param, reduce and compute (kernel) dtypes */
+  int conv;                    /* compute copies needed (cdt differs from pdt or rdt) */
+  int K;                       /* prefetch depth */
+  zeroc_group_t *shard_g, *rep_g, *self_g; /* self_g: size-1 group for stage 0 */
+  zeroc_stream_t *compute, *gather_s, *reduce_s;
+  zeroc__pool_t gpool;  /* stage 3 gather slots (param dtype, max N) */
+  zeroc__pool_t fgpool; /* stage 2/3 full-grad slots (reduce dtype, max N) */
+  zeroc__pool_t tpool;  /* reduce-scatter outputs (reduce dtype, max S) */
+  float *conv_view, *conv_cgrad; /* shared compute copies of non-pinned units */
+  int conv_owner;                /* unit whose params conv_view holds, -1 none */
+  void *ws;                      /* workspace for callbacks (max workspace_bytes) */
+  float *adam_tmp;               /* fp32 copy of a bf16 grad shard for AdamW (max S) */
+  double *norm_acc;              /* device double for sum of squares */
+  zeroc_event_t *ev_published;
+
+  /* progress of the current step */
+  int micro;          /* micro-steps whose backward completed */
+  int in_forward;     /* a forward ran, its backward has not */
+  double loss_sum;    /* sum over micro-steps of the last unit's loss */
+  float loss_micro;
+  uint64_t steps;
+  int consecutive_skips;
+  double exposed_ms;
+  uint64_t bytes_mark; /* comm bus bytes at the start of the step */
+  uint64_t state_bytes; /* persistent params + grads + optimizer bytes */
+};
+
+/* Blocks compute on a communication event, counting the wait as exposed
+ * communication (cpu: the host thread waits; cuda: stream order). */
+zeroc_result_t zeroc__model_wait_comm(zeroc_model_t *m, zeroc_event_t *e);
+
+/* Casts the master shards into the compute parameters and, for stages 1-2,
+ * all-gathers them (stage 0: directly; stage 3: gathered lazily). */
+zeroc_result_t zeroc__model_publish(zeroc_model_t *m);
+
+/* Sum of bus bytes over the model's groups (for per-step figures). */
+uint64_t zeroc__model_comm_bytes(const zeroc_model_t *m);
+
+#endif

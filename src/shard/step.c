@@ -1,0 +1,232 @@
+/*
+ * shard/step.c - the optimizer step on shards: global gradient norm (each
+ * gradient element counted once however it is replicated), clipping, skipping
+ * a non-finite step on every rank, AdamW per parameter range (weight decay
+ * only where the parameter wants it), publishing the new parameters.
+ * Also the state accessors used by checkpoints, export and tests.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "core/watchdog.h"
+#include "shard/engine.h"
+
+#define CHK(call) ZEROC_CHECK(call)
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* The fp32 gradient shard of unit u: the shard itself, or a converted copy. */
+static zeroc_result_t grad_f32(zeroc_model_t *m, zeroc__unit_t *u, const float **g) {
+  if (u->gshard_dt == ZEROC_FP32) {
+    *g = u->gshard;
+    return ZEROC_OK;
+  }
+  CHK(zeroc_k_cast(m->k, m->compute, m->adam_tmp, ZEROC_FP32, u->gshard, u->gshard_dt, u->f.S));
+  *g = m->adam_tmp;
+  return ZEROC_OK;
+}
+
+/* This rank's share of the squared gradient norm: replicas of a shard (HSDP,
+ * stage 0) and tensor-parallel copies of replicated parameters count once. */
+static zeroc_result_t local_sumsq(zeroc_model_t *m, double *out) {
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
+  *out = 0;
+  if (m->rep_g->rank != 0) return ZEROC_OK;
+  int on_host = m->compute->inline_;
+  double *acc = m->norm_acc;
+  if (on_host) *acc = 0;
+  else CHK(zeroc_memset_async(m->compute, acc, 0, sizeof(double)));
+  for (int i = 0; i < m->n; i++) {
+    zeroc__unit_t *u = &m->u[i];
+    const float *g;
+    CHK(grad_f32(m, u, &g));
+    for (int j = 0; j < u->f.n; j++) {
+      const zeroc__flat_param_t *p = &u->f.p[j];
+      if (p->lo == p->hi) continue;
+      if ((p->flags & ZEROC_PARAM_TP_REPLICATED) && mesh->tp_rank != 0) continue;
+      CHK(zeroc_k_sumsq(m->k, m->compute, acc, g + (p->lo - u->f.shard_off), p->hi - p->lo));
+    }
+  }
+  if (on_host) {
+    *out = *acc;
+  } else {
+    CHK(zeroc_memcpy_async(m->compute, out, acc, sizeof(double)));
+    CHK(zeroc_stream_sync(m->compute));
+  }
+  return ZEROC_OK;
+}
+
+static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef) {
+  const zeroc_shard_config_t *c = &m->cfg;
+  double t = (double)(m->steps + 1);
+  zeroc_adamw_args_t a = {lr, c->beta1, c->beta2, c->eps, c->weight_decay, clip_coef,
+                          (float)(1.0 - pow(c->beta1, t)), (float)(1.0 - pow(c->beta2, t))};
+  for (int i = 0; i < m->n; i++) {
+    zeroc__unit_t *u = &m->u[i];
+    const float *g;
+    CHK(grad_f32(m, u, &g));
+    for (int j = 0; j < u->f.n; j++) {
+      const zeroc__flat_param_t *p = &u->f.p[j];
+      if (p->lo == p->hi) continue;
+      size_t off = p->lo - u->f.shard_off, n = p->hi - p->lo;
+      a.weight_decay = (p->flags & ZEROC_PARAM_NO_DECAY) ? 0.0f : c->weight_decay;
+      CHK(zeroc_k_adamw(m->k, m->compute, u->master + off, u->m + off, u->v + off, g + off, n, &a));
+    }
+  }
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info) {
+  zeroc_result_t res = ZEROC_OK;
+  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_step: NULL model");
+  if (m->in_forward || m->micro != m->cfg.grad_accum)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                             "zeroc_model_step after %d of %d micro-steps%s",
+                                             m->micro, m->cfg.grad_accum,
+                                             m->in_forward ? " (a forward is waiting for its backward)" : ""));
+  if (!(lr >= 0) || !isfinite(lr))
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "learning rate %g: must be finite and >= 0", lr));
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
+  zeroc__watchdog_phase(m->ctx, "optimizer step %llu", (unsigned long long)m->steps + 1);
+
+  /* every reduction of this step must have landed */
+  if (m->compute->inline_) {
+    double t0 = now_ms();
+    res = zeroc_stream_sync(m->reduce_s);
+    m->exposed_ms += now_ms() - t0;
+  } else {
+    zeroc_event_t *e = m->u[0].ev_reduced;
+    res = zeroc_event_record(e, m->reduce_s);
+    if (!res) res = zeroc_stream_wait_event(m->compute, e);
+  }
+  if (res) goto fail;
+
+  double sums[2] = {0, 0};
+  ZEROC_TRY(local_sumsq(m, &sums[0]));
+  /* the loss: the last unit's mean, averaged over micro-steps and data-parallel ranks */
+  if (mesh->tp_rank == 0 && mesh->pp_rank == mesh->pp - 1)
+    sums[1] = m->loss_sum / m->cfg.grad_accum / mesh->dp;
+  ZEROC_TRY(zeroc__allreduce_host(zeroc__ctx_group(m->ctx, ZEROC_GROUP_WORLD), sums, 2, ZEROC_FP64,
+                                  ZEROC_SUM));
+  double norm = sqrt(sums[0]);
+  int skipped = !isfinite(norm);
+  if (skipped) {
+    m->consecutive_skips++;
+    ZWARN(SHARD, "step %llu skipped: gradient norm is %g (non-finite) [%d in a row]",
+          (unsigned long long)m->steps + 1, norm, m->consecutive_skips);
+  } else {
+    float coef = 1.0f;
+    if (m->cfg.clip > 0 && norm > m->cfg.clip) coef = (float)(m->cfg.clip / (norm + 1e-6));
+    ZEROC_TRY(adamw_all(m, lr, coef));
+    ZEROC_TRY(zeroc__model_publish(m));
+    m->steps++;
+    m->consecutive_skips = 0;
+  }
+  uint64_t bytes = zeroc__model_comm_bytes(m);
+  if (info) {
+    info->step = m->steps;
+    info->loss = (float)sums[1];
+    info->grad_norm = (float)norm;
+    info->skipped = skipped;
+    info->consecutive_skips = m->consecutive_skips;
+    info->comm_bytes = bytes - m->bytes_mark;
+    info->exposed_comm_ms = m->exposed_ms;
+  }
+  m->bytes_mark = bytes;
+  m->exposed_ms = 0;
+  m->micro = 0;
+  m->loss_sum = 0;
+  if (m->consecutive_skips > m->cfg.max_skipped)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_NUMERIC,
+                                             "%d consecutive steps had a non-finite gradient norm "
+                                             "(limit %d): stopping",
+                                             m->consecutive_skips, m->cfg.max_skipped));
+  return ZEROC_OK;
+fail:
+  return zeroc__ctx_ret(m->ctx, res);
+}
+
+/* ---- state access ------------------------------------------------------------------ */
+
+int zeroc_model_num_units(const zeroc_model_t *m) { return m->n; }
+
+zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit, zeroc_unit_info_t *out) {
+  if (unit < 0 || unit >= m->n)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "unit %d not in [0, %d)", unit, m->n);
+  const zeroc__unit_t *u = &m->u[unit];
+  out->name = u->L.name;
+  out->numel = u->f.numel;
+  out->flat_numel = u->f.N;
+  out->shard_numel = u->f.S;
+  out->shard_offset = u->f.shard_off;
+  out->nparams = u->f.n;
+  return ZEROC_OK;
+}
+
+uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p) {
+  return m->u[unit].f.p[p].off;
+}
+
+static zeroc_result_t state_ptr(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float **p) {
+  if (unit < 0 || unit >= m->n)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "unit %d not in [0, %d)", unit, m->n);
+  zeroc__unit_t *u = &m->u[unit];
+  switch (kind) {
+  case ZEROC_STATE_MASTER: *p = u->master; return ZEROC_OK;
+  case ZEROC_STATE_ADAM_M: *p = u->m; return ZEROC_OK;
+  case ZEROC_STATE_ADAM_V: *p = u->v; return ZEROC_OK;
+  default: return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "state kind %d: accepted master, m, v", (int)kind);
+  }
+}
+
+zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float *buf) {
+  float *p = NULL;
+  CHK(state_ptr(m, unit, kind, &p));
+  CHK(zeroc_memcpy_async(m->compute, buf, p, m->u[unit].f.S * 4));
+  return zeroc_stream_sync(m->compute);
+}
+
+zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                     const float *buf) {
+  float *p = NULL;
+  CHK(state_ptr(m, unit, kind, &p));
+  CHK(zeroc_memcpy_async(m->compute, p, buf, m->u[unit].f.S * 4));
+  return zeroc_stream_sync(m->compute);
+}
+
+zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m) {
+  CHK(zeroc__model_publish(m));
+  CHK(zeroc_stream_sync(m->gather_s));
+  return zeroc_stream_sync(m->compute);
+}
+
+zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf) {
+  if (unit < 0 || unit >= m->n)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "unit %d not in [0, %d)", unit, m->n);
+  zeroc__unit_t *u = &m->u[unit];
+  size_t N = u->f.N, S = u->f.S;
+  zeroc_result_t r;
+  float *dev = NULL;
+  if (m->compute->inline_) {
+    /* cpu: gather straight into the caller's buffer */
+    return zeroc__allgather(m->shard_g, m->compute, u->master, buf, S, ZEROC_FP32);
+  }
+  r = zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, N * 4, (void **)&dev);
+  if (!r) r = zeroc__allgather(m->shard_g, m->compute, u->master, dev, S, ZEROC_FP32);
+  if (!r) r = zeroc_memcpy_async(m->compute, buf, dev, N * 4);
+  if (!r) r = zeroc_stream_sync(m->compute);
+  zeroc_mem_free(m->ctx, dev);
+  return r;
+}
+
+uint64_t zeroc_model_steps(const zeroc_model_t *m) { return m->steps; }
+void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps) { m->steps = steps; }
+zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m) { return m->ctx; }
+uint64_t zeroc_model_state_bytes(const zeroc_model_t *m) { return m->state_bytes; }
