@@ -4,6 +4,7 @@
  * compiler to vectorise and split across the rank's OpenMP threads.
  */
 #include <math.h>
+#include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -47,11 +48,27 @@ void zeroc__cpu_scale(float *x, size_t n, float a) {
   for (size_t i = 0; i < n; i++) x[i] *= a;
 }
 
-/* Summed in double, in a fixed order per thread count, so results repeat. */
+/* Summed in double. Each thread sums one block of a fixed split and the blocks
+ * are added in thread order, so a given thread count always gives the same
+ * bits; an OpenMP reduction clause would combine partials in arrival order. */
 double zeroc__cpu_sumsq(const float *x, size_t n) {
+  enum { MAXT = 256 };
+  double part[MAXT] = {0};
+#pragma omp parallel if (n > PAR_MIN)
+  {
+    int nth = omp_get_num_threads();
+    nth = nth < MAXT ? nth : MAXT;
+    const int tid = omp_get_thread_num();
+    if (tid < nth) {
+      double acc = 0;
+      const size_t lo = n * (size_t)tid / (size_t)nth, hi = n * (size_t)(tid + 1) / (size_t)nth;
+#pragma omp simd reduction(+ : acc)
+      for (size_t i = lo; i < hi; i++) acc += (double)x[i] * (double)x[i];
+      part[tid] = acc;
+    }
+  }
   double acc = 0;
-#pragma omp parallel for if (n > PAR_MIN) schedule(static) reduction(+ : acc)
-  for (size_t i = 0; i < n; i++) acc += (double)x[i] * (double)x[i];
+  for (int t = 0; t < MAXT; t++) acc += part[t];
   return acc;
 }
 

@@ -1,0 +1,279 @@
+/*
+ * benchmarks/kernels_cpu.c - times every cpu kernel on one GPT shape (default the
+ * `small` preset: B=4, T=128, C=128, NH=4, V=512) and prints the median time of
+ * each, with GFLOP/s for the matmuls and attention.
+ *
+ *   bench_kernels_cpu [--model NAME] [--batch B] [--reps N]
+ * Threads: ZEROC_THREADS (default: the cores hwloc gives the rank).
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels/kernels.h"
+#include "zeroc/zeroc.h"
+
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    zeroc_result_t r_ = (call);                                                                    \
+    if (r_ != ZEROC_OK) {                                                                          \
+      fprintf(stderr, "bench_kernels_cpu: %s: %s\n", #call, zeroc_last_error(NULL));               \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+static int reps = 20;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static float *buf(size_t n, unsigned seed, float lo, float hi) {
+  float *x = malloc(n * sizeof *x);
+  if (!x) {
+    fprintf(stderr, "bench_kernels_cpu: out of memory (%zu floats)\n", n);
+    exit(1);
+  }
+  unsigned s = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    x[i] = lo + (hi - lo) * (float)(s >> 8) * (1.0f / 16777216.0f);
+  }
+  return x;
+}
+
+/* One kernel call, set up so it can be repeated; `reset` (may be NULL) runs
+ * untimed before each call (e.g. restoring logits a fused kernel overwrote). */
+typedef struct bench {
+  const char *name;
+  double flops; /* per call; 0: not reported */
+  void (*run)(struct bench *b);
+  void (*reset)(struct bench *b);
+  void *p[12];
+  long i[6];
+} bench_t;
+
+static zeroc_kernels_t *K;
+
+static void report(bench_t *b) {
+  double *t = malloc((size_t)reps * sizeof *t);
+  for (int w = 0; w < 2; w++) { /* warm caches, pages and threads */
+    if (b->reset) b->reset(b);
+    b->run(b);
+  }
+  for (int r = 0; r < reps; r++) {
+    if (b->reset) b->reset(b);
+    const double t0 = now();
+    b->run(b);
+    t[r] = now() - t0;
+  }
+  qsort(t, (size_t)reps, sizeof *t, cmp_double);
+  const double med = t[reps / 2], best = t[0];
+  printf("%-26s %9.3f %9.3f", b->name, 1e3 * med, 1e3 * best);
+  if (b->flops > 0) printf(" %9.2f %9.2f", b->flops / med * 1e-9, b->flops / best * 1e-9);
+  printf("\n");
+  free(t);
+}
+
+/* ---- the calls -------------------------------------------------------------------- */
+
+static void enc_f(bench_t *b) {
+  CHECK(zeroc_k_encoder_forward(K, NULL, b->p[0], b->p[1], b->p[2], b->p[3], b->i[0], b->i[1],
+                                b->i[2]));
+}
+static void enc_b(bench_t *b) {
+  CHECK(zeroc_k_encoder_backward(K, NULL, b->p[4], b->p[5], b->p[0], b->p[1], b->i[0], b->i[1],
+                                 b->i[2]));
+}
+static void ln_f(bench_t *b) {
+  CHECK(zeroc_k_layernorm_forward(K, NULL, b->p[0], b->p[1], b->p[2], b->p[3], b->p[4], b->p[5],
+                                  b->i[0], b->i[1]));
+}
+static void ln_b(bench_t *b) {
+  CHECK(zeroc_k_layernorm_backward(K, NULL, b->p[6], b->p[7], b->p[8], b->p[0], b->p[3], b->p[4],
+                                   b->p[1], b->p[2], b->i[0], b->i[1]));
+}
+static void mm_f(bench_t *b) {
+  CHECK(zeroc_k_matmul_forward(K, NULL, b->p[0], b->p[1], b->p[2], b->p[3], b->i[0], b->i[1],
+                               b->i[2]));
+}
+static void mm_b(bench_t *b) {
+  CHECK(zeroc_k_matmul_backward(K, NULL, b->p[4], b->p[5], b->p[6], b->p[0], b->p[1], b->p[2],
+                                b->i[0], b->i[1], b->i[2]));
+}
+static void att_f(bench_t *b) {
+  CHECK(zeroc_k_attention_forward(K, NULL, b->p[0], b->p[1], b->p[2], b->i[0], b->i[1], b->i[2],
+                                  b->i[3]));
+}
+static void att_b(bench_t *b) {
+  CHECK(zeroc_k_attention_backward(K, NULL, b->p[3], b->p[4], b->p[2], b->p[0], b->p[1], b->i[0],
+                                   b->i[1], b->i[2], b->i[3]));
+}
+static void gelu_f(bench_t *b) {
+  CHECK(zeroc_k_gelu_forward(K, NULL, b->p[0], b->p[1], (size_t)b->i[0]));
+}
+static void gelu_b(bench_t *b) {
+  CHECK(zeroc_k_gelu_backward(K, NULL, b->p[2], b->p[1], b->p[0], (size_t)b->i[0]));
+}
+static void resid(bench_t *b) {
+  CHECK(zeroc_k_residual_forward(K, NULL, b->p[2], b->p[0], b->p[1], (size_t)b->i[0]));
+}
+static void add(bench_t *b) { CHECK(zeroc_k_add(K, NULL, b->p[2], b->p[0], (size_t)b->i[0])); }
+static void xent_reset(bench_t *b) {
+  memcpy(b->p[1], b->p[3], (size_t)b->i[0] * (size_t)b->i[2] * sizeof(float));
+}
+static void xent(bench_t *b) {
+  CHECK(zeroc_k_crossentropy_forward_backward(K, NULL, b->p[0], b->p[1], b->p[2], b->i[0], b->i[1],
+                                              b->i[2], 1.0f / (float)b->i[0]));
+}
+static void cast(bench_t *b) {
+  CHECK(zeroc_k_cast(K, NULL, b->p[4], ZEROC_BF16, b->p[0], ZEROC_FP32, (size_t)b->i[0]));
+}
+static void sumsq(bench_t *b) {
+  double s = 0;
+  CHECK(zeroc_k_sumsq(K, NULL, &s, b->p[3], (size_t)b->i[0]));
+}
+static void adamw(bench_t *b) {
+  zeroc_adamw_args_t a = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f};
+  CHECK(zeroc_k_adamw(K, NULL, b->p[0], b->p[1], b->p[2], b->p[3], (size_t)b->i[0], &a));
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+  const char *model = "small";
+  int batch = 0;
+  for (int a = 1; a < argc; a++) {
+    if (!strcmp(argv[a], "--model") && a + 1 < argc)
+      model = argv[++a];
+    else if (!strcmp(argv[a], "--batch") && a + 1 < argc)
+      batch = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--reps") && a + 1 < argc)
+      reps = atoi(argv[++a]);
+    else {
+      fprintf(stderr, "usage: %s [--model NAME] [--batch B >= 1] [--reps N >= 1]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (reps < 1 || batch < 0) {
+    fprintf(stderr, "bench_kernels_cpu: --reps %d / --batch %d: accepted >= 1\n", reps, batch);
+    return 2;
+  }
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  zeroc_gpt_config_t g;
+  CHECK(zeroc_gpt_preset(model, &g));
+  zeroc_ctx_config_t cfg = ZEROC_CTX_CONFIG_INIT;
+  cfg.device = ZEROC_DEVICE_CPU;
+  zeroc_ctx_t *ctx = NULL;
+  CHECK(zeroc_ctx_create(&ctx, &cfg));
+  CHECK(zeroc_kernels_create(ctx, ZEROC_FP32, &K));
+
+  const int B = batch ? batch : g.batch, T = g.seq, C = g.hidden, NH = g.heads, V = g.vocab;
+  const int Vp = (V + 127) / 128 * 128, N = B * T, L = g.layers;
+  const size_t NC = (size_t)N * C;
+  const char *thr = getenv("ZEROC_THREADS");
+  printf("cpu kernels, model %s: B=%d T=%d C=%d NH=%d V=%d (Vp %d), median of %d, threads %s\n",
+         model, B, T, C, NH, V, Vp, reps, thr ? thr : "(topology)");
+
+  /* inputs (random, never zero), outputs and gradients, all fp32 */
+  int32_t *tok = malloc((size_t)N * sizeof *tok);
+  for (int n = 0; n < N; n++) tok[n] = (int32_t)((n * 7919u + 13u) % (unsigned)V);
+  float *x = buf(NC, 1, -1, 1), *out = buf(NC, 2, -1, 1), *dout = buf(NC, 3, -1, 1);
+  float *dx = buf(NC, 4, -1, 1), *wte = buf((size_t)Vp * C, 5, -1, 1),
+        *wpe = buf((size_t)T * C, 6, -1, 1);
+  float *dwte = buf((size_t)Vp * C, 7, -1, 1), *dwpe = buf((size_t)T * C, 8, -1, 1);
+  float *mean = buf(N, 9, -1, 1), *rstd = buf(N, 10, 0.5f, 2), *lw = buf(C, 11, 0.5f, 1.5f);
+  float *lb = buf(C, 12, -1, 1), *dlw = buf(C, 13, -1, 1), *dlb = buf(C, 14, -1, 1);
+  float *qkv = buf(3 * NC, 15, -1, 1), *dqkv = buf(3 * NC, 16, -1, 1),
+        *lse = buf((size_t)B * NH * T, 17, 0, 1);
+  float *h = buf(4 * NC, 18, -3, 3), *hout = buf(4 * NC, 19, -1, 1), *dh = buf(4 * NC, 20, -1, 1);
+  float *dh2 = buf(4 * NC, 21, -1, 1), *w = buf((size_t)4 * C * C, 22, -0.1f, 0.1f);
+  float *dw = buf((size_t)4 * C * C, 23, -1, 1), *bias = buf((size_t)4 * C, 24, -1, 1);
+  float *dbias = buf((size_t)4 * C, 25, -1, 1), *logits0 = buf((size_t)N * Vp, 26, -4, 4);
+  float *logits = buf((size_t)N * Vp, 26, -4, 4), *losses = buf(N, 27, 0, 1);
+  float *mm_out = buf((size_t)N * Vp > 4 * NC ? (size_t)N * Vp : 4 * NC, 28, -1, 1);
+  float *mm_dout = buf((size_t)N * Vp > 4 * NC ? (size_t)N * Vp : 4 * NC, 29, -1, 1);
+  float *dwte_head = buf((size_t)Vp * C, 30, -1, 1);
+  const size_t P = (size_t)Vp * C + (size_t)T * C +
+                   (size_t)L * (12 * (size_t)C * C + 13 * (size_t)C) + 2 * (size_t)C;
+  float *pp = buf(P, 31, -1, 1), *pm = buf(P, 32, -0.01f, 0.01f), *pv = buf(P, 33, 0, 1e-4f);
+  float *pg = buf(P, 34, -1, 1);
+  uint16_t *p16 = malloc(P * sizeof *p16);
+  int32_t *tgt = malloc((size_t)N * sizeof *tgt);
+  for (int n = 0; n < N; n++) tgt[n] = tok[(n + 1) % N];
+  if (!tok || !p16 || !tgt) return 1;
+  zeroc_k_layernorm_forward(K, NULL, out, mean, rstd, x, lw, lb, N, C);
+  zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH);
+
+  /* matmul FLOPs: forward 2 N C OC; backward 4 N C OC (dinp and dweight) */
+  const struct {
+    const char *name;
+    int C, OC;
+    float *w, *bias;
+  } mms[] = {{"qkv", C, 3 * C, w, bias},
+             {"attproj", C, C, w, bias},
+             {"fc", C, 4 * C, w, bias},
+             {"fcproj", 4 * C, C, w, bias},
+             {"lm head", C, Vp, wte, NULL}};
+  /* attention FLOPs actually done on the causal triangle, T(T+1)/2 (query, key)
+   * pairs per head: forward q.k and p v (4 HS each); backward q.k, dout.v, and
+   * the dv, dq, dk updates (10 HS each) */
+  const double pairs = (double)B * NH * T * (T + 1) / 2, HS = (double)C / NH;
+
+  bench_t all[32];
+  int nb = 0;
+  all[nb++] = (bench_t){"encoder fwd", 0, enc_f, NULL, {out, tok, wte, wpe, dwte, dwpe}, {B, T, C}};
+  all[nb++] =
+      (bench_t){"encoder bwd", 0, enc_b, NULL, {dout, tok, wte, wpe, dwte, dwpe}, {B, T, C}};
+  all[nb++] = (bench_t){"layernorm fwd", 0, ln_f, NULL, {out, mean, rstd, x, lw, lb}, {N, C}};
+  all[nb++] = (bench_t){"layernorm bwd", 0, ln_b, NULL, {dout, mean, rstd, x, lw, lb, dx, dlw, dlb},
+                        {N, C}};
+  for (size_t m = 0; m < sizeof mms / sizeof *mms; m++) {
+    static char names[2][5][40];
+    snprintf(names[0][m], 40, "matmul %s fwd", mms[m].name);
+    snprintf(names[1][m], 40, "matmul %s bwd", mms[m].name);
+    const double f = 2.0 * N * mms[m].C * mms[m].OC;
+    float *dwm = mms[m].w == wte ? dwte_head : dw;
+    all[nb++] = (bench_t){
+        names[0][m], f, mm_f, NULL, {mm_out, h, mms[m].w, mms[m].bias}, {N, mms[m].C, mms[m].OC}};
+    all[nb++] = (bench_t){names[1][m],
+                          2 * f,
+                          mm_b,
+                          NULL,
+                          {mm_dout, h, mms[m].w, NULL, dh, dwm, mms[m].bias ? dbias : NULL},
+                          {N, mms[m].C, mms[m].OC}};
+  }
+  all[nb++] = (bench_t){"attention fwd", 4 * HS * pairs, att_f, NULL, {out, lse, qkv, dqkv, dout},
+                        {B, T, C, NH}};
+  all[nb++] = (bench_t){"attention bwd", 10 * HS * pairs, att_b, NULL, {out, lse, qkv, dqkv, dout},
+                        {B, T, C, NH}};
+  all[nb++] = (bench_t){"gelu fwd", 0, gelu_f, NULL, {hout, h, dh2}, {(long)(4 * NC)}};
+  all[nb++] = (bench_t){"gelu bwd", 0, gelu_b, NULL, {hout, h, dh2}, {(long)(4 * NC)}};
+  all[nb++] = (bench_t){"residual fwd", 0, resid, NULL, {x, dout, out}, {(long)NC}};
+  all[nb++] = (bench_t){"add", 0, add, NULL, {x, dout, dx}, {(long)NC}};
+  all[nb++] = (bench_t){"crossentropy fwd+bwd",         0,         xent, xent_reset,
+                        {losses, logits, tgt, logits0}, {N, V, Vp}};
+  all[nb++] =
+      (bench_t){"cast fp32->bf16 (params)", 0, cast, NULL, {pp, pm, pv, pg, p16}, {(long)P}};
+  all[nb++] = (bench_t){"sumsq (params)", 0, sumsq, NULL, {pp, pm, pv, pg, p16}, {(long)P}};
+  all[nb++] = (bench_t){"adamw (params)", 0, adamw, NULL, {pp, pm, pv, pg, p16}, {(long)P}};
+  printf("(the optimizer rows use %zu parameters; min beside median helps on a busy machine)\n", P);
+  printf("%-26s %9s %9s %9s %9s\n", "kernel", "median ms", "min ms", "GFLOP/s", "(at min)");
+  for (int b = 0; b < nb; b++) report(&all[b]);
+
+  zeroc_kernels_destroy(K);
+  zeroc_ctx_destroy(ctx);
+  MPI_Finalize();
+  return 0;
+}

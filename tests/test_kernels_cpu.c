@@ -1,0 +1,944 @@
+/*
+ * tests/test_kernels_cpu.c - the cpu kernels through the public dispatch (zeroc_k_*):
+ * each forward against a plain double-precision reference written here, each
+ * backward against central differences of that reference (with gradient buffers
+ * pre-filled, so accumulation is checked too), special cases, shape errors, and
+ * bitwise-identical results for different OpenMP thread counts.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "testutil.h"
+
+/* Tolerances (relative, on the norm of the whole tensor): fp32 kernels against
+ * double references. Each output is a few fp32 roundings (~6e-8 each) away
+ * from the exact value, and central differences on the double reference add
+ * ~h^2 = 1e-10; measured errors are below 1e-6 (ZEROC_TEST_VERBOSE=1 prints them). */
+#define TOL_FWD 1e-5
+#define TOL_BWD 1e-5
+#define FD_H    1e-5
+
+static zeroc_ctx_t *ctx;
+static zeroc_kernels_t *K;
+static int verbose; /* ZEROC_TEST_VERBOSE=1 prints every measured error */
+
+/* ---- allocation and comparison helpers ------------------------------------------ */
+
+/* Every buffer of a test comes from here and is freed by release() at its end. */
+static void *pool[512];
+static int npool;
+
+static void *talloc(size_t bytes) {
+  void *p = calloc(1, bytes ? bytes : 1);
+  if (!p || npool == (int)(sizeof pool / sizeof *pool)) {
+    fprintf(stderr, "test allocation of %zu bytes failed\n", bytes);
+    exit(1);
+  }
+  return pool[npool++] = p;
+}
+
+static void release(void) {
+  while (npool) free(pool[--npool]);
+}
+
+static float *frand(size_t n, uint64_t seed, float lo, float hi) {
+  float *x = talloc(n * sizeof *x);
+  zt_fill_uniform(x, n, seed, lo, hi);
+  return x;
+}
+
+static float *fcopy(const float *x, size_t n) {
+  float *y = talloc(n * sizeof *y);
+  memcpy(y, x, n * sizeof *y);
+  return y;
+}
+
+static float *fnan(size_t n) { /* a forward must overwrite every element of its output */
+  float *x = talloc(n * sizeof *x);
+  for (size_t i = 0; i < n; i++) x[i] = NAN;
+  return x;
+}
+
+static double *dalloc(size_t n) { return talloc(n * sizeof(double)); }
+
+static double *to_d(const float *x, size_t n) {
+  double *y = dalloc(n);
+  for (size_t i = 0; i < n; i++) y[i] = x[i];
+  return y;
+}
+
+static int32_t *tokens(size_t n, uint64_t seed, int V) {
+  int32_t *t = talloc(n * sizeof *t);
+  uint64_t s = seed;
+  for (size_t i = 0; i < n; i++) t[i] = (int32_t)(zt_rand_u64(&s) % (uint64_t)V);
+  return t;
+}
+
+/* ||got - ref|| / ||ref||, in double. */
+static double rel_err(const float *got, const double *ref, size_t n) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; i++) {
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return sqrt(num) / (den > 0 ? sqrt(den) : 1e-300);
+}
+
+static void expect_close(const char *what, const float *got, const double *ref, size_t n,
+                         double tol) {
+  const double e = rel_err(got, ref, n);
+  if (verbose) printf("\n    %-34s rel err %.2e (tol %.0e)", what, e, tol);
+  ZT_ASSERT_MSG(e <= tol, "%s: relative error %.3g > tolerance %.3g", what, e, tol);
+}
+
+/* A backward accumulates: `got` must be `prefill + g`. Compared as
+ * ||(got - prefill) - g|| / ||g||, so the prefill does not hide an error in g. */
+static void expect_grad(const char *what, const float *got, const float *prefill, const double *g,
+                        size_t n, double tol) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; i++) {
+    const double d = ((double)got[i] - prefill[i]) - g[i];
+    num += d * d;
+    den += g[i] * g[i];
+  }
+  const double e = sqrt(num) / (den > 0 ? sqrt(den) : 1e-300);
+  if (verbose) printf("\n    %-34s rel err %.2e (tol %.0e)", what, e, tol);
+  ZT_ASSERT_MSG(den > 0, "%s: the reference gradient is zero: the test checks nothing", what);
+  ZT_ASSERT_MSG(e <= tol, "%s: gradient relative error %.3g > tolerance %.3g", what, e, tol);
+}
+
+/* ---- finite differences ----------------------------------------------------------- */
+
+typedef void (*eval_fn)(const void *args, double *out);
+
+static double dot_d(const double *a, const double *b, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+/* g (n) = dL/dx by central differences of L = sum(out * R) on the double
+ * reference f; x is one of the arrays `args` points to, perturbed in place. */
+static void fd_grad(eval_fn f, const void *args, double *x, size_t n, const double *R, size_t nout,
+                    double *g) {
+  double *o = malloc(nout * sizeof *o);
+  for (size_t i = 0; i < n; i++) {
+    const double x0 = x[i], h = FD_H;
+    x[i] = x0 + h;
+    f(args, o);
+    const double lp = dot_d(o, R, nout);
+    x[i] = x0 - h;
+    f(args, o);
+    const double lm = dot_d(o, R, nout);
+    x[i] = x0;
+    g[i] = (lp - lm) / (2 * h);
+  }
+  free(o);
+}
+
+/* ---- double-precision references -------------------------------------------------- */
+
+static void ref_encoder(double *out, const int32_t *inp, const double *wte, const double *wpe,
+                        int B, int T, int C) {
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++)
+      for (int c = 0; c < C; c++)
+        out[((size_t)b * T + t) * C + c] =
+            wte[(size_t)inp[b * T + t] * C + c] + wpe[(size_t)t * C + c];
+}
+
+static void ref_layernorm(double *out, double *mean, double *rstd, const double *x, const double *w,
+                          const double *bias, int N, int C) {
+  for (int n = 0; n < N; n++) {
+    const double *r = x + (size_t)n * C;
+    double mu = 0, var = 0;
+    for (int c = 0; c < C; c++) mu += r[c];
+    mu /= C;
+    for (int c = 0; c < C; c++) var += (r[c] - mu) * (r[c] - mu);
+    var /= C;
+    const double rs = 1.0 / sqrt(var + 1e-5);
+    for (int c = 0; c < C; c++) out[(size_t)n * C + c] = (r[c] - mu) * rs * w[c] + bias[c];
+    if (mean) mean[n] = mu;
+    if (rstd) rstd[n] = rs;
+  }
+}
+
+static void ref_matmul(double *out, const double *x, const double *w, const double *bias, int N,
+                       int C, int OC) {
+  for (int n = 0; n < N; n++)
+    for (int o = 0; o < OC; o++) {
+      double s = bias ? bias[o] : 0;
+      for (int c = 0; c < C; c++) s += x[(size_t)n * C + c] * w[(size_t)o * C + c];
+      out[(size_t)n * OC + o] = s;
+    }
+}
+
+/* Materialises each row of scores (the plain way the kernel avoids). */
+static void ref_attention(double *out, double *lse, const double *qkv, int B, int T, int C,
+                          int NH) {
+  const int HS = C / NH;
+  double *s = malloc((size_t)T * sizeof *s);
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++)
+      for (int t = 0; t < T; t++) {
+        const double *q = qkv + ((size_t)b * T + t) * 3 * C + h * HS;
+        double mx = -INFINITY;
+        for (int j = 0; j <= t; j++) {
+          const double *kk = qkv + ((size_t)b * T + j) * 3 * C + C + h * HS;
+          double d = 0;
+          for (int i = 0; i < HS; i++) d += q[i] * kk[i];
+          s[j] = d / sqrt((double)HS);
+          mx = fmax(mx, s[j]);
+        }
+        double z = 0;
+        for (int j = 0; j <= t; j++) z += exp(s[j] - mx);
+        double *o = out + ((size_t)b * T + t) * C + h * HS;
+        for (int i = 0; i < HS; i++) o[i] = 0;
+        for (int j = 0; j <= t; j++) {
+          const double *vv = qkv + ((size_t)b * T + j) * 3 * C + 2 * C + h * HS;
+          for (int i = 0; i < HS; i++) o[i] += exp(s[j] - mx) / z * vv[i];
+        }
+        if (lse) lse[((size_t)b * NH + h) * T + t] = mx + log(z);
+      }
+  free(s);
+}
+
+static double ref_gelu(double x) {
+  return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/* loss (N) = logsumexp(x[n, :V]) - x[n, target]; 0 for a negative target. */
+static void ref_xent(double *loss, const double *x, const int32_t *tg, int N, int V, int Vp) {
+  for (int n = 0; n < N; n++) {
+    const double *r = x + (size_t)n * Vp;
+    if (tg[n] < 0) {
+      loss[n] = 0;
+      continue;
+    }
+    double mx = r[0], z = 0;
+    for (int i = 1; i < V; i++) mx = fmax(mx, r[i]);
+    for (int i = 0; i < V; i++) z += exp(r[i] - mx);
+    loss[n] = mx + log(z) - r[tg[n]];
+  }
+}
+
+/* ---- encoder ------------------------------------------------------------------------ */
+
+typedef struct {
+  const int32_t *inp;
+  double *wte, *wpe;
+  int B, T, C;
+} enc_args_t;
+
+static void enc_eval(const void *a, double *out) {
+  const enc_args_t *e = a;
+  ref_encoder(out, e->inp, e->wte, e->wpe, e->B, e->T, e->C);
+}
+
+/* Forward and backward for B, T, C, V (wpe has T + 2 rows: only T are used). */
+static void check_encoder(int B, int T, int C, int V, const int32_t *inp, const char *tag) {
+  const size_t BTC = (size_t)B * T * C, Tw = (size_t)T + 2;
+  char what[96];
+  float *wte = frand((size_t)V * C, 11, -1, 1), *wpe = frand(Tw * C, 12, -1, 1);
+  float *out = fnan(BTC);
+  ZT_OK(zeroc_k_encoder_forward(K, NULL, out, inp, wte, wpe, B, T, C));
+  enc_args_t a = {inp, to_d(wte, (size_t)V * C), to_d(wpe, Tw * C), B, T, C};
+  double *ref = dalloc(BTC);
+  enc_eval(&a, ref);
+  snprintf(what, sizeof what, "encoder fwd %s", tag);
+  expect_close(what, out, ref, BTC, TOL_FWD);
+
+  float *R = frand(BTC, 13, -1, 1);
+  float *dwte0 = frand((size_t)V * C, 14, -1, 1), *dwpe0 = frand(Tw * C, 15, -1, 1);
+  float *dwte = fcopy(dwte0, (size_t)V * C), *dwpe = fcopy(dwpe0, Tw * C);
+  ZT_OK(zeroc_k_encoder_backward(K, NULL, dwte, dwpe, R, inp, B, T, C));
+  double *Rd = to_d(R, BTC), *g = dalloc((size_t)V * C);
+  fd_grad(enc_eval, &a, a.wte, (size_t)V * C, Rd, BTC, g);
+  snprintf(what, sizeof what, "encoder dwte %s", tag);
+  expect_grad(what, dwte, dwte0, g, (size_t)V * C, TOL_BWD);
+  fd_grad(enc_eval, &a, a.wpe, Tw * C, Rd, BTC, g);
+  snprintf(what, sizeof what, "encoder dwpe %s", tag);
+  expect_grad(what, dwpe, dwpe0, g, Tw * C, TOL_BWD);
+  /* rows of tokens that never occur, and positions >= T, are not written at all */
+  int untouched = 1;
+  for (int v = 0; v < V; v++) {
+    int used = 0;
+    for (int i = 0; i < B * T; i++) used |= inp[i] == v;
+    if (!used) untouched &= !memcmp(dwte + (size_t)v * C, dwte0 + (size_t)v * C, C * sizeof(float));
+  }
+  untouched &= !memcmp(dwpe + (size_t)T * C, dwpe0 + (size_t)T * C, 2 * C * sizeof(float));
+  ZT_ASSERT_MSG(untouched, "encoder backward %s wrote rows it has no gradient for", tag);
+}
+
+static void test_encoder(void) {
+  check_encoder(2, 7, 24, 37, tokens(14, 1, 37), "B2 T7 C24");
+  check_encoder(2, 13, 48, 37, tokens(26, 2, 37), "B2 T13 C48");
+  release();
+}
+
+/* Many positions share a token: their rows of dout must all add into one dwte row. */
+static void test_encoder_repeated_tokens(void) {
+  int32_t *inp = tokens(26, 3, 3); /* 26 positions, tokens 0..2, vocabulary 37 */
+  inp[0] = inp[25] = 36;           /* the first and last position share a rare one */
+  check_encoder(2, 13, 48, 37, inp, "repeated tokens");
+  release();
+}
+
+/* ---- layernorm ---------------------------------------------------------------------- */
+
+typedef struct {
+  double *x, *w, *b;
+  int N, C;
+} ln_args_t;
+
+static void ln_eval(const void *a, double *out) {
+  const ln_args_t *l = a;
+  ref_layernorm(out, NULL, NULL, l->x, l->w, l->b, l->N, l->C);
+}
+
+static void check_layernorm(int N, int C, float offset) {
+  const size_t NC = (size_t)N * C;
+  char what[96];
+  float *x = frand(NC, 21, -1, 1), *w = frand(C, 22, 0.5f, 1.5f), *b = frand(C, 23, -1, 1);
+  for (size_t i = 0; i < NC; i++) x[i] += offset;
+  float *out = fnan(NC), *mean = fnan(N), *rstd = fnan(N);
+  ZT_OK(zeroc_k_layernorm_forward(K, NULL, out, mean, rstd, x, w, b, N, C));
+  ln_args_t a = {to_d(x, NC), to_d(w, C), to_d(b, C), N, C};
+  double *ref = dalloc(NC), *rmean = dalloc(N), *rrstd = dalloc(N);
+  ref_layernorm(ref, rmean, rrstd, a.x, a.w, a.b, N, C);
+  snprintf(what, sizeof what, "layernorm fwd N%d C%d +%g", N, C, offset);
+  expect_close(what, out, ref, NC, TOL_FWD);
+  expect_close("layernorm mean", mean, rmean, N, TOL_FWD);
+  expect_close("layernorm rstd", rstd, rrstd, N, TOL_FWD);
+
+  float *R = frand(NC, 24, -1, 1);
+  float *dx0 = frand(NC, 25, -1, 1), *dw0 = frand(C, 26, -1, 1), *db0 = frand(C, 27, -1, 1);
+  float *dx = fcopy(dx0, NC), *dw = fcopy(dw0, C), *db = fcopy(db0, C);
+  ZT_OK(zeroc_k_layernorm_backward(K, NULL, dx, dw, db, R, x, w, mean, rstd, N, C));
+  double *Rd = to_d(R, NC), *g = dalloc(NC);
+  fd_grad(ln_eval, &a, a.x, NC, Rd, NC, g);
+  snprintf(what, sizeof what, "layernorm dinp N%d C%d +%g", N, C, offset);
+  expect_grad(what, dx, dx0, g, NC, TOL_BWD);
+  fd_grad(ln_eval, &a, a.w, C, Rd, NC, g);
+  expect_grad("layernorm dweight", dw, dw0, g, C, TOL_BWD);
+  fd_grad(ln_eval, &a, a.b, C, Rd, NC, g);
+  expect_grad("layernorm dbias", db, db0, g, C, TOL_BWD);
+}
+
+static void test_layernorm(void) {
+  check_layernorm(14, 24, 0);
+  check_layernorm(26, 48, 0);
+  check_layernorm(13, 37, 30); /* rows far from zero: the variance must not cancel */
+  release();
+}
+
+/* ---- matmul ------------------------------------------------------------------------- */
+
+typedef struct {
+  double *x, *w, *b;
+  int N, C, OC;
+} mm_args_t;
+
+static void mm_eval(const void *a, double *out) {
+  const mm_args_t *m = a;
+  ref_matmul(out, m->x, m->w, m->b, m->N, m->C, m->OC);
+}
+
+static void check_matmul(int N, int C, int OC, int with_bias) {
+  const size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+  char what[96];
+  float *x = frand(NC, 31, -1, 1), *w = frand(OCC, 32, -1, 1), *b = frand(OC, 33, -1, 1);
+  float *out = fnan(NO);
+  ZT_OK(zeroc_k_matmul_forward(K, NULL, out, x, w, with_bias ? b : NULL, N, C, OC));
+  mm_args_t a = {to_d(x, NC), to_d(w, OCC), with_bias ? to_d(b, OC) : NULL, N, C, OC};
+  double *ref = dalloc(NO);
+  mm_eval(&a, ref);
+  snprintf(what, sizeof what, "matmul fwd N%d C%d OC%d bias %d", N, C, OC, with_bias);
+  expect_close(what, out, ref, NO, TOL_FWD);
+
+  float *R = frand(NO, 34, -1, 1);
+  float *dx0 = frand(NC, 35, -1, 1), *dw0 = frand(OCC, 36, -1, 1), *db0 = frand(OC, 37, -1, 1);
+  float *dx = fcopy(dx0, NC), *dw = fcopy(dw0, OCC), *db = fcopy(db0, OC);
+  /* without a bias, dinp and dbias are left out (NULL) as the header allows */
+  ZT_OK(zeroc_k_matmul_backward(K, NULL, with_bias ? dx : NULL, dw, with_bias ? db : NULL, R, x, w,
+                                N, C, OC));
+  double *Rd = to_d(R, NO), *g = dalloc(OCC > NC ? OCC : NC);
+  fd_grad(mm_eval, &a, a.w, OCC, Rd, NO, g);
+  snprintf(what, sizeof what, "matmul dweight bias %d", with_bias);
+  expect_grad(what, dw, dw0, g, OCC, TOL_BWD);
+  if (with_bias) {
+    fd_grad(mm_eval, &a, a.x, NC, Rd, NO, g);
+    expect_grad("matmul dinp", dx, dx0, g, NC, TOL_BWD);
+    fd_grad(mm_eval, &a, a.b, OC, Rd, NO, g);
+    expect_grad("matmul dbias", db, db0, g, OC, TOL_BWD);
+  }
+}
+
+static void test_matmul(void) {
+  check_matmul(14, 24, 37, 1);
+  check_matmul(26, 48, 144, 1);
+  check_matmul(13, 24, 37, 0);
+  release();
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+
+typedef struct {
+  double *qkv;
+  int B, T, C, NH;
+} att_args_t;
+
+static void att_eval(const void *a, double *out) {
+  const att_args_t *t = a;
+  ref_attention(out, NULL, t->qkv, t->B, t->T, t->C, t->NH);
+}
+
+static void check_attention(int B, int T, int C, int NH) {
+  const size_t N3 = (size_t)B * T * 3 * C, NC = (size_t)B * T * C, NL = (size_t)B * NH * T;
+  char what[96];
+  /* spread 2: scores up to ~|q||k|/sqrt(HS), so softmax rows are far from uniform */
+  float *qkv = frand(N3, 41, -2, 2);
+  float *out = fnan(NC), *lse = fnan(NL);
+  ZT_OK(zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH));
+  att_args_t a = {to_d(qkv, N3), B, T, C, NH};
+  double *ref = dalloc(NC), *rlse = dalloc(NL);
+  ref_attention(ref, rlse, a.qkv, B, T, C, NH);
+  snprintf(what, sizeof what, "attention fwd B%d T%d C%d NH%d", B, T, C, NH);
+  expect_close(what, out, ref, NC, TOL_FWD);
+  expect_close("attention lse", lse, rlse, NL, TOL_FWD);
+
+  float *R = frand(NC, 42, -1, 1);
+  float *dqkv0 = frand(N3, 43, -1, 1), *dqkv = fcopy(dqkv0, N3);
+  ZT_OK(zeroc_k_attention_backward(K, NULL, dqkv, R, qkv, out, lse, B, T, C, NH));
+  double *Rd = to_d(R, NC), *g = dalloc(N3);
+  fd_grad(att_eval, &a, a.qkv, N3, Rd, NC, g);
+  snprintf(what, sizeof what, "attention dqkv B%d T%d C%d NH%d", B, T, C, NH);
+  expect_grad(what, dqkv, dqkv0, g, N3, TOL_BWD);
+}
+
+static void test_attention(void) {
+  check_attention(2, 7, 24, 3);
+  check_attention(2, 13, 48, 4);
+  release();
+}
+
+/* One position: the only probability is 1, so out = v, lse = q.k/sqrt(HS),
+ * dv = dout, and q and k get no gradient. */
+static void test_attention_t1(void) {
+  const int B = 2, T = 1, C = 24, NH = 4, HS = C / NH;
+  float *qkv = frand((size_t)B * 3 * C, 44, -1, 1), *out = fnan((size_t)B * C);
+  float *lse = fnan((size_t)B * NH);
+  ZT_OK(zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH));
+  double *v = dalloc((size_t)B * C), *rl = dalloc((size_t)B * NH);
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++) {
+      double d = 0;
+      for (int i = 0; i < HS; i++) {
+        d += (double)qkv[b * 3 * C + h * HS + i] * qkv[b * 3 * C + C + h * HS + i];
+        v[b * C + h * HS + i] = qkv[b * 3 * C + 2 * C + h * HS + i];
+      }
+      rl[b * NH + h] = d / sqrt((double)HS);
+    }
+  expect_close("attention T=1 out == v", out, v, (size_t)B * C, 1e-7);
+  expect_close("attention T=1 lse", lse, rl, (size_t)B * NH, TOL_FWD);
+
+  float *R = frand((size_t)B * C, 45, -1, 1);
+  float *d0 = frand((size_t)B * 3 * C, 46, -1, 1), *d = fcopy(d0, (size_t)B * 3 * C);
+  ZT_OK(zeroc_k_attention_backward(K, NULL, d, R, qkv, out, lse, B, T, C, NH));
+  double max_qk = 0, max_v = 0;
+  for (int b = 0; b < B; b++)
+    for (int c = 0; c < C; c++) {
+      max_qk = fmax(max_qk, fabs((double)d[b * 3 * C + c] - d0[b * 3 * C + c]));
+      max_qk = fmax(max_qk, fabs((double)d[b * 3 * C + C + c] - d0[b * 3 * C + C + c]));
+      max_v = fmax(
+          max_v, fabs((double)d[b * 3 * C + 2 * C + c] - d0[b * 3 * C + 2 * C + c] - R[b * C + c]));
+    }
+  ZT_ASSERT_MSG(max_qk <= 1e-6, "attention T=1: dq/dk moved by %.3g (want 0)", max_qk);
+  ZT_ASSERT_MSG(max_v <= 1e-6, "attention T=1: dv - dout off by %.3g", max_v);
+  check_attention(3, 1, 48, 4); /* and through the general finite-difference path */
+  release();
+}
+
+/* ---- elementwise -------------------------------------------------------------------- */
+
+typedef struct {
+  double *x;
+  size_t n;
+} ew_args_t;
+
+static void gelu_eval(const void *a, double *out) {
+  const ew_args_t *e = a;
+  for (size_t i = 0; i < e->n; i++) out[i] = ref_gelu(e->x[i]);
+}
+
+static void test_gelu(void) {
+  const size_t N = 1001;
+  float *x = frand(N, 51, -5, 5), *out = fnan(N);
+  ZT_OK(zeroc_k_gelu_forward(K, NULL, out, x, N));
+  ew_args_t a = {to_d(x, N), N};
+  double *ref = dalloc(N);
+  gelu_eval(&a, ref);
+  expect_close("gelu fwd", out, ref, N, TOL_FWD);
+
+  float *R = frand(N, 52, -1, 1), *d0 = frand(N, 53, -1, 1), *d = fcopy(d0, N);
+  ZT_OK(zeroc_k_gelu_backward(K, NULL, d, x, R, N));
+  double *g = dalloc(N);
+  fd_grad(gelu_eval, &a, a.x, N, to_d(R, N), N, g);
+  expect_grad("gelu bwd", d, d0, g, N, TOL_BWD);
+
+  /* far tails: exp overflows inside, the result must still be the limit */
+  float big[6] = {-1e4f, -100, -12, 12, 100, 1e4f}, gb[6], db[6] = {0};
+  const float one[6] = {1, 1, 1, 1, 1, 1};
+  ZT_OK(zeroc_k_gelu_forward(K, NULL, gb, big, 6));
+  ZT_OK(zeroc_k_gelu_backward(K, NULL, db, big, one, 6));
+  for (int i = 0; i < 6; i++) {
+    const double want = ref_gelu(big[i]), dwant = big[i] < 0 ? 0.0 : 1.0;
+    ZT_ASSERT_MSG(fabs(gb[i] - want) <= 1e-6 * fmax(1.0, fabs(want)), "gelu(%g) = %g, want %g",
+                  big[i], gb[i], want);
+    ZT_ASSERT_MSG(fabs(db[i] - dwant) <= 1e-6, "gelu'(%g) = %g, want %g", big[i], db[i], dwant);
+  }
+  release();
+}
+
+static void test_residual_add(void) {
+  const size_t N = 1001;
+  float *a = frand(N, 61, -1, 1), *b = frand(N, 62, -1, 1), *out = fnan(N);
+  double *ref = dalloc(N);
+  for (size_t i = 0; i < N; i++) ref[i] = (double)a[i] + b[i];
+  ZT_OK(zeroc_k_residual_forward(K, NULL, out, a, b, N));
+  expect_close("residual fwd", out, ref, N, TOL_FWD);
+  float *a2 = fcopy(a, N); /* out aliasing a, as the header allows */
+  ZT_OK(zeroc_k_residual_forward(K, NULL, a2, a2, b, N));
+  expect_close("residual fwd, out == a", a2, ref, N, TOL_FWD);
+  float *b2 = fcopy(b, N);
+  ZT_OK(zeroc_k_residual_forward(K, NULL, b2, a, b2, N));
+  expect_close("residual fwd, out == b", b2, ref, N, TOL_FWD);
+
+  float *y = fcopy(a, N); /* add: y += x, twice */
+  ZT_OK(zeroc_k_add(K, NULL, y, b, N));
+  ZT_OK(zeroc_k_add(K, NULL, y, b, N));
+  for (size_t i = 0; i < N; i++) ref[i] = (double)a[i] + 2.0 * b[i];
+  expect_close("add twice", y, ref, N, TOL_FWD);
+  release();
+}
+
+/* ---- cross-entropy ------------------------------------------------------------------ */
+
+typedef struct {
+  double *x;
+  const int32_t *tg;
+  int N, V, Vp;
+} xent_args_t;
+
+static void xent_eval(const void *a, double *loss) {
+  const xent_args_t *e = a;
+  ref_xent(loss, e->x, e->tg, e->N, e->V, e->Vp);
+}
+
+/* Returns targets with every fifth one negative (masked). */
+static int32_t *xent_targets(int N, int V, uint64_t seed) {
+  int32_t *tg = tokens((size_t)N, seed, V);
+  for (int n = 0; n < N; n += 5) tg[n] = -1 - n % 3;
+  return tg;
+}
+
+static void check_xent(int N, int V, int Vp, float offset, float dloss) {
+  const size_t NV = (size_t)N * Vp;
+  char what[96];
+  int32_t *tg = xent_targets(N, V, 71);
+  float *x = frand(NV, 72, -4, 4);
+  for (int n = 0; n < N; n++)
+    for (int i = 0; i < Vp; i++)
+      x[(size_t)n * Vp + i] = i < V ? x[(size_t)n * Vp + i] + offset : 1e4f;
+  xent_args_t a = {to_d(x, NV), tg, N, V, Vp};
+  double *ref = dalloc(N), *g = dalloc(NV);
+  xent_eval(&a, ref);
+  /* L = sum_n dloss * loss_n: its gradient is what the kernel writes in place */
+  double *Rd = dalloc(N);
+  for (int n = 0; n < N; n++) Rd[n] = dloss;
+  fd_grad(xent_eval, &a, a.x, NV, Rd, N, g);
+
+  float *loss = fnan(N);
+  ZT_OK(zeroc_k_crossentropy_forward_backward(K, NULL, loss, x, tg, N, V, Vp, dloss));
+  snprintf(what, sizeof what, "crossentropy loss V%d Vp%d +%g", V, Vp, offset);
+  expect_close(what, loss, ref, N, TOL_FWD);
+  float *zero = talloc(NV * sizeof *zero);
+  snprintf(what, sizeof what, "crossentropy grad V%d Vp%d +%g", V, Vp, offset);
+  expect_grad(what, x, zero, g, NV, TOL_BWD);
+  int pad_zero = 1, masked_zero = 1;
+  for (int n = 0; n < N; n++) {
+    for (int i = V; i < Vp; i++) pad_zero &= x[(size_t)n * Vp + i] == 0.0f;
+    if (tg[n] < 0) {
+      masked_zero &= loss[n] == 0.0f;
+      for (int i = 0; i < Vp; i++) masked_zero &= x[(size_t)n * Vp + i] == 0.0f;
+    }
+  }
+  ZT_ASSERT_MSG(pad_zero, "crossentropy: padding columns of the gradient are not exactly 0");
+  ZT_ASSERT_MSG(masked_zero, "crossentropy: a negative target gave a loss or gradient != 0");
+}
+
+static void test_crossentropy(void) {
+  check_xent(14, 37, 48, 0, 1.0f / 14); /* padding logits 1e4 would dominate if read */
+  check_xent(13, 37, 37, 0, 0.37f);     /* no padding */
+  check_xent(14, 37, 48, 100, 0.5f);    /* exp(100) overflows fp32 without the max shift */
+  release();
+}
+
+/* A target >= V cannot be reported from inside the kernel: its row gets a NaN
+ * loss and a NaN gradient, so the step's non-finite check refuses the update;
+ * the other rows are unaffected. */
+static void test_crossentropy_bad_target(void) {
+  const int N = 3, V = 37, Vp = 48;
+  int32_t tg[3] = {5, V, 7};
+  float *x = frand((size_t)N * Vp, 75, -4, 4), *x0 = fcopy(x, (size_t)N * Vp), *loss = fnan(N);
+  ZT_OK(zeroc_k_crossentropy_forward_backward(K, NULL, loss, x, tg, N, V, Vp, 1.0f));
+  CU_ASSERT(isnan(loss[1]));
+  CU_ASSERT(isfinite(loss[0]) && isfinite(loss[2]));
+  int row_nan = 1;
+  for (int i = 0; i < V; i++) row_nan &= isnan(x[Vp + i]);
+  CU_ASSERT(row_nan);
+  double ref[3];
+  int32_t ok_tg[3] = {5, -1, 7};
+  ref_xent(ref, to_d(x0, (size_t)N * Vp), ok_tg, N, V, Vp);
+  CU_ASSERT(fabs(loss[0] - ref[0]) <= 1e-5 * ref[0] && fabs(loss[2] - ref[2]) <= 1e-5 * ref[2]);
+  release();
+}
+
+/* dloss == 0 computes the losses and leaves every logit bit as it was. */
+static void test_crossentropy_dloss0(void) {
+  const int N = 14, V = 37, Vp = 48;
+  const size_t NV = (size_t)N * Vp;
+  int32_t *tg = xent_targets(N, V, 73);
+  float *x = frand(NV, 74, -4, 4), *x0 = fcopy(x, NV), *loss = fnan(N);
+  ZT_OK(zeroc_k_crossentropy_forward_backward(K, NULL, loss, x, tg, N, V, Vp, 0.0f));
+  CU_ASSERT_EQUAL(memcmp(x, x0, NV * sizeof *x), 0);
+  double *ref = dalloc(N);
+  ref_xent(ref, to_d(x0, NV), tg, N, V, Vp);
+  expect_close("crossentropy loss, dloss 0", loss, ref, N, TOL_FWD);
+  release();
+}
+
+/* ---- engine kernels ----------------------------------------------------------------- */
+
+/* The bf16 nearest to x, ties to even, found by comparing the two neighbours. */
+static uint16_t ref_bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  const uint32_t lo = u & 0xffff0000u, hi = lo + 0x10000u;
+  float flo, fhi;
+  memcpy(&flo, &lo, 4);
+  memcpy(&fhi, &hi, 4);
+  const double dl = fabs((double)x - flo), dh = fabs((double)fhi - x);
+  if (dl < dh || (dl == dh && !((lo >> 16) & 1))) return (uint16_t)(lo >> 16);
+  return (uint16_t)(hi >> 16);
+}
+
+static void test_cast(void) {
+  const size_t n = 4099;
+  float *x = frand(n, 81, -3, 3), *y = fnan(n);
+  x[0] = 1.0f + 0x1p-8f;     /* exactly halfway: ties to even (1.0) */
+  x[1] = 1.0f + 3 * 0x1p-8f; /* halfway, rounds up to the even 1 + 2^-6 */
+  x[2] = -1.0f - 0x1p-8f;
+  x[3] = 3.0e38f; /* near the top of the range */
+  x[4] = 1e-30f;
+  uint16_t *h = talloc(n * sizeof *h);
+  ZT_OK(zeroc_k_cast(K, NULL, h, ZEROC_BF16, x, ZEROC_FP32, n));
+  ZT_OK(zeroc_k_cast(K, NULL, y, ZEROC_FP32, h, ZEROC_BF16, n));
+  int exact = 1;
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    exact &= h[i] == ref_bf16(x[i]);
+    worst = fmax(worst, fabs((double)y[i] - x[i]) / fabs((double)x[i]));
+  }
+  ZT_ASSERT_MSG(exact, "fp32 -> bf16 differs from round-to-nearest-even");
+  ZT_ASSERT_MSG(worst <= 0x1p-8, "fp32 -> bf16 -> fp32 relative error %.3g > 2^-8", worst);
+  CU_ASSERT_EQUAL(h[0], 0x3f80);
+  CU_ASSERT_EQUAL(h[1], 0x3f82);
+
+  /* bf16 -> fp32 -> bf16 is exact for every finite bf16 */
+  uint16_t *hb = talloc(n * sizeof *hb), *hc = talloc(n * sizeof *hc);
+  uint64_t s = 82;
+  for (size_t i = 0; i < n; i++) {
+    do hb[i] = (uint16_t)zt_rand_u64(&s);
+    while ((hb[i] & 0x7f80) == 0x7f80); /* skip Inf/NaN patterns */
+  }
+  ZT_OK(zeroc_k_cast(K, NULL, y, ZEROC_FP32, hb, ZEROC_BF16, n));
+  ZT_OK(zeroc_k_cast(K, NULL, hc, ZEROC_BF16, y, ZEROC_FP32, n));
+  CU_ASSERT_EQUAL(memcmp(hb, hc, n * sizeof *hb), 0);
+
+  /* non-finite values survive, fp32 -> fp32 is a copy */
+  float sp[3] = {NAN, INFINITY, -INFINITY}, back[3];
+  uint16_t hs[3];
+  ZT_OK(zeroc_k_cast(K, NULL, hs, ZEROC_BF16, sp, ZEROC_FP32, 3));
+  ZT_OK(zeroc_k_cast(K, NULL, back, ZEROC_FP32, hs, ZEROC_BF16, 3));
+  CU_ASSERT(isnan(back[0]) && back[1] == INFINITY && back[2] == -INFINITY);
+  float *z = fnan(n);
+  ZT_OK(zeroc_k_cast(K, NULL, z, ZEROC_FP32, x, ZEROC_FP32, n));
+  CU_ASSERT_EQUAL(memcmp(z, x, n * sizeof *x), 0);
+  release();
+}
+
+static void test_accumulate_scale(void) {
+  const size_t n = 1001;
+  float *d = frand(n, 91, -1, 1), *src = frand(n, 92, -2, 2), *d0 = fcopy(d, n);
+  double *ref = dalloc(n);
+  ZT_OK(zeroc_k_accumulate(K, NULL, d, src, ZEROC_FP32, n, 0.75f));
+  for (size_t i = 0; i < n; i++) ref[i] = (double)d0[i] + 0.75 * src[i];
+  expect_close("accumulate fp32", d, ref, n, TOL_FWD);
+
+  uint16_t *hs = talloc(n * sizeof *hs);
+  for (size_t i = 0; i < n; i++) hs[i] = ref_bf16(src[i]);
+  float *e = fcopy(d0, n);
+  ZT_OK(zeroc_k_accumulate(K, NULL, e, hs, ZEROC_BF16, n, -1.5f));
+  for (size_t i = 0; i < n; i++) {
+    const uint32_t u = (uint32_t)hs[i] << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    ref[i] = (double)d0[i] - 1.5 * f;
+  }
+  expect_close("accumulate bf16", e, ref, n, TOL_FWD);
+
+  float *x = fcopy(src, n);
+  ZT_OK(zeroc_k_scale(K, NULL, x, n, -0.3f));
+  for (size_t i = 0; i < n; i++) ref[i] = -0.3 * src[i];
+  expect_close("scale", x, ref, n, TOL_FWD);
+  release();
+}
+
+static void test_sumsq(void) {
+  const size_t n = 100003; /* above the threading threshold */
+  float *x = frand(n, 101, -2, 2);
+  double ref = 3.0, got = 3.0; /* sumsq adds to what is there */
+  for (size_t i = 0; i < n; i++) ref += (double)x[i] * x[i];
+  ZT_OK(zeroc_k_sumsq(K, NULL, &got, x, n));
+  ZT_ASSERT_MSG(fabs(got - ref) <= 1e-12 * ref, "sumsq %.17g, reference %.17g", got, ref);
+  x[n / 2] = NAN;
+  got = 0;
+  ZT_OK(zeroc_k_sumsq(K, NULL, &got, x, n));
+  ZT_ASSERT_MSG(isnan(got), "sumsq with a NaN gave %g", got);
+  x[n / 2] = INFINITY;
+  got = 0;
+  ZT_OK(zeroc_k_sumsq(K, NULL, &got, x, n));
+  ZT_ASSERT_MSG(isinf(got), "sumsq with an Inf gave %g", got);
+  release();
+}
+
+static void test_adamw(void) {
+  const size_t n = 1003;
+  const int steps = 5;
+  zeroc_adamw_args_t a = {.lr = 1e-2f,
+                          .beta1 = 0.9f,
+                          .beta2 = 0.95f,
+                          .eps = 1e-8f,
+                          .weight_decay = 0.1f,
+                          .grad_scale = 0.5f};
+  float *p = frand(n, 111, -1, 1), *m = talloc(n * 4), *v = talloc(n * 4);
+  const float *p0 = fcopy(p, n);
+  double *rp = to_d(p, n), *rm = dalloc(n), *rv = dalloc(n), *rdp = dalloc(n);
+  float *dpf = talloc(n * sizeof *dpf);
+  for (int t = 1; t <= steps; t++) {
+    float *g = frand(n, 112 + t, -1, 1);
+    a.bias_corr1 = 1.0f - powf(a.beta1, (float)t);
+    a.bias_corr2 = 1.0f - powf(a.beta2, (float)t);
+    ZT_OK(zeroc_k_adamw(K, NULL, p, m, v, g, n, &a));
+    const double b1 = a.beta1, b2 = a.beta2;
+    for (size_t i = 0; i < n; i++) {
+      const double gi = (double)g[i] * a.grad_scale;
+      rm[i] = b1 * rm[i] + (1 - b1) * gi;
+      rv[i] = b2 * rv[i] + (1 - b2) * gi * gi;
+      const double mh = rm[i] / (1 - pow(b1, t)), vh = rv[i] / (1 - pow(b2, t));
+      rp[i] -= (double)a.lr * (mh / (sqrt(vh) + a.eps) + (double)a.weight_decay * rp[i]);
+    }
+  }
+  /* compare the total update (p - p0), not p: the update is ~lr, p is ~1, so
+   * an fp32 p - p0 carries ~ulp(1)/lr = 1e-5 relative error of its own */
+  for (size_t i = 0; i < n; i++) {
+    dpf[i] = p[i] - p0[i];
+    rdp[i] = rp[i] - p0[i];
+  }
+  expect_close("adamw m", m, rm, n, TOL_FWD);
+  expect_close("adamw v", v, rv, n, TOL_FWD);
+  expect_close("adamw update after 5 steps", dpf, rdp, n, 1e-4);
+  release();
+}
+
+/* ---- errors and determinism --------------------------------------------------------- */
+
+static void test_bad_shapes(void) {
+  float *buf = frand(4096, 121, -1, 1), *keep = fcopy(buf, 4096);
+  int32_t tg[4] = {0, 1, 2, 3};
+  CU_ASSERT_EQUAL(zeroc_k_attention_forward(K, NULL, buf, buf, buf, 2, 4, 50, 4),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "NH"));
+  CU_ASSERT_EQUAL(zeroc_k_attention_backward(K, NULL, buf, buf, buf, buf, buf, 2, 4, 50, 4),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_attention_forward(K, NULL, buf, buf, buf, 2, 4, 48, 0),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_layernorm_forward(K, NULL, buf, buf, buf, buf, buf, buf, 0, 24),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "has 0"));
+  CU_ASSERT_EQUAL(
+      zeroc_k_layernorm_backward(K, NULL, buf, buf, buf, buf, buf, buf, buf, buf, 4, -1),
+      ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_matmul_forward(K, NULL, buf, buf, buf, NULL, 0, 24, 37),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_matmul_backward(K, NULL, buf, buf, NULL, buf, buf, buf, 4, 24, 0),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_encoder_forward(K, NULL, buf, tg, buf, buf, 0, 4, 8),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_encoder_backward(K, NULL, buf, buf, buf, tg, 1, 4, -8),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_crossentropy_forward_backward(K, NULL, buf, buf, tg, 4, 48, 37, 1.0f),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "Vp"));
+  CU_ASSERT_EQUAL(zeroc_k_crossentropy_forward_backward(K, NULL, buf, buf, tg, 0, 37, 48, 1.0f),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_cast(K, NULL, buf, ZEROC_INT32, buf, ZEROC_FP32, 8),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_accumulate(K, NULL, buf, buf, ZEROC_FP64, 8, 1.0f),
+                  ZEROC_ERR_INVALID_ARG);
+  /* a rejected call touches nothing */
+  CU_ASSERT_EQUAL(memcmp(buf, keep, 4096 * sizeof *buf), 0);
+  zeroc_kernels_t *k2 = NULL;
+  CU_ASSERT_EQUAL(zeroc_kernels_create(ctx, ZEROC_BF16, &k2), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NULL(k2);
+  release();
+}
+
+/* Runs every threaded kernel once with `threads` OpenMP threads, on shapes
+ * above every threading threshold (N*C = 49152 > 32768); outputs land in `o`. */
+enum { DB = 3, DT = 128, DC = 128, DNH = 4, DV = 500, DVp = 512, DG = 100000 };
+typedef struct {
+  float *enc, *dwte, *dwpe, *ln, *mean, *rstd, *dln, *dlw, *dlb, *att, *lse, *datt, *gelu, *dgelu,
+      *loss, *logits, *cast, *acc, *adam_p, *adam_m, *adam_v;
+  double sumsq;
+} det_out_t;
+
+static void det_run(int threads, det_out_t *o) {
+  const size_t N = (size_t)DB * DT, NC = N * DC;
+  omp_set_num_threads(threads);
+  int32_t *inp = tokens(N, 131, 7); /* few distinct tokens: long sums per dwte row */
+  float *wte = frand(7 * DC, 132, -1, 1), *wpe = frand(NC, 133, -1, 1);
+  float *dout = frand(NC, 134, -1, 1), *qkv = frand(3 * NC, 135, -1, 1);
+  float *w = frand(DC, 136, 0.5f, 1.5f), *b = frand(DC, 137, -1, 1);
+  float *g = frand(DG, 138, -3, 3);
+  o->enc = fnan(NC);
+  ZT_OK(zeroc_k_encoder_forward(K, NULL, o->enc, inp, wte, wpe, DB, DT, DC));
+  o->dwte = frand(7 * DC, 139, -1, 1), o->dwpe = frand(NC, 140, -1, 1);
+  ZT_OK(zeroc_k_encoder_backward(K, NULL, o->dwte, o->dwpe, dout, inp, DB, DT, DC));
+  o->ln = fnan(NC), o->mean = fnan(N), o->rstd = fnan(N);
+  ZT_OK(zeroc_k_layernorm_forward(K, NULL, o->ln, o->mean, o->rstd, o->enc, w, b, (int)N, DC));
+  o->dln = frand(NC, 141, -1, 1), o->dlw = frand(DC, 142, -1, 1), o->dlb = frand(DC, 143, -1, 1);
+  ZT_OK(zeroc_k_layernorm_backward(K, NULL, o->dln, o->dlw, o->dlb, dout, o->enc, w, o->mean,
+                                   o->rstd, (int)N, DC));
+  o->att = fnan(NC), o->lse = fnan((size_t)DB * DNH * DT);
+  ZT_OK(zeroc_k_attention_forward(K, NULL, o->att, o->lse, qkv, DB, DT, DC, DNH));
+  o->datt = frand(3 * NC, 144, -1, 1);
+  ZT_OK(zeroc_k_attention_backward(K, NULL, o->datt, dout, qkv, o->att, o->lse, DB, DT, DC, DNH));
+  o->gelu = fnan(DG), o->dgelu = frand(DG, 145, -1, 1);
+  ZT_OK(zeroc_k_gelu_forward(K, NULL, o->gelu, g, DG));
+  ZT_OK(zeroc_k_gelu_backward(K, NULL, o->dgelu, g, g, DG));
+  o->loss = fnan(N), o->logits = frand(N * DVp, 146, -5, 5);
+  ZT_OK(zeroc_k_crossentropy_forward_backward(K, NULL, o->loss, o->logits, tokens(N, 147, DV),
+                                              (int)N, DV, DVp, 0.01f));
+  o->cast = fnan(DG);
+  uint16_t *h = talloc(DG * sizeof *h);
+  ZT_OK(zeroc_k_cast(K, NULL, h, ZEROC_BF16, g, ZEROC_FP32, DG));
+  ZT_OK(zeroc_k_cast(K, NULL, o->cast, ZEROC_FP32, h, ZEROC_BF16, DG));
+  o->acc = fcopy(g, DG);
+  ZT_OK(zeroc_k_accumulate(K, NULL, o->acc, h, ZEROC_BF16, DG, 0.5f));
+  ZT_OK(zeroc_k_scale(K, NULL, o->acc, DG, 0.7f));
+  o->adam_p = fcopy(g, DG), o->adam_m = talloc(DG * 4), o->adam_v = talloc(DG * 4);
+  zeroc_adamw_args_t a = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.001f};
+  ZT_OK(zeroc_k_adamw(K, NULL, o->adam_p, o->adam_m, o->adam_v, o->dgelu, DG, &a));
+  o->sumsq = 0;
+  ZT_OK(zeroc_k_sumsq(K, NULL, &o->sumsq, o->dgelu, DG));
+  omp_set_num_threads(1);
+}
+
+/* Same inputs, 1 vs 3 threads: our kernels give the same bits (no atomics, every
+ * sum in a fixed order); 3 vs 3 again: so does the engine's sumsq. */
+static void test_thread_determinism(void) {
+  det_out_t one, three, again;
+  det_run(1, &one);
+  det_run(3, &three);
+  det_run(3, &again);
+  const size_t N = (size_t)DB * DT, NC = N * DC;
+  const struct {
+    const char *name;
+    const float *a, *b;
+    size_t n;
+  } cmp[] = {
+      {"encoder fwd", one.enc, three.enc, NC},
+      {"encoder dwte", one.dwte, three.dwte, 7 * DC},
+      {"encoder dwpe", one.dwpe, three.dwpe, NC},
+      {"layernorm fwd", one.ln, three.ln, NC},
+      {"layernorm rstd", one.rstd, three.rstd, N},
+      {"layernorm dinp", one.dln, three.dln, NC},
+      {"layernorm dweight", one.dlw, three.dlw, DC},
+      {"layernorm dbias", one.dlb, three.dlb, DC},
+      {"attention fwd", one.att, three.att, NC},
+      {"attention lse", one.lse, three.lse, (size_t)DB * DNH * DT},
+      {"attention bwd", one.datt, three.datt, 3 * NC},
+      {"gelu fwd", one.gelu, three.gelu, DG},
+      {"gelu bwd", one.dgelu, three.dgelu, DG},
+      {"crossentropy loss", one.loss, three.loss, N},
+      {"crossentropy grad", one.logits, three.logits, N * DVp},
+      {"cast", one.cast, three.cast, DG},
+      {"accumulate + scale", one.acc, three.acc, DG},
+      {"adamw param", one.adam_p, three.adam_p, DG},
+      {"adamw v", one.adam_v, three.adam_v, DG},
+  };
+  for (size_t i = 0; i < sizeof cmp / sizeof *cmp; i++)
+    ZT_ASSERT_MSG(!memcmp(cmp[i].a, cmp[i].b, cmp[i].n * sizeof(float)),
+                  "%s: 1 and 3 threads give different bits", cmp[i].name);
+  ZT_ASSERT_MSG(three.sumsq == again.sumsq, "sumsq: two runs on 3 threads differ (%.17g, %.17g)",
+                three.sumsq, again.sumsq);
+  ZT_ASSERT_MSG(fabs(one.sumsq - three.sumsq) <= 1e-12 * one.sumsq,
+                "sumsq: 1 vs 3 threads %.17g, %.17g", one.sumsq, three.sumsq);
+  release();
+}
+
+int main(int argc, char **argv) {
+  static const zt_test_t tests[] = {
+      {"encoder fwd/bwd vs reference and finite differences", test_encoder},
+      {"encoder backward sums repeated tokens", test_encoder_repeated_tokens},
+      {"layernorm fwd/bwd vs reference and finite differences", test_layernorm},
+      {"matmul fwd/bwd vs reference and finite differences", test_matmul},
+      {"attention fwd/bwd vs reference and finite differences", test_attention},
+      {"attention with T = 1", test_attention_t1},
+      {"gelu fwd/bwd vs reference and finite differences", test_gelu},
+      {"residual and add", test_residual_add},
+      {"crossentropy: loss, gradient, padding, masked targets", test_crossentropy},
+      {"crossentropy with dloss 0 leaves the logits", test_crossentropy_dloss0},
+      {"crossentropy with a target >= V gives NaN", test_crossentropy_bad_target},
+      {"cast fp32 <-> bf16", test_cast},
+      {"accumulate and scale", test_accumulate_scale},
+      {"sumsq, NaN and Inf propagate", test_sumsq},
+      {"adamw vs reference over 5 steps", test_adamw},
+      {"bad shapes are rejected", test_bad_shapes},
+      {"results do not depend on the thread count", test_thread_determinism},
+      ZT_END,
+  };
+  const char *ve = getenv("ZEROC_TEST_VERBOSE");
+  verbose = ve && *ve == '1';
+  /* One rank: the context needs MPI, started here as a singleton. */
+  int provided;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  ctx = zt_ctx(1, 1, 1);
+  if (!ctx) return 1;
+  if (zeroc_kernels_create(ctx, ZEROC_FP32, &K) != ZEROC_OK) {
+    fprintf(stderr, "zeroc_kernels_create: %s\n", zeroc_last_error(NULL));
+    return 1;
+  }
+  int rc = zt_run("kernels_cpu", tests);
+  zeroc_kernels_destroy(K);
+  zeroc_ctx_destroy(ctx);
+  MPI_Finalize();
+  return rc;
+}
