@@ -10,6 +10,8 @@
 
 #include <stdint.h>
 
+#include "zeroc/ctx.h"
+#include "zeroc/layer.h"
 #include "zeroc/result.h"
 
 #ifdef __cplusplus
@@ -41,6 +43,43 @@ zeroc_result_t zeroc_gpt_config_check(const zeroc_gpt_config_t *c);
 /* Parameters of the model (tied head counted once, vocabulary unpadded):
  * V C + T C + L (12 C^2 + 13 C) + 2 C. */
 uint64_t zeroc_gpt_num_params(const zeroc_gpt_config_t *c);
+
+/* ---- the model as zeroc layers ------------------------------------------------- */
+
+typedef struct zeroc_gpt zeroc_gpt_t;
+
+/* One micro-batch: B sequences of T tokens (T <= seq), device memory.
+ * targets may be NULL (forward only: no loss gradient). */
+typedef struct zeroc_gpt_batch {
+  int B, T;
+  const int32_t *inputs;  /* (B,T) token ids < vocab */
+  const int32_t *targets; /* (B,T) next tokens, or -1 for "no loss here" */
+} zeroc_gpt_batch_t;
+
+/*
+ * Builds the GPT's unit list (embedding, `layers` blocks, head tied to the
+ * embedding) and allocates activations for micro-batches of up to `batch`
+ * sequences of cfg->seq tokens. With `recompute`, blocks keep only their
+ * output and recompute the rest inside backward.
+ *   dtype: activations and compute parameters (fp32; bf16 on cuda).
+ * Returns ZEROC_ERR_INVALID_ARG for a bad shape, ZEROC_ERR_NOMEM.
+ */
+zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
+                                int recompute, zeroc_dtype_t dtype, zeroc_gpt_t **out);
+void zeroc_gpt_destroy(zeroc_gpt_t *g);
+
+/* The unit list to pass to zeroc_shard() (valid while `g` lives). */
+const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n);
+
+/* Vocabulary padded to a multiple of 64 (the rows of wte; padding rows are zero
+ * and never receive gradient). */
+int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g);
+
+/* Bytes of activations the model allocated (saved for backward and scratch). */
+uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g);
+
+/* The per-token losses of the last forward (B*T fp32, device memory). */
+const float *zeroc_gpt_losses(const zeroc_gpt_t *g);
 
 #ifdef __cplusplus
 }

@@ -83,6 +83,11 @@ void zeroc_model_destroy(zeroc_model_t *m);
  * last unit's loss is kept for zeroc_model_step. */
 zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input);
 
+/* Runs a forward pass that will have no backward (evaluation): nothing of the
+ * training step changes. *loss receives this rank's loss from the last unit
+ * (average over data-parallel ranks yourself). */
+zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss);
+
 /* Runs the backward pass of the micro-step whose forward ran last. */
 zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
 
@@ -125,6 +130,8 @@ typedef enum zeroc_state_kind {
   ZEROC_STATE_MASTER = 0, /* fp32 master weights */
   ZEROC_STATE_ADAM_M = 1,
   ZEROC_STATE_ADAM_V = 2,
+  ZEROC_STATE_GRAD = 3,   /* the reduced gradient shard (read only; valid after the last
+                             micro-step's backward, before zeroc_model_step) */
   ZEROC_STATE_COUNT
 } zeroc_state_kind_t;
 

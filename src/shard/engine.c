@@ -629,18 +629,9 @@ static zeroc_result_t run_forward(zeroc_model_t *m, int i, const void *in, int s
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input) {
+/* The forward pass; `eval` runs it without a backward to follow. */
+static zeroc_result_t forward_pass(zeroc_model_t *m, const void *input, int eval) {
   zeroc_result_t res = ZEROC_OK;
-  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_forward: NULL model");
-  if (m->in_forward)
-    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "zeroc_model_forward called twice without "
-                                             "zeroc_model_backward in between"));
-  if (m->micro >= m->cfg.grad_accum)
-    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "%d micro-steps already ran (grad_accum %d): call "
-                                             "zeroc_model_step first",
-                                             m->micro, m->cfg.grad_accum));
   int n = m->n, K = m->K, next = 0;
   const void *x = input;
   m->loss_micro = 0;
@@ -653,12 +644,44 @@ zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input) {
     ZEROC_TRY(ready_params(m, i));
     if (u->L.shares >= 0) ZEROC_TRY(ready_params(m, u->L.shares));
     u->saved_in = x;
-    int save = !(m->cfg.recompute && i < n - 1);
+    int save = !eval && !(m->cfg.recompute && i < n - 1);
     void *out = NULL;
     ZEROC_TRY(run_forward(m, i, x, save, 0, &out));
     x = out;
-    if (m->cfg.stage == 3 && !u->pinned && i < n - 1) ZEROC_TRY(release_params(m, i));
+    if (m->cfg.stage == 3 && !u->pinned && (eval || i < n - 1)) ZEROC_TRY(release_params(m, i));
   }
+  if (eval && m->cfg.stage == 3)
+    for (int i = 0; i < n; i++) ZEROC_TRY(release_params(m, i));
+  return ZEROC_OK;
+fail:
+  return res;
+}
+
+zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss) {
+  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_eval: NULL model");
+  if (m->in_forward)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                             "zeroc_model_eval while a forward waits for its backward"));
+  float saved = m->loss_micro;
+  zeroc_result_t r = forward_pass(m, input, 1);
+  if (loss) *loss = m->loss_micro;
+  m->loss_micro = saved;
+  return zeroc__ctx_ret(m->ctx, r);
+}
+
+zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input) {
+  zeroc_result_t res = ZEROC_OK;
+  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_forward: NULL model");
+  if (m->in_forward)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                             "zeroc_model_forward called twice without "
+                                             "zeroc_model_backward in between"));
+  if (m->micro >= m->cfg.grad_accum)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                             "%d micro-steps already ran (grad_accum %d): call "
+                                             "zeroc_model_step first",
+                                             m->micro, m->cfg.grad_accum));
+  ZEROC_TRY(forward_pass(m, input, 0));
   m->in_forward = 1;
   return ZEROC_OK;
 fail:

@@ -182,12 +182,19 @@ static zeroc_result_t state_ptr(zeroc_model_t *m, int unit, zeroc_state_kind_t k
   case ZEROC_STATE_MASTER: *p = u->master; return ZEROC_OK;
   case ZEROC_STATE_ADAM_M: *p = u->m; return ZEROC_OK;
   case ZEROC_STATE_ADAM_V: *p = u->v; return ZEROC_OK;
+  case ZEROC_STATE_GRAD: {
+    const float *g;
+    CHK(grad_f32(m, u, &g));
+    *p = (float *)g;
+    return ZEROC_OK;
+  }
   default: return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "state kind %d: accepted master, m, v", (int)kind);
   }
 }
 
 zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float *buf) {
   float *p = NULL;
+  if (kind == ZEROC_STATE_GRAD) CHK(zeroc_stream_sync(m->reduce_s));
   CHK(state_ptr(m, unit, kind, &p));
   CHK(zeroc_memcpy_async(m->compute, buf, p, m->u[unit].f.S * 4));
   return zeroc_stream_sync(m->compute);
@@ -196,6 +203,8 @@ zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kin
 zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
                                      const float *buf) {
   float *p = NULL;
+  if (kind == ZEROC_STATE_GRAD)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "the gradient shard is read only");
   CHK(state_ptr(m, unit, kind, &p));
   CHK(zeroc_memcpy_async(m->compute, p, buf, m->u[unit].f.S * 4));
   return zeroc_stream_sync(m->compute);

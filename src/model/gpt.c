@@ -1,0 +1,366 @@
+/*
+ * model/gpt.c - GPT-2 written as a list of zeroc layers: the embedding unit
+ * (wte, wpe), one unit per transformer block, and the head (final LayerNorm,
+ * logits through the tied wte, fused softmax cross-entropy). Calls only the
+ * kernel dispatch: it knows nothing of sharding, MPI or CUDA.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/kernels.h"
+#include "zeroc/gpt.h"
+
+#define CHK(call) ZEROC_CHECK(call)
+
+enum { BLOCK_PARAMS = 12 };
+/* parameter order inside a block unit */
+enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB };
+
+/* What one block keeps for its backward (B,T-shaped, in the activation dtype;
+ * statistics fp32). */
+typedef struct {
+  void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fchg; /* C, 3C, C, C, C, 4C, 4C */
+  float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd; /* (B,T) */
+  float *lse;                                       /* (B,NH,T) */
+} saved_t;
+
+struct zeroc_gpt {
+  zeroc_ctx_t *ctx;
+  zeroc_gpt_config_t cfg;
+  zeroc_kernels_t *k;
+  int Bmax, Vp, recompute;
+  size_t es; /* activation element size */
+  zeroc_layer_t *layers;
+  int nlayers;
+  zeroc_param_desc_t embed_p[2], head_p[2];
+  zeroc_param_desc_t *block_p; /* L x 12 */
+  /* activations */
+  void *x0;       /* embedding output (B,T,C) */
+  void **xout;    /* per block output (B,T,C) */
+  saved_t *saved; /* per block (recompute: one shared set) */
+  void *lnf;      /* head: final LayerNorm output (B,T,C) */
+  float *lnf_mean, *lnf_rstd;
+  void *logits;   /* (B,T,Vp): logits, then their gradient in place */
+  float *losses;  /* (B,T) */
+  float *losses_host;
+  /* gradient scratch, one block's worth, and the ping-pong residual gradients */
+  void *dfch, *dfchg, *dln, *datty, *dqkv, *dres[2];
+  int dres_next;
+  const zeroc_gpt_batch_t *batch; /* current micro-batch (set by the embedding) */
+  struct blockref { struct zeroc_gpt *g; int l; } *refs; /* per block unit: its index */
+  uint64_t act_bytes;
+  void **allocs;
+  int nallocs;
+};
+
+/* ---- allocation -------------------------------------------------------------------- */
+
+static zeroc_result_t act_alloc(zeroc_gpt_t *g, size_t bytes, void **p) {
+  void **na = realloc(g->allocs, sizeof(void *) * (size_t)(g->nallocs + 1));
+  if (!na) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "activation table");
+  g->allocs = na;
+  CHK(zeroc_mem_alloc(g->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, bytes, p));
+  g->allocs[g->nallocs++] = *p;
+  g->act_bytes += bytes;
+  return ZEROC_OK;
+}
+
+static zeroc_result_t saved_alloc(zeroc_gpt_t *g, saved_t *s) {
+  size_t BT = (size_t)g->Bmax * (size_t)g->cfg.seq, C = (size_t)g->cfg.hidden, e = g->es;
+  CHK(act_alloc(g, BT * C * e, &s->ln1));
+  CHK(act_alloc(g, BT * 3 * C * e, &s->qkv));
+  CHK(act_alloc(g, BT * C * e, &s->atty));
+  CHK(act_alloc(g, BT * C * e, &s->res2));
+  CHK(act_alloc(g, BT * C * e, &s->ln2));
+  CHK(act_alloc(g, BT * 4 * C * e, &s->fch));
+  CHK(act_alloc(g, BT * 4 * C * e, &s->fchg));
+  CHK(act_alloc(g, BT * 4, (void **)&s->ln1_mean));
+  CHK(act_alloc(g, BT * 4, (void **)&s->ln1_rstd));
+  CHK(act_alloc(g, BT * 4, (void **)&s->ln2_mean));
+  CHK(act_alloc(g, BT * 4, (void **)&s->ln2_rstd));
+  CHK(act_alloc(g, BT * 4 * (size_t)g->cfg.heads, (void **)&s->lse));
+  return ZEROC_OK;
+}
+
+/* ---- initialisation ------------------------------------------------------------------ */
+
+/* wte: N(0, 0.02) on the real vocabulary rows, zero on the padding rows. */
+static void init_wte(float *dst, uint64_t first, size_t n, const zeroc_param_desc_t *p,
+                     uint64_t seed, void *user) {
+  (void)user;
+  uint64_t C = (uint64_t)p->shape[1], V = (uint64_t)(uintptr_t)p->init_user;
+  for (size_t j = 0; j < n; j++) {
+    uint64_t e = first + j;
+    dst[j] = e / C < V ? p->init_scale * zeroc_rng_normal(seed, p->init_stream, e) : 0.0f;
+  }
+}
+
+static zeroc_param_desc_t pdesc(const char *name, int64_t d0, int64_t d1, zeroc_init_kind_t init,
+                                float scale, uint32_t flags, uint64_t stream) {
+  zeroc_param_desc_t p = {name, d1 ? 2 : 1, {d0, d1}, init, scale, flags, stream, NULL, NULL};
+  return p;
+}
+
+/* ---- the embedding unit ---------------------------------------------------------------- */
+
+static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
+  zeroc_gpt_t *g = io->user;
+  const zeroc_gpt_batch_t *b = io->in;
+  if (!b || b->B < 1 || b->B > g->Bmax || b->T < 1 || b->T > g->cfg.seq)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt batch B %d T %d: accepted 1 <= B <= %d, 1 <= T <= %d",
+                      b ? b->B : 0, b ? b->T : 0, g->Bmax, g->cfg.seq);
+  g->batch = b;
+  CHK(zeroc_k_encoder_forward(g->k, io->stream, g->x0, b->inputs, io->params[0], io->params[1], b->B,
+                              b->T, g->cfg.hidden));
+  io->out = g->x0;
+  return ZEROC_OK;
+}
+
+static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
+  zeroc_gpt_t *g = io->user;
+  const zeroc_gpt_batch_t *b = g->batch;
+  CHK(zeroc_k_encoder_backward(g->k, io->stream, io->grads[0], io->grads[1], io->dout, b->inputs,
+                               b->B, b->T, g->cfg.hidden));
+  io->din = NULL;
+  return ZEROC_OK;
+}
+
+/* ---- a transformer block --------------------------------------------------------------- */
+
+/* A block's user pointer names the model and the block's index, so the unit
+ * list can be cut into pipeline stages without renumbering. */
+#define BLOCK_CTX(io, g, l)                                                                       \
+  struct blockref *ref_ = (io)->user;                                                            \
+  zeroc_gpt_t *g = ref_->g;                                                                       \
+  int l = ref_->l
+
+static saved_t *block_saved(zeroc_gpt_t *g, int l) { return g->recompute ? &g->saved[0] : &g->saved[l]; }
+
+// x (B,T,C) -> out (B,T,C): x2 = x + attn(ln1(x)); out = x2 + mlp(ln2(x2))
+static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
+  BLOCK_CTX(io, g, l);
+  zeroc_kernels_t *k = g->k;
+  zeroc_stream_t *s = io->stream;
+  int B = g->batch->B, T = g->batch->T, C = g->cfg.hidden, NH = g->cfg.heads;
+  int N = B * T;
+  void *const *p = io->params;
+  saved_t *a = block_saved(g, l);
+  CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B], N, C));
+  CHK(zeroc_k_matmul_forward(k, s, a->qkv, a->ln1, p[QKVW], p[QKVB], N, C, 3 * C));
+  CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, C, NH));
+  /* attention projection, then the residual, into res2 */
+  CHK(zeroc_k_matmul_forward(k, s, a->res2, a->atty, p[ATTPROJW], p[ATTPROJB], N, C, C));
+  CHK(zeroc_k_add(k, s, a->res2, io->in, (size_t)N * C));
+  CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B], N, C));
+  CHK(zeroc_k_matmul_forward(k, s, a->fch, a->ln2, p[FCW], p[FCB], N, C, 4 * C));
+  CHK(zeroc_k_gelu_forward(k, s, a->fchg, a->fch, (size_t)N * 4 * C));
+  void *out = g->xout[l];
+  CHK(zeroc_k_matmul_forward(k, s, out, a->fchg, p[FCPROJW], p[FCPROJB], N, 4 * C, C));
+  CHK(zeroc_k_add(k, s, out, a->res2, (size_t)N * C));
+  io->out = out;
+  return ZEROC_OK;
+}
+
+static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
+  BLOCK_CTX(io, g, l);
+  zeroc_kernels_t *k = g->k;
+  zeroc_stream_t *s = io->stream;
+  int B = g->batch->B, T = g->batch->T, C = g->cfg.hidden, NH = g->cfg.heads;
+  int N = B * T;
+  size_t NC = (size_t)N * C, e = g->es;
+  void *const *p = io->params, *const *d = io->grads;
+  saved_t *a = block_saved(g, l);
+  const void *dout = io->dout;
+  /* dres2 starts as dout (the residual), then gains the MLP path */
+  void *dx = g->dres[g->dres_next];
+  g->dres_next ^= 1;
+  CHK(zeroc_memcpy_async(s, dx, dout, NC * e));
+  CHK(zeroc_memset_async(s, g->dfchg, 0, NC * 4 * e));
+  CHK(zeroc_k_matmul_backward(k, s, g->dfchg, d[FCPROJW], d[FCPROJB], dout, a->fchg, p[FCPROJW], N, 4 * C, C));
+  CHK(zeroc_memset_async(s, g->dfch, 0, NC * 4 * e));
+  CHK(zeroc_k_gelu_backward(k, s, g->dfch, a->fch, g->dfchg, NC * 4));
+  CHK(zeroc_memset_async(s, g->dln, 0, NC * e));
+  CHK(zeroc_k_matmul_backward(k, s, g->dln, d[FCW], d[FCB], g->dfch, a->ln2, p[FCW], N, C, 4 * C));
+  CHK(zeroc_k_layernorm_backward(k, s, dx, d[LN2W], d[LN2B], g->dln, a->res2, p[LN2W], a->ln2_mean,
+                                 a->ln2_rstd, N, C));
+  /* dx now holds dres2; it is also the gradient of x through the first residual */
+  CHK(zeroc_memset_async(s, g->datty, 0, NC * e));
+  CHK(zeroc_k_matmul_backward(k, s, g->datty, d[ATTPROJW], d[ATTPROJB], dx, a->atty, p[ATTPROJW], N, C, C));
+  CHK(zeroc_memset_async(s, g->dqkv, 0, NC * 3 * e));
+  CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, C, NH));
+  CHK(zeroc_memset_async(s, g->dln, 0, NC * e));
+  CHK(zeroc_k_matmul_backward(k, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, p[QKVW], N, C, 3 * C));
+  CHK(zeroc_k_layernorm_backward(k, s, dx, d[LN1W], d[LN1B], g->dln, io->in, p[LN1W], a->ln1_mean,
+                                 a->ln1_rstd, N, C));
+  io->din = dx;
+  return ZEROC_OK;
+}
+
+/* ---- the head ------------------------------------------------------------------------------ */
+
+// x (B,T,C) -> lnf -> logits (B,T,Vp) = lnf @ wte^T -> losses; the gradient of the
+// logits is computed in the same fused pass and kept for backward.
+static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
+  zeroc_gpt_t *g = io->user;
+  zeroc_kernels_t *k = g->k;
+  zeroc_stream_t *s = io->stream;
+  const zeroc_gpt_batch_t *b = g->batch;
+  int N = b->B * b->T, C = g->cfg.hidden, V = g->cfg.vocab, Vp = g->Vp;
+  const void *wte = io->shared_params[0];
+  CHK(zeroc_k_layernorm_forward(k, s, g->lnf, g->lnf_mean, g->lnf_rstd, io->in, io->params[0],
+                                io->params[1], N, C));
+  CHK(zeroc_k_matmul_forward(k, s, g->logits, g->lnf, wte, NULL, N, C, Vp));
+  io->out = NULL;
+  *io->loss = 0;
+  if (!b->targets) return ZEROC_OK; /* logits only */
+  /* The loss is the mean over the B*T positions (a target of -1 counts as a
+   * zero loss), so the gradient of each position is grad_scale / N. */
+  float dloss = io->grad_scale / (float)N;
+  CHK(zeroc_k_crossentropy_forward_backward(k, s, g->losses, g->logits, b->targets, N, V, Vp, dloss));
+  /* the loss: a host-side mean of the per-token losses */
+  CHK(zeroc_memcpy_async(s, g->losses_host, g->losses, sizeof(float) * (size_t)N));
+  CHK(zeroc_stream_sync(s));
+  double sum = 0;
+  for (int i = 0; i < N; i++) sum += g->losses_host[i];
+  *io->loss = (float)(sum / N);
+  return ZEROC_OK;
+}
+
+static zeroc_result_t head_backward(zeroc_layer_io_t *io) {
+  zeroc_gpt_t *g = io->user;
+  zeroc_kernels_t *k = g->k;
+  zeroc_stream_t *s = io->stream;
+  const zeroc_gpt_batch_t *b = g->batch;
+  int N = b->B * b->T, C = g->cfg.hidden, Vp = g->Vp;
+  size_t NC = (size_t)N * C, e = g->es;
+  if (!b->targets)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt backward needs targets in the batch");
+  CHK(zeroc_memset_async(s, g->dln, 0, NC * e));
+  CHK(zeroc_k_matmul_backward(k, s, g->dln, io->shared_grads[0], NULL, g->logits, g->lnf,
+                              io->shared_params[0], N, C, Vp));
+  void *dx = g->dres[g->dres_next];
+  g->dres_next ^= 1;
+  CHK(zeroc_memset_async(s, dx, 0, NC * e));
+  CHK(zeroc_k_layernorm_backward(k, s, dx, io->grads[0], io->grads[1], g->dln, io->in, io->params[0],
+                                 g->lnf_mean, g->lnf_rstd, N, C));
+  io->din = dx;
+  return ZEROC_OK;
+}
+
+/* ---- building ------------------------------------------------------------------------------ */
+
+zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
+                                int recompute, zeroc_dtype_t dtype, zeroc_gpt_t **out) {
+  zeroc_result_t res = ZEROC_OK;
+  *out = NULL;
+  CHK(zeroc_gpt_config_check(cfg));
+  if (batch < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt micro-batch %d: must be >= 1", batch);
+  zeroc_gpt_t *g = calloc(1, sizeof *g);
+  if (!g) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt struct");
+  g->ctx = ctx;
+  g->cfg = *cfg;
+  g->Bmax = batch;
+  g->recompute = recompute;
+  g->Vp = (cfg->vocab + 63) / 64 * 64;
+  g->es = zeroc_dtype_size(dtype);
+  ZEROC_TRY(zeroc_kernels_create(ctx, dtype, &g->k));
+  int L = cfg->layers;
+  int64_t C = cfg->hidden, T = cfg->seq;
+  float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)L);
+  /* init streams name each tensor of the unsplit model, so any layout draws the
+   * same values */
+  g->embed_p[0] = pdesc("wte", g->Vp, C, ZEROC_INIT_CUSTOM, std, 0, 1);
+  g->embed_p[0].init_fn = init_wte;
+  g->embed_p[0].init_user = (void *)(uintptr_t)cfg->vocab;
+  g->embed_p[1] = pdesc("wpe", T, C, ZEROC_INIT_NORMAL, std, 0, 2);
+  g->head_p[0] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, ZEROC_PARAM_NO_DECAY, 3);
+  g->head_p[1] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, ZEROC_PARAM_NO_DECAY, 4);
+  g->block_p = calloc((size_t)L * BLOCK_PARAMS, sizeof *g->block_p);
+  g->layers = calloc((size_t)L + 2, sizeof *g->layers);
+  g->xout = calloc((size_t)L, sizeof *g->xout);
+  int nsaved = recompute ? 1 : L;
+  g->saved = calloc((size_t)nsaved, sizeof *g->saved);
+  g->refs = calloc((size_t)L, sizeof *g->refs);
+  if (!g->block_p || !g->layers || !g->xout || !g->saved || !g->refs) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt tables");
+    goto fail;
+  }
+  const uint32_t nd = ZEROC_PARAM_NO_DECAY;
+  for (int l = 0; l < L; l++) {
+    zeroc_param_desc_t *p = &g->block_p[(size_t)l * BLOCK_PARAMS];
+    uint64_t st = 16 + (uint64_t)l * 16;
+    p[LN1W] = pdesc("ln_1.weight", C, 0, ZEROC_INIT_ONES, 0, nd, st + 0);
+    p[LN1B] = pdesc("ln_1.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 1);
+    p[QKVW] = pdesc("attn.c_attn.weight", 3 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 2);
+    p[QKVB] = pdesc("attn.c_attn.bias", 3 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 3);
+    p[ATTPROJW] = pdesc("attn.c_proj.weight", C, C, ZEROC_INIT_NORMAL, proj_std, 0, st + 4);
+    p[ATTPROJB] = pdesc("attn.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 5);
+    p[LN2W] = pdesc("ln_2.weight", C, 0, ZEROC_INIT_ONES, 0, nd, st + 6);
+    p[LN2B] = pdesc("ln_2.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 7);
+    p[FCW] = pdesc("mlp.c_fc.weight", 4 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 8);
+    p[FCB] = pdesc("mlp.c_fc.bias", 4 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 9);
+    p[FCPROJW] = pdesc("mlp.c_proj.weight", C, 4 * C, ZEROC_INIT_NORMAL, proj_std, 0, st + 10);
+    p[FCPROJB] = pdesc("mlp.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 11);
+  }
+  g->layers[0] = (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
+  for (int l = 0; l < L; l++) {
+    g->refs[l] = (struct blockref){g, l};
+    g->layers[1 + l] = (zeroc_layer_t){"block", BLOCK_PARAMS, &g->block_p[(size_t)l * BLOCK_PARAMS], -1,
+                                       block_forward, block_backward, 0, &g->refs[l]};
+  }
+  g->layers[L + 1] = (zeroc_layer_t){"head", 2, g->head_p, 0, head_forward, head_backward, 0, g};
+  g->nlayers = L + 2;
+
+  size_t BT = (size_t)batch * (size_t)T, e = g->es;
+  ZEROC_TRY(act_alloc(g, BT * C * e, &g->x0));
+  for (int l = 0; l < L; l++) ZEROC_TRY(act_alloc(g, BT * C * e, &g->xout[l]));
+  for (int i = 0; i < nsaved; i++) ZEROC_TRY(saved_alloc(g, &g->saved[i]));
+  ZEROC_TRY(act_alloc(g, BT * C * e, &g->lnf));
+  ZEROC_TRY(act_alloc(g, BT * 4, (void **)&g->lnf_mean));
+  ZEROC_TRY(act_alloc(g, BT * 4, (void **)&g->lnf_rstd));
+  ZEROC_TRY(act_alloc(g, BT * (size_t)g->Vp * e, &g->logits));
+  ZEROC_TRY(act_alloc(g, BT * 4, (void **)&g->losses));
+  ZEROC_TRY(act_alloc(g, BT * 4 * C * e, &g->dfch));
+  ZEROC_TRY(act_alloc(g, BT * 4 * C * e, &g->dfchg));
+  ZEROC_TRY(act_alloc(g, BT * C * e, &g->dln));
+  ZEROC_TRY(act_alloc(g, BT * C * e, &g->datty));
+  ZEROC_TRY(act_alloc(g, BT * 3 * C * e, &g->dqkv));
+  ZEROC_TRY(act_alloc(g, BT * C * e, &g->dres[0]));
+  ZEROC_TRY(act_alloc(g, BT * C * e, &g->dres[1]));
+  g->losses_host = malloc(BT * sizeof(float));
+  if (!g->losses_host) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "host losses");
+    goto fail;
+  }
+  *out = g;
+  return ZEROC_OK;
+fail:
+  zeroc_gpt_destroy(g);
+  return res;
+}
+
+void zeroc_gpt_destroy(zeroc_gpt_t *g) {
+  if (!g) return;
+  for (int i = 0; i < g->nallocs; i++) zeroc_mem_free(g->ctx, g->allocs[i]);
+  free(g->allocs);
+  zeroc_kernels_destroy(g->k);
+  free(g->block_p);
+  free(g->layers);
+  free(g->xout);
+  free(g->saved);
+  free(g->refs);
+  free(g->losses_host);
+  free(g);
+}
+
+const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n) {
+  if (n) *n = g->nlayers;
+  return g->layers;
+}
+
+int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g) { return g->Vp; }
+uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g) { return g->act_bytes; }
+const float *zeroc_gpt_losses(const zeroc_gpt_t *g) { return g->losses; }
