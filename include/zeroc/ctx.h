@@ -84,6 +84,9 @@ const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx);
 /* The device actually in use (cpu or cuda). */
 zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx);
 
+/* The dense bf16 peak of the device in TFLOP/s (0 when unknown, e.g. cpu). */
+double zeroc_ctx_peak_tflops(const zeroc_ctx_t *ctx);
+
 /* Node-local rank and number of ranks on this node. */
 void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size);
 

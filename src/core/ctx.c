@@ -320,6 +320,8 @@ void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size) {
 
 double zeroc_ctx_comm_timeout(const zeroc_ctx_t *ctx) { return ctx->comm_timeout; }
 
+double zeroc_ctx_peak_tflops(const zeroc_ctx_t *ctx) { return ctx->dev.peak_tflops_bf16; }
+
 void zeroc_ctx_memory(const zeroc_ctx_t *ctx, zeroc_mem_stats_t *out) {
   zeroc__mem_stats((zeroc__mem_t *)&ctx->mem, out);
 }

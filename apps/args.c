@@ -1,0 +1,101 @@
+/*
+ * apps/args.c - the flag parser shared by the zeroc subcommands.
+ */
+#include "apps/args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int zarg_launch_rank0(void) {
+  static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (v && *v) return atoi(v) == 0;
+  }
+  return 1;
+}
+
+int zarg_fail(const char *cmd, const char *fmt, ...) {
+  if (!zarg_launch_rank0()) return 2;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "zeroc %s: %s\n", cmd, msg);
+  return 2;
+}
+
+static void choices_text(const char *const *c, char *buf, size_t n) {
+  buf[0] = 0;
+  for (int k = 0; c[k]; k++) snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", k ? ", " : "", c[k]);
+}
+
+static int set_value(const char *cmd, const zarg_t *a, const char *v) {
+  char *end;
+  errno = 0;
+  switch (a->kind) {
+  case ARG_INT:
+  case ARG_I64: {
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || (a->lo_open ? x <= a->lo : x < a->lo) || x > a->hi)
+      return zarg_fail(cmd, "%s '%s': accepted an integer %s%.0f..%.0f", a->name, v,
+                       a->lo_open ? "> " : "", a->lo, a->hi);
+    if (a->kind == ARG_INT) *(int *)a->dst = (int)x;
+    else *(int64_t *)a->dst = x;
+    return 0;
+  }
+  case ARG_DOUBLE: {
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || (a->lo_open ? x <= a->lo : x < a->lo) || x > a->hi)
+      return zarg_fail(cmd, "%s '%s': accepted a number %s%g..%g", a->name, v, a->lo_open ? "> " : "",
+                       a->lo, a->hi);
+    *(double *)a->dst = x;
+    return 0;
+  }
+  case ARG_CHOICE:
+    for (int k = 0; a->choices[k]; k++)
+      if (!strcmp(v, a->choices[k])) {
+        *(int *)a->dst = k;
+        return 0;
+      }
+    {
+      char acc[256];
+      choices_text(a->choices, acc, sizeof acc);
+      return zarg_fail(cmd, "%s '%s': accepted %s", a->name, v, acc);
+    }
+  case ARG_STRING:
+    if (!*v) return zarg_fail(cmd, "%s: needs a non-empty value", a->name);
+    *(const char **)a->dst = v;
+    return 0;
+  case ARG_SWITCH: *(int *)a->dst = 1; return 0;
+  }
+  return 2;
+}
+
+int zarg_parse(const char *cmd, int argc, char **argv, const zarg_t *args, int nargs) {
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *eq = strchr(a, '=');
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+    const zarg_t *f = NULL;
+    for (int k = 0; k < nargs; k++)
+      if (strlen(args[k].name) == len && !strncmp(args[k].name, a, len)) f = &args[k];
+    if (!f) return zarg_fail(cmd, "unknown flag '%.*s' (zeroc %s --help lists the flags)", (int)len, a, cmd);
+    const char *v = NULL;
+    if (f->kind == ARG_SWITCH) {
+      if (eq) return zarg_fail(cmd, "%s takes no value", f->name);
+    } else if (eq) {
+      v = eq + 1;
+    } else {
+      if (i + 1 >= argc) return zarg_fail(cmd, "%s needs a value", f->name);
+      v = argv[++i];
+    }
+    if (set_value(cmd, f, v)) return 2;
+    if (f->set) *f->set = 1;
+  }
+  return 0;
+}

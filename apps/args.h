@@ -1,0 +1,35 @@
+/*
+ * apps/args.h - table-driven command-line flags: every bad value gets one line
+ * naming the flag and what is accepted (printed once per job, by the launch's
+ * rank 0), and the caller exits with status 2 having written nothing.
+ */
+#ifndef ZEROC_APPS_ARGS_H
+#define ZEROC_APPS_ARGS_H
+
+#include <stdint.h>
+
+typedef enum { ARG_INT, ARG_I64, ARG_DOUBLE, ARG_CHOICE, ARG_STRING, ARG_SWITCH } zarg_kind_t;
+
+typedef struct zarg {
+  const char *name;             /* "--steps" */
+  zarg_kind_t kind;
+  void *dst;                    /* int*, int64_t*, double*, int* (choice index), const char**, int* */
+  double lo, hi;                /* numeric range; lo excluded when lo_open */
+  int lo_open;
+  const char *const *choices;   /* ARG_CHOICE: NULL-terminated names, index stored in *dst */
+  int *set;                     /* optional: set to 1 when the flag is given */
+} zarg_t;
+
+/* Parses argv against the table. Returns 0, or 2 after printing the error.
+ * Accepts "--flag value" and "--flag=value". */
+int zarg_parse(const char *cmd, int argc, char **argv, const zarg_t *args, int nargs);
+
+/* Prints "zeroc <cmd>: <message>" once per job (launch rank 0, or a plain
+ * process) and returns 2. */
+int zarg_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* 1 when this process is rank 0 of its launch (from OMPI/PMI/Slurm variables),
+ * or not launched by MPI at all. Usable before MPI is initialised. */
+int zarg_launch_rank0(void);
+
+#endif

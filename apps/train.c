@@ -1,0 +1,548 @@
+/*
+ * apps/train.c - `zeroc train`: the built-in GPT on synthetic or llm.c data,
+ * under any layout the mesh allows, with a live progress line, JSON metrics,
+ * sharded checkpoints, and safetensors export/import. The contract is
+ * shared/CLI.md: flag names and the metrics fields are stable.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apps/args.h"
+#include "apps/cli.h"
+#include "zeroc/ckpt.h"
+#include "zeroc/data.h"
+#include "zeroc/plan.h"
+#include "zeroc/zeroc.h"
+
+static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
+static const char *const MODELS[] = {"tiny", "small", "gpt2-124m", "gpt2-350m", "gpt2-774m",
+                                     "gpt2-1558m", "custom", NULL};
+static const char *const SCHEDULES[] = {"constant", "cosine", NULL};
+static const char *const DTYPES[] = {"auto", "fp32", "bf16", NULL};
+static const char *const RECOMPUTES[] = {"none", "full", NULL};
+static const char *const OFFLOADS[] = {"none", "cpu", "nvme", NULL};
+static const char *const PP_SCHEDULES[] = {"1f1b", "interleaved", NULL};
+
+typedef struct {
+  int device, model, schedule, dtype, recompute, off_opt, off_par, pp_schedule;
+  int layers, hidden, heads, vocab, seq, batch, grad_accum, steps, warmup, zero, hsdp, tp, pp;
+  int vpp, microbatches, prefetch, save_every, shuffle, quiet, print_topology, print_schedule;
+  int sequence_parallel, max_skipped;
+  int64_t seed;
+  double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout;
+  const char *data, *save, *resume, *export_path, *init, *metrics, *nvme_dir;
+  int set_layers, set_hidden, set_heads, set_vocab, set_seq, set_batch, set_microbatches;
+} opts_t;
+
+static void usage(void) {
+  printf("usage: mpirun -np N zeroc train [flags]   (a plain `zeroc train` is one rank)\n"
+         "model:   --model tiny|small|gpt2-124m|gpt2-350m|gpt2-774m|gpt2-1558m|custom (tiny)\n"
+         "         --layers --hidden --heads --vocab --seq  override the model's shape\n"
+         "batch:   --batch B (micro-batch per dp rank), --grad-accum A; global batch B x A x dp\n"
+         "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine (cosine)\n"
+         "         --weight-decay (0) --clip (1, 0 = off) --beta1 (0.9) --beta2 (0.95) --eps (1e-8)\n"
+         "layout:  --zero 0|1|2|3 (3) --hsdp R (1) --tp (1) --pp (1) --prefetch K (2)\n"
+         "         --recompute none|full --dtype fp32|bf16 --device cpu|cuda\n"
+         "         --offload-optimizer none|cpu|nvme --offload-params none|cpu|nvme --nvme-dir DIR\n"
+         "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
+         "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
+         "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
+         "other:   --comm-timeout SECONDS (300) --max-skipped N (5)\n"
+         "See shared/CLI.md for the contract.\n");
+}
+
+static int parse(int argc, char **argv, opts_t *o) {
+  const zarg_t args[] = {
+      {"--device", ARG_CHOICE, &o->device, 0, 0, 0, DEVICES, NULL},
+      {"--model", ARG_CHOICE, &o->model, 0, 0, 0, MODELS, NULL},
+      {"--layers", ARG_INT, &o->layers, 1, 10000, 0, NULL, &o->set_layers},
+      {"--hidden", ARG_INT, &o->hidden, 1, 1 << 16, 0, NULL, &o->set_hidden},
+      {"--heads", ARG_INT, &o->heads, 1, 1 << 12, 0, NULL, &o->set_heads},
+      {"--vocab", ARG_INT, &o->vocab, 2, 65536, 0, NULL, &o->set_vocab},
+      {"--seq", ARG_INT, &o->seq, 1, 1 << 20, 0, NULL, &o->set_seq},
+      {"--batch", ARG_INT, &o->batch, 1, 1 << 16, 0, NULL, &o->set_batch},
+      {"--grad-accum", ARG_INT, &o->grad_accum, 1, 1 << 16, 0, NULL, NULL},
+      {"--steps", ARG_INT, &o->steps, 0, 1e9, 0, NULL, NULL},
+      {"--lr", ARG_DOUBLE, &o->lr, 0, 10, 0, NULL, NULL},
+      {"--warmup", ARG_INT, &o->warmup, 0, 1e9, 0, NULL, NULL},
+      {"--weight-decay", ARG_DOUBLE, &o->weight_decay, 0, 10, 0, NULL, NULL},
+      {"--clip", ARG_DOUBLE, &o->clip, 0, 1e9, 0, NULL, NULL},
+      {"--beta1", ARG_DOUBLE, &o->beta1, 0, 0.999999, 0, NULL, NULL},
+      {"--beta2", ARG_DOUBLE, &o->beta2, 0, 0.999999, 0, NULL, NULL},
+      {"--eps", ARG_DOUBLE, &o->eps, 0, 1, 1, NULL, NULL},
+      {"--schedule", ARG_CHOICE, &o->schedule, 0, 0, 0, SCHEDULES, NULL},
+      {"--seed", ARG_I64, &o->seed, 0, 9e18, 0, NULL, NULL},
+      {"--zero", ARG_INT, &o->zero, 0, 3, 0, NULL, NULL},
+      {"--hsdp", ARG_INT, &o->hsdp, 1, 1 << 20, 0, NULL, NULL},
+      {"--tp", ARG_INT, &o->tp, 1, 1 << 12, 0, NULL, NULL},
+      {"--pp", ARG_INT, &o->pp, 1, 1 << 12, 0, NULL, NULL},
+      {"--pp-schedule", ARG_CHOICE, &o->pp_schedule, 0, 0, 0, PP_SCHEDULES, NULL},
+      {"--vpp", ARG_INT, &o->vpp, 1, 64, 0, NULL, NULL},
+      {"--microbatches", ARG_INT, &o->microbatches, 1, 1 << 16, 0, NULL, &o->set_microbatches},
+      {"--dtype", ARG_CHOICE, &o->dtype, 0, 0, 0, DTYPES, NULL},
+      {"--recompute", ARG_CHOICE, &o->recompute, 0, 0, 0, RECOMPUTES, NULL},
+      {"--prefetch", ARG_INT, &o->prefetch, 0, 64, 0, NULL, NULL},
+      {"--offload-optimizer", ARG_CHOICE, &o->off_opt, 0, 0, 0, OFFLOADS, NULL},
+      {"--offload-params", ARG_CHOICE, &o->off_par, 0, 0, 0, OFFLOADS, NULL},
+      {"--nvme-dir", ARG_STRING, &o->nvme_dir, 0, 0, 0, NULL, NULL},
+      {"--data", ARG_STRING, &o->data, 0, 0, 0, NULL, NULL},
+      {"--shuffle", ARG_SWITCH, &o->shuffle, 0, 0, 0, NULL, NULL},
+      {"--save", ARG_STRING, &o->save, 0, 0, 0, NULL, NULL},
+      {"--save-every", ARG_INT, &o->save_every, 1, 1e9, 0, NULL, NULL},
+      {"--resume", ARG_STRING, &o->resume, 0, 0, 0, NULL, NULL},
+      {"--export", ARG_STRING, &o->export_path, 0, 0, 0, NULL, NULL},
+      {"--init", ARG_STRING, &o->init, 0, 0, 0, NULL, NULL},
+      {"--metrics", ARG_STRING, &o->metrics, 0, 0, 0, NULL, NULL},
+      {"--comm-timeout", ARG_DOUBLE, &o->comm_timeout, 0, 1e7, 1, NULL, NULL},
+      {"--max-skipped", ARG_INT, &o->max_skipped, 0, 1e6, 0, NULL, NULL},
+      {"--quiet", ARG_SWITCH, &o->quiet, 0, 0, 0, NULL, NULL},
+      {"--print-topology", ARG_SWITCH, &o->print_topology, 0, 0, 0, NULL, NULL},
+      {"--print-schedule", ARG_SWITCH, &o->print_schedule, 0, 0, 0, NULL, NULL},
+      {"--sequence-parallel", ARG_SWITCH, &o->sequence_parallel, 0, 0, 0, NULL, NULL},
+  };
+  return zarg_parse("train", argc, argv, args, (int)(sizeof args / sizeof args[0]));
+}
+
+/* ---- the learning-rate schedule -------------------------------------------------------- */
+
+/* Linear warm-up over `warmup` steps, then constant or cosine down to 10% of
+ * lr at the last step. `s` is the 0-based step. */
+static float lr_at(const opts_t *o, int s) {
+  double lr = o->lr;
+  if (o->warmup > 0 && s < o->warmup) return (float)(lr * (s + 1) / o->warmup);
+  if (o->schedule == 0) return (float)lr;
+  int span = o->steps - 1 - o->warmup;
+  double p = span > 0 ? (double)(s - o->warmup) / span : 1.0;
+  if (p > 1) p = 1;
+  double lo = 0.1 * lr;
+  return (float)(lo + 0.5 * (lr - lo) * (1.0 + cos(M_PI * p)));
+}
+
+/* ---- output helpers ------------------------------------------------------------------- */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static const char *fmt_bytes(double b, char *buf, size_t n) {
+  const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int i = 0;
+  while (b >= 1024 && i < 4) b /= 1024, i++;
+  snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+  return buf;
+}
+
+/* The app's part of the checkpoint manifest: what must match on resume. */
+static void app_json(const opts_t *o, const zeroc_gpt_config_t *g, const zeroc_data_position_t *pos,
+                     char *buf, size_t n) {
+  snprintf(buf, n,
+           "{\"model\": {\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"vocab\": %d, \"seq\": %d}, "
+           "\"train\": {\"lr\": %.9g, \"steps\": %d, \"warmup\": %d, \"schedule\": \"%s\", "
+           "\"seed\": %lld, \"zero\": %d, \"dtype\": \"%s\"}, "
+           "\"data\": {\"step\": %llu, \"epoch\": %llu, \"seed\": %llu, \"shuffle\": %d, "
+           "\"seq\": %d, \"global_batch\": %d, \"num_sequences\": %llu, \"fingerprint\": %llu}}",
+           g->layers, g->hidden, g->heads, g->vocab, g->seq, o->lr, o->steps, o->warmup,
+           SCHEDULES[o->schedule], (long long)o->seed, o->zero, DTYPES[o->dtype],
+           (unsigned long long)pos->step, (unsigned long long)pos->epoch,
+           (unsigned long long)pos->seed, pos->shuffle, pos->seq, pos->global_batch,
+           (unsigned long long)pos->num_sequences, (unsigned long long)pos->fingerprint);
+}
+
+/* Reads an unsigned field "key": N from a flat JSON text (our own app object). */
+static int json_u64(const char *js, const char *key, unsigned long long *out) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\": ", key);
+  const char *p = strstr(js, pat);
+  if (!p) return -1;
+  return sscanf(p + strlen(pat), "%llu", out) == 1 ? 0 : -1;
+}
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+int zeroc_cmd_train(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage();
+      return 0;
+    }
+  opts_t o = {0};
+  o.steps = 100;
+  o.lr = 3e-4;
+  o.clip = 1.0;
+  o.beta1 = 0.9;
+  o.beta2 = 0.95;
+  o.eps = 1e-8;
+  o.schedule = 1;
+  o.seed = 1;
+  o.zero = 3;
+  o.hsdp = 1;
+  o.tp = 1;
+  o.pp = 1;
+  o.vpp = 1;
+  o.grad_accum = 1;
+  o.prefetch = 2;
+  o.comm_timeout = 300;
+  o.max_skipped = 5;
+  o.data = "synthetic";
+  if (parse(argc, argv, &o)) return 2;
+
+  /* ---- what can be checked before MPI starts: one line, exit 2, nothing written ---- */
+  zeroc_gpt_config_t gc;
+  zeroc_gpt_preset(o.model == 6 ? "tiny" : MODELS[o.model], &gc);
+  if (o.model == 6 && !(o.set_layers && o.set_hidden && o.set_heads && o.set_vocab && o.set_seq))
+    return zarg_fail("train", "--model custom needs --layers, --hidden, --heads, --vocab and --seq");
+  if (o.set_layers) gc.layers = o.layers;
+  if (o.set_hidden) gc.hidden = o.hidden;
+  if (o.set_heads) gc.heads = o.heads;
+  if (o.set_vocab) gc.vocab = o.vocab;
+  if (o.set_seq) gc.seq = o.seq;
+  if (o.set_batch) gc.batch = o.batch;
+  if (gc.hidden % gc.heads)
+    return zarg_fail("train", "--heads %d must divide --hidden %d", gc.heads, gc.hidden);
+  if (o.tp > 1) return zarg_fail("train", "--tp %d: tensor parallelism is not supported yet (accepted: 1)", o.tp);
+  if (o.pp > 1) return zarg_fail("train", "--pp %d: pipeline parallelism is not supported yet (accepted: 1)", o.pp);
+  if (o.sequence_parallel) return zarg_fail("train", "--sequence-parallel needs --tp > 1, not supported yet");
+  if (o.print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1, not supported yet");
+  if (o.set_microbatches) return zarg_fail("train", "--microbatches is for --pp > 1; use --grad-accum");
+  if (o.off_opt == 2 || o.off_par != 0)
+    return zarg_fail("train", "--offload-optimizer nvme and --offload-params are not supported yet "
+                              "(accepted: --offload-optimizer none|cpu)");
+  if ((o.off_opt == 2 || o.off_par == 2) && !o.nvme_dir)
+    return zarg_fail("train", "--nvme-dir is required with nvme offload");
+  if (o.save_every && !o.save) return zarg_fail("train", "--save-every needs --save DIR");
+  if (o.warmup > o.steps) return zarg_fail("train", "--warmup %d exceeds --steps %d", o.warmup, o.steps);
+  if (o.resume && o.init) return zarg_fail("train", "--resume and --init exclude each other");
+  if (o.init && access(o.init, R_OK))
+    return zarg_fail("train", "--init '%s': file not readable", o.init);
+  if (o.resume && access(o.resume, R_OK))
+    return zarg_fail("train", "--resume '%s': no such checkpoint directory", o.resume);
+
+  /* ---- the context -------------------------------------------------------------- */
+  zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
+  cc.device = (zeroc_device_kind_t)o.device;
+  cc.tp = o.tp;
+  cc.pp = o.pp;
+  cc.hsdp = o.hsdp;
+  cc.comm_timeout_s = o.comm_timeout;
+  zeroc_ctx_t *ctx = NULL;
+  zeroc_result_t r = zeroc_ctx_create(&ctx, &cc);
+  if (r != ZEROC_OK) {
+    if (r == ZEROC_ERR_INVALID_ARG || r == ZEROC_ERR_NODEVICE) {
+      const char *e = zeroc_last_error(NULL), *colon = strstr(e, ": ");
+      return zarg_fail("train", "%s", colon ? colon + 2 : e);
+    }
+    fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
+    return 1;
+  }
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  int root = mesh->rank == 0, dp = mesh->dp;
+  zeroc_device_kind_t dev = zeroc_ctx_device(ctx);
+  zeroc_dtype_t dtype = o.dtype == 0 ? (dev == ZEROC_DEVICE_CUDA ? ZEROC_BF16 : ZEROC_FP32)
+                                     : (o.dtype == 1 ? ZEROC_FP32 : ZEROC_BF16);
+  if (o.print_topology) zeroc_ctx_print_topology(ctx, stdout);
+
+  zeroc_data_t *data = NULL;
+  zeroc_gpt_t *gpt = NULL;
+  zeroc_model_t *model = NULL;
+  FILE *metrics = NULL;
+  int32_t *inputs = NULL, *targets = NULL, *dev_in = NULL, *dev_tg = NULL;
+  double *times = NULL;
+  int rc = 1, start = 0, agreed = 1; /* agreed: every rank knows about a failure */
+  const char *stage_msg = "data";
+
+  /* ---- data --------------------------------------------------------------------- */
+  zeroc_data_config_t dcfg = ZEROC_DATA_CONFIG_INIT;
+  dcfg.source = o.data;
+  dcfg.vocab = gc.vocab;
+  dcfg.seq = gc.seq;
+  dcfg.global_batch = gc.batch * o.grad_accum * dp;
+  dcfg.seed = (uint64_t)o.seed;
+  dcfg.shuffle = o.shuffle;
+  r = zeroc_data_open(&dcfg, &data);
+  r = zeroc_ctx_agree(ctx, r);
+  if (r != ZEROC_OK) goto fail;
+  zeroc_data_info_t di;
+  zeroc_data_info(data, &di);
+
+  /* ---- model and shards --------------------------------------------------------- */
+  stage_msg = "model";
+  r = zeroc_gpt_create(ctx, &gc, gc.batch, o.recompute, dtype, &gpt);
+  r = zeroc_ctx_agree(ctx, r);
+  if (r != ZEROC_OK) goto fail;
+  int nunits;
+  const zeroc_layer_t *layers = zeroc_gpt_layers(gpt, &nunits);
+  zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
+  sc.stage = o.zero;
+  sc.param_dtype = dtype;
+  sc.reduce_dtype = dtype;
+  sc.prefetch = o.prefetch;
+  sc.recompute = o.recompute;
+  sc.grad_accum = o.grad_accum;
+  sc.offload_optimizer = (zeroc_offload_t)o.off_opt;
+  sc.offload_params = (zeroc_offload_t)o.off_par;
+  sc.nvme_dir = o.nvme_dir;
+  sc.beta1 = (float)o.beta1;
+  sc.beta2 = (float)o.beta2;
+  sc.eps = (float)o.eps;
+  sc.weight_decay = (float)o.weight_decay;
+  sc.clip = (float)o.clip;
+  sc.seed = (uint64_t)o.seed;
+  sc.max_skipped = o.max_skipped;
+  r = zeroc_shard(ctx, layers, nunits, &sc, &model);
+  if (r != ZEROC_OK) goto fail;
+
+  /* ---- starting point ------------------------------------------------------------ */
+  stage_msg = "start";
+  if (o.init) {
+    r = zeroc_gpt_import(model, gpt, o.init);
+    if (r != ZEROC_OK) goto fail;
+  }
+  if (o.resume) {
+    uint64_t k = 0;
+    char *app = NULL;
+    r = zeroc_ckpt_load(model, o.resume, &k, &app);
+    agreed = 1; /* the load agrees internally */
+    if (r == ZEROC_OK && app) {
+      /* the data stream must be the same one, at the same place */
+      zeroc_data_position_t pos;
+      zeroc_data_position(data, k, &pos);
+      unsigned long long fp = 0, nseq = 0, gb = 0;
+      if (json_u64(app, "fingerprint", &fp) || json_u64(app, "num_sequences", &nseq) ||
+          json_u64(app, "global_batch", &gb))
+        r = ZEROC_ERR_CORRUPT;
+      else if (fp != pos.fingerprint || nseq != pos.num_sequences || gb != (unsigned long long)pos.global_batch)
+        r = ZEROC_ERR_INVALID_ARG;
+      if (r != ZEROC_OK && root)
+        fprintf(stderr,
+                "zeroc train: --resume %s: the checkpoint was made with other data or another "
+                "global batch (saved %llu sequences of %d, global batch %llu; now %llu, %d); "
+                "resume with the same --data, --seq, --batch x --grad-accum x dp\n",
+                o.resume, nseq, gc.seq, gb, (unsigned long long)pos.num_sequences, pos.seq,
+                pos.global_batch);
+    }
+    free(app);
+    if (r != ZEROC_OK) goto fail;
+    start = (int)k;
+    if (root && !o.quiet) printf("resumed from %s at step %d\n", o.resume, start);
+  }
+
+  /* ---- buffers -------------------------------------------------------------------- */
+  size_t ntok = (size_t)gc.batch * (size_t)gc.seq;
+  inputs = malloc(ntok * 4);
+  targets = malloc(ntok * 4);
+  times = calloc((size_t)o.steps + 1, sizeof(double));
+  if (!inputs || !targets || !times) {
+    r = ZEROC_ERR_NOMEM;
+    goto fail;
+  }
+  if (dev == ZEROC_DEVICE_CUDA) {
+    r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * 4, (void **)&dev_in);
+    if (!r) r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * 4, (void **)&dev_tg);
+    if (r) goto fail;
+  }
+  if (root && o.metrics) {
+    metrics = fopen(o.metrics, start ? "a" : "w");
+    if (!metrics) {
+      fprintf(stderr, "zeroc train: --metrics '%s': cannot open for writing\n", o.metrics);
+      r = ZEROC_ERR_IO;
+    }
+  }
+  r = zeroc_ctx_agree(ctx, r);
+  if (r != ZEROC_OK) goto fail;
+
+  /* ---- the plan's prediction for this layout ---------------------------------------- */
+  zeroc_plan_config_t pc = ZEROC_PLAN_CONFIG_INIT;
+  zeroc_plan_result_t pr;
+  pc.model = gc;
+  pc.gpus = mesh->world;
+  pc.zero = o.zero;
+  pc.tp = o.tp;
+  pc.pp = o.pp;
+  pc.hsdp = o.hsdp;
+  pc.microbatches = o.grad_accum;
+  pc.param_bytes = (int)zeroc_dtype_size(dtype);
+  pc.recompute = o.recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE;
+  pc.sequence_parallel = o.sequence_parallel;
+  pc.offload_optimizer = (zeroc_offload_t)o.off_opt;
+  pc.offload_params = (zeroc_offload_t)o.off_par;
+  pc.prefetch = o.prefetch;
+  pc.gpu_mem_gib = 0;
+  if (dev == ZEROC_DEVICE_CPU) pc.workspace_mib = 0; /* no GEMM library workspace on cpu */
+  double predicted = 0, predicted_host = 0;
+  if (zeroc_plan_compute(&pc, &pr) == ZEROC_OK) {
+    predicted = pr.device.total;
+    predicted_host = pr.host_bytes;
+  }
+
+  uint64_t params = zeroc_gpt_num_params(&gc);
+  double tokens_per_step = (double)dcfg.global_batch * gc.seq;
+  double flops_per_step = 6.0 * (double)params * tokens_per_step +
+                          12.0 * gc.layers * gc.hidden * (double)gc.seq * tokens_per_step;
+  double peak_flops = 0;
+  if (dev == ZEROC_DEVICE_CUDA) {
+    const char *env = getenv("ZEROC_PEAK_TFLOPS");
+    peak_flops = (env ? atof(env) : zeroc_ctx_peak_tflops(ctx)) * 1e12 * mesh->world;
+  }
+  if (root && !o.quiet) {
+    char b1[32];
+    printf("zeroc train: %s (%d layers, hidden %d, %d heads, vocab %d, seq %d), %.2fM parameters\n",
+           MODELS[o.model], gc.layers, gc.hidden, gc.heads, gc.vocab, gc.seq, params / 1e6);
+    printf("  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), batch %d x accum %d x dp %d = %d sequences "
+           "(%.0f tokens) per step, %s, prefetch %d%s\n",
+           mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.zero, dp, mesh->dp_replicate,
+           mesh->dp_shard, gc.batch, o.grad_accum, dp, dcfg.global_batch, tokens_per_step,
+           zeroc_dtype_name(dtype), o.prefetch, o.recompute ? ", recompute" : "");
+    if (di.kind == ZEROC_DATA_SYNTHETIC)
+      printf("  data: synthetic Markov source, loss floor %.4f nats/token (its entropy rate)\n", di.loss_floor);
+    else
+      printf("  data: %s, %d files, %llu tokens, %llu steps per epoch%s\n", o.data, di.num_files,
+             (unsigned long long)di.num_tokens, (unsigned long long)di.steps_per_epoch,
+             o.shuffle ? ", shuffled" : "");
+    printf("  predicted peak device memory per rank %s\n", fmt_bytes(predicted, b1, sizeof b1));
+    fflush(stdout);
+  }
+
+  /* ---- the loop --------------------------------------------------------------------- */
+  stage_msg = "train";
+  agreed = 0; /* from here a failure may be one rank's alone */
+  zeroc_data_layout_t lay = {dp, mesh->dp_rank, gc.batch, o.grad_accum};
+  int tty = isatty(STDOUT_FILENO), every = o.steps >= 20 ? o.steps / 20 : 1;
+  float first_loss = NAN, last_loss = NAN, last_norm = 0;
+  uint64_t peak_dev = 0, peak_host = 0;
+  double t_run = now_s();
+  zeroc_ctx_memory_reset_peak(ctx);
+  for (int s = start; s < o.steps; s++) {
+    double t0 = now_s();
+    for (int u = 0; u < o.grad_accum; u++) {
+      r = zeroc_data_batch(data, &lay, (uint64_t)s, u, inputs, targets);
+      if (r) goto fail;
+      zeroc_gpt_batch_t b = {gc.batch, gc.seq, inputs, targets};
+      if (dev_in) {
+        zeroc_stream_t *cs = zeroc_ctx_compute_stream(ctx);
+        r = zeroc_memcpy_async(cs, dev_in, inputs, ntok * 4);
+        if (!r) r = zeroc_memcpy_async(cs, dev_tg, targets, ntok * 4);
+        if (r) goto fail;
+        b.inputs = dev_in;
+        b.targets = dev_tg;
+      }
+      r = zeroc_model_forward(model, &b);
+      if (!r) r = zeroc_model_backward(model);
+      if (r) goto fail;
+    }
+    zeroc_step_info_t info;
+    r = zeroc_model_step(model, lr_at(&o, s), &info);
+    if (r) goto fail;
+    double dt = now_s() - t0;
+    times[s] = dt;
+    zeroc_mem_stats_t ms;
+    zeroc_ctx_memory(ctx, &ms);
+    peak_dev = ms.peak_total[ZEROC_MEM_DEVICE];
+    peak_host = ms.peak_total[ZEROC_MEM_PINNED] + ms.peak_total[ZEROC_MEM_HOST];
+    if (s == start) first_loss = info.loss;
+    last_loss = info.loss;
+    last_norm = info.grad_norm;
+    double tps = tokens_per_step / dt, mfu = peak_flops > 0 ? flops_per_step / dt / peak_flops : 0;
+    if (root && metrics) {
+      fprintf(metrics,
+              "{\"step\": %d, \"loss\": %.6g, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %.0f, "
+              "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"mfu\": %.4f, \"comm_bytes\": %llu, "
+              "\"exposed_comm_ms\": %.3f, \"peak_bytes\": {\"device\": %llu, \"host\": %llu}, "
+              "\"predicted_bytes\": {\"device\": %.0f, \"host\": %.0f}, \"skipped\": %d}\n",
+              s + 1, info.loss, lr_at(&o, s), info.grad_norm, tokens_per_step, dt * 1e3, tps, mfu,
+              (unsigned long long)info.comm_bytes, info.exposed_comm_ms,
+              (unsigned long long)peak_dev, (unsigned long long)peak_host, predicted, predicted_host,
+              info.skipped);
+      fflush(metrics);
+    }
+    if (root && !o.quiet && (tty || s == start || s == o.steps - 1 || (s + 1) % every == 0)) {
+      char b1[32], b2[32];
+      printf("%sstep %5d/%d | loss %.4f | norm %.3f | %8.0f tok/s | %7.1f ms | comm %6.1f ms exposed | "
+             "mem %s (pred %s)%s%s",
+             tty ? "\r" : "", s + 1, o.steps, info.loss, info.grad_norm, tps, dt * 1e3,
+             info.exposed_comm_ms, fmt_bytes((double)peak_dev, b1, sizeof b1),
+             fmt_bytes(predicted, b2, sizeof b2), info.skipped ? " | SKIPPED (non-finite)" : "",
+             tty ? "   " : "\n");
+      if (peak_flops > 0) printf(" | MFU %.1f%%", mfu * 100);
+      fflush(stdout);
+    }
+    if (o.save && o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps) {
+      char app[1024];
+      zeroc_data_position_t pos;
+      zeroc_data_position(data, (uint64_t)s + 1, &pos);
+      app_json(&o, &gc, &pos, app, sizeof app);
+      r = zeroc_ckpt_save(model, o.save, (uint64_t)s + 1, app);
+      if (r) goto fail;
+    }
+  }
+  double t_total = now_s() - t_run;
+  if (root && tty && !o.quiet) printf("\n");
+
+  /* ---- the end ------------------------------------------------------------------------ */
+  if (o.save) {
+    char app[1024];
+    zeroc_data_position_t pos;
+    zeroc_data_position(data, (uint64_t)o.steps, &pos);
+    app_json(&o, &gc, &pos, app, sizeof app);
+    r = zeroc_ckpt_save(model, o.save, (uint64_t)o.steps, app);
+    if (r) goto fail;
+  }
+  if (o.export_path) {
+    r = zeroc_gpt_export(model, gpt, o.export_path);
+    if (r) goto fail;
+  }
+  if (root && !o.quiet && o.steps > start) {
+    int n = o.steps - start, skip = n > 3 ? 1 : 0; /* the first step warms up */
+    double *sorted = malloc(sizeof(double) * (size_t)n);
+    memcpy(sorted, times + start, sizeof(double) * (size_t)n);
+    qsort(sorted + skip, (size_t)(n - skip), sizeof(double), cmp_double);
+    double med = sorted[skip + (n - skip) / 2];
+    free(sorted);
+    char b1[32], b2[32];
+    printf("done: %d steps in %.1f s; loss %.4f -> %.4f", n, t_total, first_loss, last_loss);
+    if (di.kind == ZEROC_DATA_SYNTHETIC) printf(" (floor %.4f, gap %.4f)", di.loss_floor, last_loss - di.loss_floor);
+    printf("; grad norm %.3f\n", last_norm);
+    printf("      median step %.1f ms, %.0f tokens/s; peak device memory %s per rank (predicted %s)\n",
+           med * 1e3, tokens_per_step / med, fmt_bytes((double)peak_dev, b1, sizeof b1),
+           fmt_bytes(predicted, b2, sizeof b2));
+    if (o.save) printf("      checkpoint: %s/latest\n", o.save);
+    if (o.export_path) printf("      exported: %s\n", o.export_path);
+  }
+  rc = 0;
+  r = ZEROC_OK;
+fail:
+  if (r != ZEROC_OK) {
+    /* every rank reports its own failure; a peer's failure is reported once */
+    if (r != ZEROC_ERR_REMOTE || root)
+      fprintf(stderr, "zeroc train: rank %d (%s): %s: %s\n", mesh->rank, stage_msg,
+              zeroc_result_name(r), zeroc_last_error(ctx));
+    rc = r == ZEROC_ERR_INVALID_ARG && agreed ? 2 : 1;
+  }
+  if (metrics) fclose(metrics);
+  zeroc_mem_free(ctx, dev_in);
+  zeroc_mem_free(ctx, dev_tg);
+  free(inputs);
+  free(targets);
+  free(times);
+  zeroc_model_destroy(model);
+  zeroc_gpt_destroy(gpt);
+  zeroc_data_destroy(data);
+  if (r == ZEROC_OK || agreed) {
+    zeroc_ctx_finalize(ctx);
+  } else {
+    /* a failure other ranks may not know about: stop the whole job */
+    zeroc_ctx_abort(ctx, rc, "training failed (see the message above)");
+  }
+  return rc;
+}

@@ -1,0 +1,50 @@
+/*
+ * zeroc/ckpt.h - sharded checkpoints of a model's training state.
+ *
+ * A checkpoint is a directory DIR/step_<k>/ holding one file per shard owner
+ * (master, Adam m and v of every unit, fp32) and rank 0's manifest.json
+ * (format version, step, mesh, per-unit layout, per-file CRC-32C and size, and
+ * the caller's own JSON, e.g. the model and training configuration and the
+ * data position). It is written under a temporary name, fsynced and renamed,
+ * and DIR/latest is replaced last, so a crash at any point leaves the previous
+ * checkpoint loadable. Loading onto a different number of shards re-cuts the
+ * flat shards.
+ */
+#ifndef ZEROC_CKPT_H
+#define ZEROC_CKPT_H
+
+#include <stdint.h>
+
+#include "zeroc/shard.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Saves the model's state after `step` optimizer steps into DIR/step_<step>
+ * and points DIR/latest at it. `app_json` (may be NULL) is a JSON object
+ * stored in the manifest under "app". Collective over the model's world.
+ * Returns ZEROC_ERR_IO (naming the path; the previous checkpoint untouched),
+ * ZEROC_ERR_REMOTE when another rank failed to write its part.
+ */
+zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
+                               const char *app_json);
+
+/*
+ * Loads a checkpoint into the model: `path` is DIR (its latest) or a
+ * DIR/step_<k> directory. Checks the format, the per-unit layout against the
+ * model and every file's size and CRC-32C before anything is changed.
+ * *step receives the step; *app_json (may be NULL) a malloc'd copy of the
+ * stored "app" object, or NULL. Collective over the model's world.
+ * Returns ZEROC_ERR_IO (missing files), ZEROC_ERR_CORRUPT (bad manifest,
+ * checksum or size, naming the file), ZEROC_ERR_INVALID_ARG (a layout that
+ * does not match the model).
+ */
+zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *step,
+                               char **app_json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
