@@ -122,39 +122,90 @@ static int get_double(const char *flag, const char *v, double lo, int lo_open, d
   return 0;
 }
 
-static int get_offload(const char *flag, const char *v, zeroc_offload_t *out) {
-  if (!strcmp(v, "none"))
-    *out = ZEROC_OFFLOAD_NONE;
-  else if (!strcmp(v, "cpu"))
-    *out = ZEROC_OFFLOAD_CPU;
-  else if (!strcmp(v, "nvme"))
-    *out = ZEROC_OFFLOAD_NVME;
-  else
-    return bad(flag, v, "none, cpu, nvme");
-  return 0;
-}
-
 /* Flags that take no value. */
 static int is_switch(const char *f) {
   return !strcmp(f, "--all") || !strcmp(f, "--json") || !strcmp(f, "--sequence-parallel");
 }
 
+/* Names of the choice flags' values, in the order of their enums. */
+static const char *const dtypes[] = {"bf16", "fp32", NULL};
+static const char *const recomputes[] = {"none", "full", NULL};
+static const char *const offloads[] = {"none", "cpu", "nvme", NULL};
+static const char *const act_models[] = {"zeroc", "megatron", NULL};
+static const char *const attentions[] = {"naive", "flash", NULL};
+
+/* "a, b, c" */
+static const char *choices_text(const char *const *names, char *buf, size_t n) {
+  buf[0] = 0;
+  for (int k = 0; names[k]; k++)
+    snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", k ? ", " : "", names[k]);
+  return buf;
+}
+
 static int parse(int argc, char **argv, opts_t *o) {
   zeroc_plan_config_t *c = &o->cfg;
+  int dtype = 0, recompute = 0, off_opt = 0, off_par = 0, act_model = 0, attention = 1;
+  /* Numeric flags: int (i), int64 (l) or number (d) in [lo, hi], (lo, hi] when lo_open. */
+  const struct num {
+    const char *name;
+    int *i;
+    int64_t *l;
+    double *d;
+    double lo, hi;
+    int lo_open;
+    int *set;
+  } nums[] = {
+      {"--layers", &o->layers, NULL, NULL, 1, 100000, 0, NULL},
+      {"--hidden", &o->hidden, NULL, NULL, 1, 1 << 20, 0, NULL},
+      {"--heads", &o->heads, NULL, NULL, 1, 1 << 20, 0, NULL},
+      {"--vocab", &o->vocab, NULL, NULL, 2, 1 << 24, 0, NULL},
+      {"--seq", &o->seq, NULL, NULL, 1, 1 << 24, 0, NULL},
+      {"--batch", &o->batch, NULL, NULL, 1, 1 << 20, 0, NULL},
+      {"--gpus", &c->gpus, NULL, NULL, 1, 1 << 24, 0, NULL},
+      {"--zero", &c->zero, NULL, NULL, 0, 3, 0, &o->zero_set},
+      {"--tp", &c->tp, NULL, NULL, 1, 1 << 20, 0, &o->tp_set},
+      {"--pp", &c->pp, NULL, NULL, 1, 100000, 0, &o->pp_set},
+      {"--hsdp", &c->hsdp, NULL, NULL, 1, 1 << 24, 0, &o->hsdp_set},
+      {"--microbatches", &c->microbatches, NULL, NULL, 1, 1 << 20, 0, &o->mb_set},
+      {"--prefetch", &c->prefetch, NULL, NULL, 0, 64, 0, NULL},
+      {"--gpus-per-node", &c->gpus_per_node, NULL, NULL, 1, 1 << 16, 0, NULL},
+      {"--top", &o->top, NULL, NULL, 0, 1 << 20, 0, NULL},
+      {"--global-batch", NULL, &o->global_batch, NULL, 1, 1 << 24, 0, NULL},
+      {"--gpu-mem", NULL, NULL, &c->gpu_mem_gib, 0, 1e6, 1, NULL},
+      {"--workspace-mib", NULL, NULL, &c->workspace_mib, 0, 1e7, 0, NULL},
+      {"--peak-tflops", NULL, NULL, &c->peak_tflops, 0, 1e6, 1, NULL},
+      {"--mfu", NULL, NULL, &c->mfu, 0, 1, 1, NULL},
+      {"--bw-intra", NULL, NULL, &c->bw_intra_gbs, 0, 1e6, 1, NULL},
+      {"--bw-inter", NULL, NULL, &c->bw_inter_gbs, 0, 1e6, 1, NULL},
+      {"--lat-intra", NULL, NULL, &c->lat_intra_us, 0, 1e6, 0, NULL},
+      {"--lat-inter", NULL, NULL, &c->lat_inter_us, 0, 1e6, 0, NULL},
+      {"--bw-pcie", NULL, NULL, &c->bw_pcie_gbs, 0, 1e6, 1, NULL},
+      {"--bw-nvme", NULL, NULL, &c->bw_nvme_gbs, 0, 1e6, 1, NULL},
+  };
+  const struct choice {
+    const char *name;
+    const char *const *names;
+    int *index;
+  } choices[] = {
+      {"--dtype", dtypes, &dtype},
+      {"--recompute", recomputes, &recompute},
+      {"--offload-optimizer", offloads, &off_opt},
+      {"--offload-params", offloads, &off_par},
+      {"--act-model", act_models, &act_model},
+      {"--attention", attentions, &attention},
+  };
   for (int i = 0; i < argc; i++) {
-    char flag[64];
+    char flag[64], acc[160];
     const char *a = argv[i], *v = NULL, *eq = strchr(a, '=');
     if (strncmp(a, "--", 2) || strlen(a) >= sizeof flag) {
       fprintf(stderr, "zeroc plan: unexpected argument '%s'; zeroc plan --help lists the flags\n",
               a);
       return 2;
     }
-    if (eq && (size_t)(eq - a) < sizeof flag) {
-      memcpy(flag, a, (size_t)(eq - a));
+    snprintf(flag, sizeof flag, "%s", a);
+    if (eq) { /* --flag=value */
       flag[eq - a] = 0;
       v = eq + 1;
-    } else {
-      snprintf(flag, sizeof flag, "%s", a);
     }
     const char *f = flag;
     if (is_switch(f)) {
@@ -174,102 +225,48 @@ static int parse(int argc, char **argv, opts_t *o) {
       }
       v = argv[++i];
     }
-    int rc = 0;
+    int done = 0, rc = 0;
     if (!strcmp(f, "--model")) {
       zeroc_gpt_config_t m;
       if (strcmp(v, "custom") && zeroc_gpt_preset(v, &m) != ZEROC_OK)
         return bad(f, v, "tiny, small, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m, custom");
       o->model = v;
-    } else if (!strcmp(f, "--layers"))
-      rc = get_int(f, v, 1, 100000, &o->layers);
-    else if (!strcmp(f, "--hidden"))
-      rc = get_int(f, v, 1, 1 << 20, &o->hidden);
-    else if (!strcmp(f, "--heads"))
-      rc = get_int(f, v, 1, 1 << 20, &o->heads);
-    else if (!strcmp(f, "--vocab"))
-      rc = get_int(f, v, 2, 1 << 24, &o->vocab);
-    else if (!strcmp(f, "--seq"))
-      rc = get_int(f, v, 1, 1 << 24, &o->seq);
-    else if (!strcmp(f, "--batch"))
-      rc = get_int(f, v, 1, 1 << 20, &o->batch);
-    else if (!strcmp(f, "--gpus"))
-      rc = get_int(f, v, 1, 1 << 24, &c->gpus);
-    else if (!strcmp(f, "--zero"))
-      rc = get_int(f, v, 0, 3, &c->zero), o->zero_set = 1;
-    else if (!strcmp(f, "--tp"))
-      rc = get_int(f, v, 1, 1 << 20, &c->tp), o->tp_set = 1;
-    else if (!strcmp(f, "--pp"))
-      rc = get_int(f, v, 1, 100000, &c->pp), o->pp_set = 1;
-    else if (!strcmp(f, "--hsdp"))
-      rc = get_int(f, v, 1, 1 << 24, &c->hsdp), o->hsdp_set = 1;
-    else if (!strcmp(f, "--microbatches"))
-      rc = get_int(f, v, 1, 1 << 20, &c->microbatches), o->mb_set = 1;
-    else if (!strcmp(f, "--prefetch"))
-      rc = get_int(f, v, 0, 64, &c->prefetch);
-    else if (!strcmp(f, "--gpus-per-node"))
-      rc = get_int(f, v, 1, 1 << 16, &c->gpus_per_node);
-    else if (!strcmp(f, "--top"))
-      rc = get_int(f, v, 0, 1 << 20, &o->top);
-    else if (!strcmp(f, "--global-batch"))
-      rc = get_int64(f, v, 1, 1 << 24, &o->global_batch);
-    else if (!strcmp(f, "--gpu-mem"))
-      rc = get_double(f, v, 0, 1, 1e6, &c->gpu_mem_gib);
-    else if (!strcmp(f, "--workspace-mib"))
-      rc = get_double(f, v, 0, 0, 1e7, &c->workspace_mib);
-    else if (!strcmp(f, "--peak-tflops"))
-      rc = get_double(f, v, 0, 1, 1e6, &c->peak_tflops);
-    else if (!strcmp(f, "--mfu"))
-      rc = get_double(f, v, 0, 1, 1, &c->mfu);
-    else if (!strcmp(f, "--bw-intra"))
-      rc = get_double(f, v, 0, 1, 1e6, &c->bw_intra_gbs);
-    else if (!strcmp(f, "--bw-inter"))
-      rc = get_double(f, v, 0, 1, 1e6, &c->bw_inter_gbs);
-    else if (!strcmp(f, "--lat-intra"))
-      rc = get_double(f, v, 0, 0, 1e6, &c->lat_intra_us);
-    else if (!strcmp(f, "--lat-inter"))
-      rc = get_double(f, v, 0, 0, 1e6, &c->lat_inter_us);
-    else if (!strcmp(f, "--bw-pcie"))
-      rc = get_double(f, v, 0, 1, 1e6, &c->bw_pcie_gbs);
-    else if (!strcmp(f, "--bw-nvme"))
-      rc = get_double(f, v, 0, 1, 1e6, &c->bw_nvme_gbs);
-    else if (!strcmp(f, "--dtype")) {
-      if (!strcmp(v, "bf16"))
-        c->param_bytes = 2;
-      else if (!strcmp(v, "fp32"))
-        c->param_bytes = 4;
+      done = 1;
+    }
+    for (size_t k = 0; !done && k < sizeof nums / sizeof nums[0]; k++) {
+      const struct num *n = &nums[k];
+      if (strcmp(f, n->name)) continue;
+      if (n->i)
+        rc = get_int(f, v, (long)n->lo, (long)n->hi, n->i);
+      else if (n->l)
+        rc = get_int64(f, v, (long long)n->lo, (long long)n->hi, n->l);
       else
-        return bad(f, v, "bf16, fp32");
-    } else if (!strcmp(f, "--recompute")) {
-      if (!strcmp(v, "none"))
-        c->recompute = ZEROC_RECOMPUTE_NONE;
-      else if (!strcmp(v, "full"))
-        c->recompute = ZEROC_RECOMPUTE_FULL;
-      else
-        return bad(f, v, "none, full");
-    } else if (!strcmp(f, "--act-model")) {
-      if (!strcmp(v, "zeroc"))
-        c->act_model = ZEROC_ACT_ZEROC;
-      else if (!strcmp(v, "megatron"))
-        c->act_model = ZEROC_ACT_MEGATRON;
-      else
-        return bad(f, v, "zeroc, megatron");
-    } else if (!strcmp(f, "--attention")) {
-      if (!strcmp(v, "flash"))
-        c->flash_attention = 1;
-      else if (!strcmp(v, "naive"))
-        c->flash_attention = 0;
-      else
-        return bad(f, v, "flash, naive");
-    } else if (!strcmp(f, "--offload-optimizer"))
-      rc = get_offload(f, v, &c->offload_optimizer);
-    else if (!strcmp(f, "--offload-params"))
-      rc = get_offload(f, v, &c->offload_params);
-    else {
+        rc = get_double(f, v, n->lo, n->lo_open, n->hi, n->d);
+      if (n->set) *n->set = 1;
+      done = 1;
+    }
+    for (size_t k = 0; !done && k < sizeof choices / sizeof choices[0]; k++) {
+      const struct choice *ch = &choices[k];
+      if (strcmp(f, ch->name)) continue;
+      int found = -1;
+      for (int j = 0; ch->names[j]; j++)
+        if (!strcmp(v, ch->names[j])) found = j;
+      if (found < 0) return bad(f, v, choices_text(ch->names, acc, sizeof acc));
+      *ch->index = found;
+      done = 1;
+    }
+    if (!done) {
       fprintf(stderr, "zeroc plan: unknown flag '%s'; zeroc plan --help lists the flags\n", f);
       return 2;
     }
     if (rc) return rc;
   }
+  c->param_bytes = dtype ? 4 : 2;
+  c->recompute = recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE;
+  c->offload_optimizer = (zeroc_offload_t)off_opt;
+  c->offload_params = (zeroc_offload_t)off_par;
+  c->act_model = act_model ? ZEROC_ACT_MEGATRON : ZEROC_ACT_ZEROC;
+  c->flash_attention = attention;
   return 0;
 }
 
@@ -420,9 +417,13 @@ static void print_single(const zeroc_plan_result_t *r) {
          c->model.batch, c->microbatches, r->dp, (long long)r->global_batch, r->tokens_per_step);
   printf("FLOPs      %.4g per step, %.4g per token; Megatron %s\n", r->flops_per_step,
          r->flops_per_token, zeroc_plan_flops_formula(c->recompute));
-  printf("memory     per rank of pipeline stage %d (stages 0..%d; the one needing the most), %s "
-         "parameters before ZeRO, GiB:\n",
-         r->stage, c->pp - 1, count_str(r->params_rank, p, sizeof p));
+  if (c->pp == 1)
+    printf("memory     per rank (%s parameters before ZeRO), GiB:\n",
+           count_str(r->params_rank, p, sizeof p));
+  else
+    printf("memory     per rank of pipeline stage %d of 0..%d (the stage needing the most; %s "
+           "parameters before ZeRO), GiB:\n",
+           r->stage, c->pp - 1, count_str(r->params_rank, p, sizeof p));
   printf("  parameters   %9.2f\n", d->params / GIB);
   printf("  gradients    %9.2f\n", d->grads / GIB);
   printf("  optimizer    %9.2f\n", d->optimizer / GIB);
@@ -437,9 +438,9 @@ static void print_single(const zeroc_plan_result_t *r) {
     printf("  nvme         %9.2f (offloaded, per rank)\n", r->nvme_bytes / GIB);
   const zeroc_plan_time_t *t = &r->time;
   printf("step time  %.4g s estimated (compute %.4g, bubble %.4g, tp %.4g, pp %.4g, dp %.4g, "
-         "offload %.4g); %.4g tokens/s\n",
+         "offload %.4g); %s tokens/s\n",
          t->total, t->compute, t->bubble, t->tp, t->pp, t->dp, t->offload,
-         r->tokens_per_step / t->total);
+         count_str(r->tokens_per_step / t->total, p, sizeof p));
 }
 
 static void print_all(const opts_t *o, const zeroc_plan_result_t *v, size_t n, int64_t G) {
