@@ -321,7 +321,7 @@ static int resolve(opts_t *o) {
   }
   if (!o->zero_set) c->zero = c->pp > 1 ? 1 : 3;
   if (!o->mb_set) c->microbatches = c->pp;
-  if (c->gpus % (c->tp * c->pp)) {
+  if (c->gpus % ((int64_t)c->tp * c->pp)) {
     fprintf(stderr, "zeroc plan: --tp %d x --pp %d must divide --gpus %d\n", c->tp, c->pp, c->gpus);
     return 2;
   }

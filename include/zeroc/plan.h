@@ -153,7 +153,7 @@ zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg, zeroc_plan_res
 zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_batch,
                                  zeroc_plan_result_t **list, size_t *count);
 
-/* Frees a list from zeroc_plan_search; free(NULL) does nothing. */
+/* Frees a list from zeroc_plan_search; zeroc_plan_free(NULL) does nothing. */
 void zeroc_plan_free(zeroc_plan_result_t *list);
 
 /*

@@ -204,14 +204,14 @@ static void stages(const zeroc_plan_config_t *c, stage_t *first, stage_t *last) 
 }
 
 /* Device bytes of one stage; host and NVMe bytes of its offloaded state. */
-static void stage_memory(const zeroc_plan_config_t *c, int dp, const stage_t *st,
-                         zeroc_plan_memory_t *mem, double *host, double *nvme) {
+static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const stage_t *st,
+                                   zeroc_plan_memory_t *mem, double *host, double *nvme) {
   const zeroc_gpt_config_t *m = &c->model;
   double s = m->seq, b = m->batch, C = m->hidden, a = m->heads, n = s * b;
   double Vt = ceil((double)m->vocab / c->tp);
   int t = c->tp, sp = c->sequence_parallel && t > 1, e = c->act_bytes, pb = c->param_bytes;
   int nd = c->zero == 0 ? 1 : dp / c->hsdp;
-  zeroc_plan_model_states(st->params, c->zero, nd, pb, mem);
+  ZEROC_CHECK(zeroc_plan_model_states(st->params, c->zero, nd, pb, mem));
   *host = *nvme = 0;
   double opt = mem->optimizer;
   if (c->offload_optimizer == ZEROC_OFFLOAD_CPU) *host += opt;
@@ -252,6 +252,7 @@ static void stage_memory(const zeroc_plan_config_t *c, int dp, const stage_t *st
   mem->workspace = e * n * (2.0 * C + 4.0 * C / t) + c->workspace_mib * MIB;
   mem->total =
       mem->params + mem->grads + mem->optimizer + mem->activations + mem->buffers + mem->workspace;
+  return ZEROC_OK;
 }
 
 /* Bandwidth (B/s) and per-step latency (s) of a group of ranks spread over
@@ -352,7 +353,8 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
   double host[2], nvme[2];
   stages(c, &st[0], &st[1]);
   int nst = c->pp > 1 ? 2 : 1;
-  for (int i = 0; i < nst; i++) stage_memory(c, out->dp, &st[i], &mem[i], &host[i], &nvme[i]);
+  for (int i = 0; i < nst; i++)
+    ZEROC_CHECK(stage_memory(c, out->dp, &st[i], &mem[i], &host[i], &nvme[i]));
   int w = nst == 2 && mem[1].total > mem[0].total;
   out->stage = w ? c->pp - 1 : 0;
   out->params_rank = st[w].params;

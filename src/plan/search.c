@@ -66,16 +66,16 @@ fail:
 }
 
 zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_batch,
-                                 zeroc_plan_result_t **out, size_t *count) {
+                                 zeroc_plan_result_t **list, size_t *count) {
   zeroc_result_t res = ZEROC_OK;
   list_t l = {NULL, 0, 0};
   zeroc_plan_config_t c;
-  if (!out || !count)
+  if (!list || !count)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "zeroc_plan_search: list (%p) and count (%p) must "
                       "not be NULL",
-                      (void *)out, (void *)count);
-  *out = NULL;
+                      (void *)list, (void *)count);
+  *list = NULL;
   *count = 0;
   ZEROC_TRY(zeroc__plan_read_config(cfg, &c));
   ZEROC_TRY(zeroc__plan_check_common(&c));
@@ -117,7 +117,7 @@ zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_
     }
   }
   if (l.n) qsort(l.v, l.n, sizeof *l.v, by_time);
-  *out = l.v;
+  *list = l.v;
   *count = l.n;
   return ZEROC_OK;
 fail:
