@@ -396,6 +396,20 @@ static void test_step_time_hand(void) {
   ZT_ASSERT_MSG(fabs(r.time.bubble - r.time.compute * 3 / 6) < 1e-18, "bubble %g compute %g",
                 r.time.bubble, r.time.compute);
   CU_ASSERT(r.time.pp > 0 && r.time.dp == 0);
+  /* TP 2 on 2 GPUs: per layer and micro-batch 4 all-reduces of one (B,T,C)
+   * bf16 activation x = 32*1*64*2 bytes, each 2 x (1/2) x / bw; 6 with recompute. */
+  c.pp = 1;
+  c.gpus = 2;
+  c.tp = 2;
+  c.microbatches = 3;
+  ZT_OK(zeroc_plan_compute(&c, &r));
+  double x = 32.0 * 1 * 64 * 2;
+  ZT_ASSERT_MSG(fabs(r.time.tp - 3 * 4 * 4 * x / 100e9) < 1e-18, "tp %g, hand %g", r.time.tp,
+                3 * 4 * 4 * x / 100e9);
+  c.recompute = ZEROC_RECOMPUTE_FULL;
+  ZT_OK(zeroc_plan_compute(&c, &r));
+  ZT_ASSERT_MSG(fabs(r.time.tp - 3 * 4 * 6 * x / 100e9) < 1e-18, "tp recompute %g, hand %g",
+                r.time.tp, 3 * 4 * 6 * x / 100e9);
 }
 
 /* ---- the search ------------------------------------------------------------------ */
