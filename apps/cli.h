@@ -6,5 +6,6 @@
 #define ZEROC_APPS_CLI_H
 
 int zeroc_cmd_info(int argc, char **argv);
+int zeroc_cmd_plan(int argc, char **argv);
 
 #endif

@@ -1,0 +1,602 @@
+/*
+ * apps/plan.c - `zeroc plan`: what fits. Parses the flags (every bad value is
+ * one line on stderr naming the flag, exit 2, nothing on stdout), asks the
+ * planner (zeroc/plan.h) and prints a table or one JSON object.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/cli.h"
+#include "zeroc/plan.h"
+
+#define GIB 1073741824.0
+
+typedef struct opts {
+  zeroc_plan_config_t cfg;
+  const char *model;
+  int layers, hidden, heads, vocab, seq, batch; /* -1: the model's */
+  int zero_set, tp_set, pp_set, hsdp_set, mb_set;
+  int all, json, top;
+  int64_t global_batch; /* --all: 0 is batch x gpus */
+} opts_t;
+
+static const char *recompute_name(zeroc_recompute_t r) {
+  return r == ZEROC_RECOMPUTE_FULL ? "full" : "none";
+}
+static const char *offload_name(zeroc_offload_t o) {
+  return o == ZEROC_OFFLOAD_CPU ? "cpu" : o == ZEROC_OFFLOAD_NVME ? "nvme" : "none";
+}
+static const char *dtype_name(int bytes) { return bytes == 4 ? "fp32" : "bf16"; }
+static const char *act_model_name(zeroc_act_model_t a) {
+  return a == ZEROC_ACT_MEGATRON ? "megatron" : "zeroc";
+}
+
+static void usage(FILE *f) {
+  fprintf(
+      f,
+      "usage: zeroc plan [flags]\n"
+      "  Parameters, FLOPs per step and per token (Megatron's formula), per-rank memory\n"
+      "  (parameters, gradients, optimizer, activations, buffers, workspace) and an estimated\n"
+      "  step time for one layout, or every layout that fits with --all. No MPI, no GPU.\n"
+      "model (as zeroc train):\n"
+      "  --model NAME          tiny, small, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m, custom\n"
+      "                        (custom starts from gpt2-124m's shape; default tiny)\n"
+      "  --layers --hidden --heads --vocab --seq N   override the model's shape\n"
+      "  --batch N             micro-batch per data-parallel rank (default: the model's)\n"
+      "layout:\n"
+      "  --gpus N              world size (default 1); dp = gpus / (tp x pp)\n"
+      "  --zero 0|1|2|3        ZeRO stage (default 3; 1 with --pp > 1)\n"
+      "  --tp N, --pp N        tensor- and pipeline-parallel sizes (default 1)\n"
+      "  --hsdp R              replicas; shards span dp / R ranks (default 1)\n"
+      "  --microbatches M      micro-batches per step (default pp)\n"
+      "  --dtype bf16|fp32     parameter, gradient and activation type (default bf16)\n"
+      "  --recompute none|full activation recompute (default none)\n"
+      "  --sequence-parallel   split LayerNorm/residual activations over tp too\n"
+      "  --offload-optimizer none|cpu|nvme   master + Adam state off the GPU\n"
+      "  --offload-params none|cpu|nvme      the parameter shard off the GPU (ZeRO-3)\n"
+      "  --prefetch K          ZeRO-3 gathers in flight (default 2)\n"
+      "  --act-model zeroc|megatron   activation estimate (default zeroc)\n"
+      "  --attention flash|naive      zeroc model: flash keeps no (B,NH,T,T) scores\n"
+      "cluster:\n"
+      "  --gpu-mem GIB         memory per GPU (default 80)\n"
+      "  --gpus-per-node N     (default 8)\n"
+      "  --peak-tflops X       bf16 dense peak per GPU (default 989)\n"
+      "  --mfu X               achieved fraction of peak (default 0.5)\n"
+      "  --bw-intra GBS, --bw-inter GBS   per-GPU link bandwidth (default 300, 25)\n"
+      "  --lat-intra US, --lat-inter US   latency per ring step (default 10, 20)\n"
+      "  --bw-pcie GBS, --bw-nvme GBS     offload bandwidth per GPU (default 25, 3)\n"
+      "  --workspace-mib M     fixed per-rank workspace (default 64)\n"
+      "output:\n"
+      "  --all                 every layout of --gpus that fits, fastest first\n"
+      "  --global-batch G      --all: sequences per step (default batch x gpus)\n"
+      "  --top K               --all: rows shown (default 20, 0 all)\n"
+      "  --json                one JSON object on stdout\n");
+}
+
+/* ---- parsing ------------------------------------------------------------------- */
+
+static int bad(const char *flag, const char *v, const char *accepted) {
+  fprintf(stderr, "zeroc plan: %s '%s': accepted %s\n", flag, v, accepted);
+  return 2;
+}
+
+static int get_int(const char *flag, const char *v, long lo, long hi, int *out) {
+  char *end, acc[96];
+  errno = 0;
+  long x = strtol(v, &end, 10);
+  if (errno || end == v || *end || x < lo || x > hi) {
+    snprintf(acc, sizeof acc, "an integer %ld..%ld", lo, hi);
+    return bad(flag, v, acc);
+  }
+  *out = (int)x;
+  return 0;
+}
+
+static int get_int64(const char *flag, const char *v, long long lo, long long hi, int64_t *out) {
+  char *end, acc[96];
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || end == v || *end || x < lo || x > hi) {
+    snprintf(acc, sizeof acc, "an integer %lld..%lld", lo, hi);
+    return bad(flag, v, acc);
+  }
+  *out = x;
+  return 0;
+}
+
+/* A number in (lo, hi] when lo_open, else [lo, hi]. */
+static int get_double(const char *flag, const char *v, double lo, int lo_open, double hi,
+                      double *out) {
+  char *end, acc[96];
+  errno = 0;
+  double x = strtod(v, &end);
+  if (errno || end == v || *end || !isfinite(x) || (lo_open ? x <= lo : x < lo) || x > hi) {
+    snprintf(acc, sizeof acc, "a number %s%g..%g", lo_open ? "> " : "", lo, hi);
+    return bad(flag, v, acc);
+  }
+  *out = x;
+  return 0;
+}
+
+/* Flags that take no value. */
+static int is_switch(const char *f) {
+  return !strcmp(f, "--all") || !strcmp(f, "--json") || !strcmp(f, "--sequence-parallel");
+}
+
+/* Names of the choice flags' values, in the order of their enums. */
+static const char *const dtypes[] = {"bf16", "fp32", NULL};
+static const char *const recomputes[] = {"none", "full", NULL};
+static const char *const offloads[] = {"none", "cpu", "nvme", NULL};
+static const char *const act_models[] = {"zeroc", "megatron", NULL};
+static const char *const attentions[] = {"naive", "flash", NULL};
+
+/* "a, b, c" */
+static const char *choices_text(const char *const *names, char *buf, size_t n) {
+  buf[0] = 0;
+  for (int k = 0; names[k]; k++)
+    snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", k ? ", " : "", names[k]);
+  return buf;
+}
+
+static int parse(int argc, char **argv, opts_t *o) {
+  zeroc_plan_config_t *c = &o->cfg;
+  int dtype = 0, recompute = 0, off_opt = 0, off_par = 0, act_model = 0, attention = 1;
+  /* Numeric flags: int (i), int64 (l) or number (d) in [lo, hi], (lo, hi] when lo_open. */
+  const struct num {
+    const char *name;
+    int *i;
+    int64_t *l;
+    double *d;
+    double lo, hi;
+    int lo_open;
+    int *set;
+  } nums[] = {
+      {"--layers", &o->layers, NULL, NULL, 1, 100000, 0, NULL},
+      {"--hidden", &o->hidden, NULL, NULL, 1, 1 << 20, 0, NULL},
+      {"--heads", &o->heads, NULL, NULL, 1, 1 << 20, 0, NULL},
+      {"--vocab", &o->vocab, NULL, NULL, 2, 1 << 24, 0, NULL},
+      {"--seq", &o->seq, NULL, NULL, 1, 1 << 24, 0, NULL},
+      {"--batch", &o->batch, NULL, NULL, 1, 1 << 20, 0, NULL},
+      {"--gpus", &c->gpus, NULL, NULL, 1, 1 << 24, 0, NULL},
+      {"--zero", &c->zero, NULL, NULL, 0, 3, 0, &o->zero_set},
+      {"--tp", &c->tp, NULL, NULL, 1, 1 << 20, 0, &o->tp_set},
+      {"--pp", &c->pp, NULL, NULL, 1, 100000, 0, &o->pp_set},
+      {"--hsdp", &c->hsdp, NULL, NULL, 1, 1 << 24, 0, &o->hsdp_set},
+      {"--microbatches", &c->microbatches, NULL, NULL, 1, 1 << 20, 0, &o->mb_set},
+      {"--prefetch", &c->prefetch, NULL, NULL, 0, 64, 0, NULL},
+      {"--gpus-per-node", &c->gpus_per_node, NULL, NULL, 1, 1 << 16, 0, NULL},
+      {"--top", &o->top, NULL, NULL, 0, 1 << 20, 0, NULL},
+      {"--global-batch", NULL, &o->global_batch, NULL, 1, 1 << 24, 0, NULL},
+      {"--gpu-mem", NULL, NULL, &c->gpu_mem_gib, 0, 1e6, 1, NULL},
+      {"--workspace-mib", NULL, NULL, &c->workspace_mib, 0, 1e7, 0, NULL},
+      {"--peak-tflops", NULL, NULL, &c->peak_tflops, 0, 1e6, 1, NULL},
+      {"--mfu", NULL, NULL, &c->mfu, 0, 1, 1, NULL},
+      {"--bw-intra", NULL, NULL, &c->bw_intra_gbs, 0, 1e6, 1, NULL},
+      {"--bw-inter", NULL, NULL, &c->bw_inter_gbs, 0, 1e6, 1, NULL},
+      {"--lat-intra", NULL, NULL, &c->lat_intra_us, 0, 1e6, 0, NULL},
+      {"--lat-inter", NULL, NULL, &c->lat_inter_us, 0, 1e6, 0, NULL},
+      {"--bw-pcie", NULL, NULL, &c->bw_pcie_gbs, 0, 1e6, 1, NULL},
+      {"--bw-nvme", NULL, NULL, &c->bw_nvme_gbs, 0, 1e6, 1, NULL},
+  };
+  const struct choice {
+    const char *name;
+    const char *const *names;
+    int *index;
+  } choices[] = {
+      {"--dtype", dtypes, &dtype},
+      {"--recompute", recomputes, &recompute},
+      {"--offload-optimizer", offloads, &off_opt},
+      {"--offload-params", offloads, &off_par},
+      {"--act-model", act_models, &act_model},
+      {"--attention", attentions, &attention},
+  };
+  for (int i = 0; i < argc; i++) {
+    char flag[64], acc[160];
+    const char *a = argv[i], *v = NULL, *eq = strchr(a, '=');
+    if (strncmp(a, "--", 2) || strlen(a) >= sizeof flag) {
+      fprintf(stderr, "zeroc plan: unexpected argument '%s'; zeroc plan --help lists the flags\n",
+              a);
+      return 2;
+    }
+    snprintf(flag, sizeof flag, "%s", a);
+    if (eq) { /* --flag=value */
+      flag[eq - a] = 0;
+      v = eq + 1;
+    }
+    const char *f = flag;
+    if (is_switch(f)) {
+      if (v) return bad(f, v, "no value");
+      if (!strcmp(f, "--all"))
+        o->all = 1;
+      else if (!strcmp(f, "--json"))
+        o->json = 1;
+      else
+        c->sequence_parallel = 1;
+      continue;
+    }
+    if (!v) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "zeroc plan: %s needs a value; zeroc plan --help lists the flags\n", f);
+        return 2;
+      }
+      v = argv[++i];
+    }
+    int done = 0, rc = 0;
+    if (!strcmp(f, "--model")) {
+      zeroc_gpt_config_t m;
+      if (strcmp(v, "custom") && zeroc_gpt_preset(v, &m) != ZEROC_OK)
+        return bad(f, v, "tiny, small, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m, custom");
+      o->model = v;
+      done = 1;
+    }
+    for (size_t k = 0; !done && k < sizeof nums / sizeof nums[0]; k++) {
+      const struct num *n = &nums[k];
+      if (strcmp(f, n->name)) continue;
+      if (n->i)
+        rc = get_int(f, v, (long)n->lo, (long)n->hi, n->i);
+      else if (n->l)
+        rc = get_int64(f, v, (long long)n->lo, (long long)n->hi, n->l);
+      else
+        rc = get_double(f, v, n->lo, n->lo_open, n->hi, n->d);
+      if (n->set) *n->set = 1;
+      done = 1;
+    }
+    for (size_t k = 0; !done && k < sizeof choices / sizeof choices[0]; k++) {
+      const struct choice *ch = &choices[k];
+      if (strcmp(f, ch->name)) continue;
+      int found = -1;
+      for (int j = 0; ch->names[j]; j++)
+        if (!strcmp(v, ch->names[j])) found = j;
+      if (found < 0) return bad(f, v, choices_text(ch->names, acc, sizeof acc));
+      *ch->index = found;
+      done = 1;
+    }
+    if (!done) {
+      fprintf(stderr, "zeroc plan: unknown flag '%s'; zeroc plan --help lists the flags\n", f);
+      return 2;
+    }
+    if (rc) return rc;
+  }
+  c->param_bytes = dtype ? 4 : 2;
+  c->recompute = recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE;
+  c->offload_optimizer = (zeroc_offload_t)off_opt;
+  c->offload_params = (zeroc_offload_t)off_par;
+  c->act_model = act_model ? ZEROC_ACT_MEGATRON : ZEROC_ACT_ZEROC;
+  c->flash_attention = attention;
+  return 0;
+}
+
+/* The model shape and the layout, checked with the flags' names. */
+static int resolve(opts_t *o) {
+  zeroc_plan_config_t *c = &o->cfg;
+  zeroc_gpt_config_t *m = &c->model;
+  zeroc_gpt_preset(strcmp(o->model, "custom") ? o->model : "gpt2-124m", m);
+  if (o->layers > 0) m->layers = o->layers;
+  if (o->hidden > 0) m->hidden = o->hidden;
+  if (o->heads > 0) m->heads = o->heads;
+  if (o->vocab > 0) m->vocab = o->vocab;
+  if (o->seq > 0) m->seq = o->seq;
+  if (o->batch > 0) m->batch = o->batch;
+  if (m->hidden % m->heads) {
+    fprintf(stderr, "zeroc plan: --heads %d must divide --hidden %d\n", m->heads, m->hidden);
+    return 2;
+  }
+  if (c->offload_params != ZEROC_OFFLOAD_NONE && o->zero_set && c->zero != 3) {
+    fprintf(stderr, "zeroc plan: --offload-params %s needs --zero 3 (have --zero %d)\n",
+            offload_name(c->offload_params), c->zero);
+    return 2;
+  }
+  if (o->all) {
+    const char *chosen = o->zero_set   ? "--zero"
+                         : o->tp_set   ? "--tp"
+                         : o->pp_set   ? "--pp"
+                         : o->hsdp_set ? "--hsdp"
+                         : o->mb_set   ? "--microbatches"
+                                       : NULL;
+    if (chosen) {
+      fprintf(stderr,
+              "zeroc plan: %s is chosen by --all; accepted with --all: the model, --gpus, "
+              "--global-batch and the cluster flags\n",
+              chosen);
+      return 2;
+    }
+    int64_t g = o->global_batch ? o->global_batch : (int64_t)m->batch * c->gpus;
+    if (g > (1 << 24)) {
+      fprintf(stderr,
+              "zeroc plan: --batch %d x --gpus %d = %lld sequences per step: accepted up to "
+              "2^24; set --global-batch\n",
+              m->batch, c->gpus, (long long)g);
+      return 2;
+    }
+    return 0;
+  }
+  if (o->global_batch) {
+    fprintf(stderr, "zeroc plan: --global-batch needs --all (one layout's global batch is "
+                    "--batch x --microbatches x dp)\n");
+    return 2;
+  }
+  if (!o->zero_set) c->zero = c->pp > 1 ? 1 : 3;
+  if (!o->mb_set) c->microbatches = c->pp;
+  if (c->gpus % ((int64_t)c->tp * c->pp)) {
+    fprintf(stderr, "zeroc plan: --tp %d x --pp %d must divide --gpus %d\n", c->tp, c->pp, c->gpus);
+    return 2;
+  }
+  if (m->layers % c->pp) {
+    fprintf(stderr, "zeroc plan: --pp %d must divide the layers (%d)\n", c->pp, m->layers);
+    return 2;
+  }
+  if (m->heads % c->tp) {
+    fprintf(stderr, "zeroc plan: --tp %d must divide the heads (%d)\n", c->tp, m->heads);
+    return 2;
+  }
+  int dp = c->gpus / (c->tp * c->pp);
+  if (dp % c->hsdp) {
+    fprintf(stderr, "zeroc plan: --hsdp %d must divide dp %d (= --gpus / (--tp x --pp))\n", c->hsdp,
+            dp);
+    return 2;
+  }
+  if (c->pp > 1 && c->zero > 1) {
+    fprintf(stderr, "zeroc plan: --zero %d with --pp %d: accepted --zero 0 or 1 with PP\n", c->zero,
+            c->pp);
+    return 2;
+  }
+  if (c->hsdp > 1 && c->zero == 0) {
+    fprintf(stderr, "zeroc plan: --hsdp %d needs --zero 1, 2 or 3\n", c->hsdp);
+    return 2;
+  }
+  if (c->offload_params != ZEROC_OFFLOAD_NONE && c->zero != 3) {
+    fprintf(stderr, "zeroc plan: --offload-params %s needs --zero 3\n",
+            offload_name(c->offload_params));
+    return 2;
+  }
+  int64_t g = (int64_t)m->batch * c->microbatches * dp;
+  if (g > (1 << 24)) {
+    fprintf(stderr,
+            "zeroc plan: --batch %d x --microbatches %d x dp %d = %lld sequences: accepted up "
+            "to 2^24\n",
+            m->batch, c->microbatches, dp, (long long)g);
+    return 2;
+  }
+  return 0;
+}
+
+/* ---- text output --------------------------------------------------------------- */
+
+/* 124.4M, 6.74B, 1.01T */
+static const char *count_str(double x, char *buf, size_t n) {
+  if (x >= 1e12)
+    snprintf(buf, n, "%.2fT", x / 1e12);
+  else if (x >= 1e9)
+    snprintf(buf, n, "%.2fB", x / 1e9);
+  else if (x >= 1e6)
+    snprintf(buf, n, "%.1fM", x / 1e6);
+  else if (x >= 1e3)
+    snprintf(buf, n, "%.1fK", x / 1e3);
+  else
+    snprintf(buf, n, "%.0f", x);
+  return buf;
+}
+
+static void print_model(const zeroc_plan_result_t *r) {
+  const zeroc_gpt_config_t *m = &r->cfg.model;
+  char p[32];
+  printf("model      GPT %s parameters (layers %d, hidden %d, heads %d, vocab %d, seq %d)\n",
+         count_str((double)r->params, p, sizeof p), m->layers, m->hidden, m->heads, m->vocab,
+         m->seq);
+}
+
+/* sp: whether to mention sequence parallelism (it acts only with tp > 1). */
+static void print_options(const zeroc_plan_config_t *c, int sp) {
+  printf("options    %s, recompute %s%s, offload optimizer %s, params %s; activations: %s "
+         "model%s\n",
+         dtype_name(c->param_bytes), recompute_name(c->recompute), sp ? ", sequence parallel" : "",
+         offload_name(c->offload_optimizer), offload_name(c->offload_params),
+         act_model_name(c->act_model),
+         c->act_model == ZEROC_ACT_ZEROC
+             ? (c->flash_attention ? ", flash attention" : ", naive attention")
+             : " (Korthikanti et al.)");
+}
+
+static void print_single(const zeroc_plan_result_t *r) {
+  const zeroc_plan_config_t *c = &r->cfg;
+  const zeroc_plan_memory_t *d = &r->device;
+  char p[32];
+  print_model(r);
+  printf("layout     %d GPU%s = tp %d x pp %d x dp %d; ZeRO-%d", c->gpus, c->gpus > 1 ? "s" : "",
+         c->tp, c->pp, r->dp, c->zero);
+  if (c->zero > 0) printf(", shards over %d rank%s", r->shard, r->shard > 1 ? "s" : "");
+  if (c->hsdp > 1) printf(" (HSDP: %d replicas)", c->hsdp);
+  printf("\n");
+  print_options(c, c->sequence_parallel && c->tp > 1);
+  printf("batch      micro-batch %d x %d micro-batches x dp %d = %lld sequences = %.0f tokens per "
+         "step\n",
+         c->model.batch, c->microbatches, r->dp, (long long)r->global_batch, r->tokens_per_step);
+  printf("FLOPs      %.4g per step, %.4g per token; Megatron %s\n", r->flops_per_step,
+         r->flops_per_token, zeroc_plan_flops_formula(c->recompute));
+  if (c->pp == 1)
+    printf("memory     per rank (%s parameters before ZeRO), GiB:\n",
+           count_str(r->params_rank, p, sizeof p));
+  else
+    printf("memory     per rank of pipeline stage %d of 0..%d (the stage needing the most; %s "
+           "parameters before ZeRO), GiB:\n",
+           r->stage, c->pp - 1, count_str(r->params_rank, p, sizeof p));
+  printf("  parameters   %9.2f\n", d->params / GIB);
+  printf("  gradients    %9.2f\n", d->grads / GIB);
+  printf("  optimizer    %9.2f\n", d->optimizer / GIB);
+  printf("  activations  %9.2f\n", d->activations / GIB);
+  printf("  buffers      %9.2f\n", d->buffers / GIB);
+  printf("  workspace    %9.2f\n", d->workspace / GIB);
+  printf("  total        %9.2f of %g GiB: %s\n", d->total / GIB, c->gpu_mem_gib,
+         r->fits ? "fits" : "does NOT fit");
+  if (r->host_bytes > 0)
+    printf("  host         %9.2f (offloaded, per rank)\n", r->host_bytes / GIB);
+  if (r->nvme_bytes > 0)
+    printf("  nvme         %9.2f (offloaded, per rank)\n", r->nvme_bytes / GIB);
+  const zeroc_plan_time_t *t = &r->time;
+  printf("step time  %.4g s estimated (compute %.4g, bubble %.4g, tp %.4g, pp %.4g, dp %.4g, "
+         "offload %.4g); %s tokens/s\n",
+         t->total, t->compute, t->bubble, t->tp, t->pp, t->dp, t->offload,
+         count_str(r->tokens_per_step / t->total, p, sizeof p));
+}
+
+static void print_all(const opts_t *o, const zeroc_plan_result_t *v, size_t n, int64_t G) {
+  const zeroc_plan_config_t *c = &o->cfg;
+  char p[32];
+  printf("model      GPT %s parameters (layers %d, hidden %d, heads %d, vocab %d, seq %d)\n",
+         count_str((double)zeroc_gpt_num_params(&c->model), p, sizeof p), c->model.layers,
+         c->model.hidden, c->model.heads, c->model.vocab, c->model.seq);
+  printf("cluster    %d GPUs, %d per node, %g GiB each; %g TFLOP/s at MFU %g\n", c->gpus,
+         c->gpus_per_node, c->gpu_mem_gib, c->peak_tflops, c->mfu);
+  print_options(c, c->sequence_parallel);
+  double flops = zeroc_plan_flops_megatron(&c->model, (double)G, c->recompute);
+  printf("batch      %lld sequences = %.0f tokens per step; FLOPs %.4g per step, %.4g per token; "
+         "Megatron %s\n",
+         (long long)G, (double)G * c->model.seq, flops, flops / ((double)G * c->model.seq),
+         zeroc_plan_flops_formula(c->recompute));
+  if (!n) {
+    printf("no layout fits in %g GiB per GPU; try --recompute full, --offload-optimizer cpu, a "
+           "smaller --global-batch or more --gpus\n",
+           c->gpu_mem_gib);
+    return;
+  }
+  size_t shown_n = o->top && (size_t)o->top < n ? (size_t)o->top : n;
+  printf("%zu layouts fit; the %zu fastest (memory per rank in GiB, time per step in s):\n", n,
+         shown_n);
+  printf("%4s %3s %3s %5s %4s %4s %5s %5s | %7s %6s %6s %6s %6s %5s | %7s | %8s %8s %8s\n", "#",
+         "tp", "pp", "dp", "hsdp", "zero", "mbs", "m", "params", "grads", "optim", "act", "buf",
+         "work", "total", "step", "compute", "overhead");
+  for (size_t i = 0; i < shown_n; i++) {
+    const zeroc_plan_result_t *r = &v[i];
+    const zeroc_plan_memory_t *d = &r->device;
+    printf("%4zu %3d %3d %5d %4d %4d %5d %5d | %7.2f %6.2f %6.2f %6.2f %6.2f %5.2f | %7.2f | "
+           "%8.4g %8.4g %8.4g\n",
+           i + 1, r->cfg.tp, r->cfg.pp, r->dp, r->cfg.hsdp, r->cfg.zero, r->cfg.model.batch,
+           r->cfg.microbatches, d->params / GIB, d->grads / GIB, d->optimizer / GIB,
+           d->activations / GIB, d->buffers / GIB, d->workspace / GIB, d->total / GIB,
+           r->time.total, r->time.compute, r->time.total - r->time.compute);
+  }
+  printf("mbs: micro-batch per dp rank, m: micro-batches per step; overhead: pipeline bubble "
+         "plus communication and offload not hidden by compute\n");
+}
+
+/* ---- JSON output --------------------------------------------------------------- */
+
+static void json_model(const zeroc_gpt_config_t *m) {
+  printf("\"model\": {\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"vocab\": %d, \"seq\": %d, "
+         "\"params\": %llu}",
+         m->layers, m->hidden, m->heads, m->vocab, m->seq,
+         (unsigned long long)zeroc_gpt_num_params(m));
+}
+
+static void json_layout(const zeroc_plan_result_t *r) {
+  const zeroc_plan_config_t *c = &r->cfg;
+  const zeroc_plan_memory_t *d = &r->device;
+  const zeroc_plan_time_t *t = &r->time;
+  printf("{\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"dp\": %d, \"hsdp\": %d, \"shard\": %d, "
+         "\"zero\": %d, \"batch\": %d, \"microbatches\": %d, \"global_batch\": %lld, "
+         "\"tokens_per_step\": %.0f, \"flops_per_step\": %.6e, \"flops_per_token\": %.6e,\n",
+         c->gpus, c->tp, c->pp, r->dp, c->hsdp, r->shard, c->zero, c->model.batch, c->microbatches,
+         (long long)r->global_batch, r->tokens_per_step, r->flops_per_step, r->flops_per_token);
+  printf("   \"memory\": {\"stage\": %d, \"params_rank\": %.0f, \"params\": %.0f, \"grads\": %.0f, "
+         "\"optimizer\": %.0f, \"activations\": %.0f, \"buffers\": %.0f, \"workspace\": %.0f, "
+         "\"total\": %.0f, \"host\": %.0f, \"nvme\": %.0f, \"gpu_mem\": %.0f, \"fits\": %s},\n",
+         r->stage, r->params_rank, d->params, d->grads, d->optimizer, d->activations, d->buffers,
+         d->workspace, d->total, r->host_bytes, r->nvme_bytes, r->gpu_mem_bytes,
+         r->fits ? "true" : "false");
+  printf("   \"time\": {\"compute\": %.6g, \"bubble\": %.6g, \"tp\": %.6g, \"pp\": %.6g, \"dp\": "
+         "%.6g, \"offload\": %.6g, \"total\": %.6g, \"tokens_per_s\": %.6g}}",
+         t->compute, t->bubble, t->tp, t->pp, t->dp, t->offload, t->total,
+         r->tokens_per_step / t->total);
+}
+
+static void json_options(const zeroc_plan_config_t *c) {
+  printf("\"dtype\": \"%s\", \"recompute\": \"%s\", \"sequence_parallel\": %s, "
+         "\"offload_optimizer\": \"%s\", \"offload_params\": \"%s\", \"prefetch\": %d, "
+         "\"activation_model\": \"%s\", \"flash_attention\": %s, \"flops_formula\": \"%s\",\n",
+         dtype_name(c->param_bytes), recompute_name(c->recompute),
+         c->sequence_parallel ? "true" : "false", offload_name(c->offload_optimizer),
+         offload_name(c->offload_params), c->prefetch, act_model_name(c->act_model),
+         c->flash_attention ? "true" : "false", zeroc_plan_flops_formula(c->recompute));
+  printf(" \"cluster\": {\"gpu_mem_gib\": %g, \"gpus_per_node\": %d, \"peak_tflops\": %g, "
+         "\"mfu\": %g, \"bw_intra_gbs\": %g, \"bw_inter_gbs\": %g, \"lat_intra_us\": %g, "
+         "\"lat_inter_us\": %g, \"bw_pcie_gbs\": %g, \"bw_nvme_gbs\": %g},\n",
+         c->gpu_mem_gib, c->gpus_per_node, c->peak_tflops, c->mfu, c->bw_intra_gbs, c->bw_inter_gbs,
+         c->lat_intra_us, c->lat_inter_us, c->bw_pcie_gbs, c->bw_nvme_gbs);
+}
+
+static void json_single(const zeroc_plan_result_t *r) {
+  printf("{");
+  json_model(&r->cfg.model);
+  printf(",\n ");
+  json_options(&r->cfg);
+  printf(" \"layout\": ");
+  json_layout(r);
+  printf("}\n");
+}
+
+static void json_all(const opts_t *o, const zeroc_plan_result_t *v, size_t n, int64_t G) {
+  size_t shown_n = o->top && (size_t)o->top < n ? (size_t)o->top : n;
+  printf("{");
+  json_model(&o->cfg.model);
+  printf(",\n ");
+  json_options(&o->cfg);
+  printf(" \"gpus\": %d, \"global_batch\": %lld, \"fitting\": %zu, \"layouts\": [", o->cfg.gpus,
+         (long long)G, n);
+  for (size_t i = 0; i < shown_n; i++) {
+    printf(i ? ",\n  " : "\n  ");
+    json_layout(&v[i]);
+  }
+  printf("]}\n");
+}
+
+/* ---- the command ----------------------------------------------------------------- */
+
+int zeroc_cmd_plan(int argc, char **argv) {
+  opts_t o;
+  const zeroc_plan_config_t dflt = ZEROC_PLAN_CONFIG_INIT;
+  memset(&o, 0, sizeof o);
+  o.cfg = dflt;
+  o.model = "tiny";
+  o.layers = o.hidden = o.heads = o.vocab = o.seq = o.batch = -1;
+  o.top = 20;
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    }
+  int rc = parse(argc, argv, &o);
+  if (!rc) rc = resolve(&o);
+  if (rc) return rc;
+
+  if (!o.all) {
+    zeroc_plan_result_t r;
+    zeroc_result_t res = zeroc_plan_compute(&o.cfg, &r);
+    if (res != ZEROC_OK) {
+      fprintf(stderr, "zeroc plan: %s\n", zeroc_last_error(NULL));
+      return res == ZEROC_ERR_INVALID_ARG ? 2 : 1;
+    }
+    if (o.json)
+      json_single(&r);
+    else
+      print_single(&r);
+    return 0;
+  }
+  zeroc_plan_result_t *v = NULL;
+  size_t n = 0;
+  int64_t G = o.global_batch ? o.global_batch : (int64_t)o.cfg.model.batch * o.cfg.gpus;
+  zeroc_result_t res = zeroc_plan_search(&o.cfg, G, &v, &n);
+  if (res != ZEROC_OK) {
+    fprintf(stderr, "zeroc plan: %s\n", zeroc_last_error(NULL));
+    return res == ZEROC_ERR_INVALID_ARG ? 2 : 1;
+  }
+  if (o.json)
+    json_all(&o, v, n, G);
+  else
+    print_all(&o, v, n, G);
+  zeroc_plan_free(v);
+  return 0;
+}

@@ -1,0 +1,216 @@
+/*
+ * zeroc/plan.h - the planner: parameters, FLOPs, per-rank memory and an
+ * estimated step time of the built-in GPT on a layout (ZeRO stage, HSDP, TP,
+ * PP, offload), and the search over every sensible layout of a cluster.
+ * Pure arithmetic: no MPI, no device. docs/plan.md states every formula.
+ */
+#ifndef ZEROC_PLAN_H
+#define ZEROC_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/ctx.h" /* ZEROC_CONFIG_MAGIC */
+#include "zeroc/gpt.h"
+#include "zeroc/result.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum zeroc_recompute {
+  ZEROC_RECOMPUTE_NONE = 0, /* keep every saved activation */
+  ZEROC_RECOMPUTE_FULL = 1, /* keep only each layer's input; rerun the forward in backward */
+} zeroc_recompute_t;
+
+typedef enum zeroc_offload {
+  ZEROC_OFFLOAD_NONE = 0,
+  ZEROC_OFFLOAD_CPU = 1,  /* pinned host memory */
+  ZEROC_OFFLOAD_NVME = 2, /* files on NVMe (io_uring) */
+} zeroc_offload_t;
+
+typedef enum zeroc_act_model {
+  ZEROC_ACT_ZEROC = 0,    /* the tensors zeroc's kernels save (zeroc_plan_act_zeroc) */
+  ZEROC_ACT_MEGATRON = 1, /* Korthikanti et al. 2022 (zeroc_plan_act_megatron) */
+} zeroc_act_model_t;
+
+/*
+ * What to plan. Initialise with ZEROC_PLAN_CONFIG_INIT, then set fields; an
+ * uninitialised struct is rejected. The mesh is the engine's
+ * [pp][hsdp][dp/hsdp][tp] with dp = gpus / (tp x pp).
+ */
+typedef struct zeroc_plan_config {
+  size_t size;              /* sizeof(zeroc_plan_config_t), set by the initializer */
+  uint32_t magic;           /* ZEROC_CONFIG_MAGIC */
+  zeroc_gpt_config_t model; /* the shape; model.batch is the micro-batch per dp rank */
+  int gpus;                 /* world size N */
+  int zero;                 /* ZeRO stage 0..3 (0 or 1 with pp > 1) */
+  int tp, pp;               /* tensor- and pipeline-parallel sizes */
+  int hsdp;                 /* replica count R (divides dp); shards span dp / R ranks */
+  int microbatches;         /* micro-batches per step (PP's m, else grad accumulation); 0: pp */
+  int param_bytes;          /* bytes of a parameter and of a gradient: 2 (bf16) or 4 (fp32) */
+  int act_bytes;            /* bytes of an activation element; 0: param_bytes */
+  zeroc_recompute_t recompute;
+  int sequence_parallel;             /* 1: LayerNorm/residual activations split over tp as well */
+  zeroc_offload_t offload_optimizer; /* master + Adam m, v off the device */
+  zeroc_offload_t offload_params;    /* the parameter shard off the device (ZeRO-3 only) */
+  int prefetch; /* ZeRO-3 gathers in flight ahead of compute (engine default 2) */
+  zeroc_act_model_t act_model;
+  int flash_attention;  /* zeroc model: 1 saves no (B, NH, T, T) scores */
+  double gpu_mem_gib;   /* device memory per GPU in GiB; 0: fits is always 1 */
+  double workspace_mib; /* fixed per-rank workspace (GEMM library, kernels) in MiB */
+  /* The cluster, for the step-time estimate (docs/plan.md, "Step time"). */
+  int gpus_per_node;
+  double peak_tflops;                /* dense bf16 peak per GPU, 1e12 FLOP/s */
+  double mfu;                        /* achieved fraction of peak on the FLOPs executed, (0, 1] */
+  double bw_intra_gbs;               /* per-GPU link bandwidth inside a node, 1e9 B/s */
+  double bw_inter_gbs;               /* per-GPU bandwidth across nodes, 1e9 B/s */
+  double lat_intra_us, lat_inter_us; /* per ring step */
+  double bw_pcie_gbs;                /* device <-> host per GPU (offload to cpu) */
+  double bw_nvme_gbs;                /* NVMe read or write per GPU (offload to nvme) */
+} zeroc_plan_config_t;
+
+/* gpt2-124m on 1 GPU, ZeRO-3, bf16, no recompute, zeroc activation model with
+ * flash attention, 80 GiB GPUs, 64 MiB workspace; 8 GPUs per node at 989
+ * TFLOP/s and MFU 0.5, 300 GB/s / 10 us inside a node, 25 GB/s / 20 us across,
+ * PCIe 25 GB/s, NVMe 3 GB/s per GPU. */
+#define ZEROC_PLAN_CONFIG_INIT                                                                     \
+  {                                                                                                \
+    sizeof(zeroc_plan_config_t), ZEROC_CONFIG_MAGIC, {12, 768, 12, 50257, 1024, 4},                \
+        /* gpus zero tp pp hsdp microbatches param_bytes act_bytes */ 1, 3, 1, 1, 1, 0, 2, 0,      \
+        ZEROC_RECOMPUTE_NONE, 0, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, 2, ZEROC_ACT_ZEROC, 1,    \
+        /* gpu_mem_gib workspace_mib */ 80.0, 64.0,                                                \
+        /* gpus_per_node peak mfu bw lat pcie nvme */ 8, 989.0, 0.5, 300.0, 25.0, 10.0, 20.0,      \
+        25.0, 3.0                                                                                  \
+  }
+
+/* Bytes per rank on the device, by the memory accountant's tags. */
+typedef struct zeroc_plan_memory {
+  double params;      /* compute-dtype parameters (full or a shard) */
+  double grads;       /* gradients (full or a shard) */
+  double optimizer;   /* fp32 master + Adam m + v */
+  double activations; /* saved for backward, all micro-batches in flight */
+  double buffers;     /* ZeRO-2/3 gather/prefetch and full-gradient buffers */
+  double workspace;   /* backward scratch and the fixed workspace */
+  double total;       /* the sum of the above */
+} zeroc_plan_memory_t;
+
+/* Estimated seconds per optimizer step (docs/plan.md, "Step time"). */
+typedef struct zeroc_plan_time {
+  double compute; /* executed FLOPs / (gpus x mfu x peak) */
+  double bubble;  /* pipeline fill and drain: (pp - 1) / m of compute */
+  double tp;      /* tensor-parallel all-reduces (not overlapped) */
+  double pp;      /* stage-to-stage sends (not overlapped) */
+  double dp;      /* ZeRO collectives, the part compute does not hide */
+  double offload; /* PCIe / NVMe traffic of offload (not overlapped) */
+  double total;
+} zeroc_plan_time_t;
+
+typedef struct zeroc_plan_result {
+  zeroc_plan_config_t cfg; /* the layout as planned (microbatches, act_bytes resolved) */
+  uint64_t params;         /* parameters of the whole model */
+  double params_rank;      /* parameters one rank of the reported stage holds before ZeRO */
+  int dp, shard;           /* data-parallel size; ZeRO shard group size dp / hsdp */
+  int stage;               /* the pp stage reported: the one needing the most device memory */
+  int64_t global_batch;    /* sequences per step: batch x microbatches x dp */
+  double tokens_per_step;
+  double flops_per_step; /* Megatron's formula: 96 (recompute) or 72 (none) form */
+  double flops_per_token;
+  zeroc_plan_memory_t device; /* per rank, the reported stage */
+  double host_bytes;          /* per rank, offloaded to pinned host memory */
+  double nvme_bytes;          /* per rank, offloaded to NVMe */
+  double gpu_mem_bytes;       /* cfg.gpu_mem_gib in bytes */
+  int fits;                   /* device.total <= gpu_mem_bytes */
+  zeroc_plan_time_t time;
+} zeroc_plan_result_t;
+
+/*
+ * Plans one layout.
+ *   cfg: an initialised config; out: receives the plan.
+ * Returns ZEROC_ERR_INVALID_ARG, naming the field, the value and what is
+ * accepted, for a bad shape or a layout that does not divide (tp x pp must
+ * divide gpus, pp the layers, tp the heads, hsdp the dp size), ZeRO-2/3 with
+ * pp > 1, hsdp > 1 with ZeRO-0, offload_params without ZeRO-3.
+ */
+zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg, zeroc_plan_result_t *out);
+
+/*
+ * Plans every sensible layout of cfg->gpus GPUs for a global batch of
+ * `global_batch` sequences (0: cfg->model.batch x cfg->gpus) and keeps those
+ * that fit cfg->gpu_mem_gib, fastest first (ties: less memory first).
+ * Layouts: tp dividing gpus_per_node, at most 8 and dividing the heads; pp
+ * dividing the layers; dp the rest (dividing global_batch); ZeRO 0-3 with
+ * pp == 1, 0-1 with pp > 1; hsdp replica counts dividing dp; for each, the
+ * micro-batch count m (dividing global_batch / dp) with the shortest step.
+ * cfg's model, dtype, recompute, sequence parallelism, offload, activation
+ * model and cluster apply to every layout; its zero, tp, pp, hsdp and
+ * microbatches are ignored. With offload_params only ZeRO-3 is considered.
+ *   list: receives a malloc'd array (NULL when count is 0), freed with
+ *   zeroc_plan_free; count: receives its length.
+ * Returns ZEROC_ERR_INVALID_ARG for a bad config or a global batch outside
+ * 1 .. 2^24, ZEROC_ERR_NOMEM.
+ */
+zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_batch,
+                                 zeroc_plan_result_t **list, size_t *count);
+
+/* Frees a list from zeroc_plan_search; zeroc_plan_free(NULL) does nothing. */
+void zeroc_plan_free(zeroc_plan_result_t *list);
+
+/*
+ * Model-state bytes per rank (the ZeRO paper's model, Rajbhandari et al. 2020,
+ * section 5): fp32 master + Adam m, v (12 bytes per parameter), parameters and
+ * gradients of `param_bytes` each; stage 0: (2 pb + 12) psi, 1: 2 pb psi +
+ * 12 psi / nd, 2: pb psi + (pb + 12) psi / nd, 3: (2 pb + 12) psi / nd.
+ *   psi: parameters (>= 0); zero: 0..3; shard: Nd >= 1; param_bytes: 2 or 4.
+ *   out: params, grads, optimizer and total are set, the rest zeroed.
+ * Returns ZEROC_ERR_INVALID_ARG for a value out of range.
+ */
+zeroc_result_t zeroc_plan_model_states(double psi, int zero, int shard, int param_bytes,
+                                       zeroc_plan_memory_t *out);
+
+/*
+ * Megatron's training FLOPs per step (Narayanan et al. 2021, section 5.1) for
+ * `sequences` sequences of model->seq tokens:
+ *   full recompute: 96 B s l h^2 (1 + s/(6h) + V/(16 l h))
+ *   none:           72 B s l h^2 (1 + s/(6h) + V/(12 l h))
+ * (the second drops the recomputed forward of the transformer layers; the
+ * logit layer's 6 B s h V is the same in both). model->batch is not used.
+ */
+double zeroc_plan_flops_megatron(const zeroc_gpt_config_t *model, double sequences,
+                                 zeroc_recompute_t recompute);
+
+/* The formula zeroc_plan_flops_megatron uses, as text. */
+const char *zeroc_plan_flops_formula(zeroc_recompute_t recompute);
+
+/*
+ * Activation bytes one transformer layer saves for backward, per micro-batch,
+ * per TP rank, with 16-bit activations (Korthikanti et al. 2022, "Reducing
+ * Activation Recomputation in Large Transformer Models", section 4):
+ *   tp 1:                    s b h (34 + 5 a s / h)
+ *   tp t:                    s b h (10 + 24/t + 5 a s / (h t))
+ *   tp t + sequence parallel: s b h (34/t + 5 a s / (h t))
+ *   full recompute:          2 s b h (the layer input; / t with sequence parallel)
+ * s seq, b micro-batch, h hidden, a heads, t tp (>= 1).
+ */
+double zeroc_plan_act_megatron(double s, double b, double h, double a, int t, int sequence_parallel,
+                               zeroc_recompute_t recompute);
+
+/*
+ * Activation bytes one transformer layer saves in zeroc's kernels (no dropout,
+ * fused ops), per micro-batch and TP rank, with `bytes` per element (e) and
+ * N = s b tokens, r = t with sequence parallelism else 1:
+ *   4 e N h / r     LayerNorm 1 and 2 inputs and outputs
+ *   12 e N h / t    qkv (3h), attention output (h), MLP pre- and post-GELU (4h each)
+ *   16 N / r        LayerNorm mean and rstd (fp32)
+ *   flash: 4 b a s / t    attention log-sum-exp (fp32)
+ *   else:  e b a s^2 / t  attention probabilities
+ *   full recompute: e N h / r (the layer input only)
+ * docs/plan.md lists the assumptions; calibrated later against the engine.
+ */
+double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t, int sequence_parallel,
+                            zeroc_recompute_t recompute, int bytes, int flash_attention);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,380 @@
+/*
+ * plan/plan.c - the planner's arithmetic: parameters per rank, Megatron FLOPs,
+ * ZeRO model states, activations (Korthikanti's model and zeroc's own), and
+ * the step-time estimate of one layout. docs/plan.md gives the reasoning.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "plan/plan_internal.h"
+#include "zeroc/plan.h"
+
+#define GIB 1073741824.0
+#define MIB 1048576.0
+
+/* ---- formulas ------------------------------------------------------------------ */
+
+double zeroc_plan_flops_megatron(const zeroc_gpt_config_t *m, double B, zeroc_recompute_t rc) {
+  double s = m->seq, l = m->layers, h = m->hidden, V = m->vocab;
+  /* Per layer, one forward pass is 24 B s h^2 + 4 B s^2 h; backward is twice
+   * that; full recompute adds one more forward of the layers (not the logits).
+   * The logit layer is 2 B s h V forward, 6 B s h V in all. */
+  double passes = rc == ZEROC_RECOMPUTE_FULL ? 4.0 : 3.0;
+  return passes * (24.0 * B * s * l * h * h + 4.0 * B * s * s * l * h) + 6.0 * B * s * h * V;
+}
+
+const char *zeroc_plan_flops_formula(zeroc_recompute_t rc) {
+  return rc == ZEROC_RECOMPUTE_FULL ? "96 B s l h^2 (1 + s/(6h) + V/(16 l h)), full recompute"
+                                    : "72 B s l h^2 (1 + s/(6h) + V/(12 l h)), no recompute";
+}
+
+zeroc_result_t zeroc_plan_model_states(double psi, int zero, int shard, int pb,
+                                       zeroc_plan_memory_t *out) {
+  if (!out || !(psi >= 0) || zero < 0 || zero > 3 || shard < 1 || (pb != 2 && pb != 4))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_plan_model_states(psi %g, zero %d, shard %d, param_bytes %d, out %p): "
+                      "accepted psi >= 0, zero 0..3, shard >= 1, param_bytes 2 or 4, out not NULL",
+                      psi, zero, shard, pb, (void *)out);
+  memset(out, 0, sizeof *out);
+  double nd = shard;
+  /* Master, m and v are fp32 whatever the compute dtype: 12 bytes. */
+  out->params = zero >= 3 ? pb * psi / nd : pb * psi;
+  out->grads = zero >= 2 ? pb * psi / nd : pb * psi;
+  out->optimizer = zero >= 1 ? 12.0 * psi / nd : 12.0 * psi;
+  out->total = out->params + out->grads + out->optimizer;
+  return ZEROC_OK;
+}
+
+double zeroc_plan_act_megatron(double s, double b, double h, double a, int t, int sp,
+                               zeroc_recompute_t rc) {
+  double sbh = s * b * h;
+  if (rc == ZEROC_RECOMPUTE_FULL) return 2.0 * sbh / (sp && t > 1 ? t : 1);
+  if (t <= 1) return sbh * (34.0 + 5.0 * a * s / h);
+  if (sp) return sbh * (34.0 / t + 5.0 * a * s / (h * t));
+  return sbh * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
+}
+
+double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t, int sp,
+                            zeroc_recompute_t rc, int e, int flash) {
+  double n = s * b, r = sp && t > 1 ? t : 1;
+  if (rc == ZEROC_RECOMPUTE_FULL) return e * n * h / r;
+  double x = 4.0 * e * n * h / r    /* ln_1 in/out, ln_2 in/out (B,T,C) */
+             + 12.0 * e * n * h / t /* qkv (B,T,3C), atty (B,T,C), fch, fch_gelu (B,T,4C) */
+             + 16.0 * n / r;        /* mean, rstd of both LayerNorms, fp32 (B,T) */
+  if (flash)
+    x += 4.0 * b * a * s / t; /* lse (B,NH,T) fp32 */
+  else
+    x += e * b * a * s * s / t; /* softmax probabilities (B,NH,T,T) */
+  return x;
+}
+
+/* ---- the config ---------------------------------------------------------------- */
+
+zeroc_result_t zeroc__plan_read_config(const zeroc_plan_config_t *in, zeroc_plan_config_t *out) {
+  const zeroc_plan_config_t dflt = ZEROC_PLAN_CONFIG_INIT;
+  *out = dflt;
+  if (!in || in->magic != ZEROC_CONFIG_MAGIC || in->size < offsetof(zeroc_plan_config_t, gpus) ||
+      in->size > 65536)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_plan_config_t was not initialised with ZEROC_PLAN_CONFIG_INIT "
+                      "(size %zu, magic 0x%x)",
+                      in ? in->size : 0, in ? in->magic : 0);
+  /* An older, smaller struct keeps the defaults for the fields it lacks. */
+  memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
+  out->size = sizeof *out;
+  if (out->act_bytes == 0) out->act_bytes = out->param_bytes;
+  return ZEROC_OK;
+}
+
+/* The shape and the cluster: everything a search keeps fixed. */
+zeroc_result_t zeroc__plan_check_common(const zeroc_plan_config_t *c) {
+  const zeroc_gpt_config_t *m = &c->model;
+  if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->vocab < 2 || m->seq < 1 || m->batch < 1)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "model layers %d hidden %d heads %d vocab %d seq %d batch %d: each must be "
+                      ">= 1 (vocab >= 2)",
+                      m->layers, m->hidden, m->heads, m->vocab, m->seq, m->batch);
+  if (m->hidden % m->heads)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "model heads %d must divide hidden %d", m->heads,
+                      m->hidden);
+  if (c->gpus < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpus %d: accepted >= 1", c->gpus);
+  if (c->param_bytes != 2 && c->param_bytes != 4)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "param_bytes %d: accepted 2 (bf16) or 4 (fp32)",
+                      c->param_bytes);
+  if (c->act_bytes != 2 && c->act_bytes != 4)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "act_bytes %d: accepted 0 (= param_bytes), 2 or 4",
+                      c->act_bytes);
+  if ((unsigned)c->recompute > ZEROC_RECOMPUTE_FULL)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "recompute %d: accepted 0 (none) or 1 (full)",
+                      (int)c->recompute);
+  if ((unsigned)c->offload_optimizer > ZEROC_OFFLOAD_NVME ||
+      (unsigned)c->offload_params > ZEROC_OFFLOAD_NVME)
+    return ZEROC_FAIL(
+        ZEROC_ERR_INVALID_ARG,
+        "offload_optimizer %d, offload_params %d: accepted 0 (none), 1 (cpu), 2 (nvme)",
+        (int)c->offload_optimizer, (int)c->offload_params);
+  if ((unsigned)c->act_model > ZEROC_ACT_MEGATRON)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "act_model %d: accepted 0 (zeroc) or 1 (megatron)",
+                      (int)c->act_model);
+  if (c->prefetch < 0 || c->prefetch > 64)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "prefetch %d: accepted 0..64", c->prefetch);
+  if (!(c->gpu_mem_gib >= 0) || !(c->workspace_mib >= 0))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpu_mem_gib %g, workspace_mib %g: accepted >= 0",
+                      c->gpu_mem_gib, c->workspace_mib);
+  if (c->gpus_per_node < 1)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpus_per_node %d: accepted >= 1", c->gpus_per_node);
+  if (!(c->mfu > 0 && c->mfu <= 1))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "mfu %g: accepted 0 < mfu <= 1", c->mfu);
+  if (!(c->peak_tflops > 0) || !(c->bw_intra_gbs > 0) || !(c->bw_inter_gbs > 0) ||
+      !(c->bw_pcie_gbs > 0) || !(c->bw_nvme_gbs > 0))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "peak_tflops %g, bw_intra_gbs %g, bw_inter_gbs %g, bw_pcie_gbs %g, "
+                      "bw_nvme_gbs %g: each must be > 0",
+                      c->peak_tflops, c->bw_intra_gbs, c->bw_inter_gbs, c->bw_pcie_gbs,
+                      c->bw_nvme_gbs);
+  if (!(c->lat_intra_us >= 0) || !(c->lat_inter_us >= 0))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "lat_intra_us %g, lat_inter_us %g: accepted >= 0",
+                      c->lat_intra_us, c->lat_inter_us);
+  return ZEROC_OK;
+}
+
+/* The layout: what a search varies. */
+zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
+  const zeroc_gpt_config_t *m = &c->model;
+  if (c->zero < 0 || c->zero > 3)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zero %d: accepted 0, 1, 2, 3", c->zero);
+  if (c->tp < 1 || c->pp < 1 || c->hsdp < 1 || c->microbatches < 1)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "tp %d, pp %d, hsdp %d, microbatches %d: each must be >= 1", c->tp, c->pp,
+                      c->hsdp, c->microbatches);
+  if (c->gpus % ((int64_t)c->tp * c->pp))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d x pp %d must divide gpus %d", c->tp, c->pp,
+                      c->gpus);
+  if (m->layers % c->pp)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "pp %d must divide the layers %d", c->pp, m->layers);
+  if (m->heads % c->tp)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d must divide the heads %d", c->tp, m->heads);
+  int dp = c->gpus / (c->tp * c->pp);
+  if (dp % c->hsdp)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "hsdp %d must divide dp %d (= gpus %d / (tp x pp))",
+                      c->hsdp, dp, c->gpus);
+  if (c->pp > 1 && c->zero > 1)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zero %d with pp %d: with pipeline parallelism accepted zero 0 or 1", c->zero,
+                      c->pp);
+  if (c->hsdp > 1 && c->zero == 0)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "hsdp %d with zero 0: hsdp needs zero 1, 2 or 3",
+                      c->hsdp);
+  if (c->offload_params != ZEROC_OFFLOAD_NONE && c->zero != 3)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "offload_params with zero %d: accepted only zero 3",
+                      c->zero);
+  return ZEROC_OK;
+}
+
+/* ---- one layout ------------------------------------------------------------------ */
+
+/* What one pipeline stage holds on one TP rank. */
+typedef struct stage {
+  double params;   /* parameters before ZeRO sharding */
+  double unit_max; /* the largest unit (flat parameter), for ZeRO-3/2 buffers */
+  int inflight;    /* micro-batches whose activations are alive at once */
+  int output;      /* 1: holds the final LayerNorm, the logits and the loss */
+} stage_t;
+
+static void stages(const zeroc_plan_config_t *c, stage_t *first, stage_t *last) {
+  double C = c->model.hidden, T = c->model.seq, L = c->model.layers, t = c->tp, p = c->pp;
+  double Vt = ceil((double)c->model.vocab / t); /* vocab-parallel rows per TP rank */
+  /* A block on one TP rank: qkv and fc (column-parallel) and attention-proj and
+   * MLP-proj weights (row-parallel) are split; the row-parallel biases (2C) and
+   * both LayerNorms (4C) are replicated: (12 C^2 + 7 C) / t + 6 C. */
+  double block = (12.0 * C * C + 7.0 * C) / t + 6.0 * C;
+  double emb = Vt * C + T * C; /* wte split over the vocabulary, wpe replicated */
+  first->params = emb + (L / p) * block + (p == 1 ? 2.0 * C : 0.0);
+  first->unit_max = fmax(emb, block);
+  first->inflight = c->pp == 1 ? 1 : (c->microbatches < c->pp ? c->microbatches : c->pp);
+  first->output = c->pp == 1;
+  /* The last stage holds its own copy of wte for the tied head (its gradient is
+   * all-reduced with the first stage's) and ln_f. */
+  last->params = (L / p) * block + Vt * C + 2.0 * C;
+  last->unit_max = fmax(block, Vt * C + 2.0 * C);
+  last->inflight = 1;
+  last->output = 1;
+}
+
+/* Device bytes of one stage; host and NVMe bytes of its offloaded state. */
+static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const stage_t *st,
+                                   zeroc_plan_memory_t *mem, double *host, double *nvme) {
+  const zeroc_gpt_config_t *m = &c->model;
+  double s = m->seq, b = m->batch, C = m->hidden, a = m->heads, n = s * b;
+  double Vt = ceil((double)m->vocab / c->tp);
+  int t = c->tp, sp = c->sequence_parallel && t > 1, e = c->act_bytes, pb = c->param_bytes;
+  int nd = c->zero == 0 ? 1 : dp / c->hsdp;
+  ZEROC_CHECK(zeroc_plan_model_states(st->params, c->zero, nd, pb, mem));
+  *host = *nvme = 0;
+  double opt = mem->optimizer;
+  if (c->offload_optimizer == ZEROC_OFFLOAD_CPU) *host += opt;
+  if (c->offload_optimizer == ZEROC_OFFLOAD_NVME) *nvme += opt;
+  if (c->offload_optimizer != ZEROC_OFFLOAD_NONE) mem->optimizer = 0;
+  if (c->offload_params == ZEROC_OFFLOAD_CPU) *host += mem->params;
+  if (c->offload_params == ZEROC_OFFLOAD_NVME) *nvme += mem->params;
+  if (c->offload_params != ZEROC_OFFLOAD_NONE) mem->params = 0;
+
+  /* ZeRO-3: prefetch + 1 gathered units in flight plus one unit of full grads;
+   * ZeRO-2: the full grads of the unit in backward, before its reduce-scatter. */
+  if (c->zero == 3) mem->buffers = (c->prefetch + 1.0) * st->unit_max * pb + st->unit_max * pb;
+  if (c->zero == 2) mem->buffers = st->unit_max * pb;
+
+  double layer, layer_full;
+  if (c->act_model == ZEROC_ACT_MEGATRON) {
+    /* Korthikanti's counts are for 16-bit activations; scaled for fp32. */
+    layer = zeroc_plan_act_megatron(s, b, C, a, t, sp, c->recompute) * e / 2.0;
+    layer_full = zeroc_plan_act_megatron(s, b, C, a, t, sp, ZEROC_RECOMPUTE_NONE) * e / 2.0;
+  } else {
+    layer = zeroc_plan_act_zeroc(s, b, C, a, t, sp, c->recompute, e, c->flash_attention);
+    layer_full =
+        zeroc_plan_act_zeroc(s, b, C, a, t, sp, ZEROC_RECOMPUTE_NONE, e, c->flash_attention);
+  }
+  double act = (double)st->inflight * (m->layers / c->pp) * layer;
+  /* With recompute, the layer being back-propagated is rebuilt in full. */
+  if (c->recompute == ZEROC_RECOMPUTE_FULL) act += layer_full;
+  if (st->output) {
+    double r = sp ? t : 1;
+    /* ln_f input and output (B,T,C), its mean/rstd, the logits (B,T,V/t)
+     * (the fused cross-entropy overwrites them with their gradient) and the
+     * per-token losses (B,T) fp32. */
+    act += 2.0 * e * n * C / r + 8.0 * n / r + e * n * Vt + 4.0 * n;
+  }
+  mem->activations = act;
+  /* Backward scratch: the residual gradient in and out (B,T,C) and the largest
+   * intermediate gradient (B,T,4C/t), plus the fixed workspace. */
+  mem->workspace = e * n * (2.0 * C + 4.0 * C / t) + c->workspace_mib * MIB;
+  mem->total =
+      mem->params + mem->grads + mem->optimizer + mem->activations + mem->buffers + mem->workspace;
+  return ZEROC_OK;
+}
+
+/* Bandwidth (B/s) and per-step latency (s) of a group of ranks spread over
+ * `span` consecutive world ranks: inside a node when it fits in one. */
+static void link_of(const zeroc_plan_config_t *c, int64_t span, double *bw, double *lat) {
+  int intra = span <= c->gpus_per_node;
+  *bw = (intra ? c->bw_intra_gbs : c->bw_inter_gbs) * 1e9;
+  *lat = (intra ? c->lat_intra_us : c->lat_inter_us) * 1e-6;
+}
+
+/* A ring all-gather or reduce-scatter whose full buffer is `bytes`, over n ranks:
+ * n-1 steps, each rank sending (n-1)/n of the buffer. */
+static double ring(double bytes, int n, double bw, double lat) {
+  if (n <= 1) return 0;
+  return (n - 1) * lat + (double)(n - 1) / n * bytes / bw;
+}
+
+static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double flops,
+                      zeroc_plan_time_t *tm) {
+  const zeroc_gpt_config_t *m = &c->model;
+  int t = c->tp, p = c->pp, mb = c->microbatches, R = c->hsdp, nd = dp / R;
+  double e = c->act_bytes, pb = c->param_bytes, bw, lat;
+  memset(tm, 0, sizeof *tm);
+  tm->compute = flops / ((double)c->gpus * c->mfu * c->peak_tflops * 1e12);
+  if (p > 1) tm->bubble = tm->compute * (p - 1) / mb;
+  double x = (double)m->seq * m->batch * m->hidden * e; /* one (B,T,C) activation */
+  if (t > 1) {
+    /* 2 all-reduces forward, 2 backward per layer (Megatron), 2 more for the
+     * recomputed forward; sequence parallelism swaps each for an all-gather
+     * plus a reduce-scatter of the same volume. */
+    link_of(c, t, &bw, &lat);
+    double k = c->recompute == ZEROC_RECOMPUTE_FULL ? 6 : 4;
+    tm->tp = (double)mb * (m->layers / p) * k * 2.0 * ring(x, t, bw, lat);
+  }
+  if (p > 1) {
+    /* Activation forward and gradient backward per micro-batch per stage; the
+     * slowest boundary sets the pace, across nodes if the mesh spans nodes. */
+    link_of(c, c->gpus, &bw, &lat);
+    double xb = c->sequence_parallel && t > 1 ? x / t : x;
+    tm->pp = 2.0 * mb * (lat + xb / bw);
+  }
+  if (dp > 1) {
+    double full = psi * pb, hide = 0, ovl = 0, post = 0, bw_r, lat_r, hs = 0;
+    link_of(c, (int64_t)t * nd, &bw, &lat);
+    link_of(c, (int64_t)t * dp, &bw_r, &lat_r);
+    double rs = ring(full, nd, bw, lat), ag = ring(full, nd, bw, lat);
+    if (R > 1) hs = 2.0 * ring(full / nd, R, bw_r, lat_r); /* all-reduce of the grad shard */
+    switch (c->zero) {
+    case 0: /* all-reduce of the full grads during the last micro-step's backward */
+      ovl = 2.0 * ring(full, dp, bw_r, lat_r);
+      hide = tm->compute * 2.0 / 3.0 / mb;
+      break;
+    case 1: /* full grads persist: one reduce-scatter at the end, gather after the step */
+      ovl = rs + hs;
+      hide = tm->compute * 2.0 / 3.0 / mb;
+      post = ag;
+      break;
+    case 2: /* a reduce-scatter per unit in every micro-step's backward */
+      ovl = mb * rs + hs;
+      hide = tm->compute * 2.0 / 3.0;
+      post = ag;
+      break;
+    default: /* gathers forward and backward, reduce-scatter, per micro-step */
+      ovl = mb * (2.0 * ag + rs) + hs;
+      hide = tm->compute;
+      break;
+    }
+    tm->dp = fmax(0.0, ovl - hide) + post;
+  }
+  double shard = psi / (c->zero == 0 ? 1 : nd), pcie = c->bw_pcie_gbs * 1e9,
+         nvme = c->bw_nvme_gbs * 1e9;
+  if (c->offload_optimizer != ZEROC_OFFLOAD_NONE) {
+    tm->offload += 2.0 * pb * shard / pcie; /* grad shard down, updated params up */
+    if (c->offload_optimizer == ZEROC_OFFLOAD_NVME) tm->offload += 24.0 * shard / nvme;
+  }
+  if (c->offload_params != ZEROC_OFFLOAD_NONE) {
+    tm->offload += 2.0 * mb * pb * shard / pcie; /* each gather reads the shard from host */
+    if (c->offload_params == ZEROC_OFFLOAD_NVME)
+      tm->offload += (2.0 * mb + 1.0) * pb * shard / nvme;
+  }
+  tm->total = tm->compute + tm->bubble + tm->tp + tm->pp + tm->dp + tm->offload;
+}
+
+zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_result_t *out) {
+  memset(out, 0, sizeof *out);
+  out->cfg = *c;
+  out->params = zeroc_gpt_num_params(&c->model);
+  out->dp = c->gpus / (c->tp * c->pp);
+  out->shard = c->zero == 0 ? 1 : out->dp / c->hsdp;
+  out->global_batch = (int64_t)c->model.batch * c->microbatches * out->dp;
+  out->tokens_per_step = (double)out->global_batch * c->model.seq;
+  out->flops_per_step =
+      zeroc_plan_flops_megatron(&c->model, (double)out->global_batch, c->recompute);
+  out->flops_per_token = out->flops_per_step / out->tokens_per_step;
+
+  stage_t st[2];
+  zeroc_plan_memory_t mem[2];
+  double host[2], nvme[2];
+  stages(c, &st[0], &st[1]);
+  int nst = c->pp > 1 ? 2 : 1;
+  for (int i = 0; i < nst; i++)
+    ZEROC_CHECK(stage_memory(c, out->dp, &st[i], &mem[i], &host[i], &nvme[i]));
+  int w = nst == 2 && mem[1].total > mem[0].total;
+  out->stage = w ? c->pp - 1 : 0;
+  out->params_rank = st[w].params;
+  out->device = mem[w];
+  out->host_bytes = host[w];
+  out->nvme_bytes = nvme[w];
+  out->gpu_mem_bytes = c->gpu_mem_gib * GIB;
+  out->fits = c->gpu_mem_gib == 0 || out->device.total <= out->gpu_mem_bytes;
+  /* Collectives move the larger stage's parameters: it sets the pace. */
+  double psi = nst == 2 ? fmax(st[0].params, st[1].params) : st[0].params;
+  step_time(c, out->dp, psi, out->flops_per_step, &out->time);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg, zeroc_plan_result_t *out) {
+  zeroc_plan_config_t c;
+  if (!out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_plan_compute: out is NULL");
+  ZEROC_CHECK(zeroc__plan_read_config(cfg, &c));
+  if (c.microbatches == 0) c.microbatches = c.pp;
+  ZEROC_CHECK(zeroc__plan_check_common(&c));
+  ZEROC_CHECK(zeroc__plan_check_layout(&c));
+  return zeroc__plan_layout(&c, out);
+}

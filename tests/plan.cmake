@@ -1,0 +1,13 @@
+# The planner (zeroc plan): library checks, then the command itself.
+zeroc_test(NAME test_plan SOURCES test_plan.c LABELS unit)
+
+# The built command: bad values exit 2 naming the flag, good ones print the plan.
+add_test(NAME test_plan_cli COMMAND test_plan --cli $<TARGET_FILE:zeroc_cli>)
+set_tests_properties(test_plan_cli PROPERTIES LABELS unit TIMEOUT 120)
+add_test(NAME zeroc_plan_7b COMMAND zeroc_cli plan --layers 32 --hidden 4096 --heads 32
+  --vocab 50257 --seq 2048 --batch 1 --gpus 8 --gpu-mem 80 --zero 3)
+set_tests_properties(zeroc_plan_7b PROPERTIES LABELS unit TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "GPT 6\\.66B parameters.*ZeRO-3, shards over 8 ranks.*per token.*total +[0-9.]+ of 80 GiB: fits")
+add_test(NAME zeroc_plan_all COMMAND zeroc_cli plan --model gpt2-350m --gpus 16 --gpu-mem 24 --all --top 5)
+set_tests_properties(zeroc_plan_all PROPERTIES LABELS unit TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "layouts fit; the 5 fastest.*\n +1 +[0-9]+ +[0-9]+ ")
