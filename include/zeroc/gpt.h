@@ -13,6 +13,7 @@
 #include "zeroc/ctx.h"
 #include "zeroc/layer.h"
 #include "zeroc/result.h"
+#include "zeroc/shard.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,6 +72,9 @@ void zeroc_gpt_destroy(zeroc_gpt_t *g);
 /* The unit list to pass to zeroc_shard() (valid while `g` lives). */
 const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n);
 
+/* The model's shape. */
+const zeroc_gpt_config_t *zeroc_gpt_config(const zeroc_gpt_t *g);
+
 /* Vocabulary padded to a multiple of 64 (the rows of wte; padding rows are zero
  * and never receive gradient). */
 int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g);
@@ -80,6 +84,23 @@ uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g);
 
 /* The per-token losses of the last forward (B*T fp32, device memory). */
 const float *zeroc_gpt_losses(const zeroc_gpt_t *g);
+
+/*
+ * Writes the model's fp32 master weights as one safetensors file with Hugging
+ * Face GPT-2 names and layouts (wte.weight (V,C) without the padding rows,
+ * h.{i}.attn.c_attn.weight (C,3C) stored (in, out) as GPT-2's Conv1D does, ...).
+ * Collective over the model's world; rank 0 writes (atomically).
+ */
+zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path);
+
+/*
+ * Loads weights from such a file (extra tensors such as h.{i}.attn.bias masks
+ * are ignored) into the master weights and publishes them. Checks every
+ * tensor's presence and shape first: nothing changes on error.
+ * Collective. Returns ZEROC_ERR_IO, ZEROC_ERR_CORRUPT, ZEROC_ERR_INVALID_ARG
+ * (a missing tensor or another shape, naming it).
+ */
+zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path);
 
 #ifdef __cplusplus
 }

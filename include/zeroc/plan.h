@@ -23,12 +23,6 @@ typedef enum zeroc_recompute {
   ZEROC_RECOMPUTE_FULL = 1, /* keep only each layer's input; rerun the forward in backward */
 } zeroc_recompute_t;
 
-typedef enum zeroc_offload {
-  ZEROC_OFFLOAD_NONE = 0,
-  ZEROC_OFFLOAD_CPU = 1,  /* pinned host memory */
-  ZEROC_OFFLOAD_NVME = 2, /* files on NVMe (io_uring) */
-} zeroc_offload_t;
-
 typedef enum zeroc_act_model {
   ZEROC_ACT_ZEROC = 0,    /* the tensors zeroc's kernels save (zeroc_plan_act_zeroc) */
   ZEROC_ACT_MEGATRON = 1, /* Korthikanti et al. 2022 (zeroc_plan_act_megatron) */

@@ -31,12 +31,6 @@ extern "C" {
 
 typedef struct zeroc_model zeroc_model_t;
 
-typedef enum zeroc_offload {
-  ZEROC_OFFLOAD_NONE = 0,
-  ZEROC_OFFLOAD_CPU = 1,
-  ZEROC_OFFLOAD_NVME = 2,
-} zeroc_offload_t;
-
 typedef struct zeroc_shard_config {
   size_t size;    /* sizeof(zeroc_shard_config_t), set by the initializer */
   uint32_t magic; /* ZEROC_CONFIG_MAGIC */
@@ -125,6 +119,14 @@ int zeroc_model_num_units(const zeroc_model_t *m);
 zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit, zeroc_unit_info_t *out);
 /* Offset of parameter `p` of `unit` in the flat buffer. */
 uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p);
+/* The descriptor of parameter `p` of `unit` (as given to zeroc_shard). */
+const zeroc_param_desc_t *zeroc_model_param_desc(const zeroc_model_t *m, int unit, int p);
+
+/* Where this rank sits in the model's sharding: its shard group (rank, size)
+ * and its replica index (HSDP, or dp for stage 0); replica 0 holds the copy a
+ * checkpoint writes. */
+void zeroc_model_shard_layout(const zeroc_model_t *m, int *shard_rank, int *shard_size,
+                              int *replica);
 
 typedef enum zeroc_state_kind {
   ZEROC_STATE_MASTER = 0, /* fp32 master weights */

@@ -29,6 +29,13 @@ typedef enum zeroc_redop {
   ZEROC_REDOP_COUNT
 } zeroc_redop_t;
 
+/* Where state that does not have to live on the device is kept. */
+typedef enum zeroc_offload {
+  ZEROC_OFFLOAD_NONE = 0, /* on the device */
+  ZEROC_OFFLOAD_CPU = 1,  /* pinned host memory */
+  ZEROC_OFFLOAD_NVME = 2, /* files on NVMe (io_uring) */
+} zeroc_offload_t;
+
 /* Bytes per element of `dt` (0 for an unknown value). */
 size_t zeroc_dtype_size(zeroc_dtype_t dt);
 /* "fp32", "bf16", "int32", "fp64", "uint8", "int64"; "?" for an unknown value. */

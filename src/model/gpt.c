@@ -272,10 +272,10 @@ zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
   float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)L);
   /* init streams name each tensor of the unsplit model, so any layout draws the
    * same values */
-  g->embed_p[0] = pdesc("wte", g->Vp, C, ZEROC_INIT_CUSTOM, std, 0, 1);
+  g->embed_p[0] = pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, 0, 1);
   g->embed_p[0].init_fn = init_wte;
   g->embed_p[0].init_user = (void *)(uintptr_t)cfg->vocab;
-  g->embed_p[1] = pdesc("wpe", T, C, ZEROC_INIT_NORMAL, std, 0, 2);
+  g->embed_p[1] = pdesc("wpe.weight", T, C, ZEROC_INIT_NORMAL, std, 0, 2);
   g->head_p[0] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, ZEROC_PARAM_NO_DECAY, 3);
   g->head_p[1] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, ZEROC_PARAM_NO_DECAY, 4);
   g->block_p = calloc((size_t)L * BLOCK_PARAMS, sizeof *g->block_p);
@@ -362,5 +362,6 @@ const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n) {
 }
 
 int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g) { return g->Vp; }
+const zeroc_gpt_config_t *zeroc_gpt_config(const zeroc_gpt_t *g) { return &g->cfg; }
 uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g) { return g->act_bytes; }
 const float *zeroc_gpt_losses(const zeroc_gpt_t *g) { return g->losses; }

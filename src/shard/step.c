@@ -174,6 +174,17 @@ uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p) {
   return m->u[unit].f.p[p].off;
 }
 
+const zeroc_param_desc_t *zeroc_model_param_desc(const zeroc_model_t *m, int unit, int p) {
+  return &m->u[unit].L.params[p];
+}
+
+void zeroc_model_shard_layout(const zeroc_model_t *m, int *shard_rank, int *shard_size,
+                              int *replica) {
+  if (shard_rank) *shard_rank = m->shard_g->rank;
+  if (shard_size) *shard_size = m->shard_g->size;
+  if (replica) *replica = m->rep_g->rank;
+}
+
 static zeroc_result_t state_ptr(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float **p) {
   if (unit < 0 || unit >= m->n)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "unit %d not in [0, %d)", unit, m->n);

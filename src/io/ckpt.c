@@ -1,0 +1,507 @@
+/*
+ * io/ckpt.c - sharded checkpoints: one file per shard owner with every unit's
+ * master, Adam m and v, and rank 0's manifest with the layout and CRC-32C of
+ * each file. Staged in DIR/step_<k>.tmp, published by rename, DIR/latest
+ * replaced last. Loading re-cuts the flat shards when the shard count changed:
+ * a parameter sits at the same flat offset for every shard count, only the
+ * tail padding differs.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "comm/comm.h"
+#include "core/ctx.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/watchdog.h"
+#include "io/crc32c.h"
+#include "io/files.h"
+#include "io/json.h"
+#include "zeroc/ckpt.h"
+
+#define CHK(call) ZEROC_CHECK(call)
+#define MANIFEST_MAX (64u << 20)
+#define STATES 3 /* master, m, v */
+
+static void shard_file_name(char *buf, size_t n, const zeroc_mesh_info_t *mesh, int shard) {
+  snprintf(buf, n, "pp%02d_tp%02d_shard%05d.bin", mesh->pp_rank, mesh->tp_rank, shard);
+}
+
+/* Every rank learns each rank's (crc, bytes, written) triple. */
+static zeroc_result_t exchange_files(zeroc_ctx_t *ctx, uint64_t crc, uint64_t bytes, int wrote,
+                                     uint64_t **table) {
+  int W = zeroc_ctx_mesh(ctx)->world, me = zeroc_ctx_mesh(ctx)->rank;
+  uint64_t *t = calloc((size_t)W * 3, sizeof *t);
+  if (!t) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint file table");
+  t[me * 3 + 0] = crc;
+  t[me * 3 + 1] = bytes;
+  t[me * 3 + 2] = (uint64_t)wrote;
+  zeroc_result_t r = zeroc__allreduce_host(zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD), t,
+                                           (size_t)W * 3, ZEROC_INT64, ZEROC_SUM);
+  if (r) {
+    free(t);
+    return r;
+  }
+  *table = t;
+  return ZEROC_OK;
+}
+
+/* This rank's shard file: for each unit, S floats of master, m and v. */
+static zeroc_result_t write_shard_file(zeroc_model_t *m, const char *path, uint32_t *crc_out,
+                                       uint64_t *bytes_out) {
+  zeroc_result_t res = ZEROC_OK;
+  zeroc__afile_t f = ZEROC_AFILE_INIT;
+  float *buf = NULL;
+  uint64_t maxS = 0, bytes = 0;
+  uint32_t crc = 0;
+  int n = zeroc_model_num_units(m);
+  for (int u = 0; u < n; u++) {
+    zeroc_unit_info_t ui;
+    ZEROC_TRY(zeroc_model_unit_info(m, u, &ui));
+    if (ui.shard_numel > maxS) maxS = ui.shard_numel;
+  }
+  buf = malloc(maxS * 4 + 4);
+  if (!buf) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint staging buffer of %" PRIu64 " floats", maxS);
+    goto fail;
+  }
+  ZEROC_TRY(zeroc__afile_open(&f, path));
+  for (int u = 0; u < n; u++) {
+    zeroc_unit_info_t ui;
+    ZEROC_TRY(zeroc_model_unit_info(m, u, &ui));
+    for (int k = 0; k < STATES; k++) {
+      ZEROC_TRY(zeroc_model_get_shard(m, u, (zeroc_state_kind_t)k, buf));
+      size_t nb = ui.shard_numel * 4;
+      ZEROC_TRY(zeroc__afile_write(&f, buf, nb));
+      crc = zeroc__crc32c(crc, buf, nb);
+      bytes += nb;
+    }
+  }
+  ZEROC_TRY(zeroc__afile_commit(&f));
+  *crc_out = crc;
+  *bytes_out = bytes;
+fail:
+  zeroc__afile_abort(&f);
+  free(buf);
+  return res;
+}
+
+static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_t step,
+                                     const char *app_json, const uint64_t *table) {
+  zeroc_ctx_t *ctx = zeroc_model_ctx(m);
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  int shard_size, n = zeroc_model_num_units(m);
+  zeroc_model_shard_layout(m, NULL, &shard_size, NULL);
+  zeroc__jw_t w;
+  zeroc__jw_init(&w, 1);
+  zeroc__jw_object_begin(&w);
+  zeroc__jw_key(&w, "format");
+  zeroc__jw_string(&w, "zeroc-checkpoint");
+  zeroc__jw_key(&w, "version");
+  zeroc__jw_int(&w, 1);
+  zeroc__jw_key(&w, "step");
+  zeroc__jw_uint(&w, step);
+  zeroc__jw_key(&w, "mesh");
+  zeroc__jw_object_begin(&w);
+  const char *names[] = {"world", "tp", "pp", "dp", "dp_shard", "dp_replicate"};
+  int vals[] = {mesh->world, mesh->tp, mesh->pp, mesh->dp, mesh->dp_shard, mesh->dp_replicate};
+  for (int i = 0; i < 6; i++) {
+    zeroc__jw_key(&w, names[i]);
+    zeroc__jw_int(&w, vals[i]);
+  }
+  zeroc__jw_object_end(&w);
+  zeroc__jw_key(&w, "shard_size");
+  zeroc__jw_int(&w, shard_size);
+  zeroc__jw_key(&w, "units");
+  zeroc__jw_array_begin(&w);
+  for (int u = 0; u < n; u++) {
+    zeroc_unit_info_t ui;
+    zeroc_model_unit_info(m, u, &ui);
+    zeroc__jw_object_begin(&w);
+    zeroc__jw_key(&w, "name");
+    zeroc__jw_string(&w, ui.name ? ui.name : "");
+    zeroc__jw_key(&w, "numel");
+    zeroc__jw_uint(&w, ui.numel);
+    zeroc__jw_key(&w, "flat_numel");
+    zeroc__jw_uint(&w, ui.flat_numel);
+    zeroc__jw_key(&w, "shard_numel");
+    zeroc__jw_uint(&w, ui.shard_numel);
+    zeroc__jw_key(&w, "params");
+    zeroc__jw_array_begin(&w);
+    for (int p = 0; p < ui.nparams; p++) {
+      const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
+      zeroc__jw_object_begin(&w);
+      zeroc__jw_key(&w, "name");
+      zeroc__jw_string(&w, pd->name ? pd->name : "");
+      zeroc__jw_key(&w, "offset");
+      zeroc__jw_uint(&w, zeroc_model_param_offset(m, u, p));
+      zeroc__jw_key(&w, "numel");
+      zeroc__jw_uint(&w, zeroc_param_numel(pd));
+      zeroc__jw_object_end(&w);
+    }
+    zeroc__jw_array_end(&w);
+    zeroc__jw_object_end(&w);
+  }
+  zeroc__jw_array_end(&w);
+  zeroc__jw_key(&w, "files");
+  zeroc__jw_array_begin(&w);
+  for (int r = 0; r < mesh->world; r++) {
+    if (!table[r * 3 + 2]) continue;
+    zeroc_mesh_info_t rm;
+    zeroc_mesh_layout(mesh->world, mesh->tp, mesh->pp, mesh->dp_replicate, r, &rm);
+    int shard = shard_size == 1 ? 0 : rm.dp_shard_rank;
+    char fname[64];
+    shard_file_name(fname, sizeof fname, &rm, shard);
+    zeroc__jw_object_begin(&w);
+    zeroc__jw_key(&w, "name");
+    zeroc__jw_string(&w, fname);
+    zeroc__jw_key(&w, "pp");
+    zeroc__jw_int(&w, rm.pp_rank);
+    zeroc__jw_key(&w, "tp");
+    zeroc__jw_int(&w, rm.tp_rank);
+    zeroc__jw_key(&w, "shard");
+    zeroc__jw_int(&w, shard);
+    zeroc__jw_key(&w, "bytes");
+    zeroc__jw_uint(&w, table[r * 3 + 1]);
+    zeroc__jw_key(&w, "crc32c");
+    zeroc__jw_uint(&w, table[r * 3 + 0]);
+    zeroc__jw_object_end(&w);
+  }
+  zeroc__jw_array_end(&w);
+  zeroc__jw_key(&w, "app");
+  zeroc__jw_string(&w, app_json ? app_json : "");
+  zeroc__jw_object_end(&w);
+  const char *text;
+  size_t len;
+  zeroc_result_t r = zeroc__jw_finish(&w, &text, &len);
+  if (!r) r = zeroc__file_write_sync(path, text, len);
+  zeroc__jw_free(&w);
+  return r;
+}
+
+zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
+                               const char *app_json) {
+  zeroc_ctx_t *ctx = zeroc_model_ctx(m);
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  int root = mesh->rank == 0, shard, shard_size, replica;
+  zeroc_model_shard_layout(m, &shard, &shard_size, &replica);
+  char final[4096], tmp[4200], path[4400];
+  zeroc__watchdog_phase(ctx, "saving checkpoint step %" PRIu64, step);
+  if (!dir || !*dir)
+    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "checkpoint directory is empty"));
+  snprintf(final, sizeof final, "%s/step_%08" PRIu64, dir, step);
+  /* rank 0 stages the directory; everyone waits to hear whether it could */
+  zeroc_result_t r = ZEROC_OK;
+  if (root) r = zeroc__dir_stage(final, tmp, sizeof tmp);
+  else snprintf(tmp, sizeof tmp, "%s.tmp", final);
+  r = zeroc_ctx_agree(ctx, r);
+  if (r) return r;
+  /* replicas hold identical shards: replica 0 of each shard writes it */
+  uint32_t crc = 0;
+  uint64_t bytes = 0;
+  int writer = replica == 0;
+  if (writer) {
+    char fname[64];
+    shard_file_name(fname, sizeof fname, mesh, shard_size == 1 ? 0 : shard);
+    snprintf(path, sizeof path, "%s/%s", tmp, fname);
+    r = write_shard_file(m, path, &crc, &bytes);
+  }
+  r = zeroc_ctx_agree(ctx, r);
+  uint64_t *table = NULL;
+  if (!r) r = exchange_files(ctx, crc, bytes, writer, &table);
+  if (r) {
+    if (root) zeroc__rmtree(tmp); /* the previous checkpoint stays the latest */
+    return r;
+  }
+  if (root) {
+    snprintf(path, sizeof path, "%s/manifest.json", tmp);
+    r = write_manifest(m, path, step, app_json, table);
+    if (!r) r = zeroc__dir_publish(tmp, final);
+    if (!r) {
+      char latest[4200], name[64];
+      snprintf(latest, sizeof latest, "%s/latest", dir);
+      int n = snprintf(name, sizeof name, "step_%08" PRIu64 "\n", step);
+      r = zeroc__file_write_atomic(latest, name, (size_t)n);
+    }
+    if (r) zeroc__rmtree(tmp);
+    else ZINFO(IO, "checkpoint step %" PRIu64 " published in %s", step, final);
+  }
+  free(table);
+  return zeroc_ctx_agree(ctx, r);
+}
+
+/* ---- loading ------------------------------------------------------------------------- */
+
+static int is_file(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* DIR/latest -> DIR/<name>, or `path` itself when it holds a manifest. */
+static zeroc_result_t resolve(const char *path, char *out, size_t n) {
+  char probe[4400];
+  snprintf(probe, sizeof probe, "%s/manifest.json", path);
+  if (is_file(probe)) {
+    snprintf(out, n, "%s", path);
+    return ZEROC_OK;
+  }
+  snprintf(probe, sizeof probe, "%s/latest", path);
+  char *text = NULL;
+  size_t len = 0;
+  zeroc_result_t r = zeroc__file_read(probe, 4096, &text, &len);
+  if (r)
+    return ZEROC_FAIL(ZEROC_ERR_IO,
+                      "'%s' is not a checkpoint: it has neither manifest.json nor a readable "
+                      "'latest' file",
+                      path);
+  while (len && (text[len - 1] == '\n' || text[len - 1] == ' ')) text[--len] = 0;
+  if (!len || strchr(text, '/') || strstr(text, "..")) {
+    free(text);
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "'%s' names no checkpoint directory", probe);
+  }
+  snprintf(out, n, "%s/%s", path, text);
+  free(text);
+  return ZEROC_OK;
+}
+
+static zeroc_result_t get_u64(const zeroc__json_t *o, const char *key, const char *what,
+                              uint64_t *v) {
+  const zeroc__json_t *x = zeroc__json_get(o, key);
+  if (!x || x->type != ZEROC_JSON_NUMBER || !x->u.num.is_int || x->u.num.i < 0)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: field '%s' missing or not a non-negative integer",
+                      what, key);
+  *v = (uint64_t)x->u.num.i;
+  return ZEROC_OK;
+}
+
+typedef struct {
+  char name[64];
+  int pp, tp, shard;
+  uint64_t bytes;
+  uint32_t crc;
+} file_ent_t;
+
+/* Reads, checks and keeps the fp32 contents of shard file `idx` (cached). */
+static zeroc_result_t load_file(const char *dir, file_ent_t *fe, float **data) {
+  char path[4400];
+  snprintf(path, sizeof path, "%s/%s", dir, fe->name);
+  char *buf = NULL;
+  size_t len = 0;
+  zeroc_result_t r = zeroc__file_read(path, (size_t)fe->bytes + 1, &buf, &len);
+  if (r) return r;
+  if (len != fe->bytes) {
+    free(buf);
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "checkpoint file '%s' has %zu bytes, the manifest says %" PRIu64,
+                      path, len, fe->bytes);
+  }
+  uint32_t crc = zeroc__crc32c(0, buf, len);
+  if (crc != fe->crc) {
+    free(buf);
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "checkpoint file '%s' fails its checksum (CRC-32C %08x, manifest %08x): it "
+                      "was not used",
+                      path, crc, fe->crc);
+  }
+  *data = (float *)buf;
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *step_out,
+                               char **app_out) {
+  zeroc_ctx_t *ctx = zeroc_model_ctx(m);
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  zeroc_result_t res = ZEROC_OK;
+  char dir[4200], mpath[4400], what[4500];
+  char *text = NULL;
+  size_t len = 0;
+  zeroc__json_doc_t *doc = NULL;
+  file_ent_t *files = NULL;
+  float **cache = NULL;
+  float **newstate = NULL; /* per unit: 3 x S_new */
+  int n = zeroc_model_num_units(m), nfiles = 0;
+  uint64_t step = 0, version = 0, old_shards = 0, old_tp = 1, old_pp = 1, unit_base = 0;
+  uint64_t *old_S = NULL, *old_N = NULL;
+  if (app_out) *app_out = NULL;
+  zeroc__watchdog_phase(ctx, "loading checkpoint");
+
+  ZEROC_TRY(resolve(path, dir, sizeof dir));
+  snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+  snprintf(what, sizeof what, "manifest '%s'", mpath);
+  ZEROC_TRY(zeroc__file_read(mpath, MANIFEST_MAX, &text, &len));
+  ZEROC_TRY(zeroc__json_parse(text, len, what, &doc));
+  const zeroc__json_t *root = zeroc__json_root(doc);
+  const zeroc__json_t *fmt = zeroc__json_get(root, "format");
+  if (!fmt || fmt->type != ZEROC_JSON_STRING || strcmp(fmt->u.str.s, "zeroc-checkpoint")) {
+    res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: not a zeroc checkpoint (format field)", what);
+    goto fail;
+  }
+  ZEROC_TRY(get_u64(root, "version", what, &version));
+  if (version != 1) {
+    res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: version %" PRIu64 " (this zeroc reads version 1)", what, version);
+    goto fail;
+  }
+  ZEROC_TRY(get_u64(root, "step", what, &step));
+  ZEROC_TRY(get_u64(root, "shard_size", what, &old_shards));
+  const zeroc__json_t *mj = zeroc__json_get(root, "mesh");
+  if (mj) {
+    ZEROC_TRY(get_u64(mj, "tp", what, &old_tp));
+    ZEROC_TRY(get_u64(mj, "pp", what, &old_pp));
+  }
+  if ((int)old_tp != mesh->tp || (int)old_pp != mesh->pp) {
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "%s: saved with tp %" PRIu64 " and pp %" PRIu64 ", loading needs tp %d and pp %d "
+                     "(re-splitting tensor or pipeline parallelism goes through --export/--init)",
+                     what, old_tp, old_pp, mesh->tp, mesh->pp);
+    goto fail;
+  }
+  const zeroc__json_t *units = zeroc__json_get(root, "units");
+  if (!units || units->type != ZEROC_JSON_ARRAY || units->u.arr.n != (size_t)n || old_shards < 1) {
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: %zu units saved, this model has %d", what,
+                     units && units->type == ZEROC_JSON_ARRAY ? units->u.arr.n : 0, n);
+    goto fail;
+  }
+  /* the layout must be the model's, unit by unit and parameter by parameter */
+  old_S = calloc((size_t)n, sizeof *old_S);
+  old_N = calloc((size_t)n, sizeof *old_N);
+  if (!old_S || !old_N) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint layout");
+    goto fail;
+  }
+  for (int u = 0; u < n && !res; u++) {
+    const zeroc__json_t *uj = &units->u.arr.items[u];
+    zeroc_unit_info_t ui;
+    zeroc_model_unit_info(m, u, &ui);
+    uint64_t numel;
+    res = get_u64(uj, "numel", what, &numel);
+    if (!res) res = get_u64(uj, "shard_numel", what, &old_S[u]);
+    if (!res) res = get_u64(uj, "flat_numel", what, &old_N[u]);
+    if (res) break;
+    const zeroc__json_t *pj = zeroc__json_get(uj, "params");
+    if (numel != ui.numel || !pj || pj->type != ZEROC_JSON_ARRAY || pj->u.arr.n != (size_t)ui.nparams ||
+        old_S[u] * old_shards != old_N[u]) {
+      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                       "%s: unit %d ('%s') has %" PRIu64 " parameters in the checkpoint, %" PRIu64
+                       " in this model: a different model shape",
+                       what, u, ui.name ? ui.name : "", numel, ui.numel);
+      break;
+    }
+    for (int p = 0; p < ui.nparams && !res; p++) {
+      uint64_t off, pn;
+      res = get_u64(&pj->u.arr.items[p], "offset", what, &off);
+      if (!res) res = get_u64(&pj->u.arr.items[p], "numel", what, &pn);
+      const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
+      if (!res && (off != zeroc_model_param_offset(m, u, p) || pn != zeroc_param_numel(pd)))
+        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                         "%s: unit %d parameter %d ('%s') differs from this model in offset or size",
+                         what, u, p, pd->name ? pd->name : "");
+    }
+  }
+  if (res) goto fail;
+  /* the shard files of this rank's pipeline and tensor coordinates */
+  const zeroc__json_t *fj = zeroc__json_get(root, "files");
+  if (!fj || fj->type != ZEROC_JSON_ARRAY) {
+    res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: no files list", what);
+    goto fail;
+  }
+  files = calloc(old_shards, sizeof *files);
+  cache = calloc(old_shards, sizeof *cache);
+  if (!files || !cache) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint file table");
+    goto fail;
+  }
+  for (size_t i = 0; i < fj->u.arr.n; i++) {
+    const zeroc__json_t *e = &fj->u.arr.items[i];
+    uint64_t pp, tp, sh, bytes, crc;
+    const zeroc__json_t *nm = zeroc__json_get(e, "name");
+    if (get_u64(e, "pp", what, &pp) || get_u64(e, "tp", what, &tp) || get_u64(e, "shard", what, &sh) ||
+        get_u64(e, "bytes", what, &bytes) || get_u64(e, "crc32c", what, &crc) || !nm ||
+        nm->type != ZEROC_JSON_STRING || nm->u.str.len >= sizeof files[0].name ||
+        strchr(nm->u.str.s, '/') || sh >= old_shards) {
+      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: files entry %zu is malformed", what, i);
+      break;
+    }
+    if ((int)pp != mesh->pp_rank || (int)tp != mesh->tp_rank) continue;
+    file_ent_t *fe = &files[sh];
+    snprintf(fe->name, sizeof fe->name, "%s", nm->u.str.s);
+    fe->pp = (int)pp, fe->tp = (int)tp, fe->shard = (int)sh;
+    fe->bytes = bytes;
+    fe->crc = (uint32_t)crc;
+    nfiles++;
+  }
+  if (!res && nfiles != (int)old_shards)
+    res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: %d of %" PRIu64 " shard files listed for pp %d tp %d",
+                     what, nfiles, old_shards, mesh->pp_rank, mesh->tp_rank);
+  uint64_t expect_bytes = 0;
+  for (int u = 0; u < n; u++) expect_bytes += old_S[u] * 4 * STATES;
+  for (uint64_t s = 0; !res && s < old_shards; s++)
+    if (files[s].bytes != expect_bytes)
+      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: file '%s' should hold %" PRIu64 " bytes, listed %" PRIu64,
+                       what, files[s].name, expect_bytes, files[s].bytes);
+  /* this rank's new shards, cut from whichever old shards cover them */
+  newstate = res ? NULL : calloc((size_t)n, sizeof *newstate);
+  if (!res && !newstate) res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint state buffers");
+  /* unit_base: floats before unit u in an old shard file */
+  for (int u = 0; u < n && !res; u++) {
+    zeroc_unit_info_t ui;
+    zeroc_model_unit_info(m, u, &ui);
+    uint64_t S = ui.shard_numel, lo = ui.shard_offset;
+    newstate[u] = calloc(S * STATES + 1, sizeof(float));
+    if (!newstate[u]) {
+      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint state of unit %d", u);
+      break;
+    }
+    for (uint64_t j = lo; j < lo + S && !res;) {
+      if (j >= old_N[u]) break; /* padding beyond the old flat length: zero */
+      uint64_t s = j / old_S[u], s_end = (s + 1) * old_S[u];
+      uint64_t hi = lo + S < s_end ? lo + S : s_end;
+      if (!cache[s]) res = load_file(dir, &files[s], &cache[s]);
+      if (res) break;
+      for (int k = 0; k < STATES; k++)
+        memcpy(newstate[u] + k * S + (j - lo),
+               cache[s] + unit_base + (uint64_t)k * old_S[u] + (j - s * old_S[u]),
+               (hi - j) * sizeof(float));
+      j = hi;
+    }
+    unit_base += old_S[u] * STATES;
+  }
+  /* every rank checked its part; only now does anything change */
+  res = zeroc_ctx_agree(ctx, res);
+  if (res) goto done;
+  for (int u = 0; u < n && !res; u++) {
+    zeroc_unit_info_t ui;
+    zeroc_model_unit_info(m, u, &ui);
+    for (int k = 0; k < STATES && !res; k++)
+      res = zeroc_model_set_shard(m, u, (zeroc_state_kind_t)k, newstate[u] + (uint64_t)k * ui.shard_numel);
+  }
+  if (!res) res = zeroc_model_sync_params(m);
+  if (!res) zeroc_model_set_steps(m, step);
+  if (!res && app_out) {
+    const zeroc__json_t *aj = zeroc__json_get(root, "app");
+    if (aj && aj->type == ZEROC_JSON_STRING && aj->u.str.len) {
+      *app_out = strdup(aj->u.str.s);
+      if (!*app_out) res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint app object");
+    }
+  }
+  if (!res) *step_out = step;
+  res = zeroc_ctx_agree(ctx, res);
+  goto done;
+fail:
+  res = zeroc_ctx_agree(ctx, res);
+done:
+  if (newstate)
+    for (int u = 0; u < n; u++) free(newstate[u]);
+  free(newstate);
+  if (cache)
+    for (uint64_t s = 0; s < old_shards; s++) free(cache[s]);
+  free(cache);
+  free(old_S);
+  free(old_N);
+  free(files);
+  zeroc__json_free(doc);
+  free(text);
+  return zeroc__ctx_ret(ctx, res);
+}
