@@ -16,11 +16,16 @@
  * boundary is between two chunks of the same rank: the handoff is a local buffer
  * and no comm action is emitted.
  *
- * Placement (what the generators emit, per rank, around its compute list
- * C_0, C_1, ...): the receive C_0 needs comes first; after each C_i comes one
- * "post-together" group holding the send of C_i's result (if it leaves the
- * rank) and the receive C_{i+1} needs (if any). In 1F1B steady state this is
- * Megatron's send_forward_recv_backward / send_backward_recv_forward pairing.
+ * Placement (what the generators emit). A rank's compute list is cut into
+ * rounds: one compute for gpipe and 1f1b; for interleaved one forward in
+ * warm-up, a forward+backward pair in the steady phase, one backward in
+ * cool-down. Between two rounds sits one post-together group: the sends of what
+ * the round produced, then the receives of what the next round consumes; the
+ * receives of round 0 come first. In 1F1B steady state this is Megatron's
+ * send_forward_recv_backward / send_backward_recv_forward; for interleaved it is
+ * Megatron's four-way send_forward_backward_recv_forward_backward. A receive may
+ * come well before the compute that uses it, so a runtime keys received tensors
+ * by (mb, chunk).
  *
  * Post-together semantics (ZEROC_PP_WITH_NEXT). A maximal run of comm actions
  * in which every action but the last carries ZEROC_PP_WITH_NEXT is a group: the
@@ -213,9 +218,10 @@ zeroc_result_t zeroc__pp_sim_print_timeline(FILE *f, const zeroc_pp_schedule_t *
  * (p-1)(TF+TB)/v with TF = v*tf the time of the rank's whole forward; the
  * makespan is (m*v + p - 1)(tf+tb), so the idle fraction of it is
  * (p-1)/(m*v + p - 1) and the bubble relative to the ideal m*v*(tf+tb) is
- * (p-1)/(m*v). The generated schedules meet this exactly for any tf, tb > 0 and
- * any m >= 1 (also m < p), rendezvous or buffered; with tc > 0 each stage
- * boundary on the critical path adds message time (see docs/pp.md). */
+ * (p-1)/(m*v). The generated schedules meet this exactly, m < p included, with
+ * rendezvous or buffered sends (asserted over the test grid for tf, tb in {1, 2});
+ * with tc > 0 each stage boundary on the critical path adds message time
+ * (docs/pp.md has figures). */
 double zeroc__pp_bubble_time(int p, double tf, double tb);
 double zeroc__pp_bubble_fraction(int p, int m, int v);
 

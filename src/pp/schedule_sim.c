@@ -136,7 +136,8 @@ zeroc_result_t zeroc__pp_simulate(const zeroc_pp_schedule_t *s, const zeroc_pp_s
                       "zeroc__pp_simulate: tf=%g tb=%g tc=%g rendezvous=%d; accepted: finite "
                       "tf > 0, tb > 0, tc >= 0, rendezvous 0 or 1",
                       cfg->tf, cfg->tb, cfg->tc, cfg->rendezvous);
-  ZEROC_TRY(zeroc__pp_index_build(s, &ix));
+  res = zeroc__pp_index_build(s, &ix);
+  if (res != ZEROC_OK) goto exit;
   const int p = s->p;
   const zeroc_pp_action_t *act = s->actions;
   sim = sim_alloc(p, ix.n);
@@ -145,7 +146,7 @@ zeroc_result_t zeroc__pp_simulate(const zeroc_pp_schedule_t *s, const zeroc_pp_s
   if (!sim || !pos || !clock) {
     res =
         ZEROC_FAIL(ZEROC_ERR_NOMEM, "zeroc__pp_simulate: state for %d ranks, %zu actions", p, ix.n);
-    goto fail;
+    goto exit;
   }
   for (int r = 0; r < p; r++) pos[r] = s->offset[r];
 
@@ -212,7 +213,7 @@ zeroc_result_t zeroc__pp_simulate(const zeroc_pp_schedule_t *s, const zeroc_pp_s
                      cfg->rendezvous ? "rendezvous" : "buffered", sim->detail);
     *out = sim;
     sim = NULL;
-    goto fail;
+    goto exit;
   }
 
   /* Metrics. */
@@ -245,7 +246,7 @@ zeroc_result_t zeroc__pp_simulate(const zeroc_pp_schedule_t *s, const zeroc_pp_s
   }
   *out = sim;
   sim = NULL;
-fail:
+exit:
   zeroc__pp_sim_destroy(sim);
   zeroc__pp_index_free(&ix);
   free(pos);
