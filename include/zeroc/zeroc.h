@@ -4,12 +4,15 @@
 #ifndef ZEROC_ZEROC_H
 #define ZEROC_ZEROC_H
 
+#include "zeroc/ckpt.h"
 #include "zeroc/ctx.h"
+#include "zeroc/data.h"
 #include "zeroc/device.h"
 #include "zeroc/gpt.h"
 #include "zeroc/layer.h"
 #include "zeroc/mem.h"
 #include "zeroc/mesh.h"
+#include "zeroc/plan.h"
 #include "zeroc/result.h"
 #include "zeroc/shard.h"
 #include "zeroc/types.h"
