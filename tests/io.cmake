@@ -1,3 +1,4 @@
 # io: token data sets and shards, the synthetic corpus, safetensors, JSON,
 # CRC-32C and crash-safe files.
 zeroc_test(NAME test_io_files SOURCES test_io_files.c LABELS unit)
+zeroc_test(NAME test_io_json SOURCES test_io_json.c LABELS unit)
