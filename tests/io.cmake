@@ -2,3 +2,4 @@
 # CRC-32C and crash-safe files.
 zeroc_test(NAME test_io_files SOURCES test_io_files.c LABELS unit)
 zeroc_test(NAME test_io_json SOURCES test_io_json.c LABELS unit)
+zeroc_test(NAME test_io_safetensors SOURCES test_io_safetensors.c LABELS unit)
