@@ -3,3 +3,4 @@
 zeroc_test(NAME test_io_files SOURCES test_io_files.c LABELS unit)
 zeroc_test(NAME test_io_json SOURCES test_io_json.c LABELS unit)
 zeroc_test(NAME test_io_safetensors SOURCES test_io_safetensors.c LABELS unit)
+zeroc_test(NAME test_io_data SOURCES test_io_data.c LABELS unit)
