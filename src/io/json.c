@@ -745,15 +745,26 @@ zeroc_result_t zeroc__jw_uint(zeroc__jw_t *w, uint64_t v) {
   return put_scalar(w, b);
 }
 
-/* The shortest %.<p>g (p <= max_digits) that reads back to exactly `v`
- * (as a float when is_float), formatted in the C locale. */
+/* The shortest %.<p>g (p <= 9 for a float, 17 for a double) that reads back to
+ * exactly `v`, formatted in the C locale. More digits never round-trip worse,
+ * so p is found by bisection; the answer is always a tested p, so it always
+ * round-trips. */
+static int round_trips(char *b, size_t n, double v, int is_float, int p) {
+  snprintf(b, n, "%.*g", p, v);
+  return is_float ? strtof(b, NULL) == (float)v : strtod(b, NULL) == v;
+}
+
 static void format_real(char *b, size_t n, double v, int is_float) {
   locale_t old = uselocale(get_c_locale());
-  int max_digits = is_float ? 9 : 17;
-  for (int p = 1; p <= max_digits; p++) {
-    snprintf(b, n, "%.*g", p, v);
-    if (is_float ? strtof(b, NULL) == (float)v : strtod(b, NULL) == v) break;
+  int lo = 1, hi = is_float ? 9 : 17; /* hi always round-trips */
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (round_trips(b, n, v, is_float, mid))
+      hi = mid;
+    else
+      lo = mid + 1;
   }
+  snprintf(b, n, "%.*g", lo, v);
   uselocale(old);
 }
 
