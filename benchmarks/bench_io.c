@@ -94,7 +94,7 @@ static void bench_data(const char *dir) {
     c.source = glob;
     c.shuffle = shuffle;
     zeroc_data_t *d;
-    CHECK(zeroc_data_open(&c, &d));
+    CHECK(zeroc_data_create(&c, &d));
     double t[REPS];
     for (int r = 0; r < REPS; r++) {
       double s0 = now();
@@ -108,7 +108,7 @@ static void bench_data(const char *dir) {
   c.source = "synthetic";
   zeroc_data_t *d;
   t0 = now();
-  CHECK(zeroc_data_open(&c, &d));
+  CHECK(zeroc_data_create(&c, &d));
   double topen = now() - t0;
   double t[REPS];
   for (int r = 0; r < REPS; r++) {

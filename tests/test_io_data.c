@@ -18,8 +18,8 @@
 
 static char *g_dir;
 
-/* The shard set: three files written out of name order; in sorted order
- * (a, b, c) they hold NA + NB + NC tokens, concatenated in g_ref. */
+/* The shard set: four files written out of name order; in sorted order
+ * (a, b, bb, c) they hold NA + NB + 0 + NC tokens, concatenated in g_ref. */
 #define NA    1000
 #define NB    37
 #define NC    1500
@@ -75,7 +75,7 @@ static zeroc_data_config_t files_cfg(const char *source, int shuffle, uint64_t s
 
 static zeroc_data_t *open_ok(const zeroc_data_config_t *c) {
   zeroc_data_t *d = NULL;
-  ZT_OK(zeroc_data_open(c, &d));
+  ZT_OK(zeroc_data_create(c, &d));
   CU_ASSERT_FATAL(d != NULL);
   return d;
 }
@@ -92,6 +92,8 @@ static void test_write_fixtures(void) {
   write_raw(p, ZEROC_SHARD_MAGIC, 1, NC, g_ref + NA + NB, NC); /* a hand-made llm.c file */
   snprintf(p, sizeof p, "%s/tok_a.bin", g_dir);
   write_shard(p, g_ref, NA);
+  snprintf(p, sizeof p, "%s/tok_bb.bin", g_dir); /* an empty shard between b and c */
+  write_shard(p, g_ref, 0);
   snprintf(g_glob, sizeof g_glob, "%s/tok_*.bin", g_dir);
 }
 
@@ -135,12 +137,13 @@ static void test_round_trip(void) {
   zeroc_data_info_t info;
   zeroc_data_info(d, &info);
   CU_ASSERT_EQUAL(info.kind, ZEROC_DATA_FILES);
-  CU_ASSERT_EQUAL(info.num_files, 3);
+  CU_ASSERT_EQUAL(info.num_files, 4);
   CU_ASSERT_EQUAL(info.num_tokens, NA + NB + NC);
   CU_ASSERT_EQUAL(info.num_sequences, (NA + NB + NC - 1) / T);
   CU_ASSERT_EQUAL(info.steps_per_epoch, (NA + NB + NC - 1) / T / G);
   CU_ASSERT(info.loss_floor != info.loss_floor); /* NaN: unknown for files */
-  /* every sequence, including those spanning file boundaries 1000 and 1037 */
+  /* every sequence, including those spanning file boundaries 1000 and 1037
+   * (where the empty shard sits) */
   int32_t tok[T + 1];
   int bad = 0;
   for (uint64_t j = 0; j < info.num_sequences; j++) {
@@ -168,7 +171,7 @@ static void test_round_trip(void) {
 static void expect_open_error(const zeroc_data_config_t *c, zeroc_result_t code, const char *file,
                               const char *msg) {
   zeroc_data_t *d = (zeroc_data_t *)1;
-  zeroc_result_t r = zeroc_data_open(c, &d);
+  zeroc_result_t r = zeroc_data_create(c, &d);
   const char *e = zeroc_last_error(NULL);
   ZT_ASSERT_MSG(r == code && d == NULL && (!file || strstr(e, file)) && strstr(e, msg),
                 "got %s: %s\n    wanted %s naming '%s' with '%s'", zeroc_result_name(r), e,

@@ -67,7 +67,7 @@ static void check_source(const char *source, int shuffle) {
   c.shuffle = shuffle;
   c.seed = 77;
   zeroc_data_t *d = NULL;
-  ZT_OK(zeroc_data_open(&c, &d));
+  ZT_OK(zeroc_data_create(&c, &d));
   CU_ASSERT_FATAL(d != NULL);
   size_t rows = (size_t)G * T;
   int32_t *mine_in = malloc(rows * sizeof(int32_t)), *mine_tg = malloc(rows * sizeof(int32_t));

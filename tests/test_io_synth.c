@@ -129,7 +129,7 @@ static void test_loss_floor_per_position(void) {
   const int V = 2048, T = 64, NSEQ = 4000;
   zeroc_data_config_t c = synth_cfg(V, T, 8, 5);
   zeroc_data_t *d = NULL;
-  ZT_OK(zeroc_data_open(&c, &d));
+  ZT_OK(zeroc_data_create(&c, &d));
   CU_ASSERT_FATAL(d != NULL);
   zeroc_data_info_t info;
   zeroc_data_info(d, &info);
@@ -177,10 +177,10 @@ static void test_determinism(void) {
   enum { V = 256, T = 32, G = 8 };
   zeroc_data_config_t c = synth_cfg(V, T, G, 42);
   zeroc_data_t *a = NULL, *b = NULL, *other = NULL;
-  ZT_OK(zeroc_data_open(&c, &a));
-  ZT_OK(zeroc_data_open(&c, &b));
+  ZT_OK(zeroc_data_create(&c, &a));
+  ZT_OK(zeroc_data_create(&c, &b));
   c.seed = 43;
-  ZT_OK(zeroc_data_open(&c, &other));
+  ZT_OK(zeroc_data_create(&c, &other));
   CU_ASSERT_FATAL(a && b && other);
   int32_t x[T + 1], y[T + 1], z[T + 1];
   const uint64_t js[] = {0, 1, 2, 1000000007ULL, 1ULL << 50, 3};
@@ -235,7 +235,7 @@ static void test_write_shards(void) {
   zeroc_data_config_t fc = synth_cfg(V, 1, 1, 9);
   fc.source = glob;
   zeroc_data_t *d = NULL;
-  ZT_OK(zeroc_data_open(&fc, &d));
+  ZT_OK(zeroc_data_create(&fc, &d));
   CU_ASSERT_FATAL(d != NULL);
   zeroc_data_info_t info;
   zeroc_data_info(d, &info);
@@ -266,7 +266,7 @@ static void test_errors(void) {
   zeroc_data_config_t c = synth_cfg(16, 4, 2, 1);
   c.synth_noise = 1.5;
   zeroc_data_t *d = (zeroc_data_t *)1;
-  CU_ASSERT_EQUAL(zeroc_data_open(&c, &d), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_data_create(&c, &d), ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_PTR_NOT_NULL(
       strstr(zeroc_last_error(NULL), "noise 1.5; accepted a probability in (0, 1)"));
   CU_ASSERT_PTR_NULL(d);

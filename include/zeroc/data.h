@@ -77,13 +77,14 @@ typedef struct zeroc_data_info {
  * path), the matches are sorted by name and form one token stream; each
  * file's header is checked now, its tokens as they are read.
  *   cfg: from ZEROC_DATA_CONFIG_INIT; out: receives the handle.
- * Returns ZEROC_ERR_INVALID_ARG (bad config, a glob matching nothing, fewer
- * sequences than one global batch), ZEROC_ERR_IO (a file that cannot be
- * opened or read), ZEROC_ERR_CORRUPT (truncated header, wrong magic or
- * version, a file shorter or longer than its header's count), ZEROC_ERR_NOMEM.
- * Each message names the file.
+ * Returns ZEROC_ERR_INVALID_ARG (bad config, a glob matching nothing, a
+ * directory, fewer sequences than one global batch), ZEROC_ERR_IO (a file
+ * that cannot be opened or read), ZEROC_ERR_CORRUPT (truncated header, wrong
+ * magic or version, negative count, a file shorter or longer than its
+ * header's count), ZEROC_ERR_NUMERIC (synthetic: the stationary distribution
+ * did not converge), ZEROC_ERR_NOMEM. Each message names the file.
  */
-zeroc_result_t zeroc_data_open(const zeroc_data_config_t *cfg, zeroc_data_t **out);
+zeroc_result_t zeroc_data_create(const zeroc_data_config_t *cfg, zeroc_data_t **out);
 /* Closes the files and frees the data set. destroy(NULL) does nothing. */
 void zeroc_data_destroy(zeroc_data_t *d);
 /* Fills `out` with the figures of the data set. */
@@ -177,7 +178,9 @@ void zeroc_shard_writer_destroy(zeroc_shard_writer_t *w);
  * synth_* fields; seq and global_batch are ignored) as one continuous Markov
  * chain into shards "<prefix>_000000.bin", "<prefix>_000001.bin", ... of at
  * most `tokens_per_shard` tokens each. `num_files` (may be NULL) receives the
- * number of shards. Returns the errors of zeroc_data_open and the writer.
+ * number of shards. Returns ZEROC_ERR_INVALID_ARG for a source other than
+ * synthetic, a bad vocab or synth_* value, or tokens_per_shard outside
+ * 1..2^31-1; the writer's errors; ZEROC_ERR_NUMERIC as zeroc_data_create.
  */
 zeroc_result_t zeroc_data_write_synthetic(const zeroc_data_config_t *cfg, const char *prefix,
                                           uint64_t tokens, uint64_t tokens_per_shard,

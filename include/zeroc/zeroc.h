@@ -5,6 +5,7 @@
 #define ZEROC_ZEROC_H
 
 #include "zeroc/ctx.h"
+#include "zeroc/data.h"
 #include "zeroc/device.h"
 #include "zeroc/gpt.h"
 #include "zeroc/mem.h"

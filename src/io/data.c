@@ -310,7 +310,7 @@ static zeroc_result_t read_tokens(const zeroc_data_t *d, uint64_t start, size_t 
 
 /* ---- the data set ------------------------------------------------------------- */
 
-zeroc_result_t zeroc_data_open(const zeroc_data_config_t *cfg, zeroc_data_t **out) {
+zeroc_result_t zeroc_data_create(const zeroc_data_config_t *cfg, zeroc_data_t **out) {
   zeroc_result_t res = ZEROC_OK;
   *out = NULL;
   zeroc_data_t *d = calloc(1, sizeof *d);

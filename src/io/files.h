@@ -6,6 +6,12 @@
  * the directory fsynced, so a reader (or a restart after a crash) sees either
  * the whole old file or the whole new one. A directory is staged as
  * "<dir>.tmp", filled, fsynced, and renamed to <dir> the same way.
+ *
+ * Several ranks writing one checkpoint directory: one rank stages it, a
+ * barrier, every rank writes (zeroc__file_write_sync) its own files into the
+ * staged directory, a barrier, then the one rank publishes it. Temporary
+ * names carry the pid, so two threads of one process must not write the same
+ * final name at once.
  */
 #ifndef ZEROC_IO_FILES_H
 #define ZEROC_IO_FILES_H
