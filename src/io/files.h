@@ -1,0 +1,82 @@
+/*
+ * io/files.h - crash-safe file and directory writes, and the small file-system
+ * helpers the checkpoint and export code build on.
+ *
+ * A file is written to "<name>.tmp.<pid>", fsynced, renamed over <name>, and
+ * the directory fsynced, so a reader (or a restart after a crash) sees either
+ * the whole old file or the whole new one. A directory is staged as
+ * "<dir>.tmp", filled, fsynced, and renamed to <dir> the same way.
+ *
+ * Several ranks writing one checkpoint directory: one rank stages it, a
+ * barrier, every rank writes (zeroc__file_write_sync) its own files into the
+ * staged directory, a barrier, then the one rank publishes it. Temporary
+ * names carry the pid, so two threads of one process must not write the same
+ * final name at once.
+ */
+#ifndef ZEROC_IO_FILES_H
+#define ZEROC_IO_FILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "zeroc/result.h"
+
+/* A file being written under a temporary name. Zero it (or use
+ * ZEROC_AFILE_INIT) before zeroc__afile_open; abort is safe on any state. */
+typedef struct zeroc__afile {
+  int fd;     /* -1 when closed */
+  char *path; /* the final name */
+  char *tmp;  /* "<path>.tmp.<pid>" */
+} zeroc__afile_t;
+
+#define ZEROC_AFILE_INIT                                                                           \
+  { -1, NULL, NULL }
+
+/* Creates "<path>.tmp.<pid>" for writing (replacing a stale one of this pid).
+ * Returns ZEROC_ERR_IO naming the file and errno, ZEROC_ERR_NOMEM. */
+zeroc_result_t zeroc__afile_open(zeroc__afile_t *f, const char *path);
+/* Appends all `n` bytes (short writes and EINTR retried). ENOSPC and other
+ * errors are ZEROC_ERR_IO naming the file, the size and errno. */
+zeroc_result_t zeroc__afile_write(zeroc__afile_t *f, const void *buf, size_t n);
+/* Writes all `n` bytes at `offset` (e.g. to fill in a header last). */
+zeroc_result_t zeroc__afile_pwrite(zeroc__afile_t *f, const void *buf, size_t n, uint64_t offset);
+/* fsync, close, rename over the final name, fsync the directory. On success
+ * `f` is reset (nothing left to abort); on failure the temporary is removed. */
+zeroc_result_t zeroc__afile_commit(zeroc__afile_t *f);
+/* Closes and removes the temporary file; the final name is untouched. */
+void zeroc__afile_abort(zeroc__afile_t *f);
+
+/* Writes `buf` to `path` atomically (afile open, write, commit). */
+zeroc_result_t zeroc__file_write_atomic(const char *path, const void *buf, size_t n);
+/* Creates or truncates `path`, writes `buf` and fsyncs it: for files inside a
+ * staged directory, whose rename makes them visible. */
+zeroc_result_t zeroc__file_write_sync(const char *path, const void *buf, size_t n);
+/* Reads a whole file into a malloc'd buffer with a NUL after the data.
+ * Files larger than `max_bytes` are refused (ZEROC_ERR_INVALID_ARG). */
+zeroc_result_t zeroc__file_read(const char *path, size_t max_bytes, char **buf, size_t *n);
+
+/* fsync of a directory, so that entries created or renamed in it persist. */
+zeroc_result_t zeroc__fsync_dir(const char *dir);
+/* mkdir -p: creates `path` and its missing parents with `mode` (0755 typical).
+ * An existing directory is fine; an existing non-directory is ZEROC_ERR_IO. */
+zeroc_result_t zeroc__mkdir_p(const char *path, mode_t mode);
+/* rm -rf without following symbolic links. A missing path is fine. */
+zeroc_result_t zeroc__rmtree(const char *path);
+
+/*
+ * Stages a directory to be published as `final`: removes a stale
+ * "<final>.tmp" left by a crash, creates the parents of `final` and an empty
+ * "<final>.tmp", and writes its name into `tmp` (size `tmp_size`).
+ */
+zeroc_result_t zeroc__dir_stage(const char *final, char *tmp, size_t tmp_size);
+/*
+ * Publishes a staged directory: fsyncs every regular file in it and the
+ * directory itself, renames it to `final` and fsyncs the parent. An existing
+ * `final` is replaced: swapped atomically (renameat2 RENAME_EXCHANGE) and the
+ * old contents removed; where the file system cannot swap, the old directory
+ * is first moved aside to "<final>.old.<pid>".
+ */
+zeroc_result_t zeroc__dir_publish(const char *tmp, const char *final);
+
+#endif
