@@ -222,7 +222,6 @@ int zeroc_cmd_train(int argc, char **argv) {
   if ((o.off_opt == 2 || o.off_par == 2) && !o.nvme_dir)
     return zarg_fail("train", "--nvme-dir is required with nvme offload");
   if (o.save_every && !o.save) return zarg_fail("train", "--save-every needs --save DIR");
-  if (o.warmup > o.steps) return zarg_fail("train", "--warmup %d exceeds --steps %d", o.warmup, o.steps);
   if (o.resume && o.init) return zarg_fail("train", "--resume and --init exclude each other");
   if (o.init && access(o.init, R_OK))
     return zarg_fail("train", "--init '%s': file not readable", o.init);
@@ -270,7 +269,7 @@ int zeroc_cmd_train(int argc, char **argv) {
   dcfg.global_batch = gc.batch * o.grad_accum * dp;
   dcfg.seed = (uint64_t)o.seed;
   dcfg.shuffle = o.shuffle;
-  r = zeroc_data_open(&dcfg, &data);
+  r = zeroc_data_create(&dcfg, &data);
   r = zeroc_ctx_agree(ctx, r);
   if (r != ZEROC_OK) goto fail;
   zeroc_data_info_t di;
@@ -318,19 +317,19 @@ int zeroc_cmd_train(int argc, char **argv) {
       /* the data stream must be the same one, at the same place */
       zeroc_data_position_t pos;
       zeroc_data_position(data, k, &pos);
-      unsigned long long fp = 0, nseq = 0, gb = 0;
-      if (json_u64(app, "fingerprint", &fp) || json_u64(app, "num_sequences", &nseq) ||
-          json_u64(app, "global_batch", &gb))
-        r = ZEROC_ERR_CORRUPT;
-      else if (fp != pos.fingerprint || nseq != pos.num_sequences || gb != (unsigned long long)pos.global_batch)
-        r = ZEROC_ERR_INVALID_ARG;
-      if (r != ZEROC_OK && root)
-        fprintf(stderr,
-                "zeroc train: --resume %s: the checkpoint was made with other data or another "
-                "global batch (saved %llu sequences of %d, global batch %llu; now %llu, %d); "
-                "resume with the same --data, --seq, --batch x --grad-accum x dp\n",
-                o.resume, nseq, gc.seq, gb, (unsigned long long)pos.num_sequences, pos.seq,
-                pos.global_batch);
+      unsigned long long v[6];
+      const char *keys[6] = {"seed", "shuffle", "seq", "global_batch", "num_sequences", "fingerprint"};
+      int ok = 1;
+      for (int i = 0; i < 6; i++) ok &= json_u64(app, keys[i], &v[i]) == 0;
+      if (ok) {
+        pos.seed = v[0];
+        pos.shuffle = (int)v[1];
+        pos.seq = (int)v[2];
+        pos.global_batch = (int)v[3];
+        pos.num_sequences = v[4];
+        pos.fingerprint = v[5];
+        r = zeroc_data_check_position(data, &pos);
+      }
     }
     free(app);
     if (r != ZEROC_OK) goto fail;
@@ -418,7 +417,13 @@ int zeroc_cmd_train(int argc, char **argv) {
   stage_msg = "train";
   agreed = 0; /* from here a failure may be one rank's alone */
   zeroc_data_layout_t lay = {dp, mesh->dp_rank, gc.batch, o.grad_accum};
-  int tty = isatty(STDOUT_FILENO), every = o.steps >= 20 ? o.steps / 20 : 1;
+  /* Open MPI hands ranks a pty even when mpirun's own output is a pipe, so an
+   * in-place (\r) progress line is used only outside a launcher, or when
+   * ZEROC_PROGRESS=tty asks for it; otherwise one line every 5% of the run. */
+  const char *pmode = getenv("ZEROC_PROGRESS");
+  int launched = getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("SLURM_NTASKS");
+  int tty = pmode ? !strcmp(pmode, "tty") : (!launched && isatty(STDOUT_FILENO));
+  int every = o.steps >= 20 ? o.steps / 20 : 1;
   float first_loss = NAN, last_loss = NAN, last_norm = 0;
   uint64_t peak_dev = 0, peak_host = 0;
   double t_run = now_s();
@@ -456,7 +461,7 @@ int zeroc_cmd_train(int argc, char **argv) {
     double tps = tokens_per_step / dt, mfu = peak_flops > 0 ? flops_per_step / dt / peak_flops : 0;
     if (root && metrics) {
       fprintf(metrics,
-              "{\"step\": %d, \"loss\": %.6g, \"lr\": %.6g, \"grad_norm\": %.6g, \"tokens\": %.0f, "
+              "{\"step\": %d, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens\": %.0f, "
               "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"mfu\": %.4f, \"comm_bytes\": %llu, "
               "\"exposed_comm_ms\": %.3f, \"peak_bytes\": {\"device\": %llu, \"host\": %llu}, "
               "\"predicted_bytes\": {\"device\": %.0f, \"host\": %.0f}, \"skipped\": %d}\n",
@@ -516,6 +521,16 @@ int zeroc_cmd_train(int argc, char **argv) {
     printf("      median step %.1f ms, %.0f tokens/s; peak device memory %s per rank (predicted %s)\n",
            med * 1e3, tokens_per_step / med, fmt_bytes((double)peak_dev, b1, sizeof b1),
            fmt_bytes(predicted, b2, sizeof b2));
+    zeroc_mem_stats_t ms;
+    zeroc_ctx_memory(ctx, &ms);
+    double meas[6], pred[6] = {pr.device.params, pr.device.grads, pr.device.optimizer,
+                               pr.device.activations, pr.device.buffers, pr.device.workspace};
+    for (int t = 0; t < 6; t++) meas[t] = (double)ms.peak[ZEROC_MEM_DEVICE][t];
+    printf("      device memory by kind, measured peak / predicted:");
+    for (int t = 0; t < 6; t++)
+      printf(" %s %s/%s", zeroc_memtag_name((zeroc_memtag_t)t), fmt_bytes(meas[t], b1, sizeof b1),
+             fmt_bytes(predicted ? pred[t] : 0, b2, sizeof b2));
+    printf("\n");
     if (o.save) printf("      checkpoint: %s/latest\n", o.save);
     if (o.export_path) printf("      exported: %s\n", o.export_path);
   }

@@ -179,10 +179,19 @@ static void test_act_zeroc_hand(void) {
             zeroc_plan_act_megatron(4, 2, 8, 2, 1, 0, ZEROC_RECOMPUTE_FULL));
 }
 
+/* The parameters the engine holds: wte has the vocabulary padded to a
+ * multiple of 64 (its padding rows are zero). */
+static double psi_padded(const zeroc_gpt_config_t *m) {
+  double Vp = ceil(m->vocab / 64.0) * 64.0;
+  return (double)zeroc_gpt_num_params(m) + (Vp - m->vocab) * m->hidden;
+}
+
 /* Parameters per rank with TP and PP, by hand for C 8, T 16, V 50, L 4:
- * block 12*64 + 13*8 = 872; tp 2: (768 + 56)/2 + 48 = 460; V/t = 25 rows.
- *   tp 2, pp 1: 25*8 + 16*8 + 4*460 + 16 = 2184
- *   tp 2, pp 2: first 25*8 + 128 + 2*460 = 1248; last 2*460 + 25*8 + 16 = 1136 */
+ * block 12*64 + 13*8 = 872; tp 2: (768 + 56)/2 + 48 = 460. The vocabulary is
+ * padded to a multiple of 64 x tp, so V 50 gives 64 rows per rank at tp 1 and 2.
+ *   tp 1: 64*8 + 16*8 + 4*872 + 16 = 4144 (the unpadded count 4032 + 14*8)
+ *   tp 2, pp 1: 64*8 + 16*8 + 4*460 + 16 = 2496
+ *   tp 2, pp 2: first 64*8 + 128 + 2*460 = 1560; last 2*460 + 64*8 + 16 = 1448 */
 static void test_params_per_rank_hand(void) {
   zeroc_plan_config_t c = gpt(4, 8, 2, 50, 16, 1);
   zeroc_plan_result_t r;
@@ -190,25 +199,30 @@ static void test_params_per_rank_hand(void) {
   c.tp = 2;
   c.zero = 0;
   ZT_OK(zeroc_plan_compute(&c, &r));
-  ZT_ASSERT_MSG(r.params_rank == 2184, "tp 2: %g, hand 2184", r.params_rank);
-  ZT_ASSERT_MSG(r.device.params == 2184 * 2, "bf16 params bytes %g", r.device.params);
+  ZT_ASSERT_MSG(r.params_rank == 2496, "tp 2: %g, hand 2496", r.params_rank);
+  ZT_ASSERT_MSG(r.device.params == 2496 * 2, "bf16 params bytes %g", r.device.params);
   c.tp = 1;
   ZT_OK(zeroc_plan_compute(&c, &r));
-  ZT_ASSERT_MSG(r.params_rank == (double)zeroc_gpt_num_params(&c.model), "tp 1: %g vs %llu",
-                r.params_rank, (unsigned long long)zeroc_gpt_num_params(&c.model));
+  ZT_ASSERT_MSG(r.params_rank == 4144 && psi_padded(&c.model) == 4144, "tp 1: %g, hand 4144",
+                r.params_rank);
   c.tp = 2;
   c.pp = 2;
   ZT_OK(zeroc_plan_compute(&c, &r));
-  ZT_ASSERT_MSG((r.stage == 0 && r.params_rank == 1248) || (r.stage == 1 && r.params_rank == 1136),
-                "tp 2 pp 2: stage %d params %g, hand 1248 (first) or 1136 (last)", r.stage,
+  ZT_ASSERT_MSG((r.stage == 0 && r.params_rank == 1560) || (r.stage == 1 && r.params_rank == 1448),
+                "tp 2 pp 2: stage %d params %g, hand 1560 (first) or 1448 (last)", r.stage,
                 r.params_rank);
 }
 
-/* Buffers and workspace by hand, same shape, tp 1, 2 GPUs, bf16: the largest
- * unit is a block (872 > embedding 50*8 + 16*8 = 528). ZeRO-3 with prefetch 2:
- * 3 gathered units + 1 unit of full grads = 4 * 872 * 2 = 6976 bytes; prefetch
- * 0: 2 * 872 * 2 = 3488; ZeRO-2: one unit of full grads, 1744; ZeRO-1: none.
- * Workspace, micro-batch 3 (N = 48 tokens): 2 * 48 * (2*8 + 4*8) = 4608 plus
+/* Buffers and workspace by hand, same shape, tp 1, 2 GPUs, bf16, following the
+ * engine's policy: the embedding (64*8 + 16*8 = 640, tied to the head) is
+ * pinned with its own gather and gradient buffers; the pools are sized for the
+ * largest other unit, a block of 872, among 6 units.
+ *   ZeRO-3 prefetch 2: 3 gather slots + 2 grad slots + pinned gather + grads
+ *     = 3*872*2 + 2*872*2 + 640*2 + 640*2 = 11280
+ *   ZeRO-3 prefetch 0: 1*872*2 + 2*872*2 + 2*640*2 = 7792
+ *   ZeRO-2: 2 grad slots + pinned grads = 2*872*2 + 640*2 = 4768
+ *   ZeRO-1: 2 reduce-scatter outputs of the largest shard 872/2: 2*436*2 = 1744
+ * Workspace, micro-batch 3 (N = 48 tokens): 2 * 48 * (8*8 + 3*8) = 8448 plus
  * the fixed 64 MiB. */
 static void test_buffers_hand(void) {
   zeroc_plan_config_t c = gpt(4, 8, 2, 50, 16, 3);
@@ -216,7 +230,7 @@ static void test_buffers_hand(void) {
   const struct {
     int zero, prefetch;
     double want;
-  } t[] = {{3, 2, 6976}, {3, 0, 3488}, {2, 2, 1744}, {1, 2, 0}, {0, 2, 0}};
+  } t[] = {{3, 2, 11280}, {3, 0, 7792}, {2, 2, 4768}, {1, 2, 1744}, {0, 2, 0}};
   c.gpus = 2;
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     c.zero = t[i].zero;
@@ -224,8 +238,8 @@ static void test_buffers_hand(void) {
     ZT_OK(zeroc_plan_compute(&c, &r));
     ZT_ASSERT_MSG(r.device.buffers == t[i].want, "ZeRO-%d prefetch %d: buffers %g, hand %g",
                   t[i].zero, t[i].prefetch, r.device.buffers, t[i].want);
-    ZT_ASSERT_MSG(r.device.workspace == 4608 + 64 * 1048576.0, "workspace %g, hand %g",
-                  r.device.workspace, 4608 + 64 * 1048576.0);
+    ZT_ASSERT_MSG(r.device.workspace == 8448 + 64 * 1048576.0, "workspace %g, hand %g",
+                  r.device.workspace, 8448 + 64 * 1048576.0);
   }
 }
 
@@ -306,7 +320,7 @@ static void test_hsdp_offload(void) {
   c.gpus = 32;
   c.zero = 3;
   ZT_OK(zeroc_plan_compute(&c, &base));
-  double psi = (double)zeroc_gpt_num_params(&c.model);
+  double psi = psi_padded(&c.model);
   ZT_ASSERT_MSG(base.shard == 32 && fabs(base.device.optimizer - 12 * psi / 32) < 1,
                 "ZeRO-3 over 32: shard %d optimizer %g", base.shard, base.device.optimizer);
   c.hsdp = 4;
@@ -342,7 +356,7 @@ static void test_plan_activations(void) {
   ZT_OK(zeroc_plan_compute(&c, &r));
   double n = 128 * 2,
          layer = zeroc_plan_act_zeroc(128, 2, 256, 4, 1, 0, ZEROC_RECOMPUTE_NONE, 2, 1);
-  double out = 2.0 * 2 * n * 256 + 8 * n + 2 * n * 1000 + 4 * n;
+  double out = 2.0 * 2 * n * 256 + 8 * n + 2 * n * 1024 + 4 * n; /* logits: V padded to 1024 */
   ZT_ASSERT_MSG(fabs(r.device.activations - (8 * layer + out)) < 1e-6, "pp 1: %g, expected %g",
                 r.device.activations, 8 * layer + out);
   c.recompute = ZEROC_RECOMPUTE_FULL;
@@ -381,7 +395,7 @@ static void test_step_time_hand(void) {
   c.lat_intra_us = 0;
   c.bw_intra_gbs = 100;
   ZT_OK(zeroc_plan_compute(&c, &r));
-  double psi = (double)zeroc_gpt_num_params(&c.model);
+  double psi = psi_padded(&c.model);
   double comm = 2 * 0.5 * 2 * psi / 100e9;
   ZT_ASSERT_MSG(fabs(r.time.compute - r.flops_per_step / (2 * 0.5 * 1e18)) < 1e-18, "compute %g",
                 r.time.compute);

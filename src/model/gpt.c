@@ -58,14 +58,24 @@ struct zeroc_gpt {
 
 /* ---- allocation -------------------------------------------------------------------- */
 
-static zeroc_result_t act_alloc(zeroc_gpt_t *g, size_t bytes, void **p) {
+static zeroc_result_t tagged_alloc(zeroc_gpt_t *g, zeroc_memtag_t tag, size_t bytes, void **p) {
   void **na = realloc(g->allocs, sizeof(void *) * (size_t)(g->nallocs + 1));
   if (!na) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "activation table");
   g->allocs = na;
-  CHK(zeroc_mem_alloc(g->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, bytes, p));
+  CHK(zeroc_mem_alloc(g->ctx, ZEROC_MEM_DEVICE, tag, bytes, p));
   g->allocs[g->nallocs++] = *p;
   g->act_bytes += bytes;
   return ZEROC_OK;
+}
+
+/* Saved for backward (and kept between units). */
+static zeroc_result_t act_alloc(zeroc_gpt_t *g, size_t bytes, void **p) {
+  return tagged_alloc(g, ZEROC_TAG_ACTIVATIONS, bytes, p);
+}
+
+/* Backward scratch, reused by every block. */
+static zeroc_result_t scratch_alloc(zeroc_gpt_t *g, size_t bytes, void **p) {
+  return tagged_alloc(g, ZEROC_TAG_WORKSPACE, bytes, p);
 }
 
 static zeroc_result_t saved_alloc(zeroc_gpt_t *g, saved_t *s) {
@@ -323,13 +333,16 @@ zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
   ZEROC_TRY(act_alloc(g, BT * 4, (void **)&g->lnf_rstd));
   ZEROC_TRY(act_alloc(g, BT * (size_t)g->Vp * e, &g->logits));
   ZEROC_TRY(act_alloc(g, BT * 4, (void **)&g->losses));
-  ZEROC_TRY(act_alloc(g, BT * 4 * C * e, &g->dfch));
-  ZEROC_TRY(act_alloc(g, BT * 4 * C * e, &g->dfchg));
-  ZEROC_TRY(act_alloc(g, BT * C * e, &g->dln));
-  ZEROC_TRY(act_alloc(g, BT * C * e, &g->datty));
-  ZEROC_TRY(act_alloc(g, BT * 3 * C * e, &g->dqkv));
-  ZEROC_TRY(act_alloc(g, BT * C * e, &g->dres[0]));
-  ZEROC_TRY(act_alloc(g, BT * C * e, &g->dres[1]));
+  /* Backward scratch, 11 x (B,T,C): a block's gradients live one after the
+   * other, so datty reuses dln (dln is consumed by ln_2's backward before
+   * datty is written) and dqkv reuses dfch (dead after the MLP's first matmul). */
+  ZEROC_TRY(scratch_alloc(g, BT * 4 * C * e, &g->dfch));
+  ZEROC_TRY(scratch_alloc(g, BT * 4 * C * e, &g->dfchg));
+  ZEROC_TRY(scratch_alloc(g, BT * C * e, &g->dln));
+  g->datty = g->dln;
+  g->dqkv = g->dfch;
+  ZEROC_TRY(scratch_alloc(g, BT * C * e, &g->dres[0]));
+  ZEROC_TRY(scratch_alloc(g, BT * C * e, &g->dres[1]));
   g->losses_host = malloc(BT * sizeof(float));
   if (!g->losses_host) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "host losses");

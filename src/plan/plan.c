@@ -178,27 +178,35 @@ zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
 /* What one pipeline stage holds on one TP rank. */
 typedef struct stage {
   double params;   /* parameters before ZeRO sharding */
-  double unit_max; /* the largest unit (flat parameter), for ZeRO-3/2 buffers */
+  double unit_max; /* the largest unit not pinned (flat parameter), for the buffer pools */
+  double pinned;   /* a unit that stays gathered (the embedding tied to the head), or 0 */
+  double units;    /* units in the stage */
   int inflight;    /* micro-batches whose activations are alive at once */
   int output;      /* 1: holds the final LayerNorm, the logits and the loss */
 } stage_t;
 
 static void stages(const zeroc_plan_config_t *c, stage_t *first, stage_t *last) {
   double C = c->model.hidden, T = c->model.seq, L = c->model.layers, t = c->tp, p = c->pp;
-  double Vt = ceil((double)c->model.vocab / t); /* vocab-parallel rows per TP rank */
+  /* wte rows: the vocabulary padded to a multiple of 64 (x tp), split over tp */
+  double Vt = ceil((double)c->model.vocab / (64.0 * t)) * 64.0;
   /* A block on one TP rank: qkv and fc (column-parallel) and attention-proj and
    * MLP-proj weights (row-parallel) are split; the row-parallel biases (2C) and
    * both LayerNorms (4C) are replicated: (12 C^2 + 7 C) / t + 6 C. */
   double block = (12.0 * C * C + 7.0 * C) / t + 6.0 * C;
   double emb = Vt * C + T * C; /* wte split over the vocabulary, wpe replicated */
   first->params = emb + (L / p) * block + (p == 1 ? 2.0 * C : 0.0);
-  first->unit_max = fmax(emb, block);
+  /* one stage: the embedding is pinned (the head shares it) */
+  first->unit_max = p == 1 ? fmax(block, 2.0 * C) : fmax(emb, block);
+  first->pinned = p == 1 ? emb : 0;
+  first->units = 1 + L / p + (p == 1);
   first->inflight = c->pp == 1 ? 1 : (c->microbatches < c->pp ? c->microbatches : c->pp);
   first->output = c->pp == 1;
   /* The last stage holds its own copy of wte for the tied head (its gradient is
    * all-reduced with the first stage's) and ln_f. */
   last->params = (L / p) * block + Vt * C + 2.0 * C;
   last->unit_max = fmax(block, Vt * C + 2.0 * C);
+  last->pinned = 0;
+  last->units = L / p + 1;
   last->inflight = 1;
   last->output = 1;
 }
@@ -208,7 +216,7 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
                                    zeroc_plan_memory_t *mem, double *host, double *nvme) {
   const zeroc_gpt_config_t *m = &c->model;
   double s = m->seq, b = m->batch, C = m->hidden, a = m->heads, n = s * b;
-  double Vt = ceil((double)m->vocab / c->tp);
+  double Vt = ceil((double)m->vocab / (64.0 * c->tp)) * 64.0;
   int t = c->tp, sp = c->sequence_parallel && t > 1, e = c->act_bytes, pb = c->param_bytes;
   int nd = c->zero == 0 ? 1 : dp / c->hsdp;
   ZEROC_CHECK(zeroc_plan_model_states(st->params, c->zero, nd, pb, mem));
@@ -221,10 +229,19 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   if (c->offload_params == ZEROC_OFFLOAD_NVME) *nvme += mem->params;
   if (c->offload_params != ZEROC_OFFLOAD_NONE) mem->params = 0;
 
-  /* ZeRO-3: prefetch + 1 gathered units in flight plus one unit of full grads;
-   * ZeRO-2: the full grads of the unit in backward, before its reduce-scatter. */
-  if (c->zero == 3) mem->buffers = (c->prefetch + 1.0) * st->unit_max * pb + st->unit_max * pb;
-  if (c->zero == 2) mem->buffers = st->unit_max * pb;
+  /* The engine's buffer policy (src/shard/engine.c): units used by a later
+   * unit (the embedding tied to the head) are pinned and keep a dedicated
+   * gather buffer and full-gradient buffer; the others share pools sized for
+   * the largest of them: ZeRO-3 min(prefetch + 1, units) gather slots and two
+   * full-gradient slots, ZeRO-2 the two full-gradient slots; ZeRO-1 (and
+   * gradient accumulation at 2/3) two reduce-scatter outputs of a shard. */
+  double rb = pb; /* gradients are reduced in the parameter dtype */
+  double slots = fmin(c->prefetch + 1.0, st->units);
+  double S_max = fmax(st->unit_max, st->pinned) / nd;
+  if (c->zero == 3)
+    mem->buffers = slots * st->unit_max * pb + st->pinned * pb + 2.0 * st->unit_max * rb + st->pinned * rb;
+  if (c->zero == 2) mem->buffers = 2.0 * st->unit_max * rb + st->pinned * rb;
+  if (c->zero == 1 || (c->zero >= 2 && c->microbatches > 1 && c->pp == 1)) mem->buffers += 2.0 * S_max * rb;
 
   double layer, layer_full;
   if (c->act_model == ZEROC_ACT_MEGATRON) {
@@ -247,9 +264,11 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
     act += 2.0 * e * n * C / r + 8.0 * n / r + e * n * Vt + 4.0 * n;
   }
   mem->activations = act;
-  /* Backward scratch: the residual gradient in and out (B,T,C) and the largest
-   * intermediate gradient (B,T,4C/t), plus the fixed workspace. */
-  mem->workspace = e * n * (2.0 * C + 4.0 * C / t) + c->workspace_mib * MIB;
+  /* Backward scratch of the model (src/model/gpt.c): the MLP's two
+   * intermediate gradients (B,T,4C/t) each, one (B,T,C) reused for the
+   * LayerNorm and attention-output gradients, and the residual gradient in
+   * and out (B,T,C); plus the fixed workspace. */
+  mem->workspace = e * n * (8.0 * C / t + 3.0 * C) + c->workspace_mib * MIB;
   mem->total =
       mem->params + mem->grads + mem->optimizer + mem->activations + mem->buffers + mem->workspace;
   return ZEROC_OK;

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# tests/train_cli.sh - `zeroc train` end to end on real ranks: the loss falls,
+# checkpoints resume bit for bit (and onto another dp size), safetensors round
+# trip, corrupt checkpoints are refused, bad flags get one line and exit 2.
+# usage: train_cli.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS" TEST_NAME
+set -u
+ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-train-XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --quiet "$@"; }
+fail() { echo "FAIL: $*"; exit 1; }
+field() { sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p" "$1"; }   # one value per line
+COMMON=(--model tiny --lr 3e-3 --warmup 5 --seed 11)
+
+case $NAME in
+loss_falls)
+  run 4 "${COMMON[@]}" --zero 3 --steps 60 --metrics "$WORK/m.jsonl" || fail "training exited $?"
+  [ "$(wc -l < "$WORK/m.jsonl")" = 60 ] || fail "expected 60 metrics lines"
+  first=$(field "$WORK/m.jsonl" loss | head -1); last=$(field "$WORK/m.jsonl" loss | tail -5 | sort -g | tail -1)
+  awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.5) }' || fail "loss $first -> $last did not fall by 1.5"
+  echo "loss $first -> $last" ;;
+
+resume_bitwise)
+  run 4 "${COMMON[@]}" --steps 16 --save "$WORK/ck" --save-every 8 --metrics "$WORK/a.jsonl" || fail "first run"
+  [ -f "$WORK/ck/step_00000008/manifest.json" ] || fail "no checkpoint at step 8"
+  [ "$(cat "$WORK/ck/latest")" = step_00000016 ] || fail "latest is not step 16"
+  run 4 "${COMMON[@]}" --steps 16 --resume "$WORK/ck/step_00000008" --metrics "$WORK/b.jsonl" || fail "resumed run"
+  field "$WORK/a.jsonl" loss | tail -8 > "$WORK/a.loss"; field "$WORK/b.jsonl" loss > "$WORK/b.loss"
+  [ "$(wc -l < "$WORK/b.loss")" = 8 ] || fail "resumed run should log steps 9..16"
+  cmp -s "$WORK/a.loss" "$WORK/b.loss" || { paste "$WORK/a.loss" "$WORK/b.loss"; fail "losses differ after resume"; }
+  field "$WORK/a.jsonl" grad_norm | tail -8 > "$WORK/a.n"; field "$WORK/b.jsonl" grad_norm > "$WORK/b.n"
+  cmp -s "$WORK/a.n" "$WORK/b.n" || fail "gradient norms differ after resume"
+  echo "8 steps after resume bitwise identical" ;;
+
+resume_other_dp)
+  # saved on 4 ranks (batch 2), resumed on 2 ranks (batch 4): the same global batch
+  run 4 "${COMMON[@]}" --batch 2 --steps 12 --save "$WORK/ck" --save-every 6 --metrics "$WORK/a.jsonl" || fail "4-rank run"
+  run 2 "${COMMON[@]}" --batch 4 --steps 12 --resume "$WORK/ck/step_00000006" --metrics "$WORK/b.jsonl" || fail "2-rank resume"
+  field "$WORK/a.jsonl" loss | tail -6 > "$WORK/a.loss"; field "$WORK/b.jsonl" loss > "$WORK/b.loss"
+  paste "$WORK/a.loss" "$WORK/b.loss" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) bad++ } END { exit bad > 0 }' \
+    || { paste "$WORK/a.loss" "$WORK/b.loss"; fail "losses differ by more than 1e-5 relative"; }
+  echo "resumed on 2 ranks within 1e-5" ;;
+
+safetensors_roundtrip)
+  run 2 "${COMMON[@]}" --steps 5 --export "$WORK/a.safetensors" || fail "export run"
+  run 4 "${COMMON[@]}" --steps 0 --init "$WORK/a.safetensors" --export "$WORK/b.safetensors" || fail "init run"
+  cmp -s "$WORK/a.safetensors" "$WORK/b.safetensors" || fail "export -> init -> export changed the file"
+  head -c 400 "$WORK/a.safetensors" | grep -q '"h.0.attn.c_attn.weight":{"dtype":"F32","shape":\[64,192\]' \
+    || head -c 600 "$WORK/a.safetensors" | grep -q 'h.0.attn.c_attn.weight' || fail "no GPT-2 names in the file"
+  echo "round trip identical" ;;
+
+corrupt_checkpoint)
+  run 2 "${COMMON[@]}" --steps 4 --save "$WORK/ck" || fail "saving run"
+  f=$(ls "$WORK"/ck/step_00000004/*.bin | head -1)
+  cp -a "$WORK/ck" "$WORK/orig"
+  printf '\x55' | dd of="$f" bs=1 seek=100 conv=notrunc status=none
+  out=$(run 2 "${COMMON[@]}" --steps 8 --resume "$WORK/ck" --save "$WORK/ck" 2>&1); rc=$?
+  [ $rc -ne 0 ] || fail "a corrupt checkpoint was accepted"
+  echo "$out" | grep -q "fails its checksum" || fail "no checksum message: $out"
+  echo "$out" | grep -q "$(basename "$f")" || fail "message does not name the file: $out"
+  [ ! -e "$WORK/ck/step_00000008" ] || fail "a new checkpoint was written after the failure"
+  [ "$(cat "$WORK/ck/latest")" = step_00000004 ] || fail "latest changed"
+  echo "refused: $(echo "$out" | grep -m1 checksum)" ;;
+
+bad_flags)
+  for args in "--zero 4" "--steps -1" "--model huge" "--lr abc" "--hsdp 3" "--tp 3" "--dtype fp16" "--bogus 1" "--batch" "--save-every 5"; do
+    out=$(run 2 $args 2>&1 >/dev/null); rc=$?
+    [ $rc -eq 2 ] || fail "'$args' exited $rc, want 2 ($out)"
+    lines=$(echo "$out" | grep -c "zeroc train")
+    [ "$lines" = 1 ] || fail "'$args' printed $lines zeroc lines: $out"
+    flag=${args%% *}
+    echo "$out" | grep -q -- "${flag}" || [ "$flag" = --hsdp ] || [ "$flag" = --tp ] || fail "'$args': message does not name $flag: $out"
+  done
+  echo "10 bad invocations: exit 2, one line each" ;;
+memory_prediction)
+  # the planner's per-rank prediction against the accountant's measured peak
+  for cfg in "--zero 0" "--zero 1" "--zero 2" "--zero 3" "--zero 3 --recompute full" \
+             "--zero 2 --grad-accum 2 --batch 2" "--zero 3 --prefetch 0" "--zero 1 --hsdp 2"; do
+    run 4 --model small --steps 2 $cfg --metrics "$WORK/m.jsonl" || fail "'$cfg' run"
+    peak=$(tail -1 "$WORK/m.jsonl" | sed 's/.*"peak_bytes": {"device": \([0-9]*\).*/\1/')
+    pred=$(tail -1 "$WORK/m.jsonl" | sed 's/.*"predicted_bytes": {"device": \([0-9]*\).*/\1/')
+    awk -v a="$peak" -v b="$pred" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.10) }' \
+      || fail "'$cfg': measured $peak bytes, predicted $pred (more than 10% apart)"
+    echo "$cfg: measured $peak predicted $pred"
+  done ;;
+*) fail "unknown test $NAME" ;;
+esac
