@@ -14,6 +14,7 @@
 
 #include "apps/args.h"
 #include "apps/cli.h"
+#include "apps/spike.h"
 #include "zeroc/ckpt.h"
 #include "zeroc/data.h"
 #include "zeroc/plan.h"
@@ -32,9 +33,9 @@ typedef struct {
   int device, model, schedule, dtype, recompute, off_opt, off_par, pp_schedule;
   int layers, hidden, heads, vocab, seq, batch, grad_accum, steps, warmup, zero, hsdp, tp, pp;
   int vpp, microbatches, prefetch, save_every, shuffle, quiet, print_topology, print_schedule;
-  int sequence_parallel, max_skipped;
+  int sequence_parallel, max_skipped, spike_window;
   int64_t seed;
-  double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout;
+  double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout, spike_z;
   const char *data, *save, *resume, *export_path, *init, *metrics, *nvme_dir;
   int set_layers, set_hidden, set_heads, set_vocab, set_seq, set_batch, set_microbatches;
 } opts_t;
@@ -53,6 +54,7 @@ static void usage(void) {
          "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
          "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
          "other:   --comm-timeout SECONDS (300) --max-skipped N (5)\n"
+         "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
          "See shared/CLI.md for the contract.\n");
 }
 
@@ -100,6 +102,8 @@ static int parse(int argc, char **argv, opts_t *o) {
       {"--metrics", ARG_STRING, &o->metrics, 0, 0, 0, NULL, NULL},
       {"--comm-timeout", ARG_DOUBLE, &o->comm_timeout, 0, 1e7, 1, NULL, NULL},
       {"--max-skipped", ARG_INT, &o->max_skipped, 0, 1e6, 0, NULL, NULL},
+      {"--spike-window", ARG_INT, &o->spike_window, 2, ZSPIKE_MAX_WINDOW, 0, NULL, NULL},
+      {"--spike-z", ARG_DOUBLE, &o->spike_z, 0, 1e6, 1, NULL, NULL},
       {"--quiet", ARG_SWITCH, &o->quiet, 0, 0, 0, NULL, NULL},
       {"--print-topology", ARG_SWITCH, &o->print_topology, 0, 0, 0, NULL, NULL},
       {"--print-schedule", ARG_SWITCH, &o->print_schedule, 0, 0, 0, NULL, NULL},
@@ -195,6 +199,8 @@ int zeroc_cmd_train(int argc, char **argv) {
   o.prefetch = 2;
   o.comm_timeout = 300;
   o.max_skipped = 5;
+  o.spike_window = 50;
+  o.spike_z = 6.0;
   o.data = "synthetic";
   if (parse(argc, argv, &o)) return 2;
 
@@ -425,6 +431,11 @@ int zeroc_cmd_train(int argc, char **argv) {
   int tty = pmode ? !strcmp(pmode, "tty") : (!launched && isatty(STDOUT_FILENO));
   int every = o.steps >= 20 ? o.steps / 20 : 1;
   float first_loss = NAN, last_loss = NAN, last_norm = 0;
+  /* spikes: z-scores of the loss and the gradient norm against trailing windows */
+  static zspike_t spike_loss, spike_norm;
+  zspike_init(&spike_loss, o.spike_window, o.spike_z);
+  zspike_init(&spike_norm, o.spike_window, o.spike_z);
+  int skipped_total = 0, spikes_total = 0;
   uint64_t peak_dev = 0, peak_host = 0;
   double t_run = now_s();
   zeroc_ctx_memory_reset_peak(ctx);
@@ -458,27 +469,46 @@ int zeroc_cmd_train(int argc, char **argv) {
     if (s == start) first_loss = info.loss;
     last_loss = info.loss;
     last_norm = info.grad_norm;
+    /* a skipped step's figures are not finite and never enter the windows */
+    double z_loss = NAN, z_norm = NAN;
+    int spike = 0;
+    if (info.skipped) {
+      skipped_total++;
+    } else {
+      spike |= zspike_push(&spike_loss, info.loss, &z_loss);
+      spike |= zspike_push(&spike_norm, info.grad_norm, &z_norm) << 1;
+    }
+    static const char *const SPIKE_NAMES[] = {"none", "loss", "grad_norm", "loss+grad_norm"};
+    if (spike) spikes_total++;
+    char zl[32] = "null", zn[32] = "null";
+    if (isfinite(z_loss)) snprintf(zl, sizeof zl, "%.3f", z_loss);
+    if (isfinite(z_norm)) snprintf(zn, sizeof zn, "%.3f", z_norm);
     double tps = tokens_per_step / dt, mfu = peak_flops > 0 ? flops_per_step / dt / peak_flops : 0;
     if (root && metrics) {
       fprintf(metrics,
               "{\"step\": %d, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens\": %.0f, "
               "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"mfu\": %.4f, \"comm_bytes\": %llu, "
               "\"exposed_comm_ms\": %.3f, \"peak_bytes\": {\"device\": %llu, \"host\": %llu}, "
-              "\"predicted_bytes\": {\"device\": %.0f, \"host\": %.0f}, \"skipped\": %d}\n",
+              "\"predicted_bytes\": {\"device\": %.0f, \"host\": %.0f}, \"skipped\": %d, "
+              "\"skipped_total\": %d, \"loss_z\": %s, \"grad_norm_z\": %s, \"spike\": \"%s\"}\n",
               s + 1, info.loss, lr_at(&o, s), info.grad_norm, tokens_per_step, dt * 1e3, tps, mfu,
               (unsigned long long)info.comm_bytes, info.exposed_comm_ms,
               (unsigned long long)peak_dev, (unsigned long long)peak_host, predicted, predicted_host,
-              info.skipped);
+              info.skipped, skipped_total, zl, zn, SPIKE_NAMES[spike]);
       fflush(metrics);
     }
-    if (root && !o.quiet && (tty || s == start || s == o.steps - 1 || (s + 1) % every == 0)) {
+    if (root && spike && o.quiet)
+      fprintf(stderr, "zeroc train: step %d: %s spike (loss %.4f z %s, grad norm %.3f z %s, window %d)\n",
+              s + 1, SPIKE_NAMES[spike], info.loss, zl, info.grad_norm, zn, o.spike_window);
+    if (root && !o.quiet &&
+        (tty || s == start || s == o.steps - 1 || (s + 1) % every == 0 || info.skipped || spike)) {
       char b1[32], b2[32];
       printf("%sstep %5d/%d | loss %.4f | norm %.3f | %8.0f tok/s | %7.1f ms | comm %6.1f ms exposed | "
-             "mem %s (pred %s)%s%s",
+             "mem %s (pred %s)%s%s%s%s",
              tty ? "\r" : "", s + 1, o.steps, info.loss, info.grad_norm, tps, dt * 1e3,
              info.exposed_comm_ms, fmt_bytes((double)peak_dev, b1, sizeof b1),
              fmt_bytes(predicted, b2, sizeof b2), info.skipped ? " | SKIPPED (non-finite)" : "",
-             tty ? "   " : "\n");
+             spike ? " | SPIKE " : "", spike ? SPIKE_NAMES[spike] : "", tty ? "   " : "\n");
       if (peak_flops > 0) printf(" | MFU %.1f%%", mfu * 100);
       fflush(stdout);
     }
@@ -518,6 +548,9 @@ int zeroc_cmd_train(int argc, char **argv) {
     printf("done: %d steps in %.1f s; loss %.4f -> %.4f", n, t_total, first_loss, last_loss);
     if (di.kind == ZEROC_DATA_SYNTHETIC) printf(" (floor %.4f, gap %.4f)", di.loss_floor, last_loss - di.loss_floor);
     printf("; grad norm %.3f\n", last_norm);
+    if (skipped_total || spikes_total)
+      printf("      %d step(s) skipped (non-finite gradients), %d spike(s) reported (z > %g over %d steps)\n",
+             skipped_total, spikes_total, o.spike_z, o.spike_window);
     printf("      median step %.1f ms, %.0f tokens/s; peak device memory %s per rank (predicted %s)\n",
            med * 1e3, tokens_per_step / med, fmt_bytes((double)peak_dev, b1, sizeof b1),
            fmt_bytes(predicted, b2, sizeof b2));
@@ -537,9 +570,12 @@ int zeroc_cmd_train(int argc, char **argv) {
   rc = 0;
   r = ZEROC_OK;
 fail:
+  if (r == ZEROC_ERR_NUMERIC) agreed = 1; /* the step's verdict comes from an all-reduced norm */
   if (r != ZEROC_OK) {
-    /* every rank reports its own failure; a peer's failure is reported once */
-    if (r != ZEROC_ERR_REMOTE || root)
+    /* every rank reports its own failure; a failure every rank learnt through an
+     * agreement (or the all-reduced norm) is reported once, by rank 0; a peer
+     * lost mid-step is reported by every rank that noticed it */
+    if (root || !agreed)
       fprintf(stderr, "zeroc train: rank %d (%s): %s: %s\n", mesh->rank, stage_msg,
               zeroc_result_name(r), zeroc_last_error(ctx));
     rc = r == ZEROC_ERR_INVALID_ARG && agreed ? 2 : 1;

@@ -218,10 +218,16 @@ static zeroc_result_t run_op(void *payload) {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(e, msg, &len);
+    zeroc__watchdog_leave(g->ctx, o->channel);
     return ZEROC_FAIL(ZEROC_ERR_MPI, "starting %s #%llu on group %s (%zu elements): %s",
                       coll_name[o->coll], (unsigned long long)o->seq, g->name, o->count, msg);
   }
-  ZEROC_CHECK(wait_req(o, &req));
+  zeroc_result_t r = wait_req(o, &req);
+  if (r != ZEROC_OK) {
+    /* no longer waiting: peers describing a hang must not count this rank as present */
+    zeroc__watchdog_leave(g->ctx, o->channel);
+    return r;
+  }
 done:
   if (o->op == ZEROC_AVG &&
       (o->coll == ZEROC_COLL_ALLREDUCE || o->coll == ZEROC_COLL_REDUCE_SCATTER) && g->size > 1)

@@ -17,6 +17,7 @@
 #include "core/ctx.h"
 #include "core/env.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 
@@ -190,6 +191,8 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
     res = zeroc__mem_init(&ctx->mem);
     mem_ok = res == ZEROC_OK;
   }
+  /* test-only fault injection (core/fault.h): a bad spec fails every rank's create */
+  if (res == ZEROC_OK) res = zeroc__fault_parse(zeroc__env_str("ZEROC_FAULT", NULL), &ctx->fault);
   ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, res));
 
   /* Node-local ranks and the world -> local map (for the watchdog). */
@@ -249,6 +252,7 @@ static void ctx_free(zeroc_ctx_t *ctx) {
   if (ctx->wcomm != MPI_COMM_NULL) MPI_Comm_free(&ctx->wcomm);
   if (ctx->topo) hwloc_topology_destroy(ctx->topo);
   free(ctx->local_of_world);
+  zeroc__fault_free(ctx->fault);
   if (ctx->mem.tab) {
     if (ctx->mem.st.allocations)
       ZINFO(MEM, "%llu allocations still live at context destruction",
@@ -298,15 +302,17 @@ zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r) {
   if (e != ZEROC_OK) return zeroc__ctx_ret(ctx, e);
   zeroc__tls_error_set(saved);
   if (first == ctx->mesh.world) return ZEROC_OK;
-  struct {
-    int32_t code;
-    char msg[ZEROC_ERRMSG_MAX];
-  } m = {(int32_t)r, {0}};
-  if (ctx->mesh.rank == first) snprintf(m.msg, sizeof m.msg, "%s", saved);
-  if (MPI_Bcast(&m, (int)sizeof m, MPI_BYTE, first, w->mpi[0]) != MPI_SUCCESS)
-    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Bcast of rank %d's error", first));
+  /* The message travels as a sum of bytes that are zero everywhere but on
+   * the failing rank: an all-reduce polled with the timeout, where a blocking
+   * broadcast would hang if that rank died right after the vote. */
+  uint8_t msg[ZEROC_ERRMSG_MAX] = {0};
+  if (ctx->mesh.rank == first) snprintf((char *)msg, sizeof msg, "%s", saved);
+  e = zeroc__allreduce_host(w, msg, sizeof msg, ZEROC_UINT8, ZEROC_SUM);
+  if (e != ZEROC_OK) return zeroc__ctx_ret(ctx, e);
+  msg[sizeof msg - 1] = 0;
+  zeroc__tls_error_set(saved);
   if (r != ZEROC_OK) return zeroc__ctx_ret(ctx, r);
-  return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_REMOTE, "rank %d failed: %s", first, m.msg));
+  return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_REMOTE, "rank %d failed: %s", first, (char *)msg));
 }
 
 const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx) { return &ctx->mesh; }

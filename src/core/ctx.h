@@ -17,6 +17,7 @@
 struct zeroc_comm_ops;
 struct zeroc_group;
 struct zeroc__watchdog;
+struct zeroc__fault;
 
 struct zeroc_ctx {
   zeroc_ctx_config_t cfg;
@@ -35,6 +36,7 @@ struct zeroc_ctx {
   const struct zeroc_comm_ops *comm_ops;
   struct zeroc_group *groups[ZEROC_GROUP_COUNT];
   struct zeroc__watchdog *wd;
+  struct zeroc__fault *fault; /* test-only ZEROC_FAULT specs (core/fault.h); NULL when off */
   zeroc__mem_t mem;
   char last_error[ZEROC_ERRMSG_MAX];
 };

@@ -36,6 +36,7 @@ typedef struct {
   _Atomic int32_t state;
   _Atomic uint64_t phase_ns;
   char phase[80];
+  char cause[240]; /* why this rank failed (ST_FAILED), for its peers' messages */
   chan_t ch[ZEROC_MAX_CHANNELS];
 } slot_t;
 
@@ -90,6 +91,7 @@ void zeroc__watchdog_fini(zeroc_ctx_t *ctx, int failed) {
   struct zeroc__watchdog *wd = ctx->wd;
   if (!wd) return;
   /* The window stays mapped until MPI_Finalize: peers may still read it. */
+  if (failed) snprintf(wd->mine->cause, sizeof wd->mine->cause, "%s", zeroc_last_error(ctx));
   atomic_store(&wd->mine->state, failed ? ST_FAILED : ST_FINISHED);
 }
 
@@ -136,6 +138,9 @@ static char proc_state(int pid) {
 int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why, size_t n) {
   struct zeroc__watchdog *wd = ctx->wd;
   if (!wd) return 0;
+  /* A peer that died or stopped is the first cause; a peer that failed has
+   * usually only noticed it, so it is named only when no first cause is seen. */
+  int failed = -1;
   for (int i = 0; i < g->size; i++) {
     int w = g->world_ranks[i];
     int l = ctx->local_of_world[w];
@@ -144,8 +149,8 @@ int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why
     int pid = atomic_load(&s->pid);
     int st = atomic_load(&s->state);
     if (st == ST_FAILED) {
-      snprintf(why, n, "rank %d (pid %d) failed (its own message gives the cause)", w, pid);
-      return 1;
+      if (failed < 0) failed = i;
+      continue;
     }
     char ps = proc_state(pid);
     if (ps == 0 || ps == 'Z' || ps == 'X' || (kill(pid, 0) != 0 && errno == ESRCH)) {
@@ -161,6 +166,16 @@ int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why
       snprintf(why, n, "rank %d (pid %d) has already finished and will not join", w, pid);
       return 1;
     }
+  }
+  if (failed >= 0) {
+    int w = g->world_ranks[failed];
+    slot_t *s = wd->slots[ctx->local_of_world[w]];
+    char cause[sizeof s->cause];
+    memcpy(cause, s->cause, sizeof cause); /* a peer's text: copy, then terminate */
+    cause[sizeof cause - 1] = 0;
+    snprintf(why, n, "rank %d (pid %d) failed: %s", w, (int)atomic_load(&s->pid),
+             cause[0] ? cause : "(its own message gives the cause)");
+    return 1;
   }
   return 0;
 }

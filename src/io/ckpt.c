@@ -16,6 +16,7 @@
 #include "comm/comm.h"
 #include "core/ctx.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 #include "io/crc32c.h"
@@ -51,9 +52,10 @@ static zeroc_result_t exchange_files(zeroc_ctx_t *ctx, uint64_t crc, uint64_t by
 }
 
 /* This rank's shard file: for each unit, S floats of master, m and v. */
-static zeroc_result_t write_shard_file(zeroc_model_t *m, const char *path, uint32_t *crc_out,
-                                       uint64_t *bytes_out) {
+static zeroc_result_t write_shard_file(zeroc_model_t *m, const char *path, uint64_t step,
+                                       uint32_t *crc_out, uint64_t *bytes_out) {
   zeroc_result_t res = ZEROC_OK;
+  zeroc_ctx_t *ctx = zeroc_model_ctx(m);
   zeroc__afile_t f = ZEROC_AFILE_INIT;
   float *buf = NULL;
   uint64_t maxS = 0, bytes = 0;
@@ -80,6 +82,7 @@ static zeroc_result_t write_shard_file(zeroc_model_t *m, const char *path, uint3
       crc = zeroc__crc32c(crc, buf, nb);
       bytes += nb;
     }
+    if (u == n / 2) ZEROC_FAULT_AT(ctx, "ckpt.shard", step, NULL); /* half written */
   }
   ZEROC_TRY(zeroc__afile_commit(&f));
   *crc_out = crc;
@@ -105,6 +108,10 @@ static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_
   zeroc__jw_int(&w, 1);
   zeroc__jw_key(&w, "step");
   zeroc__jw_uint(&w, step);
+  /* steps actually applied: fewer than `step` when non-finite steps were
+   * skipped; AdamW's bias correction counts these */
+  zeroc__jw_key(&w, "optimizer_steps");
+  zeroc__jw_uint(&w, zeroc_model_steps(m));
   zeroc__jw_key(&w, "mesh");
   zeroc__jw_object_begin(&w);
   const char *names[] = {"world", "tp", "pp", "dp", "dp_shard", "dp_replicate"};
@@ -200,6 +207,7 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
   else snprintf(tmp, sizeof tmp, "%s.tmp", final);
   r = zeroc_ctx_agree(ctx, r);
   if (r) return r;
+  ZEROC_FAULT_AT(ctx, "ckpt.stage", step, NULL);
   /* replicas hold identical shards: replica 0 of each shard writes it */
   uint32_t crc = 0;
   uint64_t bytes = 0;
@@ -208,7 +216,8 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
     char fname[64];
     shard_file_name(fname, sizeof fname, mesh, shard_size == 1 ? 0 : shard);
     snprintf(path, sizeof path, "%s/%s", tmp, fname);
-    r = write_shard_file(m, path, &crc, &bytes);
+    r = write_shard_file(m, path, step, &crc, &bytes);
+    if (!r) ZEROC_FAULT_AT(ctx, "ckpt.written", step, NULL);
   }
   r = zeroc_ctx_agree(ctx, r);
   uint64_t *table = NULL;
@@ -220,12 +229,15 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
   if (root) {
     snprintf(path, sizeof path, "%s/manifest.json", tmp);
     r = write_manifest(m, path, step, app_json, table);
+    if (!r) ZEROC_FAULT_AT(ctx, "ckpt.manifest", step, NULL);
     if (!r) r = zeroc__dir_publish(tmp, final);
     if (!r) {
+      ZEROC_FAULT_AT(ctx, "ckpt.publish", step, NULL);
       char latest[4200], name[64];
       snprintf(latest, sizeof latest, "%s/latest", dir);
       int n = snprintf(name, sizeof name, "step_%08" PRIu64 "\n", step);
       r = zeroc__file_write_atomic(latest, name, (size_t)n);
+      if (!r) ZEROC_FAULT_AT(ctx, "ckpt.latest", step, NULL);
     }
     if (r) zeroc__rmtree(tmp);
     else ZINFO(IO, "checkpoint step %" PRIu64 " published in %s", step, final);
@@ -323,10 +335,11 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
   float **cache = NULL;
   float **newstate = NULL; /* per unit: 3 x S_new */
   int n = zeroc_model_num_units(m), nfiles = 0;
-  uint64_t step = 0, version = 0, old_shards = 0, old_tp = 1, old_pp = 1, unit_base = 0;
+  uint64_t step = 0, opt_steps = 0, version = 0, old_shards = 0, old_tp = 1, old_pp = 1, unit_base = 0;
   uint64_t *old_S = NULL, *old_N = NULL;
   if (app_out) *app_out = NULL;
   zeroc__watchdog_phase(ctx, "loading checkpoint");
+  ZEROC_FAULT_AT(ctx, "ckpt.load", 0, NULL);
 
   ZEROC_TRY(resolve(path, dir, sizeof dir));
   snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
@@ -345,6 +358,13 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     goto fail;
   }
   ZEROC_TRY(get_u64(root, "step", what, &step));
+  opt_steps = step; /* older manifests: no skipped steps recorded */
+  if (zeroc__json_get(root, "optimizer_steps")) ZEROC_TRY(get_u64(root, "optimizer_steps", what, &opt_steps));
+  if (opt_steps > step) {
+    res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: optimizer_steps %" PRIu64 " exceeds step %" PRIu64, what,
+                     opt_steps, step);
+    goto fail;
+  }
   ZEROC_TRY(get_u64(root, "shard_size", what, &old_shards));
   const zeroc__json_t *mj = zeroc__json_get(root, "mesh");
   if (mj) {
@@ -478,7 +498,7 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
       res = zeroc_model_set_shard(m, u, (zeroc_state_kind_t)k, newstate[u] + (uint64_t)k * ui.shard_numel);
   }
   if (!res) res = zeroc_model_sync_params(m);
-  if (!res) zeroc_model_set_steps(m, step);
+  if (!res) zeroc_model_set_steps(m, opt_steps);
   if (!res && app_out) {
     const zeroc__json_t *aj = zeroc__json_get(root, "app");
     if (aj && aj->type == ZEROC_JSON_STRING && aj->u.str.len) {

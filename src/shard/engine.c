@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -623,10 +624,25 @@ static zeroc_result_t run_forward(zeroc_model_t *m, int i, const void *in, int s
   io.recompute = recompute;
   zeroc__watchdog_phase(m->ctx, "%s unit %d ('%s')", recompute ? "recompute" : "forward", i,
                         u->L.name ? u->L.name : "");
+  ZEROC_FAULT_AT(m->ctx, "forward", m->steps + 1, NULL);
   zeroc_result_t r = u->L.forward(&io);
   if (r != ZEROC_OK) return r;
   *out = io.out;
   return ZEROC_OK;
+}
+
+/* Test-only (ZEROC_FAULT nan|inf|set=X@grad): the first element of the
+ * unit's first parameter in its full gradient takes the value, before the
+ * reduction, so it travels to every rank as a real fault would. */
+static zeroc_result_t inject_grad(zeroc_model_t *m, zeroc__unit_t *u) {
+  double v = 0;
+  if (!ZEROC_FAULT_AT(m->ctx, "grad", m->steps + 1, &v)) return ZEROC_OK;
+  float f = (float)v;
+  uint16_t h = zeroc_f32_to_bf16(f);
+  const void *src = m->rdt == ZEROC_BF16 ? (const void *)&h : (const void *)&f;
+  CHK(zeroc_memcpy_async(m->compute, (char *)u->fgrad + u->f.p[0].off * esz(m->rdt), src,
+                         esz(m->rdt)));
+  return zeroc_stream_sync(m->compute); /* the host value must outlive the copy */
 }
 
 /* The forward pass; `eval` runs it without a backward to follow. */
@@ -719,11 +735,13 @@ zeroc_result_t zeroc_model_backward(zeroc_model_t *m) {
     io.in = u->saved_in;
     io.dout = dout;
     zeroc__watchdog_phase(m->ctx, "backward unit %d ('%s')", i, u->L.name ? u->L.name : "");
+    ZEROC_FAULT_AT(m->ctx, "backward", m->steps + 1, NULL);
     res = u->L.backward(&io);
     if (res != ZEROC_OK) goto fail;
     dout = io.din;
     /* a pinned unit's gradients are complete only after its own backward */
     if (m->conv) conv_grads_out(m, u);
+    if (m->ctx->fault) ZEROC_TRY(inject_grad(m, u));
     ZEROC_TRY(reduce_unit(m, i));
     if (m->cfg.stage == 3) ZEROC_TRY(release_params(m, i));
   }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 #include "shard/engine.h"
@@ -95,6 +96,7 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "learning rate %g: must be finite and >= 0", lr));
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
   zeroc__watchdog_phase(m->ctx, "optimizer step %llu", (unsigned long long)m->steps + 1);
+  ZEROC_FAULT_AT(m->ctx, "step", m->steps + 1, NULL);
 
   /* every reduction of this step must have landed */
   if (m->compute->inline_) {
@@ -119,7 +121,8 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
   int skipped = !isfinite(norm);
   if (skipped) {
     m->consecutive_skips++;
-    ZWARN(SHARD, "step %llu skipped: gradient norm is %g (non-finite) [%d in a row]",
+    if (mesh->rank == 0) /* the verdict is global: one line per job, not per rank */
+      ZWARN(SHARD, "step %llu skipped: gradient norm is %g (non-finite) [%d in a row]",
           (unsigned long long)m->steps + 1, norm, m->consecutive_skips);
   } else {
     float coef = 1.0f;
