@@ -459,7 +459,9 @@ int zeroc_cmd_train(int argc, char **argv) {
     }
     zeroc_step_info_t info;
     r = zeroc_model_step(model, lr_at(&o, s), &info);
-    if (r) goto fail;
+    /* too many skipped steps: this step's figures are still reported, then stop */
+    int numeric_stop = r == ZEROC_ERR_NUMERIC;
+    if (r && !numeric_stop) goto fail;
     double dt = now_s() - t0;
     times[s] = dt;
     zeroc_mem_stats_t ms;
@@ -512,6 +514,7 @@ int zeroc_cmd_train(int argc, char **argv) {
       if (peak_flops > 0) printf(" | MFU %.1f%%", mfu * 100);
       fflush(stdout);
     }
+    if (numeric_stop) goto fail;
     if (o.save && o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps) {
       char app[1024];
       zeroc_data_position_t pos;

@@ -1,0 +1,17 @@
+# Reliability: fault injection, non-finite steps, spike detection, and the
+# end-to-end failure tests of tests/reliability.sh (dead, stopped and stuck
+# ranks; crashes during checkpoint saves; determinism).
+zeroc_test(NAME test_reliability_fault SOURCES test_reliability_fault.c LABELS unit)
+zeroc_test(NAME test_reliability_spike SOURCES test_reliability_spike.c ${PROJECT_SOURCE_DIR}/apps/spike.c
+           LABELS unit)
+target_include_directories(test_reliability_spike PRIVATE ${PROJECT_SOURCE_DIR})
+zeroc_test(NAME test_reliability_numeric SOURCES test_reliability_numeric.c NP 1 4 LABELS mpi)
+
+# zeroc train under injected faults, end to end (tests/reliability.sh).
+string(REPLACE ";" " " _rel_mpirun_flags "${ZEROC_MPIRUN_FLAGS}")
+foreach(t dead_rank stopped_rank stuck_rank save_crash_loop nan_skip nan_stop spike_report determinism)
+  add_test(NAME reliability_${t}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/reliability.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
+            "${_rel_mpirun_flags}" ${t})
+  set_tests_properties(reliability_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2)
+endforeach()
