@@ -26,6 +26,9 @@ int zarg_fail(const char *cmd, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
+  /* a value may hold control characters: the message stays one printable line */
+  for (char *p = msg; *p; p++)
+    if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
   fprintf(stderr, "zeroc %s: %s\n", cmd, msg);
   return 2;
 }

@@ -3,6 +3,7 @@
  * its grammar and its one-line errors, the rank / step / hit filters, value
  * faults, and the process actions carried out in real forked children (killed
  * by SIGKILL, exited with status 3, stopped and continued, hung until killed).
+ * Also: error messages that quote untrusted text stay one printable line.
  */
 #include <math.h>
 #include <signal.h>
@@ -157,6 +158,23 @@ static void test_process_actions(void) {
   CU_ASSERT(st != -1 && WIFSIGNALED(st));
 }
 
+/* A message quoting file contents (a tensor name, a JSON key) with control
+ * characters is escaped; the previous message may be an argument. */
+static void test_messages_printable(void) {
+  zeroc_result_t r = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "tensor '%s' is odd", "a\nb\x1b[2Jc\t\x7f");
+  CU_ASSERT_EQUAL(r, ZEROC_ERR_CORRUPT);
+  const char *m = zeroc__tls_error();
+  ZT_ASSERT_MSG(strstr(m, "tensor 'a\\nb\\x1b[2Jc\\t\\x7f' is odd") && !strchr(m, '\n'), "message: %s", m);
+  ZEROC_FAIL(ZEROC_ERR_IO, "outer: %s", zeroc__tls_error());
+  m = zeroc__tls_error();
+  ZT_ASSERT_MSG(strstr(m, "outer: ") && strstr(m, "tensor 'a\\nb"), "message: %s", m);
+  char longs[4000];
+  memset(longs, '\n', sizeof longs - 1);
+  longs[sizeof longs - 1] = 0;
+  ZEROC_FAIL(ZEROC_ERR_IO, "%s", longs); /* escapes past the buffer are cut, not overrun */
+  CU_ASSERT(strlen(zeroc__tls_error()) < ZEROC_ERRMSG_MAX);
+}
+
 int main(void) {
   static const zt_test_t tests[] = {
       {"valid specs", test_parse_valid},
@@ -164,6 +182,7 @@ int main(void) {
       {"rank, step and hit filters; value faults", test_filters_and_values},
       {"sleep delays the point", test_sleep},
       {"kill, exit, stop and hang in real child processes", test_process_actions},
+      {"error messages quoting input stay one printable line", test_messages_printable},
       ZT_END,
   };
   return zt_run("reliability_fault", tests);

@@ -57,15 +57,40 @@ const char *zeroc_result_name(zeroc_result_t r) {
 
 static _Thread_local char tls_err[ZEROC_ERRMSG_MAX];
 
+/* Copies `src` into `dst` (size n) with control characters written as \n,
+ * \r, \t or \xNN: a message quoting file contents (a tensor name, a JSON
+ * key, a path) stays one printable line and cannot move the terminal. */
+static void printable(char *dst, size_t n, const char *src) {
+  size_t k = 0;
+  for (const unsigned char *p = (const unsigned char *)src; *p && k + 1 < n; p++) {
+    if (*p >= 0x20 && *p != 0x7f) {
+      dst[k++] = (char)*p;
+      continue;
+    }
+    char esc[8];
+    int e = *p == '\n' ? snprintf(esc, sizeof esc, "\\n")
+            : *p == '\r' ? snprintf(esc, sizeof esc, "\\r")
+            : *p == '\t' ? snprintf(esc, sizeof esc, "\\t")
+                         : snprintf(esc, sizeof esc, "\\x%02x", *p);
+    if (k + (size_t)e + 1 > n) break;
+    memcpy(dst + k, esc, (size_t)e);
+    k += (size_t)e;
+  }
+  dst[k] = 0;
+}
+
 zeroc_result_t zeroc__fail(zeroc_result_t r, const char *file, int line, const char *fmt, ...) {
+  /* formatted apart from tls_err: an argument may be the previous message */
+  char raw[ZEROC_ERRMSG_MAX];
   const char *base = strrchr(file, '/');
   base = base ? base + 1 : file;
-  int n = snprintf(tls_err, sizeof tls_err, "%s:%d: ", base, line);
-  if (n < 0 || (size_t)n >= sizeof tls_err) n = 0;
+  int n = snprintf(raw, sizeof raw, "%s:%d: ", base, line);
+  if (n < 0 || (size_t)n >= sizeof raw) n = 0;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(tls_err + n, sizeof tls_err - (size_t)n, fmt, ap);
+  vsnprintf(raw + n, sizeof raw - (size_t)n, fmt, ap);
   va_end(ap);
+  printable(tls_err, sizeof tls_err, raw);
   return r;
 }
 
