@@ -23,15 +23,26 @@
     }                                                                                              \
   } while (0)
 
+/* 1 when `s` has no control characters (messages show those escaped). */
+static inline int fuzz_printable(const char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) return 0;
+  return 1;
+}
+
 /* A failure `r` must be one of the documented codes for malformed input and
- * carry a message of one line that contains `names` (e.g. the file name). */
+ * carry a message of one line that contains `names` (e.g. the file name) when
+ * that is printable. */
 static inline void fuzz_check_rejection(zeroc_result_t r, const char *msg, const char *names) {
   FUZZ_REQUIRE(r == ZEROC_ERR_CORRUPT || r == ZEROC_ERR_INVALID_ARG || r == ZEROC_ERR_IO ||
                    r == ZEROC_ERR_NOMEM,
                "unexpected code %s: %s", zeroc_result_name(r), msg);
   FUZZ_REQUIRE(msg && msg[0], "empty message for %s", zeroc_result_name(r));
   FUZZ_REQUIRE(!strchr(msg, '\n'), "message of several lines: %s", msg);
-  FUZZ_REQUIRE(!names || strstr(msg, names), "message does not name '%s': %s", names, msg);
+  FUZZ_REQUIRE(!names || !fuzz_printable(names) || strstr(msg, names), "message does not name '%s': %s",
+               names, msg);
+  for (const char *p = msg; *p; p++)
+    FUZZ_REQUIRE((unsigned char)*p >= 0x20 && *p != 0x7f, "control character in the message: %s", msg);
 }
 
 #endif

@@ -93,6 +93,7 @@ typedef struct {
   size_t count;
   uint64_t seq;
   int channel, coll, dt, op, peer, tag;
+  int wd; /* the issuing stream's channel: its own watchdog entry (p2p shares `channel`) */
 } mpi_op_t;
 
 static const char *coll_name[ZEROC_COLL_COUNT] = {"allgather", "reduce_scatter", "allreduce",
@@ -178,7 +179,7 @@ static zeroc_result_t run_op(void *payload) {
     return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "%s on group %s: %zu elements exceed MPI's int count",
                       coll_name[o->coll], g->name, o->count);
   int n = (int)o->count;
-  zeroc__watchdog_enter(g->ctx, g, o->channel, coll_name[o->coll], o->seq);
+  zeroc__watchdog_enter(g->ctx, g, o->wd, coll_name[o->coll], o->seq);
   switch (o->coll) {
   case ZEROC_COLL_ALLGATHER:
     if (g->size == 1) {
@@ -218,21 +219,21 @@ static zeroc_result_t run_op(void *payload) {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(e, msg, &len);
-    zeroc__watchdog_leave(g->ctx, o->channel);
+    zeroc__watchdog_leave(g->ctx, o->wd);
     return ZEROC_FAIL(ZEROC_ERR_MPI, "starting %s #%llu on group %s (%zu elements): %s",
                       coll_name[o->coll], (unsigned long long)o->seq, g->name, o->count, msg);
   }
   zeroc_result_t r = wait_req(o, &req);
   if (r != ZEROC_OK) {
     /* no longer waiting: peers describing a hang must not count this rank as present */
-    zeroc__watchdog_leave(g->ctx, o->channel);
+    zeroc__watchdog_leave(g->ctx, o->wd);
     return r;
   }
 done:
   if (o->op == ZEROC_AVG &&
       (o->coll == ZEROC_COLL_ALLREDUCE || o->coll == ZEROC_COLL_REDUCE_SCATTER) && g->size > 1)
     scale_avg(o->recv, o->count, (zeroc_dtype_t)o->dt, g->size);
-  zeroc__watchdog_leave(g->ctx, o->channel);
+  zeroc__watchdog_leave(g->ctx, o->wd);
   return ZEROC_OK;
 }
 
@@ -241,7 +242,8 @@ static zeroc_result_t submit(zeroc_group_t *g, zeroc_stream_t *s, int coll, cons
   if (s->dev->kind != ZEROC_DEVICE_CPU)
     return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "the mpi comm backend needs the cpu device");
   int channel = coll == ZEROC_COLL_SEND || coll == ZEROC_COLL_RECV ? ZEROC_P2P_CHANNEL : s->channel;
-  mpi_op_t o = {g, send, recv, count, g->seq[s->channel], channel, coll, (int)dt, op, peer, tag};
+  mpi_op_t o = {g, send, recv, count, g->seq[s->channel], channel, coll, (int)dt, op, peer, tag,
+                s->channel};
   return zeroc__stream_enqueue(s, run_op, &o, sizeof o);
 }
 
@@ -275,7 +277,7 @@ static zeroc_result_t mpi_recv(zeroc_group_t *g, zeroc_stream_t *s, void *buf, s
  * the same timeout and diagnostics as every collective. */
 zeroc_result_t zeroc__allreduce_host(zeroc_group_t *g, void *buf, size_t count, zeroc_dtype_t dt,
                                      zeroc_redop_t op) {
-  mpi_op_t o = {g, buf, buf, count, ++g->seq[0], 0, ZEROC_COLL_ALLREDUCE, (int)dt, op, 0, 0};
+  mpi_op_t o = {g, buf, buf, count, ++g->seq[0], 0, ZEROC_COLL_ALLREDUCE, (int)dt, op, 0, 0, 0};
   return run_op(&o);
 }
 

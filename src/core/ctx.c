@@ -244,7 +244,10 @@ fail:
   return res;
 }
 
-static void ctx_free(zeroc_ctx_t *ctx) {
+/* `collective`: every node-local rank is here too (finalize), so the
+ * watchdog's shared window can be freed; otherwise MPI_Finalize frees it. */
+static void ctx_free(zeroc_ctx_t *ctx, int collective) {
+  zeroc__watchdog_free(ctx, collective);
   for (int k = 0; k < ZEROC_GROUP_COUNT; k++) zeroc__group_destroy(ctx->groups[k]);
   if (ctx->compute) zeroc_stream_destroy(ctx->compute);
   if (ctx->dev.ops) ctx->dev.ops->close(&ctx->dev);
@@ -265,7 +268,7 @@ static void ctx_free(zeroc_ctx_t *ctx) {
 void zeroc_ctx_destroy(zeroc_ctx_t *ctx) {
   if (!ctx) return;
   zeroc__watchdog_fini(ctx, 1);
-  ctx_free(ctx);
+  ctx_free(ctx, 0);
 }
 
 zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
@@ -276,7 +279,7 @@ zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
   zeroc_result_t r = zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], &one, 1, ZEROC_INT32,
                                            ZEROC_SUM);
   int here = ctx->mpi_initialised_here;
-  ctx_free(ctx);
+  ctx_free(ctx, r == ZEROC_OK);
   if (r == ZEROC_OK && here) MPI_Finalize();
   return r;
 }

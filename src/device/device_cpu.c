@@ -40,6 +40,7 @@ typedef struct cpu_stream {
   int stop;
   zeroc_result_t err;
   char errmsg[ZEROC_ERRMSG_MAX];
+  char name[16]; /* the worker's thread name, fixed before it starts */
 } cpu_stream_t;
 
 typedef struct cpu_event {
@@ -78,9 +79,8 @@ static void cpu_free(zeroc_device_t *dev, zeroc_memkind_t kind, void *p, size_t 
 
 static void *worker_main(void *arg) {
   cpu_stream_t *s = arg;
-  char name[16];
-  snprintf(name, sizeof name, "zeroc-s%d", s->base.channel);
-  pthread_setname_np(pthread_self(), name);
+  /* not s->base.channel: the caller assigns it while this thread starts */
+  pthread_setname_np(pthread_self(), s->name);
   pthread_mutex_lock(&s->mu);
   for (;;) {
     while (s->completed == s->enqueued && !s->stop) pthread_cond_wait(&s->work, &s->mu);
@@ -108,7 +108,8 @@ static zeroc_result_t cpu_stream_create(zeroc_device_t *dev, int priority, int i
   if (!s) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "stream struct");
   s->base.dev = dev;
   s->base.inline_ = inline_;
-  s->base.channel = dev->next_channel; /* final value set by the caller; used for the name */
+  s->base.channel = dev->next_channel; /* final value set by the caller */
+  snprintf(s->name, sizeof s->name, "zeroc-s%d", dev->next_channel);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->work, NULL);
   pthread_cond_init(&s->progress, NULL);
