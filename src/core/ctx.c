@@ -271,6 +271,7 @@ zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
   int one = 1;
   zeroc_result_t r = zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], &one, 1, ZEROC_INT32,
                                            ZEROC_SUM);
+  if (r == ZEROC_OK) zeroc__watchdog_free(ctx); /* every rank is here: collective is safe */
   int here = ctx->mpi_initialised_here;
   ctx_free(ctx);
   if (r == ZEROC_OK && here) MPI_Finalize();
@@ -307,6 +308,11 @@ zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r) {
     return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Bcast of rank %d's error", first));
   if (r != ZEROC_OK) return zeroc__ctx_ret(ctx, r);
   return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_REMOTE, "rank %d failed: %s", first, m.msg));
+}
+
+zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v) {
+  return zeroc__ctx_ret(ctx, zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], v, 1, ZEROC_INT64,
+                                                   ZEROC_MAX));
 }
 
 const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx) { return &ctx->mesh; }
