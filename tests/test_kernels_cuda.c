@@ -122,9 +122,11 @@ static void check_encoder(zeroc_dtype_t dt, int B, int T, int C, int V) {
   int32_t *tok = malloc(N * sizeof *tok);
   uint64_t rs = 99;
   for (size_t i = 0; i < N; i++) tok[i] = (int32_t)(zt_rand_u64(&rs) % (uint64_t)V);
-  float *wte = host_rand(dt, (size_t)V * C, 1, -1, 1), *wpe = host_rand(dt, (size_t)T * C, 2, -1, 1);
+  float *wte = host_rand(dt, (size_t)V * C, 1, -1, 1),
+        *wpe = host_rand(dt, (size_t)T * C, 2, -1, 1);
   int32_t *dtok = NULL;
-  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, N * sizeof *tok, (void **)&dtok));
+  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, N * sizeof *tok,
+                        (void **)&dtok));
   ZT_OK(zeroc_memcpy_async(st, dtok, tok, N * sizeof *tok));
   void *out = dev_alloc(dt, N * C, 0);
   ZT_OK(zeroc_k_encoder_forward(k, st, out, dtok, dev_from(dt, wte, (size_t)V * C, 0),
@@ -134,8 +136,10 @@ static void check_encoder(zeroc_dtype_t dt, int B, int T, int C, int V) {
   expect_close("encoder_forward", dt, out, ref, N * C, tol(dt));
 
   float *dout = host_rand(dt, N * C, 3, -1, 1);
-  float *dwte = host_rand(dt, (size_t)V * C, 4, -1, 1), *dwpe = host_rand(dt, (size_t)T * C, 5, -1, 1);
-  void *d_dwte = dev_from(dt, dwte, (size_t)V * C, 0), *d_dwpe = dev_from(dt, dwpe, (size_t)T * C, 0);
+  float *dwte = host_rand(dt, (size_t)V * C, 4, -1, 1),
+        *dwpe = host_rand(dt, (size_t)T * C, 5, -1, 1);
+  void *d_dwte = dev_from(dt, dwte, (size_t)V * C, 0),
+       *d_dwpe = dev_from(dt, dwpe, (size_t)T * C, 0);
   void *d_dout = dev_from(dt, dout, N * C, 0);
   ZT_OK(zeroc_k_encoder_backward(k, st, d_dwte, d_dwpe, d_dout, dtok, B, T, C));
   zeroc__cpu_encoder_backward(dwte, dwpe, dout, tok, B, T, C);
@@ -144,7 +148,8 @@ static void check_encoder(zeroc_dtype_t dt, int B, int T, int C, int V) {
 
   /* deterministic: the same inputs give the same bits */
   float *again = host_rand(dt, (size_t)V * C, 4, -1, 1);
-  float *first = malloc((size_t)V * C * sizeof(float)), *second = malloc((size_t)V * C * sizeof(float));
+  float *first = malloc((size_t)V * C * sizeof(float)),
+        *second = malloc((size_t)V * C * sizeof(float));
   dev_get(dt, first, d_dwte, (size_t)V * C);
   dev_put(dt, d_dwte, again, (size_t)V * C);
   ZT_OK(zeroc_k_encoder_backward(k, st, d_dwte, d_dwpe, d_dout, dtok, B, T, C));
@@ -175,7 +180,8 @@ static void check_layernorm(zeroc_dtype_t dt, int N, int C) {
   void *out = dev_alloc(dt, n, 0);
   float *mean = dev_alloc(ZEROC_FP32, N, 0), *rstd = dev_alloc(ZEROC_FP32, N, 0);
   ZT_OK(zeroc_k_layernorm_forward(k, st, out, mean, rstd, dx, dw, db, N, C));
-  float *ref = malloc(n * sizeof(float)), *rm = malloc(N * sizeof(float)), *rr = malloc(N * sizeof(float));
+  float *ref = malloc(n * sizeof(float)), *rm = malloc(N * sizeof(float)),
+        *rr = malloc(N * sizeof(float));
   zeroc__cpu_layernorm_forward(ref, rm, rr, x, w, b, N, C);
   expect_close("layernorm_forward out", dt, out, ref, n, tol(dt));
   expect_close("layernorm_forward mean", ZEROC_FP32, mean, rm, N, TOL_FP32);
@@ -183,7 +189,8 @@ static void check_layernorm(zeroc_dtype_t dt, int N, int C) {
 
   float *dout = host_rand(dt, n, 13, -1, 1), *dinp = host_rand(dt, n, 14, -1, 1);
   float *dwt = host_rand(dt, C, 15, -1, 1), *dbs = host_rand(dt, C, 16, -1, 1);
-  void *d_dinp = dev_from(dt, dinp, n, 0), *d_dw = dev_from(dt, dwt, C, 0), *d_db = dev_from(dt, dbs, C, 0);
+  void *d_dinp = dev_from(dt, dinp, n, 0), *d_dw = dev_from(dt, dwt, C, 0),
+       *d_db = dev_from(dt, dbs, C, 0);
   void *d_dout = dev_from(dt, dout, n, 0);
   /* both sides use the cpu statistics, so the backward is checked on its own */
   float *d_rm = dev_from(ZEROC_FP32, rm, N, 0), *d_rr = dev_from(ZEROC_FP32, rr, N, 0);
@@ -269,16 +276,20 @@ static void check_matmul(zeroc_dtype_t dt, int N, int C, int OC, int with_bias, 
   zeroc__cpu_matmul_forward(ref, x, w, with_bias ? b : NULL, N, C, OC);
   expect_close("matmul_forward", dt, out, ref, (size_t)N * OC, tol(dt));
 
-  float *dout = host_rand(dt, (size_t)N * OC, 33, -1, 1), *dinp = host_rand(dt, (size_t)N * C, 34, -1, 1);
+  float *dout = host_rand(dt, (size_t)N * OC, 33, -1, 1),
+        *dinp = host_rand(dt, (size_t)N * C, 34, -1, 1);
   float *dwt = host_rand(dt, (size_t)OC * C, 35, -1, 1), *dbs = host_rand(dt, OC, 36, -1, 1);
-  void *d_dinp = dev_from(dt, dinp, (size_t)N * C, off), *d_dw = dev_from(dt, dwt, (size_t)OC * C, off);
+  void *d_dinp = dev_from(dt, dinp, (size_t)N * C, off),
+       *d_dw = dev_from(dt, dwt, (size_t)OC * C, off);
   void *d_db = dev_from(dt, dbs, OC, off), *d_dout = dev_from(dt, dout, (size_t)N * OC, off);
-  ZT_OK(zeroc_k_matmul_backward(k, st, d_dinp, d_dw, with_bias ? d_db : NULL, d_dout, dx, dw, N, C, OC));
+  ZT_OK(zeroc_k_matmul_backward(k, st, d_dinp, d_dw, with_bias ? d_db : NULL, d_dout, dx, dw, N, C,
+                                OC));
   float *dbs0 = host_copy(dbs, OC);
   zeroc__cpu_matmul_backward(dinp, dwt, with_bias ? dbs : NULL, dout, x, w, N, C, OC);
   expect_close("matmul_backward dinp", dt, d_dinp, dinp, (size_t)N * C, tol(dt));
   expect_close("matmul_backward dweight", dt, d_dw, dwt, (size_t)OC * C, tol(dt));
-  expect_close("matmul_backward dbias", dt, d_db, with_bias ? dbs : dbs0, OC, with_bias ? tol(dt) : 0);
+  expect_close("matmul_backward dbias", dt, d_db, with_bias ? dbs : dbs0, OC,
+               with_bias ? tol(dt) : 0);
   dev_free_all();
   free(x), free(w), free(b), free(ref), free(dout), free(dinp), free(dwt), free(dbs), free(dbs0);
 }
@@ -330,7 +341,8 @@ static void test_attention_finite_differences(void) {
   const int B = 1, T = 70, NH = 2, HS = 16, C = NH * HS;
   const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
   float *qkv = host_rand(ZEROC_FP32, nq, 50, -1, 1), *R = host_rand(ZEROC_FP32, no, 51, -1, 1);
-  float *g = calloc(nq, sizeof(float)), *g2 = calloc(nq, sizeof(float)), *out = malloc(no * sizeof(float));
+  float *g = calloc(nq, sizeof(float)), *g2 = calloc(nq, sizeof(float)),
+        *out = malloc(no * sizeof(float));
   void *dq = dev_from(ZEROC_FP32, qkv, nq, 0), *dout = dev_alloc(ZEROC_FP32, no, 0);
   float *lse = dev_alloc(ZEROC_FP32, (size_t)B * NH * T, 0);
   void *dg = dev_from(ZEROC_FP32, g, nq, 0), *dR = dev_from(ZEROC_FP32, R, no, 0);
@@ -372,7 +384,8 @@ static void test_attention_finite_differences(void) {
 
 static void check_elementwise(zeroc_dtype_t dt, size_t n, size_t off) {
   zeroc_kernels_t *k = kern(dt);
-  float *x = host_rand(dt, n, 60, -4, 4), *y = host_rand(dt, n, 61, -1, 1), *z = host_rand(dt, n, 62, -1, 1);
+  float *x = host_rand(dt, n, 60, -4, 4), *y = host_rand(dt, n, 61, -1, 1),
+        *z = host_rand(dt, n, 62, -1, 1);
   float *ref = malloc(n * sizeof(float));
   void *dx = dev_from(dt, x, n, off), *out = dev_alloc(dt, n, off);
   ZT_OK(zeroc_k_gelu_forward(k, st, out, dx, n));
@@ -411,7 +424,8 @@ static void check_crossentropy(zeroc_dtype_t dt, int N, int V, int Vp, float dlo
   uint64_t rs = 7;
   for (int i = 0; i < N; i++) tg[i] = i % 5 == 3 ? -1 : (int32_t)(zt_rand_u64(&rs) % (uint64_t)V);
   int32_t *dtg = NULL;
-  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, N * sizeof *tg, (void **)&dtg));
+  ZT_OK(
+      zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, N * sizeof *tg, (void **)&dtg));
   ZT_OK(zeroc_memcpy_async(st, dtg, tg, N * sizeof *tg));
   void *dl = dev_from(dt, lg, n, 0);
   float *loss = dev_alloc(ZEROC_FP32, N, 0), *rl = malloc(N * sizeof(float));
@@ -438,7 +452,8 @@ static void test_crossentropy(void) {
 
 static void check_engine(size_t n, size_t off) {
   float *x = host_rand(ZEROC_FP32, n, 80, -100, 100);
-  const float special[] = {NAN, INFINITY, -INFINITY, 1.00390625f, 1.01171875f, -0.0f, 3.4e38f, 1e-40f};
+  const float special[] = {NAN,         INFINITY, -INFINITY, 1.00390625f,
+                           1.01171875f, -0.0f,    3.4e38f,   1e-40f};
   for (size_t i = 0; i < 8 && i < n; i++) x[i] = special[i];
   float *src = dev_from(ZEROC_FP32, x, n, off);
   uint16_t *bf = dev_alloc(ZEROC_BF16, n, off);
@@ -449,7 +464,8 @@ static void check_engine(size_t n, size_t off) {
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) bad += hb[i] != zeroc_f32_to_bf16(x[i]);
   ZT_ASSERT_MSG(bad == 0, "cast fp32 -> bf16: %zu of %zu differ from zeroc_f32_to_bf16", bad, n);
-  float *back = dev_alloc(ZEROC_FP32, n, off), *hback = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
+  float *back = dev_alloc(ZEROC_FP32, n, off), *hback = malloc(n * sizeof(float)),
+        *ref = malloc(n * sizeof(float));
   ZT_OK(zeroc_k_cast(kf, st, back, ZEROC_FP32, bf, ZEROC_BF16, n));
   dev_get(ZEROC_FP32, hback, back, n);
   zeroc__cpu_cast(ref, ZEROC_FP32, hb, ZEROC_BF16, n);
@@ -485,7 +501,8 @@ static void check_engine(size_t n, size_t off) {
   float *v = host_rand(ZEROC_FP32, n, 85, 0, 0.01f), *g = host_rand(ZEROC_FP32, n, 86, -1, 1);
   float *dp = dev_from(ZEROC_FP32, p, n, off), *dm = dev_from(ZEROC_FP32, m, n, off);
   float *dv = dev_from(ZEROC_FP32, v, n, off);
-  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f};
+  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f,           1e-8f,
+                           0.1f,  0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f};
   ZT_OK(zeroc_k_adamw(kf, st, dp, dm, dv, dev_from(ZEROC_FP32, g, n, off), n, &ar));
   zeroc__cpu_adamw(p, m, v, g, n, ar.lr, ar.beta1, ar.beta2, ar.eps, ar.weight_decay, ar.grad_scale,
                    ar.bias_corr1, ar.bias_corr2);
@@ -509,7 +526,8 @@ static void test_bad_input(void) {
   float *lse = dev_alloc(ZEROC_FP32, 64, 0);
   zeroc_result_t r = zeroc_k_attention_forward(kf, st, buf, lse, buf, 1, 4, 512, 2);
   ZT_ASSERT_MSG(r == ZEROC_ERR_UNSUPPORTED && strstr(zeroc_last_error(NULL), "head size 256"),
-                "attention with head size 256 -> %s: %s", zeroc_result_name(r), zeroc_last_error(NULL));
+                "attention with head size 256 -> %s: %s", zeroc_result_name(r),
+                zeroc_last_error(NULL));
   r = zeroc_k_layernorm_forward(kf, st, buf, NULL, NULL, buf, NULL, buf, 4, 8);
   ZT_ASSERT_MSG(r == ZEROC_ERR_INVALID_ARG && strstr(zeroc_last_error(NULL), "weight is NULL"),
                 "layernorm without weight -> %s: %s", zeroc_result_name(r), zeroc_last_error(NULL));

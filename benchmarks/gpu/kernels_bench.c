@@ -6,7 +6,8 @@
  * the dense matrix rates given on the command line (defaults: H200, bf16 790 TFLOP/s
  * measured on random data, fp32 67 TFLOP/s by the datasheet).
  *
- * usage: zeroc_kernels_bench [--reps N] [--bf16-tflops X] [--fp32-tflops X] [--dtype bf16|fp32|both]
+ * usage: zeroc_kernels_bench [--reps N] [--bf16-tflops X] [--fp32-tflops X] [--dtype
+ * bf16|fp32|both]
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -16,13 +17,13 @@
 #include "kernels/kernels.h"
 #include "zeroc/zeroc.h"
 
-#define B 8
-#define T 1024
-#define C 768
-#define NH 12
-#define V 50257
-#define VP 50304
-#define N (B * T)
+#define B     8
+#define T     1024
+#define C     768
+#define NH    12
+#define V     50257
+#define VP    50304
+#define N     (B * T)
 #define SHARD 124475904 /* GPT-2 124M parameters, padded */
 
 static zeroc_ctx_t *ctx;
@@ -31,26 +32,27 @@ static cudaStream_t cs;
 static int reps = 20;
 static double copy_gbs, bf16_tflops = 790, fp32_tflops = 67;
 
-#define CK(call)                                                                                  \
-  do {                                                                                            \
-    zeroc_result_t r_ = (call);                                                                   \
-    if (r_ != ZEROC_OK) {                                                                         \
-      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, zeroc_result_name(r_),  \
-              zeroc_last_error(ctx));                                                             \
-      exit(1);                                                                                    \
-    }                                                                                             \
+#define CK(call)                                                                                   \
+  do {                                                                                             \
+    zeroc_result_t r_ = (call);                                                                    \
+    if (r_ != ZEROC_OK) {                                                                          \
+      fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #call, zeroc_result_name(r_),   \
+              zeroc_last_error(ctx));                                                              \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
-#define CU(call)                                                                                  \
-  do {                                                                                            \
-    cudaError_t e_ = (call);                                                                      \
-    if (e_ != cudaSuccess) {                                                                      \
-      fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));    \
-      exit(1);                                                                                    \
-    }                                                                                             \
+#define CU(call)                                                                                   \
+  do {                                                                                             \
+    cudaError_t e_ = (call);                                                                       \
+    if (e_ != cudaSuccess) {                                                                       \
+      fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 /* Device buffer of n elements of dt holding uniform random values in [lo, hi). */
-static void *dbuf(zeroc_kernels_t *k, zeroc_dtype_t dt, size_t n, unsigned seed, float lo, float hi) {
+static void *dbuf(zeroc_kernels_t *k, zeroc_dtype_t dt, size_t n, unsigned seed, float lo,
+                  float hi) {
   float *h = malloc(n * sizeof(float)), *d32 = NULL;
   void *d = NULL;
   if (!h) exit(1);
@@ -99,7 +101,8 @@ static float time_ms(body_fn fn, void *arg) {
   return med;
 }
 
-static void row_bytes(const char *name, zeroc_dtype_t dt, const char *shape, float ms, double bytes) {
+static void row_bytes(const char *name, zeroc_dtype_t dt, const char *shape, float ms,
+                      double bytes) {
   double gbs = bytes / (ms * 1e-3) / 1e9;
   printf("%-26s %-5s %-24s %9.3f ms %9.1f GB/s      %5.1f%% of copy\n", name, zeroc_dtype_name(dt),
          shape, ms, gbs, 100 * gbs / copy_gbs);
@@ -122,30 +125,78 @@ typedef struct {
   size_t len;
 } args_t;
 
-static void b_copy(void *p) { args_t *a = p; CU(cudaMemcpyAsync(a->a, a->b, a->len, cudaMemcpyDeviceToDevice, cs)); }
-static void b_enc_f(void *p) { args_t *a = p; CK(zeroc_k_encoder_forward(a->k, zs, a->a, a->tok, a->b, a->c, B, T, C)); }
-static void b_enc_b(void *p) { args_t *a = p; CK(zeroc_k_encoder_backward(a->k, zs, a->a, a->b, a->c, a->tok, B, T, C)); }
-static void b_ln_f(void *p) { args_t *a = p; CK(zeroc_k_layernorm_forward(a->k, zs, a->a, a->d, a->e, a->b, a->c, a->f, N, C)); }
+static void b_copy(void *p) {
+  args_t *a = p;
+  CU(cudaMemcpyAsync(a->a, a->b, a->len, cudaMemcpyDeviceToDevice, cs));
+}
+static void b_enc_f(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_encoder_forward(a->k, zs, a->a, a->tok, a->b, a->c, B, T, C));
+}
+static void b_enc_b(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_encoder_backward(a->k, zs, a->a, a->b, a->c, a->tok, B, T, C));
+}
+static void b_ln_f(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_layernorm_forward(a->k, zs, a->a, a->d, a->e, a->b, a->c, a->f, N, C));
+}
 static void b_ln_b(void *p) {
   args_t *a = p;
   CK(zeroc_k_layernorm_backward(a->k, zs, a->a, a->g, a->h, a->b, a->c, a->f, a->d, a->e, N, C));
 }
-static void b_mm_f(void *p) { args_t *a = p; CK(zeroc_k_matmul_forward(a->k, zs, a->a, a->b, a->c, a->d, a->n, a->cc, a->oc)); }
+static void b_mm_f(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_matmul_forward(a->k, zs, a->a, a->b, a->c, a->d, a->n, a->cc, a->oc));
+}
 static void b_mm_b(void *p) {
   args_t *a = p;
   CK(zeroc_k_matmul_backward(a->k, zs, a->a, a->e, a->f, a->g, a->b, a->c, a->n, a->cc, a->oc));
 }
-static void b_at_f(void *p) { args_t *a = p; CK(zeroc_k_attention_forward(a->k, zs, a->a, a->d, a->b, B, T, C, NH)); }
-static void b_at_b(void *p) { args_t *a = p; CK(zeroc_k_attention_backward(a->k, zs, a->c, a->e, a->b, a->a, a->d, B, T, C, NH)); }
-static void b_gelu_f(void *p) { args_t *a = p; CK(zeroc_k_gelu_forward(a->k, zs, a->a, a->b, a->len)); }
-static void b_gelu_b(void *p) { args_t *a = p; CK(zeroc_k_gelu_backward(a->k, zs, a->a, a->b, a->c, a->len)); }
-static void b_res(void *p) { args_t *a = p; CK(zeroc_k_residual_forward(a->k, zs, a->a, a->b, a->c, a->len)); }
-static void b_add(void *p) { args_t *a = p; CK(zeroc_k_add(a->k, zs, a->a, a->b, a->len)); }
-static void b_ce(void *p) { args_t *a = p; CK(zeroc_k_crossentropy_forward_backward(a->k, zs, a->d, a->a, a->tok, N, V, VP, 1.0f / N)); }
-static void b_cast(void *p) { args_t *a = p; CK(zeroc_k_cast(a->k, zs, a->a, ZEROC_BF16, a->b, ZEROC_FP32, a->len)); }
-static void b_acc(void *p) { args_t *a = p; CK(zeroc_k_accumulate(a->k, zs, a->b, a->a, ZEROC_BF16, a->len, 0.5f)); }
-static void b_scale(void *p) { args_t *a = p; CK(zeroc_k_scale(a->k, zs, a->b, a->len, 0.999f)); }
-static void b_sumsq(void *p) { args_t *a = p; CK(zeroc_k_sumsq(a->k, zs, a->g, a->b, a->len)); }
+static void b_at_f(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_attention_forward(a->k, zs, a->a, a->d, a->b, B, T, C, NH));
+}
+static void b_at_b(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_attention_backward(a->k, zs, a->c, a->e, a->b, a->a, a->d, B, T, C, NH));
+}
+static void b_gelu_f(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_gelu_forward(a->k, zs, a->a, a->b, a->len));
+}
+static void b_gelu_b(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_gelu_backward(a->k, zs, a->a, a->b, a->c, a->len));
+}
+static void b_res(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_residual_forward(a->k, zs, a->a, a->b, a->c, a->len));
+}
+static void b_add(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_add(a->k, zs, a->a, a->b, a->len));
+}
+static void b_ce(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_crossentropy_forward_backward(a->k, zs, a->d, a->a, a->tok, N, V, VP, 1.0f / N));
+}
+static void b_cast(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_cast(a->k, zs, a->a, ZEROC_BF16, a->b, ZEROC_FP32, a->len));
+}
+static void b_acc(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_accumulate(a->k, zs, a->b, a->a, ZEROC_BF16, a->len, 0.5f));
+}
+static void b_scale(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_scale(a->k, zs, a->b, a->len, 0.999f));
+}
+static void b_sumsq(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_sumsq(a->k, zs, a->g, a->b, a->len));
+}
 static void b_adamw(void *p) {
   args_t *a = p;
   zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f};
@@ -164,7 +215,8 @@ static void model_kernels(zeroc_dtype_t dt) {
   int32_t *htok = malloc(N * sizeof(int32_t));
   uint64_t s = 88172645463325252ULL;
   for (int i = 0; i < N; i++) s ^= s << 13, s ^= s >> 7, s ^= s << 17, htok[i] = (int32_t)(s % V);
-  CK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, N * sizeof(int32_t), (void **)&a.tok));
+  CK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, N * sizeof(int32_t),
+                     (void **)&a.tok));
   CU(cudaMemcpy(a.tok, htok, N * sizeof(int32_t), cudaMemcpyHostToDevice));
   a.a = dbuf(k, dt, (size_t)N * C, 1, -1, 1);
   a.b = dbuf(k, dt, (size_t)V * C, 2, -1, 1);
@@ -197,13 +249,19 @@ static void model_kernels(zeroc_dtype_t dt) {
     row_bytes("layernorm_backward", dt, "N8192 C768", ms, 4 * nc * es);
   }
   zeroc_mem_free(ctx, a.a), zeroc_mem_free(ctx, a.b), zeroc_mem_free(ctx, a.c);
-  zeroc_mem_free(ctx, a.d), zeroc_mem_free(ctx, a.e), zeroc_mem_free(ctx, a.f), zeroc_mem_free(ctx, a.g);
+  zeroc_mem_free(ctx, a.d), zeroc_mem_free(ctx, a.e), zeroc_mem_free(ctx, a.f),
+      zeroc_mem_free(ctx, a.g);
   zeroc_mem_free(ctx, a.h);
 
   /* matmuls: qkv, attention projection, mlp up, mlp down, lm head */
-  static const struct { const char *name; int cc, oc, bias; } mm[] = {
-      {"qkv C->3C", C, 3 * C, 1}, {"attn proj C->C", C, C, 1}, {"fc C->4C", C, 4 * C, 1},
-      {"fc proj 4C->C", 4 * C, C, 1}, {"lm head C->Vp", C, VP, 0}};
+  static const struct {
+    const char *name;
+    int cc, oc, bias;
+  } mm[] = {{"qkv C->3C", C, 3 * C, 1},
+            {"attn proj C->C", C, C, 1},
+            {"fc C->4C", C, 4 * C, 1},
+            {"fc proj 4C->C", 4 * C, C, 1},
+            {"lm head C->Vp", C, VP, 0}};
   for (size_t i = 0; i < sizeof mm / sizeof mm[0]; i++) {
     args_t m = {.k = k, .n = N, .cc = mm[i].cc, .oc = mm[i].oc};
     m.a = dbuf(k, dt, (size_t)N * mm[i].oc, 9, -1, 1);
@@ -222,7 +280,8 @@ static void model_kernels(zeroc_dtype_t dt) {
     ms = time_ms(b_mm_b, &bw);
     row_flops("matmul_backward", dt, mm[i].name, ms, 2 * flops, gemm_ceiling);
     zeroc_mem_free(ctx, m.a), zeroc_mem_free(ctx, m.b), zeroc_mem_free(ctx, m.c);
-    zeroc_mem_free(ctx, m.d), zeroc_mem_free(ctx, m.e), zeroc_mem_free(ctx, m.f), zeroc_mem_free(ctx, m.g);
+    zeroc_mem_free(ctx, m.d), zeroc_mem_free(ctx, m.e), zeroc_mem_free(ctx, m.f),
+        zeroc_mem_free(ctx, m.g);
   }
 
   /* attention: causal, so half the T x T work; the backward counted as 2.5 forwards */
@@ -230,7 +289,8 @@ static void model_kernels(zeroc_dtype_t dt) {
   a.b = dbuf(k, dt, (size_t)N * 3 * C, 17, -1, 1); /* qkv */
   a.c = dbuf(k, dt, (size_t)N * 3 * C, 18, -1, 1); /* dqkv */
   a.e = dbuf(k, dt, (size_t)N * C, 19, -1, 1);     /* dout */
-  CK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, (size_t)B * NH * T * sizeof(float), &a.d));
+  CK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS,
+                     (size_t)B * NH * T * sizeof(float), &a.d));
   {
     double flops = 2.0 * B * NH * (double)T * T * (C / NH); /* 2 matmuls x 2 flops x T^2/2 */
     ms = time_ms(b_at_f, &a);
@@ -296,12 +356,18 @@ static void engine_kernels(void) {
 int main(int argc, char **argv) {
   const char *which = "both";
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--bf16-tflops") && i + 1 < argc) bf16_tflops = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--fp32-tflops") && i + 1 < argc) fp32_tflops = atof(argv[++i]);
-    else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) which = argv[++i];
+    if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--bf16-tflops") && i + 1 < argc)
+      bf16_tflops = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--fp32-tflops") && i + 1 < argc)
+      fp32_tflops = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--dtype") && i + 1 < argc)
+      which = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--reps N] [--bf16-tflops X] [--fp32-tflops X] [--dtype bf16|fp32|both]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [--reps N] [--bf16-tflops X] [--fp32-tflops X] [--dtype bf16|fp32|both]\n",
+              argv[0]);
       return 2;
     }
   }

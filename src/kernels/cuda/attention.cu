@@ -18,9 +18,9 @@
 
 #include "kernels/cuda/common.cuh"
 
-#define AT_TILE 64    /* queries (and keys) per tile */
+#define AT_TILE    64 /* queries (and keys) per tile */
 #define AT_THREADS 256
-#define AT_HS_MAX 128 /* largest head size */
+#define AT_HS_MAX  128 /* largest head size */
 
 /* Rows r0 .. r0+63 of a matrix with `stride` elements per row (src at this head's
  * column 0), HS columns, into dst [64][HSMAX+1] as fp32; rows >= Tn and columns >= HS
@@ -219,7 +219,8 @@ __global__ void __launch_bounds__(AT_THREADS)
     __syncthreads();
     load_tile<T, HSMAX>(sQ, q, q0, Tn, stride, HS, vec);
     load_tile<T, HSMAX>(sdO, dop, q0, Tn, C, HS, vec_do);
-    for (int r = threadIdx.x; r < AT_TILE; r += AT_THREADS) sL[r] = q0 + r < Tn ? lsep[q0 + r] : 0.0f;
+    for (int r = threadIdx.x; r < AT_TILE; r += AT_THREADS)
+      sL[r] = q0 + r < Tn ? lsep[q0 + r] : 0.0f;
     __syncthreads();
     tile_rowdot<T, HSMAX>(sD, sdO, outp, q0, Tn, C, HS);
     __syncthreads();
@@ -432,8 +433,8 @@ static zeroc_result_t attention_forward(zeroc_kernels_t *k, cudaStream_t st, T *
   ZC_CUDA(cudaFuncSetAttribute(attention_forward_kernel<T, HSMAX>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   dim3 grid((Tn + AT_TILE - 1) / AT_TILE, NH, B), block(AT_THREADS);
-  attention_forward_kernel<T, HSMAX><<<grid, block, smem, st>>>(out, lse, qkv, Tn, C, NH, HS,
-                                                                1.0f / sqrtf((float)HS), vec);
+  attention_forward_kernel<T, HSMAX>
+      <<<grid, block, smem, st>>>(out, lse, qkv, Tn, C, NH, HS, 1.0f / sqrtf((float)HS), vec);
   ZC_LAUNCHED("attention_forward_kernel", grid, block, smem);
   return ZEROC_OK;
 }
@@ -450,20 +451,22 @@ static zeroc_result_t attention_backward(zeroc_kernels_t *k, cudaStream_t st, T 
   dim3 grid((Tn + AT_TILE - 1) / AT_TILE, NH, B), block(AT_THREADS);
   ZC_CUDA(cudaFuncSetAttribute(attention_backward_dkdv_kernel<T, HSMAX>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem1));
-  attention_backward_dkdv_kernel<T, HSMAX><<<grid, block, smem1, st>>>(
-      dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do);
+  attention_backward_dkdv_kernel<T, HSMAX>
+      <<<grid, block, smem1, st>>>(dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do);
   ZC_LAUNCHED("attention_backward_dkdv_kernel", grid, block, smem1);
   ZC_CUDA(cudaFuncSetAttribute(attention_backward_dq_kernel<T, HSMAX>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem2));
-  attention_backward_dq_kernel<T, HSMAX><<<grid, block, smem2, st>>>(
-      dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do);
+  attention_backward_dq_kernel<T, HSMAX>
+      <<<grid, block, smem2, st>>>(dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do);
   ZC_LAUNCHED("attention_backward_dq_kernel", grid, block, smem2);
   return ZEROC_OK;
 }
 
 /* The smallest instantiation whose HSMAX holds the head. */
-#define AT_DISPATCH(T, fn, HS, ...)                                                               \
-  ((HS) <= 32 ? fn<T, 32>(__VA_ARGS__) : (HS) <= 64 ? fn<T, 64>(__VA_ARGS__) : fn<T, 128>(__VA_ARGS__))
+#define AT_DISPATCH(T, fn, HS, ...)                                                                \
+  ((HS) <= 32   ? fn<T, 32>(__VA_ARGS__)                                                           \
+   : (HS) <= 64 ? fn<T, 64>(__VA_ARGS__)                                                           \
+                : fn<T, 128>(__VA_ARGS__))
 
 extern "C" zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
                                                         void *out, float *lse, const void *qkv,
@@ -477,8 +480,8 @@ extern "C" zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zero
   if (k->dtype == ZEROC_BF16)
     return AT_DISPATCH(bf16, attention_forward, HS, k, st, (bf16 *)out, lse, (const bf16 *)qkv, B,
                        T, C, NH);
-  return AT_DISPATCH(float, attention_forward, HS, k, st, (float *)out, lse, (const float *)qkv,
-                     B, T, C, NH);
+  return AT_DISPATCH(float, attention_forward, HS, k, st, (float *)out, lse, (const float *)qkv, B,
+                     T, C, NH);
 }
 
 extern "C" zeroc_result_t zeroc__cuda_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s,

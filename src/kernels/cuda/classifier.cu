@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(CE_THREADS)
     losses[row] = loss;
   }
   if (dloss == 0.0f) return; /* forward only: the logits stay as they are */
-  __syncthreads(); /* everyone reads `total`; x[target] was read before any write */
+  __syncthreads();           /* everyone reads `total`; x[target] was read before any write */
   const float m = total.m, scale = dloss / total.s;
   for (int c = threadIdx.x * 8; c < Vp; c += CE_THREADS * 8) {
     float v[8];
@@ -107,11 +107,11 @@ extern "C" zeroc_result_t zeroc__cuda_crossentropy_forward_backward(zeroc_kernel
   const bool vec = Vp % 8 == 0 && zc_aligned16(logits);
   dim3 grid(N), block(CE_THREADS);
   if (k->dtype == ZEROC_BF16)
-    crossentropy_kernel<bf16><<<grid, block, 0, st>>>(losses, (bf16 *)logits, targets, V, Vp,
-                                                      dloss, vec);
+    crossentropy_kernel<bf16>
+        <<<grid, block, 0, st>>>(losses, (bf16 *)logits, targets, V, Vp, dloss, vec);
   else
-    crossentropy_kernel<float><<<grid, block, 0, st>>>(losses, (float *)logits, targets, V, Vp,
-                                                       dloss, vec);
+    crossentropy_kernel<float>
+        <<<grid, block, 0, st>>>(losses, (float *)logits, targets, V, Vp, dloss, vec);
   ZC_LAUNCHED("crossentropy_kernel", grid, block, 0);
   return ZEROC_OK;
 }

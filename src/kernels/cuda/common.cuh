@@ -41,9 +41,9 @@ typedef __nv_bfloat16 bf16;
  */
 typedef struct zc_state {
   cublasLtHandle_t lt;
-  void *lt_ws;        /* cuBLASLt workspace */
+  void *lt_ws; /* cuBLASLt workspace */
   size_t lt_ws_bytes;
-  void *scratch;      /* partial sums of the deterministic reductions, encoder sort */
+  void *scratch; /* partial sums of the deterministic reductions, encoder sort */
   size_t scratch_bytes;
   double *sumsq_part; /* ZC_SUMSQ_BLOCKS partial sums */
   int sms;            /* multiprocessors of the device */
@@ -64,29 +64,29 @@ static inline bool zc_aligned16(const void *p) { return ((uintptr_t)p & 15u) == 
 /* ---- error checks ---------------------------------------------------------------- */
 
 /* Returns ZEROC_ERR_CUDA from the enclosing function when a runtime call fails. */
-#define ZC_CUDA(call)                                                                             \
-  do {                                                                                            \
-    cudaError_t zc_e_ = (call);                                                                   \
-    if (zc_e_ != cudaSuccess)                                                                     \
-      return ZEROC_FAIL(ZEROC_ERR_CUDA, "%s failed: %s (%s)", #call, cudaGetErrorString(zc_e_),   \
-                        cudaGetErrorName(zc_e_));                                                 \
+#define ZC_CUDA(call)                                                                              \
+  do {                                                                                             \
+    cudaError_t zc_e_ = (call);                                                                    \
+    if (zc_e_ != cudaSuccess)                                                                      \
+      return ZEROC_FAIL(ZEROC_ERR_CUDA, "%s failed: %s (%s)", #call, cudaGetErrorString(zc_e_),    \
+                        cudaGetErrorName(zc_e_));                                                  \
   } while (0)
 
 /* After a <<<...>>> launch: a bad configuration (or an earlier asynchronous fault)
  * becomes ZEROC_ERR_CUDA naming the kernel and its grid. */
-#define ZC_LAUNCHED(name, grid, block, smem)                                                      \
-  do {                                                                                            \
-    cudaError_t zc_e_ = cudaGetLastError();                                                       \
-    if (zc_e_ != cudaSuccess)                                                                     \
-      return ZEROC_FAIL(ZEROC_ERR_CUDA, "launch of %s<<<(%u,%u,%u), (%u,%u,%u), %zu>>>: %s (%s)", \
-                        name, (grid).x, (grid).y, (grid).z, (block).x, (block).y, (block).z,      \
-                        (size_t)(smem), cudaGetErrorString(zc_e_), cudaGetErrorName(zc_e_));      \
+#define ZC_LAUNCHED(name, grid, block, smem)                                                       \
+  do {                                                                                             \
+    cudaError_t zc_e_ = cudaGetLastError();                                                        \
+    if (zc_e_ != cudaSuccess)                                                                      \
+      return ZEROC_FAIL(ZEROC_ERR_CUDA, "launch of %s<<<(%u,%u,%u), (%u,%u,%u), %zu>>>: %s (%s)",  \
+                        name, (grid).x, (grid).y, (grid).z, (block).x, (block).y, (block).z,       \
+                        (size_t)(smem), cudaGetErrorString(zc_e_), cudaGetErrorName(zc_e_));       \
   } while (0)
 
 /* A required pointer argument. */
-#define ZC_NONNULL(fn, p)                                                                         \
-  do {                                                                                            \
-    if (!(p)) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: %s is NULL", fn, #p);                 \
+#define ZC_NONNULL(fn, p)                                                                          \
+  do {                                                                                             \
+    if (!(p)) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: %s is NULL", fn, #p);                  \
   } while (0)
 
 /* ---- element conversion ------------------------------------------------------------ */
@@ -115,8 +115,14 @@ template <> __device__ __forceinline__ bf16 zc_to<bf16>(float x) {
 __device__ __forceinline__ void zc_ld8(const float *p, float v[8]) {
   float4 a = *reinterpret_cast<const float4 *>(p);
   float4 b = *reinterpret_cast<const float4 *>(p + 4);
-  v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-  v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+  v[0] = a.x;
+  v[1] = a.y;
+  v[2] = a.z;
+  v[3] = a.w;
+  v[4] = b.x;
+  v[5] = b.y;
+  v[6] = b.z;
+  v[7] = b.w;
 }
 __device__ __forceinline__ void zc_ld8(const bf16 *p, float v[8]) {
   uint4 u = *reinterpret_cast<const uint4 *>(p);

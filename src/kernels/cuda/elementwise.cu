@@ -6,7 +6,7 @@
 #include "kernels/cuda/common.cuh"
 
 #define GELU_SCALE 0.7978845608028654f /* sqrt(2 / pi) */
-#define GELU_CUBE 0.044715f
+#define GELU_CUBE  0.044715f
 
 __device__ __forceinline__ float gelu(float x) {
   float u = GELU_SCALE * (x + GELU_CUBE * x * x * x);
@@ -18,7 +18,8 @@ __device__ __forceinline__ float gelu_grad(float x) {
   float x2 = x * x;
   float u = GELU_SCALE * (x + GELU_CUBE * x2 * x);
   float t = tanhf(u);
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x2);
+  return 0.5f * (1.0f + t) +
+         0.5f * x * (1.0f - t * t) * GELU_SCALE * (1.0f + 3.0f * GELU_CUBE * x2);
 }
 
 // inp (n) -> out (n)
@@ -63,8 +64,8 @@ template <typename T> struct Residual {
   }
 };
 
-extern "C" zeroc_result_t zeroc__cuda_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                   void *out, const void *inp, size_t N) {
+extern "C" zeroc_result_t zeroc__cuda_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                                   const void *inp, size_t N) {
   if (N == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("gelu_forward", out);
   ZC_NONNULL("gelu_forward", inp);
@@ -88,9 +89,9 @@ extern "C" zeroc_result_t zeroc__cuda_gelu_backward(zeroc_kernels_t *k, zeroc_st
     return zc_launch_packs(k, zc_stream(k, s), "gelu_backward<bf16>",
                            GeluBackward<bf16>{(bf16 *)dinp, (const bf16 *)inp, (const bf16 *)dout},
                            N, vec);
-  return zc_launch_packs(k, zc_stream(k, s), "gelu_backward<fp32>",
-                         GeluBackward<float>{(float *)dinp, (const float *)inp, (const float *)dout},
-                         N, vec);
+  return zc_launch_packs(
+      k, zc_stream(k, s), "gelu_backward<fp32>",
+      GeluBackward<float>{(float *)dinp, (const float *)inp, (const float *)dout}, N, vec);
 }
 
 extern "C" zeroc_result_t zeroc__cuda_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s,

@@ -65,7 +65,8 @@ struct AdamW {
       mm[e] = mi;
       vv[e] = vi;
       float mhat = __fmul_rn(mi, rbc1), vhat = __fmul_rn(vi, rbc2);
-      float step = __fadd_rn(__fdiv_rn(mhat, __fadd_rn(__fsqrt_rn(vhat), eps)), __fmul_rn(wd, p[e]));
+      float step =
+          __fadd_rn(__fdiv_rn(mhat, __fadd_rn(__fsqrt_rn(vhat), eps)), __fmul_rn(wd, p[e]));
       p[e] = __fsub_rn(p[e], __fmul_rn(lr, step));
     }
     zc_store8(m, i, n, vec, mm);
@@ -83,16 +84,17 @@ extern "C" zeroc_result_t zeroc__cuda_cast(zeroc_kernels_t *k, zeroc_stream_t *s
   cudaStream_t st = zc_stream(k, s);
   const bool vec = zc_aligned16(dst) && zc_aligned16(src);
   if (dst_dt == src_dt) {
-    if (dst != src && n) ZC_CUDA(cudaMemcpyAsync(dst, src, n * zeroc_dtype_size(dst_dt),
-                                                 cudaMemcpyDeviceToDevice, st));
+    if (dst != src && n)
+      ZC_CUDA(
+          cudaMemcpyAsync(dst, src, n * zeroc_dtype_size(dst_dt), cudaMemcpyDeviceToDevice, st));
     return ZEROC_OK;
   }
   if (dst_dt == ZEROC_BF16 && src_dt == ZEROC_FP32)
-    return zc_launch_packs(k, st, "cast<fp32->bf16>", Cast<bf16, float>{(bf16 *)dst, (const float *)src},
-                           n, vec);
+    return zc_launch_packs(k, st, "cast<fp32->bf16>",
+                           Cast<bf16, float>{(bf16 *)dst, (const float *)src}, n, vec);
   if (dst_dt == ZEROC_FP32 && src_dt == ZEROC_BF16)
-    return zc_launch_packs(k, st, "cast<bf16->fp32>", Cast<float, bf16>{(float *)dst, (const bf16 *)src},
-                           n, vec);
+    return zc_launch_packs(k, st, "cast<bf16->fp32>",
+                           Cast<float, bf16>{(float *)dst, (const bf16 *)src}, n, vec);
   return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cast %s -> %s: accepted fp32 and bf16",
                     zeroc_dtype_name(src_dt), zeroc_dtype_name(dst_dt));
 }

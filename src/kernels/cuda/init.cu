@@ -46,7 +46,8 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   }
   st->lt_ws_bytes = LT_WORKSPACE_BYTES;
   st->scratch_bytes = (size_t)scratch_mb << 20;
-  ZEROC_TRY(zeroc_mem_alloc(k->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->lt_ws_bytes, &st->lt_ws));
+  ZEROC_TRY(
+      zeroc_mem_alloc(k->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->lt_ws_bytes, &st->lt_ws));
   ZEROC_TRY(zeroc_mem_alloc(k->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->scratch_bytes,
                             &st->scratch));
   ZEROC_TRY(zeroc_mem_alloc(k->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE,

@@ -6,7 +6,7 @@
  */
 #include "kernels/cuda/common.cuh"
 
-#define LN_EPS 1e-5f
+#define LN_EPS   1e-5f
 #define LN_WARPS 8 /* rows per block */
 
 // inp (N,C), weight (C), bias (C) -> out (N,C), mean (N), rstd (N)
@@ -143,9 +143,8 @@ __global__ void ln_backward_final_kernel(T *dweight, T *dbias, const float *part
 }
 
 template <typename T>
-static zeroc_result_t ln_forward(cudaStream_t st, T *out, float *mean,
-                                 float *rstd, const T *inp, const T *weight, const T *bias, int N,
-                                 int C) {
+static zeroc_result_t ln_forward(cudaStream_t st, T *out, float *mean, float *rstd, const T *inp,
+                                 const T *weight, const T *bias, int N, int C) {
   const bool vec = C % 8 == 0 && zc_aligned16(out) && zc_aligned16(inp) && zc_aligned16(weight) &&
                    zc_aligned16(bias);
   dim3 grid((N + LN_WARPS - 1) / LN_WARPS), block(32 * LN_WARPS);
@@ -163,8 +162,8 @@ static zeroc_result_t ln_backward(zeroc_kernels_t *k, cudaStream_t st, T *dinp, 
   const bool vec = C % 8 == 0 && zc_aligned16(dinp) && zc_aligned16(dout) && zc_aligned16(inp) &&
                    zc_aligned16(weight);
   dim3 grid1((N + LN_WARPS - 1) / LN_WARPS), block1(32 * LN_WARPS);
-  ln_backward_dinp_kernel<T><<<grid1, block1, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C,
-                                                       vec);
+  ln_backward_dinp_kernel<T>
+      <<<grid1, block1, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C, vec);
   ZC_LAUNCHED("ln_backward_dinp_kernel", grid1, block1, 0);
   float *part = (float *)zc_state(k)->scratch;
   dim3 grid2((C + LNP_COLS - 1) / LNP_COLS, groups), block2(LNP_COLS, LNP_ROWS);

@@ -46,21 +46,22 @@ static zeroc_result_t lt_gemm(zeroc_kernels_t *k, cudaStream_t stream, const cha
   const uint32_t al_a = alignment_of(A), al_b = alignment_of(B), al_d = alignment_of(D);
   memset(&heur, 0, sizeof heur);
 
-#define LT(call)                                                                                  \
-  do {                                                                                            \
-    cublasStatus_t s_ = (call);                                                                   \
-    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                            \
-      res = ZEROC_FAIL(ZEROC_ERR_CUDA, "%s: %s failed: %s (m %d, n %d, k %d, %s)", what, #call,   \
-                       cublasLtGetStatusString(s_), m, n, kk, zeroc_dtype_name(k->dtype));        \
-      goto fail;                                                                                  \
-    }                                                                                             \
+#define LT(call)                                                                                   \
+  do {                                                                                             \
+    cublasStatus_t s_ = (call);                                                                    \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
+      res = ZEROC_FAIL(ZEROC_ERR_CUDA, "%s: %s failed: %s (m %d, n %d, k %d, %s)", what, #call,    \
+                       cublasLtGetStatusString(s_), m, n, kk, zeroc_dtype_name(k->dtype));         \
+      goto fail;                                                                                   \
+    }                                                                                              \
   } while (0)
 
   LT(cublasLtMatmulDescCreate(&op, ct, CUDA_R_32F));
   LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
   LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
   if (bias) {
-    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue));
+    LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                      sizeof epilogue));
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                       sizeof bias_type));
@@ -101,9 +102,8 @@ fail:
 
 // inp (N,C), weight (OC,C), bias (OC) -> out (N,OC)
 extern "C" zeroc_result_t zeroc__cuda_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                     void *out, const void *inp,
-                                                     const void *weight, const void *bias, int N,
-                                                     int C, int OC) {
+                                                     void *out, const void *inp, const void *weight,
+                                                     const void *bias, int N, int C, int OC) {
   ZC_NONNULL("matmul_forward", out);
   ZC_NONNULL("matmul_forward", inp);
   ZC_NONNULL("matmul_forward", weight);
@@ -148,8 +148,8 @@ __global__ void colsum_final_kernel(T *dbias, const float *part, int groups, int
 }
 
 template <typename T>
-static zeroc_result_t dbias_launch(zeroc_kernels_t *k, cudaStream_t stream, T *dbias,
-                                   const T *dout, int N, int OC) {
+static zeroc_result_t dbias_launch(zeroc_kernels_t *k, cudaStream_t stream, T *dbias, const T *dout,
+                                   int N, int OC) {
   int rpg = 0, groups = 0;
   ZEROC_CHECK(zc_row_groups(k, "matmul_backward (dbias)", N, (size_t)OC, &rpg, &groups));
   float *part = (float *)zc_state(k)->scratch;
@@ -178,8 +178,8 @@ extern "C" zeroc_result_t zeroc__cuda_matmul_backward(zeroc_kernels_t *k, zeroc_
   if (dweight) {
     ZC_NONNULL("matmul_backward", inp);
     /* dweight^T (C,OC) += inp^T (C,N) @ dout (N,OC) */
-    ZEROC_CHECK(lt_gemm(k, stream, "matmul_backward (dweight)", false, true, C, OC, N, inp, C,
-                        dout, OC, dweight, C, 1.0f, NULL));
+    ZEROC_CHECK(lt_gemm(k, stream, "matmul_backward (dweight)", false, true, C, OC, N, inp, C, dout,
+                        OC, dweight, C, 1.0f, NULL));
   }
   if (dbias) {
     if (k->dtype == ZEROC_BF16)
