@@ -440,11 +440,15 @@ static void t_crossentropy(zeroc_dtype_t dt, int Vp, float dloss) {
   CHECK(dloss == 0 ? e == 0 : e < tol(dt), "crossentropy logits %s Vp %d dloss %g: error %g", dn,
         Vp, dloss, e);
 
-  tg[0] = V; /* out of range: a NaN loss, the other rows unharmed */
-  OK(zeroc__cuda_crossentropy_forward_backward(&K.k, NULL, loss, d.put(dt, lg), tg, N, V, Vp,
-                                               dloss));
+  tg[0] = V; /* out of range: a NaN loss, the other rows unharmed, padding still 0 */
+  pl = d.put(dt, lg);
+  OK(zeroc__cuda_crossentropy_forward_backward(&K.k, NULL, loss, pl, tg, N, V, Vp, dloss));
   CHECK(std::isnan(loss[0]) && std::fabs(loss[1] - rl[1]) < 1e-5 * std::fabs(rl[1]),
         "crossentropy with target V: losses %g %g", loss[0], loss[1]);
+  const vec row0 = get(dt, pl, Vp);
+  double pad = 0;
+  for (int j = V; j < Vp; j++) pad += std::fabs(row0[j] - (dloss == 0 ? lg[j] : 0.0f));
+  CHECK(pad == 0, "crossentropy with target V: padding columns changed by %g", pad);
 }
 
 /* ---- engine -------------------------------------------------------------------------- */

@@ -81,6 +81,7 @@ __global__ void __launch_bounds__(CE_THREADS)
   if (dloss == 0.0f) return; /* forward only: the logits stay as they are */
   __syncthreads();           /* everyone reads `total`; x[target] was read before any write */
   const float m = total.m, scale = dloss / total.s;
+  const int hot = target < V ? target : -1; /* an out-of-range target marks no column */
   for (int c = threadIdx.x * 8; c < Vp; c += CE_THREADS * 8) {
     float v[8];
     zc_load8(x, c, Vp, vec, v);
@@ -88,7 +89,7 @@ __global__ void __launch_bounds__(CE_THREADS)
     for (int e = 0; e < 8; e++) {
       const int j = c + e;
       float g = j < V ? expf(v[e] - m) * scale : 0.0f;
-      if (j == target) g -= dloss;
+      if (j == hot) g -= dloss;
       v[e] = g;
     }
     zc_store8(x, c, Vp, vec, v);

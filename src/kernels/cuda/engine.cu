@@ -85,8 +85,7 @@ extern "C" zeroc_result_t zeroc__cuda_cast(zeroc_kernels_t *k, zeroc_stream_t *s
   const bool vec = zc_aligned16(dst) && zc_aligned16(src);
   if (dst_dt == src_dt) {
     if (dst != src && n)
-      ZC_CUDA(
-          cudaMemcpyAsync(dst, src, n * zeroc_dtype_size(dst_dt), cudaMemcpyDeviceToDevice, st));
+      ZC_CUDA(cudaMemcpyAsync(dst, src, n * zeroc_dtype_size(dst_dt), cudaMemcpyDefault, st));
     return ZEROC_OK;
   }
   if (dst_dt == ZEROC_BF16 && src_dt == ZEROC_FP32)
