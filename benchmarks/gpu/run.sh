@@ -23,3 +23,5 @@ if grep -q "Skipped" <<<"$out"; then
   exit 1
 fi
 "$build/benchmarks/zeroc_kernels_bench" "$@"
+# whole-model figures: tokens/s, MFU and peak memory, against PyTorch where installed
+"$root/benchmarks/gpu/mfu.sh" "$build/zeroc"
