@@ -20,14 +20,14 @@
 #include "offload/offload.h"
 #include "testutil.h"
 
-#define KiB ((size_t)1024)
-#define MiB ((size_t)1 << 20)
+#define KiB      ((size_t)1024)
+#define MiB      ((size_t)1 << 20)
 #define SENTINEL 0xA5
 
 static zeroc_ctx_t *ctx;
 static zeroc__pinned_pool_t *pool;
-static char *tmp;       /* this run's directory */
-static int tmp_direct;  /* the file system of `tmp` is expected to take O_DIRECT */
+static char *tmp;      /* this run's directory */
+static int tmp_direct; /* the file system of `tmp` is expected to take O_DIRECT */
 
 static void fill_random(void *p, size_t n, uint64_t seed) {
   uint8_t *b = p;
@@ -69,14 +69,29 @@ static zeroc__swap_t *open_swap(const char *job, size_t block, int qd, int direc
 /* ---- pinned pool ----------------------------------------------------------- */
 
 static void test_pool_classes(void) {
-  size_t sizes[] = {1, 4095, 4096, 4097, 32767, 32768, 32769, 65536, 65537, MiB, MiB + 3,
-                    17 * MiB, 17 * MiB + 1, 300 * MiB + 12345, (size_t)5 << 30};
+  size_t sizes[] = {1,
+                    4095,
+                    4096,
+                    4097,
+                    32767,
+                    32768,
+                    32769,
+                    65536,
+                    65537,
+                    MiB,
+                    MiB + 3,
+                    17 * MiB,
+                    17 * MiB + 1,
+                    300 * MiB + 12345,
+                    (size_t)5 << 30};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
     size_t n = sizes[i], cs = zeroc__pinned_class_size(n);
     size_t pn = (n + 4095) / 4096 * 4096;
     ZT_ASSERT_MSG(cs >= n && cs % 4096 == 0, "class of %zu is %zu", n, cs);
-    if (n <= 32768) ZT_ASSERT_MSG(cs == pn, "class of %zu is %zu, want %zu", n, cs, pn);
-    else ZT_ASSERT_MSG((double)cs <= (double)pn * 1.125, "class of %zu is %zu: > 12.5%% waste", n, cs);
+    if (n <= 32768)
+      ZT_ASSERT_MSG(cs == pn, "class of %zu is %zu, want %zu", n, cs, pn);
+    else
+      ZT_ASSERT_MSG((double)cs <= (double)pn * 1.125, "class of %zu is %zu: > 12.5%% waste", n, cs);
   }
   /* Classes are monotone and a class size is its own class. */
   uint64_t s = 5;
@@ -84,7 +99,8 @@ static void test_pool_classes(void) {
   while (prev < ((size_t)1 << 44)) {
     size_t n = prev + 1 + (size_t)(zt_rand_u64(&s) % (prev / 64 + 5000));
     size_t cs = zeroc__pinned_class_size(n);
-    ZT_ASSERT_MSG(cs >= prev_cs && zeroc__pinned_class_size(cs) == cs, "n %zu -> %zu (prev %zu)", n, cs, prev_cs);
+    ZT_ASSERT_MSG(cs >= prev_cs && zeroc__pinned_class_size(cs) == cs, "n %zu -> %zu (prev %zu)", n,
+                  cs, prev_cs);
     prev = n, prev_cs = cs;
   }
   CU_ASSERT_EQUAL(zeroc__pinned_class_size(0), 0);
@@ -109,7 +125,8 @@ static void test_pool_reuse(void) {
   }
   zeroc_ctx_memory(ctx, &m1);
   CU_ASSERT_EQUAL(m1.current[ZEROC_MEM_PINNED][ZEROC_TAG_BUFFERS] -
-                      m0.current[ZEROC_MEM_PINNED][ZEROC_TAG_BUFFERS], total);
+                      m0.current[ZEROC_MEM_PINNED][ZEROC_TAG_BUFFERS],
+                  total);
   for (int i = 0; i < N; i++) ZT_OK(zeroc__pinned_put(pool, b[i]));
   zeroc__pinned_stats(pool, &s1);
   uint64_t allocs = s1.allocs;
@@ -140,7 +157,8 @@ static void test_pool_reuse(void) {
   /* Bad puts and gets are refused with a message. */
   char local[16];
   CU_ASSERT_EQUAL(zeroc__pinned_put(pool, local), ZEROC_ERR_INVALID_ARG);
-  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "not a buffer from this pool"), "%s", zeroc_last_error(NULL));
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "not a buffer from this pool"), "%s",
+                zeroc_last_error(NULL));
   CU_ASSERT_EQUAL(zeroc__pinned_put(pool, b[0]), ZEROC_ERR_INVALID_ARG);
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "already put back"), "%s", zeroc_last_error(NULL));
   void *x;
@@ -255,13 +273,15 @@ static void roundtrip(zeroc__swap_t *sw, size_t n, uint64_t seed, uint64_t capac
   ZT_OK(zeroc__swap_read(sw, slot, dst, n, &t));
   ZT_OK(zeroc__swap_wait(sw, t));
   ZT_ASSERT_MSG(memcmp(src, dst, n) == 0, "%zu bytes read back differ", n);
-  ZT_ASSERT_MSG(all_bytes((uint8_t *)dst + n, dcap - n, SENTINEL), "read of %zu bytes wrote past its end", n);
+  ZT_ASSERT_MSG(all_bytes((uint8_t *)dst + n, dcap - n, SENTINEL),
+                "read of %zu bytes wrote past its end", n);
   /* A prefix reads back too. */
   if (n > 5000) {
     memset(dst, SENTINEL, dcap);
     ZT_OK(zeroc__swap_read(sw, slot, dst, 5000, &t));
     ZT_OK(zeroc__swap_wait(sw, t));
-    ZT_ASSERT_MSG(memcmp(src, dst, 5000) == 0 && all_bytes((uint8_t *)dst + 5000, dcap - 5000, SENTINEL),
+    ZT_ASSERT_MSG(memcmp(src, dst, 5000) == 0 &&
+                      all_bytes((uint8_t *)dst + 5000, dcap - 5000, SENTINEL),
                   "prefix of 5000 of %zu bytes", n);
   }
   ZT_OK(zeroc__swap_slot_destroy(sw, slot));
@@ -293,8 +313,8 @@ static void test_swap_sizes(void) {
     ZT_ASSERT_MSG(info.max_inflight <= cfgs[c].qd && (cfgs[c].qd == 1 || info.max_inflight > 1),
                   "block %zu qd %d: at most %d requests in flight", cfgs[c].block, cfgs[c].qd,
                   info.max_inflight);
-    printf("\n    block %4zu KiB, qd %2d: %llu requests, up to %d in flight, %s", cfgs[c].block / KiB,
-           cfgs[c].qd, (unsigned long long)info.requests, info.max_inflight,
+    printf("\n    block %4zu KiB, qd %2d: %llu requests, up to %d in flight, %s",
+           cfgs[c].block / KiB, cfgs[c].qd, (unsigned long long)info.requests, info.max_inflight,
            info.direct ? "O_DIRECT" : "buffered");
     zeroc__swap_destroy(sw);
   }
@@ -367,7 +387,8 @@ static void test_swap_many_tickets(void) {
     ZT_OK(zeroc__swap_wait(sw, t[k]));
   }
   for (int k = 0; k < NSLOT; k++)
-    ZT_ASSERT_MSG(memcmp(b[k], d[k], n[k]) == 0, "slot %d: read did not see the write before it", k);
+    ZT_ASSERT_MSG(memcmp(b[k], d[k], n[k]) == 0, "slot %d: read did not see the write before it",
+                  k);
   zeroc__swap_info_t info;
   zeroc__swap_info(sw, &info);
   ZT_ASSERT_MSG(info.max_inflight == 8, "up to %d requests in flight, want the queue depth 8",
@@ -442,8 +463,8 @@ static void test_swap_threads(void) {
   }
   for (int i = 0; i < 4; i++) {
     pthread_join(id[i], NULL);
-    ZT_ASSERT_MSG(th[i].errors == 0 && th[i].bad == 0, "thread %d: %d failed calls, %d wrong read-backs",
-                  i, th[i].errors, th[i].bad);
+    ZT_ASSERT_MSG(th[i].errors == 0 && th[i].bad == 0,
+                  "thread %d: %d failed calls, %d wrong read-backs", i, th[i].errors, th[i].bad);
   }
   zeroc__swap_destroy(sw);
 }
@@ -497,7 +518,8 @@ static void test_swap_ticket_limit(void) {
   zeroc__ticket_t t[4];
   for (int k = 0; k < 3; k++) ZT_OK(zeroc__swap_write(sw, slot, b, 64 * KiB, &t[k]));
   CU_ASSERT_EQUAL(zeroc__swap_write(sw, slot, b, 64 * KiB, &t[3]), ZEROC_ERR_INVALID_ARG);
-  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "all 3 tickets are outstanding"), "%s", zeroc_last_error(NULL));
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "all 3 tickets are outstanding"), "%s",
+                zeroc_last_error(NULL));
   for (int k = 0; k < 3; k++) ZT_OK(zeroc__swap_wait(sw, t[k]));
   ZT_OK(zeroc__swap_write(sw, slot, b, 64 * KiB, &t[3]));
   ZT_OK(zeroc__swap_wait(sw, t[3]));
@@ -543,7 +565,8 @@ static void test_swap_short_read(void) {
                   "message should name the short read, path, offset and size: %s", msg);
     if (check) {
       ZT_ASSERT_MSG(strstr(msg, "1052672") && strstr(msg, "524288"), "sizes missing: %s", msg);
-      ZT_ASSERT_MSG(all_bytes(dst, n, SENTINEL), "the caller's buffer was touched by a failed read");
+      ZT_ASSERT_MSG(all_bytes(dst, n, SENTINEL),
+                    "the caller's buffer was touched by a failed read");
     } else {
       ZT_ASSERT_MSG(strstr(msg, "at offset 524288"), "offset of the end of file missing: %s", msg);
     }
@@ -597,12 +620,14 @@ static void test_swap_bad_args(void) {
   c.job = "args";
   c.block_bytes = 1000;
   CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_INVALID_ARG);
-  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "block size 1000") && strstr(zeroc_last_error(NULL), "multiple of 4096"),
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "block size 1000") &&
+                    strstr(zeroc_last_error(NULL), "multiple of 4096"),
                 "%s", zeroc_last_error(NULL));
   c.block_bytes = 0;
   c.queue_depth = 5000;
   CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_INVALID_ARG);
-  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "queue depth 5000; accepted: 1..1024"), "%s", zeroc_last_error(NULL));
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "queue depth 5000; accepted: 1..1024"), "%s",
+                zeroc_last_error(NULL));
   setenv("ZEROC_OFFLOAD_QD", "0", 1);
   c.queue_depth = 0;
   CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_INVALID_ARG);
@@ -630,7 +655,8 @@ static void test_swap_bad_args(void) {
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "already used"), "%s", zeroc_last_error(NULL));
   CU_ASSERT_EQUAL(zeroc__swap_slot_create(sw, "a/b", 0, &other), ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_EQUAL(zeroc__swap_write(sw, slot, (char *)b + 8, 100, &t), ZEROC_ERR_INVALID_ARG);
-  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "not 4096-byte aligned"), "%s", zeroc_last_error(NULL));
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "not 4096-byte aligned"), "%s",
+                zeroc_last_error(NULL));
   CU_ASSERT_EQUAL(zeroc__swap_write(sw, slot, b, 0, &t), ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_EQUAL(zeroc__swap_write(sw, 99, b, 10, &t), ZEROC_ERR_INVALID_ARG);
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "no slot 99"), "%s", zeroc_last_error(NULL));
@@ -639,7 +665,8 @@ static void test_swap_bad_args(void) {
   ZT_OK(zeroc__swap_write(sw, slot, b, 100, &t));
   ZT_OK(zeroc__swap_wait(sw, t));
   CU_ASSERT_EQUAL(zeroc__swap_read(sw, slot, b, 101, &t), ZEROC_ERR_INVALID_ARG);
-  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "which holds 100 bytes"), "%s", zeroc_last_error(NULL));
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "which holds 100 bytes"), "%s",
+                zeroc_last_error(NULL));
   ZT_OK(zeroc__pinned_put(pool, b));
   zeroc__swap_destroy(sw);
 }
@@ -769,11 +796,13 @@ static void run_state(zeroc__swap_t *sw) {
     ZT_ASSERT_MSG(pinned <= 3 * 3 * zeroc__pinned_class_size(largest * 4) && pinned < total,
                   "%llu pinned bytes for %zu bytes of state", (unsigned long long)pinned, total);
   else
-    ZT_ASSERT_MSG(pinned >= total, "%llu pinned bytes for %zu bytes of state", (unsigned long long)pinned, total);
+    ZT_ASSERT_MSG(pinned >= total, "%llu pinned bytes for %zu bytes of state",
+                  (unsigned long long)pinned, total);
   /* Read everything back, in a different order, and compare bit for bit. */
   for (int i = NU - 1; i >= 0; i--) {
     ZT_OK(zeroc__offload_wait(o, i, &v));
-    ZT_ASSERT_MSG(memcmp(v.master, ref[i][0], numel[i] * 4) == 0 && memcmp(v.m, ref[i][1], numel[i] * 4) == 0 &&
+    ZT_ASSERT_MSG(memcmp(v.master, ref[i][0], numel[i] * 4) == 0 &&
+                      memcmp(v.m, ref[i][1], numel[i] * 4) == 0 &&
                       memcmp(v.v, ref[i][2], numel[i] * 4) == 0,
                   "unit %d differs from the reference (max |d master| %g)", i,
                   zt_max_abs_diff(v.master, ref[i][0], numel[i]));
@@ -787,7 +816,8 @@ static void run_state(zeroc__swap_t *sw) {
     ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "not resident"), "%s", zeroc_last_error(NULL));
     for (int i = 0; i < 3; i++) ZT_OK(zeroc__offload_wait(o, i, &v));
     CU_ASSERT_EQUAL(zeroc__offload_prefetch(o, 5), ZEROC_ERR_INVALID_ARG);
-    ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "all 3 staging sets"), "%s", zeroc_last_error(NULL));
+    ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "all 3 staging sets"), "%s",
+                  zeroc_last_error(NULL));
   }
   CU_ASSERT_EQUAL(zeroc__offload_prefetch(o, NU), ZEROC_ERR_INVALID_ARG);
   zeroc__offload_destroy(o);
@@ -844,8 +874,8 @@ int main(int argc, char **argv) {
   if (statfs(tmp, &sf) == 0)
     tmp_direct = sf.f_type == 0xEF53 /* ext2/3/4 */ || sf.f_type == 0x58465342 /* xfs */ ||
                  sf.f_type == 0x9123683E /* btrfs */;
-  printf("offload tests in %s (file system magic %#lx, O_DIRECT %s)\n", tmp, (unsigned long)sf.f_type,
-         tmp_direct ? "expected" : "not asserted");
+  printf("offload tests in %s (file system magic %#lx, O_DIRECT %s)\n", tmp,
+         (unsigned long)sf.f_type, tmp_direct ? "expected" : "not asserted");
   if (zeroc__pinned_pool_create(ctx, &pool) != ZEROC_OK) {
     fprintf(stderr, "pool: %s\n", zeroc_last_error(NULL));
     return 1;

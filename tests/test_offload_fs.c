@@ -33,7 +33,8 @@ static void fill_random(void *p, size_t n, uint64_t seed) {
 
 /* Mounts a fresh `type` file system with `opts` at <tmp>/<name>; returns its
  * path (static) or NULL after printing why. */
-static const char *mount_fs(const char *name, const char *type, unsigned long flags, const char *opts) {
+static const char *mount_fs(const char *name, const char *type, unsigned long flags,
+                            const char *opts) {
   static char path[4200];
   snprintf(path, sizeof path, "%s/%s", tmp, name);
   mkdir(path, 0755);
@@ -141,8 +142,9 @@ static void test_enospc_write(void) {
   CU_ASSERT_EQUAL(zeroc__swap_wait(sw, t), ZEROC_ERR_IO);
   const char *msg = zeroc_last_error(NULL);
   printf("\n    %s", msg);
-  ZT_ASSERT_MSG(strstr(msg, "write of") && strstr(msg, "/fs/rank0/grows") && strstr(msg, "at offset") &&
-                    strstr(msg, "bytes") && strstr(msg, "No space left on device"),
+  ZT_ASSERT_MSG(strstr(msg, "write of") && strstr(msg, "/fs/rank0/grows") &&
+                    strstr(msg, "at offset") && strstr(msg, "bytes") &&
+                    strstr(msg, "No space left on device"),
                 "%s", msg);
   CU_ASSERT(memcmp(b, copy, n) == 0);
   /* The half-written slot is never read as if it were good. */

@@ -107,12 +107,14 @@ typedef struct zeroc__swap zeroc__swap_t;
 /* A transfer in flight: (generation << 16) | index. 0 is never a ticket. */
 typedef uint64_t zeroc__ticket_t;
 
-/* Defaults chosen with benchmarks/offload_bw.sh (RESULTS.md, "Offload I/O
- * bandwidth (issue 6)"): on the virtual disk measured, 1 MiB blocks at queue
- * depth 16 reach the plateau, where 128 KiB blocks need depth 32 and 4 MiB
- * blocks gain nothing while raising per-request latency. */
-#define ZEROC_SWAP_DEFAULT_BLOCK (1u << 20)
-#define ZEROC_SWAP_DEFAULT_QD 16
+/* Defaults chosen with benchmarks/offload_bw.sh (benchmarks/RESULTS.md,
+ * "Offload I/O bandwidth (issue 6)"): on the disk measured, 1 MiB and 4 MiB
+ * blocks reach the same plateau at every queue depth from 4 to 32, while
+ * 128 KiB blocks read 15-30% slower. 1 MiB at depth 16 (16 MiB in flight)
+ * sits inside the plateau with room on either side, and NVMe drives, whose
+ * largest transfer is often 128 KiB-1 MiB, split bigger blocks anyway. */
+#define ZEROC_SWAP_DEFAULT_BLOCK   (1u << 20)
+#define ZEROC_SWAP_DEFAULT_QD      16
 #define ZEROC_SWAP_DEFAULT_TICKETS 256
 
 typedef struct zeroc__swap_config {
@@ -132,7 +134,8 @@ typedef struct zeroc__swap_config {
                          on the short-read check alone (tests use this) */
 } zeroc__swap_config_t;
 
-#define ZEROC__SWAP_CONFIG_INIT {NULL, NULL, -1, 0, 0, 0, -1, -1, 1}
+#define ZEROC__SWAP_CONFIG_INIT                                                                    \
+  { NULL, NULL, -1, 0, 0, 0, -1, -1, 1 }
 
 /*
  * Creates the rank directory <dir>/<job>/rank<r>/ (and <job>/ if needed), takes
@@ -192,11 +195,11 @@ typedef struct zeroc__swap_info {
   size_t block_bytes;
   int queue_depth;
   int max_tickets;
-  int direct;             /* 1 when files are opened with O_DIRECT */
-  int prealloc;           /* 1 when slot space is reserved with fallocate */
-  uint64_t requests;      /* requests submitted to io_uring so far */
-  int max_inflight;       /* most requests in flight at once so far (<= queue_depth) */
-  char rank_dir[4096];    /* <dir>/<job>/rank<r> */
+  int direct;          /* 1 when files are opened with O_DIRECT */
+  int prealloc;        /* 1 when slot space is reserved with fallocate */
+  uint64_t requests;   /* requests submitted to io_uring so far */
+  int max_inflight;    /* most requests in flight at once so far (<= queue_depth) */
+  char rank_dir[4096]; /* <dir>/<job>/rank<r> */
 } zeroc__swap_info_t;
 void zeroc__swap_info(zeroc__swap_t *sw, zeroc__swap_info_t *out);
 /* The path of a slot's file (NULL for a bad slot); valid until it is destroyed. */

@@ -14,8 +14,8 @@ zeroc_result_t zeroc__offload_cuda_register(void *p, size_t bytes) {
   cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
   if (e != cudaSuccess) {
     cudaGetLastError();
-    return ZEROC_FAIL(ZEROC_ERR_CUDA, "cudaHostRegister(%p, %zu bytes, portable) failed: %s (%s)", p,
-                      bytes, cudaGetErrorString(e), cudaGetErrorName(e));
+    return ZEROC_FAIL(ZEROC_ERR_CUDA, "cudaHostRegister(%p, %zu bytes, portable) failed: %s (%s)",
+                      p, bytes, cudaGetErrorString(e), cudaGetErrorName(e));
   }
   return ZEROC_OK;
 }

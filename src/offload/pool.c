@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/ctx.h"
 #include "core/error.h"
@@ -16,7 +17,8 @@
 /* Size classes: 4 KiB steps up to 32 KiB, then 8 classes per power of two,
  * so a buffer is at most 12.5% larger than asked and a class index is small. */
 #define SMALL_MAX 32768u
-#define NCLASS 400
+#define NCLASS    400
+#define HUGE_MIN  ((size_t)2 << 20)
 
 enum { FROM_ALIGNED = 0, FROM_HWLOC = 1 };
 
@@ -25,9 +27,9 @@ typedef struct rec {
   size_t cap;
   uint16_t cls;
   uint8_t tag;
-  uint8_t out;     /* handed out (1) or cached (0) */
-  uint8_t how;     /* FROM_ALIGNED or FROM_HWLOC */
-  uint8_t cuda;    /* registered with cudaHostRegister */
+  uint8_t out;  /* handed out (1) or cached (0) */
+  uint8_t how;  /* FROM_ALIGNED or FROM_HWLOC */
+  uint8_t cuda; /* registered with cudaHostRegister */
 } rec_t;
 
 struct zeroc__pinned_pool {
@@ -35,8 +37,8 @@ struct zeroc__pinned_pool {
   pthread_mutex_t mu;
   hwloc_nodeset_t nodeset; /* the rank's NUMA node, NULL when unknown */
   int numa;
-  int cuda;                /* page-lock for the GPU */
-  rec_t *recs;             /* sorted by ptr, for put's lookup */
+  int cuda;    /* page-lock for the GPU */
+  rec_t *recs; /* sorted by ptr, for put's lookup */
   size_t nrec, caprec;
   /* Cached buffers of each class, linked through their first 8 bytes (a
    * cached buffer holds nothing else), so get and put are O(1) + a search. */
@@ -66,8 +68,9 @@ zeroc_result_t zeroc__pinned_pool_create(zeroc_ctx_t *ctx, zeroc__pinned_pool_t 
   zeroc_result_t res = ZEROC_OK;
   zeroc__pinned_pool_t *p = NULL;
   if (!ctx || !out)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__pinned_pool_create(ctx %p, out %p): both are required",
-                      (void *)ctx, (void *)out);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc__pinned_pool_create(ctx %p, out %p): both are required", (void *)ctx,
+                      (void *)out);
   *out = NULL;
   p = calloc(1, sizeof *p);
   if (!p) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "pinned pool struct of %zu bytes", sizeof *p);
@@ -105,8 +108,10 @@ static size_t rec_search(const zeroc__pinned_pool_t *p, const void *ptr, int *fo
   size_t lo = 0, hi = p->nrec;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if ((uintptr_t)p->recs[mid].ptr < (uintptr_t)ptr) lo = mid + 1;
-    else hi = mid;
+    if ((uintptr_t)p->recs[mid].ptr < (uintptr_t)ptr)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   *found = lo < p->nrec && p->recs[lo].ptr == ptr;
   return lo;
@@ -117,8 +122,10 @@ static void sys_free(zeroc__pinned_pool_t *p, rec_t *r) {
   if (r->cuda) zeroc__offload_cuda_unregister(r->ptr);
 #endif
   zeroc__mem_untrack(&p->ctx->mem, r->ptr, NULL);
-  if (r->how == FROM_HWLOC) hwloc_free(p->ctx->topo, r->ptr, r->cap);
-  else free(r->ptr);
+  if (r->how == FROM_HWLOC)
+    hwloc_free(p->ctx->topo, r->ptr, r->cap);
+  else
+    free(r->ptr);
   p->st.frees++;
 }
 
@@ -148,6 +155,12 @@ static zeroc_result_t sys_alloc(zeroc__pinned_pool_t *p, size_t cs, int cls, zer
     return ZEROC_FAIL(ZEROC_ERR_NOMEM, "%s of %zu bytes of pinned memory for %s (NUMA node %d): %s",
                       r.how == FROM_HWLOC ? "hwloc_alloc_membind" : "aligned_alloc", cs,
                       zeroc_memtag_name(tag), p->numa, strerror(errno));
+  /* Transparent huge pages keep a large buffer physically contiguous in 2 MiB
+   * runs, so an O_DIRECT request carries a few scatter-gather segments instead
+   * of one per 4 KiB page: on the virtio disk measured (254 segments at most
+   * per request) scattered 4 KiB pages cost 2-3x in bandwidth (RESULTS.md,
+   * issue 6). A hint: where THP is off it changes nothing. */
+  if (cs >= HUGE_MIN) madvise(r.ptr, cs, MADV_HUGEPAGE);
   ZEROC_TRY(zeroc__mem_track(&p->ctx->mem, r.ptr, ZEROC_MEM_PINNED, tag, cs));
   tracked = 1;
 #ifdef ZEROC_HAVE_CUDA
@@ -166,8 +179,10 @@ static zeroc_result_t sys_alloc(zeroc__pinned_pool_t *p, size_t cs, int cls, zer
   return ZEROC_OK;
 fail:
   if (tracked) zeroc__mem_untrack(&p->ctx->mem, r.ptr, NULL);
-  if (r.how == FROM_HWLOC) hwloc_free(p->ctx->topo, r.ptr, cs);
-  else free(r.ptr);
+  if (r.how == FROM_HWLOC)
+    hwloc_free(p->ctx->topo, r.ptr, cs);
+  else
+    free(r.ptr);
   return res;
 }
 
@@ -175,12 +190,13 @@ zeroc_result_t zeroc__pinned_get(zeroc__pinned_pool_t *p, size_t bytes, zeroc_me
                                  void **buf) {
   zeroc_result_t res = ZEROC_OK;
   if (!p || !buf)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__pinned_get(pool %p, buf %p): both are required",
-                      (void *)p, (void *)buf);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc__pinned_get(pool %p, buf %p): both are required", (void *)p,
+                      (void *)buf);
   *buf = NULL;
   if (bytes == 0 || bytes > ((size_t)1 << 56))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "zeroc__pinned_get: %zu bytes; accepted: 1 .. 2^56", bytes);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__pinned_get: %zu bytes; accepted: 1 .. 2^56",
+                      bytes);
   if ((unsigned)tag >= ZEROC_TAG_COUNT)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__pinned_get: tag %d; accepted: 0 .. %d",
                       (int)tag, ZEROC_TAG_COUNT - 1);
@@ -229,8 +245,7 @@ zeroc_result_t zeroc__pinned_put(zeroc__pinned_pool_t *p, void *buf) {
   size_t at = rec_search(p, buf, &found);
   if (!found || !p->recs[at].out) {
     pthread_mutex_unlock(&p->mu);
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "zeroc__pinned_put(%p): %s", buf,
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__pinned_put(%p): %s", buf,
                       found ? "this buffer was already put back"
                             : "not a buffer from this pool (pass the pointer get returned)");
   }
@@ -259,8 +274,10 @@ void zeroc__pinned_trim(zeroc__pinned_pool_t *p) {
   pthread_mutex_lock(&p->mu);
   size_t keep = 0;
   for (size_t i = 0; i < p->nrec; i++) {
-    if (p->recs[i].out) p->recs[keep++] = p->recs[i];
-    else sys_free(p, &p->recs[i]);
+    if (p->recs[i].out)
+      p->recs[keep++] = p->recs[i];
+    else
+      sys_free(p, &p->recs[i]);
   }
   p->nrec = keep;
   memset(p->head, 0, sizeof p->head);
@@ -282,7 +299,8 @@ void zeroc__pinned_pool_destroy(zeroc__pinned_pool_t *p) {
     sys_free(p, &p->recs[i]);
   }
   if (leaked)
-    ZWARN(OFFLOAD, "pinned pool destroyed with %zu buffers (%zu bytes) still handed out; freed anyway",
+    ZWARN(OFFLOAD,
+          "pinned pool destroyed with %zu buffers (%zu bytes) still handed out; freed anyway",
           leaked, leaked_bytes);
   free(p->recs);
   if (p->nodeset) hwloc_bitmap_free(p->nodeset);

@@ -27,7 +27,7 @@ typedef struct unit {
   int slot[NBUF];
   zeroc__ticket_t tk[NBUF];
   int ntk;
-  uint64_t wb_seq; /* order of write-backs: the oldest frees its set first */
+  uint64_t wb_seq;  /* order of write-backs: the oldest frees its set first */
   float *own[NBUF]; /* pinned mode: its buffers */
 } unit_t;
 
@@ -48,7 +48,8 @@ struct zeroc__offload {
 static zeroc_result_t check_unit(const zeroc__offload_t *o, int i, const char *what) {
   if (!o) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: state is NULL", what);
   if (i < 0 || i >= o->nunits)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: unit %d; accepted: 0..%d", what, i, o->nunits - 1);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: unit %d; accepted: 0..%d", what, i,
+                      o->nunits - 1);
   return ZEROC_OK;
 }
 
@@ -89,19 +90,24 @@ zeroc_result_t zeroc__offload_create(zeroc__pinned_pool_t *pool, zeroc__swap_t *
   zeroc_result_t res = ZEROC_OK;
   zeroc__offload_t *o = NULL;
   if (!pool || !numel || !out || nunits < 1)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__offload_create(pool %p, numel %p, nunits %d, "
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc__offload_create(pool %p, numel %p, nunits %d, "
                       "out %p): pool, numel and out are required, nunits >= 1",
                       (void *)pool, (const void *)numel, nunits, (void *)out);
   *out = NULL;
   if (nstage == 0) nstage = 3;
   if (swap && nstage < 2)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__offload_create: nstage %d; accepted: 2 or "
-                      "more (3 overlaps read, update and write-back), 0 for 3", nstage);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc__offload_create: nstage %d; accepted: 2 or "
+                      "more (3 overlaps read, update and write-back), 0 for 3",
+                      nstage);
   size_t max_numel = 0;
   for (int i = 0; i < nunits; i++) {
     if (numel[i] == 0 || numel[i] > ((size_t)1 << 44))
-      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__offload_create: unit %d has %zu elements; "
-                        "accepted: 1 .. 2^44", i, numel[i]);
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "zeroc__offload_create: unit %d has %zu elements; "
+                        "accepted: 1 .. 2^44",
+                        i, numel[i]);
     if (numel[i] > max_numel) max_numel = numel[i];
   }
   o = calloc(1, sizeof *o);
@@ -131,7 +137,8 @@ zeroc_result_t zeroc__offload_create(zeroc__pinned_pool_t *pool, zeroc__swap_t *
         snprintf(name, sizeof name, "u%d.%s", i, buf_name[b]);
         ZEROC_TRY(zeroc__swap_slot_create(swap, name, u->numel * sizeof(float), &u->slot[b]));
       } else {
-        ZEROC_TRY(zeroc__pinned_get(pool, u->numel * sizeof(float), buf_tag[b], (void **)&u->own[b]));
+        ZEROC_TRY(
+            zeroc__pinned_get(pool, u->numel * sizeof(float), buf_tag[b], (void **)&u->own[b]));
         memset(u->own[b], 0, u->numel * sizeof(float));
       }
     }
@@ -139,7 +146,8 @@ zeroc_result_t zeroc__offload_create(zeroc__pinned_pool_t *pool, zeroc__swap_t *
   }
   for (int s = 0; s < o->nstage; s++)
     for (int b = 0; b < NBUF; b++)
-      ZEROC_TRY(zeroc__pinned_get(pool, max_numel * sizeof(float), buf_tag[b], (void **)&o->st[s].buf[b]));
+      ZEROC_TRY(zeroc__pinned_get(pool, max_numel * sizeof(float), buf_tag[b],
+                                  (void **)&o->st[s].buf[b]));
   ZINFO(OFFLOAD, "offload state: %d units (largest %zu elements) %s", nunits, max_numel,
         swap ? "on the swapper" : "in pinned memory");
   *out = o;
@@ -188,9 +196,11 @@ zeroc_result_t zeroc__offload_prefetch(zeroc__offload_t *o, int i) {
       if (w->state == U_WRITING && (!oldest || w->wb_seq < oldest->wb_seq)) oldest = w;
     }
     if (!oldest)
-      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__offload_prefetch(%d): all %d staging sets "
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "zeroc__offload_prefetch(%d): all %d staging sets "
                         "hold units that are loading or resident (e.g. unit %d); write one back "
-                        "first, or create the state with more sets", i, o->nstage, o->st[0].unit);
+                        "first, or create the state with more sets",
+                        i, o->nstage, o->st[0].unit);
     s = oldest->stage;
     ZEROC_CHECK(finish_writeback(o, oldest));
   }
@@ -204,8 +214,8 @@ zeroc_result_t zeroc__offload_prefetch(zeroc__offload_t *o, int i) {
   }
   u->state = U_LOADING;
   for (int b = 0; b < NBUF; b++) {
-    zeroc_result_t r = zeroc__swap_read(o->swap, u->slot[b], o->st[s].buf[b], u->numel * sizeof(float),
-                                        &u->tk[u->ntk]);
+    zeroc_result_t r = zeroc__swap_read(o->swap, u->slot[b], o->st[s].buf[b],
+                                        u->numel * sizeof(float), &u->tk[u->ntk]);
     if (r != ZEROC_OK) {
       char msg[ZEROC_ERRMSG_MAX];
       snprintf(msg, sizeof msg, "%s", zeroc__tls_error());
@@ -251,13 +261,14 @@ zeroc_result_t zeroc__offload_writeback(zeroc__offload_t *o, int i) {
   unit_t *u = &o->u[i];
   if (!o->swap) return ZEROC_OK;
   if (u->state != U_RESIDENT)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__offload_writeback(%d): the unit is %s; "
-                      "accepted: a resident unit (after zeroc__offload_wait)", i,
-                      u->state == U_WRITING ? "already being written back" : "not resident");
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc__offload_writeback(%d): the unit is %s; "
+                      "accepted: a resident unit (after zeroc__offload_wait)",
+                      i, u->state == U_WRITING ? "already being written back" : "not resident");
   const stage_t *s = &o->st[u->stage];
   for (int b = 0; b < NBUF; b++) {
-    zeroc_result_t r = zeroc__swap_write(o->swap, u->slot[b], s->buf[b], u->numel * sizeof(float),
-                                         &u->tk[u->ntk]);
+    zeroc_result_t r =
+        zeroc__swap_write(o->swap, u->slot[b], s->buf[b], u->numel * sizeof(float), &u->tk[u->ntk]);
     if (r != ZEROC_OK) {
       char msg[ZEROC_ERRMSG_MAX];
       snprintf(msg, sizeof msg, "%s", zeroc__tls_error());

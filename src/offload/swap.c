@@ -28,11 +28,11 @@
 #include "core/log.h"
 #include "offload/offload.h"
 
-#define PAGE ZEROC_OFFLOAD_ALIGN
-#define MAX_BLOCK ((size_t)64 << 20)
-#define MAX_QD 1024
+#define PAGE        ZEROC_OFFLOAD_ALIGN
+#define MAX_BLOCK   ((size_t)64 << 20)
+#define MAX_QD      1024
 #define MAX_TICKETS 4096
-#define WAKE_TAG UINT64_MAX
+#define WAKE_TAG    UINT64_MAX
 
 enum { T_FREE = 0, T_QUEUED, T_RUNNING, T_DONE };
 
@@ -54,10 +54,10 @@ typedef struct ticket {
   int slot;
   uint8_t *buf;
   uint64_t bytes, body;
-  uint64_t next;   /* next body offset to issue */
-  int tail_todo;   /* the tail page still has to be issued */
-  int inflight;    /* requests in flight */
-  int stop;        /* an error: issue nothing more */
+  uint64_t next; /* next body offset to issue */
+  int tail_todo; /* the tail page still has to be issued */
+  int inflight;  /* requests in flight */
+  int stop;      /* an error: issue nothing more */
   zeroc_result_t res;
   char *msg;
   uint8_t *bounce; /* one 4 KiB page */
@@ -78,17 +78,17 @@ struct zeroc__swap {
   int thread_started;
   struct io_uring ring;
   int ring_ok;
-  int efd;              /* eventfd that wakes the I/O thread */
-  uint64_t wake_buf;    /* the eventfd read lands here */
-  int sleeping;         /* the I/O thread waits in io_uring_enter */
+  int efd;           /* eventfd that wakes the I/O thread */
+  uint64_t wake_buf; /* the eventfd read lands here */
+  int sleeping;      /* the I/O thread waits in io_uring_enter */
   int stop;
-  char *broken;         /* set when the ring failed: every later ticket fails with it */
+  char *broken; /* set when the ring failed: every later ticket fails with it */
 
   size_t block;
   int qd, max_tickets;
   int direct, prealloc, check_size;
   int warned_direct;
-  char dir_job[4096];   /* <dir>/<job> */
+  char dir_job[4096]; /* <dir>/<job> */
   char rank_dir[4096];
   char lock_path[4200];
   int lock_fd;
@@ -97,11 +97,11 @@ struct zeroc__swap {
   int nslots, capslots;
   ticket_t *tickets;
   int *free_tickets, nfree_tickets;
-  int *queue, nqueue;   /* queued and running tickets in submission order */
+  int *queue, nqueue; /* queued and running tickets in submission order */
   uint8_t *bounce_area;
   req_t *reqs;
   int *free_reqs, nfree_reqs;
-  int *retry, nretry;   /* requests to issue again (partial transfer, EAGAIN) */
+  int *retry, nretry; /* requests to issue again (partial transfer, EAGAIN) */
   int inflight, max_inflight;
   uint64_t requests;
 };
@@ -116,8 +116,8 @@ static int name_ok(const char *s) {
   if (n < 1 || n > 64 || s[0] == '.') return 0;
   for (size_t i = 0; i < n; i++) {
     char c = s[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-          c == '.' || c == '_' || c == '-'))
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == '_' || c == '-'))
       return 0;
   }
   return 1;
@@ -174,8 +174,9 @@ static zeroc_result_t ticket_precheck(zeroc__swap_t *sw, ticket_t *t) {
   if (sw->check_size) {
     struct stat st;
     if (fstat(s->fd, &st) != 0)
-      return ZEROC_FAIL(ZEROC_ERR_IO, "fstat of %s before reading %llu bytes at offset 0: %s (errno %d)",
-                        s->path, (unsigned long long)t->bytes, strerror(errno), errno);
+      return ZEROC_FAIL(ZEROC_ERR_IO,
+                        "fstat of %s before reading %llu bytes at offset 0: %s (errno %d)", s->path,
+                        (unsigned long long)t->bytes, strerror(errno), errno);
     if ((uint64_t)st.st_size < pad(t->bytes))
       return ZEROC_FAIL(ZEROC_ERR_IO,
                         "short read of %s: %llu bytes at offset 0 are needed but the file is %lld "
@@ -190,8 +191,10 @@ static void prep(zeroc__swap_t *sw, struct io_uring_sqe *sqe, int ri) {
   req_t *r = &sw->reqs[ri];
   ticket_t *t = &sw->tickets[r->ticket];
   int fd = sw->slots[t->slot].fd;
-  if (t->write) io_uring_prep_write(sqe, fd, r->buf, r->len, r->off);
-  else io_uring_prep_read(sqe, fd, r->buf, r->len, r->off);
+  if (t->write)
+    io_uring_prep_write(sqe, fd, r->buf, r->len, r->off);
+  else
+    io_uring_prep_read(sqe, fd, r->buf, r->len, r->off);
   io_uring_sqe_set_data64(sqe, (uint64_t)ri);
   sw->requests++;
 }
@@ -209,18 +212,26 @@ static int schedule_pass(zeroc__swap_t *sw) {
     zeroc_result_t r = ticket_precheck(sw, t);
     if (r != ZEROC_OK) ticket_fail(t, r);
   }
-  while (sw->nretry > 0) {
+  /* The ring has a slot for every request plus the wake-up read, so it is
+   * never full; `sq_full` only guards that reasoning. */
+  int sq_full = 0;
+  while (sw->nretry > 0 && !sq_full) {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&sw->ring);
-    if (!sqe) return finished;
-    prep(sw, sqe, sw->retry[--sw->nretry]);
+    if (!sqe)
+      sq_full = 1;
+    else
+      prep(sw, sqe, sw->retry[--sw->nretry]);
   }
   for (int q = 0; q < sw->nqueue; q++) {
     int ti = sw->queue[q];
     ticket_t *t = &sw->tickets[ti];
     if (t->state != T_RUNNING) continue;
-    while (!t->stop && (t->next < t->body || t->tail_todo) && sw->nfree_reqs > 0) {
+    while (!sq_full && !t->stop && (t->next < t->body || t->tail_todo) && sw->nfree_reqs > 0) {
       struct io_uring_sqe *sqe = io_uring_get_sqe(&sw->ring);
-      if (!sqe) return finished;
+      if (!sqe) {
+        sq_full = 1;
+        break;
+      }
       int ri = sw->free_reqs[--sw->nfree_reqs];
       req_t *r = &sw->reqs[ri];
       r->ticket = ti;
@@ -284,8 +295,9 @@ static void complete(zeroc__swap_t *sw, int ri, int res) {
     struct stat st;
     long long fsize = fstat(s->fd, &st) == 0 ? (long long)st.st_size : -1;
     if (t->write)
-      ticket_fail(t, ZEROC_FAIL(ZEROC_ERR_IO, "short write of %s at offset %llu, %u bytes: the "
-                                              "kernel wrote 0 bytes (file is %lld bytes)",
+      ticket_fail(t, ZEROC_FAIL(ZEROC_ERR_IO,
+                                "short write of %s at offset %llu, %u bytes: the "
+                                "kernel wrote 0 bytes (file is %lld bytes)",
                                 s->path, (unsigned long long)r->off, r->len, fsize));
     else
       ticket_fail(t, ZEROC_FAIL(ZEROC_ERR_IO,
@@ -342,8 +354,10 @@ static void *io_main(void *arg) {
     sw->sleeping = 0;
     if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY && !sw->broken) {
       char msg[512];
-      snprintf(msg, sizeof msg, "io_uring_submit_and_wait on the swapper's ring (%s) failed: %s "
-               "(errno %d); the swapper is unusable", sw->rank_dir, strerror(-ret), -ret);
+      snprintf(msg, sizeof msg,
+               "io_uring_submit_and_wait on the swapper's ring (%s) failed: %s "
+               "(errno %d); the swapper is unusable",
+               sw->rank_dir, strerror(-ret), -ret);
       ZWARN(OFFLOAD, "%s", msg);
       sw->broken = strdup(msg);
       fail_all(sw, msg);
@@ -354,8 +368,10 @@ static void *io_main(void *arg) {
     io_uring_for_each_cqe(&sw->ring, head, cqe) {
       n++;
       uint64_t ud = io_uring_cqe_get_data64(cqe);
-      if (ud == WAKE_TAG) armed = 0;
-      else complete(sw, (int)ud, cqe->res);
+      if (ud == WAKE_TAG)
+        armed = 0;
+      else
+        complete(sw, (int)ud, cqe->res);
     }
     io_uring_cq_advance(&sw->ring, n);
     if (!armed) armed = arm_wake(sw) == 0;
@@ -377,8 +393,10 @@ static void wake(zeroc__swap_t *sw) {
 static zeroc_result_t make_dirs(zeroc__swap_t *sw, const char *dir, const char *job, int rank) {
   struct stat st;
   if (stat(dir, &st) != 0)
-    return ZEROC_FAIL(ZEROC_ERR_IO, "offload directory '%s': %s (errno %d); it must be an existing "
-                      "directory on the NVMe file system", dir, strerror(errno), errno);
+    return ZEROC_FAIL(ZEROC_ERR_IO,
+                      "offload directory '%s': %s (errno %d); it must be an existing "
+                      "directory on the NVMe file system",
+                      dir, strerror(errno), errno);
   if (!S_ISDIR(st.st_mode))
     return ZEROC_FAIL(ZEROC_ERR_IO, "offload directory '%s' is not a directory", dir);
   snprintf(sw->dir_job, sizeof sw->dir_job, "%s/%s", dir, job);
@@ -406,36 +424,48 @@ static int open_file(zeroc__swap_t *sw, const char *path, int flags) {
     sw->direct = 0;
     if (!sw->warned_direct) {
       sw->warned_direct = 1;
-      ZWARN(OFFLOAD, "%s: the file system refuses O_DIRECT (open: %s); the swapper falls back to "
-            "buffered I/O through the page cache", sw->rank_dir, strerror(EINVAL));
+      ZWARN(OFFLOAD,
+            "%s: the file system refuses O_DIRECT (open: %s); the swapper falls back to "
+            "buffered I/O through the page cache",
+            sw->rank_dir, strerror(EINVAL));
     }
     fd = open(path, flags | O_RDWR | O_CLOEXEC, 0600);
   }
   return fd;
 }
 
-static zeroc_result_t read_config(zeroc__swap_t *sw, zeroc_ctx_t *ctx, const zeroc__swap_config_t *c,
-                                  int *rank) {
+static zeroc_result_t read_config(zeroc__swap_t *sw, zeroc_ctx_t *ctx,
+                                  const zeroc__swap_config_t *c, int *rank) {
   if (!c->dir || !*c->dir)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "swapper config: dir is required (the NVMe directory)");
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "swapper config: dir is required (the NVMe directory)");
   if (!name_ok(c->job))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "swapper config: job '%s'; accepted: 1..64 of "
-                      "[A-Za-z0-9._-], not starting with '.'", c->job ? c->job : "(null)");
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "swapper config: job '%s'; accepted: 1..64 of "
+                      "[A-Za-z0-9._-], not starting with '.'",
+                      c->job ? c->job : "(null)");
   *rank = c->rank >= 0 ? c->rank : ctx ? ctx->mesh.rank : -1;
   if (*rank < 0)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "swapper config: rank %d without a context; "
-                      "accepted: a rank >= 0, or -1 with a context", c->rank);
-  int64_t block = c->block_bytes ? (int64_t)c->block_bytes
-                                 : zeroc__env_int("ZEROC_OFFLOAD_BLOCK_KIB",
-                                                  ZEROC_SWAP_DEFAULT_BLOCK / 1024) * 1024;
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "swapper config: rank %d without a context; "
+                      "accepted: a rank >= 0, or -1 with a context",
+                      c->rank);
+  int64_t block =
+      c->block_bytes
+          ? (int64_t)c->block_bytes
+          : zeroc__env_int("ZEROC_OFFLOAD_BLOCK_KIB", ZEROC_SWAP_DEFAULT_BLOCK / 1024) * 1024;
   if (block < PAGE || block > (int64_t)MAX_BLOCK || block % PAGE)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "swapper block size %lld bytes; accepted: a multiple "
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "swapper block size %lld bytes; accepted: a multiple "
                       "of 4096 from 4 KiB to 64 MiB (block_bytes or ZEROC_OFFLOAD_BLOCK_KIB)",
                       (long long)block);
-  int64_t qd = c->queue_depth ? c->queue_depth : zeroc__env_int("ZEROC_OFFLOAD_QD", ZEROC_SWAP_DEFAULT_QD);
+  int64_t qd =
+      c->queue_depth ? c->queue_depth : zeroc__env_int("ZEROC_OFFLOAD_QD", ZEROC_SWAP_DEFAULT_QD);
   if (qd < 1 || qd > MAX_QD)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "swapper queue depth %lld; accepted: 1..%d "
-                      "(queue_depth or ZEROC_OFFLOAD_QD)", (long long)qd, MAX_QD);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "swapper queue depth %lld; accepted: 1..%d "
+                      "(queue_depth or ZEROC_OFFLOAD_QD)",
+                      (long long)qd, MAX_QD);
   int tickets = c->max_tickets ? c->max_tickets : ZEROC_SWAP_DEFAULT_TICKETS;
   if (tickets < 1 || tickets > MAX_TICKETS)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "swapper max_tickets %d; accepted: 1..%d", tickets,
@@ -443,7 +473,8 @@ static zeroc_result_t read_config(zeroc__swap_t *sw, zeroc_ctx_t *ctx, const zer
   int64_t direct = c->direct >= 0 ? c->direct : zeroc__env_int("ZEROC_OFFLOAD_DIRECT", 1);
   int64_t prealloc = c->prealloc >= 0 ? c->prealloc : zeroc__env_int("ZEROC_OFFLOAD_PREALLOC", 1);
   if ((direct != 0 && direct != 1) || (prealloc != 0 && prealloc != 1))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "swapper direct %lld, prealloc %lld; accepted: 0 or 1 "
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "swapper direct %lld, prealloc %lld; accepted: 0 or 1 "
                       "(or -1 for ZEROC_OFFLOAD_DIRECT / ZEROC_OFFLOAD_PREALLOC)",
                       (long long)direct, (long long)prealloc);
   sw->block = (size_t)block;
@@ -461,8 +492,9 @@ zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *
   zeroc__swap_t *sw = NULL;
   int rank = -1;
   if (!cfg || !out)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__swap_create(cfg %p, out %p): both are required",
-                      (const void *)cfg, (void *)out);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc__swap_create(cfg %p, out %p): both are required", (const void *)cfg,
+                      (void *)out);
   *out = NULL;
   sw = calloc(1, sizeof *sw);
   if (!sw) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "swapper struct of %zu bytes", sizeof *sw);
@@ -485,9 +517,10 @@ zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *
     goto fail;
   }
   if (flock(sw->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "flock of %s: %s (errno %d): another swapper uses this "
-                     "directory (same dir, job '%s' and rank %d)", sw->lock_path, strerror(errno),
-                     errno, cfg->job, rank);
+    res = ZEROC_FAIL(ZEROC_ERR_IO,
+                     "flock of %s: %s (errno %d): another swapper uses this "
+                     "directory (same dir, job '%s' and rank %d)",
+                     sw->lock_path, strerror(errno), errno, cfg->job, rank);
     close(sw->lock_fd);
     sw->lock_fd = -1;
     goto fail;
@@ -503,11 +536,13 @@ zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *
   sw->bounce_area = aligned_alloc(PAGE, nt * PAGE);
   if (!sw->tickets || !sw->free_tickets || !sw->queue || !sw->reqs || !sw->free_reqs ||
       !sw->retry || !sw->bounce_area) {
-    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "swapper tables for %zu tickets and queue depth %d", nt, sw->qd);
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "swapper tables for %zu tickets and queue depth %d", nt,
+                     sw->qd);
     goto fail;
   }
-  if (ctx) ZEROC_TRY(zeroc__mem_track(&ctx->mem, sw->bounce_area, ZEROC_MEM_HOST, ZEROC_TAG_BUFFERS,
-                                      nt * PAGE));
+  if (ctx)
+    ZEROC_TRY(
+        zeroc__mem_track(&ctx->mem, sw->bounce_area, ZEROC_MEM_HOST, ZEROC_TAG_BUFFERS, nt * PAGE));
   for (int i = 0; i < sw->max_tickets; i++) {
     sw->tickets[i].gen = 1;
     sw->tickets[i].bounce = sw->bounce_area + (size_t)i * PAGE;
@@ -527,7 +562,8 @@ zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *
   /* One entry more than the queue depth: the I/O thread's wake-up read. */
   int ret = io_uring_queue_init((unsigned)sw->qd + 1, &sw->ring, 0);
   if (ret < 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "io_uring_queue_init(%d entries): %s (errno %d); io_uring may be "
+    res = ZEROC_FAIL(ZEROC_ERR_IO,
+                     "io_uring_queue_init(%d entries): %s (errno %d); io_uring may be "
                      "disabled (sysctl kernel.io_uring_disabled, or a container's seccomp profile)",
                      sw->qd + 1, strerror(-ret), -ret);
     goto fail;
@@ -539,8 +575,8 @@ zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *
   }
   sw->thread_started = 1;
   ZINFO(OFFLOAD, "swapper in %s: block %zu KiB, queue depth %d, %d tickets, %s I/O, prealloc %s",
-        sw->rank_dir, sw->block / 1024, sw->qd, sw->max_tickets, sw->direct ? "O_DIRECT" : "buffered",
-        sw->prealloc ? "on" : "off");
+        sw->rank_dir, sw->block / 1024, sw->qd, sw->max_tickets,
+        sw->direct ? "O_DIRECT" : "buffered", sw->prealloc ? "on" : "off");
   *out = sw;
   return ZEROC_OK;
 fail:
@@ -610,7 +646,8 @@ static slot_t *slot_get(zeroc__swap_t *sw, int slot) {
  * the mutex: fallocate of a large slot may take a while. *unsupported is set
  * for a file system without fallocate (e.g. ramfs): the caller then stops
  * reserving, and writes find out about a full disk themselves. */
-static zeroc_result_t reserve(int fd, const char *path, uint64_t from, uint64_t to, int *unsupported) {
+static zeroc_result_t reserve(int fd, const char *path, uint64_t from, uint64_t to,
+                              int *unsupported) {
   *unsupported = 0;
   if (to <= from) return ZEROC_OK;
   if (fallocate(fd, 0, (off_t)from, (off_t)(to - from)) == 0) return ZEROC_OK;
@@ -619,8 +656,9 @@ static zeroc_result_t reserve(int fd, const char *path, uint64_t from, uint64_t 
     *unsupported = 1;
     return ZEROC_OK;
   }
-  return ZEROC_FAIL(ZEROC_ERR_IO, "fallocate of %s at offset %llu, %llu bytes: %s (errno %d)%s", path,
-                    (unsigned long long)from, (unsigned long long)(to - from), strerror(errno), errno,
+  return ZEROC_FAIL(ZEROC_ERR_IO, "fallocate of %s at offset %llu, %llu bytes: %s (errno %d)%s",
+                    path, (unsigned long long)from, (unsigned long long)(to - from),
+                    strerror(errno), errno,
                     errno == ENOSPC ? "; free space on the NVMe directory or offload less" : "");
 }
 
@@ -631,8 +669,9 @@ zeroc_result_t zeroc__swap_slot_create(zeroc__swap_t *sw, const char *name, uint
   char *path = NULL;
   int fd = -1;
   if (!sw || !slot)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__swap_slot_create(sw %p, slot %p): both are required",
-                      (void *)sw, (void *)slot);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc__swap_slot_create(sw %p, slot %p): both are required", (void *)sw,
+                      (void *)slot);
   *slot = -1;
   pthread_mutex_lock(&sw->mu);
   int k = 0;
@@ -642,8 +681,10 @@ zeroc_result_t zeroc__swap_slot_create(zeroc__swap_t *sw, const char *name, uint
     name = gen_name;
   }
   if (!name_ok(name)) {
-    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "slot name '%s'; accepted: 1..64 of [A-Za-z0-9._-], "
-                     "not starting with '.'", name);
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "slot name '%s'; accepted: 1..64 of [A-Za-z0-9._-], "
+                     "not starting with '.'",
+                     name);
     goto fail;
   }
   size_t plen = strlen(sw->rank_dir) + strlen(name) + 2;
@@ -671,7 +712,8 @@ zeroc_result_t zeroc__swap_slot_create(zeroc__swap_t *sw, const char *name, uint
   /* A stale file of a crashed run is truncated: the lock says none is live. */
   fd = open_file(sw, path, O_CREAT | O_TRUNC);
   if (fd < 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "open of slot file %s: %s (errno %d)", path, strerror(errno), errno);
+    res = ZEROC_FAIL(ZEROC_ERR_IO, "open of slot file %s: %s (errno %d)", path, strerror(errno),
+                     errno);
     goto fail;
   }
   /* The name is claimed (and the slot kept alive by `pending`) before the
@@ -706,11 +748,15 @@ zeroc_result_t zeroc__swap_slot_destroy(zeroc__swap_t *sw, int slot) {
   pthread_mutex_lock(&sw->mu);
   slot_t *s = slot_get(sw, slot);
   zeroc_result_t res = ZEROC_OK;
-  if (!s) res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__swap_slot_destroy: no slot %d", slot);
+  if (!s)
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__swap_slot_destroy: no slot %d", slot);
   else if (s->pending)
-    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__swap_slot_destroy: slot %d (%s) has %d "
-                     "transfers in flight; wait for them first", slot, s->path, s->pending);
-  else slot_close(sw, s);
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "zeroc__swap_slot_destroy: slot %d (%s) has %d "
+                     "transfers in flight; wait for them first",
+                     slot, s->path, s->pending);
+  else
+    slot_close(sw, s);
   pthread_mutex_unlock(&sw->mu);
   return res;
 }
@@ -755,16 +801,18 @@ static zeroc_result_t submit(zeroc__swap_t *sw, int write, int slot, void *buf, 
                       (void *)sw, (void *)ticket);
   *ticket = 0;
   if (!buf || ((uintptr_t)buf % PAGE) != 0)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: buffer %p is not 4096-byte aligned (O_DIRECT "
-                      "needs it; take buffers from the pinned pool)", what, buf);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: buffer %p is not 4096-byte aligned (O_DIRECT "
+                      "needs it; take buffers from the pinned pool)",
+                      what, buf);
   if (bytes == 0 || bytes > ((uint64_t)1 << 48))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: %llu bytes; accepted: 1 .. 2^48", what,
                       (unsigned long long)bytes);
   pthread_mutex_lock(&sw->mu);
   slot_t *s = slot_get(sw, slot);
   if (!s) {
-    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: no slot %d (create it with zeroc__swap_slot_create)",
-                     what, slot);
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "%s: no slot %d (create it with zeroc__swap_slot_create)", what, slot);
     goto fail;
   }
   if (sw->broken) {
@@ -772,13 +820,15 @@ static zeroc_result_t submit(zeroc__swap_t *sw, int write, int slot, void *buf, 
     goto fail;
   }
   if (!write && bytes > s->size) {
-    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s of %llu bytes from %s, which holds %llu bytes", what,
-                     (unsigned long long)bytes, s->path, (unsigned long long)s->size);
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s of %llu bytes from %s, which holds %llu bytes",
+                     what, (unsigned long long)bytes, s->path, (unsigned long long)s->size);
     goto fail;
   }
   if (sw->nfree_tickets == 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: all %d tickets are outstanding; wait for some "
-                     "(or raise max_tickets)", what, sw->max_tickets);
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "%s: all %d tickets are outstanding; wait for some "
+                     "(or raise max_tickets)",
+                     what, sw->max_tickets);
     goto fail;
   }
   if (write && sw->prealloc && pad(bytes) > s->reserved) {
@@ -800,8 +850,10 @@ static zeroc_result_t submit(zeroc__swap_t *sw, int write, int slot, void *buf, 
     }
     if (pad(bytes) > s->reserved) s->reserved = pad(bytes);
     if (sw->nfree_tickets == 0) {
-      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: all %d tickets are outstanding; wait for some "
-                       "(or raise max_tickets)", what, sw->max_tickets);
+      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                       "%s: all %d tickets are outstanding; wait for some "
+                       "(or raise max_tickets)",
+                       what, sw->max_tickets);
       goto fail;
     }
   }
@@ -866,8 +918,10 @@ zeroc_result_t zeroc__swap_wait(zeroc__swap_t *sw, zeroc__ticket_t ticket) {
   int ti = ticket_index(sw, ticket);
   if (ti < 0) {
     pthread_mutex_unlock(&sw->mu);
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__swap_wait: ticket %#llx is not outstanding "
-                      "(already waited for, or never submitted)", (unsigned long long)ticket);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc__swap_wait: ticket %#llx is not outstanding "
+                      "(already waited for, or never submitted)",
+                      (unsigned long long)ticket);
   }
   while (sw->tickets[ti].state != T_DONE) pthread_cond_wait(&sw->done_cv, &sw->mu);
   zeroc_result_t r = consume(sw, ti);
@@ -884,8 +938,10 @@ zeroc_result_t zeroc__swap_poll(zeroc__swap_t *sw, zeroc__ticket_t ticket, int *
   int ti = ticket_index(sw, ticket);
   zeroc_result_t r = ZEROC_OK;
   if (ti < 0)
-    r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__swap_poll: ticket %#llx is not outstanding "
-                   "(already consumed, or never submitted)", (unsigned long long)ticket);
+    r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                   "zeroc__swap_poll: ticket %#llx is not outstanding "
+                   "(already consumed, or never submitted)",
+                   (unsigned long long)ticket);
   else if (sw->tickets[ti].state == T_DONE) {
     *done = 1;
     r = consume(sw, ti);
