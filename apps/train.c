@@ -216,11 +216,17 @@ int zeroc_cmd_train(int argc, char **argv) {
   if (o.sequence_parallel) return zarg_fail("train", "--sequence-parallel needs --tp > 1, not supported yet");
   if (o.print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1, not supported yet");
   if (o.set_microbatches) return zarg_fail("train", "--microbatches is for --pp > 1; use --grad-accum");
-  if (o.off_opt == 2 || o.off_par != 0)
-    return zarg_fail("train", "--offload-optimizer nvme and --offload-params are not supported yet "
-                              "(accepted: --offload-optimizer none|cpu)");
+  if (o.off_par != 0 && o.zero != 3)
+    return zarg_fail("train", "--offload-params %s needs --zero 3 (got --zero %d)", OFFLOADS[o.off_par], o.zero);
   if ((o.off_opt == 2 || o.off_par == 2) && !o.nvme_dir)
     return zarg_fail("train", "--nvme-dir is required with nvme offload");
+  if (o.nvme_dir) {
+    struct stat sb;
+    if (stat(o.nvme_dir, &sb) || !S_ISDIR(sb.st_mode))
+      return zarg_fail("train", "--nvme-dir '%s': no such directory", o.nvme_dir);
+    if (access(o.nvme_dir, W_OK))
+      return zarg_fail("train", "--nvme-dir '%s': directory not writable", o.nvme_dir);
+  }
   if (o.save_every && !o.save) return zarg_fail("train", "--save-every needs --save DIR");
   if (o.resume && o.init) return zarg_fail("train", "--resume and --init exclude each other");
   if (o.init && access(o.init, R_OK))
