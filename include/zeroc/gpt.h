@@ -118,13 +118,15 @@ const float *zeroc_gpt_losses(const zeroc_gpt_t *g);
  * Writes the model's fp32 master weights as one safetensors file with Hugging
  * Face GPT-2 names and layouts (wte.weight (V,C) without the padding rows,
  * h.{i}.attn.c_attn.weight (C,3C) stored (in, out) as GPT-2's Conv1D does, ...).
+ * With tensor parallelism each tensor is consolidated from the tp ranks' slices.
  * Collective over the model's world; rank 0 writes (atomically).
  */
 zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path);
 
 /*
  * Loads weights from such a file (extra tensors such as h.{i}.attn.bias masks
- * are ignored) into the master weights and publishes them. Checks every
+ * are ignored) into the master weights (with tensor parallelism, each tp rank
+ * its slice) and publishes them. Checks every
  * tensor's presence and shape first: nothing changes on error.
  * Collective. Returns ZEROC_ERR_IO, ZEROC_ERR_CORRUPT, ZEROC_ERR_INVALID_ARG
  * (a missing tensor or another shape, naming it).
