@@ -78,8 +78,8 @@ memory_prediction)
     run 4 --model small --steps 2 $cfg --metrics "$WORK/m.jsonl" || fail "'$cfg' run"
     peak=$(tail -1 "$WORK/m.jsonl" | sed 's/.*"peak_bytes": {"device": \([0-9]*\).*/\1/')
     pred=$(tail -1 "$WORK/m.jsonl" | sed 's/.*"predicted_bytes": {"device": \([0-9]*\).*/\1/')
-    awk -v a="$peak" -v b="$pred" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.10) }' \
-      || fail "'$cfg': measured $peak bytes, predicted $pred (more than 10% apart)"
+    awk -v a="$peak" -v b="$pred" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.01) }' \
+      || fail "'$cfg': measured $peak bytes, predicted $pred (more than 1% apart)"
     echo "$cfg: measured $peak predicted $pred"
   done ;;
 
