@@ -376,6 +376,7 @@ int zeroc_cmd_train(int argc, char **argv) {
   /* ---- the plan's prediction for this layout ---------------------------------------- */
   zeroc_plan_config_t pc = ZEROC_PLAN_CONFIG_INIT;
   zeroc_plan_result_t pr;
+  memset(&pr, 0, sizeof pr);
   pc.model = gc;
   pc.gpus = mesh->world;
   pc.zero = o.zero;
@@ -477,11 +478,23 @@ int zeroc_cmd_train(int argc, char **argv) {
               "{\"step\": %d, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens\": %.0f, "
               "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"mfu\": %.4f, \"comm_bytes\": %llu, "
               "\"exposed_comm_ms\": %.3f, \"peak_bytes\": {\"device\": %llu, \"host\": %llu}, "
-              "\"predicted_bytes\": {\"device\": %.0f, \"host\": %.0f}, \"skipped\": %d}\n",
+              "\"predicted_bytes\": {\"device\": %.0f, \"host\": %.0f}, \"skipped\": %d",
               s + 1, info.loss, lr_at(&o, s), info.grad_norm, tokens_per_step, dt * 1e3, tps, mfu,
               (unsigned long long)info.comm_bytes, info.exposed_comm_ms,
               (unsigned long long)peak_dev, (unsigned long long)peak_host, predicted, predicted_host,
               info.skipped);
+      /* device memory by tag: the accountant's peaks beside the plan's parts */
+      double pred_tag[ZEROC_TAG_COUNT] = {pr.device.params, pr.device.grads, pr.device.optimizer,
+                                          pr.device.activations, pr.device.buffers,
+                                          pr.device.workspace};
+      for (int k = 0; k < 2; k++) {
+        fprintf(metrics, ", \"%s\": {", k ? "predicted_by_tag" : "peak_by_tag");
+        for (int t = 0; t < ZEROC_TAG_COUNT; t++)
+          fprintf(metrics, "%s\"%s\": %.0f", t ? ", " : "", zeroc_memtag_name((zeroc_memtag_t)t),
+                  k ? (predicted ? pred_tag[t] : 0) : (double)ms.peak[ZEROC_MEM_DEVICE][t]);
+        fprintf(metrics, "}");
+      }
+      fprintf(metrics, "}\n");
       fflush(metrics);
     }
     if (root && !o.quiet && (tty || s == start || s == o.steps - 1 || (s + 1) % every == 0)) {
