@@ -111,10 +111,16 @@ static void test_split_arithmetic(void) {
   CU_ASSERT(zeroc__split_remap(4 * 3 + 2, a, b, 2, &o) && o == 4 * 3 + 2);
   CU_ASSERT(!zeroc__split_remap(6 * 3 + 1, b, a, 2, &o));
   /* the public form on a descriptor */
-  zeroc_param_desc_t pd = {.name = "w", .ndim = 2, .shape = {6, 5}, .tp_groups = 3, .tp_dim = 0,
-                           .tp_rank = 1, .tp_size = 2, .tp_full = {12, 5}};
+  zeroc_param_desc_t pd = {.name = "w",
+                           .ndim = 2,
+                           .shape = {6, 5},
+                           .tp_groups = 3,
+                           .tp_dim = 0,
+                           .tp_rank = 1,
+                           .tp_size = 2,
+                           .tp_full = {12, 5}};
   ZT_OK(zeroc__split_check(&pd));
-  CU_ASSERT_EQUAL(zeroc_param_global_index(&pd, 5), 3 * 5);  /* local row 1: row 3 */
+  CU_ASSERT_EQUAL(zeroc_param_global_index(&pd, 5), 3 * 5);      /* local row 1: row 3 */
   CU_ASSERT_EQUAL(zeroc_param_global_index(&pd, 12), 6 * 5 + 2); /* local row 2: row 6 */
   pd.shape[0] = 3;
   CU_ASSERT_EQUAL(zeroc__split_check(&pd), ZEROC_ERR_INVALID_ARG);
@@ -161,26 +167,30 @@ static void column_case(int sp) {
   fx_t f;
   if (fx_open(&f, sp)) return;
   int t = zt_world(), r = zt_rank(), OC = 3 * C, OCl = OC / t, Nl = sp ? N / t : N;
-  float *in = fill(N * C, 1), *w = fill((size_t)OC * C, 2), *b = fill(OC, 3), *dout = fill((size_t)N * OC, 4);
-  float *out = zeros((size_t)N * OC), *din = zeros(N * C), *dw = zeros((size_t)OC * C), *db = zeros(OC);
+  float *in = fill(N * C, 1), *w = fill((size_t)OC * C, 2), *b = fill(OC, 3),
+        *dout = fill((size_t)N * OC, 4);
+  float *out = zeros((size_t)N * OC), *din = zeros(N * C), *dw = zeros((size_t)OC * C),
+        *db = zeros(OC);
   ref_linear(out, in, w, b, N, C, OC);
   ref_linear_backward(din, dw, db, dout, in, w, N, C, OC);
   /* this rank's inputs: its rows of `in` (sequence parallel), its rows of w, b
    * and its columns of dout */
   float *in_l = rows_of(in, C, sp ? r * Nl : 0, Nl), *w_l = slice_of(w, OC, C, 0, 3, r, t);
   float *b_l = slice_of(b, OC, 0, 0, 3, r, t), *dout_l = slice_of(dout, N, OC, 1, 3, r, t);
-  float *gath = zeros(N * C), *part = zeros(N * C), *o_l = zeros((size_t)N * OCl), *din_l = zeros(N * C);
+  float *gath = zeros(N * C), *part = zeros(N * C), *o_l = zeros((size_t)N * OCl),
+        *din_l = zeros(N * C);
   float *dw_l = zeros((size_t)OCl * C), *db_l = zeros(OCl);
   ZT_OK(zeroc__tp_column_forward(&f.tp, f.s, o_l, in_l, gath, w_l, b_l, N, C, OCl));
-  ZT_OK(zeroc__tp_column_backward(&f.tp, f.s, din_l, dw_l, db_l, dout_l, in_l, gath, part, w_l, N, C, OCl));
+  ZT_OK(zeroc__tp_column_backward(&f.tp, f.s, din_l, dw_l, db_l, dout_l, in_l, gath, part, w_l, N,
+                                  C, OCl));
   float *o_ref = slice_of(out, N, OC, 1, 3, r, t), *din_ref = rows_of(din, C, sp ? r * Nl : 0, Nl);
   float *dw_ref = slice_of(dw, OC, C, 0, 3, r, t), *db_ref = slice_of(db, OC, 0, 0, 3, r, t);
   check("column-parallel output", o_l, o_ref, (size_t)N * OCl, TOL);
   check("column-parallel input gradient", din_l, din_ref, (size_t)Nl * C, TOL);
   check("column-parallel weight gradient", dw_l, dw_ref, (size_t)OCl * C, TOL);
   check("column-parallel bias gradient", db_l, db_ref, OCl, TOL);
-  float *ptrs[] = {in, w, b, dout, out, din, dw, db, in_l, w_l, b_l, dout_l, gath, part, o_l, din_l,
-                   dw_l, db_l, o_ref, din_ref, dw_ref, db_ref};
+  float *ptrs[] = {in,     w,    b,    dout, out,   din,  dw,   db,    in_l,    w_l,    b_l,
+                   dout_l, gath, part, o_l,  din_l, dw_l, db_l, o_ref, din_ref, dw_ref, db_ref};
   for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
   fx_close(&f);
 }
@@ -190,13 +200,16 @@ static void row_case(int sp) {
   fx_t f;
   if (fx_open(&f, sp)) return;
   int t = zt_world(), r = zt_rank(), CI = 4 * C, Cl = CI / t, Nl = sp ? N / t : N;
-  float *in = fill((size_t)N * CI, 5), *w = fill((size_t)C * CI, 6), *b = fill(C, 7), *dout = fill(N * C, 8);
-  float *out = zeros(N * C), *din = zeros((size_t)N * CI), *dw = zeros((size_t)C * CI), *db = zeros(C);
+  float *in = fill((size_t)N * CI, 5), *w = fill((size_t)C * CI, 6), *b = fill(C, 7),
+        *dout = fill(N * C, 8);
+  float *out = zeros(N * C), *din = zeros((size_t)N * CI), *dw = zeros((size_t)C * CI),
+        *db = zeros(C);
   ref_linear(out, in, w, b, N, CI, C);
   ref_linear_backward(din, dw, db, dout, in, w, N, CI, C);
   float *in_l = slice_of(in, N, CI, 1, 1, r, t), *w_l = slice_of(w, C, CI, 1, 1, r, t);
   float *dout_l = rows_of(dout, C, sp ? r * Nl : 0, Nl);
-  float *gath = zeros(N * C), *part = zeros(N * C), *o_l = zeros(N * C), *din_l = zeros((size_t)N * Cl);
+  float *gath = zeros(N * C), *part = zeros(N * C), *o_l = zeros(N * C),
+        *din_l = zeros((size_t)N * Cl);
   float *dw_l = zeros((size_t)C * Cl), *db_l = zeros(C);
   ZT_OK(zeroc__tp_row_forward(&f.tp, f.s, o_l, in_l, part, w_l, b, N, Cl, C));
   ZT_OK(zeroc__tp_row_backward(&f.tp, f.s, din_l, dw_l, db_l, dout_l, in_l, gath, w_l, N, Cl, C));
@@ -207,8 +220,8 @@ static void row_case(int sp) {
   check("row-parallel weight gradient", dw_l, dw_ref, (size_t)C * Cl, TOL);
   /* the replicated bias's gradient is the whole sum on every rank */
   check("row-parallel bias gradient", db_l, db, C, TOL);
-  float *ptrs[] = {in, w, b, dout, out, din, dw, db, in_l, w_l, dout_l, gath, part, o_l, din_l,
-                   dw_l, db_l, o_ref, din_ref, dw_ref};
+  float *ptrs[] = {in,     w,    b,    dout, out,   din,  dw,   db,    in_l,    w_l,
+                   dout_l, gath, part, o_l,  din_l, dw_l, db_l, o_ref, din_ref, dw_ref};
   for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
   fx_close(&f);
 }
@@ -250,7 +263,8 @@ static void embedding_case(int sp) {
     }
   }
   float *wte_l = rows_of(wte, C, r * Vl, Vl), *dout_l = rows_of(dout, C, sp ? r * Nl : 0, Nl);
-  float *o_l = zeros(N * C), *gath = zeros(N * C), *part = zeros(N * C), *dwte_l = zeros((size_t)Vl * C);
+  float *o_l = zeros(N * C), *gath = zeros(N * C), *part = zeros(N * C),
+        *dwte_l = zeros((size_t)Vl * C);
   float *dwpe_l = zeros(T * C);
   ZT_OK(zeroc__tp_embedding_forward(&f.tp, f.s, o_l, part, inp, wte_l, wpe, B, T, C, Vl));
   ZT_OK(zeroc__tp_embedding_backward(&f.tp, f.s, dwte_l, dwpe_l, dout_l, gath, inp, B, T, C, Vl));
@@ -265,7 +279,8 @@ static void embedding_case(int sp) {
     if (r * Vl + v >= V)
       for (int c = 0; c < C; c++) pad += fabs(dwte_l[(size_t)v * C + c]);
   ZT_ASSERT_MSG(pad == 0, "padding rows of wte received gradient %g", pad);
-  float *ptrs[] = {wte, wpe, dout, out, dwte, dwpe, wte_l, dout_l, o_l, gath, part, dwte_l, dwpe_l, o_ref, dwte_ref};
+  float *ptrs[] = {wte, wpe,  dout, out,    dwte,   dwpe,  wte_l,   dout_l,
+                   o_l, gath, part, dwte_l, dwpe_l, o_ref, dwte_ref};
   for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
   fx_close(&f);
 }
@@ -322,7 +337,8 @@ static void test_crossentropy(void) {
   ZT_OK(zeroc__tp_crossentropy(&f.tp, f.s, loss, copy, tg, stats, N, V, Vl, 0.0f));
   CU_ASSERT(memcmp(keep, copy, sizeof(float) * (size_t)N * Vl) == 0);
   check("forward-only losses", loss, loss_dbl, N, TOL);
-  float *ptrs[] = {logits, ref, loss_ref, loss_dbl, mine, mine_l, loss, stats, grad_ref, keep, copy};
+  float *ptrs[] = {logits, ref,   loss_ref, loss_dbl, mine, mine_l,
+                   loss,   stats, grad_ref, keep,     copy};
   for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; i++) free(ptrs[i]);
   fx_close(&f);
 }
@@ -330,7 +346,7 @@ static void test_crossentropy(void) {
 /* ---- the whole GPT -------------------------------------------------------------- */
 
 static const zeroc_gpt_config_t GC = {2, 16, 4, 101, 8, 4}; /* L C NH V T B */
-enum { GB = 4 };                                              /* sequences per step */
+enum { GB = 4 };                                            /* sequences per step */
 
 typedef struct {
   zeroc_ctx_t *ctx;
@@ -398,7 +414,8 @@ static void free_states(float **s, int n) {
 /* Compares this tp rank's parameters (or gradients) with the single-rank
  * model's at the same unsplit indices: bitwise (tol < 0) or to tol, norm-wise
  * per parameter. Elements of the tp model's padding must be zero. */
-static void compare_slices(const char *what, run_t *tpr, float **a, run_t *one, float **b, double tol) {
+static void compare_slices(const char *what, run_t *tpr, float **a, run_t *one, float **b,
+                           double tol) {
   int n = zeroc_model_num_units(tpr->m), bad = 0;
   for (int u = 0; u < n; u++) {
     zeroc_unit_info_t ui;
@@ -415,8 +432,10 @@ static void compare_slices(const char *what, run_t *tpr, float **a, run_t *one, 
        * number of padding rows of wte differs */
       for (uint64_t j = 0; j < ne; j++) {
         uint64_t g = zeroc_param_global_index(pd, j);
-        if (g < n1) want[j] = y[g];
-        else pad += x[j] != 0.0f;
+        if (g < n1)
+          want[j] = y[g];
+        else
+          pad += x[j] != 0.0f;
       }
       int ok = tol < 0 ? memcmp(x, want, 4 * ne) == 0 : zt_rel_err(x, want, ne) <= tol;
       if (!ok || pad)
@@ -463,7 +482,8 @@ static void gpt_case(int sp) {
     }
   }
   for (int k = 0; k < 3; k++) {
-    double el = fabs(loss[1][k] - loss[0][k]) / loss[0][k], en = fabs(norm[1][k] - norm[0][k]) / norm[0][k];
+    double el = fabs(loss[1][k] - loss[0][k]) / loss[0][k],
+           en = fabs(norm[1][k] - norm[0][k]) / norm[0][k];
     ZT_ASSERT_MSG(el < 1e-5 && en < 1e-5, "step %d: loss %.8g vs %.8g, norm %.8g vs %.8g", k,
                   loss[1][k], loss[0][k], norm[1][k], norm[0][k]);
   }
@@ -520,9 +540,11 @@ static void test_gpt_tp_zero3(void) {
     run_close(&r);
   }
   for (int k = 0; k < 3; k++) {
-    double el = fabs(loss[1][k] - loss[0][k]) / loss[0][k], en = fabs(norm[1][k] - norm[0][k]) / norm[0][k];
-    ZT_ASSERT_MSG(el < 1e-5 && en < 1e-5, "tp 2 x ZeRO-3 step %d: loss %.8g vs %.8g, norm %.8g vs %.8g",
-                  k, loss[1][k], loss[0][k], norm[1][k], norm[0][k]);
+    double el = fabs(loss[1][k] - loss[0][k]) / loss[0][k],
+           en = fabs(norm[1][k] - norm[0][k]) / norm[0][k];
+    ZT_ASSERT_MSG(el < 1e-5 && en < 1e-5,
+                  "tp 2 x ZeRO-3 step %d: loss %.8g vs %.8g, norm %.8g vs %.8g", k, loss[1][k],
+                  loss[0][k], norm[1][k], norm[0][k]);
   }
 }
 

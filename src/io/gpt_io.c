@@ -30,8 +30,10 @@ static void hf_name(const zeroc_model_t *m, int u, int p, int nunits, int vocab,
   const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
   int block = u > 0 && u < nunits - 1;
   zeroc__split_of(pd, sp);
-  if (block) snprintf(name, n, "h.%d.%s", u - 1, pd->name);
-  else snprintf(name, n, "%s", pd->name);
+  if (block)
+    snprintf(name, n, "h.%d.%s", u - 1, pd->name);
+  else
+    snprintf(name, n, "%s", pd->name);
   *ndim = pd->ndim;
   *transpose = block && pd->ndim == 2;
   if (pd->ndim == 2) {
@@ -62,7 +64,8 @@ static zeroc_result_t consolidate(zeroc_ctx_t *ctx, const zeroc_param_desc_t *pd
     return ZEROC_OK;
   }
   if (full > (uint64_t)INT32_MAX)
-    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "export of '%s': %" PRIu64 " elements, at most %d with tp > 1",
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                      "export of '%s': %" PRIu64 " elements, at most %d with tp > 1",
                       pd->name ? pd->name : "", full, INT32_MAX);
   memset(dst, 0, full * 4);
   if (sp->groups > 0)
@@ -186,17 +189,18 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
       const zeroc__st_tensor_t *t = zeroc__st_find(st, name);
       if (!t) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "'%s' has no tensor '%s' (a GPT-2 file of this shape has)",
-                         path, name);
+        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                         "'%s' has no tensor '%s' (a GPT-2 file of this shape has)", path, name);
         goto fail;
       }
       uint64_t count = nd == 2 ? shape[0] * shape[1] : shape[0];
       int same = t->ndim == nd && t->shape[0] == shape[0] && (nd == 1 || t->shape[1] == shape[1]);
       if (!same) {
         res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "'%s': tensor '%s' has shape (%" PRIu64 ", %" PRIu64 "), this model needs (%" PRIu64
-                         ", %" PRIu64 ")",
-                         path, name, t->shape[0], t->ndim > 1 ? t->shape[1] : 1, shape[0], nd == 2 ? shape[1] : 1);
+                         "'%s': tensor '%s' has shape (%" PRIu64 ", %" PRIu64
+                         "), this model needs (%" PRIu64 ", %" PRIu64 ")",
+                         path, name, t->shape[0], t->ndim > 1 ? t->shape[1] : 1, shape[0],
+                         nd == 2 ? shape[1] : 1);
         goto fail;
       }
       free(tmp);
@@ -231,7 +235,8 @@ fail:
   zeroc__st_close(st);
   /* nothing changes unless every rank read everything */
   res = zeroc_ctx_agree(ctx, res);
-  for (int u = 0; u < n && !res; u++) res = zeroc_model_set_shard(m, u, ZEROC_STATE_MASTER, shards[u]);
+  for (int u = 0; u < n && !res; u++)
+    res = zeroc_model_set_shard(m, u, ZEROC_STATE_MASTER, shards[u]);
   if (!res) res = zeroc_model_sync_params(m);
   for (int u = 0; u < n; u++) free(shards[u]);
   free(shards);

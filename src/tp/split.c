@@ -83,7 +83,8 @@ void zeroc__split_to_local(const zeroc__split_t *s, uint64_t g, int *rank, uint6
   *local = (o * Ld + j * gl + rem % gl) * inner + in;
 }
 
-int zeroc__split_remap(uint64_t g, const int64_t *from, const int64_t *to, int ndim, uint64_t *out) {
+int zeroc__split_remap(uint64_t g, const int64_t *from, const int64_t *to, int ndim,
+                       uint64_t *out) {
   uint64_t idx[ZEROC_MAX_DIMS], r = g;
   for (int d = ndim - 1; d >= 0; d--) {
     idx[d] = r % (uint64_t)from[d];
@@ -111,6 +112,6 @@ void zeroc__split_init_normal(float *dst, uint64_t first, size_t n, const zeroc_
   zeroc__split_t s;
   zeroc__split_of(p, &s);
   for (size_t j = 0; j < n; j++)
-    dst[j] = p->init_scale *
-             zeroc_rng_normal(seed, p->init_stream, zeroc__split_to_global(&s, p->tp_rank, first + j));
+    dst[j] = p->init_scale * zeroc_rng_normal(seed, p->init_stream,
+                                              zeroc__split_to_global(&s, p->tp_rank, first + j));
 }

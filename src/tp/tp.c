@@ -48,8 +48,8 @@ zeroc_result_t zeroc__tp_allreduce(zeroc__tp_t *tp, zeroc_stream_t *s, void *buf
 }
 
 /* full (N,C) <- the ranks' row blocks local (N/size, C), in rank order. */
-static zeroc_result_t gather_rows(zeroc__tp_t *tp, zeroc_stream_t *s, void *full,
-                                  const void *local, int N, int C) {
+static zeroc_result_t gather_rows(zeroc__tp_t *tp, zeroc_stream_t *s, void *full, const void *local,
+                                  int N, int C) {
   return zeroc__allgather(tp->g, s, local, full, (size_t)(N / tp->size) * (size_t)C, tp->dt);
 }
 
@@ -80,9 +80,8 @@ zeroc_result_t zeroc__tp_column_forward(zeroc__tp_t *tp, zeroc_stream_t *s, void
 
 // dout (N,OCl) -> din (Nl,C) = [f backward: all-reduce, or reduce-scatter with SP] of dout @ w
 zeroc_result_t zeroc__tp_column_backward(zeroc__tp_t *tp, zeroc_stream_t *s, void *din, void *dw,
-                                         void *db, const void *dout, const void *in,
-                                         void *gathered, void *partial, const void *w, int N,
-                                         int C, int OCl) {
+                                         void *db, const void *dout, const void *in, void *gathered,
+                                         void *partial, const void *w, int N, int C, int OCl) {
   if (!seqsplit(tp)) {
     CHK(zeroc_memset_async(s, din, 0, bytes(tp, N, C)));
     CHK(zeroc_k_matmul_backward(tp->k, s, din, dw, db, dout, in, w, N, C, OCl));
@@ -96,9 +95,9 @@ zeroc_result_t zeroc__tp_column_backward(zeroc__tp_t *tp, zeroc_stream_t *s, voi
 }
 
 // in (N,Cl) @ w (OC,Cl)^T -> [g: all-reduce, or reduce-scatter with SP] -> + b -> out (Nl,OC)
-zeroc_result_t zeroc__tp_row_forward(zeroc__tp_t *tp, zeroc_stream_t *s, void *out,
-                                     const void *in, void *partial, const void *w, const void *b,
-                                     int N, int Cl, int OC) {
+zeroc_result_t zeroc__tp_row_forward(zeroc__tp_t *tp, zeroc_stream_t *s, void *out, const void *in,
+                                     void *partial, const void *w, const void *b, int N, int Cl,
+                                     int OC) {
   /* the bias is replicated: one rank adds it to its partial sum, so the
    * reduction adds it exactly once */
   const void *bias = tp->rank == 0 ? b : NULL;
@@ -155,7 +154,8 @@ zeroc_result_t zeroc__tp_crossentropy(zeroc__tp_t *tp, zeroc_stream_t *s, float 
                                       void *logits, const int32_t *targets, float *stats, int N,
                                       int V, int Vl, float dloss) {
   if (!split(tp))
-    return zeroc_k_crossentropy_forward_backward(tp->k, s, losses, logits, targets, N, V, Vl, dloss);
+    return zeroc_k_crossentropy_forward_backward(tp->k, s, losses, logits, targets, N, V, Vl,
+                                                 dloss);
   int v0 = tp->rank * Vl;
   float *mx = stats, *xt = stats + N, *se = stats + 2 * (size_t)N;
   CHK(zeroc_k_vocab_ce_local(tp->k, s, mx, xt, logits, targets, N, Vl, v0, V));
@@ -166,5 +166,6 @@ zeroc_result_t zeroc__tp_crossentropy(zeroc__tp_t *tp, zeroc_stream_t *s, float 
   /* 3: the softmax denominator */
   CHK(zeroc_k_vocab_ce_sumexp(tp->k, s, se, logits, mx, N, Vl, v0, V));
   CHK(zeroc__tp_allreduce(tp, s, se, (size_t)N, ZEROC_FP32, ZEROC_SUM));
-  return zeroc_k_vocab_ce_finish(tp->k, s, losses, logits, targets, mx, se, xt, N, Vl, v0, V, dloss);
+  return zeroc_k_vocab_ce_finish(tp->k, s, losses, logits, targets, mx, se, xt, N, Vl, v0, V,
+                                 dloss);
 }

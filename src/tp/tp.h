@@ -58,17 +58,16 @@ zeroc_result_t zeroc__tp_column_forward(zeroc__tp_t *tp, zeroc_stream_t *s, void
  * parallelism din must hold (N,C); with it, `gathered` and `partial` are (N,C)
  * scratch (the input is all-gathered again rather than kept). */
 zeroc_result_t zeroc__tp_column_backward(zeroc__tp_t *tp, zeroc_stream_t *s, void *din, void *dw,
-                                         void *db, const void *dout, const void *in,
-                                         void *gathered, void *partial, const void *w, int N,
-                                         int C, int OCl);
+                                         void *db, const void *dout, const void *in, void *gathered,
+                                         void *partial, const void *w, int N, int C, int OCl);
 
 /* Row-parallel: in (N,Cl) -> out (Nl,OC) = g(in @ w^T) + b; w (OC,Cl) is this
  * rank's columns of the unsplit (OC,C), b (OC) replicated (added once).
  * Without sequence parallelism out holds (N,OC) and the all-reduce runs in
  * place; with it `partial` (N,OC) is scratch for the reduce-scatter. */
-zeroc_result_t zeroc__tp_row_forward(zeroc__tp_t *tp, zeroc_stream_t *s, void *out,
-                                     const void *in, void *partial, const void *w, const void *b,
-                                     int N, int Cl, int OC);
+zeroc_result_t zeroc__tp_row_forward(zeroc__tp_t *tp, zeroc_stream_t *s, void *out, const void *in,
+                                     void *partial, const void *w, const void *b, int N, int Cl,
+                                     int OC);
 /* dout (Nl,OC) -> din (N,Cl) +=, dw (OC,Cl) +=, db (OC) += the column sums of the
  * whole dout (the same on every rank; db may be NULL). `gathered` (N,OC) receives
  * the all-gathered dout with sequence parallelism. */

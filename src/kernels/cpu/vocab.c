@@ -13,8 +13,8 @@
 
 #include "kernels/cpu/cpu_kernels.h"
 
-#define PAR_MIN 32768 /* elements below which threading costs more than it saves */
-#define CH_BLOCK 16   /* channels per backward work item: one 64-byte line of dwte */
+#define PAR_MIN  32768 /* elements below which threading costs more than it saves */
+#define CH_BLOCK 16    /* channels per backward work item: one 64-byte line of dwte */
 
 // inp (B,T) ids, wte (Vl,C) = rows v0.. of the vocabulary, wpe (>=T,C) or NULL
 // -> out (B,T,C) = [v0 <= id < v0+Vl] wte[id - v0] + wpe[t]
