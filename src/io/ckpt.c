@@ -202,6 +202,17 @@ static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_
   return r;
 }
 
+/* Every parameter's tensor-parallel split must be an even cut of its unsplit
+ * shape, or the manifest would describe a layout no loader can rebuild. */
+static zeroc_result_t check_splits(zeroc_model_t *m) {
+  for (int u = 0; u < zeroc_model_num_units(m); u++) {
+    zeroc_unit_info_t ui;
+    ZEROC_CHECK(zeroc_model_unit_info(m, u, &ui));
+    for (int p = 0; p < ui.nparams; p++) ZEROC_CHECK(zeroc__split_check(zeroc_model_param_desc(m, u, p)));
+  }
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
                                const char *app_json) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
@@ -214,9 +225,9 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
     return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "checkpoint directory is empty"));
   snprintf(final, sizeof final, "%s/step_%08" PRIu64, dir, step);
   /* rank 0 stages the directory; everyone waits to hear whether it could */
-  zeroc_result_t r = ZEROC_OK;
-  if (root) r = zeroc__dir_stage(final, tmp, sizeof tmp);
-  else snprintf(tmp, sizeof tmp, "%s.tmp", final);
+  zeroc_result_t r = check_splits(m);
+  snprintf(tmp, sizeof tmp, "%s.tmp", final);
+  if (root && !r) r = zeroc__dir_stage(final, tmp, sizeof tmp);
   r = zeroc_ctx_agree(ctx, r);
   if (r) return r;
   /* replicas hold identical shards: replica 0 of each shard writes it */
@@ -453,6 +464,9 @@ static zeroc_result_t resplit_dropped(zeroc_model_t *m, int u, const old_param_t
     const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
     zeroc__split_t ns;
     zeroc__split_of(pd, &ns);
+    int shrinks = 0;
+    for (int d = 0; d < ns.ndim; d++) shrinks |= op[p].split.full[d] > ns.full[d];
+    if (!shrinks) continue;
     uint64_t local = zeroc__split_full_numel(&op[p].split) / (uint64_t)(op[p].split.groups ? old_tp : 1);
     for (int r = 0; r < (op[p].split.groups ? old_tp : 1); r++)
       for (uint64_t jo = 0; jo < local; jo++) {
