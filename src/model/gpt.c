@@ -49,10 +49,10 @@ struct zeroc_gpt {
   zeroc_param_desc_t embed_p[2], head_p[2];
   zeroc_param_desc_t *block_p; /* L x 12 */
   /* activations */
-  void *x0;       /* embedding output (B,T,C) */
-  void **xout;    /* per block output (B,T,C) */
+  void *x0;       /* embedding output (Nl,C): B*T rows, or this rank's B*T/tp with SP */
+  void **xout;    /* per block output (Nl,C) */
   saved_t *saved; /* per block (recompute: one shared set) */
-  void *lnf;      /* head: final LayerNorm output (B,T,C) */
+  void *lnf;      /* head: final LayerNorm output (Nl,C) */
   float *lnf_mean, *lnf_rstd;
   void *logits;   /* (B,T,Vl): this rank's logits, then their gradient in place */
   float *losses;  /* (B,T) */
