@@ -217,16 +217,29 @@ int zeroc_cmd_train(int argc, char **argv) {
   if (o.set_batch) gc.batch = o.batch;
   if (gc.hidden % gc.heads)
     return zarg_fail("train", "--heads %d must divide --hidden %d", gc.heads, gc.hidden);
-  if (o.tp > 1) return zarg_fail("train", "--tp %d: tensor parallelism is not supported yet (accepted: 1)", o.tp);
+  if (gc.heads % o.tp)
+    return zarg_fail("train", "--tp %d must divide the %d attention heads (--heads)", o.tp, gc.heads);
   if (o.pp > 1) return zarg_fail("train", "--pp %d: pipeline parallelism is not supported yet (accepted: 1)", o.pp);
-  if (o.sequence_parallel) return zarg_fail("train", "--sequence-parallel needs --tp > 1, not supported yet");
+  if (o.sequence_parallel && o.tp < 2)
+    return zarg_fail("train", "--sequence-parallel needs --tp > 1 (it splits the tensor-parallel "
+                              "ranks' LayerNorm regions)");
+  if (o.sequence_parallel && ((int64_t)gc.batch * gc.seq) % o.tp)
+    return zarg_fail("train", "--sequence-parallel with --tp %d needs --batch x --seq (%d x %d) to be "
+                              "a multiple of %d",
+                     o.tp, gc.batch, gc.seq, o.tp);
   if (o.print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1, not supported yet");
   if (o.set_microbatches) return zarg_fail("train", "--microbatches is for --pp > 1; use --grad-accum");
-  if (o.off_opt == 2 || o.off_par != 0)
-    return zarg_fail("train", "--offload-optimizer nvme and --offload-params are not supported yet "
-                              "(accepted: --offload-optimizer none|cpu)");
+  if (o.off_par != 0 && o.zero != 3)
+    return zarg_fail("train", "--offload-params %s needs --zero 3 (got --zero %d)", OFFLOADS[o.off_par], o.zero);
   if ((o.off_opt == 2 || o.off_par == 2) && !o.nvme_dir)
     return zarg_fail("train", "--nvme-dir is required with nvme offload");
+  if (o.nvme_dir) {
+    struct stat sb;
+    if (stat(o.nvme_dir, &sb) || !S_ISDIR(sb.st_mode))
+      return zarg_fail("train", "--nvme-dir '%s': no such directory", o.nvme_dir);
+    if (access(o.nvme_dir, W_OK))
+      return zarg_fail("train", "--nvme-dir '%s': directory not writable", o.nvme_dir);
+  }
   if (o.save_every && !o.save) return zarg_fail("train", "--save-every needs --save DIR");
   if (o.resume && o.init) return zarg_fail("train", "--resume and --init exclude each other");
   if (o.init && access(o.init, R_OK))
@@ -283,7 +296,14 @@ int zeroc_cmd_train(int argc, char **argv) {
 
   /* ---- model and shards --------------------------------------------------------- */
   stage_msg = "model";
-  r = zeroc_gpt_create(ctx, &gc, gc.batch, o.recompute, dtype, &gpt);
+  zeroc_gpt_options_t go = ZEROC_GPT_OPTIONS_INIT;
+  go.batch = gc.batch;
+  go.recompute = o.recompute;
+  /* the model computes in the kernels' dtype: fp32 on cpu (bf16 parameters are
+   * converted for compute by the engine), the parameter dtype on cuda */
+  go.dtype = dev == ZEROC_DEVICE_CPU ? ZEROC_FP32 : dtype;
+  go.sequence_parallel = o.sequence_parallel;
+  r = zeroc_gpt_create_ex(ctx, &gc, &go, &gpt);
   r = zeroc_ctx_agree(ctx, r);
   if (r != ZEROC_OK) goto fail;
   int nunits;
@@ -370,6 +390,7 @@ int zeroc_cmd_train(int argc, char **argv) {
   /* ---- the plan's prediction for this layout ---------------------------------------- */
   zeroc_plan_config_t pc = ZEROC_PLAN_CONFIG_INIT;
   zeroc_plan_result_t pr;
+  memset(&pr, 0, sizeof pr);
   pc.model = gc;
   pc.gpus = mesh->world;
   pc.zero = o.zero;
@@ -404,11 +425,12 @@ int zeroc_cmd_train(int argc, char **argv) {
     char b1[32];
     printf("zeroc train: %s (%d layers, hidden %d, %d heads, vocab %d, seq %d), %.2fM parameters\n",
            MODELS[o.model], gc.layers, gc.hidden, gc.heads, gc.vocab, gc.seq, params / 1e6);
-    printf("  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), batch %d x accum %d x dp %d = %d sequences "
-           "(%.0f tokens) per step, %s, prefetch %d%s\n",
+    printf("  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), tp %d%s, batch %d x accum %d x dp %d = %d "
+           "sequences (%.0f tokens) per step, %s, prefetch %d%s\n",
            mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.zero, dp, mesh->dp_replicate,
-           mesh->dp_shard, gc.batch, o.grad_accum, dp, dcfg.global_batch, tokens_per_step,
-           zeroc_dtype_name(dtype), o.prefetch, o.recompute ? ", recompute" : "");
+           mesh->dp_shard, mesh->tp, o.sequence_parallel ? " (sequence parallel)" : "", gc.batch,
+           o.grad_accum, dp, dcfg.global_batch, tokens_per_step, zeroc_dtype_name(dtype),
+           o.prefetch, o.recompute ? ", recompute" : "");
     if (di.kind == ZEROC_DATA_SYNTHETIC)
       printf("  data: synthetic Markov source, loss floor %.4f nats/token (its entropy rate)\n", di.loss_floor);
     else
@@ -486,17 +508,36 @@ int zeroc_cmd_train(int argc, char **argv) {
     if (isfinite(z_loss)) snprintf(zl, sizeof zl, "%.3f", z_loss);
     if (isfinite(z_norm)) snprintf(zn, sizeof zn, "%.3f", z_norm);
     double tps = tokens_per_step / dt, mfu = peak_flops > 0 ? flops_per_step / dt / peak_flops : 0;
+    /* with metrics, the peak over ranks too (pipeline stages and TP ranks differ) */
+    int64_t peak_max = (int64_t)peak_dev;
+    if (o.metrics) {
+      r = zeroc_ctx_max_i64(ctx, &peak_max);
+      if (r) goto fail;
+    }
     if (root && metrics) {
       fprintf(metrics,
               "{\"step\": %d, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens\": %.0f, "
               "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"mfu\": %.4f, \"comm_bytes\": %llu, "
               "\"exposed_comm_ms\": %.3f, \"peak_bytes\": {\"device\": %llu, \"host\": %llu}, "
               "\"predicted_bytes\": {\"device\": %.0f, \"host\": %.0f}, \"skipped\": %d, "
-              "\"skipped_total\": %d, \"loss_z\": %s, \"grad_norm_z\": %s, \"spike\": \"%s\"}\n",
+              "\"skipped_total\": %d, \"loss_z\": %s, \"grad_norm_z\": %s, \"spike\": \"%s\", "
+              "\"peak_device_max\": %lld",
               s + 1, info.loss, lr_at(&o, s), info.grad_norm, tokens_per_step, dt * 1e3, tps, mfu,
               (unsigned long long)info.comm_bytes, info.exposed_comm_ms,
               (unsigned long long)peak_dev, (unsigned long long)peak_host, predicted, predicted_host,
-              info.skipped, skipped_total, zl, zn, SPIKE_NAMES[spike]);
+              info.skipped, skipped_total, zl, zn, SPIKE_NAMES[spike], (long long)peak_max);
+      /* rank 0's device memory by tag: the accountant's peaks beside the plan's parts */
+      double pred_tag[ZEROC_TAG_COUNT] = {pr.device.params, pr.device.grads, pr.device.optimizer,
+                                          pr.device.activations, pr.device.buffers,
+                                          pr.device.workspace};
+      for (int k = 0; k < 2; k++) {
+        fprintf(metrics, ", \"%s\": {", k ? "predicted_by_tag" : "peak_by_tag");
+        for (int t = 0; t < ZEROC_TAG_COUNT; t++)
+          fprintf(metrics, "%s\"%s\": %.0f", t ? ", " : "", zeroc_memtag_name((zeroc_memtag_t)t),
+                  k ? (predicted ? pred_tag[t] : 0) : (double)ms.peak[ZEROC_MEM_DEVICE][t]);
+        fprintf(metrics, "}");
+      }
+      fprintf(metrics, "}\n");
       fflush(metrics);
     }
     if (root && spike && o.quiet)
@@ -514,7 +555,10 @@ int zeroc_cmd_train(int argc, char **argv) {
       if (peak_flops > 0) printf(" | MFU %.1f%%", mfu * 100);
       fflush(stdout);
     }
-    if (numeric_stop) goto fail;
+    if (numeric_stop) {
+      r = ZEROC_ERR_NUMERIC; /* kept through the metrics' all-reduce above */
+      goto fail;
+    }
     if (o.save && o.save_every && (s + 1) % o.save_every == 0 && s + 1 < o.steps) {
       char app[1024];
       zeroc_data_position_t pos;

@@ -31,9 +31,11 @@ static zeroc_result_t nop(zeroc_layer_io_t *io) {
   return ZEROC_OK;
 }
 
-static const zeroc_param_desc_t P0[] = {{"w0", 1, {301}, ZEROC_INIT_NORMAL, 0.5f, 0, 0, NULL, NULL}};
-static const zeroc_param_desc_t P1[] = {{"w1", 2, {97, 3}, ZEROC_INIT_NORMAL, 0.5f, 0, 0, NULL, NULL},
-                                        {"b1", 1, {5}, ZEROC_INIT_ZEROS, 0, ZEROC_PARAM_NO_DECAY, 0, NULL, NULL}};
+static const zeroc_param_desc_t P0[] = {
+    {.name = "w0", .ndim = 1, .shape = {301}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.5f}};
+static const zeroc_param_desc_t P1[] = {
+    {.name = "w1", .ndim = 2, .shape = {97, 3}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.5f},
+    {.name = "b1", .ndim = 1, .shape = {5}, .init = ZEROC_INIT_ZEROS, .flags = ZEROC_PARAM_NO_DECAY}};
 static const zeroc_layer_t LAYERS[] = {{"u0", 1, P0, -1, nop, nop, 0, NULL},
                                        {"u1", 2, P1, -1, nop, nop, 0, NULL}};
 

@@ -4,7 +4,8 @@
  * bitwise unchanged, the step count not advanced), the skip is counted, a
  * finite step resets the count, and more than max_skipped consecutive skips
  * stop every rank with ZEROC_ERR_NUMERIC. Every ZeRO stage, with gradient
- * accumulation, and under HSDP where the faulty rank is not replica 0.
+ * accumulation, with optimizer state and parameters offloaded (host, NVMe
+ * files), and under HSDP where the faulty rank is not replica 0.
  */
 #include <math.h>
 #include <mpi.h>
@@ -57,8 +58,10 @@ static zeroc_result_t bwd(zeroc_layer_io_t *io) {
   return ZEROC_OK;
 }
 
-static const zeroc_param_desc_t P0[] = {{"w0", 1, {N0}, ZEROC_INIT_NORMAL, 0.5f, 0, 0, NULL, NULL}};
-static const zeroc_param_desc_t P1[] = {{"w1", 2, {N1, 1}, ZEROC_INIT_UNIFORM, 0.5f, 0, 0, NULL, NULL}};
+static const zeroc_param_desc_t P0[] = {
+    {.name = "w0", .ndim = 1, .shape = {N0}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.5f}};
+static const zeroc_param_desc_t P1[] = {
+    {.name = "w1", .ndim = 2, .shape = {N1, 1}, .init = ZEROC_INIT_UNIFORM, .init_scale = 0.5f}};
 static const zeroc_layer_t LAYERS[] = {{"u0", 1, P0, -1, fwd, bwd, 0, NULL},
                                        {"u1", 1, P1, -1, fwd, bwd, 0, NULL}};
 
@@ -110,6 +113,9 @@ static zeroc_result_t train_step(zeroc_model_t *m, ctl_t *c, int accum, zeroc_st
   return zeroc_model_step(m, 1e-2f, info);
 }
 
+static zeroc_offload_t g_off_opt = ZEROC_OFFLOAD_NONE, g_off_par = ZEROC_OFFLOAD_NONE;
+static const char *g_nvme_dir;
+
 /* A model on its own context (a context has channels for a few models' streams). */
 static zeroc_model_t *make_model(int hsdp, int stage, int accum, int max_skipped) {
   zeroc_ctx_t *ctx = zt_ctx(1, 1, hsdp);
@@ -120,6 +126,9 @@ static zeroc_model_t *make_model(int hsdp, int stage, int accum, int max_skipped
   sc.max_skipped = max_skipped;
   sc.clip = 1.0f;
   sc.seed = 5;
+  sc.offload_optimizer = g_off_opt;
+  sc.offload_params = g_off_par;
+  sc.nvme_dir = g_nvme_dir;
   zeroc_model_t *m = NULL;
   ZT_OK(zeroc_shard(ctx, LAYERS, 2, &sc, &m));
   if (!m) zeroc_ctx_destroy(ctx);
@@ -187,6 +196,23 @@ static void test_skip_with_accumulation(void) {
   check_skips(1, 1, 2);
 }
 
+/* Offloaded state is skipped the same way (AdamW then runs on the host). */
+static void test_skip_offloaded(void) {
+  char *dir = zt_tempdir("zeroc-rel-nvme");
+  g_off_opt = ZEROC_OFFLOAD_CPU;
+  check_skips(1, 3, 1);
+  g_off_par = ZEROC_OFFLOAD_CPU;
+  check_skips(1, 3, 1);
+  g_off_opt = ZEROC_OFFLOAD_NVME;
+  g_off_par = ZEROC_OFFLOAD_NVME;
+  g_nvme_dir = dir;
+  check_skips(1, 3, 2);
+  g_off_opt = g_off_par = ZEROC_OFFLOAD_NONE;
+  g_nvme_dir = NULL;
+  zt_rmtree(dir);
+  free(dir);
+}
+
 /* HSDP: the poisoned rank is a replica other than 0, whose own shard is not
  * counted in the norm; the fault still reaches the norm through the reduction. */
 static void test_skip_hsdp(void) {
@@ -248,6 +274,7 @@ int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"a non-finite gradient on any rank skips the step everywhere (stages 0-3)", test_skip_every_stage},
       {"skips with gradient accumulation", test_skip_with_accumulation},
+      {"skips with offloaded optimizer state and parameters (host, NVMe)", test_skip_offloaded},
       {"skips under HSDP when the faulty rank is not replica 0", test_skip_hsdp},
       {"more than max_skipped consecutive skips stop every rank", test_stop_after_max_skipped},
       {"a finite step resets the consecutive count", test_finite_step_resets_count},

@@ -38,6 +38,7 @@ struct zeroc_ctx {
   struct zeroc__watchdog *wd;
   struct zeroc__fault *fault; /* test-only ZEROC_FAULT specs (core/fault.h); NULL when off */
   zeroc__mem_t mem;
+  uint64_t device_limit; /* ZEROC_DEVICE_MEM_LIMIT: device bytes allowed (0: no limit) */
   char last_error[ZEROC_ERRMSG_MAX];
 };
 

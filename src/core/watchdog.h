@@ -21,9 +21,9 @@ struct zeroc_group;
 zeroc_result_t zeroc__watchdog_init(zeroc_ctx_t *ctx);
 /* Marks this rank as finished (peers waiting on it are told so). */
 void zeroc__watchdog_fini(zeroc_ctx_t *ctx, int failed);
-/* Frees the board: with `collective` (every node-local rank calls it) the
- * shared window too, else only this rank's handles (MPI_Finalize frees the
- * window). */
+/* Frees the board. With `collective` (the collective shutdown: every
+ * node-local rank calls it) the shared window too; otherwise only this rank's
+ * handles, and MPI_Finalize frees the small window. */
 void zeroc__watchdog_free(zeroc_ctx_t *ctx, int collective);
 /* Records what this rank is doing now ("forward unit 3"), for others' messages. */
 void zeroc__watchdog_phase(zeroc_ctx_t *ctx, const char *fmt, ...)
