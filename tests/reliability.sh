@@ -19,6 +19,8 @@ T=4       # --comm-timeout of the fault runs, seconds
 SLACK=10  # what the bound allows beyond it: detection, MPI_Abort, teardown
 STEPS=12
 COMMON=(--model tiny --lr 3e-3 --warmup 3 --seed 7 --steps $STEPS --comm-timeout $T)
+LAYOUT=()   # extra layout flags of the current trial (use_layout)
+REF=$WORK/ref.jsonl
 
 fail() { echo "FAIL: $*"; exit 1; }
 now() { date +%s.%N; }
@@ -33,7 +35,7 @@ pick() { local a=("$@"); echo "${a[RANDOM % ${#a[@]}]}"; }
 # Every metrics line ever written (killed runs included) must equal the
 # reference's line for that step, bit for bit, and steps 1..STEPS must appear.
 same_as_ref() {
-  losses "$WORK/ref.jsonl" > "$WORK/ref.txt"; losses "$1" > "$WORK/got.txt"
+  losses "$REF" > "$WORK/ref.txt"; losses "$1" > "$WORK/got.txt"
   awk -v n=$STEPS 'NR == FNR { ref[$1] = $2 " " $3; next }
        { seen[$1] = 1; if (ref[$1] != $2 " " $3) { print "step " $1 ": " $2 " " $3 " vs " ref[$1]; bad = 1 } }
        END { for (s = 1; s <= n; s++) if (!seen[s]) { print "step " s " never ran"; bad = 1 } exit bad }' \
@@ -50,7 +52,15 @@ no_leftovers() {
 
 latest_step() { [ -f "$WORK/ck/latest" ] && sed -n 's/^step_0*\([0-9]*\)$/\1/p' "$WORK/ck/latest" || echo 0; }
 
-reference() { run 4 "${COMMON[@]}" --metrics "$WORK/ref.jsonl" || fail "reference run"; }
+reference() { run 4 "${COMMON[@]}" "${LAYOUT[@]}" --metrics "$REF" || fail "reference run"; }
+# use_layout [FLAGS...]: the layout of the next trial (ZeRO-3 over 4 ranks, or
+# e.g. --tp 2: tensor parallel pairs x dp 2), with its own uninterrupted run
+use_layout() {
+  LAYOUT=("$@")
+  REF=$WORK/ref$(echo "$*" | tr -d ' -').jsonl
+  [ -f "$REF" ] || reference
+  echo "layout: 4 ranks ${*:-ZeRO-3 dp 4}"
+}
 
 # fault_run SPEC: runs the job from the latest checkpoint (if any) with the
 # fault; sets RC, DT (seconds) and OUT; checks it failed within the bound and
@@ -59,7 +69,7 @@ fault_run() {
   local resume=()
   [ -f "$WORK/ck/latest" ] && resume=(--resume "$WORK/ck")
   local t0; t0=$(now)
-  OUT=$(runf "$1" 4 "${COMMON[@]}" "${resume[@]}" --save "$WORK/ck" --save-every 2 \
+  OUT=$(runf "$1" 4 "${COMMON[@]}" "${LAYOUT[@]}" "${resume[@]}" --save "$WORK/ck" --save-every 2 \
         --metrics "$WORK/m.jsonl" 2>&1); RC=$?
   DT=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
   [ $RC -ne 0 ] || { echo "$OUT" | tail -20; fail "'$1': the job exited 0"; }
@@ -72,7 +82,7 @@ fault_run() {
 finish() {
   local resume=()
   [ -f "$WORK/ck/latest" ] && resume=(--resume "$WORK/ck")
-  run 4 "${COMMON[@]}" "${resume[@]}" --save "$WORK/ck" --save-every 2 --metrics "$WORK/m.jsonl" \
+  run 4 "${COMMON[@]}" "${LAYOUT[@]}" "${resume[@]}" --save "$WORK/ck" --save-every 2 --metrics "$WORK/m.jsonl" \
     || fail "resuming from $(cat "$WORK/ck/latest" 2> /dev/null) failed"
   [ "$(latest_step)" = $STEPS ] || fail "latest is step $(latest_step) after the full run"
 }
@@ -82,8 +92,8 @@ dead_rank)
   # A rank killed (SIGKILL) or exiting without finalising at a random point of
   # a step or of a save: the job ends within the bound naming the rank, the
   # last complete checkpoint loads, and the resumed run is bitwise the same.
-  reference
   for trial in 1 2 3; do
+    if [ $trial = 2 ]; then use_layout --tp 2; else use_layout; fi
     rm -rf "$WORK/ck" "$WORK/m.jsonl"
     r=$((RANDOM % 4)); act=$(pick kill kill exit)
     if [ $((RANDOM % 2)) = 0 ]; then
@@ -107,8 +117,8 @@ dead_rank)
 
 stopped_rank)
   # SIGSTOP: node-local peers see the stopped state and fail at once, naming it.
-  reference
   for trial in 1 2; do
+    if [ $trial = 2 ]; then use_layout --tp 2; else use_layout; fi
     rm -rf "$WORK/ck" "$WORK/m.jsonl"
     r=$((RANDOM % 4)); pt=$(pick forward backward step ckpt.shard); k=$((4 + 2 * (RANDOM % 4)))
     spec="stop@$pt:rank=$r:step=$k"
@@ -122,8 +132,8 @@ stopped_rank)
 stuck_rank)
   # A rank stuck in a loop (alive, never arriving): the others time out after
   # --comm-timeout and name it with what it was doing.
-  reference
   for trial in 1 2; do
+    if [ $trial = 2 ]; then use_layout --tp 2; else use_layout; fi
     rm -rf "$WORK/ck" "$WORK/m.jsonl"
     r=$((RANDOM % 4)); pt=$(pick forward backward step ckpt.stage); k=$((4 + 2 * (RANDOM % 4)))
     spec="hang@$pt:rank=$r:step=$k"
@@ -140,7 +150,7 @@ save_crash_loop)
   # SIGKILL at random points of successive saves, each run resuming from what
   # the previous crash left: the latest checkpoint is always the newest
   # complete one, and the losses of every run match the uninterrupted run.
-  reference
+  use_layout
   for kill in 1 2 3 4 5 6; do
     cur=$(latest_step)
     k=$((cur + 2 + 2 * (RANDOM % 2))); [ $k -gt $STEPS ] && k=$STEPS
