@@ -69,7 +69,53 @@ zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
                                 int recompute, zeroc_dtype_t dtype, zeroc_gpt_t **out);
 void zeroc_gpt_destroy(zeroc_gpt_t *g);
 
-/* The unit list to pass to zeroc_shard() (valid while `g` lives). */
+/* ---- pipeline parallelism: a rank's part of the model -------------------------- */
+
+/* Units of the whole model: the embedding (0), `layers` blocks (1..L) and the
+ * head (L+1). */
+int zeroc_gpt_num_units(const zeroc_gpt_config_t *c);
+
+/* Fills cost[0 .. L+2) with each unit's share of the work and memory, for
+ * cutting the unit list into balanced pipeline stages: the mean of its share of
+ * the forward FLOPs per token (blocks 24 C^2 + 4 T C, head 2 C Vp) and of the
+ * parameters (the head counted with the copy of wte it holds on the last
+ * stage). The costs sum to 1. */
+void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost);
+
+/* The part of the unit list one pipeline rank builds: `nchunks` contiguous
+ * ranges of the global units in increasing order (one stage per chunk; v > 1
+ * with the interleaved schedule), and activation sets for `slots`
+ * micro-batches in flight at once (zeroc_pipeline_slots). */
+typedef struct zeroc_gpt_stage {
+  int nchunks;       /* v >= 1 */
+  const int *first;  /* (nchunks) first global unit of each chunk */
+  const int *count;  /* (nchunks) units in each chunk, >= 1 */
+  int slots;         /* >= 1 */
+} zeroc_gpt_stage_t;
+
+/*
+ * As zeroc_gpt_create, for the units of `stage` only. The head on a rank
+ * without the embedding holds its own copy of wte, and both copies are marked
+ * ZEROC_PARAM_TIED (the pipeline keeps them equal); beside the embedding it
+ * shares wte as in the whole model. Activations are kept per slot: a unit
+ * called with io->slot s uses set s. Returns ZEROC_ERR_INVALID_ARG for a bad
+ * shape, empty, overlapping or unordered chunks, slots outside 1..4096;
+ * ZEROC_ERR_NOMEM.
+ */
+zeroc_result_t zeroc_gpt_create_stage(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
+                                      int recompute, zeroc_dtype_t dtype,
+                                      const zeroc_gpt_stage_t *stage, zeroc_gpt_t **out);
+
+/* The chunks this rank holds, and chunk c's range of local units (indices
+ * into zeroc_gpt_layers); 0, 0 for a chunk out of range. */
+int zeroc_gpt_chunks(const zeroc_gpt_t *g);
+void zeroc_gpt_chunk_units(const zeroc_gpt_t *g, int chunk, int *first, int *count);
+
+/* The global unit index of local unit `local` (-1 out of range). */
+int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local);
+
+/* The unit list to pass to zeroc_shard() (valid while `g` lives): this rank's
+ * units, chunk after chunk. */
 const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n);
 
 /* The model's shape. */
@@ -82,7 +128,8 @@ int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g);
 /* Bytes of activations the model allocated (saved for backward and scratch). */
 uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g);
 
-/* The per-token losses of the last forward (B*T fp32, device memory). */
+/* The per-token losses of the last forward of the head (B*T fp32, device
+ * memory); NULL on a pipeline rank without the head. */
 const float *zeroc_gpt_losses(const zeroc_gpt_t *g);
 
 /*

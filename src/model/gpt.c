@@ -3,6 +3,10 @@
  * (wte, wpe), one unit per transformer block, and the head (final LayerNorm,
  * logits through the tied wte, fused softmax cross-entropy). Calls only the
  * kernel dispatch: it knows nothing of sharding, MPI or CUDA.
+ * With pipeline parallelism a rank builds only its chunks of the unit list and
+ * keeps one set of activations per in-flight micro-batch (slot); a head
+ * without the embedding beside it holds its own copy of wte, tied to the
+ * first stage's (ZEROC_PARAM_TIED).
  */
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +22,9 @@
 enum { BLOCK_PARAMS = 12 };
 /* parameter order inside a block unit */
 enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB };
+/* parameter order inside the head: a head on another rank than the embedding
+ * carries its own copy of wte last */
+enum { HEAD_LNFW, HEAD_LNFB, HEAD_WTE };
 
 /* What one block keeps for its backward (B,T-shaped, in the activation dtype;
  * statistics fp32). */
@@ -27,30 +34,41 @@ typedef struct {
   float *lse;                                       /* (B,NH,T) */
 } saved_t;
 
+/* The activations of one in-flight micro-batch (a slot), for the units this
+ * rank holds. */
+typedef struct {
+  void *x0;       /* embedding output (B,T,C) */
+  void **xout;    /* per local block, its output (B,T,C) */
+  saved_t *saved; /* per local block (recompute: NULL, the model's one shared set) */
+  void *lnf;      /* head: final LayerNorm output (B,T,C) */
+  float *lnf_mean, *lnf_rstd;
+  void *logits;   /* (B,T,Vp): logits, then their gradient in place */
+  float *losses;  /* (B,T) */
+} slot_act_t;
+
 struct zeroc_gpt {
   zeroc_ctx_t *ctx;
   zeroc_gpt_config_t cfg;
   zeroc_kernels_t *k;
   int Bmax, Vp, recompute;
   size_t es; /* activation element size */
-  zeroc_layer_t *layers;
+  zeroc_layer_t *layers; /* this rank's units */
   int nlayers;
-  zeroc_param_desc_t embed_p[2], head_p[2];
+  int *gunit;            /* (nlayers) global unit index of each local unit */
+  int nchunks, *chunk_first, *chunk_count; /* local unit ranges of the chunks */
+  int nblocks;           /* blocks held here */
+  zeroc_param_desc_t embed_p[2], head_p[3];
   zeroc_param_desc_t *block_p; /* L x 12 */
-  /* activations */
-  void *x0;       /* embedding output (B,T,C) */
-  void **xout;    /* per block output (B,T,C) */
-  saved_t *saved; /* per block (recompute: one shared set) */
-  void *lnf;      /* head: final LayerNorm output (B,T,C) */
-  float *lnf_mean, *lnf_rstd;
-  void *logits;   /* (B,T,Vp): logits, then their gradient in place */
-  float *losses;  /* (B,T) */
+  /* activations, one set per slot */
+  int slots;
+  slot_act_t *act;
+  saved_t shared_saved; /* recompute: the one set every block recomputes into */
   float *losses_host;
+  const float *last_losses; /* the losses of the last head forward */
   /* gradient scratch, one block's worth, and the ping-pong residual gradients */
   void *dfch, *dfchg, *dln, *datty, *dqkv, *dres[2];
   int dres_next;
-  const zeroc_gpt_batch_t *batch; /* current micro-batch (set by the embedding) */
-  struct blockref { struct zeroc_gpt *g; int l; } *refs; /* per block unit: its index */
+  struct blockref { struct zeroc_gpt *g; int l, lb; } *refs; /* per local block: global and local index */
   uint64_t act_bytes;
   void **allocs;
   int nallocs;
@@ -116,22 +134,35 @@ static zeroc_param_desc_t pdesc(const char *name, int64_t d0, int64_t d1, zeroc_
 
 /* ---- the embedding unit ---------------------------------------------------------------- */
 
-static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
-  zeroc_gpt_t *g = io->user;
-  const zeroc_gpt_batch_t *b = io->in;
+/* The micro-batch every unit reads its shape (and the head its targets) from. */
+static zeroc_result_t io_batch(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
+                               const zeroc_gpt_batch_t **out) {
+  const zeroc_gpt_batch_t *b = io->batch;
   if (!b || b->B < 1 || b->B > g->Bmax || b->T < 1 || b->T > g->cfg.seq)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt batch B %d T %d: accepted 1 <= B <= %d, 1 <= T <= %d",
                       b ? b->B : 0, b ? b->T : 0, g->Bmax, g->cfg.seq);
-  g->batch = b;
-  CHK(zeroc_k_encoder_forward(g->k, io->stream, g->x0, b->inputs, io->params[0], io->params[1], b->B,
+  if (io->slot < 0 || io->slot >= g->slots)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt activation slot %d: accepted 0..%d", io->slot,
+                      g->slots - 1);
+  *out = b;
+  return ZEROC_OK;
+}
+
+static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
+  zeroc_gpt_t *g = io->user;
+  const zeroc_gpt_batch_t *b;
+  CHK(io_batch(g, io, &b));
+  void *x0 = g->act[io->slot].x0;
+  CHK(zeroc_k_encoder_forward(g->k, io->stream, x0, b->inputs, io->params[0], io->params[1], b->B,
                               b->T, g->cfg.hidden));
-  io->out = g->x0;
+  io->out = x0;
   return ZEROC_OK;
 }
 
 static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
-  const zeroc_gpt_batch_t *b = g->batch;
+  const zeroc_gpt_batch_t *b;
+  CHK(io_batch(g, io, &b));
   CHK(zeroc_k_encoder_backward(g->k, io->stream, io->grads[0], io->grads[1], io->dout, b->inputs,
                                b->B, b->T, g->cfg.hidden));
   io->din = NULL;
@@ -140,24 +171,29 @@ static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
 
 /* ---- a transformer block --------------------------------------------------------------- */
 
-/* A block's user pointer names the model and the block's index, so the unit
- * list can be cut into pipeline stages without renumbering. */
+/* A block's user pointer names the model, the block's global index (its
+ * parameters' names) and its index among the blocks this rank holds (its
+ * activations), so the unit list can be cut into pipeline stages. */
 #define BLOCK_CTX(io, g, l)                                                                       \
   struct blockref *ref_ = (io)->user;                                                            \
   zeroc_gpt_t *g = ref_->g;                                                                       \
-  int l = ref_->l
+  int l = ref_->lb;                                                                               \
+  const zeroc_gpt_batch_t *batch_;                                                                \
+  CHK(io_batch(g, (io), &batch_))
 
-static saved_t *block_saved(zeroc_gpt_t *g, int l) { return g->recompute ? &g->saved[0] : &g->saved[l]; }
+static saved_t *block_saved(zeroc_gpt_t *g, int slot, int lb) {
+  return g->recompute ? &g->shared_saved : &g->act[slot].saved[lb];
+}
 
 // x (B,T,C) -> out (B,T,C): x2 = x + attn(ln1(x)); out = x2 + mlp(ln2(x2))
 static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   BLOCK_CTX(io, g, l);
   zeroc_kernels_t *k = g->k;
   zeroc_stream_t *s = io->stream;
-  int B = g->batch->B, T = g->batch->T, C = g->cfg.hidden, NH = g->cfg.heads;
+  int B = batch_->B, T = batch_->T, C = g->cfg.hidden, NH = g->cfg.heads;
   int N = B * T;
   void *const *p = io->params;
-  saved_t *a = block_saved(g, l);
+  saved_t *a = block_saved(g, io->slot, l);
   CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B], N, C));
   CHK(zeroc_k_matmul_forward(k, s, a->qkv, a->ln1, p[QKVW], p[QKVB], N, C, 3 * C));
   CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, C, NH));
@@ -167,7 +203,7 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B], N, C));
   CHK(zeroc_k_matmul_forward(k, s, a->fch, a->ln2, p[FCW], p[FCB], N, C, 4 * C));
   CHK(zeroc_k_gelu_forward(k, s, a->fchg, a->fch, (size_t)N * 4 * C));
-  void *out = g->xout[l];
+  void *out = g->act[io->slot].xout[l];
   CHK(zeroc_k_matmul_forward(k, s, out, a->fchg, p[FCPROJW], p[FCPROJB], N, 4 * C, C));
   CHK(zeroc_k_add(k, s, out, a->res2, (size_t)N * C));
   io->out = out;
@@ -178,11 +214,11 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   BLOCK_CTX(io, g, l);
   zeroc_kernels_t *k = g->k;
   zeroc_stream_t *s = io->stream;
-  int B = g->batch->B, T = g->batch->T, C = g->cfg.hidden, NH = g->cfg.heads;
+  int B = batch_->B, T = batch_->T, C = g->cfg.hidden, NH = g->cfg.heads;
   int N = B * T;
   size_t NC = (size_t)N * C, e = g->es;
   void *const *p = io->params, *const *d = io->grads;
-  saved_t *a = block_saved(g, l);
+  saved_t *a = block_saved(g, io->slot, l);
   const void *dout = io->dout;
   /* dres2 starts as dout (the residual), then gains the MLP path */
   void *dx = g->dres[g->dres_next];
@@ -217,21 +253,25 @@ static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
   zeroc_kernels_t *k = g->k;
   zeroc_stream_t *s = io->stream;
-  const zeroc_gpt_batch_t *b = g->batch;
+  const zeroc_gpt_batch_t *b;
+  CHK(io_batch(g, io, &b));
+  slot_act_t *A = &g->act[io->slot];
   int N = b->B * b->T, C = g->cfg.hidden, V = g->cfg.vocab, Vp = g->Vp;
-  const void *wte = io->shared_params[0];
-  CHK(zeroc_k_layernorm_forward(k, s, g->lnf, g->lnf_mean, g->lnf_rstd, io->in, io->params[0],
+  /* the embedding's wte beside us, or our own tied copy */
+  const void *wte = io->shared_params ? io->shared_params[0] : io->params[HEAD_WTE];
+  CHK(zeroc_k_layernorm_forward(k, s, A->lnf, A->lnf_mean, A->lnf_rstd, io->in, io->params[0],
                                 io->params[1], N, C));
-  CHK(zeroc_k_matmul_forward(k, s, g->logits, g->lnf, wte, NULL, N, C, Vp));
+  CHK(zeroc_k_matmul_forward(k, s, A->logits, A->lnf, wte, NULL, N, C, Vp));
   io->out = NULL;
   *io->loss = 0;
   if (!b->targets) return ZEROC_OK; /* logits only */
   /* The loss is the mean over the B*T positions (a target of -1 counts as a
    * zero loss), so the gradient of each position is grad_scale / N. */
   float dloss = io->grad_scale / (float)N;
-  CHK(zeroc_k_crossentropy_forward_backward(k, s, g->losses, g->logits, b->targets, N, V, Vp, dloss));
+  CHK(zeroc_k_crossentropy_forward_backward(k, s, A->losses, A->logits, b->targets, N, V, Vp, dloss));
+  g->last_losses = A->losses;
   /* the loss: a host-side mean of the per-token losses */
-  CHK(zeroc_memcpy_async(s, g->losses_host, g->losses, sizeof(float) * (size_t)N));
+  CHK(zeroc_memcpy_async(s, g->losses_host, A->losses, sizeof(float) * (size_t)N));
   CHK(zeroc_stream_sync(s));
   double sum = 0;
   for (int i = 0; i < N; i++) sum += g->losses_host[i];
@@ -243,31 +283,97 @@ static zeroc_result_t head_backward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
   zeroc_kernels_t *k = g->k;
   zeroc_stream_t *s = io->stream;
-  const zeroc_gpt_batch_t *b = g->batch;
+  const zeroc_gpt_batch_t *b;
+  CHK(io_batch(g, io, &b));
+  slot_act_t *A = &g->act[io->slot];
   int N = b->B * b->T, C = g->cfg.hidden, Vp = g->Vp;
   size_t NC = (size_t)N * C, e = g->es;
   if (!b->targets)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt backward needs targets in the batch");
+  const void *wte = io->shared_params ? io->shared_params[0] : io->params[HEAD_WTE];
+  void *dwte = io->shared_grads ? io->shared_grads[0] : io->grads[HEAD_WTE];
   CHK(zeroc_memset_async(s, g->dln, 0, NC * e));
-  CHK(zeroc_k_matmul_backward(k, s, g->dln, io->shared_grads[0], NULL, g->logits, g->lnf,
-                              io->shared_params[0], N, C, Vp));
+  CHK(zeroc_k_matmul_backward(k, s, g->dln, dwte, NULL, A->logits, A->lnf, wte, N, C, Vp));
   void *dx = g->dres[g->dres_next];
   g->dres_next ^= 1;
   CHK(zeroc_memset_async(s, dx, 0, NC * e));
   CHK(zeroc_k_layernorm_backward(k, s, dx, io->grads[0], io->grads[1], g->dln, io->in, io->params[0],
-                                 g->lnf_mean, g->lnf_rstd, N, C));
+                                 A->lnf_mean, A->lnf_rstd, N, C));
   io->din = dx;
   return ZEROC_OK;
 }
 
 /* ---- building ------------------------------------------------------------------------------ */
 
+int zeroc_gpt_num_units(const zeroc_gpt_config_t *c) { return c->layers + 2; }
+
+/* Costs for cutting the unit list into pipeline stages: each unit's share of
+ * the forward FLOPs per token (blocks 24C^2 + 4TC, head 2C Vp) and of the
+ * parameters a stage holds (the head counted with the wte copy it carries
+ * whenever it sits on another rank than the embedding), averaged, so a stage
+ * is balanced in time and in memory alike. */
+void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost) {
+  double C = c->hidden, T = c->seq, L = c->layers, Vp = (double)((c->vocab + 63) / 64 * 64);
+  double f_embed = 2 * C, f_block = 24 * C * C + 4 * T * C, f_head = 2 * C * Vp + 8 * C;
+  double p_embed = Vp * C + T * C, p_block = 12 * C * C + 13 * C, p_head = 2 * C + Vp * C;
+  double F = f_embed + L * f_block + f_head, P = p_embed + L * p_block + p_head;
+  cost[0] = 0.5 * (f_embed / F + p_embed / P);
+  for (int l = 0; l < c->layers; l++) cost[1 + l] = 0.5 * (f_block / F + p_block / P);
+  cost[c->layers + 1] = 0.5 * (f_head / F + p_head / P);
+}
+
+static zeroc_result_t slot_alloc(zeroc_gpt_t *g, slot_act_t *A, int has_embed, int has_head) {
+  size_t BT = (size_t)g->Bmax * (size_t)g->cfg.seq, C = (size_t)g->cfg.hidden, e = g->es;
+  if (has_embed) CHK(act_alloc(g, BT * C * e, &A->x0));
+  A->xout = calloc((size_t)g->nblocks + 1, sizeof *A->xout);
+  A->saved = g->recompute ? NULL : calloc((size_t)g->nblocks + 1, sizeof *A->saved);
+  if (!A->xout || (!g->recompute && !A->saved)) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt slot tables");
+  for (int l = 0; l < g->nblocks; l++) {
+    CHK(act_alloc(g, BT * C * e, &A->xout[l]));
+    if (!g->recompute) CHK(saved_alloc(g, &A->saved[l]));
+  }
+  if (has_head) {
+    CHK(act_alloc(g, BT * C * e, &A->lnf));
+    CHK(act_alloc(g, BT * 4, (void **)&A->lnf_mean));
+    CHK(act_alloc(g, BT * 4, (void **)&A->lnf_rstd));
+    CHK(act_alloc(g, BT * (size_t)g->Vp * e, &A->logits));
+    CHK(act_alloc(g, BT * 4, (void **)&A->losses));
+  }
+  return ZEROC_OK;
+}
+
+/* The whole model on one rank: one chunk of every unit, one slot. */
 zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
                                 int recompute, zeroc_dtype_t dtype, zeroc_gpt_t **out) {
+  if (!cfg) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_gpt_create: NULL config");
+  int first = 0, count = cfg->layers + 2;
+  zeroc_gpt_stage_t st = {1, &first, &count, 1};
+  return zeroc_gpt_create_stage(ctx, cfg, batch, recompute, dtype, &st, out);
+}
+
+zeroc_result_t zeroc_gpt_create_stage(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
+                                      int recompute, zeroc_dtype_t dtype,
+                                      const zeroc_gpt_stage_t *stage, zeroc_gpt_t **out) {
   zeroc_result_t res = ZEROC_OK;
   *out = NULL;
   CHK(zeroc_gpt_config_check(cfg));
   if (batch < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt micro-batch %d: must be >= 1", batch);
+  int L = cfg->layers, NU = L + 2;
+  if (!stage || stage->nchunks < 1 || stage->nchunks > NU || !stage->first || !stage->count ||
+      stage->slots < 1 || stage->slots > 4096)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "gpt stage: %d chunks, %d slots; accepted 1..%d chunks with first/count "
+                      "arrays and 1..4096 slots",
+                      stage ? stage->nchunks : 0, stage ? stage->slots : 0, NU);
+  for (int c = 0, prev_end = 0; c < stage->nchunks; c++) {
+    int f = stage->first[c], n = stage->count[c];
+    if (n < 1 || f < prev_end || f + n > NU)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "gpt stage chunk %d: units [%d, %d); accepted non-empty ranges of the %d "
+                        "units (embedding, %d blocks, head) in increasing order, not overlapping",
+                        c, f, f + n, NU, L);
+    prev_end = f + n;
+  }
   zeroc_gpt_t *g = calloc(1, sizeof *g);
   if (!g) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt struct");
   g->ctx = ctx;
@@ -276,25 +382,37 @@ zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
   g->recompute = recompute;
   g->Vp = (cfg->vocab + 63) / 64 * 64;
   g->es = zeroc_dtype_size(dtype);
+  g->slots = stage->slots;
+  g->nchunks = stage->nchunks;
   ZEROC_TRY(zeroc_kernels_create(ctx, dtype, &g->k));
-  int L = cfg->layers;
   int64_t C = cfg->hidden, T = cfg->seq;
   float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)L);
+  int has_embed = 0, has_head = 0, nl = 0;
+  for (int c = 0; c < stage->nchunks; c++) {
+    nl += stage->count[c];
+    has_embed |= stage->first[c] == 0;
+    has_head |= stage->first[c] + stage->count[c] == NU;
+  }
+  /* a head without the embedding beside it carries its own copy of wte */
+  int tied = has_embed != has_head;
   /* init streams name each tensor of the unsplit model, so any layout draws the
-   * same values */
-  g->embed_p[0] = pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, 0, 1);
+   * same values (the head's wte copy draws wte's) */
+  g->embed_p[0] = pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, tied ? ZEROC_PARAM_TIED : 0, 1);
   g->embed_p[0].init_fn = init_wte;
   g->embed_p[0].init_user = (void *)(uintptr_t)cfg->vocab;
   g->embed_p[1] = pdesc("wpe.weight", T, C, ZEROC_INIT_NORMAL, std, 0, 2);
-  g->head_p[0] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, ZEROC_PARAM_NO_DECAY, 3);
-  g->head_p[1] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, ZEROC_PARAM_NO_DECAY, 4);
+  g->head_p[HEAD_LNFW] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, ZEROC_PARAM_NO_DECAY, 3);
+  g->head_p[HEAD_LNFB] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, ZEROC_PARAM_NO_DECAY, 4);
+  g->head_p[HEAD_WTE] = g->embed_p[0];
   g->block_p = calloc((size_t)L * BLOCK_PARAMS, sizeof *g->block_p);
-  g->layers = calloc((size_t)L + 2, sizeof *g->layers);
-  g->xout = calloc((size_t)L, sizeof *g->xout);
-  int nsaved = recompute ? 1 : L;
-  g->saved = calloc((size_t)nsaved, sizeof *g->saved);
-  g->refs = calloc((size_t)L, sizeof *g->refs);
-  if (!g->block_p || !g->layers || !g->xout || !g->saved || !g->refs) {
+  g->layers = calloc((size_t)nl, sizeof *g->layers);
+  g->gunit = calloc((size_t)nl, sizeof *g->gunit);
+  g->chunk_first = calloc((size_t)g->nchunks, sizeof(int));
+  g->chunk_count = calloc((size_t)g->nchunks, sizeof(int));
+  g->refs = calloc((size_t)L + 1, sizeof *g->refs);
+  g->act = calloc((size_t)g->slots, sizeof *g->act);
+  if (!g->block_p || !g->layers || !g->gunit || !g->chunk_first || !g->chunk_count || !g->refs ||
+      !g->act) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt tables");
     goto fail;
   }
@@ -315,24 +433,33 @@ zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
     p[FCPROJW] = pdesc("mlp.c_proj.weight", C, 4 * C, ZEROC_INIT_NORMAL, proj_std, 0, st + 10);
     p[FCPROJB] = pdesc("mlp.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 11);
   }
-  g->layers[0] = (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
-  for (int l = 0; l < L; l++) {
-    g->refs[l] = (struct blockref){g, l};
-    g->layers[1 + l] = (zeroc_layer_t){"block", BLOCK_PARAMS, &g->block_p[(size_t)l * BLOCK_PARAMS], -1,
-                                       block_forward, block_backward, 0, &g->refs[l]};
+  /* this rank's units, chunk after chunk */
+  int li = 0, embed_local = -1;
+  for (int c = 0; c < stage->nchunks; c++) {
+    g->chunk_first[c] = li;
+    g->chunk_count[c] = stage->count[c];
+    for (int u = stage->first[c]; u < stage->first[c] + stage->count[c]; u++, li++) {
+      g->gunit[li] = u;
+      if (u == 0) {
+        embed_local = li;
+        g->layers[li] = (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
+      } else if (u == NU - 1) {
+        /* beside the embedding the head shares its wte; elsewhere it has its copy */
+        g->layers[li] = (zeroc_layer_t){"head", tied ? 3 : 2, g->head_p, tied ? -1 : embed_local,
+                                        head_forward, head_backward, 0, g};
+      } else {
+        int l = u - 1, lb = g->nblocks++;
+        g->refs[lb] = (struct blockref){g, l, lb};
+        g->layers[li] = (zeroc_layer_t){"block", BLOCK_PARAMS, &g->block_p[(size_t)l * BLOCK_PARAMS],
+                                        -1, block_forward, block_backward, 0, &g->refs[lb]};
+      }
+    }
   }
-  g->layers[L + 1] = (zeroc_layer_t){"head", 2, g->head_p, 0, head_forward, head_backward, 0, g};
-  g->nlayers = L + 2;
+  g->nlayers = nl;
 
   size_t BT = (size_t)batch * (size_t)T, e = g->es;
-  ZEROC_TRY(act_alloc(g, BT * C * e, &g->x0));
-  for (int l = 0; l < L; l++) ZEROC_TRY(act_alloc(g, BT * C * e, &g->xout[l]));
-  for (int i = 0; i < nsaved; i++) ZEROC_TRY(saved_alloc(g, &g->saved[i]));
-  ZEROC_TRY(act_alloc(g, BT * C * e, &g->lnf));
-  ZEROC_TRY(act_alloc(g, BT * 4, (void **)&g->lnf_mean));
-  ZEROC_TRY(act_alloc(g, BT * 4, (void **)&g->lnf_rstd));
-  ZEROC_TRY(act_alloc(g, BT * (size_t)g->Vp * e, &g->logits));
-  ZEROC_TRY(act_alloc(g, BT * 4, (void **)&g->losses));
+  for (int sl = 0; sl < g->slots; sl++) ZEROC_TRY(slot_alloc(g, &g->act[sl], has_embed, has_head));
+  if (g->recompute && g->nblocks) ZEROC_TRY(saved_alloc(g, &g->shared_saved));
   /* Backward scratch, 11 x (B,T,C): a block's gradients live one after the
    * other, so datty reuses dln (dln is consumed by ln_2's backward before
    * datty is written) and dqkv reuses dfch (dead after the MLP's first matmul). */
@@ -348,6 +475,7 @@ zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "host losses");
     goto fail;
   }
+  if (has_head) g->last_losses = g->act[0].losses;
   *out = g;
   return ZEROC_OK;
 fail:
@@ -360,10 +488,16 @@ void zeroc_gpt_destroy(zeroc_gpt_t *g) {
   for (int i = 0; i < g->nallocs; i++) zeroc_mem_free(g->ctx, g->allocs[i]);
   free(g->allocs);
   zeroc_kernels_destroy(g->k);
+  for (int sl = 0; g->act && sl < g->slots; sl++) {
+    free(g->act[sl].xout);
+    free(g->act[sl].saved);
+  }
+  free(g->act);
   free(g->block_p);
   free(g->layers);
-  free(g->xout);
-  free(g->saved);
+  free(g->gunit);
+  free(g->chunk_first);
+  free(g->chunk_count);
   free(g->refs);
   free(g->losses_host);
   free(g);
@@ -374,7 +508,19 @@ const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n) {
   return g->layers;
 }
 
+int zeroc_gpt_chunks(const zeroc_gpt_t *g) { return g->nchunks; }
+
+void zeroc_gpt_chunk_units(const zeroc_gpt_t *g, int chunk, int *first, int *count) {
+  int ok = chunk >= 0 && chunk < g->nchunks;
+  if (first) *first = ok ? g->chunk_first[chunk] : 0;
+  if (count) *count = ok ? g->chunk_count[chunk] : 0;
+}
+
+int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local) {
+  return local >= 0 && local < g->nlayers ? g->gunit[local] : -1;
+}
+
 int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g) { return g->Vp; }
 const zeroc_gpt_config_t *zeroc_gpt_config(const zeroc_gpt_t *g) { return &g->cfg; }
 uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g) { return g->act_bytes; }
-const float *zeroc_gpt_losses(const zeroc_gpt_t *g) { return g->losses; }
+const float *zeroc_gpt_losses(const zeroc_gpt_t *g) { return g->last_losses; }
