@@ -201,11 +201,13 @@ zeroc_result_t zeroc_pipeline_print_schedule(FILE *f, const zeroc_pipeline_confi
   zeroc_pp_sim_config_t sc = ZEROC_PP_SIM_CONFIG_INIT;
   ZEROC_TRY(zeroc__pp_simulate(s, &sc, &sim));
   double ideal = (double)c.microbatches * c.chunks * (sc.tf + sc.tb);
+  double vm = (double)c.microbatches * c.chunks;
   fprintf(f,
           "simulated with equal stages (chunk forward 1, backward 2, free messages): step %g, "
-          "idle per rank %g = %.4f of the ideal %g; theory (p-1)/(v m) = %.4f\n",
-          sim->makespan, sim->idle[0], sim->idle[0] / ideal, ideal,
-          zeroc__pp_bubble_fraction(pp, c.microbatches, c.chunks));
+          "idle per rank %g = %.4f of the busy time (theory (p-1)/(v m) = %.4f), %.4f of the "
+          "step (theory (p-1)/(v m + p - 1) = %.4f)\n",
+          sim->makespan, sim->idle[0], sim->idle[0] / ideal, (pp - 1) / vm,
+          sim->idle[0] / sim->makespan, zeroc__pp_bubble_fraction(pp, c.microbatches, c.chunks));
   if (fflush(f)) res = ZEROC_FAIL(ZEROC_ERR_IO, "writing the schedule failed");
 fail:
   zeroc__pp_sim_destroy(sim);
