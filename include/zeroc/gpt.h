@@ -114,6 +114,11 @@ void zeroc_gpt_chunk_units(const zeroc_gpt_t *g, int chunk, int *first, int *cou
 /* The global unit index of local unit `local` (-1 out of range). */
 int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local);
 
+/* The parameters of global unit `unit` of the whole model, whichever rank
+ * holds it, and their count in *n (0 and NULL out of range); the head's are
+ * ln_f's two (a tied copy of wte is the embedding's wte). */
+const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, int *n);
+
 /* The unit list to pass to zeroc_shard() (valid while `g` lives): this rank's
  * units, chunk after chunk. */
 const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n);

@@ -520,6 +520,14 @@ int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local) {
   return local >= 0 && local < g->nlayers ? g->gunit[local] : -1;
 }
 
+const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, int *n) {
+  int L = g->cfg.layers;
+  *n = unit == 0 || unit == L + 1 ? 2 : unit > 0 && unit <= L ? BLOCK_PARAMS : 0;
+  if (unit == 0) return g->embed_p;
+  if (unit == L + 1) return g->head_p; /* ln_f only: a tied wte copy is the embedding's */
+  return *n ? &g->block_p[(size_t)(unit - 1) * BLOCK_PARAMS] : NULL;
+}
+
 int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g) { return g->Vp; }
 const zeroc_gpt_config_t *zeroc_gpt_config(const zeroc_gpt_t *g) { return &g->cfg; }
 uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g) { return g->act_bytes; }
