@@ -8,5 +8,6 @@
 int zeroc_cmd_info(int argc, char **argv);
 int zeroc_cmd_plan(int argc, char **argv);
 int zeroc_cmd_train(int argc, char **argv);
+int zeroc_cmd_bench(int argc, char **argv);
 
 #endif

@@ -606,16 +606,23 @@ int zeroc_cmd_train(int argc, char **argv) {
     last_loss = info.loss;
     last_norm = info.grad_norm;
     double tps = tokens_per_step / dt, mfu = peak_flops > 0 ? flops_per_step / dt / peak_flops : 0;
+    /* with metrics, the peak over ranks too (pipeline stages and TP ranks differ) */
+    int64_t peak_max = (int64_t)peak_dev;
+    if (o.metrics) {
+      r = zeroc_ctx_max_i64(ctx, &peak_max);
+      if (r) goto fail;
+    }
     if (root && metrics) {
       fprintf(metrics,
               "{\"step\": %d, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens\": %.0f, "
               "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"mfu\": %.4f, \"comm_bytes\": %llu, "
               "\"exposed_comm_ms\": %.3f, \"peak_bytes\": {\"device\": %llu, \"host\": %llu}, "
-              "\"predicted_bytes\": {\"device\": %.0f, \"host\": %.0f}, \"skipped\": %d",
+              "\"predicted_bytes\": {\"device\": %.0f, \"host\": %.0f}, \"skipped\": %d, "
+              "\"peak_device_max\": %lld",
               s + 1, info.loss, lr_at(&o, s), info.grad_norm, tokens_per_step, dt * 1e3, tps, mfu,
               (unsigned long long)info.comm_bytes, info.exposed_comm_ms,
               (unsigned long long)peak_dev, (unsigned long long)peak_host, predicted, predicted_host,
-              info.skipped);
+              info.skipped, (long long)peak_max);
       /* rank 0 is the first stage: its idle share of the forward/backward part */
       if (pipe)
         fprintf(metrics, ", \"pp_bubble\": %.4f, \"pp_compute_ms\": %.3f, \"pp_run_ms\": %.3f",

@@ -30,6 +30,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "info")) return zeroc_cmd_info(argc - 2, argv + 2);
   if (!strcmp(argv[1], "plan")) return zeroc_cmd_plan(argc - 2, argv + 2);
   if (!strcmp(argv[1], "train")) return zeroc_cmd_train(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "bench")) return zeroc_cmd_bench(argc - 2, argv + 2);
   fprintf(stderr, "zeroc: unknown command '%s'; accepted: train, plan, bench, info, version\n",
           argv[1]);
   return 2;

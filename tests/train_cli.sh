@@ -83,5 +83,19 @@ memory_prediction)
       || fail "'$cfg': measured $peak bytes, predicted $pred (more than 10% apart)"
     echo "$cfg: measured $peak predicted $pred"
   done ;;
+bench)
+  # zeroc bench on 4 ranks: every ZeRO layout and HSDP run, the files appear,
+  # and stages 1, 2, 3 (same math, same reduce-scatter) agree bit for bit
+  $MPIRUN $FLAGS -np 4 "$ZEROC" bench --out "$WORK/b" --steps 5 --warmup-steps 2 > "$WORK/out.txt" 2>&1 \
+    || { cat "$WORK/out.txt"; fail "bench exited $?"; }
+  for f in bench.csv bench.md; do [ -s "$WORK/b/$f" ] || fail "no $f"; done
+  command -v gnuplot >/dev/null && { [ -s "$WORK/b/bench.png" ] || fail "no bench.png"; }
+  for l in zero-0 zero-1 zero-2 zero-3 hsdp-2x2; do
+    grep -q "^$l,.*,ok," "$WORK/b/bench.csv" || fail "layout $l not ok: $(grep "^$l," "$WORK/b/bench.csv")"
+  done
+  losses=$(grep -E '^zero-[123],' "$WORK/b/bench.csv" | awk -F, '{ print $16 }' | sort -u | wc -l)
+  [ "$losses" = 1 ] || fail "ZeRO-1/2/3 losses differ: $(grep -E '^zero-[123],' "$WORK/b/bench.csv")"
+  grep -q "^| zero-3 |" "$WORK/b/bench.md" || fail "bench.md has no table"
+  echo "bench: $(grep -c ',ok,' "$WORK/b/bench.csv") layouts ok" ;;
 *) fail "unknown test $NAME" ;;
 esac

@@ -78,6 +78,9 @@ void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why);
  */
 zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r);
 
+/* *v becomes the maximum of every rank's *v. Collective over the world. */
+zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v);
+
 /* The mesh of this context (never NULL for a live ctx). */
 const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx);
 

@@ -164,3 +164,11 @@ void zeroc__group_counters_reset(zeroc_group_t *g) {
     atomic_store(&g->ctr_bus[c], 0);
   }
 }
+
+zeroc_result_t zeroc__comm_group_start(zeroc_ctx_t *ctx) {
+  return ctx->comm_ops->group_start ? ctx->comm_ops->group_start() : ZEROC_OK;
+}
+
+zeroc_result_t zeroc__comm_group_end(zeroc_ctx_t *ctx) {
+  return ctx->comm_ops->group_end ? ctx->comm_ops->group_end() : ZEROC_OK;
+}

@@ -75,6 +75,8 @@ typedef struct zeroc_comm_ops {
                          zeroc_dtype_t dt, int peer, int tag);
   zeroc_result_t (*recv)(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
                          zeroc_dtype_t dt, int peer, int tag);
+  zeroc_result_t (*group_start)(void); /* batch the following calls (ncclGroupStart); may be NULL */
+  zeroc_result_t (*group_end)(void);
 } zeroc_comm_ops_t;
 
 extern const zeroc_comm_ops_t zeroc__mpi_comm_ops;
@@ -115,6 +117,12 @@ zeroc_result_t zeroc__send(zeroc_group_t *g, zeroc_stream_t *s, const void *buf,
                            zeroc_dtype_t dt, int peer, int tag);
 zeroc_result_t zeroc__recv(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
                            zeroc_dtype_t dt, int peer, int tag);
+
+/* Brackets calls that must be issued together (a send and a receive of a
+ * pipeline exchange, several collectives at once): ncclGroupStart/End on
+ * nccl; nothing on mpi, whose operations never block their issuer. */
+zeroc_result_t zeroc__comm_group_start(zeroc_ctx_t *ctx);
+zeroc_result_t zeroc__comm_group_end(zeroc_ctx_t *ctx);
 
 /* Sums of the counters of every group of the context (tp, pp, dp_shard, ...). */
 void zeroc__group_counters(const zeroc_group_t *g, zeroc_comm_counters_t *out);

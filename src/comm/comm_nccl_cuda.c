@@ -16,6 +16,7 @@
 
 #include "comm/comm.h"
 #include "core/ctx.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 
@@ -83,9 +84,17 @@ static void nccl_group_fini(zeroc_group_t *g) {
   }
 }
 
+/* A size-1 group copies instead of calling NCCL, unless ZEROC_NCCL_SELF=1
+ * (tests use it to run NCCL itself on one GPU). */
+static int nccl_self(void) {
+  static int v = -1;
+  if (v < 0) v = (int)zeroc__env_int("ZEROC_NCCL_SELF", 0);
+  return v;
+}
+
 static zeroc_result_t copy_if_alone(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
                                     void *recv, size_t bytes, int *done) {
-  *done = g->size == 1;
+  *done = g->size == 1 && !nccl_self();
   if (*done && send != recv && bytes) {
     cudaError_t e = cudaMemcpyAsync(recv, send, bytes, cudaMemcpyDefault, (cudaStream_t)s->native);
     if (e != cudaSuccess)
@@ -133,7 +142,7 @@ static zeroc_result_t nccl_allreduce(zeroc_group_t *g, zeroc_stream_t *s, const 
 
 static zeroc_result_t nccl_broadcast(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
                                      zeroc_dtype_t dt, int root) {
-  if (g->size == 1) return ZEROC_OK;
+  if (g->size == 1 && !nccl_self()) return ZEROC_OK;
   ncclComm_t c;
   ZEROC_CHECK(get_comm(g, s, &c));
   return nccl_ret(
@@ -182,6 +191,16 @@ void zeroc__nccl_abort(zeroc_group_t *g) {
   }
 }
 
+static zeroc_result_t nccl_group_start(void) {
+  ncclResult_t r = ncclGroupStart();
+  return r == ncclSuccess ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NCCL, "ncclGroupStart: %s", ncclGetErrorString(r));
+}
+
+static zeroc_result_t nccl_group_end(void) {
+  ncclResult_t r = ncclGroupEnd();
+  return r == ncclSuccess ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NCCL, "ncclGroupEnd: %s", ncclGetErrorString(r));
+}
+
 const zeroc_comm_ops_t zeroc__nccl_comm_ops = {
     .name = "nccl",
     .group_init = NULL,
@@ -192,4 +211,6 @@ const zeroc_comm_ops_t zeroc__nccl_comm_ops = {
     .broadcast = nccl_broadcast,
     .send = nccl_send,
     .recv = nccl_recv,
+    .group_start = nccl_group_start,
+    .group_end = nccl_group_end,
 };

@@ -105,6 +105,24 @@ static zeroc_result_t setup_topology(zeroc_ctx_t *ctx) {
   return r;
 }
 
+#ifdef ZEROC_HAVE_CUDA
+int zeroc__nccl_async_error(struct zeroc_group *g, char *why, size_t n);
+void zeroc__nccl_abort(struct zeroc_group *g);
+
+static int ctx_comm_health(void *arg, char *why, size_t n) {
+  zeroc_ctx_t *ctx = arg;
+  for (int k = 0; k < ZEROC_GROUP_COUNT; k++)
+    if (ctx->groups[k] && zeroc__nccl_async_error(ctx->groups[k], why, n)) return 1;
+  return 0;
+}
+
+static void ctx_comm_abort(void *arg) {
+  zeroc_ctx_t *ctx = arg;
+  for (int k = 0; k < ZEROC_GROUP_COUNT; k++)
+    if (ctx->groups[k]) zeroc__nccl_abort(ctx->groups[k]);
+}
+#endif
+
 static zeroc_result_t setup_device(zeroc_ctx_t *ctx) {
   zeroc_device_kind_t kind = ctx->cfg.device;
   int ngpu = zeroc__cuda_device_count();
@@ -118,6 +136,10 @@ static zeroc_result_t setup_device(zeroc_ctx_t *ctx) {
     ctx->comm_ops = &zeroc__nccl_comm_ops;
     int ord = ctx->cfg.gpu >= 0 ? ctx->cfg.gpu : ctx->local_rank % ngpu;
     ZEROC_CHECK(ctx->dev.ops->open(&ctx->dev, ord));
+    ctx->dev.sync_timeout = ctx->comm_timeout;
+    ctx->dev.health = ctx_comm_health;
+    ctx->dev.abort_comms = ctx_comm_abort;
+    ctx->dev.hook_arg = ctx;
 #else
     return ZEROC_FAIL(ZEROC_ERR_NODEVICE,
                       "device cuda asked for, but this zeroc was built without CUDA "
@@ -271,6 +293,7 @@ zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
   int one = 1;
   zeroc_result_t r = zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], &one, 1, ZEROC_INT32,
                                            ZEROC_SUM);
+  if (r == ZEROC_OK) zeroc__watchdog_free(ctx); /* every rank is here: collective is safe */
   int here = ctx->mpi_initialised_here;
   ctx_free(ctx);
   if (r == ZEROC_OK && here) MPI_Finalize();
@@ -307,6 +330,11 @@ zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r) {
     return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Bcast of rank %d's error", first));
   if (r != ZEROC_OK) return zeroc__ctx_ret(ctx, r);
   return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_REMOTE, "rank %d failed: %s", first, m.msg));
+}
+
+zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v) {
+  return zeroc__ctx_ret(ctx, zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], v, 1, ZEROC_INT64,
+                                                   ZEROC_MAX));
 }
 
 const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx) { return &ctx->mesh; }

@@ -93,6 +93,15 @@ void zeroc__watchdog_fini(zeroc_ctx_t *ctx, int failed) {
   atomic_store(&wd->mine->state, failed ? ST_FAILED : ST_FINISHED);
 }
 
+void zeroc__watchdog_free(zeroc_ctx_t *ctx) {
+  struct zeroc__watchdog *wd = ctx->wd;
+  if (!wd) return;
+  MPI_Win_free(&wd->win);
+  free(wd->slots);
+  free(wd);
+  ctx->wd = NULL;
+}
+
 void zeroc__watchdog_phase(zeroc_ctx_t *ctx, const char *fmt, ...) {
   struct zeroc__watchdog *wd = ctx ? ctx->wd : NULL;
   if (!wd) return;

@@ -21,6 +21,10 @@ struct zeroc_group;
 zeroc_result_t zeroc__watchdog_init(zeroc_ctx_t *ctx);
 /* Marks this rank as finished (peers waiting on it are told so). */
 void zeroc__watchdog_fini(zeroc_ctx_t *ctx, int failed);
+/* Frees the board: collective over the node (call from the collective
+ * shutdown); a context destroyed without it leaks the small window until
+ * MPI_Finalize. */
+void zeroc__watchdog_free(zeroc_ctx_t *ctx);
 /* Records what this rank is doing now ("forward unit 3"), for others' messages. */
 void zeroc__watchdog_phase(zeroc_ctx_t *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -63,6 +63,15 @@ struct zeroc_device {
   size_t total_mem;
   int next_channel; /* channel handed to the next stream */
   void *impl;
+  /* Host waits on cuda work (event/stream sync) poll with this bound (seconds;
+   * 0: wait forever) and ask `health` twice a second whether the
+   * communicators report an asynchronous error; on an error or the timeout they
+   * call `abort_comms` (ncclCommAbort, so kernels stuck in a collective exit)
+   * and fail. Set by the context. */
+  double sync_timeout;
+  int (*health)(void *arg, char *why, size_t n);
+  void (*abort_comms)(void *arg);
+  void *hook_arg;
 };
 
 extern const zeroc_device_ops_t zeroc__cpu_device_ops;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -123,6 +124,44 @@ static zeroc_result_t cuda_stream_create(zeroc_device_t *dev, int priority, int 
   return ZEROC_OK;
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Waits for an event or a stream without blocking in the driver, so that a
+ * collective whose peer died cannot hang the host: polls, checks the
+ * communicators' asynchronous errors, and gives up at the timeout. */
+static zeroc_result_t poll_wait(zeroc_device_t *dev, cudaEvent_t ev, cudaStream_t st, const char *what) {
+  double t0 = now_s(), next = t0 + 0.5;
+  long ns = 2000;
+  for (;;) {
+    cudaError_t e = ev ? cudaEventQuery(ev) : cudaStreamQuery(st);
+    if (e == cudaSuccess) return ZEROC_OK;
+    if (e != cudaErrorNotReady)
+      return ZEROC_FAIL(ZEROC_ERR_CUDA, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
+    if (ns < 500000) ns += ns / 2;
+    double t = now_s();
+    if (t < next) continue;
+    next = t + 0.5;
+    char why[512];
+    if (dev->health && dev->health(dev->hook_arg, why, sizeof why)) {
+      if (dev->abort_comms) dev->abort_comms(dev->hook_arg);
+      return ZEROC_FAIL(ZEROC_ERR_NCCL, "%s: %s; communicators aborted", what, why);
+    }
+    if (dev->sync_timeout > 0 && t - t0 > dev->sync_timeout) {
+      if (dev->abort_comms) dev->abort_comms(dev->hook_arg);
+      return ZEROC_FAIL(ZEROC_ERR_TIMEOUT,
+                        "%s did not complete within %.0f s (a collective waiting for a dead or "
+                        "stuck peer); communicators aborted",
+                        what, dev->sync_timeout);
+    }
+  }
+}
+
 static zeroc_result_t sticky(cuda_stream_t *s) {
   pthread_mutex_lock(&s->mu);
   zeroc_result_t r = s->err;
@@ -133,7 +172,7 @@ static zeroc_result_t sticky(cuda_stream_t *s) {
 
 static zeroc_result_t cuda_stream_sync(zeroc_stream_t *bs) {
   cuda_stream_t *s = (cuda_stream_t *)bs;
-  CUDA_TRY(cudaStreamSynchronize(s->s));
+  ZEROC_CHECK(poll_wait(bs->dev, NULL, s->s, "cuda stream synchronisation"));
   return sticky(s);
 }
 
@@ -230,7 +269,7 @@ static zeroc_result_t cuda_stream_wait_event(zeroc_stream_t *bs, zeroc_event_t *
 
 static zeroc_result_t cuda_event_sync(zeroc_event_t *be) {
   cuda_event_t *e = (cuda_event_t *)be;
-  CUDA_TRY(cudaEventSynchronize(e->e));
+  ZEROC_CHECK(poll_wait(be->dev, e->e, NULL, "cuda event synchronisation"));
   return e->s ? sticky(e->s) : ZEROC_OK;
 }
 

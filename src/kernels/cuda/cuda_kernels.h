@@ -1,6 +1,12 @@
 /*
  * kernels/cuda/cuda_kernels.h - the cuda implementations behind kernels.h, same
  * arguments; `s` is the cuda stream to launch on. Defined in the .cu files of kernels/cuda.
+ *
+ * One zeroc_kernels_t owns one cuBLASLt workspace and one reduction scratch, so its
+ * matmul, layernorm_backward and encoder_backward calls go on one stream at a time (or
+ * streams ordered by events); cast, accumulate, scale, sumsq and adamw may run on any.
+ * Knobs, read once at zeroc__cuda_kernels_init: ZEROC_CUDA_TF32=1 lets fp32 GEMMs use
+ * TF32 (default exact fp32), ZEROC_CUDA_SCRATCH_MB sizes the scratch (default 64).
  */
 #ifndef ZEROC_KERNELS_CUDA_H
 #define ZEROC_KERNELS_CUDA_H

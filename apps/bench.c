@@ -1,0 +1,321 @@
+/*
+ * apps/bench.c - `zeroc bench`: trains the same model on the same data and
+ * global batch under every layout the world allows (ZeRO-0/1/2/3, HSDP
+ * splits, TP, PP and their combinations), a few steps each, and writes
+ * bench.csv, bench.md (a table with the machine and build) and bench.png
+ * (gnuplot: throughput and peak memory per layout).
+ *
+ * Each layout is one in-process run of `zeroc train` with its own metrics
+ * file, so bench measures exactly what users run. Warm-up steps are excluded
+ * and figures are medians of the rest.
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apps/args.h"
+#include "apps/cli.h"
+#include "zeroc/zeroc.h"
+
+#define MAX_LAYOUTS 64
+
+typedef struct {
+  char name[48];
+  int zero, hsdp, tp, pp, vpp, micro, batch; /* micro: grad-accum, or micro-batches with pp */
+  const char *schedule;
+  /* results */
+  int status; /* 0 ok, 2 unsupported/bad, 1 failed */
+  double step_ms, tokens_s, exposed_ms, comm_mb, peak_mib, loss_last;
+  int steps_measured;
+} layout_t;
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  if (n <= 0) return 0;
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* A number after "key": in one of train's metrics lines. */
+static int num_field(const char *line, const char *key, double *out) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\": ", key);
+  const char *p = strstr(line, pat);
+  return p && sscanf(p + strlen(pat), "%lf", out) == 1 ? 0 : -1;
+}
+
+/* Reads a layout's metrics: medians over the steps after warm-up. */
+static void read_metrics(const char *path, int warmup, layout_t *l) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    l->status = 1;
+    return;
+  }
+  double ms[4096], tps[4096], ex[4096], cb[4096], peak = 0, loss = 0;
+  int n = 0, k = 0;
+  char line[4096];
+  while (fgets(line, sizeof line, f) && n < 4096) {
+    double v;
+    if (num_field(line, "loss", &loss) == 0 && k++ < warmup) continue;
+    if (num_field(line, "step_ms", &ms[n]) || num_field(line, "tokens_per_s", &tps[n]) ||
+        num_field(line, "exposed_comm_ms", &ex[n]) || num_field(line, "comm_bytes", &cb[n]))
+      continue;
+    if (num_field(line, "peak_device_max", &v) == 0 && v > peak) peak = v;
+    n++;
+  }
+  fclose(f);
+  l->steps_measured = n;
+  l->step_ms = median(ms, n);
+  l->tokens_s = median(tps, n);
+  l->exposed_ms = median(ex, n);
+  l->comm_mb = median(cb, n) / 1048576.0;
+  l->peak_mib = peak / 1048576.0;
+  l->loss_last = loss;
+}
+
+/* Every layout of `world` ranks worth comparing: ZeRO stages, HSDP splits,
+ * TP (x FSDP), PP and PTD. The global batch G is the same in all. */
+static int enumerate(int world, const zeroc_gpt_config_t *g, int G, layout_t *out) {
+  int n = 0;
+  for (int z = 0; z <= 3; z++)
+    out[n++] = (layout_t){.zero = z, .hsdp = 1, .tp = 1, .pp = 1, .vpp = 1, .micro = 1,
+                          .batch = G / world};
+  for (int z = 0; z < 4; z++) snprintf(out[z].name, sizeof out[z].name, "zero-%d", z);
+  for (int r = 2; r < world; r++) {
+    if (world % r) continue;
+    layout_t l = {.zero = 3, .hsdp = r, .tp = 1, .pp = 1, .vpp = 1, .micro = 1, .batch = G / world};
+    snprintf(l.name, sizeof l.name, "hsdp-%dx%d", r, world / r);
+    out[n++] = l;
+  }
+  for (int t = 2; t <= world && n < MAX_LAYOUTS - 4; t++) {
+    if (world % t || g->heads % t) continue;
+    int dp = world / t;
+    layout_t l = {.zero = dp > 1 ? 3 : 0, .hsdp = 1, .tp = t, .pp = 1, .vpp = 1, .micro = 1, .batch = G / dp};
+    snprintf(l.name, sizeof l.name, "tp-%d%s", t, dp > 1 ? "+zero-3" : "");
+    out[n++] = l;
+  }
+  for (int p = 2; p <= world && p <= g->layers && n < MAX_LAYOUTS - 4; p++) {
+    if (world % p) continue;
+    for (int t = 1; t * p <= world; t++) {
+      if ((world / p) % t || g->heads % t) continue;
+      int dp = world / (p * t), m = 2 * p;
+      if (G % (dp * m)) continue;
+      layout_t l = {.zero = 1, .hsdp = 1, .tp = t, .pp = p, .vpp = 1, .micro = m, .batch = G / (dp * m),
+                    .schedule = "1f1b"};
+      if (t > 1) snprintf(l.name, sizeof l.name, "pp-%d+tp-%d", p, t);
+      else snprintf(l.name, sizeof l.name, "pp-%d", p);
+      out[n++] = l;
+      if (t == 1 && g->layers % (2 * p) == 0) {
+        layout_t v = l;
+        v.vpp = 2;
+        v.schedule = "interleaved";
+        snprintf(v.name, sizeof v.name, "pp-%d-interleaved-v2", p);
+        out[n++] = v;
+      }
+    }
+  }
+  return n;
+}
+
+static void machine_info(char *buf, size_t n, int world) {
+  char host[64] = "?", cpu[128] = "?";
+  gethostname(host, sizeof host - 1);
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f) {
+    char line[256];
+    while (fgets(line, sizeof line, f))
+      if (!strncmp(line, "model name", 10)) {
+        char *c = strchr(line, ':');
+        if (c) snprintf(cpu, sizeof cpu, "%s", c + 2);
+        cpu[strcspn(cpu, "\n")] = 0;
+        break;
+      }
+    fclose(f);
+  }
+  struct utsname u;
+  uname(&u);
+  time_t t = time(NULL);
+  char date[32];
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+  snprintf(buf, n,
+           "%s; host %s; %s, %ld cores; Linux %s; %d ranks; zeroc %s (%s)", date, host, cpu,
+           sysconf(_SC_NPROCESSORS_ONLN), u.release, world, ZEROC_VERSION_STRING, ZEROC_GIT_COMMIT);
+}
+
+static void write_outputs(const char *dir, const char *model, const char *info, layout_t *L, int n,
+                          int G, int T, int world) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/bench.csv", dir);
+  FILE *c = fopen(path, "w");
+  snprintf(path, sizeof path, "%s/bench.md", dir);
+  FILE *m = fopen(path, "w");
+  if (!c || !m) {
+    fprintf(stderr, "zeroc bench: cannot write into '%s'\n", dir);
+    if (c) fclose(c);
+    if (m) fclose(m);
+    return;
+  }
+  fprintf(c, "layout,zero,hsdp,tp,pp,vpp,microbatches,batch,status,steps,tokens_per_s,step_ms,"
+             "exposed_comm_ms,comm_mib_per_step,peak_device_mib,loss_last\n");
+  fprintf(m, "# zeroc bench: %s, global batch %d x %d tokens\n\n%s\n\n", model, G, T, info);
+  fprintf(m, "| layout | zero | hsdp | tp | pp | micro | tokens/s | step ms | exposed comm ms | "
+             "comm MiB/step | peak MiB/rank | loss |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (int i = 0; i < n; i++) {
+    layout_t *l = &L[i];
+    const char *st = l->status == 0 ? "ok" : l->status == 2 ? "unsupported" : "failed";
+    fprintf(c, "%s,%d,%d,%d,%d,%d,%d,%d,%s,%d,%.1f,%.2f,%.2f,%.3f,%.2f,%.6f\n", l->name, l->zero,
+            l->hsdp, l->tp, l->pp, l->vpp, l->micro, l->batch, st, l->steps_measured, l->tokens_s,
+            l->step_ms, l->exposed_ms, l->comm_mb, l->peak_mib, l->loss_last);
+    if (l->status == 0)
+      fprintf(m, "| %s | %d | %d | %d | %d | %d | %.0f | %.1f | %.1f | %.2f | %.2f | %.4f |\n", l->name,
+              l->zero, l->hsdp, l->tp, l->pp, l->micro, l->tokens_s, l->step_ms, l->exposed_ms,
+              l->comm_mb, l->peak_mib, l->loss_last);
+    else
+      fprintf(m, "| %s | %d | %d | %d | %d | %d | %s | | | | | |\n", l->name, l->zero, l->hsdp, l->tp,
+              l->pp, l->micro, st);
+  }
+  fprintf(m, "\nMedians over the measured steps (warm-up excluded). `loss` is the last step's: every "
+             "layout computes the same math, so they agree to rounding.\n");
+  fclose(c);
+  fclose(m);
+  /* the plot: throughput and peak memory per layout, side by side */
+  snprintf(path, sizeof path, "%s/bench.gp", dir);
+  FILE *g = fopen(path, "w");
+  if (!g) return;
+  fprintf(g,
+          "set terminal pngcairo size 1200,520 font ',10'\n"
+          "set output '%s/bench.png'\n"
+          "set datafile separator ','\n"
+          "set multiplot layout 1,2 title 'zeroc bench: %s, %d ranks'\n"
+          "set style fill solid 0.8\nset boxwidth 0.7\nset xtics rotate by -40 noenhanced\n"
+          "set key off\nset grid ytics\nset yrange [0:*]\n"
+          "set title 'throughput (tokens/s, median)'\n"
+          "plot '%s/bench.csv' every ::1 using 0:(strcol(9) eq \"ok\" ? $11 : 1/0):xtic(1) with boxes lc rgb '#3a7bd5'\n"
+          "set title 'peak device memory per rank (MiB)'\n"
+          "plot '%s/bench.csv' every ::1 using 0:(strcol(9) eq \"ok\" ? $15 : 1/0):xtic(1) with boxes lc rgb '#d5753a'\n"
+          "unset multiplot\n",
+          dir, model, world, dir, dir);
+  fclose(g);
+  char cmd[8800];
+  snprintf(cmd, sizeof cmd, "gnuplot '%s/bench.gp' 2>/dev/null", dir);
+  if (system(cmd) != 0) {
+    /* pngcairo may be missing: fall back to the plain png terminal */
+    snprintf(cmd, sizeof cmd,
+             "sed -i \"s/pngcairo size 1200,520 font ',10'/png size 1200,520/\" '%s/bench.gp' && "
+             "gnuplot '%s/bench.gp'",
+             dir, dir);
+    if (system(cmd) != 0)
+      fprintf(stderr, "zeroc bench: gnuplot failed or is missing (Debian package gnuplot-nox); "
+                      "bench.csv and bench.md are written\n");
+  }
+}
+
+int zeroc_cmd_bench(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help")) {
+      printf("usage: mpirun -np N zeroc bench [--out DIR] [--model tiny] [--steps 12]\n"
+             "                   [--warmup-steps 3] [--batch B] [--only LAYOUT,...] [--train \"FLAGS\"]\n"
+             "Trains the same model on the same global batch (B x N sequences) under every layout\n"
+             "of N ranks (ZeRO-0/1/2/3, HSDP, TP, PP, PTD) and writes bench.csv, bench.md and\n"
+             "bench.png into --out (default bench-out). Layouts this build cannot run are listed\n"
+             "as unsupported. --train passes further flags to every `zeroc train` run.\n");
+      return 0;
+    }
+  static const char *const MODELS[] = {"tiny", "small", "gpt2-124m", "gpt2-350m", "gpt2-774m",
+                                       "gpt2-1558m", NULL};
+  int model = 0, steps = 12, warmup = 3, batch = 0, set_batch = 0;
+  const char *out = "bench-out", *only = NULL, *extra = "";
+  const zarg_t args[] = {
+      {"--out", ARG_STRING, &out, 0, 0, 0, NULL, NULL},
+      {"--model", ARG_CHOICE, &model, 0, 0, 0, MODELS, NULL},
+      {"--steps", ARG_INT, &steps, 2, 100000, 0, NULL, NULL},
+      {"--warmup-steps", ARG_INT, &warmup, 0, 100000, 0, NULL, NULL},
+      {"--batch", ARG_INT, &batch, 1, 1 << 16, 0, NULL, &set_batch},
+      {"--only", ARG_STRING, &only, 0, 0, 0, NULL, NULL},
+      {"--train", ARG_STRING, &extra, 0, 0, 0, NULL, NULL},
+  };
+  if (zarg_parse("bench", argc, argv, args, (int)(sizeof args / sizeof args[0]))) return 2;
+  if (warmup >= steps) return zarg_fail("bench", "--warmup-steps %d must be below --steps %d", warmup, steps);
+  zeroc_gpt_config_t g;
+  zeroc_gpt_preset(MODELS[model], &g);
+  if (set_batch) g.batch = batch;
+
+  int provided, world, rank;
+  MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int G = g.batch * world;
+  layout_t L[MAX_LAYOUTS];
+  int n = enumerate(world, &g, G, L);
+  if (rank == 0 && mkdir(out, 0755) && access(out, W_OK)) {
+    fprintf(stderr, "zeroc bench: --out '%s': cannot create the directory\n", out);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  char info[512];
+  machine_info(info, sizeof info, world);
+  if (rank == 0)
+    printf("zeroc bench: %s, %d ranks, global batch %d sequences x %d tokens, %d steps per layout "
+           "(%d warm-up)\n%s\n",
+           MODELS[model], world, G, g.seq, steps, warmup, info);
+  for (int i = 0; i < n; i++) {
+    layout_t *l = &L[i];
+    if (only) {
+      char key[64];
+      snprintf(key, sizeof key, ",%s,", l->name);
+      char list[1024];
+      snprintf(list, sizeof list, ",%s,", only);
+      if (!strstr(list, key)) {
+        l->status = 2;
+        continue;
+      }
+    }
+    char metrics[4200], buf[2048];
+    snprintf(metrics, sizeof metrics, "%s/%s.jsonl", out, l->name);
+    int k = snprintf(buf, sizeof buf,
+                     "--model %s --steps %d --batch %d --zero %d --hsdp %d --tp %d --pp %d --lr 3e-3 "
+                     "--seed 1 --quiet --metrics %s",
+                     MODELS[model], steps, l->batch, l->zero, l->hsdp, l->tp, l->pp, metrics);
+    if (l->pp > 1)
+      k += snprintf(buf + k, sizeof buf - (size_t)k, " --microbatches %d --pp-schedule %s --vpp %d",
+                    l->micro, l->schedule, l->vpp);
+    else
+      k += snprintf(buf + k, sizeof buf - (size_t)k, " --grad-accum %d", l->micro);
+    snprintf(buf + k, sizeof buf - (size_t)k, " %s", extra);
+    /* split into an argv (no quoting needed: our own flags) */
+    char *targv[128];
+    int targc = 0;
+    for (char *tok = strtok(buf, " "); tok && targc < 127; tok = strtok(NULL, " ")) targv[targc++] = tok;
+    if (rank == 0) {
+      printf("  %-24s ...", l->name);
+      fflush(stdout);
+    }
+    int rc = zeroc_cmd_train(targc, targv);
+    MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    l->status = rc;
+    if (rank == 0) {
+      if (rc == 0) read_metrics(metrics, warmup, l);
+      if (l->status == 0)
+        printf(" %9.0f tokens/s, %7.1f ms/step, %6.1f ms exposed comm, %7.2f MiB peak\n", l->tokens_s,
+               l->step_ms, l->exposed_ms, l->peak_mib);
+      else
+        printf(" %s\n", l->status == 2 ? "unsupported here" : "failed");
+      fflush(stdout);
+    }
+  }
+  if (rank == 0) {
+    write_outputs(out, MODELS[model], info, L, n, G, g.seq, world);
+    printf("wrote %s/bench.csv, %s/bench.md, %s/bench.png\n", out, out, out);
+  }
+  MPI_Finalize();
+  return 0;
+}

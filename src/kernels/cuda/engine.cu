@@ -1,0 +1,198 @@
+/*
+ * kernels/cuda/engine.cu - the engine's kernels on flat shards: cast fp32 <-> bf16,
+ * accumulate, scale, sum of squares (into a device double, deterministic) and the
+ * fused AdamW. Each elementwise result is computed with the same IEEE operations in
+ * the same order as kernels/cpu/engine.c (explicit _rn intrinsics, so nvcc fuses no
+ * multiply-add), which makes them match the cpu twins bit for bit.
+ */
+#include "kernels/cuda/common.cuh"
+
+// src (n, S) -> dst (n, D), fp32 <-> bf16 rounding to nearest even
+template <typename D, typename S> struct Cast {
+  D *dst;
+  const S *src;
+  __device__ void operator()(size_t i, size_t n, bool vec) const {
+    float v[8];
+    zc_load8(src, i, n, vec, v);
+    zc_store8(dst, i, n, vec, v);
+  }
+};
+
+// dst (n) fp32 += scale * src (n, S)
+template <typename S> struct Accumulate {
+  float *dst;
+  const S *src;
+  float scale;
+  __device__ void operator()(size_t i, size_t n, bool vec) const {
+    float d[8], x[8];
+    zc_load8(dst, i, n, vec, d);
+    zc_load8(src, i, n, vec, x);
+#pragma unroll
+    for (int e = 0; e < 8; e++) d[e] = __fadd_rn(d[e], __fmul_rn(scale, x[e]));
+    zc_store8(dst, i, n, vec, d);
+  }
+};
+
+// x (n) fp32 *= a
+struct Scale {
+  float *x;
+  float a;
+  __device__ void operator()(size_t i, size_t n, bool vec) const {
+    float v[8];
+    zc_load8(x, i, n, vec, v);
+#pragma unroll
+    for (int e = 0; e < 8; e++) v[e] = __fmul_rn(v[e], a);
+    zc_store8(x, i, n, vec, v);
+  }
+};
+
+/* The AdamW constants, derived on the host exactly as the cpu twin derives them. */
+struct AdamW {
+  float *param, *m, *v;
+  const float *grad;
+  float lr, beta1, beta2, ib1, ib2, rbc1, rbc2, eps, wd, grad_scale;
+  __device__ void operator()(size_t i, size_t n, bool vec) const {
+    float p[8], mm[8], vv[8], g[8];
+    zc_load8(param, i, n, vec, p);
+    zc_load8(m, i, n, vec, mm);
+    zc_load8(v, i, n, vec, vv);
+    zc_load8(grad, i, n, vec, g);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      float gi = __fmul_rn(g[e], grad_scale);
+      float mi = __fadd_rn(__fmul_rn(beta1, mm[e]), __fmul_rn(ib1, gi));
+      float vi = __fadd_rn(__fmul_rn(beta2, vv[e]), __fmul_rn(__fmul_rn(ib2, gi), gi));
+      mm[e] = mi;
+      vv[e] = vi;
+      float mhat = __fmul_rn(mi, rbc1), vhat = __fmul_rn(vi, rbc2);
+      float step =
+          __fadd_rn(__fdiv_rn(mhat, __fadd_rn(__fsqrt_rn(vhat), eps)), __fmul_rn(wd, p[e]));
+      p[e] = __fsub_rn(p[e], __fmul_rn(lr, step));
+    }
+    zc_store8(m, i, n, vec, mm);
+    zc_store8(v, i, n, vec, vv);
+    zc_store8(param, i, n, vec, p);
+  }
+};
+
+extern "C" zeroc_result_t zeroc__cuda_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
+                                           zeroc_dtype_t dst_dt, const void *src,
+                                           zeroc_dtype_t src_dt, size_t n) {
+  if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
+  ZC_NONNULL("cast", dst);
+  ZC_NONNULL("cast", src);
+  cudaStream_t st = zc_stream(k, s);
+  const bool vec = zc_aligned16(dst) && zc_aligned16(src);
+  if (dst_dt == src_dt) {
+    if (dst != src && n)
+      ZC_CUDA(cudaMemcpyAsync(dst, src, n * zeroc_dtype_size(dst_dt), cudaMemcpyDefault, st));
+    return ZEROC_OK;
+  }
+  if (dst_dt == ZEROC_BF16 && src_dt == ZEROC_FP32)
+    return zc_launch_packs(k, st, "cast<fp32->bf16>",
+                           Cast<bf16, float>{(bf16 *)dst, (const float *)src}, n, vec);
+  if (dst_dt == ZEROC_FP32 && src_dt == ZEROC_BF16)
+    return zc_launch_packs(k, st, "cast<bf16->fp32>",
+                           Cast<float, bf16>{(float *)dst, (const bf16 *)src}, n, vec);
+  return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cast %s -> %s: accepted fp32 and bf16",
+                    zeroc_dtype_name(src_dt), zeroc_dtype_name(dst_dt));
+}
+
+extern "C" zeroc_result_t zeroc__cuda_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst,
+                                                 const void *src, zeroc_dtype_t src_dt, size_t n,
+                                                 float scale) {
+  if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
+  ZC_NONNULL("accumulate", dst);
+  ZC_NONNULL("accumulate", src);
+  const bool vec = zc_aligned16(dst) && zc_aligned16(src);
+  if (src_dt == ZEROC_BF16)
+    return zc_launch_packs(k, zc_stream(k, s), "accumulate<bf16>",
+                           Accumulate<bf16>{dst, (const bf16 *)src, scale}, n, vec);
+  if (src_dt == ZEROC_FP32)
+    return zc_launch_packs(k, zc_stream(k, s), "accumulate<fp32>",
+                           Accumulate<float>{dst, (const float *)src, scale}, n, vec);
+  return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "accumulate from %s: accepted fp32, bf16",
+                    zeroc_dtype_name(src_dt));
+}
+
+extern "C" zeroc_result_t zeroc__cuda_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x,
+                                            size_t n, float a) {
+  if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
+  ZC_NONNULL("scale", x);
+  return zc_launch_packs(k, zc_stream(k, s), "scale", Scale{x, a}, n, zc_aligned16(x));
+}
+
+extern "C" zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param,
+                                            float *m, float *v, const float *grad, size_t n,
+                                            const zeroc_adamw_args_t *a) {
+  if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
+  ZC_NONNULL("adamw", param);
+  ZC_NONNULL("adamw", m);
+  ZC_NONNULL("adamw", v);
+  ZC_NONNULL("adamw", grad);
+  ZC_NONNULL("adamw", a);
+  AdamW f;
+  f.param = param;
+  f.m = m;
+  f.v = v;
+  f.grad = grad;
+  f.lr = a->lr;
+  f.beta1 = a->beta1;
+  f.beta2 = a->beta2;
+  f.ib1 = 1.0f - a->beta1;
+  f.ib2 = 1.0f - a->beta2;
+  f.rbc1 = 1.0f / a->bias_corr1;
+  f.rbc2 = 1.0f / a->bias_corr2;
+  f.eps = a->eps;
+  f.wd = a->weight_decay;
+  f.grad_scale = a->grad_scale;
+  const bool vec = zc_aligned16(param) && zc_aligned16(m) && zc_aligned16(v) && zc_aligned16(grad);
+  return zc_launch_packs(k, zc_stream(k, s), "adamw", f, n, vec);
+}
+
+/* ---- sum of squares: fixed grid and tree, so the double it adds repeats bit for bit -- */
+
+#define SUMSQ_THREADS 256
+
+// x (n) -> part (gridDim.x): each block's sum of x^2 in double
+__global__ void sumsq_partial_kernel(double *part, const float *x, size_t n, bool vec) {
+  __shared__ double sh[32];
+  double acc = 0.0;
+  const size_t stride = (size_t)gridDim.x * blockDim.x * 8;
+  for (size_t i = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) * 8; i < n; i += stride) {
+    float v[8];
+    zc_load8(x, i, n, vec, v);
+#pragma unroll
+    for (int e = 0; e < 8; e++) acc += (double)v[e] * (double)v[e];
+  }
+  acc = zc_block_sum(acc, sh);
+  if (threadIdx.x == 0) part[blockIdx.x] = acc;
+}
+
+// part (parts) -> *out += their sum
+__global__ void sumsq_final_kernel(double *out, const double *part, int parts) {
+  __shared__ double sh[32];
+  double acc = 0.0;
+  for (int i = threadIdx.x; i < parts; i += blockDim.x) acc += part[i];
+  acc = zc_block_sum(acc, sh);
+  if (threadIdx.x == 0) *out += acc;
+}
+
+extern "C" zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out,
+                                            const float *x, size_t n) {
+  ZC_NONNULL("sumsq", out);
+  if (n == 0) return ZEROC_OK;
+  ZC_NONNULL("sumsq", x);
+  cudaStream_t st = zc_stream(k, s);
+  /* the grid depends on n only, not on the device, so the order of the sum is fixed */
+  size_t blocks = (n + SUMSQ_THREADS * 8 - 1) / (SUMSQ_THREADS * 8);
+  if (blocks > ZC_SUMSQ_BLOCKS) blocks = ZC_SUMSQ_BLOCKS;
+  dim3 grid1((unsigned)blocks), block1(SUMSQ_THREADS);
+  double *part = zc_state(k)->sumsq_part;
+  sumsq_partial_kernel<<<grid1, block1, 0, st>>>(part, x, n, zc_aligned16(x));
+  ZC_LAUNCHED("sumsq_partial_kernel", grid1, block1, 0);
+  dim3 grid2(1), block2(1024);
+  sumsq_final_kernel<<<grid2, block2, 0, st>>>(out, part, (int)blocks);
+  ZC_LAUNCHED("sumsq_final_kernel", grid2, block2, 0);
+  return ZEROC_OK;
+}

@@ -1,0 +1,72 @@
+/*
+ * kernels/cuda/init.cu - creates and destroys the per-kernels cuda state (k->cuda):
+ * the cuBLASLt handle and workspace, the reduction scratch, the sumsq partials.
+ * Knobs: ZEROC_CUDA_TF32=1 lets fp32 GEMMs use TF32 tensor cores (default exact fp32),
+ * ZEROC_CUDA_SCRATCH_MB sizes the reduction scratch (default 64).
+ */
+#include <stdlib.h>
+
+#include "kernels/cuda/common.cuh"
+
+#define LT_WORKSPACE_BYTES ((size_t)32 << 20) /* what cuBLASLt asks for on Hopper */
+
+extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
+  zeroc_result_t res = ZEROC_OK;
+  int dev = 0, sms = 0, optin = 0;
+  int64_t scratch_mb = zeroc__env_int("ZEROC_CUDA_SCRATCH_MB", 64);
+  zc_state_t *st = (zc_state_t *)calloc(1, sizeof *st);
+  if (!st) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cuda kernels state (%zu bytes)", sizeof *st);
+  k->cuda = st;
+  if (scratch_mb < 1 || scratch_mb > 65536) {
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "ZEROC_CUDA_SCRATCH_MB=%lld: accepted 1 to 65536",
+                     (long long)scratch_mb);
+    goto fail;
+  }
+  {
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess)
+      e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e != cudaSuccess) {
+      res = ZEROC_FAIL(ZEROC_ERR_CUDA, "cudaGetDevice/cudaDeviceGetAttribute (device %d): %s", dev,
+                       cudaGetErrorString(e));
+      goto fail;
+    }
+  }
+  st->sms = sms > 0 ? sms : 1;
+  st->smem_optin = (size_t)optin;
+  st->tf32 = zeroc__env_int("ZEROC_CUDA_TF32", 0) != 0;
+  {
+    cublasStatus_t s = cublasLtCreate(&st->lt);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      st->lt = NULL;
+      res = ZEROC_FAIL(ZEROC_ERR_CUDA, "cublasLtCreate failed: %s", cublasLtGetStatusString(s));
+      goto fail;
+    }
+  }
+  st->lt_ws_bytes = LT_WORKSPACE_BYTES;
+  st->scratch_bytes = (size_t)scratch_mb << 20;
+  ZEROC_TRY(
+      zeroc_mem_alloc(k->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->lt_ws_bytes, &st->lt_ws));
+  ZEROC_TRY(zeroc_mem_alloc(k->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->scratch_bytes,
+                            &st->scratch));
+  ZEROC_TRY(zeroc_mem_alloc(k->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE,
+                            ZC_SUMSQ_BLOCKS * sizeof(double), (void **)&st->sumsq_part));
+  return ZEROC_OK;
+fail:
+  zeroc__cuda_kernels_fini(k);
+  return res;
+}
+
+extern "C" void zeroc__cuda_kernels_fini(zeroc_kernels_t *k) {
+  zc_state_t *st = zc_state(k);
+  if (!st) return;
+  /* Work still queued may use the buffers, and the pool would hand them out again. */
+  cudaDeviceSynchronize();
+  if (st->lt) cublasLtDestroy(st->lt);
+  zeroc_mem_free(k->ctx, st->lt_ws);
+  zeroc_mem_free(k->ctx, st->scratch);
+  zeroc_mem_free(k->ctx, st->sumsq_part);
+  free(st);
+  k->cuda = NULL;
+}

@@ -1,0 +1,213 @@
+/*
+ * kernels/cuda/layernorm.cu - LayerNorm forward (one warp per row, fp32 statistics)
+ * and backward: dinp one warp per row; dweight and dbias as a deterministic two-pass
+ * column reduction (per-group partial sums into the scratch, then a final pass that
+ * adds the groups in a fixed order), so no float atomics and repeatable results.
+ */
+#include "kernels/cuda/common.cuh"
+
+#define LN_EPS   1e-5f
+#define LN_WARPS 8 /* rows per block */
+
+// inp (N,C), weight (C), bias (C) -> out (N,C), mean (N), rstd (N)
+template <typename T>
+__global__ void ln_forward_kernel(T *out, float *mean, float *rstd, const T *inp, const T *weight,
+                                  const T *bias, int N, int C, bool vec) {
+  const int lane = threadIdx.x & 31;
+  const int row = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+  if (row >= N) return;
+  const T *x = inp + (size_t)row * C;
+  T *y = out + (size_t)row * C;
+  float v[8];
+  float sum = 0.0f;
+  for (int c = lane * 8; c < C; c += 32 * 8) {
+    zc_load8(x, c, C, vec, v);
+#pragma unroll
+    for (int e = 0; e < 8; e++) sum += v[e]; /* lanes past C read as 0 */
+  }
+  const float m = zc_warp_sum(sum) / (float)C;
+  /* second pass over the row (from cache) for a variance free of cancellation */
+  float sq = 0.0f;
+  for (int c = lane * 8; c < C; c += 32 * 8) {
+    zc_load8(x, c, C, vec, v);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      float d = v[e] - m;
+      if (c + e < C) sq += d * d;
+    }
+  }
+  const float r = 1.0f / sqrtf(zc_warp_sum(sq) / (float)C + LN_EPS);
+  if (lane == 0) {
+    if (mean) mean[row] = m;
+    if (rstd) rstd[row] = r;
+  }
+  for (int c = lane * 8; c < C; c += 32 * 8) {
+    float w[8], b[8], o[8];
+    zc_load8(x, c, C, vec, v);
+    zc_load8(weight, c, C, vec, w);
+    zc_load8(bias, c, C, vec, b);
+#pragma unroll
+    for (int e = 0; e < 8; e++) o[e] = (v[e] - m) * r * w[e] + b[e];
+    zc_store8(y, c, C, vec, o);
+  }
+}
+
+// dout (N,C), inp (N,C), weight (C), mean, rstd (N) -> dinp (N,C) +=
+template <typename T>
+__global__ void ln_backward_dinp_kernel(T *dinp, const T *dout, const T *inp, const T *weight,
+                                        const float *mean, const float *rstd, int N, int C,
+                                        bool vec) {
+  const int lane = threadIdx.x & 31;
+  const int row = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+  if (row >= N) return;
+  const size_t off = (size_t)row * C;
+  const float m = mean[row], r = rstd[row];
+  float x[8], g[8], w[8];
+  /* dnorm = weight * dout; the row needs mean(dnorm) and mean(dnorm * norm) */
+  float s1 = 0.0f, s2 = 0.0f;
+  for (int c = lane * 8; c < C; c += 32 * 8) {
+    zc_load8(inp + off, c, C, vec, x);
+    zc_load8(dout + off, c, C, vec, g);
+    zc_load8(weight, c, C, vec, w);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      float dnorm = w[e] * g[e]; /* 0 past C */
+      s1 += dnorm;
+      s2 += dnorm * (x[e] - m) * r;
+    }
+  }
+  s1 = zc_warp_sum(s1) / (float)C;
+  s2 = zc_warp_sum(s2) / (float)C;
+  for (int c = lane * 8; c < C; c += 32 * 8) {
+    float d[8];
+    zc_load8(inp + off, c, C, vec, x);
+    zc_load8(dout + off, c, C, vec, g);
+    zc_load8(weight, c, C, vec, w);
+    zc_load8(dinp + off, c, C, vec, d);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      float norm = (x[e] - m) * r;
+      d[e] += (w[e] * g[e] - s1 - norm * s2) * r;
+    }
+    zc_store8(dinp + off, c, C, vec, d);
+  }
+}
+
+#define LNP_COLS 32
+#define LNP_ROWS 8
+
+// dout, inp (N,C), mean, rstd (N) -> part (groups, 2C): [sum dout*norm | sum dout] per group
+template <typename T>
+__global__ void ln_backward_partial_kernel(float *part, const T *dout, const T *inp,
+                                           const float *mean, const float *rstd, int N, int C,
+                                           int rows_per_group) {
+  __shared__ float sw[LNP_ROWS][LNP_COLS + 1], sb[LNP_ROWS][LNP_COLS + 1];
+  const int c = blockIdx.x * LNP_COLS + threadIdx.x, g = blockIdx.y;
+  const int r0 = g * rows_per_group, r1 = min(N, r0 + rows_per_group);
+  float aw = 0.0f, ab = 0.0f;
+  if (c < C)
+    for (int r = r0 + threadIdx.y; r < r1; r += LNP_ROWS) {
+      const size_t i = (size_t)r * C + c;
+      float go = zc_f(dout[i]);
+      aw += go * (zc_f(inp[i]) - mean[r]) * rstd[r];
+      ab += go;
+    }
+  sw[threadIdx.y][threadIdx.x] = aw;
+  sb[threadIdx.y][threadIdx.x] = ab;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < C) {
+    float tw = 0.0f, tb = 0.0f;
+#pragma unroll
+    for (int y = 0; y < LNP_ROWS; y++) {
+      tw += sw[y][threadIdx.x];
+      tb += sb[y][threadIdx.x];
+    }
+    part[(size_t)g * 2 * C + c] = tw;
+    part[(size_t)g * 2 * C + C + c] = tb;
+  }
+}
+
+// part (groups, 2C) -> dweight (C) +=, dbias (C) +=
+template <typename T>
+__global__ void ln_backward_final_kernel(T *dweight, T *dbias, const float *part, int groups,
+                                         int C) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float tw = 0.0f, tb = 0.0f;
+  for (int g = 0; g < groups; g++) {
+    tw += part[(size_t)g * 2 * C + c];
+    tb += part[(size_t)g * 2 * C + C + c];
+  }
+  dweight[c] = zc_to<T>(zc_f(dweight[c]) + tw);
+  dbias[c] = zc_to<T>(zc_f(dbias[c]) + tb);
+}
+
+template <typename T>
+static zeroc_result_t ln_forward(cudaStream_t st, T *out, float *mean, float *rstd, const T *inp,
+                                 const T *weight, const T *bias, int N, int C) {
+  const bool vec = C % 8 == 0 && zc_aligned16(out) && zc_aligned16(inp) && zc_aligned16(weight) &&
+                   zc_aligned16(bias);
+  dim3 grid((N + LN_WARPS - 1) / LN_WARPS), block(32 * LN_WARPS);
+  ln_forward_kernel<T><<<grid, block, 0, st>>>(out, mean, rstd, inp, weight, bias, N, C, vec);
+  ZC_LAUNCHED("ln_forward_kernel", grid, block, 0);
+  return ZEROC_OK;
+}
+
+template <typename T>
+static zeroc_result_t ln_backward(zeroc_kernels_t *k, cudaStream_t st, T *dinp, T *dweight,
+                                  T *dbias, const T *dout, const T *inp, const T *weight,
+                                  const float *mean, const float *rstd, int N, int C) {
+  int rpg = 0, groups = 0;
+  ZEROC_CHECK(zc_row_groups(k, "layernorm_backward", N, 2 * (size_t)C, &rpg, &groups));
+  const bool vec = C % 8 == 0 && zc_aligned16(dinp) && zc_aligned16(dout) && zc_aligned16(inp) &&
+                   zc_aligned16(weight);
+  dim3 grid1((N + LN_WARPS - 1) / LN_WARPS), block1(32 * LN_WARPS);
+  ln_backward_dinp_kernel<T>
+      <<<grid1, block1, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C, vec);
+  ZC_LAUNCHED("ln_backward_dinp_kernel", grid1, block1, 0);
+  float *part = (float *)zc_state(k)->scratch;
+  dim3 grid2((C + LNP_COLS - 1) / LNP_COLS, groups), block2(LNP_COLS, LNP_ROWS);
+  ln_backward_partial_kernel<T><<<grid2, block2, 0, st>>>(part, dout, inp, mean, rstd, N, C, rpg);
+  ZC_LAUNCHED("ln_backward_partial_kernel", grid2, block2, 0);
+  dim3 grid3((C + 255) / 256), block3(256);
+  ln_backward_final_kernel<T><<<grid3, block3, 0, st>>>(dweight, dbias, part, groups, C);
+  ZC_LAUNCHED("ln_backward_final_kernel", grid3, block3, 0);
+  return ZEROC_OK;
+}
+
+extern "C" zeroc_result_t zeroc__cuda_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                        void *out, float *mean, float *rstd,
+                                                        const void *inp, const void *weight,
+                                                        const void *bias, int N, int C) {
+  ZC_NONNULL("layernorm_forward", out);
+  ZC_NONNULL("layernorm_forward", inp);
+  ZC_NONNULL("layernorm_forward", weight);
+  ZC_NONNULL("layernorm_forward", bias);
+  cudaStream_t st = zc_stream(k, s);
+  if (k->dtype == ZEROC_BF16)
+    return ln_forward(st, (bf16 *)out, mean, rstd, (const bf16 *)inp, (const bf16 *)weight,
+                      (const bf16 *)bias, N, C);
+  return ln_forward(st, (float *)out, mean, rstd, (const float *)inp, (const float *)weight,
+                    (const float *)bias, N, C);
+}
+
+extern "C" zeroc_result_t zeroc__cuda_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                         void *dinp, void *dweight, void *dbias,
+                                                         const void *dout, const void *inp,
+                                                         const void *weight, const float *mean,
+                                                         const float *rstd, int N, int C) {
+  ZC_NONNULL("layernorm_backward", dinp);
+  ZC_NONNULL("layernorm_backward", dweight);
+  ZC_NONNULL("layernorm_backward", dbias);
+  ZC_NONNULL("layernorm_backward", dout);
+  ZC_NONNULL("layernorm_backward", inp);
+  ZC_NONNULL("layernorm_backward", weight);
+  ZC_NONNULL("layernorm_backward", mean);
+  ZC_NONNULL("layernorm_backward", rstd);
+  cudaStream_t st = zc_stream(k, s);
+  if (k->dtype == ZEROC_BF16)
+    return ln_backward(k, st, (bf16 *)dinp, (bf16 *)dweight, (bf16 *)dbias, (const bf16 *)dout,
+                       (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C);
+  return ln_backward(k, st, (float *)dinp, (float *)dweight, (float *)dbias, (const float *)dout,
+                     (const float *)inp, (const float *)weight, mean, rstd, N, C);
+}

@@ -1,0 +1,555 @@
+/*
+ * tests/cuda_emu/test_kernels_cuda_emu.cpp - the kernels of src/kernels/cuda, turned into
+ * C++ by transform.py and run on the CPU emulation in include/, against references
+ * computed here in double. It checks the kernels' logic (indexing, tiling, causal masks,
+ * online softmax, vector and element paths, reductions) on machines without a GPU; the
+ * label `gpu` test (test_kernels_cuda.c) checks the real thing on a GPU.
+ *
+ * Tolerances (relative over a tensor): fp32 2e-6 (fp32 arithmetic against double),
+ * bf16 1e-2; attention's backward in bf16 5e-2 on the change it makes to dqkv (the
+ * change is small next to the bf16 rounding of the accumulated values). The engine
+ * kernels must match the cpu formula bit for bit.
+ */
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda_runtime.h"
+#include "kernels/cuda/cuda_kernels.h"
+#include "zeroc/types.h"
+
+/* ---- the few zeroc core functions the kernels call ----------------------------------- */
+
+static thread_local char g_err[1024];
+
+extern "C" {
+zeroc_result_t zeroc__fail(zeroc_result_t r, const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = snprintf(g_err, sizeof g_err, "%s:%d: ", file, line);
+  vsnprintf(g_err + n, sizeof g_err - n, fmt, ap);
+  va_end(ap);
+  return r;
+}
+const char *zeroc__tls_error(void) { return g_err; }
+int64_t zeroc__env_int(const char *name, int64_t dflt) {
+  const char *v = getenv(name);
+  return v ? atoll(v) : dflt;
+}
+const char *zeroc_dtype_name(zeroc_dtype_t dt) {
+  return dt == ZEROC_FP32 ? "fp32" : dt == ZEROC_BF16 ? "bf16" : "?";
+}
+size_t zeroc_dtype_size(zeroc_dtype_t dt) {
+  return dt == ZEROC_FP32 ? 4 : dt == ZEROC_BF16 ? 2 : 0;
+}
+zeroc_stream_t *zeroc_ctx_compute_stream(zeroc_ctx_t *) { return nullptr; }
+void *zeroc_stream_native(zeroc_stream_t *) { return nullptr; }
+zeroc_result_t zeroc_mem_alloc(zeroc_ctx_t *, zeroc_memkind_t, zeroc_memtag_t, size_t bytes,
+                               void **p) {
+  *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (*p) memset(*p, 0xff, bytes); /* like fresh device memory: not zeros */
+  return *p ? ZEROC_OK : ZEROC_ERR_NOMEM;
+}
+void zeroc_mem_free(zeroc_ctx_t *, void *p) { free(p); }
+}
+
+/* ---- checks and data ----------------------------------------------------------------- */
+
+static int g_fail, g_checks;
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    g_checks++;                                                                                    \
+    if (getenv("ZEROC_EMU_VERBOSE")) {                                                             \
+      printf("  ");                                                                                \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+    }                                                                                              \
+    if (!(cond)) {                                                                                 \
+      g_fail++;                                                                                    \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+    }                                                                                              \
+  } while (0)
+#define OK(call)                                                                                   \
+  do {                                                                                             \
+    zeroc_result_t r_ = (call);                                                                    \
+    CHECK(r_ == ZEROC_OK, "%s -> %d: %s", #call, (int)r_, g_err);                                  \
+  } while (0)
+
+typedef std::vector<float> vec;
+typedef std::vector<double> dvec;
+
+static uint64_t g_rng = 12345;
+static double urand() { /* splitmix64 */
+  uint64_t z = (g_rng += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+/* Uniform in [lo, hi), rounded to bf16 when dt is bf16 so the reference sees the same. */
+static vec randv(zeroc_dtype_t dt, size_t n, float lo = -1, float hi = 1) {
+  vec v(n);
+  for (auto &x : v) {
+    x = lo + (hi - lo) * (float)urand();
+    if (dt == ZEROC_BF16) x = zeroc_bf16_to_f32(zeroc_f32_to_bf16(x));
+  }
+  return v;
+}
+static dvec tod(const vec &v) { return dvec(v.begin(), v.end()); }
+static double tol(zeroc_dtype_t dt) { return dt == ZEROC_FP32 ? 2e-6 : 1e-2; }
+
+static double relerr(const vec &a, const dvec &b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    double d = a[i] - b[i];
+    num += d * d;
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+/* "Device" buffers in dt, optionally `off` elements past a 256-byte boundary. */
+struct Dev {
+  std::vector<void *> owned;
+  ~Dev() {
+    for (auto p : owned) free(p);
+  }
+  void *put(zeroc_dtype_t dt, const vec &v, size_t off = 0) {
+    size_t es = zeroc_dtype_size(dt);
+    char *base = (char *)aligned_alloc(256, ((v.size() + off) * es + 511) / 256 * 256);
+    owned.push_back(base);
+    char *p = base + off * es;
+    for (size_t i = 0; i < v.size(); i++) {
+      if (dt == ZEROC_FP32)
+        ((float *)p)[i] = v[i];
+      else
+        ((uint16_t *)p)[i] = zeroc_f32_to_bf16(v[i]);
+    }
+    return p;
+  }
+  template <typename X> X *raw(size_t n, X fill) {
+    X *p = (X *)aligned_alloc(256, (n * sizeof(X) + 511) / 256 * 256);
+    owned.push_back(p);
+    for (size_t i = 0; i < n; i++) p[i] = fill;
+    return p;
+  }
+};
+
+static vec get(zeroc_dtype_t dt, const void *p, size_t n) {
+  vec v(n);
+  for (size_t i = 0; i < n; i++)
+    v[i] = dt == ZEROC_FP32 ? ((const float *)p)[i] : zeroc_bf16_to_f32(((const uint16_t *)p)[i]);
+  return v;
+}
+
+struct Kernels {
+  zeroc_kernels_t k = {};
+  explicit Kernels(zeroc_dtype_t dt) {
+    k.device = ZEROC_DEVICE_CUDA;
+    k.dtype = dt;
+    OK(zeroc__cuda_kernels_init(&k));
+  }
+  ~Kernels() { zeroc__cuda_kernels_fini(&k); }
+};
+
+/* ---- encoder ------------------------------------------------------------------------- */
+
+// tokens (B,T) with repeats, wte (V,C), wpe (T,C)
+static void t_encoder(zeroc_dtype_t dt, int C) {
+  const int B = 3, T = 5, V = 7, N = B * T;
+  const char *dn = zeroc_dtype_name(dt);
+  Dev d;
+  Kernels K(dt);
+  vec wte = randv(dt, (size_t)V * C), wpe = randv(dt, (size_t)T * C);
+  int32_t *tok = d.raw<int32_t>(N, 0);
+  for (int i = 0; i < N; i++) tok[i] = (int)(urand() * V);
+  void *out = d.put(dt, vec((size_t)N * C, NAN));
+  OK(zeroc__cuda_encoder_forward(&K.k, NULL, out, tok, d.put(dt, wte), d.put(dt, wpe), B, T, C));
+  dvec ref((size_t)N * C);
+  for (int bt = 0; bt < N; bt++)
+    for (int c = 0; c < C; c++)
+      ref[(size_t)bt * C + c] =
+          (double)wte[(size_t)tok[bt] * C + c] + wpe[(size_t)(bt % T) * C + c];
+  double e = relerr(get(dt, out, (size_t)N * C), ref);
+  CHECK(e < tol(dt), "encoder_forward %s C %d: error %g", dn, C, e);
+
+  vec dout = randv(dt, (size_t)N * C), dwte = randv(dt, (size_t)V * C),
+      dwpe = randv(dt, (size_t)T * C);
+  void *g_wte = d.put(dt, dwte), *g_wpe = d.put(dt, dwpe);
+  OK(zeroc__cuda_encoder_backward(&K.k, NULL, g_wte, g_wpe, d.put(dt, dout), tok, B, T, C));
+  dvec rte = tod(dwte), rpe = tod(dwpe);
+  for (int bt = 0; bt < N; bt++)
+    for (int c = 0; c < C; c++) {
+      rte[(size_t)tok[bt] * C + c] += dout[(size_t)bt * C + c];
+      rpe[(size_t)(bt % T) * C + c] += dout[(size_t)bt * C + c];
+    }
+  e = relerr(get(dt, g_wte, (size_t)V * C), rte);
+  CHECK(e < tol(dt), "encoder_backward dwte %s C %d: error %g", dn, C, e);
+  e = relerr(get(dt, g_wpe, (size_t)T * C), rpe);
+  CHECK(e < tol(dt), "encoder_backward dwpe %s C %d: error %g", dn, C, e);
+}
+
+/* ---- layernorm ----------------------------------------------------------------------- */
+
+static void t_layernorm(zeroc_dtype_t dt, int N, int C) {
+  const char *dn = zeroc_dtype_name(dt);
+  const size_t n = (size_t)N * C;
+  Dev d;
+  Kernels K(dt);
+  vec x = randv(dt, n, -2, 3), w = randv(dt, C), b = randv(dt, C);
+  void *out = d.put(dt, vec(n, NAN)), *px = d.put(dt, x), *pw = d.put(dt, w);
+  float *mean = d.raw<float>(N, NAN), *rstd = d.raw<float>(N, NAN);
+  OK(zeroc__cuda_layernorm_forward(&K.k, NULL, out, mean, rstd, px, pw, d.put(dt, b), N, C));
+  dvec ref(n), rm(N), rr(N);
+  for (int r = 0; r < N; r++) {
+    double m = 0, v = 0;
+    for (int c = 0; c < C; c++) m += x[(size_t)r * C + c];
+    m /= C;
+    for (int c = 0; c < C; c++) v += (x[(size_t)r * C + c] - m) * (x[(size_t)r * C + c] - m);
+    rm[r] = m;
+    rr[r] = 1 / std::sqrt(v / C + 1e-5);
+    for (int c = 0; c < C; c++)
+      ref[(size_t)r * C + c] = (x[(size_t)r * C + c] - m) * rr[r] * w[c] + b[c];
+  }
+  double e = relerr(get(dt, out, n), ref);
+  CHECK(e < tol(dt), "layernorm_forward %s %dx%d: error %g", dn, N, C, e);
+  e = relerr(vec(mean, mean + N), rm);
+  CHECK(e < 2e-6, "layernorm_forward mean: error %g", e);
+  e = relerr(vec(rstd, rstd + N), rr);
+  CHECK(e < 1e-5, "layernorm_forward rstd: error %g", e);
+
+  vec g = randv(dt, n), di = randv(dt, n), dw = randv(dt, C), db = randv(dt, C);
+  void *g_in = d.put(dt, di), *g_w = d.put(dt, dw), *g_b = d.put(dt, db);
+  OK(zeroc__cuda_layernorm_backward(&K.k, NULL, g_in, g_w, g_b, d.put(dt, g), px, pw, mean, rstd, N,
+                                    C));
+  dvec rdi = tod(di), rdw = tod(dw), rdb = tod(db);
+  for (int r = 0; r < N; r++) {
+    double s1 = 0, s2 = 0;
+    for (int c = 0; c < C; c++) {
+      size_t i = (size_t)r * C + c;
+      double dnorm = w[c] * g[i];
+      s1 += dnorm;
+      s2 += dnorm * (x[i] - rm[r]) * rr[r];
+    }
+    s1 /= C, s2 /= C;
+    for (int c = 0; c < C; c++) {
+      size_t i = (size_t)r * C + c;
+      double norm = (x[i] - rm[r]) * rr[r];
+      rdi[i] += (w[c] * g[i] - s1 - norm * s2) * rr[r];
+      rdw[c] += norm * g[i];
+      rdb[c] += g[i];
+    }
+  }
+  e = relerr(get(dt, g_in, n), rdi);
+  CHECK(e < tol(dt), "layernorm_backward dinp %s %dx%d: error %g", dn, N, C, e);
+  e = relerr(get(dt, g_w, C), rdw);
+  CHECK(e < tol(dt), "layernorm_backward dweight %s %dx%d: error %g", dn, N, C, e);
+  e = relerr(get(dt, g_b, C), rdb);
+  CHECK(e < tol(dt), "layernorm_backward dbias %s %dx%d: error %g", dn, N, C, e);
+}
+
+/* ---- matmul -------------------------------------------------------------------------- */
+
+// inp (N,C), weight (OC,C), bias (OC) -> out (N,OC); then the backward
+static void t_matmul(zeroc_dtype_t dt, int N, int C, int OC, bool bias) {
+  const char *dn = zeroc_dtype_name(dt);
+  Dev d;
+  Kernels K(dt);
+  vec x = randv(dt, (size_t)N * C), w = randv(dt, (size_t)OC * C), b = randv(dt, OC);
+  void *out = d.put(dt, vec((size_t)N * OC, NAN)), *px = d.put(dt, x), *pw = d.put(dt, w);
+  OK(zeroc__cuda_matmul_forward(&K.k, NULL, out, px, pw, bias ? d.put(dt, b) : NULL, N, C, OC));
+  dvec ref((size_t)N * OC);
+  for (int r = 0; r < N; r++)
+    for (int o = 0; o < OC; o++) {
+      double a = bias ? b[o] : 0;
+      for (int c = 0; c < C; c++) a += (double)x[(size_t)r * C + c] * w[(size_t)o * C + c];
+      ref[(size_t)r * OC + o] = a;
+    }
+  double e = relerr(get(dt, out, (size_t)N * OC), ref);
+  CHECK(e < tol(dt), "matmul_forward %s %d %d %d: error %g", dn, N, C, OC, e);
+
+  vec g = randv(dt, (size_t)N * OC), di = randv(dt, (size_t)N * C), dw = randv(dt, (size_t)OC * C);
+  vec db = randv(dt, OC);
+  void *g_in = d.put(dt, di), *g_w = d.put(dt, dw), *g_b = d.put(dt, db);
+  OK(zeroc__cuda_matmul_backward(&K.k, NULL, g_in, g_w, bias ? g_b : NULL, d.put(dt, g), px, pw, N,
+                                 C, OC));
+  dvec rdi = tod(di), rdw = tod(dw), rdb = tod(db);
+  for (int r = 0; r < N; r++)
+    for (int o = 0; o < OC; o++) {
+      double go = g[(size_t)r * OC + o];
+      if (bias) rdb[o] += go;
+      for (int c = 0; c < C; c++) {
+        rdi[(size_t)r * C + c] += go * w[(size_t)o * C + c];
+        rdw[(size_t)o * C + c] += go * x[(size_t)r * C + c];
+      }
+    }
+  e = relerr(get(dt, g_in, (size_t)N * C), rdi);
+  CHECK(e < tol(dt), "matmul_backward dinp %s: error %g", dn, e);
+  e = relerr(get(dt, g_w, (size_t)OC * C), rdw);
+  CHECK(e < tol(dt), "matmul_backward dweight %s: error %g", dn, e);
+  e = relerr(get(dt, g_b, OC), rdb);
+  CHECK(bias ? e < tol(dt) : e == 0, "matmul_backward dbias %s (bias %d): error %g", dn, bias, e);
+}
+
+/* ---- attention ----------------------------------------------------------------------- */
+
+// qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T); then dqkv += from dout (B,T,C)
+static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t off) {
+  const char *dn = zeroc_dtype_name(dt);
+  const int C = NH * HS;
+  const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+  Dev d;
+  Kernels K(dt);
+  vec qkv = randv(dt, nq, -1.5f, 1.5f), g = randv(dt, no), dqkv0 = randv(dt, nq);
+  void *pq = d.put(dt, qkv, off), *out = d.put(dt, vec(no, NAN), off);
+  float *lse = d.raw<float>((size_t)B * NH * T, NAN);
+  OK(zeroc__cuda_attention_forward(&K.k, NULL, out, lse, pq, B, T, C, NH));
+
+  const double sc = 1 / std::sqrt((double)HS);
+  dvec ro(no), rl((size_t)B * NH * T), rd = tod(dqkv0);
+  auto at = [&](int b, int t, int part, int h, int x) {
+    return ((size_t)b * T + t) * 3 * C + (size_t)part * C + (size_t)h * HS + x;
+  };
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++)
+      for (int i = 0; i < T; i++) {
+        dvec s(i + 1), p(i + 1), dp(i + 1);
+        double mx = -1e300, sum = 0, D = 0;
+        for (int j = 0; j <= i; j++) {
+          double a = 0;
+          for (int x = 0; x < HS; x++) a += (double)qkv[at(b, i, 0, h, x)] * qkv[at(b, j, 1, h, x)];
+          s[j] = a * sc;
+          mx = std::max(mx, s[j]);
+        }
+        for (int j = 0; j <= i; j++) sum += std::exp(s[j] - mx);
+        rl[((size_t)b * NH + h) * T + i] = mx + std::log(sum);
+        for (int j = 0; j <= i; j++) p[j] = std::exp(s[j] - mx) / sum;
+        const size_t o = ((size_t)b * T + i) * C + (size_t)h * HS;
+        for (int x = 0; x < HS; x++) {
+          double a = 0;
+          for (int j = 0; j <= i; j++) a += p[j] * qkv[at(b, j, 2, h, x)];
+          ro[o + x] = a;
+        }
+        for (int j = 0; j <= i; j++) {
+          double a = 0;
+          for (int x = 0; x < HS; x++) a += (double)g[o + x] * qkv[at(b, j, 2, h, x)];
+          dp[j] = a;
+          D += p[j] * a;
+        }
+        for (int j = 0; j <= i; j++) {
+          double ds = p[j] * (dp[j] - D);
+          for (int x = 0; x < HS; x++) {
+            rd[at(b, i, 0, h, x)] += sc * ds * qkv[at(b, j, 1, h, x)];
+            rd[at(b, j, 1, h, x)] += sc * ds * qkv[at(b, i, 0, h, x)];
+            rd[at(b, j, 2, h, x)] += p[j] * g[o + x];
+          }
+        }
+      }
+  double e = relerr(get(dt, out, no), ro);
+  CHECK(e < tol(dt), "attention_forward %s B %d T %d NH %d HS %d off %zu: error %g", dn, B, T, NH,
+        HS, off, e);
+  e = relerr(vec(lse, lse + (size_t)B * NH * T), rl);
+  CHECK(e < 1e-5, "attention_forward lse %s T %d HS %d: error %g", dn, T, HS, e);
+
+  void *pd = d.put(dt, dqkv0, off);
+  OK(zeroc__cuda_attention_backward(&K.k, NULL, pd, d.put(dt, g, off), pq, out, lse, B, T, C, NH));
+  vec got = get(dt, pd, nq), change(nq);
+  dvec want(nq);
+  for (size_t i = 0; i < nq; i++) {
+    change[i] = got[i] - dqkv0[i];
+    want[i] = rd[i] - dqkv0[i];
+  }
+  e = relerr(change, want);
+  CHECK(e < (dt == ZEROC_FP32 ? 1e-5 : 5e-2),
+        "attention_backward %s B %d T %d NH %d HS %d off %zu: error %g", dn, B, T, NH, HS, off, e);
+}
+
+/* ---- elementwise --------------------------------------------------------------------- */
+
+static void t_elementwise(zeroc_dtype_t dt, size_t n, size_t off) {
+  const char *dn = zeroc_dtype_name(dt);
+  const double s = std::sqrt(2 / M_PI);
+  Dev d;
+  Kernels K(dt);
+  vec x = randv(dt, n, -4, 4), y = randv(dt, n), z = randv(dt, n);
+  void *out = d.put(dt, vec(n, NAN), off), *px = d.put(dt, x, off);
+  OK(zeroc__cuda_gelu_forward(&K.k, NULL, out, px, n));
+  dvec r(n);
+  for (size_t i = 0; i < n; i++)
+    r[i] = 0.5 * x[i] * (1 + std::tanh(s * (x[i] + 0.044715 * x[i] * x[i] * x[i])));
+  double e = relerr(get(dt, out, n), r);
+  CHECK(e < tol(dt), "gelu_forward %s n %zu off %zu: error %g", dn, n, off, e);
+
+  void *pz = d.put(dt, z, off);
+  OK(zeroc__cuda_gelu_backward(&K.k, NULL, pz, px, d.put(dt, y, off), n));
+  for (size_t i = 0; i < n; i++) {
+    double t = std::tanh(s * (x[i] + 0.044715 * x[i] * x[i] * x[i]));
+    r[i] = z[i] +
+           y[i] * (0.5 * (1 + t) + 0.5 * x[i] * (1 - t * t) * s * (1 + 3 * 0.044715 * x[i] * x[i]));
+  }
+  e = relerr(get(dt, pz, n), r);
+  CHECK(e < tol(dt), "gelu_backward %s n %zu off %zu: error %g", dn, n, off, e);
+
+  void *py = d.put(dt, y, off);
+  OK(zeroc__cuda_residual_forward(&K.k, NULL, py, py, d.put(dt, z, off), n)); /* out aliases a */
+  for (size_t i = 0; i < n; i++) r[i] = (double)y[i] + z[i];
+  e = relerr(get(dt, py, n), r);
+  CHECK(e < (dt == ZEROC_FP32 ? 1e-7 : 4e-3), "residual_forward %s: error %g", dn, e);
+  OK(zeroc__cuda_add(&K.k, NULL, py, d.put(dt, x, off), n));
+  for (size_t i = 0; i < n; i++) r[i] += x[i];
+  e = relerr(get(dt, py, n), r);
+  CHECK(e < tol(dt), "add %s: error %g", dn, e);
+}
+
+/* ---- classifier ---------------------------------------------------------------------- */
+
+// logits (N,Vp) -> losses (N), logits = dloss * (softmax - onehot); row 2 has no target
+static void t_crossentropy(zeroc_dtype_t dt, int Vp, float dloss) {
+  const char *dn = zeroc_dtype_name(dt);
+  const int N = 7, V = 37;
+  Dev d;
+  Kernels K(dt);
+  vec lg = randv(dt, (size_t)N * Vp, -3, 5);
+  int32_t *tg = d.raw<int32_t>(N, 0);
+  for (int r = 0; r < N; r++) tg[r] = r == 2 ? -1 : (int)(urand() * V);
+  float *loss = d.raw<float>(N, NAN);
+  void *pl = d.put(dt, lg);
+  OK(zeroc__cuda_crossentropy_forward_backward(&K.k, NULL, loss, pl, tg, N, V, Vp, dloss));
+  dvec rl(N), rg((size_t)N * Vp);
+  for (int r = 0; r < N; r++) {
+    const float *row = &lg[(size_t)r * Vp];
+    double mx = -1e300, sum = 0;
+    for (int j = 0; j < V; j++) mx = std::max(mx, (double)row[j]);
+    for (int j = 0; j < V; j++) sum += std::exp(row[j] - mx);
+    rl[r] = tg[r] < 0 ? 0 : mx + std::log(sum) - row[tg[r]];
+    for (int j = 0; j < Vp; j++) {
+      double grad = tg[r] < 0 || j >= V ? 0 : dloss * (std::exp(row[j] - mx) / sum - (j == tg[r]));
+      rg[(size_t)r * Vp + j] = dloss == 0 ? row[j] : grad;
+    }
+  }
+  double e = relerr(vec(loss, loss + N), rl);
+  CHECK(e < 1e-6, "crossentropy losses %s Vp %d: error %g", dn, Vp, e);
+  e = relerr(get(dt, pl, (size_t)N * Vp), rg);
+  CHECK(dloss == 0 ? e == 0 : e < tol(dt), "crossentropy logits %s Vp %d dloss %g: error %g", dn,
+        Vp, dloss, e);
+
+  tg[0] = V; /* out of range: a NaN loss, the other rows unharmed, padding still 0 */
+  pl = d.put(dt, lg);
+  OK(zeroc__cuda_crossentropy_forward_backward(&K.k, NULL, loss, pl, tg, N, V, Vp, dloss));
+  CHECK(std::isnan(loss[0]) && std::fabs(loss[1] - rl[1]) < 1e-5 * std::fabs(rl[1]),
+        "crossentropy with target V: losses %g %g", loss[0], loss[1]);
+  const vec row0 = get(dt, pl, Vp);
+  double pad = 0;
+  for (int j = V; j < Vp; j++) pad += std::fabs(row0[j] - (dloss == 0 ? lg[j] : 0.0f));
+  CHECK(pad == 0, "crossentropy with target V: padding columns changed by %g", pad);
+}
+
+/* ---- engine -------------------------------------------------------------------------- */
+
+static void t_engine(size_t n, size_t off) {
+  Dev d;
+  Kernels K(ZEROC_FP32);
+  vec x = randv(ZEROC_FP32, n, -100, 100);
+  const float special[] = {NAN,         INFINITY, -INFINITY, 1.00390625f,
+                           1.01171875f, -0.0f,    3.4e38f,   1e-40f};
+  for (size_t i = 0; i < 8 && i < n; i++) x[i] = special[i];
+  float *src = (float *)d.put(ZEROC_FP32, x, off);
+  uint16_t *bf = (uint16_t *)d.put(ZEROC_BF16, vec(n, 0), off);
+  OK(zeroc__cuda_cast(&K.k, NULL, bf, ZEROC_BF16, src, ZEROC_FP32, n));
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad += bf[i] != zeroc_f32_to_bf16(x[i]);
+  CHECK(bad == 0, "cast fp32 -> bf16 n %zu: %zu differ from zeroc_f32_to_bf16", n, bad);
+  float *back = (float *)d.put(ZEROC_FP32, vec(n, NAN), off);
+  OK(zeroc__cuda_cast(&K.k, NULL, back, ZEROC_FP32, bf, ZEROC_BF16, n));
+  bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    float r = zeroc_bf16_to_f32(bf[i]);
+    bad += memcmp(&r, &back[i], 4) != 0;
+  }
+  CHECK(bad == 0, "cast bf16 -> fp32 n %zu: %zu differ", n, bad);
+
+  vec a = randv(ZEROC_FP32, n), b = randv(ZEROC_BF16, n);
+  float *pa = (float *)d.put(ZEROC_FP32, a, off);
+  OK(zeroc__cuda_accumulate(&K.k, NULL, pa, d.put(ZEROC_BF16, b, off), ZEROC_BF16, n, 0.37f));
+  OK(zeroc__cuda_scale(&K.k, NULL, pa, n, -1.7f));
+  bad = 0;
+  for (size_t i = 0; i < n; i++) bad += pa[i] != (a[i] + 0.37f * b[i]) * -1.7f;
+  CHECK(bad == 0, "accumulate + scale n %zu: %zu differ", n, bad);
+
+  double *acc = d.raw<double>(1, 2.5), want = 2.5;
+  OK(zeroc__cuda_sumsq(&K.k, NULL, acc, pa, n));
+  for (size_t i = 0; i < n; i++) want += (double)pa[i] * pa[i];
+  CHECK(std::fabs(*acc - want) <= 1e-12 * want, "sumsq n %zu: %.17g, want %.17g", n, *acc, want);
+
+  vec p = randv(ZEROC_FP32, n), m = randv(ZEROC_FP32, n, -0.1f, 0.1f),
+      v = randv(ZEROC_FP32, n, 0, 0.01f);
+  vec g = randv(ZEROC_FP32, n);
+  float *pp = (float *)d.put(ZEROC_FP32, p, off), *pm = (float *)d.put(ZEROC_FP32, m, off);
+  float *pv = (float *)d.put(ZEROC_FP32, v, off);
+  const zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f,           1e-8f,
+                                 0.1f,  0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f};
+  OK(zeroc__cuda_adamw(&K.k, NULL, pp, pm, pv, (float *)d.put(ZEROC_FP32, g, off), n, &ar));
+  /* kernels/cpu/engine.c's formula, operation for operation */
+  const float ib1 = 1.0f - ar.beta1, ib2 = 1.0f - ar.beta2;
+  const float rbc1 = 1.0f / ar.bias_corr1, rbc2 = 1.0f / ar.bias_corr2;
+  bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    float gi = g[i] * ar.grad_scale;
+    float mi = ar.beta1 * m[i] + ib1 * gi, vi = ar.beta2 * v[i] + ib2 * gi * gi;
+    float pi = p[i] - ar.lr * ((mi * rbc1) / (sqrtf(vi * rbc2) + ar.eps) + ar.weight_decay * p[i]);
+    bad += pi != pp[i] || mi != pm[i] || vi != pv[i];
+  }
+  CHECK(bad == 0, "adamw n %zu: %zu differ", n, bad);
+}
+
+int main(int argc, char **argv) {
+  const std::string only = argc > 1 ? argv[1] : "";
+  auto want = [&](const char *s) { return only.empty() || only == s; };
+  for (zeroc_dtype_t dt : {ZEROC_FP32, ZEROC_BF16}) {
+    if (want("encoder")) {
+      t_encoder(dt, 24); /* vector path */
+      t_encoder(dt, 13); /* element path */
+    }
+    if (want("layernorm")) {
+      t_layernorm(dt, 37, 256);
+      t_layernorm(dt, 9, 100);
+      t_layernorm(dt, 5, 13);
+    }
+    if (want("matmul")) {
+      t_matmul(dt, 33, 40, 24, true);
+      t_matmul(dt, 17, 8, 5, false);
+    }
+    if (want("elementwise")) {
+      t_elementwise(dt, 1003, 0);
+      t_elementwise(dt, 1003, 1);
+    }
+    if (want("crossentropy")) {
+      t_crossentropy(dt, 40, 1.0f / 7);
+      t_crossentropy(dt, 45, 0.5f);
+      t_crossentropy(dt, 40, 0.0f);
+    }
+    if (want("attention")) {
+      t_attention(dt, 2, 70, 2, 16, 0);   /* two query tiles, HSMAX 32 */
+      t_attention(dt, 1, 130, 2, 24, 0);  /* three tiles, HS % 16 != 0 */
+      t_attention(dt, 1, 65, 2, 20, 0);   /* HS % 8 != 0: element loads */
+      t_attention(dt, 1, 64, 1, 64, 0);   /* exactly one tile */
+      t_attention(dt, 1, 100, 1, 128, 1); /* the largest head, unaligned */
+      t_attention(dt, 1, 3, 3, 8, 0);
+    }
+  }
+  if (want("engine")) {
+    t_engine(5000, 0);
+    t_engine(5003, 1);
+    t_engine(300001, 0); /* more packs than the grid has threads: the grid strides */
+    t_engine(3, 0);
+  }
+  printf("test_kernels_cuda_emu: %d checks, %d failed\n", g_checks, g_fail);
+  return g_fail != 0;
+}

@@ -1,0 +1,47 @@
+# CUDA kernels (src/kernels/cuda).
+# test_kernels_cuda: the kernels on the GPU against their cpu twins; skipped (77) without one.
+zeroc_test(NAME test_kernels_cuda SOURCES test_kernels_cuda.c LABELS gpu)
+
+# test_kernels_cuda_emu: the same kernel sources, turned into C++ by cuda_emu/transform.py,
+# run on a CPU emulation of CUDA (tests/cuda_emu/include) against double references, so
+# the kernels' logic is checked on every machine. Needs a C++20 compiler and python3;
+# without them it is left out with a message.
+find_package(Python3 QUIET COMPONENTS Interpreter)
+include(CheckLanguage)
+check_language(CXX)
+if(Python3_Interpreter_FOUND AND CMAKE_CXX_COMPILER)
+  enable_language(CXX)
+  set(_emu_dir ${CMAKE_CURRENT_SOURCE_DIR}/cuda_emu)
+  set(_emu_gen ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu_gen)
+  file(GLOB _emu_cu CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/kernels/cuda/*.cu)
+  set(_emu_sources ${_emu_dir}/test_kernels_cuda_emu.cpp ${_emu_gen}/kernels/cuda/common.cuh)
+  add_custom_command(OUTPUT ${_emu_gen}/kernels/cuda/common.cuh
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${_emu_gen}/kernels/cuda
+    COMMAND Python3::Interpreter ${_emu_dir}/transform.py
+            ${PROJECT_SOURCE_DIR}/src/kernels/cuda/common.cuh ${_emu_gen}/kernels/cuda/common.cuh
+    DEPENDS ${PROJECT_SOURCE_DIR}/src/kernels/cuda/common.cuh ${_emu_dir}/transform.py VERBATIM)
+  foreach(cu ${_emu_cu})
+    get_filename_component(_name ${cu} NAME_WE)
+    add_custom_command(OUTPUT ${_emu_gen}/${_name}.cpp
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${_emu_gen}
+      COMMAND Python3::Interpreter ${_emu_dir}/transform.py ${cu} ${_emu_gen}/${_name}.cpp
+      DEPENDS ${cu} ${_emu_dir}/transform.py VERBATIM)
+    list(APPEND _emu_sources ${_emu_gen}/${_name}.cpp)
+  endforeach()
+  add_executable(test_kernels_cuda_emu ${_emu_sources})
+  set_target_properties(test_kernels_cuda_emu PROPERTIES CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON
+    CXX_EXTENSIONS OFF)
+  # The emulation's headers come first so <cuda_runtime.h> and friends are its own;
+  # nothing of the real toolkit or of libzeroc is linked.
+  target_include_directories(test_kernels_cuda_emu BEFORE PRIVATE ${_emu_dir}/include ${_emu_gen})
+  target_include_directories(test_kernels_cuda_emu PRIVATE ${PROJECT_SOURCE_DIR}/src
+    ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include)
+  # -ffp-contract=off: the engine kernels are checked bit for bit against plain C arithmetic
+  target_compile_options(test_kernels_cuda_emu PRIVATE -Wall -Wextra -Werror -Wno-unused-parameter
+    -Wno-unknown-pragmas -ffp-contract=off)
+  target_link_libraries(test_kernels_cuda_emu PRIVATE Threads::Threads)
+  add_test(NAME test_kernels_cuda_emu COMMAND test_kernels_cuda_emu)
+  set_tests_properties(test_kernels_cuda_emu PROPERTIES LABELS unit TIMEOUT 300)
+else()
+  message(STATUS "zeroc: test_kernels_cuda_emu left out (needs python3 and a C++ compiler)")
+endif()

@@ -1,0 +1,585 @@
+/*
+ * tests/test_kernels_cuda.c - every cuda kernel against its cpu twin on the same random
+ * inputs, forward and backward, with fp32 and bf16 activations; finite differences for
+ * the attention and layernorm gradients; repeat runs of the deterministic reductions;
+ * bad shapes. Exits 77 (skipped) when no GPU is visible.
+ *
+ * Tolerances (relative, over the whole tensor): fp32 1e-5 (exact-fp32 GEMMs; only the
+ * order of the sums differs from the cpu), bf16 1e-2 (outputs rounded to bf16, about
+ * 2e-3 each). The engine kernels use the cpu's IEEE operations in the cpu's order and
+ * cast must match zeroc_f32_to_bf16 bit for bit.
+ */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernels.h"
+#include "testutil.h"
+
+static zeroc_ctx_t *ctx;
+static zeroc_kernels_t *kf, *kb; /* fp32 and bf16 activations */
+static zeroc_stream_t *st;
+
+#define TOL_FP32 1e-5
+#define TOL_BF16 1e-2
+
+static zeroc_kernels_t *kern(zeroc_dtype_t dt) { return dt == ZEROC_FP32 ? kf : kb; }
+static double tol(zeroc_dtype_t dt) { return dt == ZEROC_FP32 ? TOL_FP32 : TOL_BF16; }
+/* fp32 GEMMs on TF32 tensor cores (ZEROC_CUDA_TF32=1) keep 10 mantissa bits: about 1e-3. */
+static double tol_gemm(zeroc_dtype_t dt) {
+  const char *tf32 = getenv("ZEROC_CUDA_TF32");
+  return dt == ZEROC_FP32 && tf32 && atoi(tf32) ? 3e-3 : tol(dt);
+}
+
+/* ---- device buffers ------------------------------------------------------------------ */
+
+#define MAX_BUFS 64
+static void *bufs[MAX_BUFS];
+static int nbufs;
+
+/* Device memory for n elements of dt, offset by `off` elements from a 256-byte boundary
+ * (to reach the unaligned paths), filled with NaN bytes. Freed by dev_free_all. */
+static void *dev_alloc(zeroc_dtype_t dt, size_t n, size_t off) {
+  void *p = NULL;
+  size_t bytes = (n + off) * zeroc_dtype_size(dt) + 16;
+  ZT_ASSERT_MSG(nbufs < MAX_BUFS, "test bug: more than %d live buffers", MAX_BUFS);
+  if (nbufs >= MAX_BUFS) return NULL;
+  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, bytes, &p));
+  if (!p) return NULL;
+  bufs[nbufs++] = p;
+  ZT_OK(zeroc_memset_async(st, p, 0xff, bytes));
+  return (char *)p + off * zeroc_dtype_size(dt);
+}
+
+static void dev_free_all(void) {
+  ZT_OK(zeroc_stream_sync(st));
+  for (int i = 0; i < nbufs; i++) zeroc_mem_free(ctx, bufs[i]);
+  nbufs = 0;
+}
+
+/* Host fp32 -> device dt (bf16 rounded to nearest even). */
+static void dev_put(zeroc_dtype_t dt, void *d, const float *h, size_t n) {
+  void *tmp = malloc(n * zeroc_dtype_size(dt));
+  if (dt == ZEROC_BF16)
+    for (size_t i = 0; i < n; i++) ((uint16_t *)tmp)[i] = zeroc_f32_to_bf16(h[i]);
+  else
+    memcpy(tmp, h, n * sizeof(float));
+  ZT_OK(zeroc_memcpy_async(st, d, tmp, n * zeroc_dtype_size(dt)));
+  ZT_OK(zeroc_stream_sync(st));
+  free(tmp);
+}
+
+static void *dev_from(zeroc_dtype_t dt, const float *h, size_t n, size_t off) {
+  void *d = dev_alloc(dt, n, off);
+  dev_put(dt, d, h, n);
+  return d;
+}
+
+/* Device dt -> host fp32 (synchronises the stream). */
+static void dev_get(zeroc_dtype_t dt, float *h, const void *d, size_t n) {
+  void *tmp = malloc(n * zeroc_dtype_size(dt));
+  ZT_OK(zeroc_memcpy_async(st, tmp, d, n * zeroc_dtype_size(dt)));
+  ZT_OK(zeroc_stream_sync(st));
+  if (dt == ZEROC_BF16)
+    for (size_t i = 0; i < n; i++) h[i] = zeroc_bf16_to_f32(((uint16_t *)tmp)[i]);
+  else
+    memcpy(h, tmp, n * sizeof(float));
+  free(tmp);
+}
+
+/* Random host data, rounded to bf16 when dt is bf16 so both sides see the same values. */
+static float *host_rand(zeroc_dtype_t dt, size_t n, uint64_t seed, float lo, float hi) {
+  float *x = malloc(n * sizeof(float));
+  zt_fill_uniform(x, n, seed, lo, hi);
+  if (dt == ZEROC_BF16)
+    for (size_t i = 0; i < n; i++) x[i] = zeroc_bf16_to_f32(zeroc_f32_to_bf16(x[i]));
+  return x;
+}
+
+static float *host_copy(const float *x, size_t n) {
+  float *y = malloc(n * sizeof(float));
+  memcpy(y, x, n * sizeof(float));
+  return y;
+}
+
+/* The device tensor against the cpu result. */
+static void expect_close(const char *what, zeroc_dtype_t dt, const void *d, const float *ref,
+                         size_t n, double tolerance) {
+  float *got = malloc(n * sizeof(float));
+  dev_get(dt, got, d, n);
+  double e = zt_rel_err(got, ref, n);
+  ZT_ASSERT_MSG(e <= tolerance, "%s (%s, n %zu): relative error %.3g > %.1g", what,
+                zeroc_dtype_name(dt), n, e, tolerance);
+  free(got);
+}
+
+static const zeroc_dtype_t DTYPES[2] = {ZEROC_FP32, ZEROC_BF16};
+
+/* ---- encoder ------------------------------------------------------------------------ */
+
+static void check_encoder(zeroc_dtype_t dt, int B, int T, int C, int V) {
+  zeroc_kernels_t *k = kern(dt);
+  const size_t N = (size_t)B * T;
+  int32_t *tok = malloc(N * sizeof *tok);
+  uint64_t rs = 99;
+  for (size_t i = 0; i < N; i++) tok[i] = (int32_t)(zt_rand_u64(&rs) % (uint64_t)V);
+  float *wte = host_rand(dt, (size_t)V * C, 1, -1, 1),
+        *wpe = host_rand(dt, (size_t)T * C, 2, -1, 1);
+  int32_t *dtok = NULL;
+  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, N * sizeof *tok,
+                        (void **)&dtok));
+  ZT_OK(zeroc_memcpy_async(st, dtok, tok, N * sizeof *tok));
+  void *out = dev_alloc(dt, N * C, 0);
+  ZT_OK(zeroc_k_encoder_forward(k, st, out, dtok, dev_from(dt, wte, (size_t)V * C, 0),
+                                dev_from(dt, wpe, (size_t)T * C, 0), B, T, C));
+  float *ref = malloc(N * C * sizeof(float));
+  zeroc__cpu_encoder_forward(ref, tok, wte, wpe, B, T, C);
+  expect_close("encoder_forward", dt, out, ref, N * C, tol(dt));
+
+  float *dout = host_rand(dt, N * C, 3, -1, 1);
+  float *dwte = host_rand(dt, (size_t)V * C, 4, -1, 1),
+        *dwpe = host_rand(dt, (size_t)T * C, 5, -1, 1);
+  void *d_dwte = dev_from(dt, dwte, (size_t)V * C, 0),
+       *d_dwpe = dev_from(dt, dwpe, (size_t)T * C, 0);
+  void *d_dout = dev_from(dt, dout, N * C, 0);
+  ZT_OK(zeroc_k_encoder_backward(k, st, d_dwte, d_dwpe, d_dout, dtok, B, T, C));
+  zeroc__cpu_encoder_backward(dwte, dwpe, dout, tok, B, T, C);
+  expect_close("encoder_backward dwte", dt, d_dwte, dwte, (size_t)V * C, tol(dt));
+  expect_close("encoder_backward dwpe", dt, d_dwpe, dwpe, (size_t)T * C, tol(dt));
+
+  /* deterministic: the same inputs give the same bits */
+  float *again = host_rand(dt, (size_t)V * C, 4, -1, 1);
+  float *first = malloc((size_t)V * C * sizeof(float)),
+        *second = malloc((size_t)V * C * sizeof(float));
+  dev_get(dt, first, d_dwte, (size_t)V * C);
+  dev_put(dt, d_dwte, again, (size_t)V * C);
+  ZT_OK(zeroc_k_encoder_backward(k, st, d_dwte, d_dwpe, d_dout, dtok, B, T, C));
+  dev_get(dt, second, d_dwte, (size_t)V * C);
+  ZT_ASSERT_MSG(!memcmp(first, second, (size_t)V * C * sizeof(float)),
+                "encoder_backward (%s): two runs differ", zeroc_dtype_name(dt));
+  zeroc_mem_free(ctx, dtok);
+  dev_free_all();
+  free(tok), free(wte), free(wpe), free(ref), free(dout), free(dwte), free(dwpe), free(again);
+  free(first), free(second);
+}
+
+static void test_encoder(void) {
+  for (int i = 0; i < 2; i++) {
+    check_encoder(DTYPES[i], 4, 64, 96, 50); /* vector path; tokens repeat */
+    check_encoder(DTYPES[i], 3, 17, 20, 5);  /* C % 8 != 0: element path */
+  }
+}
+
+/* ---- layernorm ---------------------------------------------------------------------- */
+
+static void check_layernorm(zeroc_dtype_t dt, int N, int C) {
+  zeroc_kernels_t *k = kern(dt);
+  const size_t n = (size_t)N * C;
+  float *x = host_rand(dt, n, 10, -2, 3), *w = host_rand(dt, C, 11, 0.5f, 1.5f),
+        *b = host_rand(dt, C, 12, -1, 1);
+  void *dx = dev_from(dt, x, n, 0), *dw = dev_from(dt, w, C, 0), *db = dev_from(dt, b, C, 0);
+  void *out = dev_alloc(dt, n, 0);
+  float *mean = dev_alloc(ZEROC_FP32, N, 0), *rstd = dev_alloc(ZEROC_FP32, N, 0);
+  ZT_OK(zeroc_k_layernorm_forward(k, st, out, mean, rstd, dx, dw, db, N, C));
+  float *ref = malloc(n * sizeof(float)), *rm = malloc(N * sizeof(float)),
+        *rr = malloc(N * sizeof(float));
+  zeroc__cpu_layernorm_forward(ref, rm, rr, x, w, b, N, C);
+  expect_close("layernorm_forward out", dt, out, ref, n, tol(dt));
+  expect_close("layernorm_forward mean", ZEROC_FP32, mean, rm, N, TOL_FP32);
+  expect_close("layernorm_forward rstd", ZEROC_FP32, rstd, rr, N, TOL_FP32);
+
+  float *dout = host_rand(dt, n, 13, -1, 1), *dinp = host_rand(dt, n, 14, -1, 1);
+  float *dwt = host_rand(dt, C, 15, -1, 1), *dbs = host_rand(dt, C, 16, -1, 1);
+  void *d_dinp = dev_from(dt, dinp, n, 0), *d_dw = dev_from(dt, dwt, C, 0),
+       *d_db = dev_from(dt, dbs, C, 0);
+  void *d_dout = dev_from(dt, dout, n, 0);
+  /* both sides use the cpu statistics, so the backward is checked on its own */
+  float *d_rm = dev_from(ZEROC_FP32, rm, N, 0), *d_rr = dev_from(ZEROC_FP32, rr, N, 0);
+  ZT_OK(zeroc_k_layernorm_backward(k, st, d_dinp, d_dw, d_db, d_dout, dx, dw, d_rm, d_rr, N, C));
+  zeroc__cpu_layernorm_backward(dinp, dwt, dbs, dout, x, w, rm, rr, N, C);
+  expect_close("layernorm_backward dinp", dt, d_dinp, dinp, n, tol(dt));
+  expect_close("layernorm_backward dweight", dt, d_dw, dwt, C, tol(dt));
+  expect_close("layernorm_backward dbias", dt, d_db, dbs, C, tol(dt));
+
+  /* deterministic dweight/dbias */
+  float *a = malloc(C * sizeof(float)), *a2 = malloc(C * sizeof(float));
+  float *z = calloc(C, sizeof(float));
+  dev_put(dt, d_dw, z, C);
+  ZT_OK(zeroc_k_layernorm_backward(k, st, d_dinp, d_dw, d_db, d_dout, dx, dw, d_rm, d_rr, N, C));
+  dev_get(dt, a, d_dw, C);
+  dev_put(dt, d_dw, z, C);
+  ZT_OK(zeroc_k_layernorm_backward(k, st, d_dinp, d_dw, d_db, d_dout, dx, dw, d_rm, d_rr, N, C));
+  dev_get(dt, a2, d_dw, C);
+  ZT_ASSERT_MSG(!memcmp(a, a2, C * sizeof(float)), "layernorm_backward (%s): two runs differ",
+                zeroc_dtype_name(dt));
+  dev_free_all();
+  free(x), free(w), free(b), free(ref), free(rm), free(rr), free(dout), free(dinp), free(dwt);
+  free(dbs), free(a), free(a2), free(z);
+}
+
+static void test_layernorm(void) {
+  for (int i = 0; i < 2; i++) {
+    check_layernorm(DTYPES[i], 257, 768);
+    check_layernorm(DTYPES[i], 33, 100); /* element path */
+  }
+}
+
+/* d/dx of L = sum(out * R) against central differences, fp32, at a few inputs. */
+static void test_layernorm_finite_differences(void) {
+  const int N = 8, C = 64;
+  const size_t n = (size_t)N * C;
+  float *x = host_rand(ZEROC_FP32, n, 20, -2, 2), *w = host_rand(ZEROC_FP32, C, 21, 0.5f, 1.5f);
+  float *b = host_rand(ZEROC_FP32, C, 22, -1, 1), *R = host_rand(ZEROC_FP32, n, 23, -1, 1);
+  float *out = malloc(n * sizeof(float)), *g = calloc(n, sizeof(float));
+  float *gw = calloc(C, sizeof(float)), *gb = calloc(C, sizeof(float));
+  void *dx = dev_from(ZEROC_FP32, x, n, 0), *dw = dev_from(ZEROC_FP32, w, C, 0);
+  void *db = dev_from(ZEROC_FP32, b, C, 0), *dout = dev_alloc(ZEROC_FP32, n, 0);
+  float *mean = dev_alloc(ZEROC_FP32, N, 0), *rstd = dev_alloc(ZEROC_FP32, N, 0);
+  void *dgx = dev_from(ZEROC_FP32, g, n, 0), *dgw = dev_from(ZEROC_FP32, gw, C, 0);
+  void *dgb = dev_from(ZEROC_FP32, gb, C, 0);
+  ZT_OK(zeroc_k_layernorm_forward(kf, st, dout, mean, rstd, dx, dw, db, N, C));
+  ZT_OK(zeroc_k_layernorm_backward(kf, st, dgx, dgw, dgb, dev_from(ZEROC_FP32, R, n, 0), dx, dw,
+                                   mean, rstd, N, C));
+  dev_get(ZEROC_FP32, g, dgx, n);
+  const float eps = 1e-2f;
+  for (int s = 0; s < 12; s++) {
+    size_t i = (size_t)s * 41 % n;
+    double L[2];
+    for (int side = 0; side < 2; side++) {
+      float *xp = host_copy(x, n);
+      xp[i] += side ? -eps : eps;
+      dev_put(ZEROC_FP32, dx, xp, n);
+      ZT_OK(zeroc_k_layernorm_forward(kf, st, dout, mean, rstd, dx, dw, db, N, C));
+      dev_get(ZEROC_FP32, out, dout, n);
+      L[side] = 0;
+      for (size_t j = 0; j < n; j++) L[side] += (double)out[j] * R[j];
+      free(xp);
+    }
+    double fd = (L[0] - L[1]) / (2 * eps);
+    ZT_ASSERT_MSG(fabs(fd - g[i]) <= 2e-3 + 1e-2 * fabs(fd),
+                  "layernorm d/dx[%zu]: backward %.6g, finite difference %.6g", i, g[i], fd);
+  }
+  dev_free_all();
+  free(x), free(w), free(b), free(R), free(out), free(g), free(gw), free(gb);
+}
+
+/* ---- matmul ------------------------------------------------------------------------- */
+
+static void check_matmul(zeroc_dtype_t dt, int N, int C, int OC, int with_bias, size_t off) {
+  zeroc_kernels_t *k = kern(dt);
+  float *x = host_rand(dt, (size_t)N * C, 30, -1, 1), *w = host_rand(dt, (size_t)OC * C, 31, -1, 1);
+  float *b = host_rand(dt, OC, 32, -1, 1);
+  void *dx = dev_from(dt, x, (size_t)N * C, off), *dw = dev_from(dt, w, (size_t)OC * C, off);
+  void *db = with_bias ? dev_from(dt, b, OC, off) : NULL;
+  void *out = dev_alloc(dt, (size_t)N * OC, off);
+  ZT_OK(zeroc_k_matmul_forward(k, st, out, dx, dw, db, N, C, OC));
+  float *ref = malloc((size_t)N * OC * sizeof(float));
+  zeroc__cpu_matmul_forward(ref, x, w, with_bias ? b : NULL, N, C, OC);
+  expect_close("matmul_forward", dt, out, ref, (size_t)N * OC, tol_gemm(dt));
+
+  float *dout = host_rand(dt, (size_t)N * OC, 33, -1, 1),
+        *dinp = host_rand(dt, (size_t)N * C, 34, -1, 1);
+  float *dwt = host_rand(dt, (size_t)OC * C, 35, -1, 1), *dbs = host_rand(dt, OC, 36, -1, 1);
+  void *d_dinp = dev_from(dt, dinp, (size_t)N * C, off),
+       *d_dw = dev_from(dt, dwt, (size_t)OC * C, off);
+  void *d_db = dev_from(dt, dbs, OC, off), *d_dout = dev_from(dt, dout, (size_t)N * OC, off);
+  ZT_OK(zeroc_k_matmul_backward(k, st, d_dinp, d_dw, with_bias ? d_db : NULL, d_dout, dx, dw, N, C,
+                                OC));
+  float *dbs0 = host_copy(dbs, OC);
+  zeroc__cpu_matmul_backward(dinp, dwt, with_bias ? dbs : NULL, dout, x, w, N, C, OC);
+  expect_close("matmul_backward dinp", dt, d_dinp, dinp, (size_t)N * C, tol_gemm(dt));
+  expect_close("matmul_backward dweight", dt, d_dw, dwt, (size_t)OC * C, tol_gemm(dt));
+  expect_close("matmul_backward dbias", dt, d_db, with_bias ? dbs : dbs0, OC,
+               with_bias ? tol_gemm(dt) : 0);
+  dev_free_all();
+  free(x), free(w), free(b), free(ref), free(dout), free(dinp), free(dwt), free(dbs), free(dbs0);
+}
+
+static void test_matmul(void) {
+  for (int i = 0; i < 2; i++) {
+    check_matmul(DTYPES[i], 257, 96, 200, 1, 0);
+    check_matmul(DTYPES[i], 64, 768, 2304, 0, 0);
+    check_matmul(DTYPES[i], 33, 40, 24, 1, 8); /* 16-byte (not 256-byte) aligned views */
+  }
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+
+static void check_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS) {
+  zeroc_kernels_t *k = kern(dt);
+  const int C = NH * HS;
+  const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+  float *qkv = host_rand(dt, nq, 40, -1.5f, 1.5f);
+  void *dqkv_in = dev_from(dt, qkv, nq, 0), *out = dev_alloc(dt, no, 0);
+  float *lse = dev_alloc(ZEROC_FP32, nl, 0);
+  ZT_OK(zeroc_k_attention_forward(k, st, out, lse, dqkv_in, B, T, C, NH));
+  float *ro = malloc(no * sizeof(float)), *rl = malloc(nl * sizeof(float));
+  zeroc__cpu_attention_forward(ro, rl, qkv, B, T, C, NH);
+  expect_close("attention_forward out", dt, out, ro, no, tol(dt));
+  expect_close("attention_forward lse", ZEROC_FP32, lse, rl, nl, TOL_FP32);
+
+  float *dout = host_rand(dt, no, 41, -1, 1), *dqkv = host_rand(dt, nq, 42, -0.1f, 0.1f);
+  void *d_dqkv = dev_from(dt, dqkv, nq, 0);
+  ZT_OK(zeroc_k_attention_backward(k, st, d_dqkv, dev_from(dt, dout, no, 0), dqkv_in, out, lse, B,
+                                   T, C, NH));
+  zeroc__cpu_attention_backward(dqkv, dout, qkv, ro, rl, B, T, C, NH);
+  expect_close("attention_backward dqkv", dt, d_dqkv, dqkv, nq, tol(dt));
+  dev_free_all();
+  free(qkv), free(ro), free(rl), free(dout), free(dqkv);
+}
+
+static void test_attention(void) {
+  for (int i = 0; i < 2; i++) {
+    check_attention(DTYPES[i], 2, 200, 3, 64); /* GPT-2 head size, T not a tile multiple */
+    check_attention(DTYPES[i], 1, 77, 2, 128); /* the largest head */
+    check_attention(DTYPES[i], 2, 65, 4, 20);  /* HS % 8 != 0: element loads */
+    check_attention(DTYPES[i], 1, 1, 1, 32);   /* one token */
+  }
+}
+
+/* d/dqkv of L = sum(out * R) against central differences (fp32), and repeat runs. */
+static void test_attention_finite_differences(void) {
+  const int B = 1, T = 70, NH = 2, HS = 16, C = NH * HS;
+  const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
+  float *qkv = host_rand(ZEROC_FP32, nq, 50, -1, 1), *R = host_rand(ZEROC_FP32, no, 51, -1, 1);
+  float *g = calloc(nq, sizeof(float)), *g2 = calloc(nq, sizeof(float)),
+        *out = malloc(no * sizeof(float));
+  void *dq = dev_from(ZEROC_FP32, qkv, nq, 0), *dout = dev_alloc(ZEROC_FP32, no, 0);
+  float *lse = dev_alloc(ZEROC_FP32, (size_t)B * NH * T, 0);
+  void *dg = dev_from(ZEROC_FP32, g, nq, 0), *dR = dev_from(ZEROC_FP32, R, no, 0);
+  ZT_OK(zeroc_k_attention_forward(kf, st, dout, lse, dq, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_backward(kf, st, dg, dR, dq, dout, lse, B, T, C, NH));
+  dev_get(ZEROC_FP32, g, dg, nq);
+  /* a second run from zero gives the same bits */
+  float *zero = calloc(nq, sizeof(float));
+  dev_put(ZEROC_FP32, dg, zero, nq);
+  ZT_OK(zeroc_k_attention_backward(kf, st, dg, dR, dq, dout, lse, B, T, C, NH));
+  dev_get(ZEROC_FP32, g2, dg, nq);
+  ZT_ASSERT_MSG(!memcmp(g, g2, nq * sizeof(float)), "attention_backward: two runs differ");
+  const float eps = 1e-2f;
+  for (int s = 0; s < 18; s++) {
+    /* spread over q, k and v of several tokens and heads */
+    size_t t = (size_t)(s * 13) % T, part = (size_t)s % 3, col = (size_t)(s * 7) % C;
+    size_t i = t * 3 * C + part * C + col;
+    double L[2];
+    for (int side = 0; side < 2; side++) {
+      float *xp = host_copy(qkv, nq);
+      xp[i] += side ? -eps : eps;
+      dev_put(ZEROC_FP32, dq, xp, nq);
+      ZT_OK(zeroc_k_attention_forward(kf, st, dout, lse, dq, B, T, C, NH));
+      dev_get(ZEROC_FP32, out, dout, no);
+      L[side] = 0;
+      for (size_t j = 0; j < no; j++) L[side] += (double)out[j] * R[j];
+      free(xp);
+    }
+    double fd = (L[0] - L[1]) / (2 * eps);
+    ZT_ASSERT_MSG(fabs(fd - g[i]) <= 2e-3 + 1e-2 * fabs(fd),
+                  "attention d/dqkv[t %zu, %c, col %zu]: backward %.6g, finite difference %.6g", t,
+                  "qkv"[part], col, g[i], fd);
+  }
+  dev_free_all();
+  free(qkv), free(R), free(g), free(g2), free(out), free(zero);
+}
+
+/* ---- elementwise -------------------------------------------------------------------- */
+
+static void check_elementwise(zeroc_dtype_t dt, size_t n, size_t off) {
+  zeroc_kernels_t *k = kern(dt);
+  float *x = host_rand(dt, n, 60, -4, 4), *y = host_rand(dt, n, 61, -1, 1),
+        *z = host_rand(dt, n, 62, -1, 1);
+  float *ref = malloc(n * sizeof(float));
+  void *dx = dev_from(dt, x, n, off), *out = dev_alloc(dt, n, off);
+  ZT_OK(zeroc_k_gelu_forward(k, st, out, dx, n));
+  zeroc__cpu_gelu_forward(ref, x, n);
+  expect_close("gelu_forward", dt, out, ref, n, tol(dt));
+  void *dz = dev_from(dt, z, n, off);
+  ZT_OK(zeroc_k_gelu_backward(k, st, dz, dx, dev_from(dt, y, n, off), n));
+  float *zz = host_copy(z, n);
+  zeroc__cpu_gelu_backward(zz, x, y, n);
+  expect_close("gelu_backward", dt, dz, zz, n, tol(dt));
+  void *dy = dev_from(dt, y, n, off);
+  ZT_OK(zeroc_k_residual_forward(k, st, dy, dy, dev_from(dt, z, n, off), n)); /* out aliases a */
+  zeroc__cpu_residual_forward(ref, y, z, n);
+  expect_close("residual_forward", dt, dy, ref, n, tol(dt));
+  ZT_OK(zeroc_k_add(k, st, dy, dx, n));
+  zeroc__cpu_add(ref, x, n);
+  expect_close("add", dt, dy, ref, n, tol(dt));
+  dev_free_all();
+  free(x), free(y), free(z), free(ref), free(zz);
+}
+
+static void test_elementwise(void) {
+  for (int i = 0; i < 2; i++) {
+    check_elementwise(DTYPES[i], 100003, 0);
+    check_elementwise(DTYPES[i], 100003, 1); /* unaligned: element path */
+  }
+}
+
+/* ---- classifier --------------------------------------------------------------------- */
+
+static void check_crossentropy(zeroc_dtype_t dt, int N, int V, int Vp, float dloss) {
+  zeroc_kernels_t *k = kern(dt);
+  const size_t n = (size_t)N * Vp;
+  float *lg = host_rand(dt, n, 70, -4, 6);
+  int32_t *tg = malloc(N * sizeof *tg);
+  uint64_t rs = 7;
+  for (int i = 0; i < N; i++) tg[i] = i % 5 == 3 ? -1 : (int32_t)(zt_rand_u64(&rs) % (uint64_t)V);
+  int32_t *dtg = NULL;
+  ZT_OK(
+      zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, N * sizeof *tg, (void **)&dtg));
+  ZT_OK(zeroc_memcpy_async(st, dtg, tg, N * sizeof *tg));
+  void *dl = dev_from(dt, lg, n, 0);
+  float *loss = dev_alloc(ZEROC_FP32, N, 0), *rl = malloc(N * sizeof(float));
+  ZT_OK(zeroc_k_crossentropy_forward_backward(k, st, loss, dl, dtg, N, V, Vp, dloss));
+  zeroc__cpu_crossentropy_forward_backward(rl, lg, tg, N, V, Vp, dloss);
+  expect_close("crossentropy losses", ZEROC_FP32, loss, rl, N, TOL_FP32);
+  /* lg now holds the cpu's gradient (or the untouched logits when dloss == 0) */
+  expect_close(dloss != 0 ? "crossentropy gradient" : "crossentropy logits untouched", dt, dl, lg,
+               n, dloss != 0 ? tol(dt) : 0);
+  zeroc_mem_free(ctx, dtg);
+  dev_free_all();
+  free(lg), free(tg), free(rl);
+}
+
+static void test_crossentropy(void) {
+  for (int i = 0; i < 2; i++) {
+    check_crossentropy(DTYPES[i], 33, 1000, 1024, 1.0f / 33);
+    check_crossentropy(DTYPES[i], 9, 997, 1003, 0.5f); /* Vp % 8 != 0: element path */
+    check_crossentropy(DTYPES[i], 9, 1000, 1024, 0.0f);
+  }
+}
+
+/* ---- engine ------------------------------------------------------------------------- */
+
+static void check_engine(size_t n, size_t off) {
+  float *x = host_rand(ZEROC_FP32, n, 80, -100, 100);
+  const float special[] = {NAN,         INFINITY, -INFINITY, 1.00390625f,
+                           1.01171875f, -0.0f,    3.4e38f,   1e-40f};
+  for (size_t i = 0; i < 8 && i < n; i++) x[i] = special[i];
+  float *src = dev_from(ZEROC_FP32, x, n, off);
+  uint16_t *bf = dev_alloc(ZEROC_BF16, n, off);
+  uint16_t *hb = malloc(n * sizeof *hb);
+  ZT_OK(zeroc_k_cast(kf, st, bf, ZEROC_BF16, src, ZEROC_FP32, n));
+  ZT_OK(zeroc_memcpy_async(st, hb, bf, n * sizeof *hb));
+  ZT_OK(zeroc_stream_sync(st));
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) bad += hb[i] != zeroc_f32_to_bf16(x[i]);
+  ZT_ASSERT_MSG(bad == 0, "cast fp32 -> bf16: %zu of %zu differ from zeroc_f32_to_bf16", bad, n);
+  float *back = dev_alloc(ZEROC_FP32, n, off), *hback = malloc(n * sizeof(float)),
+        *ref = malloc(n * sizeof(float));
+  ZT_OK(zeroc_k_cast(kf, st, back, ZEROC_FP32, bf, ZEROC_BF16, n));
+  dev_get(ZEROC_FP32, hback, back, n);
+  zeroc__cpu_cast(ref, ZEROC_FP32, hb, ZEROC_BF16, n);
+  ZT_ASSERT_MSG(!memcmp(hback, ref, n * sizeof(float)), "cast bf16 -> fp32 differs from the cpu");
+
+  float *a = host_rand(ZEROC_FP32, n, 81, -1, 1), *b = host_rand(ZEROC_FP32, n, 82, -1, 1);
+  float *da = dev_from(ZEROC_FP32, a, n, off);
+  ZT_OK(zeroc_k_accumulate(kf, st, da, dev_from(ZEROC_BF16, b, n, off), ZEROC_BF16, n, 0.37f));
+  for (size_t i = 0; i < n; i++) hb[i] = zeroc_f32_to_bf16(b[i]);
+  zeroc__cpu_accumulate(a, hb, ZEROC_BF16, n, 0.37f);
+  expect_close("accumulate bf16", ZEROC_FP32, da, a, n, 1e-6);
+  ZT_OK(zeroc_k_accumulate(kf, st, da, dev_from(ZEROC_FP32, b, n, off), ZEROC_FP32, n, -2.0f));
+  zeroc__cpu_accumulate(a, b, ZEROC_FP32, n, -2.0f);
+  expect_close("accumulate fp32", ZEROC_FP32, da, a, n, 1e-6);
+  ZT_OK(zeroc_k_scale(kf, st, da, n, 0.3f));
+  zeroc__cpu_scale(a, n, 0.3f);
+  expect_close("scale", ZEROC_FP32, da, a, n, 1e-6);
+
+  double init = 2.5, *dsum = dev_alloc(ZEROC_FP64, 1, 0), got = 0;
+  ZT_OK(zeroc_memcpy_async(st, dsum, &init, sizeof init));
+  ZT_OK(zeroc_k_sumsq(kf, st, dsum, da, n));
+  ZT_OK(zeroc_memcpy_async(st, &got, dsum, sizeof got));
+  ZT_OK(zeroc_stream_sync(st));
+  double want = init + zeroc__cpu_sumsq(a, n);
+  ZT_ASSERT_MSG(fabs(got - want) <= 1e-12 * want, "sumsq %.17g, cpu %.17g", got, want);
+  /* NaN propagates */
+  ZT_OK(zeroc_k_sumsq(kf, st, dsum, src, n));
+  ZT_OK(zeroc_memcpy_async(st, &got, dsum, sizeof got));
+  ZT_OK(zeroc_stream_sync(st));
+  ZT_ASSERT_MSG(n < 8 || isnan(got), "sumsq over a NaN gave %g", got);
+
+  float *p = host_rand(ZEROC_FP32, n, 83, -1, 1), *m = host_rand(ZEROC_FP32, n, 84, -0.1f, 0.1f);
+  float *v = host_rand(ZEROC_FP32, n, 85, 0, 0.01f), *g = host_rand(ZEROC_FP32, n, 86, -1, 1);
+  float *dp = dev_from(ZEROC_FP32, p, n, off), *dm = dev_from(ZEROC_FP32, m, n, off);
+  float *dv = dev_from(ZEROC_FP32, v, n, off);
+  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f,           1e-8f,
+                           0.1f,  0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f};
+  ZT_OK(zeroc_k_adamw(kf, st, dp, dm, dv, dev_from(ZEROC_FP32, g, n, off), n, &ar));
+  zeroc__cpu_adamw(p, m, v, g, n, ar.lr, ar.beta1, ar.beta2, ar.eps, ar.weight_decay, ar.grad_scale,
+                   ar.bias_corr1, ar.bias_corr2);
+  expect_close("adamw param", ZEROC_FP32, dp, p, n, 1e-6);
+  expect_close("adamw m", ZEROC_FP32, dm, m, n, 1e-6);
+  expect_close("adamw v", ZEROC_FP32, dv, v, n, 1e-6);
+  dev_free_all();
+  free(x), free(hb), free(hback), free(ref), free(a), free(b), free(p), free(m), free(v), free(g);
+}
+
+static void test_engine(void) {
+  check_engine(1000003, 0);
+  check_engine(1000003, 1); /* unaligned: element path */
+  check_engine(5, 0);
+}
+
+/* ---- bad input ---------------------------------------------------------------------- */
+
+static void test_bad_input(void) {
+  void *buf = dev_alloc(ZEROC_FP32, 3 * 512 * 4, 0);
+  float *lse = dev_alloc(ZEROC_FP32, 64, 0);
+  zeroc_result_t r = zeroc_k_attention_forward(kf, st, buf, lse, buf, 1, 4, 512, 2);
+  ZT_ASSERT_MSG(r == ZEROC_ERR_UNSUPPORTED && strstr(zeroc_last_error(NULL), "head size 256"),
+                "attention with head size 256 -> %s: %s", zeroc_result_name(r),
+                zeroc_last_error(NULL));
+  r = zeroc_k_layernorm_forward(kf, st, buf, NULL, NULL, buf, NULL, buf, 4, 8);
+  ZT_ASSERT_MSG(r == ZEROC_ERR_INVALID_ARG && strstr(zeroc_last_error(NULL), "weight is NULL"),
+                "layernorm without weight -> %s: %s", zeroc_result_name(r), zeroc_last_error(NULL));
+  dev_free_all();
+}
+
+/* ---- main --------------------------------------------------------------------------- */
+
+static int setup(void) {
+  zeroc_ctx_config_t cfg = ZEROC_CTX_CONFIG_INIT;
+  cfg.device = ZEROC_DEVICE_CUDA;
+  cfg.threads = 1;
+  if (zeroc_ctx_create(&ctx, &cfg) != ZEROC_OK) {
+    fprintf(stderr, "cuda context: %s\n", zeroc_last_error(NULL));
+    return 1;
+  }
+  st = zeroc_ctx_compute_stream(ctx);
+  if (zeroc_kernels_create(ctx, ZEROC_FP32, &kf) || zeroc_kernels_create(ctx, ZEROC_BF16, &kb)) {
+    fprintf(stderr, "cuda kernels: %s\n", zeroc_last_error(NULL));
+    return 1;
+  }
+  return 0;
+}
+
+static int teardown(void) {
+  zeroc_kernels_destroy(kf);
+  zeroc_kernels_destroy(kb);
+  return zeroc_ctx_finalize(ctx) != ZEROC_OK;
+}
+
+int main(int argc, char **argv) {
+  if (zeroc__cuda_device_count() == 0) {
+    printf("test_kernels_cuda: no GPU visible: skipped\n");
+    return ZT_SKIP_CODE;
+  }
+  static const zt_test_t tests[] = {
+      {"encoder", test_encoder},
+      {"layernorm", test_layernorm},
+      {"layernorm finite differences", test_layernorm_finite_differences},
+      {"matmul", test_matmul},
+      {"attention", test_attention},
+      {"attention finite differences and repeat", test_attention_finite_differences},
+      {"gelu, residual, add", test_elementwise},
+      {"crossentropy", test_crossentropy},
+      {"cast, accumulate, scale, sumsq, adamw", test_engine},
+      {"bad input", test_bad_input},
+      ZT_END,
+  };
+  return zt_run_mpi_ex(argc, argv, "kernels_cuda", tests, 1, 1, setup, teardown);
+}
