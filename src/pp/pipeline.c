@@ -14,7 +14,10 @@
  * receive it consumes: a receive posted early (the schedule's
  * post-together groups) overlaps the compute before it. Should a hand-made
  * schedule break the order, the runtime waits for every group, as the
- * schedule's post-together semantics say.
+ * schedule's post-together semantics say. Each group is bracketed with
+ * zeroc__comm_group_start/end (ncclGroupStart/End: NCCL launches the group's
+ * transfers together at its end, so the events that mark them are recorded
+ * after it; nothing on mpi).
  */
 #include "zeroc/pipeline.h"
 
@@ -435,9 +438,20 @@ static zeroc_result_t wait_comm(zeroc_pipeline_t *p, zeroc_event_t *e, double *w
   return r;
 }
 
+/* An event to record on a stream once the current communication group is
+ * posted. */
+typedef struct {
+  zeroc_event_t *e;
+  zeroc_stream_t *s;
+} pending_t;
+
+enum { MAX_GROUP = 64 };
+
 zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batches,
                                   zeroc_pipeline_stats_t *stats) {
   zeroc_result_t res = ZEROC_OK;
+  pending_t pend[MAX_GROUP];
+  int npend = 0, in_group = 0;
   if (!p || !batches)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_run: NULL pipeline or batches");
   zeroc_model_t *m = p->m;
@@ -451,28 +465,36 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
     int ch = a->chunk, mb = a->mb, sl = mb % p->W, k = ch * p->W + sl;
     int stage = ch * p->p + p->r, has_prev = stage > 0, has_next = stage < p->S - 1;
     int tag = (int)zeroc__pp_action_tag(p->sched, p->r, a);
+    if (zeroc__pp_is_comm(a->op) && !in_group) {
+      ZEROC_TRY(zeroc__comm_group_start(p->ctx));
+      in_group = 1;
+    }
+    if (npend == MAX_GROUP) {
+      res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "pipeline: a group of more than %d transfers", MAX_GROUP);
+      goto fail;
+    }
     switch (a->op) {
     case ZEROC_PP_RECV_ACT:
       /* the slot's previous micro-batch must be done with the buffer */
       ZEROC_TRY(zeroc_stream_wait_event(p->s[RA], p->ev_bwd[k]));
       ZEROC_TRY(zeroc__recv(p->pp_g, p->s[RA], p->act_in[k], numel, dt, a->peer, tag));
-      ZEROC_TRY(zeroc_event_record(p->ev_ra[k], p->s[RA]));
+      pend[npend++] = (pending_t){p->ev_ra[k], p->s[RA]};
       break;
     case ZEROC_PP_RECV_GRAD:
       ZEROC_TRY(zeroc_stream_wait_event(p->s[RG], p->ev_bwd[k]));
       ZEROC_TRY(zeroc__recv(p->pp_g, p->s[RG], p->grad_in[k], numel, dt, a->peer, tag));
-      ZEROC_TRY(zeroc_event_record(p->ev_rg[k], p->s[RG]));
+      pend[npend++] = (pending_t){p->ev_rg[k], p->s[RG]};
       break;
     case ZEROC_PP_SEND_ACT:
       ZEROC_TRY(zeroc_stream_wait_event(p->s[SA], p->ev_fwd[k]));
       ZEROC_TRY(zeroc__send(p->pp_g, p->s[SA], p->out_ptr[k], numel, dt, a->peer, tag));
-      ZEROC_TRY(zeroc_event_record(p->ev_sa[k], p->s[SA]));
+      pend[npend++] = (pending_t){p->ev_sa[k], p->s[SA]};
       sent += p->bytes;
       break;
     case ZEROC_PP_SEND_GRAD:
       ZEROC_TRY(zeroc_stream_wait_event(p->s[SG], p->ev_bwd[k]));
       ZEROC_TRY(zeroc__send(p->pp_g, p->s[SG], p->grad_out[k], numel, dt, a->peer, tag));
-      ZEROC_TRY(zeroc_event_record(p->ev_sg[k], p->s[SG]));
+      pend[npend++] = (pending_t){p->ev_sg[k], p->s[SG]};
       sent += p->bytes;
       break;
     case ZEROC_PP_FORWARD: {
@@ -532,11 +554,18 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
       res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "pipeline action %zu: op %d", i, a->op);
       goto fail;
     }
-    /* a schedule whose message orders differ between neighbours: wait per group */
-    if (!p->ordered && zeroc__pp_is_comm(a->op) && !(a->flags & ZEROC_PP_WITH_NEXT)) {
-      double t0 = now_ms();
-      for (int s = 0; s < NSTREAMS; s++) ZEROC_TRY(zeroc_stream_sync(p->s[s]));
-      wait += now_ms() - t0;
+    if (in_group && !(a->flags & ZEROC_PP_WITH_NEXT)) {
+      /* the group is complete: post it, then mark its transfers */
+      in_group = 0;
+      ZEROC_TRY(zeroc__comm_group_end(p->ctx));
+      for (int j = 0; j < npend; j++) ZEROC_TRY(zeroc_event_record(pend[j].e, pend[j].s));
+      npend = 0;
+      /* a schedule whose message orders differ between neighbours: wait per group */
+      if (!p->ordered) {
+        double t0 = now_ms();
+        for (int s = 0; s < NSTREAMS; s++) ZEROC_TRY(zeroc_stream_sync(p->s[s]));
+        wait += now_ms() - t0;
+      }
     }
   }
   /* the last sends are complete when their peers have received them */
@@ -553,5 +582,6 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
   }
   return ZEROC_OK;
 fail:
+  if (in_group) zeroc__comm_group_end(p->ctx); /* the failure is the one reported */
   return zeroc__ctx_ret(p->ctx, res);
 }
