@@ -222,7 +222,7 @@ static int print_schedule(const opts_t *o, const zeroc_gpt_config_t *g, zeroc_dt
     for (int u = bounds[st]; u < bounds[st + 1]; u++) c += cost[u];
     unit_name(g, bounds[st], a, sizeof a);
     unit_name(g, bounds[st + 1] - 1, b, sizeof b);
-    printf("  stage %d (rank %d, chunk %d): units %d..%d (%s%s%s), %.1f%% of the work%s\n", st,
+    printf("  stage %d (rank %d, chunk %d): units %d..%d (%s%s%s), cost %.1f%% (FLOPs and parameters)%s\n", st,
            st % o->pp, st / o->pp, bounds[st], bounds[st + 1] - 1, a,
            bounds[st + 1] - 1 > bounds[st] ? " .. " : "", bounds[st + 1] - 1 > bounds[st] ? b : "",
            100 * c, st == S - 1 && S > 1 ? " + a tied copy of wte" : "");
