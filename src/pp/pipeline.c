@@ -7,14 +7,13 @@
  * Why four streams and no per-group wait: a rank receives activations only
  * from rank r-1 (mod p) and gradients only from r+1, and sends to the other
  * side, and the generated schedules post each of these four kinds of message
- * in the same order on both ends (checked at creation, see kind_orders_match).
+ * in the same order on both ends (zeroc__pp_orders_match, asserted over a grid
+ * of (kind, p, m, v) by test_pp_schedule and checked again at creation).
  * With one FIFO stream per kind, the k-th operation on a send stream meets the
  * k-th on its peer's receive stream, so posting in schedule order cannot
  * deadlock however far compute runs ahead, and compute waits only for the
  * receive it consumes: a receive posted early (the schedule's
- * post-together groups) overlaps the compute before it. Should a hand-made
- * schedule break the order, the runtime waits for every group, as the
- * schedule's post-together semantics say. Each group is bracketed with
+ * post-together groups) overlaps the compute before it. Each group is bracketed with
  * zeroc__comm_group_start/end (ncclGroupStart/End: NCCL launches the group's
  * transfers together at its end, so the events that mark them are recorded
  * after it; nothing on mpi).
@@ -47,7 +46,6 @@ struct zeroc_pipeline {
   const zeroc_pp_action_t *acts;
   size_t nacts;
   int p, r, v, nmb, S, W;
-  int ordered;        /* send/receive orders agree per kind: no waiting per group */
   int *cfirst, *clast; /* local unit range of each chunk */
   zeroc_group_t *pp_g, *tie_g;
   zeroc_stream_t *s[NSTREAMS];
@@ -218,9 +216,7 @@ fail:
   return res;
 }
 
-/* Whether, for every pair of neighbours and each message kind, the sender's
- * order of sends is the receiver's order of receives (see the file comment). */
-static int kind_orders_match(const zeroc_pp_schedule_t *s) {
+int zeroc__pp_orders_match(const zeroc_pp_schedule_t *s) {
   int ok = 1;
   /* per sending rank and kind (0 activations, 1 gradients): the (mb, stage) sequence */
   for (int r = 0; r < s->p && ok; r++) {
@@ -309,10 +305,12 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first, 
   p->acts = zeroc__pp_rank_actions(p->sched, p->r, &p->nacts);
   int contiguous;
   CHK(alive_width(p->sched, p->r, &p->W, &contiguous));
-  p->ordered = kind_orders_match(p->sched);
-  if (!p->ordered)
-    ZWARN(COMM, "pipeline schedule %s: send and receive orders differ; waiting for every group",
-          zeroc__pp_kind_name((zeroc_pp_kind_t)c->schedule));
+  /* one FIFO stream per message kind needs the same order on both ends */
+  if (!zeroc__pp_orders_match(p->sched))
+    return ZEROC_FAIL(ZEROC_ERR_INTERNAL,
+                      "pipeline schedule %s (p %d, m %d, v %d): a rank's sends and its peer's "
+                      "receives of one kind come in different orders (schedule generator bug)",
+                      zeroc__pp_kind_name((zeroc_pp_kind_t)c->schedule), p->p, p->nmb, p->v);
   /* message tags: below 2 m (S-1), which MPI must be able to carry */
   int64_t max_tag = 2 * (int64_t)p->nmb * (p->S - 1) - 1;
   int *ub = NULL, flag = 0;
@@ -560,12 +558,6 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
       ZEROC_TRY(zeroc__comm_group_end(p->ctx));
       for (int j = 0; j < npend; j++) ZEROC_TRY(zeroc_event_record(pend[j].e, pend[j].s));
       npend = 0;
-      /* a schedule whose message orders differ between neighbours: wait per group */
-      if (!p->ordered) {
-        double t0 = now_ms();
-        for (int s = 0; s < NSTREAMS; s++) ZEROC_TRY(zeroc_stream_sync(p->s[s]));
-        wait += now_ms() - t0;
-      }
     }
   }
   /* the last sends are complete when their peers have received them */
