@@ -174,12 +174,14 @@ static void free_reference(ref_t *ref) {
  * single-rank layout: parameters in declaration order, 8-element aligned). */
 static uint64_t ref_offset(int g, const char *name) {
   static const char *embed[] = {"wte.weight", "wpe.weight"}, *head[] = {"ln_f.weight", "ln_f.bias"};
-  uint64_t C = (uint64_t)CFG.hidden, Vp = (uint64_t)((CFG.vocab + 63) / 64 * 64), T = (uint64_t)CFG.seq;
+  uint64_t C = (uint64_t)CFG.hidden, Vp = (uint64_t)((CFG.vocab + 63) / 64 * 64),
+           T = (uint64_t)CFG.seq;
   uint64_t sizes_e[] = {Vp * C, T * C}, sizes_h[] = {C, C};
   uint64_t sizes_b[] = {C, C, 3 * C * C, 3 * C, C * C, C, C, C, 4 * C * C, 4 * C, 4 * C * C, C};
-  static const char *block[] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
-                                "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
-                                "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
+  static const char *block[] = {"ln_1.weight",      "ln_1.bias",          "attn.c_attn.weight",
+                                "attn.c_attn.bias", "attn.c_proj.weight", "attn.c_proj.bias",
+                                "ln_2.weight",      "ln_2.bias",          "mlp.c_fc.weight",
+                                "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias"};
   const char **names = g == 0 ? embed : g == CFG.layers + 1 ? head : block;
   const uint64_t *sizes = g == 0 ? sizes_e : g == CFG.layers + 1 ? sizes_h : sizes_b;
   int np = g == 0 || g == CFG.layers + 1 ? 2 : 12;
@@ -229,7 +231,8 @@ static void compare_grads(run_t *r, const ref_t *ref) {
     }
     free(g);
   }
-  ZT_ASSERT_MSG(bad == 0, "%d of %d parameters' gradients differ from the single-rank run", bad, checked);
+  ZT_ASSERT_MSG(bad == 0, "%d of %d parameters' gradients differ from the single-rank run", bad,
+                checked);
   CU_ASSERT(checked > 0);
 }
 
@@ -262,12 +265,14 @@ static void check_pipeline(int pp, zeroc_pipeline_schedule_t kind, int v, int ze
     /* the loss is the same number on every rank */
     double lm[2] = {info.loss, -info.loss};
     MPI_Allreduce(MPI_IN_PLACE, lm, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-    ZT_ASSERT_MSG(lm[0] == -lm[1], "step %d: losses differ between ranks (%.9g .. %.9g)", k, lm[0], -lm[1]);
+    ZT_ASSERT_MSG(lm[0] == -lm[1], "step %d: losses differ between ranks (%.9g .. %.9g)", k, lm[0],
+                  -lm[1]);
   }
   CU_ASSERT(ref.loss[STEPS - 1] < ref.loss[0]);
   /* what the run reports: compute inside the run, sends as the schedule says */
   ZT_ASSERT_MSG(st.compute_ms > 0 && st.compute_ms <= st.run_ms && st.bubble >= 0 && st.bubble < 1,
-                "stats: run %.3f ms, compute %.3f ms, bubble %.3f", st.run_ms, st.compute_ms, st.bubble);
+                "stats: run %.3f ms, compute %.3f ms, bubble %.3f", st.run_ms, st.compute_ms,
+                st.bubble);
   int sends = 0;
   for (int c = 0; c < v; c++) {
     int s = c * pp + mesh->pp_rank;
@@ -281,7 +286,9 @@ static void check_pipeline(int pp, zeroc_pipeline_schedule_t kind, int v, int ze
 }
 
 static void test_1f1b(void) { check_pipeline(zt_world(), ZEROC_PIPELINE_1F1B, 1, 1, 0); }
-static void test_interleaved(void) { check_pipeline(zt_world(), ZEROC_PIPELINE_INTERLEAVED, 2, 1, 0); }
+static void test_interleaved(void) {
+  check_pipeline(zt_world(), ZEROC_PIPELINE_INTERLEAVED, 2, 1, 0);
+}
 static void test_recompute_zero0(void) { check_pipeline(zt_world(), ZEROC_PIPELINE_1F1B, 1, 0, 1); }
 static void test_gpipe(void) { check_pipeline(zt_world(), ZEROC_PIPELINE_GPIPE, 1, 1, 0); }
 static void test_pp2_dp(void) {
@@ -340,7 +347,8 @@ static void test_partition_and_slots(void) {
   ZT_OK(zeroc_pipeline_partition(c3, 4, 4, b));
   CU_ASSERT(b[1] == 1 && b[2] == 2 && b[3] == 3 && b[4] == 4);
   CU_ASSERT_EQUAL(zeroc_pipeline_partition(c3, 4, 5, b), ZEROC_ERR_INVALID_ARG);
-  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "4 units into 5 pipeline stages"), "%s", zeroc_last_error(NULL));
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "4 units into 5 pipeline stages"), "%s",
+                zeroc_last_error(NULL));
   /* the GPT: embedding first, head last, blocks balanced between */
   zeroc_gpt_config_t g = {4, 64, 4, 256, 64, 4};
   double gc[6];
@@ -366,7 +374,8 @@ static void test_partition_and_slots(void) {
   int w0 = 0, w3 = 0;
   ZT_OK(zeroc_pipeline_slots(&pc, 4, 0, &w0));
   ZT_OK(zeroc_pipeline_slots(&pc, 4, 3, &w3));
-  ZT_ASSERT_MSG(w0 >= w3 && w0 <= 8 && w3 >= 1, "interleaved p 4 m 8 v 2: slots r0 %d, r3 %d", w0, w3);
+  ZT_ASSERT_MSG(w0 >= w3 && w0 <= 8 && w3 >= 1, "interleaved p 4 m 8 v 2: slots r0 %d, r3 %d", w0,
+                w3);
   pc.microbatches = 6;
   CU_ASSERT_EQUAL(zeroc_pipeline_slots(&pc, 4, 0, &w0), ZEROC_ERR_INVALID_ARG);
 }

@@ -413,15 +413,34 @@ static void test_groups_prevent_deadlock(void) {
 /* A valid hand-made schedule whose gradients arrive in another order than they
  * are sent: the checker and the simulator accept it, the order test does not. */
 static void test_orders_mismatch(void) {
-  enum { F = ZEROC_PP_FORWARD, B = ZEROC_PP_BACKWARD, RA = ZEROC_PP_RECV_ACT, SA = ZEROC_PP_SEND_ACT,
-         RG = ZEROC_PP_RECV_GRAD, SG = ZEROC_PP_SEND_GRAD, W = ZEROC_PP_WITH_NEXT };
+  enum {
+    F = ZEROC_PP_FORWARD,
+    B = ZEROC_PP_BACKWARD,
+    RA = ZEROC_PP_RECV_ACT,
+    SA = ZEROC_PP_SEND_ACT,
+    RG = ZEROC_PP_RECV_GRAD,
+    SG = ZEROC_PP_SEND_GRAD,
+    W = ZEROC_PP_WITH_NEXT
+  };
   zeroc_pp_action_t a[] = {
       /* rank 0 */
-      {F, 0, 0, 0, -1, -1}, {SA, 0, 0, 0, 1, 0}, {F, 0, 1, 0, -1, -1}, {SA, 0, 1, 0, 1, 0},
-      {RG, W, 1, 0, 1, 0}, {RG, 0, 0, 0, 1, 0}, {B, 0, 1, 0, -1, -1}, {B, 0, 0, 0, -1, -1},
+      {F, 0, 0, 0, -1, -1},
+      {SA, 0, 0, 0, 1, 0},
+      {F, 0, 1, 0, -1, -1},
+      {SA, 0, 1, 0, 1, 0},
+      {RG, W, 1, 0, 1, 0},
+      {RG, 0, 0, 0, 1, 0},
+      {B, 0, 1, 0, -1, -1},
+      {B, 0, 0, 0, -1, -1},
       /* rank 1 */
-      {RA, 0, 0, 0, 0, 0}, {F, 0, 0, 0, -1, -1}, {RA, 0, 1, 0, 0, 0}, {F, 0, 1, 0, -1, -1},
-      {B, 0, 1, 0, -1, -1}, {B, 0, 0, 0, -1, -1}, {SG, W, 0, 0, 0, 0}, {SG, 0, 1, 0, 0, 0},
+      {RA, 0, 0, 0, 0, 0},
+      {F, 0, 0, 0, -1, -1},
+      {RA, 0, 1, 0, 0, 0},
+      {F, 0, 1, 0, -1, -1},
+      {B, 0, 1, 0, -1, -1},
+      {B, 0, 0, 0, -1, -1},
+      {SG, W, 0, 0, 0, 0},
+      {SG, 0, 1, 0, 0, 0},
   };
   size_t off[] = {0, 8, 16};
   zeroc_pp_schedule_t s = {ZEROC_PP_GPIPE, 2, 2, 1, off, a};

@@ -36,17 +36,17 @@ typedef enum zeroc_pipeline_schedule {
 } zeroc_pipeline_schedule_t;
 
 typedef struct zeroc_pipeline_config {
-  size_t size;    /* sizeof(zeroc_pipeline_config_t), set by the initializer */
-  uint32_t magic; /* ZEROC_CONFIG_MAGIC */
+  size_t size;                        /* sizeof(zeroc_pipeline_config_t), set by the initializer */
+  uint32_t magic;                     /* ZEROC_CONFIG_MAGIC */
   zeroc_pipeline_schedule_t schedule; /* default 1F1B */
-  int microbatches;   /* m >= 1 micro-batches per step (the model's grad_accum) */
-  int chunks;         /* v chunks per rank: 1, or > 1 with the interleaved schedule */
-  size_t act_numel;   /* elements of the activation crossing every stage boundary (its
-                         gradient has the same shape), e.g. B*T*C */
+  int microbatches;                   /* m >= 1 micro-batches per step (the model's grad_accum) */
+  int chunks;       /* v chunks per rank: 1, or > 1 with the interleaved schedule */
+  size_t act_numel; /* elements of the activation crossing every stage boundary (its
+                       gradient has the same shape), e.g. B*T*C */
   zeroc_dtype_t act_dtype;
 } zeroc_pipeline_config_t;
 
-#define ZEROC_PIPELINE_CONFIG_INIT                                                                \
+#define ZEROC_PIPELINE_CONFIG_INIT                                                                 \
   { sizeof(zeroc_pipeline_config_t), ZEROC_CONFIG_MAGIC, ZEROC_PIPELINE_1F1B, 1, 1, 0, ZEROC_FP32 }
 
 /* "gpipe", "1f1b", "interleaved"; ZEROC_ERR_INVALID_ARG naming the accepted ones. */

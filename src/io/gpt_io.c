@@ -32,8 +32,10 @@ enum { TAG_HEADER = 32001, TAG_DATA = 32002 };
 static void hf_name(const zeroc_param_desc_t *pd, int g, int L, int vocab, char *name, size_t n,
                     int *ndim, uint64_t shape[2], int *transpose) {
   int block = g > 0 && g < L + 1;
-  if (block) snprintf(name, n, "h.%d.%s", g - 1, pd->name);
-  else snprintf(name, n, "%s", pd->name);
+  if (block)
+    snprintf(name, n, "h.%d.%s", g - 1, pd->name);
+  else
+    snprintf(name, n, "%s", pd->name);
   *ndim = pd->ndim;
   *transpose = block && pd->ndim == 2;
   if (pd->ndim == 2) {
@@ -112,7 +114,8 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
     hdr = malloc(sizeof(int64_t) * (size_t)(n + 2));
     packed = malloc(count * 4 + 4);
     if (!hdr || !packed) {
-      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transfer of %llu floats", (unsigned long long)count);
+      res =
+          ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transfer of %llu floats", (unsigned long long)count);
       goto fail;
     }
     hdr[0] = n, hdr[1] = (int64_t)count;
@@ -128,10 +131,12 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       }
     }
     MPI_Comm c = ppg->mpi[ZEROC_P2P_CHANNEL];
-    ZEROC_TRY(mpi_check(MPI_Send(hdr, n + 2, MPI_INT64_T, 0, TAG_HEADER, c), "sending the unit list", 0));
+    ZEROC_TRY(
+        mpi_check(MPI_Send(hdr, n + 2, MPI_INT64_T, 0, TAG_HEADER, c), "sending the unit list", 0));
     for (uint64_t off = 0; off < count; off += 1u << 30) {
       int part = (int)(count - off < (1u << 30) ? count - off : (1u << 30));
-      ZEROC_TRY(mpi_check(MPI_Send(packed + off, part, MPI_FLOAT, 0, TAG_DATA, c), "sending values", 0));
+      ZEROC_TRY(
+          mpi_check(MPI_Send(packed + off, part, MPI_FLOAT, 0, TAG_DATA, c), "sending values", 0));
     }
   }
   if (root) {
@@ -144,7 +149,8 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
     for (int s = 1; s < mesh->pp; s++) {
       MPI_Status st;
       int got = 0;
-      ZEROC_TRY(mpi_check(MPI_Recv(h, NU + 2, MPI_INT64_T, s, TAG_HEADER, c, &st), "receiving the unit list", s));
+      ZEROC_TRY(mpi_check(MPI_Recv(h, NU + 2, MPI_INT64_T, s, TAG_HEADER, c, &st),
+                          "receiving the unit list", s));
       MPI_Get_count(&st, MPI_INT64_T, &got);
       if (got < 2 || h[0] != got - 2 || h[1] < 0) {
         res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: pipeline rank %d sent a bad unit list", s);
@@ -159,8 +165,9 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       }
       for (uint64_t off = 0; off < total; off += 1u << 30) {
         int part = (int)(total - off < (1u << 30) ? total - off : (1u << 30));
-        ZEROC_TRY(mpi_check(MPI_Recv(t.owned[s] + off, part, MPI_FLOAT, s, TAG_DATA, c, MPI_STATUS_IGNORE),
-                            "receiving values", s));
+        ZEROC_TRY(mpi_check(
+            MPI_Recv(t.owned[s] + off, part, MPI_FLOAT, s, TAG_DATA, c, MPI_STATUS_IGNORE),
+            "receiving values", s));
       }
       uint64_t at = 0;
       for (int64_t k = 0; k < h[0]; k++) {
@@ -180,7 +187,8 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       zeroc_gpt_unit_params(g, gu, &np);
       for (int p = 0; p < np; p++)
         if (!t.src[gu * 12 + p]) {
-          res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p, gu);
+          res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p,
+                           gu);
           goto fail;
         }
     }
@@ -258,21 +266,23 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       int nd, tr;
       uint64_t shape[2];
       /* a tied copy of wte reads wte */
-      hf_name(zeroc_model_param_desc(m, u, p), is_tied_copy(zeroc_model_param_desc(m, u, p), gu) ? 0 : gu,
-              L, vocab, name, sizeof name, &nd, shape, &tr);
+      hf_name(zeroc_model_param_desc(m, u, p),
+              is_tied_copy(zeroc_model_param_desc(m, u, p), gu) ? 0 : gu, L, vocab, name,
+              sizeof name, &nd, shape, &tr);
       const zeroc__st_tensor_t *t = zeroc__st_find(st, name);
       if (!t) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "'%s' has no tensor '%s' (a GPT-2 file of this shape has)",
-                         path, name);
+        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                         "'%s' has no tensor '%s' (a GPT-2 file of this shape has)", path, name);
         goto fail;
       }
       uint64_t count = nd == 2 ? shape[0] * shape[1] : shape[0];
       int same = t->ndim == nd && t->shape[0] == shape[0] && (nd == 1 || t->shape[1] == shape[1]);
       if (!same) {
         res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "'%s': tensor '%s' has shape (%" PRIu64 ", %" PRIu64 "), this model needs (%" PRIu64
-                         ", %" PRIu64 ")",
-                         path, name, t->shape[0], t->ndim > 1 ? t->shape[1] : 1, shape[0], nd == 2 ? shape[1] : 1);
+                         "'%s': tensor '%s' has shape (%" PRIu64 ", %" PRIu64
+                         "), this model needs (%" PRIu64 ", %" PRIu64 ")",
+                         path, name, t->shape[0], t->ndim > 1 ? t->shape[1] : 1, shape[0],
+                         nd == 2 ? shape[1] : 1);
         goto fail;
       }
       float *dst = flat + zeroc_model_param_offset(m, u, p);
@@ -299,7 +309,8 @@ fail:
   zeroc__st_close(st);
   /* nothing changes unless every rank read everything */
   res = zeroc_ctx_agree(ctx, res);
-  for (int u = 0; u < n && !res; u++) res = zeroc_model_set_shard(m, u, ZEROC_STATE_MASTER, shards[u]);
+  for (int u = 0; u < n && !res; u++)
+    res = zeroc_model_set_shard(m, u, ZEROC_STATE_MASTER, shards[u]);
   if (!res) res = zeroc_model_sync_params(m);
   for (int u = 0; u < n; u++) free(shards[u]);
   free(shards);

@@ -73,7 +73,8 @@ zeroc_result_t zeroc_pipeline_schedule_parse(const char *name, zeroc_pipeline_sc
 
 zeroc_result_t zeroc_pipeline_partition(const double *cost, int n, int stages, int *bounds) {
   zeroc_result_t res = ZEROC_OK;
-  if (!cost || !bounds) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_partition: NULL argument");
+  if (!cost || !bounds)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_partition: NULL argument");
   if (stages < 1 || n < stages)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "cutting %d units into %d pipeline stages: every stage needs at least one "
@@ -125,7 +126,8 @@ fail:
  * action to the end of its backward). *contiguous is set when, per chunk,
  * micro-batches start and finish in increasing order, so the alive ones are
  * consecutive and slot mb % W never holds two of them. */
-static zeroc_result_t alive_width(const zeroc_pp_schedule_t *s, int r, int *width, int *contiguous) {
+static zeroc_result_t alive_width(const zeroc_pp_schedule_t *s, int r, int *width,
+                                  int *contiguous) {
   size_t n;
   const zeroc_pp_action_t *a = zeroc__pp_rank_actions(s, r, &n);
   size_t cells = (size_t)s->m * (size_t)s->v;
@@ -162,8 +164,9 @@ static zeroc_result_t alive_width(const zeroc_pp_schedule_t *s, int r, int *widt
 static zeroc_result_t read_config(const zeroc_pipeline_config_t *in, zeroc_pipeline_config_t *out) {
   if (!in || in->magic != ZEROC_CONFIG_MAGIC || in->size < sizeof(zeroc_pipeline_config_t) ||
       in->size > 65536)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "zeroc_pipeline_config_t was not initialised with ZEROC_PIPELINE_CONFIG_INIT");
+    return ZEROC_FAIL(
+        ZEROC_ERR_INVALID_ARG,
+        "zeroc_pipeline_config_t was not initialised with ZEROC_PIPELINE_CONFIG_INIT");
   *out = *in;
   out->size = sizeof *out;
   return ZEROC_OK;
@@ -270,7 +273,8 @@ void zeroc_pipeline_destroy(zeroc_pipeline_t *p) {
 }
 
 /* Local checks and allocations: everything that can fail on one rank alone. */
-static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first, const int *chunk_count) {
+static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first,
+                                   const int *chunk_count) {
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(p->ctx);
   zeroc_model_t *m = p->m;
   zeroc_pipeline_config_t *c = &p->cfg;
@@ -280,7 +284,8 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first, 
   p->nmb = c->microbatches;
   if (p->p < 2)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "a pipeline needs at least 2 pipeline ranks (the context's mesh has pp %d)", p->p);
+                      "a pipeline needs at least 2 pipeline ranks (the context's mesh has pp %d)",
+                      p->p);
   if (m->cfg.stage > 1)
     return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
                       "pipeline parallelism with ZeRO stage %d: accepted stage 0 or 1 (the "
@@ -293,12 +298,14 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first, 
                       "must be equal",
                       m->cfg.grad_accum, p->nmb);
   if (!c->act_numel || !zeroc_dtype_size(c->act_dtype))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "pipeline activations of %zu elements of %s: need > 0 "
-                                             "elements of a known dtype",
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "pipeline activations of %zu elements of %s: need > 0 "
+                      "elements of a known dtype",
                       c->act_numel, zeroc_dtype_name(c->act_dtype));
   if (c->act_numel > (size_t)2147483647)
-    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "pipeline activations of %zu elements exceed a "
-                                             "message's int count",
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                      "pipeline activations of %zu elements exceed a "
+                      "message's int count",
                       c->act_numel);
   CHK(zeroc__pp_schedule_create((zeroc_pp_kind_t)c->schedule, p->p, p->nmb, p->v, &p->sched));
   p->S = p->p * p->v;
@@ -316,10 +323,11 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first, 
   int *ub = NULL, flag = 0;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
   if (flag && ub && max_tag > *ub)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "pipeline messages need tags up to %lld (2 x %d micro-batches x %d stage "
-                      "boundaries), above this MPI's MPI_TAG_UB %d: use fewer micro-batches or stages",
-                      (long long)max_tag, p->nmb, p->S - 1, *ub);
+    return ZEROC_FAIL(
+        ZEROC_ERR_INVALID_ARG,
+        "pipeline messages need tags up to %lld (2 x %d micro-batches x %d stage "
+        "boundaries), above this MPI's MPI_TAG_UB %d: use fewer micro-batches or stages",
+        (long long)max_tag, p->nmb, p->S - 1, *ub);
   /* the chunks must cover the model's units in order */
   p->cfirst = calloc((size_t)p->v, sizeof(int));
   p->clast = calloc((size_t)p->v, sizeof(int));
@@ -335,8 +343,8 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first, 
     p->clast[ch] = next + chunk_count[ch] - 1;
     next += chunk_count[ch];
     if (ch == p->v - 1 && next != m->n)
-      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                        "pipeline chunks cover %d units, the model has %d", next, m->n);
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "pipeline chunks cover %d units, the model has %d",
+                        next, m->n);
   }
   CHK(zeroc__model_set_slots(m, p->W));
   /* buffers and events per (chunk, slot) */
@@ -356,8 +364,10 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first, 
     for (int sl = 0; sl < p->W; sl++) {
       int k = ch * p->W + sl;
       if (prev) {
-        CHK(zeroc_mem_alloc(p->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, p->bytes, &p->act_in[k]));
-        CHK(zeroc_mem_alloc(p->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, p->bytes, &p->grad_out[k]));
+        CHK(zeroc_mem_alloc(p->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, p->bytes,
+                            &p->act_in[k]));
+        CHK(zeroc_mem_alloc(p->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, p->bytes,
+                            &p->grad_out[k]));
       }
       if (next)
         CHK(zeroc_mem_alloc(p->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, p->bytes, &p->grad_in[k]));
@@ -374,7 +384,8 @@ zeroc_result_t zeroc_pipeline_create(zeroc_model_t *m, const int *chunk_first,
                                      const int *chunk_count, const zeroc_pipeline_config_t *cfg,
                                      zeroc_pipeline_t **out) {
   zeroc_result_t res = ZEROC_OK;
-  if (!m || !out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_create: NULL model or output");
+  if (!m || !out)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_create: NULL model or output");
   *out = NULL;
   zeroc_ctx_t *ctx = m->ctx;
   zeroc_pipeline_t *p = calloc(1, sizeof *p);
@@ -412,8 +423,9 @@ zeroc_result_t zeroc_pipeline_create(zeroc_model_t *m, const int *chunk_first,
                      mesh->pp_rank, (long long)tied);
   }
   ZEROC_TRY(zeroc_ctx_agree(ctx, res));
-  ZINFO(COMM, "pipeline: %s, rank %d of %d, %d chunks, %d micro-batches, %d activation slots, "
-              "%zu bytes per message%s",
+  ZINFO(COMM,
+        "pipeline: %s, rank %d of %d, %d chunks, %d micro-batches, %d activation slots, "
+        "%zu bytes per message%s",
         zeroc__pp_kind_name((zeroc_pp_kind_t)p->cfg.schedule), p->r, p->p, p->v, p->nmb, p->W,
         p->bytes, tied ? ", tied embedding" : "");
   *out = p;
@@ -424,7 +436,8 @@ fail:
   return zeroc__ctx_ret(ctx, res);
 }
 
-/* ---- one step ---------------------------------------------------------------------------------- */
+/* ---- one step ----------------------------------------------------------------------------------
+ */
 
 /* Compute waits for a communication event; the time counts as waiting. */
 static zeroc_result_t wait_comm(zeroc_pipeline_t *p, zeroc_event_t *e, double *wait_ms) {
@@ -468,7 +481,8 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
       in_group = 1;
     }
     if (npend == MAX_GROUP) {
-      res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "pipeline: a group of more than %d transfers", MAX_GROUP);
+      res =
+          ZEROC_FAIL(ZEROC_ERR_INTERNAL, "pipeline: a group of more than %d transfers", MAX_GROUP);
       goto fail;
     }
     switch (a->op) {
@@ -497,8 +511,8 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
       break;
     case ZEROC_PP_FORWARD: {
       const void *in = NULL;
-      zeroc__watchdog_phase(p->ctx, "pipeline forward of micro-batch %d, chunk %d (stage %d)", mb, ch,
-                            stage);
+      zeroc__watchdog_phase(p->ctx, "pipeline forward of micro-batch %d, chunk %d (stage %d)", mb,
+                            ch, stage);
       if (has_prev) {
         ZEROC_TRY(wait_comm(p, p->ev_ra[k], &wait));
         in = p->act_in[k];
@@ -507,7 +521,8 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
       if (has_next) ZEROC_TRY(wait_comm(p, p->ev_sa[k], &wait));
       double t0 = now_ms();
       void *y = NULL;
-      ZEROC_TRY(zeroc__model_forward_units(m, p->cfirst[ch], p->clast[ch], sl, mb, batches[mb], in, &y));
+      ZEROC_TRY(
+          zeroc__model_forward_units(m, p->cfirst[ch], p->clast[ch], sl, mb, batches[mb], in, &y));
       compute += now_ms() - t0;
       if (has_next && !y) {
         res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
@@ -521,8 +536,8 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
     }
     case ZEROC_PP_BACKWARD: {
       const void *dout = NULL;
-      zeroc__watchdog_phase(p->ctx, "pipeline backward of micro-batch %d, chunk %d (stage %d)", mb, ch,
-                            stage);
+      zeroc__watchdog_phase(p->ctx, "pipeline backward of micro-batch %d, chunk %d (stage %d)", mb,
+                            ch, stage);
       if (has_next) {
         ZEROC_TRY(wait_comm(p, p->ev_rg[k], &wait));
         dout = p->grad_in[k];
@@ -532,8 +547,8 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
       if (has_prev) ZEROC_TRY(wait_comm(p, p->ev_sg[k], &wait));
       double t0 = now_ms();
       void *din = NULL;
-      ZEROC_TRY(zeroc__model_backward_units(m, p->cfirst[ch], p->clast[ch], sl, mb, batches[mb], dout,
-                                            &din));
+      ZEROC_TRY(zeroc__model_backward_units(m, p->cfirst[ch], p->clast[ch], sl, mb, batches[mb],
+                                            dout, &din));
       if (has_prev) {
         if (!din) {
           res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
