@@ -174,7 +174,8 @@ static int json_u64(const char *js, const char *key, unsigned long long *out) {
 
 /* ---- pipeline parallelism ----------------------------------------------------------------- */
 
-static zeroc_pipeline_config_t pipe_config(const opts_t *o, const zeroc_gpt_config_t *g, zeroc_dtype_t dt) {
+static zeroc_pipeline_config_t pipe_config(const opts_t *o, const zeroc_gpt_config_t *g,
+                                           zeroc_dtype_t dt) {
   zeroc_pipeline_config_t pc = ZEROC_PIPELINE_CONFIG_INIT;
   pc.schedule = o->pp_schedule == 1 ? ZEROC_PIPELINE_INTERLEAVED : ZEROC_PIPELINE_1F1B;
   pc.microbatches = o->grad_accum;
@@ -196,9 +197,12 @@ static int pipe_partition(const opts_t *o, const zeroc_gpt_config_t *g, int *bou
 }
 
 static void unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
-  if (u == 0) snprintf(buf, n, "embedding");
-  else if (u == g->layers + 1) snprintf(buf, n, "head");
-  else snprintf(buf, n, "block %d", u - 1);
+  if (u == 0)
+    snprintf(buf, n, "embedding");
+  else if (u == g->layers + 1)
+    snprintf(buf, n, "head");
+  else
+    snprintf(buf, n, "block %d", u - 1);
 }
 
 /* --print-schedule: the stages and every rank's actions; no MPI, nothing trained. */
@@ -222,8 +226,9 @@ static int print_schedule(const opts_t *o, const zeroc_gpt_config_t *g, zeroc_dt
     for (int u = bounds[st]; u < bounds[st + 1]; u++) c += cost[u];
     unit_name(g, bounds[st], a, sizeof a);
     unit_name(g, bounds[st + 1] - 1, b, sizeof b);
-    printf("  stage %d (rank %d, chunk %d): units %d..%d (%s%s%s), cost %.1f%% (FLOPs and parameters)%s\n", st,
-           st % o->pp, st / o->pp, bounds[st], bounds[st + 1] - 1, a,
+    printf("  stage %d (rank %d, chunk %d): units %d..%d (%s%s%s), cost %.1f%% (FLOPs and "
+           "parameters)%s\n",
+           st, st % o->pp, st / o->pp, bounds[st], bounds[st + 1] - 1, a,
            bounds[st + 1] - 1 > bounds[st] ? " .. " : "", bounds[st + 1] - 1 > bounds[st] ? b : "",
            100 * c, st == S - 1 && S > 1 ? " + a tied copy of wte" : "");
   }
@@ -276,22 +281,30 @@ int zeroc_cmd_train(int argc, char **argv) {
   if (o.set_batch) gc.batch = o.batch;
   if (gc.hidden % gc.heads)
     return zarg_fail("train", "--heads %d must divide --hidden %d", gc.heads, gc.hidden);
-  if (o.tp > 1) return zarg_fail("train", "--tp %d: tensor parallelism is not supported yet (accepted: 1)", o.tp);
-  if (o.sequence_parallel) return zarg_fail("train", "--sequence-parallel needs --tp > 1, not supported yet");
+  if (o.tp > 1)
+    return zarg_fail("train", "--tp %d: tensor parallelism is not supported yet (accepted: 1)",
+                     o.tp);
+  if (o.sequence_parallel)
+    return zarg_fail("train", "--sequence-parallel needs --tp > 1, not supported yet");
   if (o.pp == 1) {
     if (o.print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1");
-    if (o.set_microbatches) return zarg_fail("train", "--microbatches is for --pp > 1; use --grad-accum");
+    if (o.set_microbatches)
+      return zarg_fail("train", "--microbatches is for --pp > 1; use --grad-accum");
     if (o.set_vpp || o.set_pp_schedule)
       return zarg_fail("train", "--%s is for --pp > 1", o.set_vpp ? "vpp" : "pp-schedule");
   } else {
     /* with a pipeline the micro-batches play the role of gradient accumulation */
     if (o.set_grad_accum)
-      return zarg_fail("train", "--grad-accum with --pp %d: use --microbatches (micro-batches per "
-                                "step through the pipeline)", o.pp);
+      return zarg_fail("train",
+                       "--grad-accum with --pp %d: use --microbatches (micro-batches per "
+                       "step through the pipeline)",
+                       o.pp);
     if (o.set_zero && o.zero > 1)
-      return zarg_fail("train", "--zero %d with --pp %d: pipeline parallelism keeps every "
-                                "micro-batch's gradients on its stage and reduces them once per "
-                                "step; accepted --zero 0 or 1 (default 1 with --pp)", o.zero, o.pp);
+      return zarg_fail("train",
+                       "--zero %d with --pp %d: pipeline parallelism keeps every "
+                       "micro-batch's gradients on its stage and reduces them once per "
+                       "step; accepted --zero 0 or 1 (default 1 with --pp)",
+                       o.zero, o.pp);
     if (!o.set_zero) o.zero = 1;
     o.grad_accum = o.set_microbatches ? o.microbatches : o.pp;
     int interleaved = o.pp_schedule == 1;
@@ -301,12 +314,15 @@ int zeroc_cmd_train(int argc, char **argv) {
     if (!interleaved && o.vpp > 1)
       return zarg_fail("train", "--vpp %d needs --pp-schedule interleaved", o.vpp);
     if (interleaved && o.grad_accum % o.pp)
-      return zarg_fail("train", "--microbatches %d with --pp-schedule interleaved: accepted a "
-                                "multiple of --pp %d", o.grad_accum, o.pp);
+      return zarg_fail("train",
+                       "--microbatches %d with --pp-schedule interleaved: accepted a "
+                       "multiple of --pp %d",
+                       o.grad_accum, o.pp);
     int nu = zeroc_gpt_num_units(&gc);
     if (nu < o.pp * o.vpp)
-      return zarg_fail("train", "--pp %d x --vpp %d = %d pipeline stages need as many units; the "
-                                "model has %d (embedding, %d layers, head): use more --layers",
+      return zarg_fail("train",
+                       "--pp %d x --vpp %d = %d pipeline stages need as many units; the "
+                       "model has %d (embedding, %d layers, head): use more --layers",
                        o.pp, o.vpp, o.pp * o.vpp, nu, gc.layers);
     if (o.print_schedule) {
       zeroc_dtype_t pdt = o.dtype == 2 ? ZEROC_BF16 : ZEROC_FP32;
@@ -473,7 +489,9 @@ int zeroc_cmd_train(int argc, char **argv) {
   }
   if (dev == ZEROC_DEVICE_CUDA) {
     r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * nmb * 4, (void **)&dev_in);
-    if (!r) r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * nmb * 4, (void **)&dev_tg);
+    if (!r)
+      r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * nmb * 4,
+                          (void **)&dev_tg);
     if (r) goto fail;
   }
   if (root && o.metrics) {
@@ -526,18 +544,20 @@ int zeroc_cmd_train(int argc, char **argv) {
     char ppdesc[64] = "";
     if (o.vpp > 1) snprintf(ppdesc, sizeof ppdesc, ", %d chunks per rank", o.vpp);
     if (o.pp > 1)
-      printf("  %d ranks on %s: pp %d (%s%s), ZeRO-%d, dp %d (%d x %d), batch %d x %d micro-batches "
-             "x dp %d = %d sequences (%.0f tokens) per step, %s%s\n",
-             mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.pp, PP_SCHEDULES[o.pp_schedule],
-             ppdesc, o.zero, dp, mesh->dp_replicate, mesh->dp_shard, gc.batch, o.grad_accum, dp,
-             dcfg.global_batch, tokens_per_step, zeroc_dtype_name(dtype),
-             o.recompute ? ", recompute" : "");
+      printf(
+          "  %d ranks on %s: pp %d (%s%s), ZeRO-%d, dp %d (%d x %d), batch %d x %d micro-batches "
+          "x dp %d = %d sequences (%.0f tokens) per step, %s%s\n",
+          mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.pp, PP_SCHEDULES[o.pp_schedule],
+          ppdesc, o.zero, dp, mesh->dp_replicate, mesh->dp_shard, gc.batch, o.grad_accum, dp,
+          dcfg.global_batch, tokens_per_step, zeroc_dtype_name(dtype),
+          o.recompute ? ", recompute" : "");
     else
-      printf("  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), batch %d x accum %d x dp %d = %d sequences "
-             "(%.0f tokens) per step, %s, prefetch %d%s\n",
-             mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.zero, dp, mesh->dp_replicate,
-             mesh->dp_shard, gc.batch, o.grad_accum, dp, dcfg.global_batch, tokens_per_step,
-             zeroc_dtype_name(dtype), o.prefetch, o.recompute ? ", recompute" : "");
+      printf(
+          "  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), batch %d x accum %d x dp %d = %d sequences "
+          "(%.0f tokens) per step, %s, prefetch %d%s\n",
+          mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.zero, dp, mesh->dp_replicate,
+          mesh->dp_shard, gc.batch, o.grad_accum, dp, dcfg.global_batch, tokens_per_step,
+          zeroc_dtype_name(dtype), o.prefetch, o.recompute ? ", recompute" : "");
     if (di.kind == ZEROC_DATA_SYNTHETIC)
       printf("  data: synthetic Markov source, loss floor %.4f nats/token (its entropy rate)\n", di.loss_floor);
     else
@@ -632,12 +652,15 @@ int zeroc_cmd_train(int argc, char **argv) {
     }
     if (root && !o.quiet && (tty || s == start || s == o.steps - 1 || (s + 1) % every == 0)) {
       char b1[32], b2[32];
-      printf("%sstep %5d/%d | loss %.4f | norm %.3f | %8.0f tok/s | %7.1f ms | comm %6.1f ms exposed | "
+      printf("%sstep %5d/%d | loss %.4f | norm %.3f | %8.0f tok/s | %7.1f ms | comm %6.1f ms "
+             "exposed | "
              "mem %s (pred %s)%s%s",
              tty ? "\r" : "", s + 1, o.steps, info.loss, info.grad_norm, tps, dt * 1e3,
              info.exposed_comm_ms, fmt_bytes((double)peak_dev, b1, sizeof b1),
              fmt_bytes(predicted, b2, sizeof b2), info.skipped ? " | SKIPPED (non-finite)" : "",
-             pipe ? "" : tty ? "   " : "\n");
+             pipe  ? ""
+             : tty ? "   "
+                   : "\n");
       if (pipe) printf(" | bubble %4.1f%%%s", 100 * pst.bubble, tty ? "   " : "\n");
       if (peak_flops > 0) printf(" | MFU %.1f%%", mfu * 100);
       fflush(stdout);

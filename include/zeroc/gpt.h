@@ -87,10 +87,10 @@ void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost);
  * with the interleaved schedule), and activation sets for `slots`
  * micro-batches in flight at once (zeroc_pipeline_slots). */
 typedef struct zeroc_gpt_stage {
-  int nchunks;       /* v >= 1 */
-  const int *first;  /* (nchunks) first global unit of each chunk */
-  const int *count;  /* (nchunks) units in each chunk, >= 1 */
-  int slots;         /* >= 1 */
+  int nchunks;      /* v >= 1 */
+  const int *first; /* (nchunks) first global unit of each chunk */
+  const int *count; /* (nchunks) units in each chunk, >= 1 */
+  int slots;        /* >= 1 */
 } zeroc_gpt_stage_t;
 
 /*

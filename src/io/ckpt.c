@@ -144,13 +144,21 @@ static void emit_json(zeroc__jw_t *w, const zeroc__json_t *v) {
     for (size_t i = 0; i < v->u.arr.n; i++) emit_json(w, &v->u.arr.items[i]);
     zeroc__jw_array_end(w);
     break;
-  case ZEROC_JSON_STRING: zeroc__jw_stringn(w, v->u.str.s, v->u.str.len); break;
-  case ZEROC_JSON_NUMBER:
-    if (v->u.num.is_int) zeroc__jw_int(w, v->u.num.i);
-    else zeroc__jw_double(w, v->u.num.value);
+  case ZEROC_JSON_STRING:
+    zeroc__jw_stringn(w, v->u.str.s, v->u.str.len);
     break;
-  case ZEROC_JSON_BOOL: zeroc__jw_bool(w, v->u.boolean); break;
-  default: zeroc__jw_null(w); break;
+  case ZEROC_JSON_NUMBER:
+    if (v->u.num.is_int)
+      zeroc__jw_int(w, v->u.num.i);
+    else
+      zeroc__jw_double(w, v->u.num.value);
+    break;
+  case ZEROC_JSON_BOOL:
+    zeroc__jw_bool(w, v->u.boolean);
+    break;
+  default:
+    zeroc__jw_null(w);
+    break;
   }
 }
 
@@ -180,11 +188,13 @@ static zeroc_result_t gather_stage_units(zeroc_model_t *m, char ***texts_out) {
   all = calloc((size_t)mesh->pp, (size_t)maxlen);
   if (!all) {
     /* still take part: a zero buffer on the stack would be too big, so fail the job */
-    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "manifest unit lists: %d x %lld bytes", mesh->pp, (long long)maxlen);
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "manifest unit lists: %d x %lld bytes", mesh->pp,
+                     (long long)maxlen);
     goto fail;
   }
   memcpy(all + (size_t)mesh->pp_rank * (size_t)maxlen, mine, mylen);
-  ZEROC_TRY(zeroc__allreduce_host(g, all, (size_t)mesh->pp * (size_t)maxlen, ZEROC_UINT8, ZEROC_SUM));
+  ZEROC_TRY(
+      zeroc__allreduce_host(g, all, (size_t)mesh->pp * (size_t)maxlen, ZEROC_UINT8, ZEROC_SUM));
   if (mesh->rank == 0) {
     char **texts = calloc((size_t)mesh->pp, sizeof *texts);
     if (!texts) {
@@ -302,8 +312,10 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
   snprintf(final, sizeof final, "%s/step_%08" PRIu64, dir, step);
   /* rank 0 stages the directory; everyone waits to hear whether it could */
   zeroc_result_t r = ZEROC_OK;
-  if (root) r = zeroc__dir_stage(final, tmp, sizeof tmp);
-  else snprintf(tmp, sizeof tmp, "%s.tmp", final);
+  if (root)
+    r = zeroc__dir_stage(final, tmp, sizeof tmp);
+  else
+    snprintf(tmp, sizeof tmp, "%s.tmp", final);
   r = zeroc_ctx_agree(ctx, r);
   if (r) return r;
   /* replicas hold identical shards: replica 0 of each shard writes it */
@@ -466,7 +478,8 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
   }
   if ((int)old_tp != mesh->tp || (int)old_pp != mesh->pp) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                     "%s: saved with tp %" PRIu64 " and pp %" PRIu64 ", loading needs tp %d and pp %d "
+                     "%s: saved with tp %" PRIu64 " and pp %" PRIu64
+                     ", loading needs tp %d and pp %d "
                      "(re-splitting tensor or pipeline parallelism goes through --export/--init)",
                      what, old_tp, old_pp, mesh->tp, mesh->pp);
     goto fail;
@@ -479,10 +492,12 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     for (size_t i = 0; stages && stages->type == ZEROC_JSON_ARRAY && i < stages->u.arr.n; i++) {
       uint64_t sp;
       const zeroc__json_t *e = &stages->u.arr.items[i];
-      if (!get_u64(e, "pp", what, &sp) && (int)sp == mesh->pp_rank) units = zeroc__json_get(e, "units");
+      if (!get_u64(e, "pp", what, &sp) && (int)sp == mesh->pp_rank)
+        units = zeroc__json_get(e, "units");
     }
     if (!units) {
-      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: no unit list for pipeline stage %d", what, mesh->pp_rank);
+      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: no unit list for pipeline stage %d", what,
+                       mesh->pp_rank);
       goto fail;
     }
   }
@@ -510,8 +525,8 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     if (!res) res = get_u64(uj, "flat_numel", what, &old_N[u]);
     if (res) break;
     const zeroc__json_t *pj = zeroc__json_get(uj, "params");
-    if (numel != ui.numel || !pj || pj->type != ZEROC_JSON_ARRAY || pj->u.arr.n != (size_t)ui.nparams ||
-        old_S[u] * old_shards != old_N[u]) {
+    if (numel != ui.numel || !pj || pj->type != ZEROC_JSON_ARRAY ||
+        pj->u.arr.n != (size_t)ui.nparams || old_S[u] * old_shards != old_N[u]) {
       res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                        "%s: unit %d ('%s') has %" PRIu64 " parameters in the checkpoint, %" PRIu64
                        " in this model: a different model shape",
@@ -524,9 +539,10 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
       if (!res) res = get_u64(&pj->u.arr.items[p], "numel", what, &pn);
       const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
       if (!res && (off != zeroc_model_param_offset(m, u, p) || pn != zeroc_param_numel(pd)))
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "%s: unit %d parameter %d ('%s') differs from this model in offset or size",
-                         what, u, p, pd->name ? pd->name : "");
+        res =
+            ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                       "%s: unit %d parameter %d ('%s') differs from this model in offset or size",
+                       what, u, p, pd->name ? pd->name : "");
     }
   }
   if (res) goto fail;
@@ -546,10 +562,10 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     const zeroc__json_t *e = &fj->u.arr.items[i];
     uint64_t pp, tp, sh, bytes, crc;
     const zeroc__json_t *nm = zeroc__json_get(e, "name");
-    if (get_u64(e, "pp", what, &pp) || get_u64(e, "tp", what, &tp) || get_u64(e, "shard", what, &sh) ||
-        get_u64(e, "bytes", what, &bytes) || get_u64(e, "crc32c", what, &crc) || !nm ||
-        nm->type != ZEROC_JSON_STRING || nm->u.str.len >= sizeof files[0].name ||
-        strchr(nm->u.str.s, '/') || sh >= old_shards) {
+    if (get_u64(e, "pp", what, &pp) || get_u64(e, "tp", what, &tp) ||
+        get_u64(e, "shard", what, &sh) || get_u64(e, "bytes", what, &bytes) ||
+        get_u64(e, "crc32c", what, &crc) || !nm || nm->type != ZEROC_JSON_STRING ||
+        nm->u.str.len >= sizeof files[0].name || strchr(nm->u.str.s, '/') || sh >= old_shards) {
       res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: files entry %zu is malformed", what, i);
       break;
     }

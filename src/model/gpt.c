@@ -42,8 +42,8 @@ typedef struct {
   saved_t *saved; /* per local block (recompute: NULL, the model's one shared set) */
   void *lnf;      /* head: final LayerNorm output (B,T,C) */
   float *lnf_mean, *lnf_rstd;
-  void *logits;   /* (B,T,Vp): logits, then their gradient in place */
-  float *losses;  /* (B,T) */
+  void *logits;  /* (B,T,Vp): logits, then their gradient in place */
+  float *losses; /* (B,T) */
 } slot_act_t;
 
 struct zeroc_gpt {
@@ -54,9 +54,9 @@ struct zeroc_gpt {
   size_t es; /* activation element size */
   zeroc_layer_t *layers; /* this rank's units */
   int nlayers;
-  int *gunit;            /* (nlayers) global unit index of each local unit */
+  int *gunit;                              /* (nlayers) global unit index of each local unit */
   int nchunks, *chunk_first, *chunk_count; /* local unit ranges of the chunks */
-  int nblocks;           /* blocks held here */
+  int nblocks;                             /* blocks held here */
   zeroc_param_desc_t embed_p[2], head_p[3];
   zeroc_param_desc_t *block_p; /* L x 12 */
   /* activations, one set per slot */
@@ -68,7 +68,10 @@ struct zeroc_gpt {
   /* gradient scratch, one block's worth, and the ping-pong residual gradients */
   void *dfch, *dfchg, *dln, *datty, *dqkv, *dres[2];
   int dres_next;
-  struct blockref { struct zeroc_gpt *g; int l, lb; } *refs; /* per local block: global and local index */
+  struct blockref {
+    struct zeroc_gpt *g;
+    int l, lb;
+  } * refs; /* per local block: global and local index */
   uint64_t act_bytes;
   void **allocs;
   int nallocs;
@@ -174,11 +177,11 @@ static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
 /* A block's user pointer names the model, the block's global index (its
  * parameters' names) and its index among the blocks this rank holds (its
  * activations), so the unit list can be cut into pipeline stages. */
-#define BLOCK_CTX(io, g, l)                                                                       \
-  struct blockref *ref_ = (io)->user;                                                            \
-  zeroc_gpt_t *g = ref_->g;                                                                       \
-  int l = ref_->lb;                                                                               \
-  const zeroc_gpt_batch_t *batch_;                                                                \
+#define BLOCK_CTX(io, g, l)                                                                        \
+  struct blockref *ref_ = (io)->user;                                                              \
+  zeroc_gpt_t *g = ref_->g;                                                                        \
+  int l = ref_->lb;                                                                                \
+  const zeroc_gpt_batch_t *batch_;                                                                 \
   CHK(io_batch(g, (io), &batch_))
 
 static saved_t *block_saved(zeroc_gpt_t *g, int slot, int lb) {
@@ -194,13 +197,15 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   int N = B * T;
   void *const *p = io->params;
   saved_t *a = block_saved(g, io->slot, l);
-  CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B], N, C));
+  CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B], N,
+                                C));
   CHK(zeroc_k_matmul_forward(k, s, a->qkv, a->ln1, p[QKVW], p[QKVB], N, C, 3 * C));
   CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, C, NH));
   /* attention projection, then the residual, into res2 */
   CHK(zeroc_k_matmul_forward(k, s, a->res2, a->atty, p[ATTPROJW], p[ATTPROJB], N, C, C));
   CHK(zeroc_k_add(k, s, a->res2, io->in, (size_t)N * C));
-  CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B], N, C));
+  CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B],
+                                N, C));
   CHK(zeroc_k_matmul_forward(k, s, a->fch, a->ln2, p[FCW], p[FCB], N, C, 4 * C));
   CHK(zeroc_k_gelu_forward(k, s, a->fchg, a->fch, (size_t)N * 4 * C));
   void *out = g->act[io->slot].xout[l];
@@ -225,7 +230,8 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   g->dres_next ^= 1;
   CHK(zeroc_memcpy_async(s, dx, dout, NC * e));
   CHK(zeroc_memset_async(s, g->dfchg, 0, NC * 4 * e));
-  CHK(zeroc_k_matmul_backward(k, s, g->dfchg, d[FCPROJW], d[FCPROJB], dout, a->fchg, p[FCPROJW], N, 4 * C, C));
+  CHK(zeroc_k_matmul_backward(k, s, g->dfchg, d[FCPROJW], d[FCPROJB], dout, a->fchg, p[FCPROJW], N,
+                              4 * C, C));
   CHK(zeroc_memset_async(s, g->dfch, 0, NC * 4 * e));
   CHK(zeroc_k_gelu_backward(k, s, g->dfch, a->fch, g->dfchg, NC * 4));
   CHK(zeroc_memset_async(s, g->dln, 0, NC * e));
@@ -234,11 +240,13 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
                                  a->ln2_rstd, N, C));
   /* dx now holds dres2; it is also the gradient of x through the first residual */
   CHK(zeroc_memset_async(s, g->datty, 0, NC * e));
-  CHK(zeroc_k_matmul_backward(k, s, g->datty, d[ATTPROJW], d[ATTPROJB], dx, a->atty, p[ATTPROJW], N, C, C));
+  CHK(zeroc_k_matmul_backward(k, s, g->datty, d[ATTPROJW], d[ATTPROJB], dx, a->atty, p[ATTPROJW], N,
+                              C, C));
   CHK(zeroc_memset_async(s, g->dqkv, 0, NC * 3 * e));
   CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, C, NH));
   CHK(zeroc_memset_async(s, g->dln, 0, NC * e));
-  CHK(zeroc_k_matmul_backward(k, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, p[QKVW], N, C, 3 * C));
+  CHK(zeroc_k_matmul_backward(k, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, p[QKVW], N, C,
+                              3 * C));
   CHK(zeroc_k_layernorm_backward(k, s, dx, d[LN1W], d[LN1B], g->dln, io->in, p[LN1W], a->ln1_mean,
                                  a->ln1_rstd, N, C));
   io->din = dx;
@@ -268,7 +276,8 @@ static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
   /* The loss is the mean over the B*T positions (a target of -1 counts as a
    * zero loss), so the gradient of each position is grad_scale / N. */
   float dloss = io->grad_scale / (float)N;
-  CHK(zeroc_k_crossentropy_forward_backward(k, s, A->losses, A->logits, b->targets, N, V, Vp, dloss));
+  CHK(zeroc_k_crossentropy_forward_backward(k, s, A->losses, A->logits, b->targets, N, V, Vp,
+                                            dloss));
   g->last_losses = A->losses;
   /* the loss: a host-side mean of the per-token losses */
   CHK(zeroc_memcpy_async(s, g->losses_host, A->losses, sizeof(float) * (size_t)N));
@@ -297,8 +306,8 @@ static zeroc_result_t head_backward(zeroc_layer_io_t *io) {
   void *dx = g->dres[g->dres_next];
   g->dres_next ^= 1;
   CHK(zeroc_memset_async(s, dx, 0, NC * e));
-  CHK(zeroc_k_layernorm_backward(k, s, dx, io->grads[0], io->grads[1], g->dln, io->in, io->params[0],
-                                 A->lnf_mean, A->lnf_rstd, N, C));
+  CHK(zeroc_k_layernorm_backward(k, s, dx, io->grads[0], io->grads[1], g->dln, io->in,
+                                 io->params[0], A->lnf_mean, A->lnf_rstd, N, C));
   io->din = dx;
   return ZEROC_OK;
 }
@@ -327,7 +336,8 @@ static zeroc_result_t slot_alloc(zeroc_gpt_t *g, slot_act_t *A, int has_embed, i
   if (has_embed) CHK(act_alloc(g, BT * C * e, &A->x0));
   A->xout = calloc((size_t)g->nblocks + 1, sizeof *A->xout);
   A->saved = g->recompute ? NULL : calloc((size_t)g->nblocks + 1, sizeof *A->saved);
-  if (!A->xout || (!g->recompute && !A->saved)) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt slot tables");
+  if (!A->xout || (!g->recompute && !A->saved))
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt slot tables");
   for (int l = 0; l < g->nblocks; l++) {
     CHK(act_alloc(g, BT * C * e, &A->xout[l]));
     if (!g->recompute) CHK(saved_alloc(g, &A->saved[l]));
@@ -397,7 +407,8 @@ zeroc_result_t zeroc_gpt_create_stage(zeroc_ctx_t *ctx, const zeroc_gpt_config_t
   int tied = has_embed != has_head;
   /* init streams name each tensor of the unsplit model, so any layout draws the
    * same values (the head's wte copy draws wte's) */
-  g->embed_p[0] = pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, tied ? ZEROC_PARAM_TIED : 0, 1);
+  g->embed_p[0] =
+      pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, tied ? ZEROC_PARAM_TIED : 0, 1);
   g->embed_p[0].init_fn = init_wte;
   g->embed_p[0].init_user = (void *)(uintptr_t)cfg->vocab;
   g->embed_p[1] = pdesc("wpe.weight", T, C, ZEROC_INIT_NORMAL, std, 0, 2);
@@ -442,16 +453,20 @@ zeroc_result_t zeroc_gpt_create_stage(zeroc_ctx_t *ctx, const zeroc_gpt_config_t
       g->gunit[li] = u;
       if (u == 0) {
         embed_local = li;
-        g->layers[li] = (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
+        g->layers[li] =
+            (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
       } else if (u == NU - 1) {
         /* beside the embedding the head shares its wte; elsewhere it has its copy */
-        g->layers[li] = (zeroc_layer_t){"head", tied ? 3 : 2, g->head_p, tied ? -1 : embed_local,
-                                        head_forward, head_backward, 0, g};
+        g->layers[li] =
+            (zeroc_layer_t){"head",       tied ? 3 : 2,  g->head_p, tied ? -1 : embed_local,
+                            head_forward, head_backward, 0,         g};
       } else {
         int l = u - 1, lb = g->nblocks++;
         g->refs[lb] = (struct blockref){g, l, lb};
-        g->layers[li] = (zeroc_layer_t){"block", BLOCK_PARAMS, &g->block_p[(size_t)l * BLOCK_PARAMS],
-                                        -1, block_forward, block_backward, 0, &g->refs[lb]};
+        g->layers[li] =
+            (zeroc_layer_t){"block", BLOCK_PARAMS,  &g->block_p[(size_t)l * BLOCK_PARAMS],
+                            -1,      block_forward, block_backward,
+                            0,       &g->refs[lb]};
       }
     }
   }

@@ -228,7 +228,8 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   u->pviews = calloc((size_t)u->f.n, sizeof(void *));
   u->gviews = calloc((size_t)u->f.n, sizeof(void *));
   u->saved_in = calloc((size_t)m->slots, sizeof(void *));
-  if (!u->pviews || !u->gviews || !u->saved_in) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "parameter views");
+  if (!u->pviews || !u->gviews || !u->saved_in)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "parameter views");
   for (int j = 0; j < u->f.n; j++) u->tied |= (u->f.p[j].flags & ZEROC_PARAM_TIED) != 0;
   return ZEROC_OK;
 }
@@ -281,8 +282,8 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
    * are cut to 62 bits so that their negation (max via min) cannot overflow. */
   uint64_t hs = 0xcbf29ce484222325ULL;
   if (cfg) { /* the settings every rank must share */
-    int v[7] = {cfg->stage, (int)cfg->param_dtype, (int)cfg->reduce_dtype, cfg->prefetch,
-                cfg->recompute, cfg->grad_accum, (int)cfg->offload_optimizer};
+    int v[7] = {cfg->stage,     (int)cfg->param_dtype, (int)cfg->reduce_dtype,     cfg->prefetch,
+                cfg->recompute, cfg->grad_accum,       (int)cfg->offload_optimizer};
     hs = fnv(hs, v, sizeof v);
   }
   int64_t hl = (int64_t)(layers_checksum(layers, n) >> 2), hw = (int64_t)(hs >> 2);
@@ -344,7 +345,8 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   m->conv = m->cdt != m->pdt || m->cdt != m->rdt;
   m->K = m->cfg.prefetch;
   m->compute = zeroc_ctx_compute_stream(ctx);
-  if (m->cfg.offload_optimizer == ZEROC_OFFLOAD_NVME || m->cfg.offload_params != ZEROC_OFFLOAD_NONE) {
+  if (m->cfg.offload_optimizer == ZEROC_OFFLOAD_NVME ||
+      m->cfg.offload_params != ZEROC_OFFLOAD_NONE) {
     res = ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "nvme optimizer offload and parameter offload are not "
                                             "supported yet");
     goto fail;

@@ -67,8 +67,14 @@ static zeroc_result_t local_sumsq(zeroc_model_t *m, double *out) {
 static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef) {
   const zeroc_shard_config_t *c = &m->cfg;
   double t = (double)(m->steps + 1);
-  zeroc_adamw_args_t a = {lr, c->beta1, c->beta2, c->eps, c->weight_decay, clip_coef,
-                          (float)(1.0 - pow(c->beta1, t)), (float)(1.0 - pow(c->beta2, t))};
+  zeroc_adamw_args_t a = {lr,
+                          c->beta1,
+                          c->beta2,
+                          c->eps,
+                          c->weight_decay,
+                          clip_coef,
+                          (float)(1.0 - pow(c->beta1, t)),
+                          (float)(1.0 - pow(c->beta2, t))};
   for (int i = 0; i < m->n; i++) {
     zeroc__unit_t *u = &m->u[i];
     const float *g;
