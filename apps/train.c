@@ -180,7 +180,10 @@ static zeroc_pipeline_config_t pipe_config(const opts_t *o, const zeroc_gpt_conf
   pc.schedule = o->pp_schedule == 1 ? ZEROC_PIPELINE_INTERLEAVED : ZEROC_PIPELINE_1F1B;
   pc.microbatches = o->grad_accum;
   pc.chunks = o->vpp;
-  pc.act_numel = (size_t)g->batch * (size_t)g->seq * (size_t)g->hidden;
+  /* the residual stream between stages: (B*T, C), or this tp rank's B*T/tp rows
+   * of it with sequence parallelism */
+  size_t rows = (size_t)g->batch * (size_t)g->seq / (size_t)(o->sequence_parallel ? o->tp : 1);
+  pc.act_numel = rows * (size_t)g->hidden;
   pc.act_dtype = dt;
   return pc;
 }
@@ -281,11 +284,15 @@ int zeroc_cmd_train(int argc, char **argv) {
   if (o.set_batch) gc.batch = o.batch;
   if (gc.hidden % gc.heads)
     return zarg_fail("train", "--heads %d must divide --hidden %d", gc.heads, gc.hidden);
-  if (o.tp > 1)
-    return zarg_fail("train", "--tp %d: tensor parallelism is not supported yet (accepted: 1)",
-                     o.tp);
-  if (o.sequence_parallel)
-    return zarg_fail("train", "--sequence-parallel needs --tp > 1, not supported yet");
+  if (gc.heads % o.tp)
+    return zarg_fail("train", "--tp %d must divide the %d attention heads (--heads)", o.tp, gc.heads);
+  if (o.sequence_parallel && o.tp < 2)
+    return zarg_fail("train", "--sequence-parallel needs --tp > 1 (it splits the tensor-parallel "
+                              "ranks' LayerNorm regions)");
+  if (o.sequence_parallel && ((int64_t)gc.batch * gc.seq) % o.tp)
+    return zarg_fail("train", "--sequence-parallel with --tp %d needs --batch x --seq (%d x %d) to be "
+                              "a multiple of %d",
+                     o.tp, gc.batch, gc.seq, o.tp);
   if (o.pp == 1) {
     if (o.print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1");
     if (o.set_microbatches)
@@ -329,11 +336,17 @@ int zeroc_cmd_train(int argc, char **argv) {
       return print_schedule(&o, &gc, pdt);
     }
   }
-  if (o.off_opt == 2 || o.off_par != 0)
-    return zarg_fail("train", "--offload-optimizer nvme and --offload-params are not supported yet "
-                              "(accepted: --offload-optimizer none|cpu)");
+  if (o.off_par != 0 && o.zero != 3)
+    return zarg_fail("train", "--offload-params %s needs --zero 3 (got --zero %d)", OFFLOADS[o.off_par], o.zero);
   if ((o.off_opt == 2 || o.off_par == 2) && !o.nvme_dir)
     return zarg_fail("train", "--nvme-dir is required with nvme offload");
+  if (o.nvme_dir) {
+    struct stat sb;
+    if (stat(o.nvme_dir, &sb) || !S_ISDIR(sb.st_mode))
+      return zarg_fail("train", "--nvme-dir '%s': no such directory", o.nvme_dir);
+    if (access(o.nvme_dir, W_OK))
+      return zarg_fail("train", "--nvme-dir '%s': directory not writable", o.nvme_dir);
+  }
   if (o.save_every && !o.save) return zarg_fail("train", "--save-every needs --save DIR");
   if (o.resume && o.init) return zarg_fail("train", "--resume and --init exclude each other");
   if (o.init && access(o.init, R_OK))
@@ -395,21 +408,27 @@ int zeroc_cmd_train(int argc, char **argv) {
 
   /* ---- model and shards --------------------------------------------------------- */
   stage_msg = "model";
+  zeroc_gpt_options_t go = ZEROC_GPT_OPTIONS_INIT;
+  go.batch = gc.batch;
+  go.recompute = o.recompute;
+  go.dtype = dtype;
+  go.sequence_parallel = o.sequence_parallel;
+  int first[64], count[64];
+  zeroc_gpt_stage_t st = {o.vpp, first, count, 1};
+  r = ZEROC_OK;
   if (o.pp > 1) {
     /* this rank's chunks: stage c*pp + pp_rank of the balanced cut */
-    int S = o.pp * o.vpp, first[64], count[64], slots = 1;
+    int S = o.pp * o.vpp;
     bounds = malloc(sizeof(int) * (size_t)(S + 1));
     r = bounds && !pipe_partition(&o, &gc, bounds) ? ZEROC_OK : ZEROC_ERR_INVALID_ARG;
     for (int c = 0; !r && c < o.vpp; c++) {
       first[c] = bounds[c * o.pp + mesh->pp_rank];
       count[c] = bounds[c * o.pp + mesh->pp_rank + 1] - first[c];
     }
-    if (!r) r = zeroc_pipeline_slots(&pcfg, o.pp, mesh->pp_rank, &slots);
-    zeroc_gpt_stage_t st = {o.vpp, first, count, slots};
-    if (!r) r = zeroc_gpt_create_stage(ctx, &gc, gc.batch, o.recompute, dtype, &st, &gpt);
-  } else {
-    r = zeroc_gpt_create(ctx, &gc, gc.batch, o.recompute, dtype, &gpt);
+    if (!r) r = zeroc_pipeline_slots(&pcfg, o.pp, mesh->pp_rank, &st.slots);
+    go.stage = &st;
   }
+  if (!r) r = zeroc_gpt_create_ex(ctx, &gc, &go, &gpt);
   r = zeroc_ctx_agree(ctx, r);
   if (r != ZEROC_OK) goto fail;
   int nunits;
@@ -507,6 +526,7 @@ int zeroc_cmd_train(int argc, char **argv) {
   /* ---- the plan's prediction for this layout ---------------------------------------- */
   zeroc_plan_config_t pc = ZEROC_PLAN_CONFIG_INIT;
   zeroc_plan_result_t pr;
+  memset(&pr, 0, sizeof pr);
   pc.model = gc;
   pc.gpus = mesh->world;
   pc.zero = o.zero;
@@ -544,20 +564,20 @@ int zeroc_cmd_train(int argc, char **argv) {
     char ppdesc[64] = "";
     if (o.vpp > 1) snprintf(ppdesc, sizeof ppdesc, ", %d chunks per rank", o.vpp);
     if (o.pp > 1)
-      printf(
-          "  %d ranks on %s: pp %d (%s%s), ZeRO-%d, dp %d (%d x %d), batch %d x %d micro-batches "
-          "x dp %d = %d sequences (%.0f tokens) per step, %s%s\n",
-          mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.pp, PP_SCHEDULES[o.pp_schedule],
-          ppdesc, o.zero, dp, mesh->dp_replicate, mesh->dp_shard, gc.batch, o.grad_accum, dp,
-          dcfg.global_batch, tokens_per_step, zeroc_dtype_name(dtype),
-          o.recompute ? ", recompute" : "");
+      printf("  %d ranks on %s: pp %d (%s%s), ZeRO-%d, dp %d (%d x %d), tp %d%s, batch %d x %d "
+             "micro-batches x dp %d = %d sequences (%.0f tokens) per step, %s%s\n",
+             mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.pp,
+             PP_SCHEDULES[o.pp_schedule], ppdesc, o.zero, dp, mesh->dp_replicate, mesh->dp_shard,
+             mesh->tp, o.sequence_parallel ? " (sequence parallel)" : "", gc.batch, o.grad_accum,
+             dp, dcfg.global_batch, tokens_per_step, zeroc_dtype_name(dtype),
+             o.recompute ? ", recompute" : "");
     else
-      printf(
-          "  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), batch %d x accum %d x dp %d = %d sequences "
-          "(%.0f tokens) per step, %s, prefetch %d%s\n",
-          mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.zero, dp, mesh->dp_replicate,
-          mesh->dp_shard, gc.batch, o.grad_accum, dp, dcfg.global_batch, tokens_per_step,
-          zeroc_dtype_name(dtype), o.prefetch, o.recompute ? ", recompute" : "");
+      printf("  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), tp %d%s, batch %d x accum %d x dp %d = %d "
+           "sequences (%.0f tokens) per step, %s, prefetch %d%s\n",
+           mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.zero, dp, mesh->dp_replicate,
+           mesh->dp_shard, mesh->tp, o.sequence_parallel ? " (sequence parallel)" : "", gc.batch,
+           o.grad_accum, dp, dcfg.global_batch, tokens_per_step, zeroc_dtype_name(dtype),
+           o.prefetch, o.recompute ? ", recompute" : "");
     if (di.kind == ZEROC_DATA_SYNTHETIC)
       printf("  data: synthetic Markov source, loss floor %.4f nats/token (its entropy rate)\n", di.loss_floor);
     else
@@ -643,6 +663,17 @@ int zeroc_cmd_train(int argc, char **argv) {
               (unsigned long long)info.comm_bytes, info.exposed_comm_ms,
               (unsigned long long)peak_dev, (unsigned long long)peak_host, predicted, predicted_host,
               info.skipped, (long long)peak_max);
+      /* rank 0's device memory by tag: the accountant's peaks beside the plan's parts */
+      double pred_tag[ZEROC_TAG_COUNT] = {pr.device.params, pr.device.grads, pr.device.optimizer,
+                                          pr.device.activations, pr.device.buffers,
+                                          pr.device.workspace};
+      for (int k = 0; k < 2; k++) {
+        fprintf(metrics, ", \"%s\": {", k ? "predicted_by_tag" : "peak_by_tag");
+        for (int t = 0; t < ZEROC_TAG_COUNT; t++)
+          fprintf(metrics, "%s\"%s\": %.0f", t ? ", " : "", zeroc_memtag_name((zeroc_memtag_t)t),
+                  k ? (predicted ? pred_tag[t] : 0) : (double)ms.peak[ZEROC_MEM_DEVICE][t]);
+        fprintf(metrics, "}");
+      }
       /* rank 0 is the first stage: its idle share of the forward/backward part */
       if (pipe)
         fprintf(metrics, ", \"pp_bubble\": %.4f, \"pp_compute_ms\": %.3f, \"pp_run_ms\": %.3f",

@@ -36,6 +36,16 @@ static zeroc_ctx_t *ctx_of(int pp, int self) {
   return ctx;
 }
 
+/* The GPT's units of one pipeline rank. */
+static zeroc_result_t gpt_stage(zeroc_ctx_t *ctx, int rows, int recompute, const zeroc_gpt_stage_t *st,
+                                zeroc_gpt_t **out) {
+  zeroc_gpt_options_t o = ZEROC_GPT_OPTIONS_INIT;
+  o.batch = rows;
+  o.recompute = recompute;
+  o.stage = st;
+  return zeroc_gpt_create_ex(ctx, &CFG, &o, out);
+}
+
 static zeroc_shard_config_t shard_cfg(int zero, int recompute) {
   zeroc_shard_config_t s = ZEROC_SHARD_CONFIG_INIT;
   s.stage = zero;
@@ -86,7 +96,7 @@ static int open_pipe(run_t *r, int pp, zeroc_pipeline_schedule_t kind, int v, in
   int slots = 0;
   ZT_OK(zeroc_pipeline_slots(&pc, pp, mesh->pp_rank, &slots));
   zeroc_gpt_stage_t st = {v, first, count, slots};
-  ZT_OK(zeroc_gpt_create_stage(r->ctx, &CFG, rows, recompute, ZEROC_FP32, &st, &r->gpt));
+  ZT_OK(gpt_stage(r->ctx, rows, recompute, &st, &r->gpt));
   if (!r->gpt) return -1;
   int n;
   const zeroc_layer_t *L = zeroc_gpt_layers(r->gpt, &n);
@@ -310,7 +320,7 @@ static void test_refuses_zero3(void) {
   int first = bounds[mesh->pp_rank], count = bounds[mesh->pp_rank + 1] - first, zero = 0;
   zeroc_gpt_stage_t st = {1, &first, &count, 1};
   zeroc_gpt_t *g = NULL;
-  ZT_OK(zeroc_gpt_create_stage(ctx, &CFG, 1, 0, ZEROC_FP32, &st, &g));
+  ZT_OK(gpt_stage(ctx, 1, 0, &st, &g));
   int n;
   const zeroc_layer_t *L = zeroc_gpt_layers(g, &n);
   zeroc_shard_config_t s = shard_cfg(3, 0);

@@ -157,13 +157,13 @@ static zeroc_result_t head_bwd(zeroc_layer_io_t *io) {
   return ZEROC_OK;
 }
 
-static const zeroc_param_desc_t P_embed[] = {{"wte", 2, {V, C}, ZEROC_INIT_NORMAL, 0.5f, 0, 0, 0, 0}};
-static const zeroc_param_desc_t P_d1[] = {{"w", 2, {C, C}, ZEROC_INIT_NORMAL, 0.4f, 0, 0, 0, 0},
-                                          {"b", 1, {C}, ZEROC_INIT_UNIFORM, 0.1f, ZEROC_PARAM_NO_DECAY, 0, 0, 0}};
-static const zeroc_param_desc_t P_d2[] = {{"w", 2, {C, C}, ZEROC_INIT_NORMAL, 0.4f, 0, 0, 0, 0},
-                                          {"b", 1, {C}, ZEROC_INIT_ZEROS, 0, ZEROC_PARAM_NO_DECAY, 0, 0, 0},
-                                          {"gain", 1, {C}, ZEROC_INIT_ONES, 0, ZEROC_PARAM_NO_DECAY, 0, 0, 0}};
-static const zeroc_param_desc_t P_head[] = {{"bias", 1, {V}, ZEROC_INIT_UNIFORM, 0.2f, ZEROC_PARAM_NO_DECAY, 0, 0, 0}};
+static const zeroc_param_desc_t P_embed[] = {{.name = "wte", .ndim = 2, .shape = {V, C}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.5f}};
+static const zeroc_param_desc_t P_d1[] = {{.name = "w", .ndim = 2, .shape = {C, C}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.4f},
+                                          {.name = "b", .ndim = 1, .shape = {C}, .init = ZEROC_INIT_UNIFORM, .init_scale = 0.1f, .flags = ZEROC_PARAM_NO_DECAY}};
+static const zeroc_param_desc_t P_d2[] = {{.name = "w", .ndim = 2, .shape = {C, C}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.4f},
+                                          {.name = "b", .ndim = 1, .shape = {C}, .init = ZEROC_INIT_ZEROS, .init_scale = 0, .flags = ZEROC_PARAM_NO_DECAY},
+                                          {.name = "gain", .ndim = 1, .shape = {C}, .init = ZEROC_INIT_ONES, .init_scale = 0, .flags = ZEROC_PARAM_NO_DECAY}};
+static const zeroc_param_desc_t P_head[] = {{.name = "bias", .ndim = 1, .shape = {V}, .init = ZEROC_INIT_UNIFORM, .init_scale = 0.2f, .flags = ZEROC_PARAM_NO_DECAY}};
 
 static const zeroc_layer_t LAYERS[] = {
     {"embed", 1, P_embed, -1, embed_fwd, embed_bwd, 0, NULL},

@@ -13,8 +13,8 @@ static zeroc_result_t nop(zeroc_layer_io_t *io) {
   return ZEROC_OK;
 }
 
-static zeroc_param_desc_t P1[] = {{"w", 2, {5, 3}, ZEROC_INIT_NORMAL, 0.1f, 0, 0, 0, 0}};
-static zeroc_param_desc_t P0[] = {{"empty", 2, {5, 0}, ZEROC_INIT_NORMAL, 0.1f, 0, 0, 0, 0}};
+static zeroc_param_desc_t P1[] = {{.name = "w", .ndim = 2, .shape = {5, 3}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.1f}};
+static zeroc_param_desc_t P0[] = {{.name = "empty", .ndim = 2, .shape = {5, 0}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.1f}};
 
 static zeroc_ctx_t *ctx;
 
@@ -59,7 +59,7 @@ static void test_bad_shares_and_callbacks(void) {
 /* Rank 1 passes a different shape: every rank gets the same error. */
 static void test_mismatched_lists(void) {
   if (zt_world() < 2) return;
-  zeroc_param_desc_t mine[] = {{"w", 2, {5, zt_rank() == 1 ? 4 : 3}, ZEROC_INIT_NORMAL, 0.1f, 0, 0, 0, 0}};
+  zeroc_param_desc_t mine[] = {{.name = "w", .ndim = 2, .shape = {5, zt_rank() == 1 ? 4 : 3}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.1f}};
   zeroc_layer_t L[] = {{"a", 1, mine, -1, nop, nop, 0, NULL}};
   CU_ASSERT_EQUAL(try_shard(L, 1, 3, "differ between ranks"), ZEROC_ERR_INVALID_ARG);
   /* a different stage on one rank is caught the same way */

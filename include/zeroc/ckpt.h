@@ -8,7 +8,9 @@
  * data position). It is written under a temporary name, fsynced and renamed,
  * and DIR/latest is replaced last, so a crash at any point leaves the previous
  * checkpoint loadable. Loading onto a different number of shards re-cuts the
- * flat shards.
+ * flat shards; loading onto a different tensor-parallel size re-splits every
+ * parameter (the manifest records how each local tensor maps to the unsplit
+ * one: zeroc_param_desc_t's tp_* fields).
  */
 #ifndef ZEROC_CKPT_H
 #define ZEROC_CKPT_H
@@ -37,9 +39,12 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
  * model and every file's size and CRC-32C before anything is changed.
  * *step receives the step; *app_json (may be NULL) a malloc'd copy of the
  * stored "app" object, or NULL. Collective over the model's world.
+ * The pipeline-parallel size must be the saved one; the tensor-parallel size
+ * may differ (each rank then reads the shards of every old tp rank it needs).
  * Returns ZEROC_ERR_IO (missing files), ZEROC_ERR_CORRUPT (bad manifest,
  * checksum or size, naming the file), ZEROC_ERR_INVALID_ARG (a layout that
- * does not match the model).
+ * does not match the model, another pp size, or, when re-splitting, non-zero
+ * values where this model only has padding).
  */
 zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *step,
                                char **app_json);

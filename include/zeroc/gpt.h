@@ -57,16 +57,60 @@ typedef struct zeroc_gpt_batch {
   const int32_t *targets; /* (B,T) next tokens, or -1 for "no loss here" */
 } zeroc_gpt_batch_t;
 
+/* The part of the unit list one pipeline rank builds: `nchunks` contiguous
+ * ranges of the global units in increasing order (one stage per chunk; v > 1
+ * with the interleaved schedule), and activation sets for `slots`
+ * micro-batches in flight at once (zeroc_pipeline_slots). The head on a rank
+ * without the embedding holds its own copy of wte, and both copies are marked
+ * ZEROC_PARAM_TIED (the pipeline keeps them equal); beside the embedding it
+ * shares wte as in the whole model. A unit called with io->slot s uses
+ * activation set s. */
+typedef struct zeroc_gpt_stage {
+  int nchunks;      /* v >= 1 */
+  const int *first; /* (nchunks) first global unit of each chunk */
+  const int *count; /* (nchunks) units in each chunk, >= 1 */
+  int slots;        /* >= 1 */
+} zeroc_gpt_stage_t;
+
+/* How to build the model (beyond its shape). */
+typedef struct zeroc_gpt_options {
+  size_t size;         /* sizeof(zeroc_gpt_options_t), set by the initializer */
+  uint32_t magic;      /* ZEROC_CONFIG_MAGIC */
+  int batch;           /* micro-batch capacity in sequences of cfg->seq tokens; 0: cfg->batch */
+  int recompute;       /* 1: blocks keep only their output, the rest is recomputed */
+  zeroc_dtype_t dtype; /* activations and compute parameters (fp32; bf16 on cuda) */
+  int sequence_parallel; /* tp > 1: LayerNorm and residual regions split over the tp
+                            ranks by tokens (all-gather / reduce-scatter instead of
+                            all-reduce); micro-batches need B*T divisible by tp */
+  const zeroc_gpt_stage_t *stage; /* pipeline parallelism: only these chunks of the unit
+                                     list; NULL: the whole model, one slot */
+} zeroc_gpt_options_t;
+
+#define ZEROC_GPT_OPTIONS_INIT                                                                    \
+  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL }
+
 /*
  * Builds the GPT's unit list (embedding, `layers` blocks, head tied to the
  * embedding) and allocates activations for micro-batches of up to `batch`
  * sequences of cfg->seq tokens. With `recompute`, blocks keep only their
  * output and recompute the rest inside backward.
  *   dtype: activations and compute parameters (fp32; bf16 on cuda).
- * Returns ZEROC_ERR_INVALID_ARG for a bad shape, ZEROC_ERR_NOMEM.
+ * With the context's tp > 1 the model is split Megatron-style over the tp
+ * group: qkv and MLP-up column-parallel, attention-out and MLP-down
+ * row-parallel, the heads split (tp must divide heads), the embedding and the
+ * tied head split by vocabulary rows (padded to a multiple of 64 x tp); every
+ * tp size starts from the same weights. Each rank's units hold its slices, so
+ * zeroc_shard() shards them over dp like any other (TP x FSDP).
+ * Returns ZEROC_ERR_INVALID_ARG for a bad shape (or tp not dividing heads; a
+ * stage with empty, overlapping or unordered chunks, slots outside 1..4096),
+ * ZEROC_ERR_NOMEM.
  */
 zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
                                 int recompute, zeroc_dtype_t dtype, zeroc_gpt_t **out);
+/* As zeroc_gpt_create, with options (sequence parallelism, a pipeline stage);
+ * opts NULL: defaults. */
+zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
+                                   const zeroc_gpt_options_t *opts, zeroc_gpt_t **out);
 void zeroc_gpt_destroy(zeroc_gpt_t *g);
 
 /* ---- pipeline parallelism: a rank's part of the model -------------------------- */
@@ -82,29 +126,6 @@ int zeroc_gpt_num_units(const zeroc_gpt_config_t *c);
  * stage). The costs sum to 1. */
 void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost);
 
-/* The part of the unit list one pipeline rank builds: `nchunks` contiguous
- * ranges of the global units in increasing order (one stage per chunk; v > 1
- * with the interleaved schedule), and activation sets for `slots`
- * micro-batches in flight at once (zeroc_pipeline_slots). */
-typedef struct zeroc_gpt_stage {
-  int nchunks;      /* v >= 1 */
-  const int *first; /* (nchunks) first global unit of each chunk */
-  const int *count; /* (nchunks) units in each chunk, >= 1 */
-  int slots;        /* >= 1 */
-} zeroc_gpt_stage_t;
-
-/*
- * As zeroc_gpt_create, for the units of `stage` only. The head on a rank
- * without the embedding holds its own copy of wte, and both copies are marked
- * ZEROC_PARAM_TIED (the pipeline keeps them equal); beside the embedding it
- * shares wte as in the whole model. Activations are kept per slot: a unit
- * called with io->slot s uses set s. Returns ZEROC_ERR_INVALID_ARG for a bad
- * shape, empty, overlapping or unordered chunks, slots outside 1..4096;
- * ZEROC_ERR_NOMEM.
- */
-zeroc_result_t zeroc_gpt_create_stage(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
-                                      int recompute, zeroc_dtype_t dtype,
-                                      const zeroc_gpt_stage_t *stage, zeroc_gpt_t **out);
 
 /* The chunks this rank holds, and chunk c's range of local units (indices
  * into zeroc_gpt_layers); 0, 0 for a chunk out of range. */
@@ -126,9 +147,13 @@ const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n);
 /* The model's shape. */
 const zeroc_gpt_config_t *zeroc_gpt_config(const zeroc_gpt_t *g);
 
-/* Vocabulary padded to a multiple of 64 (the rows of wte; padding rows are zero
- * and never receive gradient). */
+/* Vocabulary padded to a multiple of 64 x tp (the rows of the unsplit wte;
+ * padding rows are zero and never receive gradient or affect the loss). */
 int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g);
+/* Rows of wte on this tp rank: padded vocabulary / tp. */
+int zeroc_gpt_local_vocab(const zeroc_gpt_t *g);
+/* 1 when the model runs sequence parallel (tp > 1 and asked for). */
+int zeroc_gpt_sequence_parallel(const zeroc_gpt_t *g);
 
 /* Bytes of activations the model allocated (saved for backward and scratch). */
 uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g);
@@ -141,13 +166,15 @@ const float *zeroc_gpt_losses(const zeroc_gpt_t *g);
  * Writes the model's fp32 master weights as one safetensors file with Hugging
  * Face GPT-2 names and layouts (wte.weight (V,C) without the padding rows,
  * h.{i}.attn.c_attn.weight (C,3C) stored (in, out) as GPT-2's Conv1D does, ...).
+ * With tensor parallelism each tensor is consolidated from the tp ranks' slices.
  * Collective over the model's world; rank 0 writes (atomically).
  */
 zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path);
 
 /*
  * Loads weights from such a file (extra tensors such as h.{i}.attn.bias masks
- * are ignored) into the master weights and publishes them. Checks every
+ * are ignored) into the master weights (with tensor parallelism, each tp rank
+ * its slice) and publishes them. Checks every
  * tensor's presence and shape first: nothing changes on error.
  * Collective. Returns ZEROC_ERR_IO, ZEROC_ERR_CORRUPT, ZEROC_ERR_INVALID_ARG
  * (a missing tensor or another shape, naming it).

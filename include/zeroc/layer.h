@@ -61,6 +61,17 @@ typedef struct zeroc_param_desc {
   uint64_t init_stream; /* random stream of this parameter; 0: derived from (unit, index) */
   zeroc_init_fn init_fn;
   void *init_user;
+  /* Tensor parallelism (all zero when the parameter is not split): this
+   * rank's tensor is a slice of an unsplit tensor of shape tp_full (same
+   * ndim). Along dimension tp_dim the unsplit tensor is made of tp_groups
+   * equal groups (a fused qkv weight: q | k | v), each cut into tp_size equal
+   * slices, and this rank holds slice tp_rank of every group, in group order.
+   * Checkpoints use it to re-split a tensor for another tp size, export to
+   * rebuild the unsplit tensor, and initialisation to draw each local element
+   * at its index in the unsplit tensor (zeroc_param_global_index). */
+  int tp_groups; /* 0: not split (replicated on every tp rank, or no tp) */
+  int tp_dim, tp_rank, tp_size;
+  int64_t tp_full[ZEROC_MAX_DIMS];
 } zeroc_param_desc_t;
 
 /*
@@ -111,6 +122,10 @@ typedef struct zeroc_layer {
 
 /* Element count of a parameter (product of its shape). */
 uint64_t zeroc_param_numel(const zeroc_param_desc_t *p);
+
+/* Index (row-major over tp_full) in the unsplit tensor of local element `i`
+ * of `p` (row-major over p->shape); `i` itself when p is not split. */
+uint64_t zeroc_param_global_index(const zeroc_param_desc_t *p, uint64_t i);
 
 /* Counter-based random numbers: the same (seed, stream, index) gives the same
  * value on every rank and layout, so a sharded or tensor-split parameter is

@@ -211,6 +211,10 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
                             : zeroc__env_double("ZEROC_COMM_TIMEOUT", 300.0);
     res = zeroc__mem_init(&ctx->mem);
     mem_ok = res == ZEROC_OK;
+    /* A cap on device memory, to try what fits on a smaller device (and to
+     * measure offload) on the machine at hand. */
+    int64_t lim = zeroc__env_int("ZEROC_DEVICE_MEM_LIMIT", 0);
+    ctx->device_limit = lim > 0 ? (uint64_t)lim : 0;
   }
   ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, res));
 

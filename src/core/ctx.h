@@ -36,6 +36,7 @@ struct zeroc_ctx {
   struct zeroc_group *groups[ZEROC_GROUP_COUNT];
   struct zeroc__watchdog *wd;
   zeroc__mem_t mem;
+  uint64_t device_limit; /* ZEROC_DEVICE_MEM_LIMIT: device bytes allowed (0: no limit) */
   char last_error[ZEROC_ERRMSG_MAX];
 };
 

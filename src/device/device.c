@@ -24,6 +24,17 @@ zeroc_result_t zeroc_mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_mem
                       (int)kind, (int)tag);
   size_t n = bytes ? bytes : 1;
   void *p = NULL;
+  if (kind == ZEROC_MEM_DEVICE && ctx->device_limit) {
+    zeroc_mem_stats_t st;
+    zeroc__mem_stats(&ctx->mem, &st);
+    if (st.current_total[ZEROC_MEM_DEVICE] + bytes > ctx->device_limit)
+      return ZEROC_FAIL(ZEROC_ERR_NOMEM,
+                        "device memory limit reached: %zu more bytes for %s on top of %llu in use "
+                        "exceed ZEROC_DEVICE_MEM_LIMIT=%llu",
+                        bytes, zeroc_memtag_name(tag),
+                        (unsigned long long)st.current_total[ZEROC_MEM_DEVICE],
+                        (unsigned long long)ctx->device_limit);
+  }
   zeroc_result_t r = ctx->dev.ops->alloc(&ctx->dev, kind, n, &p);
   if (r != ZEROC_OK) {
     zeroc_mem_stats_t st;

@@ -4,7 +4,10 @@
  * each file. Staged in DIR/step_<k>.tmp, published by rename, DIR/latest
  * replaced last. Loading re-cuts the flat shards when the shard count changed:
  * a parameter sits at the same flat offset for every shard count, only the
- * tail padding differs. With pipeline parallelism each stage holds other
+ * tail padding differs. Loading onto another tensor-parallel size re-splits
+ * each parameter: the manifest records how every local tensor maps to the
+ * unsplit one (tp/split.h), so each new element is found in whichever old tp
+ * rank's shards hold it. With pipeline parallelism each stage holds other
  * units: the manifest lists every stage's units (gathered to rank 0) and a
  * rank checks and loads only its own stage's.
  */
@@ -23,6 +26,7 @@
 #include "io/crc32c.h"
 #include "io/files.h"
 #include "io/json.h"
+#include "tp/split.h"
 #include "zeroc/ckpt.h"
 
 #define CHK(call) ZEROC_CHECK(call)
@@ -92,9 +96,9 @@ fail:
   return res;
 }
 
-/* The "units" array: this rank's units and their parameters' flat layout. */
-static void write_units(zeroc__jw_t *w_, zeroc_model_t *m) {
-  zeroc__jw_t *w = w_;
+/* The "units" array: this rank's units and their parameters' flat layout and
+ * tensor-parallel split. */
+static void write_units(zeroc__jw_t *w, zeroc_model_t *m) {
   int n = zeroc_model_num_units(m);
   zeroc__jw_array_begin(w);
   for (int u = 0; u < n; u++) {
@@ -120,6 +124,21 @@ static void write_units(zeroc__jw_t *w_, zeroc_model_t *m) {
       zeroc__jw_uint(w, zeroc_model_param_offset(m, u, p));
       zeroc__jw_key(w, "numel");
       zeroc__jw_uint(w, zeroc_param_numel(pd));
+      /* how the local tensor sits in the unsplit one, for re-splitting */
+      zeroc__jw_key(w, "shape");
+      zeroc__jw_array_begin(w);
+      for (int d = 0; d < pd->ndim; d++) zeroc__jw_int(w, pd->shape[d]);
+      zeroc__jw_array_end(w);
+      zeroc__jw_key(w, "tp_groups");
+      zeroc__jw_int(w, pd->tp_groups > 0 ? pd->tp_groups : 0);
+      if (pd->tp_groups > 0) {
+        zeroc__jw_key(w, "tp_dim");
+        zeroc__jw_int(w, pd->tp_dim);
+        zeroc__jw_key(w, "tp_full");
+        zeroc__jw_array_begin(w);
+        for (int d = 0; d < pd->ndim; d++) zeroc__jw_int(w, pd->tp_full[d]);
+        zeroc__jw_array_end(w);
+      }
       zeroc__jw_object_end(w);
     }
     zeroc__jw_array_end(w);
@@ -299,6 +318,17 @@ static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_
   return res;
 }
 
+/* Every parameter's tensor-parallel split must be an even cut of its unsplit
+ * shape, or the manifest would describe a layout no loader can rebuild. */
+static zeroc_result_t check_splits(zeroc_model_t *m) {
+  for (int u = 0; u < zeroc_model_num_units(m); u++) {
+    zeroc_unit_info_t ui;
+    ZEROC_CHECK(zeroc_model_unit_info(m, u, &ui));
+    for (int p = 0; p < ui.nparams; p++) ZEROC_CHECK(zeroc__split_check(zeroc_model_param_desc(m, u, p)));
+  }
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
                                const char *app_json) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
@@ -311,11 +341,9 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
     return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "checkpoint directory is empty"));
   snprintf(final, sizeof final, "%s/step_%08" PRIu64, dir, step);
   /* rank 0 stages the directory; everyone waits to hear whether it could */
-  zeroc_result_t r = ZEROC_OK;
-  if (root)
-    r = zeroc__dir_stage(final, tmp, sizeof tmp);
-  else
-    snprintf(tmp, sizeof tmp, "%s.tmp", final);
+  zeroc_result_t r = check_splits(m);
+  snprintf(tmp, sizeof tmp, "%s.tmp", final);
+  if (root && !r) r = zeroc__dir_stage(final, tmp, sizeof tmp);
   r = zeroc_ctx_agree(ctx, r);
   if (r) return r;
   /* replicas hold identical shards: replica 0 of each shard writes it */
@@ -435,6 +463,152 @@ static zeroc_result_t load_file(const char *dir, file_ent_t *fe, float **data) {
   return ZEROC_OK;
 }
 
+/* A parameter as the checkpoint saved it. */
+typedef struct {
+  uint64_t off, numel;
+  zeroc__split_t split; /* how the saved local tensor sits in the unsplit one */
+} old_param_t;
+
+/* Reads a small integer array (a shape) of at most ZEROC_MAX_DIMS entries. */
+static int get_dims(const zeroc__json_t *o, const char *key, int64_t *v, int *n) {
+  const zeroc__json_t *a = zeroc__json_get(o, key);
+  if (!a || a->type != ZEROC_JSON_ARRAY || a->u.arr.n < 1 || a->u.arr.n > ZEROC_MAX_DIMS) return -1;
+  for (size_t i = 0; i < a->u.arr.n; i++) {
+    const zeroc__json_t *x = &a->u.arr.items[i];
+    if (x->type != ZEROC_JSON_NUMBER || !x->u.num.is_int || x->u.num.i < 1) return -1;
+    v[i] = x->u.num.i;
+  }
+  *n = (int)a->u.arr.n;
+  return 0;
+}
+
+/* The saved split of parameter p of unit u (manifest entry pj), checked against
+ * the model's parameter pd so that an element of the unsplit tensor means the
+ * same in both: the same name and rank of tensor, the same unsplit shape, or
+ * (a padded dimension, one group on both sides) a different length along the
+ * split dimension whose extra elements must then be zero (checked when
+ * loading). */
+static zeroc_result_t old_split(const zeroc__json_t *pj, const zeroc_param_desc_t *pd, int old_tp,
+                                const char *what, int u, int p, old_param_t *op) {
+  const char *name = pd->name ? pd->name : "";
+  const zeroc__json_t *nm = zeroc__json_get(pj, "name");
+  int64_t shape[ZEROC_MAX_DIMS], full[ZEROC_MAX_DIMS];
+  int nd = 0, nf = 0;
+  uint64_t groups = 0, dim = 0;
+  if (!nm || nm->type != ZEROC_JSON_STRING || strcmp(nm->u.str.s, name))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: unit %d parameter %d is '%s' in the checkpoint, '%s' in this model",
+                      what, u, p, nm && nm->type == ZEROC_JSON_STRING ? nm->u.str.s : "?", name);
+  if (get_dims(pj, "shape", shape, &nd) || get_u64(pj, "tp_groups", what, &groups))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: parameter '%s' has no tensor-parallel layout (shape, tp_groups): this "
+                      "checkpoint was saved with tp %d by an older zeroc and can only be loaded with tp %d",
+                      what, name, old_tp, old_tp);
+  memset(op->split.full, 0, sizeof op->split.full);
+  op->split.ndim = nd;
+  op->split.size = old_tp;
+  op->split.groups = (int)groups;
+  if (groups) {
+    if (get_u64(pj, "tp_dim", what, &dim) || get_dims(pj, "tp_full", full, &nf) || nf != nd ||
+        (int)dim >= nd || groups > (uint64_t)full[dim])
+      return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: parameter '%s': malformed tp_dim / tp_full", what, name);
+    op->split.dim = (int)dim;
+    for (int d = 0; d < nd; d++) {
+      int64_t want = d == (int)dim ? full[d] / old_tp : full[d];
+      if (shape[d] != want || (d == (int)dim && full[d] % ((int64_t)old_tp * (int64_t)groups)))
+        return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: parameter '%s': shape and tp_full disagree", what, name);
+      op->split.full[d] = full[d];
+    }
+  } else {
+    for (int d = 0; d < nd; d++) op->split.full[d] = shape[d];
+  }
+  zeroc__split_t ns;
+  zeroc__split_of(pd, &ns);
+  int padded = ns.groups == 1 && op->split.groups == 1 && ns.dim == op->split.dim;
+  int same = ns.ndim == nd;
+  for (int d = 0; same && d < nd; d++)
+    same = ns.full[d] == op->split.full[d] || (padded && d == ns.dim);
+  if (!same || (ns.groups > 1 && op->split.groups > 1 && ns.groups != op->split.groups))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: parameter '%s' (unit %d) has another unsplit shape in the checkpoint "
+                      "than in this model: a different model shape",
+                      what, name, u);
+  return ZEROC_OK;
+}
+
+/* Loads (cached) the old file of tp rank r, shard s. */
+static zeroc_result_t old_file(const char *dir, file_ent_t *files, float **cache, uint64_t nshards,
+                               int r, uint64_t s, const float **out) {
+  size_t i = (size_t)r * nshards + s;
+  if (!cache[i]) ZEROC_CHECK(load_file(dir, &files[i], &cache[i]));
+  *out = cache[i];
+  return ZEROC_OK;
+}
+
+/* Re-split: this rank's new shard of unit u (S floats per state into `dst`),
+ * element by element from whichever old tp rank and shard hold it. */
+static zeroc_result_t resplit_unit(zeroc_model_t *m, int u, const old_param_t *op, uint64_t old_S,
+                                   uint64_t base, const char *dir, file_ent_t *files, float **cache,
+                                   uint64_t nshards, float *dst) {
+  zeroc_unit_info_t ui;
+  ZEROC_CHECK(zeroc_model_unit_info(m, u, &ui));
+  uint64_t S = ui.shard_numel, lo = ui.shard_offset;
+  for (int p = 0; p < ui.nparams; p++) {
+    const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
+    zeroc__split_t ns;
+    zeroc__split_of(pd, &ns);
+    uint64_t off = zeroc_model_param_offset(m, u, p), n = zeroc_param_numel(pd);
+    uint64_t a = off > lo ? off : lo, b = off + n < lo + S ? off + n : lo + S;
+    for (uint64_t j = a; j < b; j++) {
+      uint64_t g = zeroc__split_to_global(&ns, pd->tp_rank, j - off), go, jo;
+      int r;
+      /* padding the old tensor did not have stays zero */
+      if (!zeroc__split_remap(g, ns.full, op[p].split.full, ns.ndim, &go)) continue;
+      zeroc__split_to_local(&op[p].split, go, &r, &jo);
+      uint64_t q = op[p].off + jo, s = q / old_S;
+      const float *f;
+      ZEROC_CHECK(old_file(dir, files, cache, nshards, r, s, &f));
+      for (int k = 0; k < STATES; k++)
+        dst[(uint64_t)k * S + (j - lo)] = f[base + (uint64_t)k * old_S + q % old_S];
+    }
+  }
+  return ZEROC_OK;
+}
+
+/* Re-split: elements of the old unsplit tensors that this model has no place
+ * for (padding beyond a smaller padded size) must be zero in every state, or
+ * loading would silently drop trained values. */
+static zeroc_result_t resplit_dropped(zeroc_model_t *m, int u, const old_param_t *op,
+                                      uint64_t old_S, uint64_t base, const char *dir,
+                                      file_ent_t *files, float **cache, uint64_t nshards,
+                                      int old_tp, const char *what) {
+  zeroc_unit_info_t ui;
+  ZEROC_CHECK(zeroc_model_unit_info(m, u, &ui));
+  for (int p = 0; p < ui.nparams; p++) {
+    const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
+    zeroc__split_t ns;
+    zeroc__split_of(pd, &ns);
+    int shrinks = 0;
+    for (int d = 0; d < ns.ndim; d++) shrinks |= op[p].split.full[d] > ns.full[d];
+    if (!shrinks) continue;
+    uint64_t local = zeroc__split_full_numel(&op[p].split) / (uint64_t)(op[p].split.groups ? old_tp : 1);
+    for (int r = 0; r < (op[p].split.groups ? old_tp : 1); r++)
+      for (uint64_t jo = 0; jo < local; jo++) {
+        uint64_t g = zeroc__split_to_global(&op[p].split, r, jo), gn;
+        if (zeroc__split_remap(g, op[p].split.full, ns.full, ns.ndim, &gn)) continue;
+        uint64_t q = op[p].off + jo, s = q / old_S;
+        const float *f;
+        ZEROC_CHECK(old_file(dir, files, cache, nshards, r, s, &f));
+        for (int k = 0; k < STATES; k++)
+          if (f[base + (uint64_t)k * old_S + q % old_S] != 0.0f)
+            return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                              "%s: parameter '%s' holds non-zero values at unsplit index %" PRIu64
+                              ", which this model's shape has no place for",
+                              what, pd->name ? pd->name : "", g);
+      }
+  }
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *step_out,
                                char **app_out) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
@@ -447,7 +621,8 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
   file_ent_t *files = NULL;
   float **cache = NULL;
   float **newstate = NULL; /* per unit: 3 x S_new */
-  int n = zeroc_model_num_units(m), nfiles = 0;
+  old_param_t **oldp = NULL; /* re-split: per unit, per parameter */
+  int n = zeroc_model_num_units(m), nfiles = 0, resplit = 0, ntp = 1;
   uint64_t step = 0, version = 0, old_shards = 0, old_tp = 1, old_pp = 1, unit_base = 0;
   uint64_t *old_S = NULL, *old_N = NULL;
   if (app_out) *app_out = NULL;
@@ -476,14 +651,15 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     ZEROC_TRY(get_u64(mj, "tp", what, &old_tp));
     ZEROC_TRY(get_u64(mj, "pp", what, &old_pp));
   }
-  if ((int)old_tp != mesh->tp || (int)old_pp != mesh->pp) {
+  if ((int)old_pp != mesh->pp || old_tp < 1 || old_tp > 65536) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                     "%s: saved with tp %" PRIu64 " and pp %" PRIu64
-                     ", loading needs tp %d and pp %d "
-                     "(re-splitting tensor or pipeline parallelism goes through --export/--init)",
-                     what, old_tp, old_pp, mesh->tp, mesh->pp);
+                     "%s: saved with tp %" PRIu64 " and pp %" PRIu64 ", loading needs pp %d "
+                     "(re-splitting pipeline parallelism goes through --export/--init)",
+                     what, old_tp, old_pp, mesh->pp);
     goto fail;
   }
+  resplit = (int)old_tp != mesh->tp;
+  ntp = resplit ? (int)old_tp : 1;
   /* with a pipeline, this rank's stage's units */
   const zeroc__json_t *units = zeroc__json_get(root, "units");
   const zeroc__json_t *stages = zeroc__json_get(root, "stages");
@@ -511,7 +687,8 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
   /* the layout must be the model's, unit by unit and parameter by parameter */
   old_S = calloc((size_t)n, sizeof *old_S);
   old_N = calloc((size_t)n, sizeof *old_N);
-  if (!old_S || !old_N) {
+  oldp = calloc((size_t)n, sizeof *oldp);
+  if (!old_S || !old_N || !oldp) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint layout");
     goto fail;
   }
@@ -525,7 +702,7 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     if (!res) res = get_u64(uj, "flat_numel", what, &old_N[u]);
     if (res) break;
     const zeroc__json_t *pj = zeroc__json_get(uj, "params");
-    if (numel != ui.numel || !pj || pj->type != ZEROC_JSON_ARRAY ||
+    if ((numel != ui.numel && !resplit) || !pj || pj->type != ZEROC_JSON_ARRAY ||
         pj->u.arr.n != (size_t)ui.nparams || old_S[u] * old_shards != old_N[u]) {
       res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                        "%s: unit %d ('%s') has %" PRIu64 " parameters in the checkpoint, %" PRIu64
@@ -533,27 +710,43 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
                        what, u, ui.name ? ui.name : "", numel, ui.numel);
       break;
     }
+    oldp[u] = calloc((size_t)ui.nparams, sizeof *oldp[u]);
+    if (!oldp[u]) {
+      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint layout of unit %d", u);
+      break;
+    }
     for (int p = 0; p < ui.nparams && !res; p++) {
       uint64_t off, pn;
       res = get_u64(&pj->u.arr.items[p], "offset", what, &off);
       if (!res) res = get_u64(&pj->u.arr.items[p], "numel", what, &pn);
       const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
-      if (!res && (off != zeroc_model_param_offset(m, u, p) || pn != zeroc_param_numel(pd)))
-        res =
-            ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                       "%s: unit %d parameter %d ('%s') differs from this model in offset or size",
-                       what, u, p, pd->name ? pd->name : "");
+      if (res) break;
+      oldp[u][p].off = off;
+      oldp[u][p].numel = pn;
+      if (resplit) {
+        res = old_split(&pj->u.arr.items[p], pd, (int)old_tp, what, u, p, &oldp[u][p]);
+        if (!res && (off + pn > old_N[u] ||
+                     pn * (uint64_t)(oldp[u][p].split.groups ? old_tp : 1) !=
+                         zeroc__split_full_numel(&oldp[u][p].split)))
+          res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: unit %d parameter %d: offset or size out of place",
+                           what, u, p);
+      } else if (off != zeroc_model_param_offset(m, u, p) || pn != zeroc_param_numel(pd)) {
+        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                         "%s: unit %d parameter %d ('%s') differs from this model in offset or size",
+                         what, u, p, pd->name ? pd->name : "");
+      }
     }
   }
   if (res) goto fail;
-  /* the shard files of this rank's pipeline and tensor coordinates */
+  /* the shard files of this rank's pipeline stage: of its own tp rank, or of
+   * every old tp rank when re-splitting (slot = old tp rank) */
   const zeroc__json_t *fj = zeroc__json_get(root, "files");
   if (!fj || fj->type != ZEROC_JSON_ARRAY) {
     res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: no files list", what);
     goto fail;
   }
-  files = calloc(old_shards, sizeof *files);
-  cache = calloc(old_shards, sizeof *cache);
+  files = calloc((size_t)ntp * old_shards, sizeof *files);
+  cache = calloc((size_t)ntp * old_shards, sizeof *cache);
   if (!files || !cache) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint file table");
     goto fail;
@@ -562,27 +755,29 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     const zeroc__json_t *e = &fj->u.arr.items[i];
     uint64_t pp, tp, sh, bytes, crc;
     const zeroc__json_t *nm = zeroc__json_get(e, "name");
-    if (get_u64(e, "pp", what, &pp) || get_u64(e, "tp", what, &tp) ||
-        get_u64(e, "shard", what, &sh) || get_u64(e, "bytes", what, &bytes) ||
-        get_u64(e, "crc32c", what, &crc) || !nm || nm->type != ZEROC_JSON_STRING ||
-        nm->u.str.len >= sizeof files[0].name || strchr(nm->u.str.s, '/') || sh >= old_shards) {
+    if (get_u64(e, "pp", what, &pp) || get_u64(e, "tp", what, &tp) || get_u64(e, "shard", what, &sh) ||
+        get_u64(e, "bytes", what, &bytes) || get_u64(e, "crc32c", what, &crc) || !nm ||
+        nm->type != ZEROC_JSON_STRING || nm->u.str.len >= sizeof files[0].name ||
+        strchr(nm->u.str.s, '/') || sh >= old_shards || tp >= old_tp) {
       res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: files entry %zu is malformed", what, i);
       break;
     }
-    if ((int)pp != mesh->pp_rank || (int)tp != mesh->tp_rank) continue;
-    file_ent_t *fe = &files[sh];
+    if ((int)pp != mesh->pp_rank || (!resplit && (int)tp != mesh->tp_rank)) continue;
+    file_ent_t *fe = &files[(resplit ? tp : 0) * old_shards + sh];
+    if (fe->name[0]) continue; /* listed twice: the first entry holds */
     snprintf(fe->name, sizeof fe->name, "%s", nm->u.str.s);
     fe->pp = (int)pp, fe->tp = (int)tp, fe->shard = (int)sh;
     fe->bytes = bytes;
     fe->crc = (uint32_t)crc;
     nfiles++;
   }
-  if (!res && nfiles != (int)old_shards)
-    res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: %d of %" PRIu64 " shard files listed for pp %d tp %d",
-                     what, nfiles, old_shards, mesh->pp_rank, mesh->tp_rank);
+  if (!res && (uint64_t)nfiles != (uint64_t)ntp * old_shards)
+    res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: %d of %" PRIu64 " shard files listed for pp %d%s",
+                     what, nfiles, (uint64_t)ntp * old_shards, mesh->pp_rank,
+                     resplit ? "" : " and this tp rank");
   uint64_t expect_bytes = 0;
   for (int u = 0; u < n; u++) expect_bytes += old_S[u] * 4 * STATES;
-  for (uint64_t s = 0; !res && s < old_shards; s++)
+  for (uint64_t s = 0; !res && s < (uint64_t)ntp * old_shards; s++)
     if (files[s].bytes != expect_bytes)
       res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: file '%s' should hold %" PRIu64 " bytes, listed %" PRIu64,
                        what, files[s].name, expect_bytes, files[s].bytes);
@@ -599,7 +794,13 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
       res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint state of unit %d", u);
       break;
     }
-    for (uint64_t j = lo; j < lo + S && !res;) {
+    if (resplit) {
+      res = resplit_unit(m, u, oldp[u], old_S[u], unit_base, dir, files, cache, old_shards, newstate[u]);
+      if (!res && mesh->rank == 0)
+        res = resplit_dropped(m, u, oldp[u], old_S[u], unit_base, dir, files, cache, old_shards,
+                              (int)old_tp, what);
+    }
+    for (uint64_t j = lo; !resplit && j < lo + S && !res;) {
       if (j >= old_N[u]) break; /* padding beyond the old flat length: zero */
       uint64_t s = j / old_S[u], s_end = (s + 1) * old_S[u];
       uint64_t hi = lo + S < s_end ? lo + S : s_end;
@@ -632,6 +833,8 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     }
   }
   if (!res) *step_out = step;
+  if (!res && resplit)
+    ZINFO(IO, "checkpoint step %" PRIu64 " re-split from tp %" PRIu64 " to tp %d", step, old_tp, mesh->tp);
   res = zeroc_ctx_agree(ctx, res);
   goto done;
 fail:
@@ -640,8 +843,11 @@ done:
   if (newstate)
     for (int u = 0; u < n; u++) free(newstate[u]);
   free(newstate);
+  if (oldp)
+    for (int u = 0; u < n; u++) free(oldp[u]);
+  free(oldp);
   if (cache)
-    for (uint64_t s = 0; s < old_shards; s++) free(cache[s]);
+    for (uint64_t s = 0; s < (uint64_t)ntp * old_shards; s++) free(cache[s]);
   free(cache);
   free(old_S);
   free(old_N);

@@ -4,10 +4,13 @@
  * ecosystem and GPT-2 weights can be fine-tuned here. Our linear weights are
  * (out, in); GPT-2's Conv1D stores (in, out), so 2-D block weights are
  * transposed both ways. wte is exported without its padding rows.
- * With pipeline parallelism every stage holds other units: rank 0 receives
- * the others' from the first rank of each stage and writes the file, and on
- * import each rank reads its own units' tensors; the last stage's tied copy
- * of wte is the embedding's wte in the file.
+ * Tensors are always the consolidated (unsplit) ones: with tensor
+ * parallelism, export rebuilds each tensor from the tp ranks' slices
+ * (tp/split.h) and import cuts each rank's slice from the file's tensor.
+ * With pipeline parallelism every stage holds other units: rank 0 receives the
+ * other stages' consolidated tensors from the first rank of each stage and
+ * writes the file, and on import each rank reads its own units' tensors; the
+ * last stage's tied copy of wte is the embedding's wte in the file.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 #include "core/ctx.h"
 #include "core/error.h"
 #include "io/safetensors.h"
+#include "tp/split.h"
 #include "zeroc/gpt.h"
 
 #define CHK(call) ZEROC_CHECK(call)
@@ -26,12 +30,13 @@
  * pipeline message of the step has landed). */
 enum { TAG_HEADER = 32001, TAG_DATA = 32002 };
 
-/* Hugging Face name and stored shape of parameter `pd` of global unit g
- * (0 embedding, 1..L blocks, L+1 head); *transpose is set for the Conv1D
- * weights. */
+/* Hugging Face name and stored shape of parameter `pd` of global unit g (its
+ * unsplit tensor, `sp`); *transpose is set for the Conv1D weights. Global
+ * units: 0 embedding, 1..L blocks, L+1 head. */
 static void hf_name(const zeroc_param_desc_t *pd, int g, int L, int vocab, char *name, size_t n,
-                    int *ndim, uint64_t shape[2], int *transpose) {
+                    int *ndim, uint64_t shape[2], int *transpose, zeroc__split_t *sp) {
   int block = g > 0 && g < L + 1;
+  zeroc__split_of(pd, sp);
   if (block)
     snprintf(name, n, "h.%d.%s", g - 1, pd->name);
   else
@@ -39,11 +44,11 @@ static void hf_name(const zeroc_param_desc_t *pd, int g, int L, int vocab, char 
   *ndim = pd->ndim;
   *transpose = block && pd->ndim == 2;
   if (pd->ndim == 2) {
-    shape[0] = (uint64_t)(*transpose ? pd->shape[1] : pd->shape[0]);
-    shape[1] = (uint64_t)(*transpose ? pd->shape[0] : pd->shape[1]);
+    shape[0] = (uint64_t)(*transpose ? sp->full[1] : sp->full[0]);
+    shape[1] = (uint64_t)(*transpose ? sp->full[0] : sp->full[1]);
     if (!block && !strcmp(pd->name, "wte.weight")) shape[0] = (uint64_t)vocab; /* no padding rows */
   } else {
-    shape[0] = (uint64_t)pd->shape[0];
+    shape[0] = (uint64_t)sp->full[0];
     shape[1] = 1;
   }
 }
@@ -53,22 +58,58 @@ static int is_tied_copy(const zeroc_param_desc_t *pd, int g) {
   return g != 0 && (pd->flags & ZEROC_PARAM_TIED);
 }
 
+static zeroc_result_t mpi_check(int e, const char *what, int peer) {
+  if (e == MPI_SUCCESS) return ZEROC_OK;
+  return ZEROC_FAIL(ZEROC_ERR_MPI, "export: %s with pipeline rank %d: MPI error %d", what, peer, e);
+}
+
+/* Blocking transfer of `count` floats in parts that fit MPI's int count. */
+static zeroc_result_t send_floats(const float *buf, uint64_t count, int peer, MPI_Comm c) {
+  for (uint64_t off = 0; off < count; off += 1u << 30) {
+    int part = (int)(count - off < (1u << 30) ? count - off : (1u << 30));
+    CHK(mpi_check(MPI_Send(buf + off, part, MPI_FLOAT, peer, TAG_DATA, c), "sending values", peer));
+  }
+  return ZEROC_OK;
+}
+
+static zeroc_result_t recv_floats(float *buf, uint64_t count, int peer, MPI_Comm c) {
+  for (uint64_t off = 0; off < count; off += 1u << 30) {
+    int part = (int)(count - off < (1u << 30) ? count - off : (1u << 30));
+    CHK(mpi_check(MPI_Recv(buf + off, part, MPI_FLOAT, peer, TAG_DATA, c, MPI_STATUS_IGNORE),
+                  "receiving values", peer));
+  }
+  return ZEROC_OK;
+}
+
 /* dst (c, r) = src (r, c)^T */
 static void transpose(float *dst, const float *src, uint64_t r, uint64_t c) {
   for (uint64_t i = 0; i < r; i++)
     for (uint64_t j = 0; j < c; j++) dst[j * r + i] = src[i * c + j];
 }
 
-static zeroc_result_t mpi_check(int e, const char *what, int peer) {
-  if (e == MPI_SUCCESS) return ZEROC_OK;
-  return ZEROC_FAIL(ZEROC_ERR_MPI, "export: %s with pipeline rank %d: MPI error %d", what, peer, e);
+/* The unsplit tensor `dst` (sp's full shape) from this rank's local values
+ * `src`, summed over the tp ranks: each rank writes its slice into zeros (a
+ * replicated tensor only tp rank 0), so the sum is the tensor itself. */
+static zeroc_result_t consolidate(zeroc_ctx_t *ctx, const zeroc_param_desc_t *pd,
+                                  const zeroc__split_t *sp, const float *src, float *dst) {
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  uint64_t full = zeroc__split_full_numel(sp), n = zeroc_param_numel(pd);
+  if (mesh->tp == 1) {
+    memcpy(dst, src, full * 4);
+    return ZEROC_OK;
+  }
+  if (full > (uint64_t)INT32_MAX)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                      "export of '%s': %" PRIu64 " elements, at most %d with tp > 1",
+                      pd->name ? pd->name : "", full, INT32_MAX);
+  memset(dst, 0, full * 4);
+  if (sp->groups > 0)
+    for (uint64_t j = 0; j < n; j++) dst[zeroc__split_to_global(sp, pd->tp_rank, j)] = src[j];
+  else if (mesh->tp_rank == 0)
+    memcpy(dst, src, n * 4);
+  return zeroc__allreduce_host(zeroc__ctx_group(ctx, ZEROC_GROUP_TP), dst, (size_t)full, ZEROC_FP32,
+                               ZEROC_SUM);
 }
-
-/* Where every exported tensor's values are, by global unit and parameter. */
-typedef struct {
-  const float **src; /* (units x 12): values of parameter j of global unit g at [g*12 + j] */
-  float **owned;     /* (pp) buffers received from the other stages */
-} table_t;
 
 zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
@@ -76,166 +117,168 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
   int root = mesh->rank == 0, n = zeroc_model_num_units(m);
   int L = zeroc_gpt_config(g)->layers, NU = L + 2, vocab = zeroc_gpt_config(g)->vocab;
   int rep = mesh->dp_rank == 0 && mesh->tp_rank == 0; /* speaks for its pipeline stage */
-  zeroc_group_t *ppg = zeroc__ctx_group(ctx, ZEROC_GROUP_PP);
+  MPI_Comm ppc = zeroc__ctx_group(ctx, ZEROC_GROUP_PP)->mpi[ZEROC_P2P_CHANNEL];
   zeroc_result_t res = ZEROC_OK;
   float **full = calloc((size_t)n, sizeof *full);
-  float *tmp = NULL, *packed = NULL;
+  float *tmp = NULL, *packed = NULL, **recv = calloc((size_t)mesh->pp, sizeof *recv);
   int64_t *hdr = NULL;
-  table_t t = {calloc((size_t)NU * 12, sizeof(float *)), calloc((size_t)mesh->pp, sizeof(float *))};
+  /* src[gu*12 + p]: the consolidated values of parameter p of global unit gu */
+  const float **src = calloc((size_t)NU * 12, sizeof *src);
   zeroc__st_writer_t *w = NULL;
-  if (!full || !t.src || !t.owned) {
+  if (!full || !src || !recv) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export tables");
     goto fail;
   }
-  /* every rank takes part in the gathers of its stage's units */
+  /* every rank takes part in the gathers and the tp sums of its stage's units,
+   * each parameter consolidated in place of its unit's flat values (a tied copy
+   * of wte is the embedding's and is left out) */
   uint64_t maxp = 0, count = 0;
   for (int u = 0; u < n; u++) {
     zeroc_unit_info_t ui;
     ZEROC_TRY(zeroc_model_unit_info(m, u, &ui));
-    full[u] = malloc(ui.flat_numel * 4);
+    uint64_t cons = 0;
+    for (int p = 0; p < ui.nparams; p++) {
+      zeroc__split_t sp;
+      zeroc__split_of(zeroc_model_param_desc(m, u, p), &sp);
+      cons += zeroc__split_full_numel(&sp);
+      if (zeroc__split_full_numel(&sp) > maxp) maxp = zeroc__split_full_numel(&sp);
+    }
+    full[u] = malloc((ui.flat_numel + cons) * 4 + 4);
     if (!full[u]) {
       res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export buffer of unit %d", u);
       goto fail;
     }
     ZEROC_TRY(zeroc_model_gather_unit(m, u, full[u]));
     int gu = zeroc_gpt_global_unit(g, u);
+    float *at = full[u] + ui.flat_numel;
     for (int p = 0; p < ui.nparams; p++) {
       const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
       if (is_tied_copy(pd, gu)) continue;
-      uint64_t ne = zeroc_param_numel(pd);
-      if (ne > maxp) maxp = ne;
-      count += ne;
-      t.src[gu * 12 + p] = full[u] + zeroc_model_param_offset(m, u, p);
+      zeroc__split_t sp;
+      zeroc__split_of(pd, &sp);
+      ZEROC_TRY(consolidate(ctx, pd, &sp, full[u] + zeroc_model_param_offset(m, u, p), at));
+      src[gu * 12 + p] = at;
+      at += zeroc__split_full_numel(&sp);
+      count += zeroc__split_full_numel(&sp);
     }
   }
-  /* the other stages' first ranks send theirs to rank 0: [units, floats, g...] then the
-   * values of each unit's parameters in order, without padding or the tied copy */
+  /* the other stages' first ranks send theirs to rank 0: [units, floats, global
+   * unit of each] then the consolidated values, unit after unit */
   if (mesh->pp > 1 && rep && mesh->pp_rank > 0) {
     hdr = malloc(sizeof(int64_t) * (size_t)(n + 2));
     packed = malloc(count * 4 + 4);
     if (!hdr || !packed) {
-      res =
-          ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transfer of %llu floats", (unsigned long long)count);
+      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transfer of %" PRIu64 " floats", count);
       goto fail;
     }
     hdr[0] = n, hdr[1] = (int64_t)count;
     uint64_t at = 0;
     for (int u = 0; u < n; u++) {
       int gu = zeroc_gpt_global_unit(g, u), np;
+      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
       hdr[2 + u] = gu;
-      zeroc_gpt_unit_params(g, gu, &np);
       for (int p = 0; p < np; p++) {
-        uint64_t ne = zeroc_param_numel(zeroc_model_param_desc(m, u, p));
-        memcpy(packed + at, t.src[gu * 12 + p], ne * 4);
+        zeroc__split_t sp;
+        zeroc__split_of(&pds[p], &sp);
+        memcpy(packed + at, src[gu * 12 + p], zeroc__split_full_numel(&sp) * 4);
+        at += zeroc__split_full_numel(&sp);
+      }
+    }
+    ZEROC_TRY(mpi_check(MPI_Send(hdr, n + 2, MPI_INT64_T, 0, TAG_HEADER, ppc), "sending the unit list", 0));
+    ZEROC_TRY(send_floats(packed, count, 0, ppc));
+  }
+  if (!root) goto fail; /* done: only the agreement below is left */
+  /* rank 0: every other stage's tensors, then the file in global order */
+  hdr = malloc(sizeof(int64_t) * (size_t)(NU + 2));
+  if (!hdr) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export unit list");
+    goto fail;
+  }
+  for (int s = 1; s < mesh->pp; s++) {
+    MPI_Status st;
+    int got = 0;
+    ZEROC_TRY(mpi_check(MPI_Recv(hdr, NU + 2, MPI_INT64_T, s, TAG_HEADER, ppc, &st),
+                        "receiving the unit list", s));
+    MPI_Get_count(&st, MPI_INT64_T, &got);
+    if (got < 2 || hdr[0] != got - 2 || hdr[1] < 0) {
+      res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: pipeline rank %d sent a bad unit list", s);
+      goto fail;
+    }
+    uint64_t total = (uint64_t)hdr[1];
+    float *vals = recv[s] = malloc(total * 4 + 4);
+    if (!vals) {
+      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export: %" PRIu64 " floats from pipeline rank %d", total, s);
+      goto fail;
+    }
+    ZEROC_TRY(recv_floats(vals, total, s, ppc));
+    uint64_t at = 0;
+    for (int64_t k = 0; k < hdr[0]; k++) {
+      int gu = (int)hdr[2 + k], np;
+      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
+      for (int p = 0; p < np && pds; p++) {
+        zeroc__split_t sp;
+        zeroc__split_of(&pds[p], &sp);
+        uint64_t ne = zeroc__split_full_numel(&sp);
+        if (at + ne > total) break;
+        src[gu * 12 + p] = vals + at;
+        if (ne > maxp) maxp = ne;
         at += ne;
       }
     }
-    MPI_Comm c = ppg->mpi[ZEROC_P2P_CHANNEL];
-    ZEROC_TRY(
-        mpi_check(MPI_Send(hdr, n + 2, MPI_INT64_T, 0, TAG_HEADER, c), "sending the unit list", 0));
-    for (uint64_t off = 0; off < count; off += 1u << 30) {
-      int part = (int)(count - off < (1u << 30) ? count - off : (1u << 30));
-      ZEROC_TRY(
-          mpi_check(MPI_Send(packed + off, part, MPI_FLOAT, 0, TAG_DATA, c), "sending values", 0));
-    }
   }
-  if (root) {
-    MPI_Comm c = ppg->mpi[ZEROC_P2P_CHANNEL];
-    int64_t *h = hdr = malloc(sizeof(int64_t) * (size_t)(NU + 2));
-    if (!h) {
-      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export unit list");
-      goto fail;
-    }
-    for (int s = 1; s < mesh->pp; s++) {
-      MPI_Status st;
-      int got = 0;
-      ZEROC_TRY(mpi_check(MPI_Recv(h, NU + 2, MPI_INT64_T, s, TAG_HEADER, c, &st),
-                          "receiving the unit list", s));
-      MPI_Get_count(&st, MPI_INT64_T, &got);
-      if (got < 2 || h[0] != got - 2 || h[1] < 0) {
-        res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: pipeline rank %d sent a bad unit list", s);
+  for (int gu = 0; gu < NU; gu++) {
+    int np;
+    zeroc_gpt_unit_params(g, gu, &np);
+    for (int p = 0; p < np; p++)
+      if (!src[gu * 12 + p]) {
+        res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p, gu);
         goto fail;
       }
-      uint64_t total = (uint64_t)h[1];
-      t.owned[s] = malloc(total * 4 + 4);
-      if (!t.owned[s]) {
-        res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export: %llu floats from pipeline rank %d",
-                         (unsigned long long)total, s);
-        goto fail;
-      }
-      for (uint64_t off = 0; off < total; off += 1u << 30) {
-        int part = (int)(total - off < (1u << 30) ? total - off : (1u << 30));
-        ZEROC_TRY(mpi_check(
-            MPI_Recv(t.owned[s] + off, part, MPI_FLOAT, s, TAG_DATA, c, MPI_STATUS_IGNORE),
-            "receiving values", s));
-      }
-      uint64_t at = 0;
-      for (int64_t k = 0; k < h[0]; k++) {
-        int gu = (int)h[2 + k], np;
-        const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
-        for (int p = 0; p < np && pds; p++) {
-          uint64_t ne = zeroc_param_numel(&pds[p]);
-          if (at + ne > total) break;
-          t.src[gu * 12 + p] = t.owned[s] + at;
-          if (ne > maxp) maxp = ne;
-          at += ne;
-        }
-      }
-    }
+  }
+  tmp = malloc(maxp * 4 + 4);
+  if (!tmp) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transpose buffer of %" PRIu64 " floats", maxp);
+    goto fail;
+  }
+  ZEROC_TRY(zeroc__st_writer_create(path, &w));
+  ZEROC_TRY(zeroc__st_writer_metadata(w, "format", "pt"));
+  ZEROC_TRY(zeroc__st_writer_metadata(w, "producer", "zeroc"));
+  /* the header lists every tensor first, then the values follow in the same order */
+  for (int pass = 0; pass < 2; pass++) {
     for (int gu = 0; gu < NU; gu++) {
       int np;
-      zeroc_gpt_unit_params(g, gu, &np);
-      for (int p = 0; p < np; p++)
-        if (!t.src[gu * 12 + p]) {
-          res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p,
-                           gu);
-          goto fail;
+      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
+      for (int p = 0; p < np; p++) {
+        char name[128];
+        int nd, tr;
+        uint64_t shape[2];
+        zeroc__split_t sp;
+        hf_name(&pds[p], gu, L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
+        if (!pass) {
+          ZEROC_TRY(zeroc__st_writer_add(w, name, ZEROC_ST_F32, nd, shape));
+          continue;
         }
-    }
-    tmp = malloc(maxp * 4 + 4);
-    if (!tmp) {
-      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transpose buffer");
-      goto fail;
-    }
-    ZEROC_TRY(zeroc__st_writer_create(path, &w));
-    ZEROC_TRY(zeroc__st_writer_metadata(w, "format", "pt"));
-    ZEROC_TRY(zeroc__st_writer_metadata(w, "producer", "zeroc"));
-    for (int pass = 0; pass < 2; pass++) {
-      /* the header lists every tensor first, then the values follow in the same order */
-      for (int gu = 0; gu < NU; gu++) {
-        int np;
-        const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
-        for (int p = 0; p < np; p++) {
-          char name[128];
-          int nd, tr;
-          uint64_t shape[2];
-          hf_name(&pds[p], gu, L, vocab, name, sizeof name, &nd, shape, &tr);
-          if (!pass) {
-            ZEROC_TRY(zeroc__st_writer_add(w, name, ZEROC_ST_F32, nd, shape));
-            continue;
-          }
-          const float *src = t.src[gu * 12 + p];
-          uint64_t cnt = nd == 2 ? shape[0] * shape[1] : shape[0];
-          if (tr) {
-            transpose(tmp, src, shape[1], shape[0]);
-            src = tmp;
-          }
-          ZEROC_TRY(zeroc__st_writer_write_f32(w, src, cnt));
+        const float *v = src[gu * 12 + p];
+        uint64_t cnt = nd == 2 ? shape[0] * shape[1] : shape[0];
+        if (tr) {
+          transpose(tmp, v, shape[1], shape[0]);
+          v = tmp;
         }
+        ZEROC_TRY(zeroc__st_writer_write_f32(w, v, cnt));
       }
     }
-    ZEROC_TRY(zeroc__st_writer_finish(w));
   }
+  ZEROC_TRY(zeroc__st_writer_finish(w));
 fail:
   zeroc__st_writer_destroy(w);
   free(tmp);
   free(packed);
   free(hdr);
+  for (int s = 0; recv && s < mesh->pp; s++) free(recv[s]);
+  free(recv);
   for (int u = 0; full && u < n; u++) free(full[u]);
   free(full);
-  for (int s = 0; t.owned && s < mesh->pp; s++) free(t.owned[s]);
-  free(t.owned);
-  free(t.src);
+  free(src);
   return zeroc__ctx_ret(ctx, zeroc_ctx_agree(ctx, res));
 }
 
@@ -245,12 +288,13 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
   zeroc_result_t res = ZEROC_OK;
   zeroc__st_t *st = NULL;
   float **shards = calloc((size_t)n, sizeof *shards);
-  float *tmp = NULL, *flat = NULL;
+  float *tmp = NULL, *gl = NULL, *flat = NULL;
   if (!shards) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "import tables"));
   vocab = zeroc_gpt_config(g)->vocab;
   L = zeroc_gpt_config(g)->layers;
   ZEROC_TRY(zeroc__st_open(path, &st));
-  /* every rank reads its own units' tensors and keeps its shard of each */
+  /* every rank reads each whole tensor of its own units and keeps its own shard
+   * of its slice */
   for (int u = 0; u < n; u++) {
     zeroc_unit_info_t ui;
     ZEROC_TRY(zeroc_model_unit_info(m, u, &ui));
@@ -260,15 +304,15 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "import buffer of unit %d", u);
       goto fail;
     }
-    int gu = zeroc_gpt_global_unit(g, u);
     for (int p = 0; p < ui.nparams; p++) {
       char name[128];
       int nd, tr;
       uint64_t shape[2];
+      zeroc__split_t sp;
+      const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
+      int gu = zeroc_gpt_global_unit(g, u);
       /* a tied copy of wte reads wte */
-      hf_name(zeroc_model_param_desc(m, u, p),
-              is_tied_copy(zeroc_model_param_desc(m, u, p), gu) ? 0 : gu, L, vocab, name,
-              sizeof name, &nd, shape, &tr);
+      hf_name(pd, is_tied_copy(pd, gu) ? 0 : gu, L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
       const zeroc__st_tensor_t *t = zeroc__st_find(st, name);
       if (!t) {
         res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
@@ -285,18 +329,25 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
                          nd == 2 ? shape[1] : 1);
         goto fail;
       }
+      free(tmp);
+      free(gl);
+      tmp = malloc(count * 4 + 4);
+      gl = malloc(count * 4 + 4);
+      if (!tmp || !gl) {
+        res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "import buffers of '%s'", name);
+        goto fail;
+      }
+      /* gl: the file's tensor in our (out, in) layout; wte's padding rows are
+       * not in it (file_full) and stay zero */
+      ZEROC_TRY(zeroc__st_read_f32(t, tr ? tmp : gl, count));
+      if (tr) transpose(gl, tmp, shape[0], shape[1]);
+      int64_t file_full[ZEROC_MAX_DIMS] = {(int64_t)(tr ? shape[1] : shape[0]),
+                                           (int64_t)(tr ? shape[0] : shape[1])};
       float *dst = flat + zeroc_model_param_offset(m, u, p);
-      if (tr) {
-        free(tmp);
-        tmp = malloc(count * 4 + 4);
-        if (!tmp) {
-          res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "import transpose buffer");
-          goto fail;
-        }
-        ZEROC_TRY(zeroc__st_read_f32(t, tmp, count));
-        transpose(dst, tmp, shape[0], shape[1]);
-      } else {
-        ZEROC_TRY(zeroc__st_read_f32(t, dst, count));
+      uint64_t ne = zeroc_param_numel(pd);
+      for (uint64_t j = 0; j < ne; j++) {
+        uint64_t gi = zeroc__split_to_global(&sp, pd->tp_rank, j), fi;
+        dst[j] = zeroc__split_remap(gi, sp.full, file_full, nd, &fi) ? gl[fi] : 0.0f;
       }
     }
     memcpy(shards[u], flat + ui.shard_offset, ui.shard_numel * 4);
@@ -306,6 +357,7 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
 fail:
   free(flat);
   free(tmp);
+  free(gl);
   zeroc__st_close(st);
   /* nothing changes unless every rank read everything */
   res = zeroc_ctx_agree(ctx, res);

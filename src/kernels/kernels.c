@@ -178,6 +178,67 @@ zeroc_result_t zeroc_k_crossentropy_forward_backward(zeroc_kernels_t *k, zeroc_s
   return ZEROC_OK;
 }
 
+/* ---- vocabulary-parallel kernels ------------------------------------------------ */
+
+/* The slice [v0, v0+Vl) must be a valid range of rows. */
+static zeroc_result_t vocab_slice(const char *fn, int v0, int Vl) {
+  if (v0 < 0 || Vl < 1)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: vocabulary slice v0 %d, Vl %d: accepted v0 >= 0, Vl >= 1",
+                      fn, v0, Vl);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_vocab_embed_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                           const int32_t *inp, const void *wte, const void *wpe,
+                                           int B, int T, int C, int v0, int Vl) {
+  POSITIVE(B, T, C);
+  ZEROC_CHECK(vocab_slice(__func__, v0, Vl));
+  CUDA_OR_CPU(vocab_embed_forward, k, s, out, inp, wte, wpe, B, T, C, v0, Vl);
+  zeroc__cpu_vocab_embed_forward(out, inp, wte, wpe, B, T, C, v0, Vl);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_vocab_embed_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte,
+                                            void *dwpe, const void *dout, const int32_t *inp,
+                                            int B, int T, int C, int v0, int Vl) {
+  POSITIVE(B, T, C);
+  ZEROC_CHECK(vocab_slice(__func__, v0, Vl));
+  CUDA_OR_CPU(vocab_embed_backward, k, s, dwte, dwpe, dout, inp, B, T, C, v0, Vl);
+  zeroc__cpu_vocab_embed_backward(dwte, dwpe, dout, inp, B, T, C, v0, Vl);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_vocab_ce_local(zeroc_kernels_t *k, zeroc_stream_t *s, float *mx, float *xt,
+                                      const void *logits, const int32_t *targets, int N, int Vl,
+                                      int v0, int V) {
+  POSITIVE(N, Vl, V);
+  ZEROC_CHECK(vocab_slice(__func__, v0, Vl));
+  CUDA_OR_CPU(vocab_ce_local, k, s, mx, xt, logits, targets, N, Vl, v0, V);
+  zeroc__cpu_vocab_ce_local(mx, xt, logits, targets, N, Vl, v0, V);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_vocab_ce_sumexp(zeroc_kernels_t *k, zeroc_stream_t *s, float *se,
+                                       const void *logits, const float *mx, int N, int Vl, int v0,
+                                       int V) {
+  POSITIVE(N, Vl, V);
+  ZEROC_CHECK(vocab_slice(__func__, v0, Vl));
+  CUDA_OR_CPU(vocab_ce_sumexp, k, s, se, logits, mx, N, Vl, v0, V);
+  zeroc__cpu_vocab_ce_sumexp(se, logits, mx, N, Vl, v0, V);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_vocab_ce_finish(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses,
+                                       void *logits, const int32_t *targets, const float *mx,
+                                       const float *se, const float *xt, int N, int Vl, int v0,
+                                       int V, float dloss) {
+  POSITIVE(N, Vl, V);
+  ZEROC_CHECK(vocab_slice(__func__, v0, Vl));
+  CUDA_OR_CPU(vocab_ce_finish, k, s, losses, logits, targets, mx, se, xt, N, Vl, v0, V, dloss);
+  zeroc__cpu_vocab_ce_finish(losses, logits, targets, mx, se, xt, N, Vl, v0, V, dloss);
+  return ZEROC_OK;
+}
+
 /* ---- engine kernels -------------------------------------------------------------
  * These also run on the gather and reduce streams. On cpu those streams are
  * worker threads, so a kernel called for such a stream is enqueued on it (in

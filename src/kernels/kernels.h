@@ -106,6 +106,39 @@ zeroc_result_t zeroc_k_crossentropy_forward_backward(zeroc_kernels_t *k, zeroc_s
                                                      const int32_t *targets, int N, int V, int Vp,
                                                      float dloss);
 
+/* ---- vocabulary-parallel kernels (tensor parallelism) ---------------------------
+ * A tensor-parallel rank holds rows v0 .. v0+Vl-1 of the padded vocabulary (of
+ * wte, and so columns of the logits); global index < V is a real entry, the
+ * rest padding. tp/ all-reduces the partial results between these calls. */
+
+/* out (B,T,C) act = [v0 <= inp < v0+Vl] wte[inp - v0] + wpe[t]; wte (Vl,C) act;
+ * wpe (>=T,C) act or NULL (then only the token rows, zero elsewhere). */
+zeroc_result_t zeroc_k_vocab_embed_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                           const int32_t *inp, const void *wte, const void *wpe,
+                                           int B, int T, int C, int v0, int Vl);
+/* dwte (Vl,C) += dout rows of tokens in [v0, v0+Vl); dwpe (T,C) += sum over b, when not
+ * NULL. Deterministic. */
+zeroc_result_t zeroc_k_vocab_embed_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte,
+                                            void *dwpe, const void *dout, const int32_t *inp,
+                                            int B, int T, int C, int v0, int Vl);
+/* logits (N,Vl) act -> mx (N) fp32 = max over this slice's real columns (-inf if none);
+ * xt (N) fp32 = logits[n, targets[n] - v0] when the target is a real column of this
+ * slice, else 0. */
+zeroc_result_t zeroc_k_vocab_ce_local(zeroc_kernels_t *k, zeroc_stream_t *s, float *mx, float *xt,
+                                      const void *logits, const int32_t *targets, int N, int Vl,
+                                      int v0, int V);
+/* se (N) fp32 = sum over this slice's real columns of exp(logits - mx); mx the global max. */
+zeroc_result_t zeroc_k_vocab_ce_sumexp(zeroc_kernels_t *k, zeroc_stream_t *s, float *se,
+                                       const void *logits, const float *mx, int N, int Vl, int v0,
+                                       int V);
+/* From the global mx, se, xt: losses (N) fp32 = mx + log(se) - xt (target < 0: 0;
+ * target >= V: NaN). When dloss != 0, logits (N,Vl) <- dloss * (softmax - onehot) on
+ * this slice's real columns, 0 on padding. */
+zeroc_result_t zeroc_k_vocab_ce_finish(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses,
+                                       void *logits, const int32_t *targets, const float *mx,
+                                       const float *se, const float *xt, int N, int Vl, int v0,
+                                       int V, float dloss);
+
 /* ---- engine kernels (flat shards) --------------------------------------------- */
 
 /* dst (n, dst_dt) = src (n, src_dt); fp32 <-> bf16 (round to nearest even), or a copy. */

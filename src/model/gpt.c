@@ -1,20 +1,26 @@
 /*
  * model/gpt.c - GPT-2 written as a list of zeroc layers: the embedding unit
  * (wte, wpe), one unit per transformer block, and the head (final LayerNorm,
- * logits through the tied wte, fused softmax cross-entropy). Calls only the
- * kernel dispatch: it knows nothing of sharding, MPI or CUDA.
- * With pipeline parallelism a rank builds only its chunks of the unit list and
- * keeps one set of activations per in-flight micro-batch (slot); a head
- * without the embedding beside it holds its own copy of wte, tied to the
+ * logits through the tied wte, fused softmax cross-entropy). With the
+ * context's tp > 1 each unit is split Megatron-style (tp/): qkv and MLP-up
+ * column-parallel, attention-out and MLP-down row-parallel, attention heads
+ * and the vocabulary split over the tp ranks, optionally sequence parallel.
+ * Calls only the kernel dispatch and tp/: it knows nothing of sharding, MPI
+ * or CUDA. With pipeline parallelism a rank builds only its chunks of the unit
+ * list and keeps one set of activations per in-flight micro-batch (slot); a
+ * head without the embedding beside it holds its own copy of wte, tied to the
  * first stage's (ZEROC_PARAM_TIED).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "kernels/kernels.h"
+#include "tp/split.h"
+#include "tp/tp.h"
 #include "zeroc/gpt.h"
 
 #define CHK(call) ZEROC_CHECK(call)
@@ -26,52 +32,57 @@ enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW
  * carries its own copy of wte last */
 enum { HEAD_LNFW, HEAD_LNFB, HEAD_WTE };
 
-/* What one block keeps for its backward (B,T-shaped, in the activation dtype;
- * statistics fp32). */
+/* What one block keeps for its backward (in the activation dtype; statistics
+ * fp32). Per tp rank, with Cl = C/tp, NHl = NH/tp, and Nl = B*T/tp rows under
+ * sequence parallelism (else B*T): ln1, res2, ln2 (Nl,C); qkv (B,T,3Cl) as
+ * q | k | v of this rank's heads; atty (B,T,Cl); fch, fchg (B,T,4Cl). */
 typedef struct {
-  void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fchg; /* C, 3C, C, C, C, 4C, 4C */
-  float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd; /* (B,T) */
-  float *lse;                                       /* (B,NH,T) */
+  void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fchg;
+  float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd; /* (Nl) */
+  float *lse;                                       /* (B,NHl,T) */
 } saved_t;
 
 /* The activations of one in-flight micro-batch (a slot), for the units this
  * rank holds. */
 typedef struct {
-  void *x0;       /* embedding output (B,T,C) */
-  void **xout;    /* per local block, its output (B,T,C) */
+  void *x0;       /* embedding output (Nl,C): B*T rows, or this rank's B*T/tp with SP */
+  void **xout;    /* per local block, its output (Nl,C) */
   saved_t *saved; /* per local block (recompute: NULL, the model's one shared set) */
-  void *lnf;      /* head: final LayerNorm output (B,T,C) */
+  void *lnf;      /* head: final LayerNorm output (Nl,C) */
   float *lnf_mean, *lnf_rstd;
-  void *logits;  /* (B,T,Vp): logits, then their gradient in place */
-  float *losses; /* (B,T) */
+  void *logits;   /* (B,T,Vl): this rank's logits, then their gradient in place */
+  float *losses;  /* (B,T) */
 } slot_act_t;
 
 struct zeroc_gpt {
   zeroc_ctx_t *ctx;
   zeroc_gpt_config_t cfg;
   zeroc_kernels_t *k;
+  zeroc__tp_t tp;
   int Bmax, Vp, recompute;
+  int t, Cl, NHl, Vl; /* tp size; channels, heads and vocabulary rows per tp rank */
   size_t es; /* activation element size */
   zeroc_layer_t *layers; /* this rank's units */
   int nlayers;
-  int *gunit;                              /* (nlayers) global unit index of each local unit */
+  int *gunit;            /* (nlayers) global unit index of each local unit */
   int nchunks, *chunk_first, *chunk_count; /* local unit ranges of the chunks */
-  int nblocks;                             /* blocks held here */
+  int nblocks;           /* blocks held here */
   zeroc_param_desc_t embed_p[2], head_p[3];
   zeroc_param_desc_t *block_p; /* L x 12 */
   /* activations, one set per slot */
   int slots;
   slot_act_t *act;
   saved_t shared_saved; /* recompute: the one set every block recomputes into */
+  float *ce_stats; /* tp > 1: (3,B,T) row max, target logit, sum of exp (used inside the head) */
   float *losses_host;
   const float *last_losses; /* the losses of the last head forward */
   /* gradient scratch, one block's worth, and the ping-pong residual gradients */
   void *dfch, *dfchg, *dln, *datty, *dqkv, *dres[2];
+  /* sequence parallelism: (B,T,C) all-gathered inputs and partial sums, and the
+   * LayerNorm gradients (4C) summed over the tp ranks before they are added */
+  void *gath, *part, *lngrad;
   int dres_next;
-  struct blockref {
-    struct zeroc_gpt *g;
-    int l, lb;
-  } * refs; /* per local block: global and local index */
+  struct blockref { struct zeroc_gpt *g; int l, lb; } *refs; /* per local block: global and local index */
   uint64_t act_bytes;
   void **allocs;
   int nallocs;
@@ -99,45 +110,73 @@ static zeroc_result_t scratch_alloc(zeroc_gpt_t *g, size_t bytes, void **p) {
   return tagged_alloc(g, ZEROC_TAG_WORKSPACE, bytes, p);
 }
 
+/* Token rows of the sequence-split regions for the largest micro-batch. */
+static size_t split_rows(const zeroc_gpt_t *g) {
+  size_t BT = (size_t)g->Bmax * (size_t)g->cfg.seq, t = (size_t)g->t;
+  return g->tp.sp ? (BT + t - 1) / t : BT;
+}
+
 static zeroc_result_t saved_alloc(zeroc_gpt_t *g, saved_t *s) {
   size_t BT = (size_t)g->Bmax * (size_t)g->cfg.seq, C = (size_t)g->cfg.hidden, e = g->es;
-  CHK(act_alloc(g, BT * C * e, &s->ln1));
-  CHK(act_alloc(g, BT * 3 * C * e, &s->qkv));
-  CHK(act_alloc(g, BT * C * e, &s->atty));
-  CHK(act_alloc(g, BT * C * e, &s->res2));
-  CHK(act_alloc(g, BT * C * e, &s->ln2));
-  CHK(act_alloc(g, BT * 4 * C * e, &s->fch));
-  CHK(act_alloc(g, BT * 4 * C * e, &s->fchg));
-  CHK(act_alloc(g, BT * 4, (void **)&s->ln1_mean));
-  CHK(act_alloc(g, BT * 4, (void **)&s->ln1_rstd));
-  CHK(act_alloc(g, BT * 4, (void **)&s->ln2_mean));
-  CHK(act_alloc(g, BT * 4, (void **)&s->ln2_rstd));
-  CHK(act_alloc(g, BT * 4 * (size_t)g->cfg.heads, (void **)&s->lse));
+  size_t Cl = (size_t)g->Cl, Nl = split_rows(g);
+  CHK(act_alloc(g, Nl * C * e, &s->ln1));
+  CHK(act_alloc(g, BT * 3 * Cl * e, &s->qkv));
+  CHK(act_alloc(g, BT * Cl * e, &s->atty));
+  CHK(act_alloc(g, Nl * C * e, &s->res2));
+  CHK(act_alloc(g, Nl * C * e, &s->ln2));
+  CHK(act_alloc(g, BT * 4 * Cl * e, &s->fch));
+  CHK(act_alloc(g, BT * 4 * Cl * e, &s->fchg));
+  CHK(act_alloc(g, Nl * 4, (void **)&s->ln1_mean));
+  CHK(act_alloc(g, Nl * 4, (void **)&s->ln1_rstd));
+  CHK(act_alloc(g, Nl * 4, (void **)&s->ln2_mean));
+  CHK(act_alloc(g, Nl * 4, (void **)&s->ln2_rstd));
+  CHK(act_alloc(g, BT * 4 * (size_t)g->NHl, (void **)&s->lse));
   return ZEROC_OK;
 }
 
 /* ---- initialisation ------------------------------------------------------------------ */
 
-/* wte: N(0, 0.02) on the real vocabulary rows, zero on the padding rows. */
+/* wte: N(0, 0.02) on the real vocabulary rows, zero on the padding rows; each
+ * element drawn at its index in the unsplit (Vp,C) tensor, and since Vp only
+ * adds rows at the end, every tp size draws the same values for the real rows. */
 static void init_wte(float *dst, uint64_t first, size_t n, const zeroc_param_desc_t *p,
                      uint64_t seed, void *user) {
   (void)user;
   uint64_t C = (uint64_t)p->shape[1], V = (uint64_t)(uintptr_t)p->init_user;
   for (size_t j = 0; j < n; j++) {
-    uint64_t e = first + j;
+    uint64_t e = zeroc_param_global_index(p, first + j);
     dst[j] = e / C < V ? p->init_scale * zeroc_rng_normal(seed, p->init_stream, e) : 0.0f;
   }
 }
 
 static zeroc_param_desc_t pdesc(const char *name, int64_t d0, int64_t d1, zeroc_init_kind_t init,
                                 float scale, uint32_t flags, uint64_t stream) {
-  zeroc_param_desc_t p = {name, d1 ? 2 : 1, {d0, d1}, init, scale, flags, stream, NULL, NULL};
+  zeroc_param_desc_t p = {.name = name, .ndim = d1 ? 2 : 1, .shape = {d0, d1}, .init = init,
+                          .init_scale = scale, .flags = flags, .init_stream = stream};
   return p;
+}
+
+/* Declares p (given with its unsplit shape) split over the tp ranks along
+ * `dim` in `groups` equal groups: its shape becomes this rank's share, and a
+ * normal initialisation draws at the unsplit indices. Recorded even with one
+ * tp rank, so a checkpoint of any tp size can be re-split for another. */
+static void tp_split(zeroc_param_desc_t *p, const zeroc__tp_t *tp, int dim, int groups) {
+  p->tp_groups = groups;
+  p->tp_dim = dim;
+  p->tp_rank = tp->rank;
+  p->tp_size = tp->size;
+  for (int d = 0; d < p->ndim; d++) p->tp_full[d] = p->shape[d];
+  p->shape[dim] /= tp->size;
+  if (p->init == ZEROC_INIT_NORMAL) {
+    p->init = ZEROC_INIT_CUSTOM;
+    p->init_fn = zeroc__split_init_normal;
+  }
 }
 
 /* ---- the embedding unit ---------------------------------------------------------------- */
 
-/* The micro-batch every unit reads its shape (and the head its targets) from. */
+/* The micro-batch every unit reads its shape (and the head its targets) from:
+ * with a pipeline the embedding that receives it may be on another rank. */
 static zeroc_result_t io_batch(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
                                const zeroc_gpt_batch_t **out) {
   const zeroc_gpt_batch_t *b = io->batch;
@@ -151,13 +190,18 @@ static zeroc_result_t io_batch(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
   return ZEROC_OK;
 }
 
+// inp (B,T) -> x0 (Nl,C) = wte[inp] + wpe[t] (vocabulary-parallel over the tp ranks)
 static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
   const zeroc_gpt_batch_t *b;
+  int Nl;
+  /* the embedding's input is the batch itself (for a caller driving it directly) */
+  if (!io->batch) io->batch = io->in;
   CHK(io_batch(g, io, &b));
+  CHK(zeroc__tp_rows(&g->tp, b->B * b->T, &Nl));
   void *x0 = g->act[io->slot].x0;
-  CHK(zeroc_k_encoder_forward(g->k, io->stream, x0, b->inputs, io->params[0], io->params[1], b->B,
-                              b->T, g->cfg.hidden));
+  CHK(zeroc__tp_embedding_forward(&g->tp, io->stream, x0, g->part, b->inputs, io->params[0],
+                                  io->params[1], b->B, b->T, g->cfg.hidden, g->Vl));
   io->out = x0;
   return ZEROC_OK;
 }
@@ -166,8 +210,8 @@ static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
   const zeroc_gpt_batch_t *b;
   CHK(io_batch(g, io, &b));
-  CHK(zeroc_k_encoder_backward(g->k, io->stream, io->grads[0], io->grads[1], io->dout, b->inputs,
-                               b->B, b->T, g->cfg.hidden));
+  CHK(zeroc__tp_embedding_backward(&g->tp, io->stream, io->grads[0], io->grads[1], io->dout,
+                                   g->gath, b->inputs, b->B, b->T, g->cfg.hidden, g->Vl));
   io->din = NULL;
   return ZEROC_OK;
 }
@@ -177,86 +221,110 @@ static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
 /* A block's user pointer names the model, the block's global index (its
  * parameters' names) and its index among the blocks this rank holds (its
  * activations), so the unit list can be cut into pipeline stages. */
-#define BLOCK_CTX(io, g, l)                                                                        \
-  struct blockref *ref_ = (io)->user;                                                              \
-  zeroc_gpt_t *g = ref_->g;                                                                        \
-  int l = ref_->lb;                                                                                \
-  const zeroc_gpt_batch_t *batch_;                                                                 \
+#define BLOCK_CTX(io, g, l)                                                                       \
+  struct blockref *ref_ = (io)->user;                                                            \
+  zeroc_gpt_t *g = ref_->g;                                                                       \
+  int l = ref_->lb;                                                                               \
+  const zeroc_gpt_batch_t *batch_;                                                                \
   CHK(io_batch(g, (io), &batch_))
 
 static saved_t *block_saved(zeroc_gpt_t *g, int slot, int lb) {
   return g->recompute ? &g->shared_saved : &g->act[slot].saved[lb];
 }
 
-// x (B,T,C) -> out (B,T,C): x2 = x + attn(ln1(x)); out = x2 + mlp(ln2(x2))
+// x (Nl,C) -> out (Nl,C): x2 = x + attn(ln1(x)); out = x2 + mlp(ln2(x2)). qkv and fc are
+// column-parallel, the two projections row-parallel; attention runs on this rank's
+// NH/tp heads (C/tp channels).
 static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   BLOCK_CTX(io, g, l);
   zeroc_kernels_t *k = g->k;
+  zeroc__tp_t *tp = &g->tp;
   zeroc_stream_t *s = io->stream;
-  int B = batch_->B, T = batch_->T, C = g->cfg.hidden, NH = g->cfg.heads;
-  int N = B * T;
+  int B = batch_->B, T = batch_->T, C = g->cfg.hidden, Cl = g->Cl;
+  int N = B * T, Nl;
+  CHK(zeroc__tp_rows(tp, N, &Nl));
   void *const *p = io->params;
   saved_t *a = block_saved(g, io->slot, l);
-  CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B], N,
-                                C));
-  CHK(zeroc_k_matmul_forward(k, s, a->qkv, a->ln1, p[QKVW], p[QKVB], N, C, 3 * C));
-  CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, C, NH));
+  CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B], Nl, C));
+  CHK(zeroc__tp_column_forward(tp, s, a->qkv, a->ln1, g->gath, p[QKVW], p[QKVB], N, C, 3 * Cl));
+  CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, Cl, g->NHl));
   /* attention projection, then the residual, into res2 */
-  CHK(zeroc_k_matmul_forward(k, s, a->res2, a->atty, p[ATTPROJW], p[ATTPROJB], N, C, C));
-  CHK(zeroc_k_add(k, s, a->res2, io->in, (size_t)N * C));
-  CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B],
-                                N, C));
-  CHK(zeroc_k_matmul_forward(k, s, a->fch, a->ln2, p[FCW], p[FCB], N, C, 4 * C));
-  CHK(zeroc_k_gelu_forward(k, s, a->fchg, a->fch, (size_t)N * 4 * C));
+  CHK(zeroc__tp_row_forward(tp, s, a->res2, a->atty, g->part, p[ATTPROJW], p[ATTPROJB], N, Cl, C));
+  CHK(zeroc_k_add(k, s, a->res2, io->in, (size_t)Nl * C));
+  CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B], Nl, C));
+  CHK(zeroc__tp_column_forward(tp, s, a->fch, a->ln2, g->gath, p[FCW], p[FCB], N, C, 4 * Cl));
+  CHK(zeroc_k_gelu_forward(k, s, a->fchg, a->fch, (size_t)N * 4 * Cl));
   void *out = g->act[io->slot].xout[l];
-  CHK(zeroc_k_matmul_forward(k, s, out, a->fchg, p[FCPROJW], p[FCPROJB], N, 4 * C, C));
-  CHK(zeroc_k_add(k, s, out, a->res2, (size_t)N * C));
+  CHK(zeroc__tp_row_forward(tp, s, out, a->fchg, g->part, p[FCPROJW], p[FCPROJB], N, 4 * Cl, C));
+  CHK(zeroc_k_add(k, s, out, a->res2, (size_t)Nl * C));
   io->out = out;
+  return ZEROC_OK;
+}
+
+/* Where the LayerNorm parameter gradients go: straight into the gradients, or,
+ * with sequence parallelism (each rank saw only its rows), into lngrad first,
+ * to be summed over the tp ranks. */
+static void *ln_grad(zeroc_gpt_t *g, void *const *d, int idx, int slot) {
+  return g->tp.sp ? (char *)g->lngrad + (size_t)slot * g->cfg.hidden * g->es : d[idx];
+}
+
+/* Sequence parallelism: sums the n LayerNorm gradient vectors in lngrad over the
+ * tp ranks and adds them to their gradients. */
+static zeroc_result_t ln_grads_reduce(zeroc_gpt_t *g, zeroc_stream_t *s, void *const *dst, int n) {
+  size_t C = (size_t)g->cfg.hidden;
+  if (!g->tp.sp) return ZEROC_OK;
+  CHK(zeroc__tp_allreduce(&g->tp, s, g->lngrad, (size_t)n * C, g->tp.dt, ZEROC_SUM));
+  for (int i = 0; i < n; i++) CHK(zeroc_k_add(g->k, s, dst[i], (char *)g->lngrad + i * C * g->es, C));
   return ZEROC_OK;
 }
 
 static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   BLOCK_CTX(io, g, l);
   zeroc_kernels_t *k = g->k;
+  zeroc__tp_t *tp = &g->tp;
   zeroc_stream_t *s = io->stream;
-  int B = batch_->B, T = batch_->T, C = g->cfg.hidden, NH = g->cfg.heads;
-  int N = B * T;
-  size_t NC = (size_t)N * C, e = g->es;
+  int B = batch_->B, T = batch_->T, C = g->cfg.hidden, Cl = g->Cl;
+  int N = B * T, Nl;
+  CHK(zeroc__tp_rows(tp, N, &Nl));
+  size_t e = g->es;
   void *const *p = io->params, *const *d = io->grads;
   saved_t *a = block_saved(g, io->slot, l);
   const void *dout = io->dout;
+  if (tp->sp) CHK(zeroc_memset_async(s, g->lngrad, 0, 4 * (size_t)C * e));
   /* dres2 starts as dout (the residual), then gains the MLP path */
   void *dx = g->dres[g->dres_next];
   g->dres_next ^= 1;
-  CHK(zeroc_memcpy_async(s, dx, dout, NC * e));
-  CHK(zeroc_memset_async(s, g->dfchg, 0, NC * 4 * e));
-  CHK(zeroc_k_matmul_backward(k, s, g->dfchg, d[FCPROJW], d[FCPROJB], dout, a->fchg, p[FCPROJW], N,
-                              4 * C, C));
-  CHK(zeroc_memset_async(s, g->dfch, 0, NC * 4 * e));
-  CHK(zeroc_k_gelu_backward(k, s, g->dfch, a->fch, g->dfchg, NC * 4));
-  CHK(zeroc_memset_async(s, g->dln, 0, NC * e));
-  CHK(zeroc_k_matmul_backward(k, s, g->dln, d[FCW], d[FCB], g->dfch, a->ln2, p[FCW], N, C, 4 * C));
-  CHK(zeroc_k_layernorm_backward(k, s, dx, d[LN2W], d[LN2B], g->dln, a->res2, p[LN2W], a->ln2_mean,
-                                 a->ln2_rstd, N, C));
+  CHK(zeroc_memcpy_async(s, dx, dout, (size_t)Nl * C * e));
+  CHK(zeroc_memset_async(s, g->dfchg, 0, (size_t)N * 4 * Cl * e));
+  CHK(zeroc__tp_row_backward(tp, s, g->dfchg, d[FCPROJW], d[FCPROJB], dout, a->fchg, g->gath,
+                             p[FCPROJW], N, 4 * Cl, C));
+  CHK(zeroc_memset_async(s, g->dfch, 0, (size_t)N * 4 * Cl * e));
+  CHK(zeroc_k_gelu_backward(k, s, g->dfch, a->fch, g->dfchg, (size_t)N * 4 * Cl));
+  /* dln (Nl,C): the MLP input's gradient, summed over the tp ranks */
+  CHK(zeroc__tp_column_backward(tp, s, g->dln, d[FCW], d[FCB], g->dfch, a->ln2, g->gath, g->part,
+                                p[FCW], N, C, 4 * Cl));
+  CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN2W, 2), ln_grad(g, d, LN2B, 3), g->dln,
+                                 a->res2, p[LN2W], a->ln2_mean, a->ln2_rstd, Nl, C));
   /* dx now holds dres2; it is also the gradient of x through the first residual */
-  CHK(zeroc_memset_async(s, g->datty, 0, NC * e));
-  CHK(zeroc_k_matmul_backward(k, s, g->datty, d[ATTPROJW], d[ATTPROJB], dx, a->atty, p[ATTPROJW], N,
-                              C, C));
-  CHK(zeroc_memset_async(s, g->dqkv, 0, NC * 3 * e));
-  CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, C, NH));
-  CHK(zeroc_memset_async(s, g->dln, 0, NC * e));
-  CHK(zeroc_k_matmul_backward(k, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, p[QKVW], N, C,
-                              3 * C));
-  CHK(zeroc_k_layernorm_backward(k, s, dx, d[LN1W], d[LN1B], g->dln, io->in, p[LN1W], a->ln1_mean,
-                                 a->ln1_rstd, N, C));
+  CHK(zeroc_memset_async(s, g->datty, 0, (size_t)N * Cl * e));
+  CHK(zeroc__tp_row_backward(tp, s, g->datty, d[ATTPROJW], d[ATTPROJB], dx, a->atty, g->gath,
+                             p[ATTPROJW], N, Cl, C));
+  CHK(zeroc_memset_async(s, g->dqkv, 0, (size_t)N * 3 * Cl * e));
+  CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl, g->NHl));
+  CHK(zeroc__tp_column_backward(tp, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, g->gath, g->part,
+                                p[QKVW], N, C, 3 * Cl));
+  CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN1W, 0), ln_grad(g, d, LN1B, 1), g->dln,
+                                 io->in, p[LN1W], a->ln1_mean, a->ln1_rstd, Nl, C));
+  void *const lnd[4] = {d[LN1W], d[LN1B], d[LN2W], d[LN2B]};
+  CHK(ln_grads_reduce(g, s, lnd, 4));
   io->din = dx;
   return ZEROC_OK;
 }
 
 /* ---- the head ------------------------------------------------------------------------------ */
 
-// x (B,T,C) -> lnf -> logits (B,T,Vp) = lnf @ wte^T -> losses; the gradient of the
-// logits is computed in the same fused pass and kept for backward.
+// x (Nl,C) -> lnf -> logits (B,T,Vl) = lnf @ wte^T (this rank's vocabulary rows) -> losses;
+// the gradient of the logits is computed in the same pass and kept for backward.
 static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
   zeroc_kernels_t *k = g->k;
@@ -264,20 +332,21 @@ static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
   const zeroc_gpt_batch_t *b;
   CHK(io_batch(g, io, &b));
   slot_act_t *A = &g->act[io->slot];
-  int N = b->B * b->T, C = g->cfg.hidden, V = g->cfg.vocab, Vp = g->Vp;
+  int N = b->B * b->T, C = g->cfg.hidden, V = g->cfg.vocab, Nl;
+  CHK(zeroc__tp_rows(&g->tp, N, &Nl));
   /* the embedding's wte beside us, or our own tied copy */
   const void *wte = io->shared_params ? io->shared_params[0] : io->params[HEAD_WTE];
   CHK(zeroc_k_layernorm_forward(k, s, A->lnf, A->lnf_mean, A->lnf_rstd, io->in, io->params[0],
-                                io->params[1], N, C));
-  CHK(zeroc_k_matmul_forward(k, s, A->logits, A->lnf, wte, NULL, N, C, Vp));
+                                io->params[1], Nl, C));
+  CHK(zeroc__tp_column_forward(&g->tp, s, A->logits, A->lnf, g->gath, wte, NULL, N, C, g->Vl));
   io->out = NULL;
   *io->loss = 0;
   if (!b->targets) return ZEROC_OK; /* logits only */
   /* The loss is the mean over the B*T positions (a target of -1 counts as a
    * zero loss), so the gradient of each position is grad_scale / N. */
   float dloss = io->grad_scale / (float)N;
-  CHK(zeroc_k_crossentropy_forward_backward(k, s, A->losses, A->logits, b->targets, N, V, Vp,
-                                            dloss));
+  CHK(zeroc__tp_crossentropy(&g->tp, s, A->losses, A->logits, b->targets, g->ce_stats, N, V, g->Vl,
+                             dloss));
   g->last_losses = A->losses;
   /* the loss: a host-side mean of the per-token losses */
   CHK(zeroc_memcpy_async(s, g->losses_host, A->losses, sizeof(float) * (size_t)N));
@@ -295,24 +364,52 @@ static zeroc_result_t head_backward(zeroc_layer_io_t *io) {
   const zeroc_gpt_batch_t *b;
   CHK(io_batch(g, io, &b));
   slot_act_t *A = &g->act[io->slot];
-  int N = b->B * b->T, C = g->cfg.hidden, Vp = g->Vp;
-  size_t NC = (size_t)N * C, e = g->es;
+  int N = b->B * b->T, C = g->cfg.hidden, Nl;
+  CHK(zeroc__tp_rows(&g->tp, N, &Nl));
+  size_t e = g->es;
   if (!b->targets)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt backward needs targets in the batch");
   const void *wte = io->shared_params ? io->shared_params[0] : io->params[HEAD_WTE];
   void *dwte = io->shared_grads ? io->shared_grads[0] : io->grads[HEAD_WTE];
-  CHK(zeroc_memset_async(s, g->dln, 0, NC * e));
-  CHK(zeroc_k_matmul_backward(k, s, g->dln, dwte, NULL, A->logits, A->lnf, wte, N, C, Vp));
+  if (g->tp.sp) CHK(zeroc_memset_async(s, g->lngrad, 0, 2 * (size_t)C * e));
+  CHK(zeroc__tp_column_backward(&g->tp, s, g->dln, dwte, NULL, A->logits, A->lnf, g->gath, g->part,
+                                wte, N, C, g->Vl));
   void *dx = g->dres[g->dres_next];
   g->dres_next ^= 1;
-  CHK(zeroc_memset_async(s, dx, 0, NC * e));
-  CHK(zeroc_k_layernorm_backward(k, s, dx, io->grads[0], io->grads[1], g->dln, io->in,
-                                 io->params[0], A->lnf_mean, A->lnf_rstd, N, C));
+  CHK(zeroc_memset_async(s, dx, 0, (size_t)Nl * C * e));
+  CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, io->grads, 0, 0), ln_grad(g, io->grads, 1, 1),
+                                 g->dln, io->in, io->params[0], A->lnf_mean, A->lnf_rstd, Nl, C));
+  CHK(ln_grads_reduce(g, s, io->grads, 2));
   io->din = dx;
   return ZEROC_OK;
 }
 
 /* ---- building ------------------------------------------------------------------------------ */
+
+/* Reads a caller's options struct (NULL: defaults). */
+static zeroc_result_t read_options(const zeroc_gpt_options_t *in, zeroc_gpt_options_t *out) {
+  const zeroc_gpt_options_t dflt = ZEROC_GPT_OPTIONS_INIT;
+  *out = dflt;
+  if (!in) return ZEROC_OK;
+  if (in->magic != ZEROC_CONFIG_MAGIC || in->size < offsetof(zeroc_gpt_options_t, batch) + sizeof(int) ||
+      in->size > 65536)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_gpt_options_t was not initialised with ZEROC_GPT_OPTIONS_INIT (size "
+                      "%zu, magic 0x%x)",
+                      in->size, in->magic);
+  memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
+  out->size = sizeof *out;
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
+                                int recompute, zeroc_dtype_t dtype, zeroc_gpt_t **out) {
+  zeroc_gpt_options_t o = ZEROC_GPT_OPTIONS_INIT;
+  o.batch = batch;
+  o.recompute = recompute;
+  o.dtype = dtype;
+  return zeroc_gpt_create_ex(ctx, cfg, &o, out);
+}
 
 int zeroc_gpt_num_units(const zeroc_gpt_config_t *c) { return c->layers + 2; }
 
@@ -331,50 +428,39 @@ void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost) {
   cost[c->layers + 1] = 0.5 * (f_head / F + p_head / P);
 }
 
+/* One slot's activations for the units this rank holds: BT tokens of the
+ * largest micro-batch, Nl of them in the sequence-split regions (the residual
+ * stream, the LayerNorms). */
 static zeroc_result_t slot_alloc(zeroc_gpt_t *g, slot_act_t *A, int has_embed, int has_head) {
   size_t BT = (size_t)g->Bmax * (size_t)g->cfg.seq, C = (size_t)g->cfg.hidden, e = g->es;
-  if (has_embed) CHK(act_alloc(g, BT * C * e, &A->x0));
+  size_t Nl = split_rows(g);
+  if (has_embed) CHK(act_alloc(g, Nl * C * e, &A->x0));
   A->xout = calloc((size_t)g->nblocks + 1, sizeof *A->xout);
   A->saved = g->recompute ? NULL : calloc((size_t)g->nblocks + 1, sizeof *A->saved);
-  if (!A->xout || (!g->recompute && !A->saved))
-    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt slot tables");
+  if (!A->xout || (!g->recompute && !A->saved)) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt slot tables");
   for (int l = 0; l < g->nblocks; l++) {
-    CHK(act_alloc(g, BT * C * e, &A->xout[l]));
+    CHK(act_alloc(g, Nl * C * e, &A->xout[l]));
     if (!g->recompute) CHK(saved_alloc(g, &A->saved[l]));
   }
   if (has_head) {
-    CHK(act_alloc(g, BT * C * e, &A->lnf));
-    CHK(act_alloc(g, BT * 4, (void **)&A->lnf_mean));
-    CHK(act_alloc(g, BT * 4, (void **)&A->lnf_rstd));
-    CHK(act_alloc(g, BT * (size_t)g->Vp * e, &A->logits));
+    CHK(act_alloc(g, Nl * C * e, &A->lnf));
+    CHK(act_alloc(g, Nl * 4, (void **)&A->lnf_mean));
+    CHK(act_alloc(g, Nl * 4, (void **)&A->lnf_rstd));
+    CHK(act_alloc(g, BT * (size_t)g->Vl * e, &A->logits));
     CHK(act_alloc(g, BT * 4, (void **)&A->losses));
   }
   return ZEROC_OK;
 }
 
-/* The whole model on one rank: one chunk of every unit, one slot. */
-zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
-                                int recompute, zeroc_dtype_t dtype, zeroc_gpt_t **out) {
-  if (!cfg) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_gpt_create: NULL config");
-  int first = 0, count = cfg->layers + 2;
-  zeroc_gpt_stage_t st = {1, &first, &count, 1};
-  return zeroc_gpt_create_stage(ctx, cfg, batch, recompute, dtype, &st, out);
-}
-
-zeroc_result_t zeroc_gpt_create_stage(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
-                                      int recompute, zeroc_dtype_t dtype,
-                                      const zeroc_gpt_stage_t *stage, zeroc_gpt_t **out) {
-  zeroc_result_t res = ZEROC_OK;
-  *out = NULL;
-  CHK(zeroc_gpt_config_check(cfg));
-  if (batch < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt micro-batch %d: must be >= 1", batch);
-  int L = cfg->layers, NU = L + 2;
-  if (!stage || stage->nchunks < 1 || stage->nchunks > NU || !stage->first || !stage->count ||
+/* Checks a pipeline rank's part of the unit list. */
+static zeroc_result_t check_stage(const zeroc_gpt_stage_t *stage, int L) {
+  int NU = L + 2;
+  if (stage->nchunks < 1 || stage->nchunks > NU || !stage->first || !stage->count ||
       stage->slots < 1 || stage->slots > 4096)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "gpt stage: %d chunks, %d slots; accepted 1..%d chunks with first/count "
                       "arrays and 1..4096 slots",
-                      stage ? stage->nchunks : 0, stage ? stage->slots : 0, NU);
+                      stage->nchunks, stage->slots, NU);
   for (int c = 0, prev_end = 0; c < stage->nchunks; c++) {
     int f = stage->first[c], n = stage->count[c];
     if (n < 1 || f < prev_end || f + n > NU)
@@ -384,19 +470,53 @@ zeroc_result_t zeroc_gpt_create_stage(zeroc_ctx_t *ctx, const zeroc_gpt_config_t
                         c, f, f + n, NU, L);
     prev_end = f + n;
   }
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
+                                   const zeroc_gpt_options_t *opts, zeroc_gpt_t **out) {
+  zeroc_result_t res = ZEROC_OK;
+  zeroc_gpt_options_t o;
+  *out = NULL;
+  CHK(read_options(opts, &o));
+  CHK(zeroc_gpt_config_check(cfg));
+  int batch = o.batch ? o.batch : cfg->batch, recompute = o.recompute;
+  if (batch < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt micro-batch %d: must be >= 1", batch);
+  int t = zeroc_ctx_mesh(ctx)->tp;
+  /* heads divide hidden (checked above), so tp | heads gives tp | C, 3C, 4C */
+  if (cfg->heads % t)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "tensor parallelism over %d ranks splits the %d attention heads: tp must "
+                      "divide the heads",
+                      t, cfg->heads);
+  int L = cfg->layers, NU = L + 2;
+  /* without a stage: the whole model, one chunk, one slot */
+  int whole_first = 0, whole_count = NU;
+  zeroc_gpt_stage_t whole = {1, &whole_first, &whole_count, 1};
+  const zeroc_gpt_stage_t *stage = o.stage ? o.stage : &whole;
+  CHK(check_stage(stage, L));
   zeroc_gpt_t *g = calloc(1, sizeof *g);
   if (!g) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt struct");
   g->ctx = ctx;
   g->cfg = *cfg;
   g->Bmax = batch;
   g->recompute = recompute;
-  g->Vp = (cfg->vocab + 63) / 64 * 64;
-  g->es = zeroc_dtype_size(dtype);
+  g->t = t;
   g->slots = stage->slots;
   g->nchunks = stage->nchunks;
-  ZEROC_TRY(zeroc_kernels_create(ctx, dtype, &g->k));
+  /* the vocabulary padded to a multiple of 64 per tp rank: every rank holds an
+   * equal, 64-row-aligned slice (the planner assumes Vp/t = 64 ceil(V / 64t)) */
+  g->Vp = (cfg->vocab + 64 * t - 1) / (64 * t) * (64 * t);
+  g->Vl = g->Vp / t;
+  g->Cl = cfg->hidden / t;
+  g->NHl = cfg->heads / t;
+  g->es = zeroc_dtype_size(o.dtype);
+  ZEROC_TRY(zeroc_kernels_create(ctx, o.dtype, &g->k));
+  ZEROC_TRY(zeroc__tp_init(&g->tp, ctx, g->k, o.sequence_parallel));
+  zeroc__tp_t *tp = &g->tp;
   int64_t C = cfg->hidden, T = cfg->seq;
   float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)L);
+  const uint32_t nd = ZEROC_PARAM_NO_DECAY, rep = ZEROC_PARAM_TP_REPLICATED;
   int has_embed = 0, has_head = 0, nl = 0;
   for (int c = 0; c < stage->nchunks; c++) {
     nl += stage->count[c];
@@ -406,15 +526,16 @@ zeroc_result_t zeroc_gpt_create_stage(zeroc_ctx_t *ctx, const zeroc_gpt_config_t
   /* a head without the embedding beside it carries its own copy of wte */
   int tied = has_embed != has_head;
   /* init streams name each tensor of the unsplit model, so any layout draws the
-   * same values (the head's wte copy draws wte's) */
-  g->embed_p[0] =
-      pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, tied ? ZEROC_PARAM_TIED : 0, 1);
+   * same values (the head's wte copy draws wte's); shapes are given unsplit and
+   * cut by tp_split */
+  g->embed_p[0] = pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, tied ? ZEROC_PARAM_TIED : 0, 1);
   g->embed_p[0].init_fn = init_wte;
   g->embed_p[0].init_user = (void *)(uintptr_t)cfg->vocab;
-  g->embed_p[1] = pdesc("wpe.weight", T, C, ZEROC_INIT_NORMAL, std, 0, 2);
-  g->head_p[HEAD_LNFW] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, ZEROC_PARAM_NO_DECAY, 3);
-  g->head_p[HEAD_LNFB] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, ZEROC_PARAM_NO_DECAY, 4);
-  g->head_p[HEAD_WTE] = g->embed_p[0];
+  tp_split(&g->embed_p[0], tp, 0, 1);
+  g->embed_p[1] = pdesc("wpe.weight", T, C, ZEROC_INIT_NORMAL, std, rep, 2);
+  g->head_p[HEAD_LNFW] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, 3);
+  g->head_p[HEAD_LNFB] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, 4);
+  g->head_p[HEAD_WTE] = g->embed_p[0]; /* the same vocabulary slice as the embedding's */
   g->block_p = calloc((size_t)L * BLOCK_PARAMS, sizeof *g->block_p);
   g->layers = calloc((size_t)nl, sizeof *g->layers);
   g->gunit = calloc((size_t)nl, sizeof *g->gunit);
@@ -427,22 +548,29 @@ zeroc_result_t zeroc_gpt_create_stage(zeroc_ctx_t *ctx, const zeroc_gpt_config_t
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt tables");
     goto fail;
   }
-  const uint32_t nd = ZEROC_PARAM_NO_DECAY;
   for (int l = 0; l < L; l++) {
     zeroc_param_desc_t *p = &g->block_p[(size_t)l * BLOCK_PARAMS];
     uint64_t st = 16 + (uint64_t)l * 16;
-    p[LN1W] = pdesc("ln_1.weight", C, 0, ZEROC_INIT_ONES, 0, nd, st + 0);
-    p[LN1B] = pdesc("ln_1.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 1);
+    p[LN1W] = pdesc("ln_1.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 0);
+    p[LN1B] = pdesc("ln_1.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 1);
     p[QKVW] = pdesc("attn.c_attn.weight", 3 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 2);
     p[QKVB] = pdesc("attn.c_attn.bias", 3 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 3);
     p[ATTPROJW] = pdesc("attn.c_proj.weight", C, C, ZEROC_INIT_NORMAL, proj_std, 0, st + 4);
-    p[ATTPROJB] = pdesc("attn.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 5);
-    p[LN2W] = pdesc("ln_2.weight", C, 0, ZEROC_INIT_ONES, 0, nd, st + 6);
-    p[LN2B] = pdesc("ln_2.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 7);
+    p[ATTPROJB] = pdesc("attn.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 5);
+    p[LN2W] = pdesc("ln_2.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 6);
+    p[LN2B] = pdesc("ln_2.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 7);
     p[FCW] = pdesc("mlp.c_fc.weight", 4 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 8);
     p[FCB] = pdesc("mlp.c_fc.bias", 4 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 9);
     p[FCPROJW] = pdesc("mlp.c_proj.weight", C, 4 * C, ZEROC_INIT_NORMAL, proj_std, 0, st + 10);
-    p[FCPROJB] = pdesc("mlp.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 11);
+    p[FCPROJB] = pdesc("mlp.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 11);
+    /* column-parallel: output rows (qkv as three groups q | k | v, so each rank
+     * holds whole heads of each); row-parallel: input columns */
+    tp_split(&p[QKVW], tp, 0, 3);
+    tp_split(&p[QKVB], tp, 0, 3);
+    tp_split(&p[ATTPROJW], tp, 1, 1);
+    tp_split(&p[FCW], tp, 0, 1);
+    tp_split(&p[FCB], tp, 0, 1);
+    tp_split(&p[FCPROJW], tp, 1, 1);
   }
   /* this rank's units, chunk after chunk */
   int li = 0, embed_local = -1;
@@ -453,38 +581,44 @@ zeroc_result_t zeroc_gpt_create_stage(zeroc_ctx_t *ctx, const zeroc_gpt_config_t
       g->gunit[li] = u;
       if (u == 0) {
         embed_local = li;
-        g->layers[li] =
-            (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
+        g->layers[li] = (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
       } else if (u == NU - 1) {
         /* beside the embedding the head shares its wte; elsewhere it has its copy */
-        g->layers[li] =
-            (zeroc_layer_t){"head",       tied ? 3 : 2,  g->head_p, tied ? -1 : embed_local,
-                            head_forward, head_backward, 0,         g};
+        g->layers[li] = (zeroc_layer_t){"head", tied ? 3 : 2, g->head_p, tied ? -1 : embed_local,
+                                        head_forward, head_backward, 0, g};
       } else {
         int l = u - 1, lb = g->nblocks++;
         g->refs[lb] = (struct blockref){g, l, lb};
-        g->layers[li] =
-            (zeroc_layer_t){"block", BLOCK_PARAMS,  &g->block_p[(size_t)l * BLOCK_PARAMS],
-                            -1,      block_forward, block_backward,
-                            0,       &g->refs[lb]};
+        g->layers[li] = (zeroc_layer_t){"block", BLOCK_PARAMS, &g->block_p[(size_t)l * BLOCK_PARAMS],
+                                        -1, block_forward, block_backward, 0, &g->refs[lb]};
       }
     }
   }
   g->nlayers = nl;
 
-  size_t BT = (size_t)batch * (size_t)T, e = g->es;
+  /* BT tokens of the largest micro-batch; Nl of them in the sequence-split
+   * regions (the residual stream, the LayerNorms) */
+  size_t BT = (size_t)batch * (size_t)T, e = g->es, Cl = (size_t)g->Cl, Nl = split_rows(g);
   for (int sl = 0; sl < g->slots; sl++) ZEROC_TRY(slot_alloc(g, &g->act[sl], has_embed, has_head));
   if (g->recompute && g->nblocks) ZEROC_TRY(saved_alloc(g, &g->shared_saved));
-  /* Backward scratch, 11 x (B,T,C): a block's gradients live one after the
-   * other, so datty reuses dln (dln is consumed by ln_2's backward before
-   * datty is written) and dqkv reuses dfch (dead after the MLP's first matmul). */
-  ZEROC_TRY(scratch_alloc(g, BT * 4 * C * e, &g->dfch));
-  ZEROC_TRY(scratch_alloc(g, BT * 4 * C * e, &g->dfchg));
-  ZEROC_TRY(scratch_alloc(g, BT * C * e, &g->dln));
+  if (t > 1 && has_head) ZEROC_TRY(act_alloc(g, 3 * BT * 4, (void **)&g->ce_stats));
+  /* Backward scratch: a block's gradients live one after the other, so datty
+   * (B,T,Cl) reuses dln (consumed by ln_2's backward before datty is written)
+   * and dqkv (B,T,3Cl) reuses dfch (dead after the MLP's first matmul). dln
+   * holds (B,T,C) summed over tp ranks, or (Nl,C) with sequence parallelism. */
+  ZEROC_TRY(scratch_alloc(g, BT * 4 * Cl * e, &g->dfch));
+  ZEROC_TRY(scratch_alloc(g, BT * 4 * Cl * e, &g->dfchg));
+  size_t dln = tp->sp ? (Nl * C > BT * Cl ? Nl * C : BT * Cl) : BT * C;
+  ZEROC_TRY(scratch_alloc(g, dln * e, &g->dln));
   g->datty = g->dln;
   g->dqkv = g->dfch;
-  ZEROC_TRY(scratch_alloc(g, BT * C * e, &g->dres[0]));
-  ZEROC_TRY(scratch_alloc(g, BT * C * e, &g->dres[1]));
+  ZEROC_TRY(scratch_alloc(g, Nl * C * e, &g->dres[0]));
+  ZEROC_TRY(scratch_alloc(g, Nl * C * e, &g->dres[1]));
+  if (tp->sp) {
+    ZEROC_TRY(scratch_alloc(g, BT * C * e, &g->gath));
+    ZEROC_TRY(scratch_alloc(g, BT * C * e, &g->part));
+    ZEROC_TRY(scratch_alloc(g, 4 * C * e, &g->lngrad));
+  }
   g->losses_host = malloc(BT * sizeof(float));
   if (!g->losses_host) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "host losses");
@@ -544,6 +678,8 @@ const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, 
 }
 
 int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g) { return g->Vp; }
+int zeroc_gpt_local_vocab(const zeroc_gpt_t *g) { return g->Vl; }
+int zeroc_gpt_sequence_parallel(const zeroc_gpt_t *g) { return g->tp.sp; }
 const zeroc_gpt_config_t *zeroc_gpt_config(const zeroc_gpt_t *g) { return &g->cfg; }
 uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g) { return g->act_bytes; }
 const float *zeroc_gpt_losses(const zeroc_gpt_t *g) { return g->last_losses; }

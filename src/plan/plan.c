@@ -254,21 +254,31 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
         zeroc_plan_act_zeroc(s, b, C, a, t, sp, ZEROC_RECOMPUTE_NONE, e, c->flash_attention);
   }
   double act = (double)st->inflight * (m->layers / c->pp) * layer;
-  /* With recompute, the layer being back-propagated is rebuilt in full. */
-  if (c->recompute == ZEROC_RECOMPUTE_FULL) act += layer_full;
+  /* With recompute, the layer being back-propagated is rebuilt in full; its
+   * input is one of the layer inputs already counted. */
+  if (c->recompute == ZEROC_RECOMPUTE_FULL) act += layer_full - layer;
   if (st->output) {
     double r = sp ? t : 1;
     /* ln_f input and output (B,T,C), its mean/rstd, the logits (B,T,V/t)
      * (the fused cross-entropy overwrites them with their gradient) and the
-     * per-token losses (B,T) fp32. */
-    act += 2.0 * e * n * C / r + 8.0 * n / r + e * n * Vt + 4.0 * n;
+     * per-token losses (B,T) fp32; with tp the vocabulary-parallel
+     * cross-entropy's three per-token statistics (max, target logit, sum of
+     * exp) fp32. */
+    act += 2.0 * e * n * C / r + 8.0 * n / r + e * n * Vt + 4.0 * n + (t > 1 ? 12.0 * n : 0.0);
   }
   mem->activations = act;
   /* Backward scratch of the model (src/model/gpt.c): the MLP's two
    * intermediate gradients (B,T,4C/t) each, one (B,T,C) reused for the
    * LayerNorm and attention-output gradients, and the residual gradient in
-   * and out (B,T,C); plus the fixed workspace. */
-  mem->workspace = e * n * (8.0 * C / t + 3.0 * C) + c->workspace_mib * MIB;
+   * and out (B,T,C); plus the fixed workspace. With sequence parallelism the
+   * residual gradients and the LayerNorm gradient hold N/t rows (and the
+   * attention-output gradient (B,T,C/t) shares that buffer), two (B,T,C)
+   * buffers take the all-gathered inputs and the partial sums to
+   * reduce-scatter, and 4C the LayerNorm weights' gradients summed over tp. */
+  if (sp)
+    mem->workspace = e * n * (11.0 * C / t + 2.0 * C) + 4.0 * e * C + c->workspace_mib * MIB;
+  else
+    mem->workspace = e * n * (8.0 * C / t + 3.0 * C) + c->workspace_mib * MIB;
   mem->total =
       mem->params + mem->grads + mem->optimizer + mem->activations + mem->buffers + mem->workspace;
   return ZEROC_OK;

@@ -173,27 +173,27 @@ static zeroc_result_t alloc_dev(zeroc_model_t *m, zeroc_memtag_t tag, size_t byt
   return r;
 }
 
-/* The memory kind of the optimizer state (master, m, v). */
-static zeroc_memkind_t optim_kind(const zeroc_model_t *m) {
-  return m->cfg.offload_optimizer == ZEROC_OFFLOAD_NONE ? ZEROC_MEM_DEVICE : ZEROC_MEM_PINNED;
-}
-
 static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   int st = m->cfg.stage;
   size_t N = u->f.N, S = u->f.S;
-  zeroc_memkind_t ok = optim_kind(m);
-  CHK(zeroc_mem_alloc(m->ctx, ok, ZEROC_TAG_OPTIMIZER, S * 4, (void **)&u->master));
-  CHK(zeroc_mem_alloc(m->ctx, ok, ZEROC_TAG_OPTIMIZER, S * 4, (void **)&u->m));
-  CHK(zeroc_mem_alloc(m->ctx, ok, ZEROC_TAG_OPTIMIZER, S * 4, (void **)&u->v));
-  m->state_bytes += 12 * S;
-  CHK(zeroc_memset_async(m->compute, u->m, 0, S * 4));
-  CHK(zeroc_memset_async(m->compute, u->v, 0, S * 4));
+  if (m->cfg.offload_optimizer == ZEROC_OFFLOAD_NONE) {
+    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, S * 4, (void **)&u->master));
+    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, S * 4, (void **)&u->m));
+    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, S * 4, (void **)&u->v));
+    m->state_bytes += 12 * S;
+    CHK(zeroc_memset_async(m->compute, u->m, 0, S * 4));
+    CHK(zeroc_memset_async(m->compute, u->v, 0, S * 4));
+  } /* else: master, m and v live in the offload state (shard/offload.c) */
   if (st <= 2) {
     CHK(alloc_dev(m, ZEROC_TAG_PARAMS, N * esz(m->pdt), &u->full_own));
     u->full = u->full_own;
     u->cshard = (char *)u->full_own + u->f.shard_off * esz(m->pdt);
   } else {
-    CHK(alloc_dev(m, ZEROC_TAG_PARAMS, S * esz(m->pdt), &u->cshard));
+    if (m->cfg.offload_params == ZEROC_OFFLOAD_NONE)
+      CHK(alloc_dev(m, ZEROC_TAG_PARAMS, S * esz(m->pdt), &u->cshard));
+    else if (m->cfg.offload_params == ZEROC_OFFLOAD_CPU)
+      CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_PINNED, ZEROC_TAG_PARAMS, S * esz(m->pdt), &u->cshard));
+    /* nvme: the shard lives in its swap file */
     if (u->pinned) {
       CHK(alloc_dev(m, ZEROC_TAG_BUFFERS, N * esz(m->pdt), &u->full_own));
       u->own_pslot.ptr = u->full_own;
@@ -237,7 +237,15 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
 /* Initial values: each rank draws its own shard into the master. */
 static zeroc_result_t unit_init(zeroc_model_t *m, int i) {
   zeroc__unit_t *u = &m->u[i];
-  if (optim_kind(m) != ZEROC_MEM_DEVICE || m->compute->inline_) {
+  if (m->ostate) {
+    zeroc__state_view_t v;
+    CHK(zeroc__moff_state(m, i, &v));
+    zeroc__flat_init_shard(&u->L, i, &u->f, m->cfg.seed, v.master);
+    memset(v.m, 0, u->f.S * 4);
+    memset(v.v, 0, u->f.S * 4);
+    return zeroc__moff_state_done(m, i);
+  }
+  if (m->compute->inline_) {
     zeroc__flat_init_shard(&u->L, i, &u->f, m->cfg.seed, u->master);
     return ZEROC_OK;
   }
@@ -250,13 +258,50 @@ static zeroc_result_t unit_init(zeroc_model_t *m, int i) {
   return r;
 }
 
-zeroc_result_t zeroc__model_publish(zeroc_model_t *m) {
-  int st = m->cfg.stage;
-  for (int i = 0; i < m->n; i++) {
-    zeroc__unit_t *u = &m->u[i];
-    CHK(zeroc_k_cast(m->k, m->compute, u->cshard, m->pdt, u->master, ZEROC_FP32, u->f.S));
-    u->view_ready = 0;
+zeroc_result_t zeroc__model_store_params_from_host(zeroc_model_t *m, int i, const float *master) {
+  zeroc__unit_t *u = &m->u[i];
+  if (m->cfg.offload_params != ZEROC_OFFLOAD_NONE) return zeroc__moff_param_store(m, i, master);
+  if (m->compute->inline_) { /* cpu: the compute shard is host memory */
+    zeroc__cpu_cast(u->cshard, m->pdt, master, ZEROC_FP32, u->f.S);
+    return ZEROC_OK;
   }
+  /* cuda: cast on the host, copy up, and wait before the staging is reused */
+  zeroc__cpu_cast(m->host_param, m->pdt, master, ZEROC_FP32, u->f.S);
+  CHK(zeroc_memcpy_async(m->compute, u->cshard, m->host_param, u->f.S * esz(m->pdt)));
+  return zeroc_stream_sync(m->compute);
+}
+
+zeroc_result_t zeroc__model_publish(zeroc_model_t *m) {
+  if (m->ostate) {
+    /* the master is on the host (or on NVMe: three units resident at a time) */
+    CHK(zeroc__moff_state_prefetch(m, 0));
+    for (int i = 0; i < m->n; i++) {
+      zeroc__state_view_t v;
+      CHK(zeroc__moff_state_prefetch(m, i + 1));
+      CHK(zeroc__moff_state(m, i, &v));
+      CHK(zeroc__model_store_params_from_host(m, i, v.master));
+      CHK(zeroc__moff_state_done(m, i));
+    }
+  } else {
+    for (int i = 0; i < m->n; i++) {
+      zeroc__unit_t *u = &m->u[i];
+      if (m->cfg.offload_params != ZEROC_OFFLOAD_NONE) {
+        /* offloaded parameters with the optimizer on the device: through the host */
+        float *h = m->host_grad; /* S floats of pinned staging */
+        CHK(zeroc_memcpy_async(m->compute, h, u->master, u->f.S * 4));
+        CHK(zeroc_stream_sync(m->compute));
+        CHK(zeroc__moff_param_store(m, i, h));
+      } else {
+        CHK(zeroc_k_cast(m->k, m->compute, u->cshard, m->pdt, u->master, ZEROC_FP32, u->f.S));
+      }
+    }
+  }
+  return zeroc__model_publish_gathers(m);
+}
+
+zeroc_result_t zeroc__model_publish_gathers(zeroc_model_t *m) {
+  int st = m->cfg.stage;
+  for (int i = 0; i < m->n; i++) m->u[i].view_ready = 0;
   m->conv_owner = -1;
   CHK(zeroc_event_record(m->ev_published, m->compute));
   CHK(zeroc_stream_wait_event(m->gather_s, m->ev_published));
@@ -282,8 +327,9 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
    * are cut to 62 bits so that their negation (max via min) cannot overflow. */
   uint64_t hs = 0xcbf29ce484222325ULL;
   if (cfg) { /* the settings every rank must share */
-    int v[7] = {cfg->stage,     (int)cfg->param_dtype, (int)cfg->reduce_dtype,     cfg->prefetch,
-                cfg->recompute, cfg->grad_accum,       (int)cfg->offload_optimizer};
+    int v[8] = {cfg->stage,     (int)cfg->param_dtype, (int)cfg->reduce_dtype,
+                cfg->prefetch,  cfg->recompute,        cfg->grad_accum,
+                (int)cfg->offload_optimizer, (int)cfg->offload_params};
     hs = fnv(hs, v, sizeof v);
   }
   int64_t hl = (int64_t)(layers_checksum(layers, n) >> 2), hw = (int64_t)(hs >> 2);
@@ -345,12 +391,6 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   m->conv = m->cdt != m->pdt || m->cdt != m->rdt;
   m->K = m->cfg.prefetch;
   m->compute = zeroc_ctx_compute_stream(ctx);
-  if (m->cfg.offload_optimizer == ZEROC_OFFLOAD_NVME ||
-      m->cfg.offload_params != ZEROC_OFFLOAD_NONE) {
-    res = ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "nvme optimizer offload and parameter offload are not "
-                                            "supported yet");
-    goto fail;
-  }
   if (st == 0) {
     ZEROC_TRY(zeroc__group_split(world, mesh->rank, 0, "self", &m->self_g));
     m->shard_g = m->self_g;
@@ -396,6 +436,9 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   if (maxws) ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxws, &m->ws));
   if (m->rdt != ZEROC_FP32) ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxS * 4, (void **)&m->adam_tmp));
   ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, sizeof(double), (void **)&m->norm_acc));
+  ZEROC_TRY(zeroc__moff_init(m, maxS));
+  if (m->cfg.offload_params != ZEROC_OFFLOAD_NONE && !m->host_grad)
+    ZEROC_TRY(zeroc__pinned_get(m->pool, maxS * 4 + 64, ZEROC_TAG_BUFFERS, (void **)&m->host_grad));
   for (int i = 0; i < n; i++) ZEROC_TRY(unit_alloc(m, &m->u[i]));
   for (int i = 0; i < n; i++) ZEROC_TRY(unit_init(m, i));
   /* allocation can fail on one rank only: agree before the first collective */
@@ -432,7 +475,7 @@ void zeroc_model_destroy(zeroc_model_t *m) {
     zeroc_mem_free(m->ctx, u->master);
     zeroc_mem_free(m->ctx, u->m);
     zeroc_mem_free(m->ctx, u->v);
-    if (m->cfg.stage == 3) zeroc_mem_free(m->ctx, u->cshard);
+    if (m->cfg.stage == 3 && m->cfg.offload_params != ZEROC_OFFLOAD_NVME) zeroc_mem_free(m->ctx, u->cshard);
     zeroc_mem_free(m->ctx, u->full_own);
     zeroc_mem_free(m->ctx, u->fgrad_own);
     if (m->cfg.stage >= 2) zeroc_mem_free(m->ctx, u->gshard);
@@ -451,6 +494,7 @@ void zeroc_model_destroy(zeroc_model_t *m) {
     zeroc__flat_free(&u->f);
   }
   free(m->u);
+  zeroc__moff_fini(m);
   pool_fini(m, &m->gpool);
   pool_fini(m, &m->fgpool);
   pool_fini(m, &m->tpool);
@@ -481,7 +525,10 @@ static zeroc_result_t issue_gather(zeroc_model_t *m, int i) {
   }
   u->full = u->pslot->ptr;
   zeroc__watchdog_phase(m->ctx, "gathering unit %d", i);
-  CHK(zeroc__allgather(m->shard_g, m->gather_s, u->cshard, u->full, u->f.S, m->pdt));
+  const void *src;
+  int next = i + m->pass_dir;
+  CHK(zeroc__moff_param_src(m, i, next >= 0 && next < m->n ? next : -1, &src));
+  CHK(zeroc__allgather(m->shard_g, m->gather_s, src, u->full, u->f.S, m->pdt));
   CHK(zeroc_event_record(u->ev_gathered, m->gather_s));
   u->gathered = 1;
   u->view_ready = 0;
@@ -666,6 +713,7 @@ static zeroc_result_t forward_pass(zeroc_model_t *m, const void *input, int eval
   int n = m->n, K = m->K, next = 0;
   const void *x = input;
   m->loss_micro = 0;
+  m->pass_dir = 1;
   for (int i = 0; i < n; i++) {
     zeroc__unit_t *u = &m->u[i];
     if (m->cfg.stage == 3) {
@@ -728,6 +776,7 @@ zeroc_result_t zeroc_model_backward(zeroc_model_t *m) {
                                              "zeroc_model_backward without a forward"));
   int n = m->n, K = m->K, next = n - 1;
   const void *dout = NULL;
+  m->pass_dir = -1;
   for (int i = 0; i < n; i++) m->u[i].grads_ready = 0;
   for (int i = n - 1; i >= 0; i--) {
     zeroc__unit_t *u = &m->u[i];

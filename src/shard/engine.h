@@ -18,6 +18,7 @@
 #include "comm/comm.h"
 #include "core/ctx.h"
 #include "kernels/kernels.h"
+#include "offload/offload.h"
 #include "shard/flat.h"
 #include "zeroc/shard.h"
 
@@ -63,6 +64,11 @@ typedef struct zeroc__unit {
   int tied;                /* holds a ZEROC_PARAM_TIED parameter */
 } zeroc__unit_t;
 
+/* A unit's optimizer state where it currently is (device, or host when offloaded). */
+typedef struct zeroc__state_view {
+  float *master, *m, *v;
+} zeroc__state_view_t;
+
 struct zeroc_model {
   zeroc_ctx_t *ctx;
   zeroc_shard_config_t cfg;
@@ -98,7 +104,38 @@ struct zeroc_model {
   double exposed_ms;
   uint64_t bytes_mark; /* comm bus bytes at the start of the step */
   uint64_t state_bytes; /* persistent params + grads + optimizer bytes */
+
+  /* offload (shard/offload.c) */
+  zeroc__pinned_pool_t *pool;
+  zeroc__swap_t *swap;
+  zeroc__offload_t *ostate; /* optimizer state off the device */
+  float *host_grad;         /* pinned copy of a gradient shard (cuda, or bf16 grads) */
+  void *host_param;         /* pinned staging of a new compute shard (cuda) */
+  int nstage;               /* parameter staging ring (offloaded ZeRO-3 shards) */
+  void **stage_buf, **stage_dev;
+  int *stage_owner, *stage_used, *pslot_id;
+  zeroc__ticket_t *stage_ticket;
+  int pass_dir;             /* +1 forward, -1 backward: which unit a read-ahead fetches */
 };
+
+zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS);
+void zeroc__moff_fini(zeroc_model_t *m);
+/* The optimizer state of unit i, resident until zeroc__moff_state_done(i). */
+zeroc_result_t zeroc__moff_state(zeroc_model_t *m, int i, zeroc__state_view_t *v);
+zeroc_result_t zeroc__moff_state_done(zeroc_model_t *m, int i);
+zeroc_result_t zeroc__moff_state_prefetch(zeroc_model_t *m, int i);
+zeroc_result_t zeroc__moff_flush(zeroc_model_t *m);
+/* Where unit i's all-gather reads its parameter shard from (staged as
+ * needed); `next` is read ahead (-1: none). */
+zeroc_result_t zeroc__moff_param_src(zeroc_model_t *m, int i, int next, const void **src);
+/* Stores unit i's new compute shard cast from the host fp32 `master`
+ * (offloaded parameters). */
+zeroc_result_t zeroc__moff_param_store(zeroc_model_t *m, int i, const float *master);
+/* Casts the host fp32 `master` of unit i into its compute shard, wherever the
+ * shard lives. */
+zeroc_result_t zeroc__model_store_params_from_host(zeroc_model_t *m, int i, const float *master);
+/* Publishes without casting: the stage 1-2 all-gathers of the compute shards. */
+zeroc_result_t zeroc__model_publish_gathers(zeroc_model_t *m);
 
 /* Blocks compute on a communication event, counting the wait as exposed
  * communication (cpu: the host thread waits; cuda: stream order). */

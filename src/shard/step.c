@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "core/watchdog.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "shard/engine.h"
 
 #define CHK(call) ZEROC_CHECK(call)
@@ -64,17 +65,51 @@ static zeroc_result_t local_sumsq(zeroc_model_t *m, double *out) {
   return ZEROC_OK;
 }
 
+/* AdamW on the host for offloaded optimizer state, unit by unit: with NVMe,
+ * unit i+1 is read and unit i-1 written back while unit i is updated; the new
+ * compute shard is stored as each unit finishes. */
+static zeroc_result_t adamw_host(zeroc_model_t *m, const zeroc_adamw_args_t *a0) {
+  const zeroc_shard_config_t *c = &m->cfg;
+  zeroc_adamw_args_t a = *a0;
+  CHK(zeroc__moff_state_prefetch(m, 0));
+  for (int i = 0; i < m->n; i++) {
+    zeroc__unit_t *u = &m->u[i];
+    zeroc__state_view_t v;
+    CHK(zeroc__moff_state_prefetch(m, i + 1));
+    /* the gradient shard, as fp32 host memory */
+    const float *g = u->gshard;
+    if (!m->compute->inline_ || u->gshard_dt != ZEROC_FP32) {
+      if (m->compute->inline_) {
+        zeroc__cpu_cast(m->host_grad, ZEROC_FP32, u->gshard, u->gshard_dt, u->f.S);
+      } else {
+        const float *g32;
+        CHK(grad_f32(m, u, &g32));
+        CHK(zeroc_memcpy_async(m->compute, m->host_grad, g32, u->f.S * 4));
+        CHK(zeroc_stream_sync(m->compute));
+      }
+      g = m->host_grad;
+    }
+    CHK(zeroc__moff_state(m, i, &v));
+    for (int j = 0; j < u->f.n; j++) {
+      const zeroc__flat_param_t *p = &u->f.p[j];
+      if (p->lo == p->hi) continue;
+      size_t off = p->lo - u->f.shard_off, n = p->hi - p->lo;
+      a.weight_decay = (p->flags & ZEROC_PARAM_NO_DECAY) ? 0.0f : c->weight_decay;
+      zeroc__cpu_adamw(v.master + off, v.m + off, v.v + off, g + off, n, a.lr, a.beta1, a.beta2,
+                       a.eps, a.weight_decay, a.grad_scale, a.bias_corr1, a.bias_corr2);
+    }
+    CHK(zeroc__model_store_params_from_host(m, i, v.master));
+    CHK(zeroc__moff_state_done(m, i));
+  }
+  return zeroc__model_publish_gathers(m);
+}
+
 static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef) {
   const zeroc_shard_config_t *c = &m->cfg;
   double t = (double)(m->steps + 1);
-  zeroc_adamw_args_t a = {lr,
-                          c->beta1,
-                          c->beta2,
-                          c->eps,
-                          c->weight_decay,
-                          clip_coef,
-                          (float)(1.0 - pow(c->beta1, t)),
-                          (float)(1.0 - pow(c->beta2, t))};
+  zeroc_adamw_args_t a = {lr, c->beta1, c->beta2, c->eps, c->weight_decay, clip_coef,
+                          (float)(1.0 - pow(c->beta1, t)), (float)(1.0 - pow(c->beta2, t))};
+  if (m->ostate) return adamw_host(m, &a);
   for (int i = 0; i < m->n; i++) {
     zeroc__unit_t *u = &m->u[i];
     const float *g;
@@ -138,7 +173,7 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
     float coef = 1.0f;
     if (m->cfg.clip > 0 && norm > m->cfg.clip) coef = (float)(m->cfg.clip / (norm + 1e-6));
     ZEROC_TRY(adamw_all(m, lr, coef));
-    ZEROC_TRY(zeroc__model_publish(m));
+    if (!m->ostate) ZEROC_TRY(zeroc__model_publish(m)); /* the host path publishes as it goes */
     m->steps++;
     m->consecutive_skips = 0;
   }
@@ -217,8 +252,22 @@ static zeroc_result_t state_ptr(zeroc_model_t *m, int unit, zeroc_state_kind_t k
   }
 }
 
+/* Offloaded optimizer state: copy through the resident host view. */
+static zeroc_result_t offloaded_state(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float *get,
+                                      const float *set) {
+  zeroc__state_view_t v;
+  CHK(zeroc__moff_state(m, unit, &v));
+  float *p = kind == ZEROC_STATE_MASTER ? v.master : kind == ZEROC_STATE_ADAM_M ? v.m : v.v;
+  size_t bytes = m->u[unit].f.S * 4;
+  if (get) memcpy(get, p, bytes);
+  else memcpy(p, set, bytes);
+  return zeroc__moff_state_done(m, unit);
+}
+
 zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float *buf) {
   float *p = NULL;
+  if (m->ostate && kind != ZEROC_STATE_GRAD && unit >= 0 && unit < m->n && (unsigned)kind < ZEROC_STATE_GRAD)
+    return offloaded_state(m, unit, kind, buf, NULL);
   if (kind == ZEROC_STATE_GRAD) CHK(zeroc_stream_sync(m->reduce_s));
   CHK(state_ptr(m, unit, kind, &p));
   CHK(zeroc_memcpy_async(m->compute, buf, p, m->u[unit].f.S * 4));
@@ -230,6 +279,8 @@ zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kin
   float *p = NULL;
   if (kind == ZEROC_STATE_GRAD)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "the gradient shard is read only");
+  if (m->ostate && unit >= 0 && unit < m->n && (unsigned)kind < ZEROC_STATE_GRAD)
+    return offloaded_state(m, unit, kind, NULL, buf);
   CHK(state_ptr(m, unit, kind, &p));
   CHK(zeroc_memcpy_async(m->compute, p, buf, m->u[unit].f.S * 4));
   return zeroc_stream_sync(m->compute);
@@ -248,12 +299,19 @@ zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf) {
   size_t N = u->f.N, S = u->f.S;
   zeroc_result_t r;
   float *dev = NULL;
+  const float *master = u->master;
+  if (m->ostate) { /* the shard from wherever it is offloaded, staged in the caller's buffer */
+    float *mine = buf + u->f.shard_off;
+    CHK(zeroc_model_get_shard(m, unit, ZEROC_STATE_MASTER, mine));
+    master = mine;
+  }
   if (m->compute->inline_) {
-    /* cpu: gather straight into the caller's buffer */
-    return zeroc__allgather(m->shard_g, m->compute, u->master, buf, S, ZEROC_FP32);
+    /* cpu: gather straight into the caller's buffer (in place when staged there) */
+    return zeroc__allgather(m->shard_g, m->compute, master, buf, S, ZEROC_FP32);
   }
   r = zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, N * 4, (void **)&dev);
-  if (!r) r = zeroc__allgather(m->shard_g, m->compute, u->master, dev, S, ZEROC_FP32);
+  if (!r && m->ostate) r = zeroc_memcpy_async(m->compute, dev + u->f.shard_off, master, S * 4);
+  if (!r) r = zeroc__allgather(m->shard_g, m->compute, m->ostate ? dev + u->f.shard_off : master, dev, S, ZEROC_FP32);
   if (!r) r = zeroc_memcpy_async(m->compute, buf, dev, N * 4);
   if (!r) r = zeroc_stream_sync(m->compute);
   zeroc_mem_free(m->ctx, dev);

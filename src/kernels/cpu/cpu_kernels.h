@@ -32,6 +32,17 @@ void zeroc__cpu_residual_forward(float *out, const float *a, const float *b, siz
 void zeroc__cpu_add(float *y, const float *x, size_t N);
 void zeroc__cpu_crossentropy_forward_backward(float *losses, float *logits, const int32_t *targets,
                                               int N, int V, int Vp, float dloss);
+void zeroc__cpu_vocab_embed_forward(float *out, const int32_t *inp, const float *wte,
+                                    const float *wpe, int B, int T, int C, int v0, int Vl);
+void zeroc__cpu_vocab_embed_backward(float *dwte, float *dwpe, const float *dout,
+                                     const int32_t *inp, int B, int T, int C, int v0, int Vl);
+void zeroc__cpu_vocab_ce_local(float *mx, float *xt, const float *logits, const int32_t *targets,
+                               int N, int Vl, int v0, int V);
+void zeroc__cpu_vocab_ce_sumexp(float *se, const float *logits, const float *mx, int N, int Vl,
+                                int v0, int V);
+void zeroc__cpu_vocab_ce_finish(float *losses, float *logits, const int32_t *targets,
+                                const float *mx, const float *se, const float *xt, int N, int Vl,
+                                int v0, int V, float dloss);
 
 void zeroc__cpu_cast(void *dst, int dst_dt, const void *src, int src_dt, size_t n);
 void zeroc__cpu_accumulate(float *dst, const void *src, int src_dt, size_t n, float scale);

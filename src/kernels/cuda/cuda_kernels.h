@@ -32,6 +32,11 @@ zeroc_result_t zeroc__cuda_gelu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, 
 zeroc_result_t zeroc__cuda_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *a, const void *b, size_t N);
 zeroc_result_t zeroc__cuda_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y, const void *x, size_t N);
 zeroc_result_t zeroc__cuda_crossentropy_forward_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dloss);
+zeroc_result_t zeroc__cuda_vocab_embed_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const int32_t *inp, const void *wte, const void *wpe, int B, int T, int C, int v0, int Vl);
+zeroc_result_t zeroc__cuda_vocab_embed_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte, void *dwpe, const void *dout, const int32_t *inp, int B, int T, int C, int v0, int Vl);
+zeroc_result_t zeroc__cuda_vocab_ce_local(zeroc_kernels_t *k, zeroc_stream_t *s, float *mx, float *xt, const void *logits, const int32_t *targets, int N, int Vl, int v0, int V);
+zeroc_result_t zeroc__cuda_vocab_ce_sumexp(zeroc_kernels_t *k, zeroc_stream_t *s, float *se, const void *logits, const float *mx, int N, int Vl, int v0, int V);
+zeroc_result_t zeroc__cuda_vocab_ce_finish(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses, void *logits, const int32_t *targets, const float *mx, const float *se, const float *xt, int N, int Vl, int v0, int V, float dloss);
 zeroc_result_t zeroc__cuda_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst, zeroc_dtype_t dst_dt, const void *src, zeroc_dtype_t src_dt, size_t n);
 zeroc_result_t zeroc__cuda_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst, const void *src, zeroc_dtype_t src_dt, size_t n, float scale);
 zeroc_result_t zeroc__cuda_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x, size_t n, float a);
