@@ -13,7 +13,9 @@
  *   zeroc_model_step(model, lr, &info);        // grads reduced once, after the last one
  *
  * The loss and the gradient norm of zeroc_model_step cover the whole pipeline
- * and are identical on every rank. docs/pp.md has the schedules and figures.
+ * and are identical on every rank. A stage's model runs only through its
+ * pipeline: zeroc_model_forward/backward/eval see one stage, not the model.
+ * docs/pp.md has the schedules and figures.
  */
 #ifndef ZEROC_PIPELINE_H
 #define ZEROC_PIPELINE_H
