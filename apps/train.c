@@ -646,10 +646,12 @@ int zeroc_cmd_train(int argc, char **argv) {
     last_loss = info.loss;
     last_norm = info.grad_norm;
     double tps = tokens_per_step / dt, mfu = peak_flops > 0 ? flops_per_step / dt / peak_flops : 0;
-    /* with metrics, the peak over ranks too (pipeline stages and TP ranks differ) */
-    int64_t peak_max = (int64_t)peak_dev;
+    /* with metrics, the peak over ranks too (pipeline stages and TP ranks differ),
+     * and the slowest pipeline stage's compute (what the other stages wait for) */
+    int64_t peak_max = (int64_t)peak_dev, compute_max_us = (int64_t)(pst.compute_ms * 1e3);
     if (o.metrics) {
       r = zeroc_ctx_max_i64(ctx, &peak_max);
+      if (!r && pipe) r = zeroc_ctx_max_i64(ctx, &compute_max_us);
       if (r) goto fail;
     }
     if (root && metrics) {
@@ -676,8 +678,10 @@ int zeroc_cmd_train(int argc, char **argv) {
       }
       /* rank 0 is the first stage: its idle share of the forward/backward part */
       if (pipe)
-        fprintf(metrics, ", \"pp_bubble\": %.4f, \"pp_compute_ms\": %.3f, \"pp_run_ms\": %.3f",
-                pst.bubble, pst.compute_ms, pst.run_ms);
+        fprintf(metrics,
+                ", \"pp_bubble\": %.4f, \"pp_compute_ms\": %.3f, \"pp_run_ms\": %.3f, "
+                "\"pp_compute_max_ms\": %.3f",
+                pst.bubble, pst.compute_ms, pst.run_ms, compute_max_us * 1e-3);
       fprintf(metrics, "}\n");
       fflush(metrics);
     }

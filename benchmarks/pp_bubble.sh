@@ -14,8 +14,8 @@ MODEL=(--model custom --layers 8 --hidden 128 --heads 4 --vocab 256 --seq 128 --
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-bubble-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-echo "| p | m | v | schedule | idle / step, measured | theory (p-1)/(vm+p-1) | idle / busy, measured | theory (p-1)/(vm) | step ms (fwd+bwd) | load avg |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| p | m | v | schedule | idle / step, measured | theory (p-1)/(vm+p-1) | idle / busy, measured | theory (p-1)/(vm) | slowest stage / first stage compute | step ms (fwd+bwd) | load avg |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for c in $CONFIGS; do
   IFS=, read -r p m v <<< "$c"
   sched=1f1b; extra=()
@@ -28,6 +28,9 @@ for c in $CONFIGS; do
   b=$(sed -n 's/.*"pp_bubble": \([^,}]*\).*/\1/p' "$WORK/t.jsonl" | median)
   ib=$(sed -n 's/.*"pp_bubble": \([^,}]*\).*/\1/p' "$WORK/t.jsonl" | awk '{ print $1 / (1 - $1) }' | median)
   ms=$(sed -n 's/.*"pp_run_ms": \([^,}]*\).*/\1/p' "$WORK/t.jsonl" | median)
-  awk -v p="$p" -v m="$m" -v v="$v" -v b="$b" -v ib="$ib" -v ms="$ms" -v s="$sched" -v l="$load" \
-    'BEGIN { printf "| %d | %d | %d | %s | %.3f | %.3f | %.3f | %.3f | %.0f | %s |\n", p, m, v, s, b, (p-1)/(v*m+p-1), ib, (p-1)/(v*m), ms, l }'
+  # stage imbalance: the slowest rank's compute over the first stage's, per step
+  imb=$(sed -n 's/.*"pp_compute_ms": \([^,}]*\).*"pp_compute_max_ms": \([^,}]*\).*/\1 \2/p' "$WORK/t.jsonl" \
+        | awk '{ print $2 / $1 }' | median)
+  awk -v p="$p" -v m="$m" -v v="$v" -v b="$b" -v ib="$ib" -v ms="$ms" -v s="$sched" -v l="$load" -v imb="$imb" \
+    'BEGIN { printf "| %d | %d | %d | %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.0f | %s |\n", p, m, v, s, b, (p-1)/(v*m+p-1), ib, (p-1)/(v*m), imb, ms, l }'
 done
