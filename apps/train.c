@@ -411,7 +411,9 @@ int zeroc_cmd_train(int argc, char **argv) {
   zeroc_gpt_options_t go = ZEROC_GPT_OPTIONS_INIT;
   go.batch = gc.batch;
   go.recompute = o.recompute;
-  go.dtype = dtype;
+  /* the model computes in the kernels' dtype: fp32 on cpu (bf16 parameters are
+   * converted for compute by the engine), the parameter dtype on cuda */
+  go.dtype = dev == ZEROC_DEVICE_CPU ? ZEROC_FP32 : dtype;
   go.sequence_parallel = o.sequence_parallel;
   int first[64], count[64];
   zeroc_gpt_stage_t st = {o.vpp, first, count, 1};

@@ -18,7 +18,11 @@ loss_falls)
   [ "$(wc -l < "$WORK/m.jsonl")" = 60 ] || fail "expected 60 metrics lines"
   first=$(field "$WORK/m.jsonl" loss | head -1); last=$(field "$WORK/m.jsonl" loss | tail -5 | sort -g | tail -1)
   awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 1.5) }' || fail "loss $first -> $last did not fall by 1.5"
-  echo "loss $first -> $last" ;;
+  # bf16 parameters and gradients (fp32 compute copies on the cpu) learn too
+  run 4 "${COMMON[@]}" --zero 3 --steps 30 --dtype bf16 --metrics "$WORK/b.jsonl" || fail "bf16 run"
+  b1=$(field "$WORK/b.jsonl" loss | head -1); b2=$(field "$WORK/b.jsonl" loss | tail -1)
+  awk -v a="$b1" -v b="$b2" 'BEGIN { exit !(b < a - 0.8) }' || fail "bf16 loss $b1 -> $b2 did not fall by 0.8"
+  echo "loss $first -> $last; bf16 $b1 -> $b2" ;;
 
 resume_bitwise)
   run 4 "${COMMON[@]}" --steps 16 --save "$WORK/ck" --save-every 8 --metrics "$WORK/a.jsonl" || fail "first run"

@@ -156,8 +156,9 @@ zeroc_result_t zeroc__model_wait_comm(zeroc_model_t *m, zeroc_event_t *e) {
 
 uint64_t zeroc__model_comm_bytes(const zeroc_model_t *m) {
   uint64_t b = 0;
-  const zeroc_group_t *gs[2] = {m->shard_g, m->rep_g};
-  for (int i = 0; i < 2; i++) {
+  /* the data-parallel collectives, and the layers' own tensor-parallel ones */
+  const zeroc_group_t *gs[3] = {m->shard_g, m->rep_g, zeroc__ctx_group(m->ctx, ZEROC_GROUP_TP)};
+  for (int i = 0; i < 3; i++) {
     zeroc_comm_counters_t c;
     zeroc__group_counters(gs[i], &c);
     for (int k = 0; k < ZEROC_COLL_COUNT; k++) b += c.bus_bytes[k];
