@@ -382,7 +382,10 @@ int zeroc_cmd_train(int argc, char **argv) {
   zeroc_gpt_t *gpt = NULL;
   zeroc_model_t *model = NULL;
   zeroc_pipeline_t *pipe = NULL;
-  zeroc_pipeline_config_t pcfg = pipe_config(&o, &gc, dtype);
+  /* activations (and what crosses pipeline stages) are in the kernels' dtype:
+   * fp32 on cpu, the parameter dtype on cuda */
+  zeroc_dtype_t act_dtype = dev == ZEROC_DEVICE_CPU ? ZEROC_FP32 : dtype;
+  zeroc_pipeline_config_t pcfg = pipe_config(&o, &gc, act_dtype);
   zeroc_gpt_batch_t *mbs = NULL; /* with a pipeline: the step's micro-batches */
   const void **mbp = NULL;
   int *bounds = NULL;
@@ -413,7 +416,7 @@ int zeroc_cmd_train(int argc, char **argv) {
   go.recompute = o.recompute;
   /* the model computes in the kernels' dtype: fp32 on cpu (bf16 parameters are
    * converted for compute by the engine), the parameter dtype on cuda */
-  go.dtype = dev == ZEROC_DEVICE_CPU ? ZEROC_FP32 : dtype;
+  go.dtype = act_dtype;
   go.sequence_parallel = o.sequence_parallel;
   int first[64], count[64];
   zeroc_gpt_stage_t st = {o.vpp, first, count, 1};
