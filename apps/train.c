@@ -38,6 +38,7 @@ typedef struct {
   double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout, spike_z;
   const char *data, *save, *resume, *export_path, *init, *metrics, *nvme_dir;
   int set_layers, set_hidden, set_heads, set_vocab, set_seq, set_batch, set_microbatches;
+  int set_zero, set_grad_accum, set_vpp, set_pp_schedule;
 } opts_t;
 
 static void usage(void) {
@@ -47,9 +48,11 @@ static void usage(void) {
          "batch:   --batch B (micro-batch per dp rank), --grad-accum A; global batch B x A x dp\n"
          "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine (cosine)\n"
          "         --weight-decay (0) --clip (1, 0 = off) --beta1 (0.9) --beta2 (0.95) --eps (1e-8)\n"
-         "layout:  --zero 0|1|2|3 (3) --hsdp R (1) --tp (1) --pp (1) --prefetch K (2)\n"
+         "layout:  --zero 0|1|2|3 (3; 1 with --pp) --hsdp R (1) --tp (1) --prefetch K (2)\n"
          "         --recompute none|full --dtype fp32|bf16 --device cpu|cuda\n"
          "         --offload-optimizer none|cpu|nvme --offload-params none|cpu|nvme --nvme-dir DIR\n"
+         "pipeline: --pp P (1) --pp-schedule 1f1b|interleaved (1f1b) --vpp V (1, chunks per rank)\n"
+         "         --microbatches M (P; replaces --grad-accum) --print-schedule (print, then exit)\n"
          "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
          "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
          "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
@@ -68,7 +71,7 @@ static int parse(int argc, char **argv, opts_t *o) {
       {"--vocab", ARG_INT, &o->vocab, 2, 65536, 0, NULL, &o->set_vocab},
       {"--seq", ARG_INT, &o->seq, 1, 1 << 20, 0, NULL, &o->set_seq},
       {"--batch", ARG_INT, &o->batch, 1, 1 << 16, 0, NULL, &o->set_batch},
-      {"--grad-accum", ARG_INT, &o->grad_accum, 1, 1 << 16, 0, NULL, NULL},
+      {"--grad-accum", ARG_INT, &o->grad_accum, 1, 1 << 16, 0, NULL, &o->set_grad_accum},
       {"--steps", ARG_INT, &o->steps, 0, 1e9, 0, NULL, NULL},
       {"--lr", ARG_DOUBLE, &o->lr, 0, 10, 0, NULL, NULL},
       {"--warmup", ARG_INT, &o->warmup, 0, 1e9, 0, NULL, NULL},
@@ -79,12 +82,12 @@ static int parse(int argc, char **argv, opts_t *o) {
       {"--eps", ARG_DOUBLE, &o->eps, 0, 1, 1, NULL, NULL},
       {"--schedule", ARG_CHOICE, &o->schedule, 0, 0, 0, SCHEDULES, NULL},
       {"--seed", ARG_I64, &o->seed, 0, 9e18, 0, NULL, NULL},
-      {"--zero", ARG_INT, &o->zero, 0, 3, 0, NULL, NULL},
+      {"--zero", ARG_INT, &o->zero, 0, 3, 0, NULL, &o->set_zero},
       {"--hsdp", ARG_INT, &o->hsdp, 1, 1 << 20, 0, NULL, NULL},
       {"--tp", ARG_INT, &o->tp, 1, 1 << 12, 0, NULL, NULL},
       {"--pp", ARG_INT, &o->pp, 1, 1 << 12, 0, NULL, NULL},
-      {"--pp-schedule", ARG_CHOICE, &o->pp_schedule, 0, 0, 0, PP_SCHEDULES, NULL},
-      {"--vpp", ARG_INT, &o->vpp, 1, 64, 0, NULL, NULL},
+      {"--pp-schedule", ARG_CHOICE, &o->pp_schedule, 0, 0, 0, PP_SCHEDULES, &o->set_pp_schedule},
+      {"--vpp", ARG_INT, &o->vpp, 1, 64, 0, NULL, &o->set_vpp},
       {"--microbatches", ARG_INT, &o->microbatches, 1, 1 << 16, 0, NULL, &o->set_microbatches},
       {"--dtype", ARG_CHOICE, &o->dtype, 0, 0, 0, DTYPES, NULL},
       {"--recompute", ARG_CHOICE, &o->recompute, 0, 0, 0, RECOMPUTES, NULL},
@@ -173,6 +176,76 @@ static int json_u64(const char *js, const char *key, unsigned long long *out) {
   return sscanf(p + strlen(pat), "%llu", out) == 1 ? 0 : -1;
 }
 
+/* ---- pipeline parallelism ----------------------------------------------------------------- */
+
+static zeroc_pipeline_config_t pipe_config(const opts_t *o, const zeroc_gpt_config_t *g,
+                                           zeroc_dtype_t dt) {
+  zeroc_pipeline_config_t pc = ZEROC_PIPELINE_CONFIG_INIT;
+  pc.schedule = o->pp_schedule == 1 ? ZEROC_PIPELINE_INTERLEAVED : ZEROC_PIPELINE_1F1B;
+  pc.microbatches = o->grad_accum;
+  pc.chunks = o->vpp;
+  /* the residual stream between stages: (B*T, C), or this tp rank's B*T/tp rows
+   * of it with sequence parallelism */
+  size_t rows = (size_t)g->batch * (size_t)g->seq / (size_t)(o->sequence_parallel ? o->tp : 1);
+  pc.act_numel = rows * (size_t)g->hidden;
+  pc.act_dtype = dt;
+  return pc;
+}
+
+/* The cut of the unit list into pp x vpp stages: bounds[s] .. bounds[s+1]. */
+static int pipe_partition(const opts_t *o, const zeroc_gpt_config_t *g, int *bounds) {
+  int nu = zeroc_gpt_num_units(g);
+  double *cost = malloc(sizeof(double) * (size_t)nu);
+  if (!cost) return -1;
+  zeroc_gpt_unit_costs(g, cost);
+  zeroc_result_t r = zeroc_pipeline_partition(cost, nu, o->pp * o->vpp, bounds);
+  free(cost);
+  return r == ZEROC_OK ? 0 : -1;
+}
+
+static void unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
+  if (u == 0)
+    snprintf(buf, n, "embedding");
+  else if (u == g->layers + 1)
+    snprintf(buf, n, "head");
+  else
+    snprintf(buf, n, "block %d", u - 1);
+}
+
+/* --print-schedule: the stages and every rank's actions; no MPI, nothing trained. */
+static int print_schedule(const opts_t *o, const zeroc_gpt_config_t *g, zeroc_dtype_t dt) {
+  if (!zarg_launch_rank0()) return 0;
+  int S = o->pp * o->vpp, *bounds = malloc(sizeof(int) * (size_t)(S + 1));
+  double *cost = malloc(sizeof(double) * (size_t)zeroc_gpt_num_units(g));
+  if (!bounds || !cost || pipe_partition(o, g, bounds)) {
+    fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
+    free(bounds);
+    free(cost);
+    return 1;
+  }
+  zeroc_gpt_unit_costs(g, cost);
+  zeroc_pipeline_config_t pc = pipe_config(o, g, dt);
+  printf("pipeline: %s, %d ranks x %d chunks = %d stages, %d micro-batches of %d sequences\n",
+         PP_SCHEDULES[o->pp_schedule], o->pp, o->vpp, S, o->grad_accum, g->batch);
+  for (int st = 0; st < S; st++) {
+    char a[32], b[32];
+    double c = 0;
+    for (int u = bounds[st]; u < bounds[st + 1]; u++) c += cost[u];
+    unit_name(g, bounds[st], a, sizeof a);
+    unit_name(g, bounds[st + 1] - 1, b, sizeof b);
+    printf("  stage %d (rank %d, chunk %d): units %d..%d (%s%s%s), cost %.1f%% (FLOPs and "
+           "parameters)%s\n",
+           st, st % o->pp, st / o->pp, bounds[st], bounds[st + 1] - 1, a,
+           bounds[st + 1] - 1 > bounds[st] ? " .. " : "", bounds[st + 1] - 1 > bounds[st] ? b : "",
+           100 * c, st == S - 1 && S > 1 ? " + a tied copy of wte" : "");
+  }
+  zeroc_result_t r = zeroc_pipeline_print_schedule(stdout, &pc, o->pp, 1);
+  if (r) fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
+  free(bounds);
+  free(cost);
+  return r ? 1 : 0;
+}
+
 /* ---- the command ------------------------------------------------------------------------ */
 
 int zeroc_cmd_train(int argc, char **argv) {
@@ -219,7 +292,6 @@ int zeroc_cmd_train(int argc, char **argv) {
     return zarg_fail("train", "--heads %d must divide --hidden %d", gc.heads, gc.hidden);
   if (gc.heads % o.tp)
     return zarg_fail("train", "--tp %d must divide the %d attention heads (--heads)", o.tp, gc.heads);
-  if (o.pp > 1) return zarg_fail("train", "--pp %d: pipeline parallelism is not supported yet (accepted: 1)", o.pp);
   if (o.sequence_parallel && o.tp < 2)
     return zarg_fail("train", "--sequence-parallel needs --tp > 1 (it splits the tensor-parallel "
                               "ranks' LayerNorm regions)");
@@ -227,8 +299,49 @@ int zeroc_cmd_train(int argc, char **argv) {
     return zarg_fail("train", "--sequence-parallel with --tp %d needs --batch x --seq (%d x %d) to be "
                               "a multiple of %d",
                      o.tp, gc.batch, gc.seq, o.tp);
-  if (o.print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1, not supported yet");
-  if (o.set_microbatches) return zarg_fail("train", "--microbatches is for --pp > 1; use --grad-accum");
+  if (o.pp == 1) {
+    if (o.print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1");
+    if (o.set_microbatches)
+      return zarg_fail("train", "--microbatches is for --pp > 1; use --grad-accum");
+    if (o.set_vpp || o.set_pp_schedule)
+      return zarg_fail("train", "--%s is for --pp > 1", o.set_vpp ? "vpp" : "pp-schedule");
+  } else {
+    /* with a pipeline the micro-batches play the role of gradient accumulation */
+    if (o.set_grad_accum)
+      return zarg_fail("train",
+                       "--grad-accum with --pp %d: use --microbatches (micro-batches per "
+                       "step through the pipeline)",
+                       o.pp);
+    if (o.set_zero && o.zero > 1)
+      return zarg_fail("train",
+                       "--zero %d with --pp %d: pipeline parallelism keeps every "
+                       "micro-batch's gradients on its stage and reduces them once per "
+                       "step; accepted --zero 0 or 1 (default 1 with --pp)",
+                       o.zero, o.pp);
+    if (!o.set_zero) o.zero = 1;
+    o.grad_accum = o.set_microbatches ? o.microbatches : o.pp;
+    int interleaved = o.pp_schedule == 1;
+    if (interleaved && o.vpp < 2)
+      return zarg_fail("train", "--pp-schedule interleaved needs --vpp >= 2 (model chunks per "
+                                "pipeline rank)");
+    if (!interleaved && o.vpp > 1)
+      return zarg_fail("train", "--vpp %d needs --pp-schedule interleaved", o.vpp);
+    if (interleaved && o.grad_accum % o.pp)
+      return zarg_fail("train",
+                       "--microbatches %d with --pp-schedule interleaved: accepted a "
+                       "multiple of --pp %d",
+                       o.grad_accum, o.pp);
+    int nu = zeroc_gpt_num_units(&gc);
+    if (nu < o.pp * o.vpp)
+      return zarg_fail("train",
+                       "--pp %d x --vpp %d = %d pipeline stages need as many units; the "
+                       "model has %d (embedding, %d layers, head): use more --layers",
+                       o.pp, o.vpp, o.pp * o.vpp, nu, gc.layers);
+    if (o.print_schedule) {
+      zeroc_dtype_t pdt = o.dtype == 2 ? ZEROC_BF16 : ZEROC_FP32;
+      return print_schedule(&o, &gc, pdt);
+    }
+  }
   if (o.off_par != 0 && o.zero != 3)
     return zarg_fail("train", "--offload-params %s needs --zero 3 (got --zero %d)", OFFLOADS[o.off_par], o.zero);
   if ((o.off_opt == 2 || o.off_par == 2) && !o.nvme_dir)
@@ -274,6 +387,14 @@ int zeroc_cmd_train(int argc, char **argv) {
   zeroc_data_t *data = NULL;
   zeroc_gpt_t *gpt = NULL;
   zeroc_model_t *model = NULL;
+  zeroc_pipeline_t *pipe = NULL;
+  /* activations (and what crosses pipeline stages) are in the kernels' dtype:
+   * fp32 on cpu, the parameter dtype on cuda */
+  zeroc_dtype_t act_dtype = dev == ZEROC_DEVICE_CPU ? ZEROC_FP32 : dtype;
+  zeroc_pipeline_config_t pcfg = pipe_config(&o, &gc, act_dtype);
+  zeroc_gpt_batch_t *mbs = NULL; /* with a pipeline: the step's micro-batches */
+  const void **mbp = NULL;
+  int *bounds = NULL;
   FILE *metrics = NULL;
   int32_t *inputs = NULL, *targets = NULL, *dev_in = NULL, *dev_tg = NULL;
   double *times = NULL;
@@ -301,9 +422,24 @@ int zeroc_cmd_train(int argc, char **argv) {
   go.recompute = o.recompute;
   /* the model computes in the kernels' dtype: fp32 on cpu (bf16 parameters are
    * converted for compute by the engine), the parameter dtype on cuda */
-  go.dtype = dev == ZEROC_DEVICE_CPU ? ZEROC_FP32 : dtype;
+  go.dtype = act_dtype;
   go.sequence_parallel = o.sequence_parallel;
-  r = zeroc_gpt_create_ex(ctx, &gc, &go, &gpt);
+  int first[64], count[64];
+  zeroc_gpt_stage_t st = {o.vpp, first, count, 1};
+  r = ZEROC_OK;
+  if (o.pp > 1) {
+    /* this rank's chunks: stage c*pp + pp_rank of the balanced cut */
+    int S = o.pp * o.vpp;
+    bounds = malloc(sizeof(int) * (size_t)(S + 1));
+    r = bounds && !pipe_partition(&o, &gc, bounds) ? ZEROC_OK : ZEROC_ERR_INVALID_ARG;
+    for (int c = 0; !r && c < o.vpp; c++) {
+      first[c] = bounds[c * o.pp + mesh->pp_rank];
+      count[c] = bounds[c * o.pp + mesh->pp_rank + 1] - first[c];
+    }
+    if (!r) r = zeroc_pipeline_slots(&pcfg, o.pp, mesh->pp_rank, &st.slots);
+    go.stage = &st;
+  }
+  if (!r) r = zeroc_gpt_create_ex(ctx, &gc, &go, &gpt);
   r = zeroc_ctx_agree(ctx, r);
   if (r != ZEROC_OK) goto fail;
   int nunits;
@@ -327,6 +463,12 @@ int zeroc_cmd_train(int argc, char **argv) {
   sc.max_skipped = o.max_skipped;
   r = zeroc_shard(ctx, layers, nunits, &sc, &model);
   if (r != ZEROC_OK) goto fail;
+  if (o.pp > 1) {
+    int cf[64], cn[64];
+    for (int c = 0; c < o.vpp; c++) zeroc_gpt_chunk_units(gpt, c, &cf[c], &cn[c]);
+    r = zeroc_pipeline_create(model, cf, cn, &pcfg, &pipe);
+    if (r != ZEROC_OK) goto fail;
+  }
 
   /* ---- starting point ------------------------------------------------------------ */
   stage_msg = "start";
@@ -364,17 +506,22 @@ int zeroc_cmd_train(int argc, char **argv) {
   }
 
   /* ---- buffers -------------------------------------------------------------------- */
-  size_t ntok = (size_t)gc.batch * (size_t)gc.seq;
-  inputs = malloc(ntok * 4);
-  targets = malloc(ntok * 4);
+  /* a pipeline holds the whole step's micro-batches at once */
+  size_t ntok = (size_t)gc.batch * (size_t)gc.seq, nmb = pipe ? (size_t)o.grad_accum : 1;
+  inputs = malloc(ntok * nmb * 4);
+  targets = malloc(ntok * nmb * 4);
   times = calloc((size_t)o.steps + 1, sizeof(double));
-  if (!inputs || !targets || !times) {
+  mbs = calloc(nmb, sizeof *mbs);
+  mbp = calloc(nmb, sizeof *mbp);
+  if (!inputs || !targets || !times || !mbs || !mbp) {
     r = ZEROC_ERR_NOMEM;
     goto fail;
   }
   if (dev == ZEROC_DEVICE_CUDA) {
-    r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * 4, (void **)&dev_in);
-    if (!r) r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * 4, (void **)&dev_tg);
+    r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * nmb * 4, (void **)&dev_in);
+    if (!r)
+      r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * nmb * 4,
+                          (void **)&dev_tg);
     if (r) goto fail;
   }
   if (root && o.metrics) {
@@ -425,7 +572,18 @@ int zeroc_cmd_train(int argc, char **argv) {
     char b1[32];
     printf("zeroc train: %s (%d layers, hidden %d, %d heads, vocab %d, seq %d), %.2fM parameters\n",
            MODELS[o.model], gc.layers, gc.hidden, gc.heads, gc.vocab, gc.seq, params / 1e6);
-    printf("  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), tp %d%s, batch %d x accum %d x dp %d = %d "
+    char ppdesc[64] = "";
+    if (o.vpp > 1) snprintf(ppdesc, sizeof ppdesc, ", %d chunks per rank", o.vpp);
+    if (o.pp > 1)
+      printf("  %d ranks on %s: pp %d (%s%s), ZeRO-%d, dp %d (%d x %d), tp %d%s, batch %d x %d "
+             "micro-batches x dp %d = %d sequences (%.0f tokens) per step, %s%s\n",
+             mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.pp,
+             PP_SCHEDULES[o.pp_schedule], ppdesc, o.zero, dp, mesh->dp_replicate, mesh->dp_shard,
+             mesh->tp, o.sequence_parallel ? " (sequence parallel)" : "", gc.batch, o.grad_accum,
+             dp, dcfg.global_batch, tokens_per_step, zeroc_dtype_name(dtype),
+             o.recompute ? ", recompute" : "");
+    else
+      printf("  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), tp %d%s, batch %d x accum %d x dp %d = %d "
            "sequences (%.0f tokens) per step, %s, prefetch %d%s\n",
            mesh->world, dev == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", o.zero, dp, mesh->dp_replicate,
            mesh->dp_shard, mesh->tp, o.sequence_parallel ? " (sequence parallel)" : "", gc.batch,
@@ -463,20 +621,32 @@ int zeroc_cmd_train(int argc, char **argv) {
   zeroc_ctx_memory_reset_peak(ctx);
   for (int s = start; s < o.steps; s++) {
     double t0 = now_s();
+    zeroc_pipeline_stats_t pst = {0};
     for (int u = 0; u < o.grad_accum; u++) {
-      r = zeroc_data_batch(data, &lay, (uint64_t)s, u, inputs, targets);
+      /* a pipeline takes the whole step's micro-batches at once, one slot each */
+      size_t at = pipe ? (size_t)u * ntok : 0;
+      r = zeroc_data_batch(data, &lay, (uint64_t)s, u, inputs + at, targets + at);
       if (r) goto fail;
-      zeroc_gpt_batch_t b = {gc.batch, gc.seq, inputs, targets};
+      zeroc_gpt_batch_t b = {gc.batch, gc.seq, inputs + at, targets + at};
       if (dev_in) {
         zeroc_stream_t *cs = zeroc_ctx_compute_stream(ctx);
-        r = zeroc_memcpy_async(cs, dev_in, inputs, ntok * 4);
-        if (!r) r = zeroc_memcpy_async(cs, dev_tg, targets, ntok * 4);
+        r = zeroc_memcpy_async(cs, dev_in + at, inputs + at, ntok * 4);
+        if (!r) r = zeroc_memcpy_async(cs, dev_tg + at, targets + at, ntok * 4);
         if (r) goto fail;
-        b.inputs = dev_in;
-        b.targets = dev_tg;
+        b.inputs = dev_in + at;
+        b.targets = dev_tg + at;
+      }
+      if (pipe) {
+        mbs[u] = b;
+        mbp[u] = &mbs[u];
+        continue;
       }
       r = zeroc_model_forward(model, &b);
       if (!r) r = zeroc_model_backward(model);
+      if (r) goto fail;
+    }
+    if (pipe) {
+      r = zeroc_pipeline_run(pipe, mbp, &pst);
       if (r) goto fail;
     }
     zeroc_step_info_t info;
@@ -508,10 +678,12 @@ int zeroc_cmd_train(int argc, char **argv) {
     if (isfinite(z_loss)) snprintf(zl, sizeof zl, "%.3f", z_loss);
     if (isfinite(z_norm)) snprintf(zn, sizeof zn, "%.3f", z_norm);
     double tps = tokens_per_step / dt, mfu = peak_flops > 0 ? flops_per_step / dt / peak_flops : 0;
-    /* with metrics, the peak over ranks too (pipeline stages and TP ranks differ) */
-    int64_t peak_max = (int64_t)peak_dev;
+    /* with metrics, the peak over ranks too (pipeline stages and TP ranks differ),
+     * and the slowest pipeline stage's compute (what the other stages wait for) */
+    int64_t peak_max = (int64_t)peak_dev, compute_max_us = (int64_t)(pst.compute_ms * 1e3);
     if (o.metrics) {
       r = zeroc_ctx_max_i64(ctx, &peak_max);
+      if (!r && pipe) r = zeroc_ctx_max_i64(ctx, &compute_max_us);
       if (r) goto fail;
     }
     if (root && metrics) {
@@ -537,6 +709,12 @@ int zeroc_cmd_train(int argc, char **argv) {
                   k ? (predicted ? pred_tag[t] : 0) : (double)ms.peak[ZEROC_MEM_DEVICE][t]);
         fprintf(metrics, "}");
       }
+      /* rank 0 is the first stage: its idle share of the forward/backward part */
+      if (pipe)
+        fprintf(metrics,
+                ", \"pp_bubble\": %.4f, \"pp_compute_ms\": %.3f, \"pp_run_ms\": %.3f, "
+                "\"pp_compute_max_ms\": %.3f",
+                pst.bubble, pst.compute_ms, pst.run_ms, compute_max_us * 1e-3);
       fprintf(metrics, "}\n");
       fflush(metrics);
     }
@@ -546,12 +724,17 @@ int zeroc_cmd_train(int argc, char **argv) {
     if (root && !o.quiet &&
         (tty || s == start || s == o.steps - 1 || (s + 1) % every == 0 || info.skipped || spike)) {
       char b1[32], b2[32];
-      printf("%sstep %5d/%d | loss %.4f | norm %.3f | %8.0f tok/s | %7.1f ms | comm %6.1f ms exposed | "
+      printf("%sstep %5d/%d | loss %.4f | norm %.3f | %8.0f tok/s | %7.1f ms | comm %6.1f ms "
+             "exposed | "
              "mem %s (pred %s)%s%s%s%s",
              tty ? "\r" : "", s + 1, o.steps, info.loss, info.grad_norm, tps, dt * 1e3,
              info.exposed_comm_ms, fmt_bytes((double)peak_dev, b1, sizeof b1),
              fmt_bytes(predicted, b2, sizeof b2), info.skipped ? " | SKIPPED (non-finite)" : "",
-             spike ? " | SPIKE " : "", spike ? SPIKE_NAMES[spike] : "", tty ? "   " : "\n");
+             spike ? " | SPIKE " : "", spike ? SPIKE_NAMES[spike] : "",
+             pipe  ? ""
+             : tty ? "   "
+                   : "\n");
+      if (pipe) printf(" | bubble %4.1f%%%s", 100 * pst.bubble, tty ? "   " : "\n");
       if (peak_flops > 0) printf(" | MFU %.1f%%", mfu * 100);
       fflush(stdout);
     }
@@ -633,6 +816,10 @@ fail:
   free(inputs);
   free(targets);
   free(times);
+  free(mbs);
+  free(mbp);
+  free(bounds);
+  zeroc_pipeline_destroy(pipe);
   zeroc_model_destroy(model);
   zeroc_gpt_destroy(gpt);
   zeroc_data_destroy(data);

@@ -140,6 +140,9 @@ static void run_point(zeroc_pp_kind_t kind, int p, int m, int v) {
   CU_ASSERT_EQUAL(s->p, p);
   ZT_OK(zeroc__pp_schedule_check(s));
   check_structure(s);
+  /* what the runtime's one-stream-per-message-kind relies on */
+  ZT_ASSERT_MSG(zeroc__pp_orders_match(s), "%s p=%d m=%d v=%d: send and receive orders differ",
+                zeroc__pp_kind_name(kind), p, m, v);
   static const double costs[][2] = {{1, 1}, {1, 2}};
   for (int c = 0; c < 2; c++) {
     for (int rendezvous = 1; rendezvous >= 0; rendezvous--) {
@@ -407,6 +410,54 @@ static void test_groups_prevent_deadlock(void) {
   }
 }
 
+/* A valid hand-made schedule whose gradients arrive in another order than they
+ * are sent: the checker and the simulator accept it, the order test does not. */
+static void test_orders_mismatch(void) {
+  enum {
+    F = ZEROC_PP_FORWARD,
+    B = ZEROC_PP_BACKWARD,
+    RA = ZEROC_PP_RECV_ACT,
+    SA = ZEROC_PP_SEND_ACT,
+    RG = ZEROC_PP_RECV_GRAD,
+    SG = ZEROC_PP_SEND_GRAD,
+    W = ZEROC_PP_WITH_NEXT
+  };
+  zeroc_pp_action_t a[] = {
+      /* rank 0 */
+      {F, 0, 0, 0, -1, -1},
+      {SA, 0, 0, 0, 1, 0},
+      {F, 0, 1, 0, -1, -1},
+      {SA, 0, 1, 0, 1, 0},
+      {RG, W, 1, 0, 1, 0},
+      {RG, 0, 0, 0, 1, 0},
+      {B, 0, 1, 0, -1, -1},
+      {B, 0, 0, 0, -1, -1},
+      /* rank 1 */
+      {RA, 0, 0, 0, 0, 0},
+      {F, 0, 0, 0, -1, -1},
+      {RA, 0, 1, 0, 0, 0},
+      {F, 0, 1, 0, -1, -1},
+      {B, 0, 1, 0, -1, -1},
+      {B, 0, 0, 0, -1, -1},
+      {SG, W, 0, 0, 0, 0},
+      {SG, 0, 1, 0, 0, 0},
+  };
+  size_t off[] = {0, 8, 16};
+  zeroc_pp_schedule_t s = {ZEROC_PP_GPIPE, 2, 2, 1, off, a};
+  ZT_OK(zeroc__pp_schedule_check(&s));
+  zeroc_pp_sim_config_t cfg = ZEROC_PP_SIM_CONFIG_INIT;
+  zeroc_pp_sim_t *sim = NULL;
+  ZT_OK(zeroc__pp_simulate(&s, &cfg, &sim));
+  zeroc__pp_sim_destroy(sim);
+  CU_ASSERT_EQUAL(zeroc__pp_orders_match(&s), 0);
+  /* in the sent order it matches */
+  zeroc_pp_action_t t = a[4];
+  a[4] = a[5], a[5] = t;
+  a[4].flags = W, a[5].flags = 0;
+  ZT_OK(zeroc__pp_schedule_check(&s));
+  CU_ASSERT_EQUAL(zeroc__pp_orders_match(&s), 1);
+}
+
 /* Rank 0 waits for B0's gradient before sending F0's activation: a cycle that
  * even buffered sends cannot break. */
 static void test_deadlock_buffered(void) {
@@ -635,6 +686,7 @@ int main(int argc, char **argv) {
       {"simulator catches a broken dependency", test_dependency_violation},
       {"checker rejects broken schedules", test_check_rejects},
       {"validation errors", test_errors},
+      {"send and receive orders per message kind", test_orders_mismatch},
       ZT_END,
   };
   return zt_run("pp_schedule", tests);

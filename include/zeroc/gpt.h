@@ -57,6 +57,21 @@ typedef struct zeroc_gpt_batch {
   const int32_t *targets; /* (B,T) next tokens, or -1 for "no loss here" */
 } zeroc_gpt_batch_t;
 
+/* The part of the unit list one pipeline rank builds: `nchunks` contiguous
+ * ranges of the global units in increasing order (one stage per chunk; v > 1
+ * with the interleaved schedule), and activation sets for `slots`
+ * micro-batches in flight at once (zeroc_pipeline_slots). The head on a rank
+ * without the embedding holds its own copy of wte, and both copies are marked
+ * ZEROC_PARAM_TIED (the pipeline keeps them equal); beside the embedding it
+ * shares wte as in the whole model. A unit called with io->slot s uses
+ * activation set s. */
+typedef struct zeroc_gpt_stage {
+  int nchunks;      /* v >= 1 */
+  const int *first; /* (nchunks) first global unit of each chunk */
+  const int *count; /* (nchunks) units in each chunk, >= 1 */
+  int slots;        /* >= 1 */
+} zeroc_gpt_stage_t;
+
 /* How to build the model (beyond its shape). */
 typedef struct zeroc_gpt_options {
   size_t size;         /* sizeof(zeroc_gpt_options_t), set by the initializer */
@@ -67,10 +82,12 @@ typedef struct zeroc_gpt_options {
   int sequence_parallel; /* tp > 1: LayerNorm and residual regions split over the tp
                             ranks by tokens (all-gather / reduce-scatter instead of
                             all-reduce); micro-batches need B*T divisible by tp */
+  const zeroc_gpt_stage_t *stage; /* pipeline parallelism: only these chunks of the unit
+                                     list; NULL: the whole model, one slot */
 } zeroc_gpt_options_t;
 
 #define ZEROC_GPT_OPTIONS_INIT                                                                    \
-  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0 }
+  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL }
 
 /*
  * Builds the GPT's unit list (embedding, `layers` blocks, head tied to the
@@ -84,17 +101,47 @@ typedef struct zeroc_gpt_options {
  * tied head split by vocabulary rows (padded to a multiple of 64 x tp); every
  * tp size starts from the same weights. Each rank's units hold its slices, so
  * zeroc_shard() shards them over dp like any other (TP x FSDP).
- * Returns ZEROC_ERR_INVALID_ARG for a bad shape (or tp not dividing heads),
+ * Returns ZEROC_ERR_INVALID_ARG for a bad shape (or tp not dividing heads; a
+ * stage with empty, overlapping or unordered chunks, slots outside 1..4096),
  * ZEROC_ERR_NOMEM.
  */
 zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
                                 int recompute, zeroc_dtype_t dtype, zeroc_gpt_t **out);
-/* As zeroc_gpt_create, with options (sequence parallelism); opts NULL: defaults. */
+/* As zeroc_gpt_create, with options (sequence parallelism, a pipeline stage);
+ * opts NULL: defaults. */
 zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
                                    const zeroc_gpt_options_t *opts, zeroc_gpt_t **out);
 void zeroc_gpt_destroy(zeroc_gpt_t *g);
 
-/* The unit list to pass to zeroc_shard() (valid while `g` lives). */
+/* ---- pipeline parallelism: a rank's part of the model -------------------------- */
+
+/* Units of the whole model: the embedding (0), `layers` blocks (1..L) and the
+ * head (L+1). */
+int zeroc_gpt_num_units(const zeroc_gpt_config_t *c);
+
+/* Fills cost[0 .. L+2) with each unit's share of the work and memory, for
+ * cutting the unit list into balanced pipeline stages: the mean of its share of
+ * the forward FLOPs per token (blocks 24 C^2 + 4 T C, head 2 C Vp) and of the
+ * parameters (the head counted with the copy of wte it holds on the last
+ * stage). The costs sum to 1. */
+void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost);
+
+
+/* The chunks this rank holds, and chunk c's range of local units (indices
+ * into zeroc_gpt_layers); 0, 0 for a chunk out of range. */
+int zeroc_gpt_chunks(const zeroc_gpt_t *g);
+void zeroc_gpt_chunk_units(const zeroc_gpt_t *g, int chunk, int *first, int *count);
+
+/* The global unit index of local unit `local` (-1 out of range). */
+int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local);
+
+/* The parameters of global unit `unit` of the whole model, whichever rank
+ * holds it, and their count in *n (0 and NULL out of range); the head's are
+ * ln_f's two (a tied copy of wte is the embedding's wte). */
+const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, int *n);
+
+/* The unit list to pass to zeroc_shard() (valid while `g` lives): this rank's
+ * units, chunk after chunk. */
 const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n);
 
 /* The model's shape. */
@@ -111,7 +158,8 @@ int zeroc_gpt_sequence_parallel(const zeroc_gpt_t *g);
 /* Bytes of activations the model allocated (saved for backward and scratch). */
 uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g);
 
-/* The per-token losses of the last forward (B*T fp32, device memory). */
+/* The per-token losses of the last forward of the head (B*T fp32, device
+ * memory); NULL on a pipeline rank without the head. */
 const float *zeroc_gpt_losses(const zeroc_gpt_t *g);
 
 /*

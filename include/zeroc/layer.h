@@ -36,6 +36,10 @@ enum {
   ZEROC_PARAM_NO_DECAY = 1u << 0,      /* no weight decay (biases, norms) */
   ZEROC_PARAM_TP_REPLICATED = 1u << 1, /* identical on every tensor-parallel rank:
                                           counted once in the gradient norm */
+  ZEROC_PARAM_TIED = 1u << 2,          /* one of several copies held by different ranks (a
+                                          tied embedding on the first and the last pipeline
+                                          stage): gradients summed over the copies, counted
+                                          once in the gradient norm */
 };
 
 struct zeroc_param_desc;
@@ -94,6 +98,14 @@ typedef struct zeroc_layer_io {
                              (1 / (micro-steps x data-parallel size)) */
   float *loss;            /* the last unit's forward writes its mean loss here */
   void *user;             /* the layer's user pointer */
+  int slot;               /* which in-flight micro-batch this call belongs to, 0..slots-1:
+                             with pipeline parallelism several micro-batches sit between
+                             their forward and their backward, so a layer that keeps
+                             activations for backward keeps one set per slot; 0 otherwise */
+  const void *batch;      /* the micro-batch's model input (what unit 0 gets as `in`), the
+                             same for every unit: with pipeline parallelism unit 0 may run
+                             on another rank, so a unit that needs the batch (its shape, a
+                             loss head's targets) reads it here */
 } zeroc_layer_io_t;
 
 typedef struct zeroc_layer {

@@ -12,6 +12,7 @@
 #include "zeroc/layer.h"
 #include "zeroc/mem.h"
 #include "zeroc/mesh.h"
+#include "zeroc/pipeline.h"
 #include "zeroc/plan.h"
 #include "zeroc/result.h"
 #include "zeroc/shard.h"

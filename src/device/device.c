@@ -79,6 +79,13 @@ zeroc_result_t zeroc__stream_create(zeroc_device_t *dev, int priority, int inlin
   return ZEROC_OK;
 }
 
+zeroc_result_t zeroc__stream_create_p2p(zeroc_device_t *dev, int priority, zeroc_stream_t **s) {
+  zeroc_result_t r = dev->ops->stream_create(dev, priority, 0, s);
+  if (r != ZEROC_OK) return r;
+  (*s)->channel = ZEROC_P2P_CHANNEL;
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_stream_create(zeroc_ctx_t *ctx, int priority, zeroc_stream_t **s) {
   if (!ctx || !s) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_stream_create: NULL argument");
   return zeroc__stream_create(&ctx->dev, priority, 0, s);

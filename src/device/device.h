@@ -103,6 +103,11 @@ zeroc_result_t zeroc__stream_enqueue(zeroc_stream_t *s, zeroc__op_fn fn, const v
 zeroc_result_t zeroc__stream_create(zeroc_device_t *dev, int priority, int inline_,
                                     zeroc_stream_t **s);
 
+/* Creates a stream that only sends and receives point to point (pipeline
+ * activations): p2p always uses ZEROC_P2P_CHANNEL's communicator, so such a
+ * stream takes no collective channel and any number of them can exist. */
+zeroc_result_t zeroc__stream_create_p2p(zeroc_device_t *dev, int priority, zeroc_stream_t **s);
+
 /* The device of a context. */
 zeroc_device_t *zeroc__ctx_device(zeroc_ctx_t *ctx);
 

@@ -7,7 +7,9 @@
  * tail padding differs. Loading onto another tensor-parallel size re-splits
  * each parameter: the manifest records how every local tensor maps to the
  * unsplit one (tp/split.h), so each new element is found in whichever old tp
- * rank's shards hold it.
+ * rank's shards hold it. With pipeline parallelism each stage holds other
+ * units: the manifest lists every stage's units (gathered to rank 0) and a
+ * rank checks and loads only its own stage's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -97,11 +99,150 @@ fail:
   return res;
 }
 
-static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_t step,
-                                     const char *app_json, const uint64_t *table) {
+/* The "units" array: this rank's units and their parameters' flat layout and
+ * tensor-parallel split. */
+static void write_units(zeroc__jw_t *w, zeroc_model_t *m) {
+  int n = zeroc_model_num_units(m);
+  zeroc__jw_array_begin(w);
+  for (int u = 0; u < n; u++) {
+    zeroc_unit_info_t ui;
+    zeroc_model_unit_info(m, u, &ui);
+    zeroc__jw_object_begin(w);
+    zeroc__jw_key(w, "name");
+    zeroc__jw_string(w, ui.name ? ui.name : "");
+    zeroc__jw_key(w, "numel");
+    zeroc__jw_uint(w, ui.numel);
+    zeroc__jw_key(w, "flat_numel");
+    zeroc__jw_uint(w, ui.flat_numel);
+    zeroc__jw_key(w, "shard_numel");
+    zeroc__jw_uint(w, ui.shard_numel);
+    zeroc__jw_key(w, "params");
+    zeroc__jw_array_begin(w);
+    for (int p = 0; p < ui.nparams; p++) {
+      const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
+      zeroc__jw_object_begin(w);
+      zeroc__jw_key(w, "name");
+      zeroc__jw_string(w, pd->name ? pd->name : "");
+      zeroc__jw_key(w, "offset");
+      zeroc__jw_uint(w, zeroc_model_param_offset(m, u, p));
+      zeroc__jw_key(w, "numel");
+      zeroc__jw_uint(w, zeroc_param_numel(pd));
+      /* how the local tensor sits in the unsplit one, for re-splitting */
+      zeroc__jw_key(w, "shape");
+      zeroc__jw_array_begin(w);
+      for (int d = 0; d < pd->ndim; d++) zeroc__jw_int(w, pd->shape[d]);
+      zeroc__jw_array_end(w);
+      zeroc__jw_key(w, "tp_groups");
+      zeroc__jw_int(w, pd->tp_groups > 0 ? pd->tp_groups : 0);
+      if (pd->tp_groups > 0) {
+        zeroc__jw_key(w, "tp_dim");
+        zeroc__jw_int(w, pd->tp_dim);
+        zeroc__jw_key(w, "tp_full");
+        zeroc__jw_array_begin(w);
+        for (int d = 0; d < pd->ndim; d++) zeroc__jw_int(w, pd->tp_full[d]);
+        zeroc__jw_array_end(w);
+      }
+      zeroc__jw_object_end(w);
+    }
+    zeroc__jw_array_end(w);
+    zeroc__jw_object_end(w);
+  }
+  zeroc__jw_array_end(w);
+}
+
+/* Copies a parsed JSON value into a writer (the stages' gathered unit lists). */
+static void emit_json(zeroc__jw_t *w, const zeroc__json_t *v) {
+  switch (v->type) {
+  case ZEROC_JSON_OBJECT:
+    zeroc__jw_object_begin(w);
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+      zeroc__jw_key(w, v->u.obj.members[i].key);
+      emit_json(w, &v->u.obj.members[i].value);
+    }
+    zeroc__jw_object_end(w);
+    break;
+  case ZEROC_JSON_ARRAY:
+    zeroc__jw_array_begin(w);
+    for (size_t i = 0; i < v->u.arr.n; i++) emit_json(w, &v->u.arr.items[i]);
+    zeroc__jw_array_end(w);
+    break;
+  case ZEROC_JSON_STRING:
+    zeroc__jw_stringn(w, v->u.str.s, v->u.str.len);
+    break;
+  case ZEROC_JSON_NUMBER:
+    if (v->u.num.is_int)
+      zeroc__jw_int(w, v->u.num.i);
+    else
+      zeroc__jw_double(w, v->u.num.value);
+    break;
+  case ZEROC_JSON_BOOL:
+    zeroc__jw_bool(w, v->u.boolean);
+    break;
+  default:
+    zeroc__jw_null(w);
+    break;
+  }
+}
+
+/*
+ * With pipeline parallelism: the units of every stage, as JSON texts, on
+ * rank 0 (texts[s] for stage s, malloc'd), gathered over rank 0's pipeline
+ * group (the ranks at dp 0, tp 0 of each stage). Ranks outside that group
+ * return at once. A rank that cannot build its text sends an empty one, so
+ * nobody is left waiting; rank 0 then fails.
+ */
+static zeroc_result_t gather_stage_units(zeroc_model_t *m, char ***texts_out) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
-  int shard_size, n = zeroc_model_num_units(m);
+  *texts_out = NULL;
+  if (mesh->pp == 1 || mesh->dp_rank != 0 || mesh->tp_rank != 0) return ZEROC_OK;
+  zeroc_group_t *g = zeroc__ctx_group(ctx, ZEROC_GROUP_PP);
+  zeroc_result_t res = ZEROC_OK;
+  zeroc__jw_t w;
+  zeroc__jw_init(&w, 0);
+  write_units(&w, m);
+  const char *mine = "";
+  size_t mylen = 0;
+  if (zeroc__jw_finish(&w, &mine, &mylen) != ZEROC_OK) mine = "", mylen = 0;
+  int64_t maxlen = (int64_t)mylen + 1;
+  char *all = NULL;
+  ZEROC_TRY(zeroc__allreduce_host(g, &maxlen, 1, ZEROC_INT64, ZEROC_MAX));
+  all = calloc((size_t)mesh->pp, (size_t)maxlen);
+  if (!all) {
+    /* still take part: a zero buffer on the stack would be too big, so fail the job */
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "manifest unit lists: %d x %lld bytes", mesh->pp,
+                     (long long)maxlen);
+    goto fail;
+  }
+  memcpy(all + (size_t)mesh->pp_rank * (size_t)maxlen, mine, mylen);
+  ZEROC_TRY(
+      zeroc__allreduce_host(g, all, (size_t)mesh->pp * (size_t)maxlen, ZEROC_UINT8, ZEROC_SUM));
+  if (mesh->rank == 0) {
+    char **texts = calloc((size_t)mesh->pp, sizeof *texts);
+    if (!texts) {
+      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "manifest unit lists");
+      goto fail;
+    }
+    for (int s = 0; s < mesh->pp; s++) {
+      texts[s] = strndup(all + (size_t)s * (size_t)maxlen, (size_t)maxlen);
+      if (!texts[s] || !*texts[s]) {
+        if (!res) res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "pipeline stage %d sent no unit list", s);
+      }
+    }
+    *texts_out = texts;
+  }
+fail:
+  free(all);
+  zeroc__jw_free(&w);
+  return res;
+}
+
+static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_t step,
+                                     const char *app_json, const uint64_t *table,
+                                     char *const *stage_units) {
+  zeroc_ctx_t *ctx = zeroc_model_ctx(m);
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  int shard_size;
   zeroc_model_shard_layout(m, NULL, &shard_size, NULL);
   zeroc__jw_t w;
   zeroc__jw_init(&w, 1);
@@ -127,52 +268,27 @@ static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_
   zeroc__jw_object_end(&w);
   zeroc__jw_key(&w, "shard_size");
   zeroc__jw_int(&w, shard_size);
+  /* stage 0's units (the whole model without a pipeline) */
   zeroc__jw_key(&w, "units");
-  zeroc__jw_array_begin(&w);
-  for (int u = 0; u < n; u++) {
-    zeroc_unit_info_t ui;
-    zeroc_model_unit_info(m, u, &ui);
-    zeroc__jw_object_begin(&w);
-    zeroc__jw_key(&w, "name");
-    zeroc__jw_string(&w, ui.name ? ui.name : "");
-    zeroc__jw_key(&w, "numel");
-    zeroc__jw_uint(&w, ui.numel);
-    zeroc__jw_key(&w, "flat_numel");
-    zeroc__jw_uint(&w, ui.flat_numel);
-    zeroc__jw_key(&w, "shard_numel");
-    zeroc__jw_uint(&w, ui.shard_numel);
-    zeroc__jw_key(&w, "params");
+  write_units(&w, m);
+  zeroc_result_t res = ZEROC_OK;
+  if (stage_units) {
+    zeroc__jw_key(&w, "stages");
     zeroc__jw_array_begin(&w);
-    for (int p = 0; p < ui.nparams; p++) {
-      const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
+    for (int s = 0; s < mesh->pp && !res; s++) {
+      zeroc__json_doc_t *doc = NULL;
+      res = zeroc__json_parse(stage_units[s], strlen(stage_units[s]), "a stage's unit list", &doc);
+      if (res) break;
       zeroc__jw_object_begin(&w);
-      zeroc__jw_key(&w, "name");
-      zeroc__jw_string(&w, pd->name ? pd->name : "");
-      zeroc__jw_key(&w, "offset");
-      zeroc__jw_uint(&w, zeroc_model_param_offset(m, u, p));
-      zeroc__jw_key(&w, "numel");
-      zeroc__jw_uint(&w, zeroc_param_numel(pd));
-      /* how the local tensor sits in the unsplit one, for re-splitting */
-      zeroc__jw_key(&w, "shape");
-      zeroc__jw_array_begin(&w);
-      for (int d = 0; d < pd->ndim; d++) zeroc__jw_int(&w, pd->shape[d]);
-      zeroc__jw_array_end(&w);
-      zeroc__jw_key(&w, "tp_groups");
-      zeroc__jw_int(&w, pd->tp_groups > 0 ? pd->tp_groups : 0);
-      if (pd->tp_groups > 0) {
-        zeroc__jw_key(&w, "tp_dim");
-        zeroc__jw_int(&w, pd->tp_dim);
-        zeroc__jw_key(&w, "tp_full");
-        zeroc__jw_array_begin(&w);
-        for (int d = 0; d < pd->ndim; d++) zeroc__jw_int(&w, pd->tp_full[d]);
-        zeroc__jw_array_end(&w);
-      }
+      zeroc__jw_key(&w, "pp");
+      zeroc__jw_int(&w, s);
+      zeroc__jw_key(&w, "units");
+      emit_json(&w, zeroc__json_root(doc));
       zeroc__jw_object_end(&w);
+      zeroc__json_free(doc);
     }
     zeroc__jw_array_end(&w);
-    zeroc__jw_object_end(&w);
   }
-  zeroc__jw_array_end(&w);
   zeroc__jw_key(&w, "files");
   zeroc__jw_array_begin(&w);
   for (int r = 0; r < mesh->world; r++) {
@@ -203,10 +319,10 @@ static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_
   zeroc__jw_object_end(&w);
   const char *text;
   size_t len;
-  zeroc_result_t r = zeroc__jw_finish(&w, &text, &len);
-  if (!r) r = zeroc__file_write_sync(path, text, len);
+  if (!res) res = zeroc__jw_finish(&w, &text, &len);
+  if (!res) res = zeroc__file_write_sync(path, text, len);
   zeroc__jw_free(&w);
-  return r;
+  return res;
 }
 
 /* Every parameter's tensor-parallel split must be an even cut of its unsplit
@@ -251,14 +367,19 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
   }
   r = zeroc_ctx_agree(ctx, r);
   uint64_t *table = NULL;
+  char **stage_units = NULL;
   if (!r) r = exchange_files(ctx, crc, bytes, writer, &table);
+  if (!r) r = zeroc_ctx_agree(ctx, gather_stage_units(m, &stage_units));
   if (r) {
     if (root) zeroc__rmtree(tmp); /* the previous checkpoint stays the latest */
+    free(table);
+    for (int s = 0; stage_units && s < mesh->pp; s++) free(stage_units[s]);
+    free(stage_units);
     return r;
   }
   if (root) {
     snprintf(path, sizeof path, "%s/manifest.json", tmp);
-    r = write_manifest(m, path, step, app_json, table);
+    r = write_manifest(m, path, step, app_json, table, stage_units);
     if (!r) ZEROC_FAULT_AT(ctx, "ckpt.manifest", step, NULL);
     if (!r) r = zeroc__dir_publish(tmp, final);
     if (!r) {
@@ -273,6 +394,8 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
     else ZINFO(IO, "checkpoint step %" PRIu64 " published in %s", step, final);
   }
   free(table);
+  for (int s = 0; stage_units && s < mesh->pp; s++) free(stage_units[s]);
+  free(stage_units);
   return zeroc_ctx_agree(ctx, r);
 }
 
@@ -557,10 +680,28 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
   }
   resplit = (int)old_tp != mesh->tp;
   ntp = resplit ? (int)old_tp : 1;
+  /* with a pipeline, this rank's stage's units */
   const zeroc__json_t *units = zeroc__json_get(root, "units");
+  const zeroc__json_t *stages = zeroc__json_get(root, "stages");
+  if (mesh->pp > 1) {
+    units = NULL;
+    for (size_t i = 0; stages && stages->type == ZEROC_JSON_ARRAY && i < stages->u.arr.n; i++) {
+      uint64_t sp;
+      const zeroc__json_t *e = &stages->u.arr.items[i];
+      if (!get_u64(e, "pp", what, &sp) && (int)sp == mesh->pp_rank)
+        units = zeroc__json_get(e, "units");
+    }
+    if (!units) {
+      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: no unit list for pipeline stage %d", what,
+                       mesh->pp_rank);
+      goto fail;
+    }
+  }
   if (!units || units->type != ZEROC_JSON_ARRAY || units->u.arr.n != (size_t)n || old_shards < 1) {
-    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: %zu units saved, this model has %d", what,
-                     units && units->type == ZEROC_JSON_ARRAY ? units->u.arr.n : 0, n);
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: %zu units saved%s, this model has %d%s", what,
+                     units && units->type == ZEROC_JSON_ARRAY ? units->u.arr.n : 0,
+                     mesh->pp > 1 ? " for this pipeline stage" : "", n,
+                     mesh->pp > 1 ? " (another --vpp or model shape?)" : "");
     goto fail;
   }
   /* the layout must be the model's, unit by unit and parameter by parameter */

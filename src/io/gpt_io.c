@@ -7,6 +7,10 @@
  * Tensors are always the consolidated (unsplit) ones: with tensor
  * parallelism, export rebuilds each tensor from the tp ranks' slices
  * (tp/split.h) and import cuts each rank's slice from the file's tensor.
+ * With pipeline parallelism every stage holds other units: rank 0 receives the
+ * other stages' consolidated tensors from the first rank of each stage and
+ * writes the file, and on import each rank reads its own units' tensors; the
+ * last stage's tied copy of wte is the embedding's wte in the file.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,16 +26,19 @@
 
 #define CHK(call) ZEROC_CHECK(call)
 
-/* Hugging Face name and stored shape of parameter p of unit u (its unsplit
- * tensor, `sp`); *transpose is set for the Conv1D weights. Units: 0 embedding,
- * 1..L blocks, L+1 head. */
-static void hf_name(const zeroc_model_t *m, int u, int p, int nunits, int vocab, char *name,
-                    size_t n, int *ndim, uint64_t shape[2], int *transpose, zeroc__split_t *sp) {
-  const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
-  int block = u > 0 && u < nunits - 1;
+/* Tags of the export transfer on the pipeline group (blocking, after every
+ * pipeline message of the step has landed). */
+enum { TAG_HEADER = 32001, TAG_DATA = 32002 };
+
+/* Hugging Face name and stored shape of parameter `pd` of global unit g (its
+ * unsplit tensor, `sp`); *transpose is set for the Conv1D weights. Global
+ * units: 0 embedding, 1..L blocks, L+1 head. */
+static void hf_name(const zeroc_param_desc_t *pd, int g, int L, int vocab, char *name, size_t n,
+                    int *ndim, uint64_t shape[2], int *transpose, zeroc__split_t *sp) {
+  int block = g > 0 && g < L + 1;
   zeroc__split_of(pd, sp);
   if (block)
-    snprintf(name, n, "h.%d.%s", u - 1, pd->name);
+    snprintf(name, n, "h.%d.%s", g - 1, pd->name);
   else
     snprintf(name, n, "%s", pd->name);
   *ndim = pd->ndim;
@@ -39,11 +46,39 @@ static void hf_name(const zeroc_model_t *m, int u, int p, int nunits, int vocab,
   if (pd->ndim == 2) {
     shape[0] = (uint64_t)(*transpose ? sp->full[1] : sp->full[0]);
     shape[1] = (uint64_t)(*transpose ? sp->full[0] : sp->full[1]);
-    if (u == 0 && p == 0) shape[0] = (uint64_t)vocab; /* wte without padding rows */
+    if (!block && !strcmp(pd->name, "wte.weight")) shape[0] = (uint64_t)vocab; /* no padding rows */
   } else {
     shape[0] = (uint64_t)sp->full[0];
     shape[1] = 1;
   }
+}
+
+/* A copy of the embedding's wte held by another unit (the last stage's head). */
+static int is_tied_copy(const zeroc_param_desc_t *pd, int g) {
+  return g != 0 && (pd->flags & ZEROC_PARAM_TIED);
+}
+
+static zeroc_result_t mpi_check(int e, const char *what, int peer) {
+  if (e == MPI_SUCCESS) return ZEROC_OK;
+  return ZEROC_FAIL(ZEROC_ERR_MPI, "export: %s with pipeline rank %d: MPI error %d", what, peer, e);
+}
+
+/* Blocking transfer of `count` floats in parts that fit MPI's int count. */
+static zeroc_result_t send_floats(const float *buf, uint64_t count, int peer, MPI_Comm c) {
+  for (uint64_t off = 0; off < count; off += 1u << 30) {
+    int part = (int)(count - off < (1u << 30) ? count - off : (1u << 30));
+    CHK(mpi_check(MPI_Send(buf + off, part, MPI_FLOAT, peer, TAG_DATA, c), "sending values", peer));
+  }
+  return ZEROC_OK;
+}
+
+static zeroc_result_t recv_floats(float *buf, uint64_t count, int peer, MPI_Comm c) {
+  for (uint64_t off = 0; off < count; off += 1u << 30) {
+    int part = (int)(count - off < (1u << 30) ? count - off : (1u << 30));
+    CHK(mpi_check(MPI_Recv(buf + off, part, MPI_FLOAT, peer, TAG_DATA, c, MPI_STATUS_IGNORE),
+                  "receiving values", peer));
+  }
+  return ZEROC_OK;
 }
 
 /* dst (c, r) = src (r, c)^T */
@@ -78,99 +113,188 @@ static zeroc_result_t consolidate(zeroc_ctx_t *ctx, const zeroc_param_desc_t *pd
 
 zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
-  int root = zeroc_ctx_mesh(ctx)->rank == 0, n = zeroc_model_num_units(m), vocab;
-  zeroc_result_t res = ZEROC_OK, wres = ZEROC_OK; /* wres: rank 0's writing */
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  int root = mesh->rank == 0, n = zeroc_model_num_units(m);
+  int L = zeroc_gpt_config(g)->layers, NU = L + 2, vocab = zeroc_gpt_config(g)->vocab;
+  int rep = mesh->dp_rank == 0 && mesh->tp_rank == 0; /* speaks for its pipeline stage */
+  MPI_Comm ppc = zeroc__ctx_group(ctx, ZEROC_GROUP_PP)->mpi[ZEROC_P2P_CHANNEL];
+  zeroc_result_t res = ZEROC_OK;
   float **full = calloc((size_t)n, sizeof *full);
-  float *tmp = NULL, *gl = NULL;
+  float *tmp = NULL, *packed = NULL, **recv = calloc((size_t)mesh->pp, sizeof *recv);
+  int64_t *hdr = NULL;
+  /* src[gu*12 + p]: the consolidated values of parameter p of global unit gu */
+  const float **src = calloc((size_t)NU * 12, sizeof *src);
   zeroc__st_writer_t *w = NULL;
-  if (!full) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "export tables"));
-  vocab = zeroc_gpt_config(g)->vocab;
-  /* every rank takes part in the gathers (and the tp sums); rank 0 writes */
-  uint64_t maxp = 0;
+  if (!full || !src || !recv) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export tables");
+    goto fail;
+  }
+  /* every rank takes part in the gathers and the tp sums of its stage's units,
+   * each parameter consolidated in place of its unit's flat values (a tied copy
+   * of wte is the embedding's and is left out) */
+  uint64_t maxp = 0, count = 0;
   for (int u = 0; u < n; u++) {
     zeroc_unit_info_t ui;
     ZEROC_TRY(zeroc_model_unit_info(m, u, &ui));
-    full[u] = malloc(ui.flat_numel * 4);
+    uint64_t cons = 0;
+    for (int p = 0; p < ui.nparams; p++) {
+      zeroc__split_t sp;
+      zeroc__split_of(zeroc_model_param_desc(m, u, p), &sp);
+      cons += zeroc__split_full_numel(&sp);
+      if (zeroc__split_full_numel(&sp) > maxp) maxp = zeroc__split_full_numel(&sp);
+    }
+    full[u] = malloc((ui.flat_numel + cons) * 4 + 4);
     if (!full[u]) {
       res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export buffer of unit %d", u);
       goto fail;
     }
     ZEROC_TRY(zeroc_model_gather_unit(m, u, full[u]));
+    int gu = zeroc_gpt_global_unit(g, u);
+    float *at = full[u] + ui.flat_numel;
     for (int p = 0; p < ui.nparams; p++) {
+      const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
+      if (is_tied_copy(pd, gu)) continue;
       zeroc__split_t sp;
-      zeroc__split_of(zeroc_model_param_desc(m, u, p), &sp);
-      uint64_t ne = zeroc__split_full_numel(&sp);
-      if (ne > maxp) maxp = ne;
+      zeroc__split_of(pd, &sp);
+      ZEROC_TRY(consolidate(ctx, pd, &sp, full[u] + zeroc_model_param_offset(m, u, p), at));
+      src[gu * 12 + p] = at;
+      at += zeroc__split_full_numel(&sp);
+      count += zeroc__split_full_numel(&sp);
     }
   }
-  tmp = malloc(maxp * 4 + 4);
-  gl = malloc(maxp * 4 + 4);
-  if (!tmp || !gl) {
-    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export buffers of %" PRIu64 " floats", maxp);
+  /* the other stages' first ranks send theirs to rank 0: [units, floats, global
+   * unit of each] then the consolidated values, unit after unit */
+  if (mesh->pp > 1 && rep && mesh->pp_rank > 0) {
+    hdr = malloc(sizeof(int64_t) * (size_t)(n + 2));
+    packed = malloc(count * 4 + 4);
+    if (!hdr || !packed) {
+      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transfer of %" PRIu64 " floats", count);
+      goto fail;
+    }
+    hdr[0] = n, hdr[1] = (int64_t)count;
+    uint64_t at = 0;
+    for (int u = 0; u < n; u++) {
+      int gu = zeroc_gpt_global_unit(g, u), np;
+      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
+      hdr[2 + u] = gu;
+      for (int p = 0; p < np; p++) {
+        zeroc__split_t sp;
+        zeroc__split_of(&pds[p], &sp);
+        memcpy(packed + at, src[gu * 12 + p], zeroc__split_full_numel(&sp) * 4);
+        at += zeroc__split_full_numel(&sp);
+      }
+    }
+    ZEROC_TRY(mpi_check(MPI_Send(hdr, n + 2, MPI_INT64_T, 0, TAG_HEADER, ppc), "sending the unit list", 0));
+    ZEROC_TRY(send_floats(packed, count, 0, ppc));
+  }
+  if (!root) goto fail; /* done: only the agreement below is left */
+  /* rank 0: every other stage's tensors, then the file in global order */
+  hdr = malloc(sizeof(int64_t) * (size_t)(NU + 2));
+  if (!hdr) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export unit list");
     goto fail;
   }
-  if (root) {
-    wres = zeroc__st_writer_create(path, &w);
-    if (!wres) wres = zeroc__st_writer_metadata(w, "format", "pt");
-    if (!wres) wres = zeroc__st_writer_metadata(w, "producer", "zeroc");
-    for (int u = 0; u < n && !wres; u++) {
-      zeroc_unit_info_t ui;
-      zeroc_model_unit_info(m, u, &ui);
-      for (int p = 0; p < ui.nparams && !wres; p++) {
+  for (int s = 1; s < mesh->pp; s++) {
+    MPI_Status st;
+    int got = 0;
+    ZEROC_TRY(mpi_check(MPI_Recv(hdr, NU + 2, MPI_INT64_T, s, TAG_HEADER, ppc, &st),
+                        "receiving the unit list", s));
+    MPI_Get_count(&st, MPI_INT64_T, &got);
+    if (got < 2 || hdr[0] != got - 2 || hdr[1] < 0) {
+      res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: pipeline rank %d sent a bad unit list", s);
+      goto fail;
+    }
+    uint64_t total = (uint64_t)hdr[1];
+    float *vals = recv[s] = malloc(total * 4 + 4);
+    if (!vals) {
+      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export: %" PRIu64 " floats from pipeline rank %d", total, s);
+      goto fail;
+    }
+    ZEROC_TRY(recv_floats(vals, total, s, ppc));
+    uint64_t at = 0;
+    for (int64_t k = 0; k < hdr[0]; k++) {
+      int gu = (int)hdr[2 + k], np;
+      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
+      for (int p = 0; p < np && pds; p++) {
+        zeroc__split_t sp;
+        zeroc__split_of(&pds[p], &sp);
+        uint64_t ne = zeroc__split_full_numel(&sp);
+        if (at + ne > total) break;
+        src[gu * 12 + p] = vals + at;
+        if (ne > maxp) maxp = ne;
+        at += ne;
+      }
+    }
+  }
+  for (int gu = 0; gu < NU; gu++) {
+    int np;
+    zeroc_gpt_unit_params(g, gu, &np);
+    for (int p = 0; p < np; p++)
+      if (!src[gu * 12 + p]) {
+        res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p, gu);
+        goto fail;
+      }
+  }
+  tmp = malloc(maxp * 4 + 4);
+  if (!tmp) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transpose buffer of %" PRIu64 " floats", maxp);
+    goto fail;
+  }
+  ZEROC_TRY(zeroc__st_writer_create(path, &w));
+  ZEROC_TRY(zeroc__st_writer_metadata(w, "format", "pt"));
+  ZEROC_TRY(zeroc__st_writer_metadata(w, "producer", "zeroc"));
+  /* the header lists every tensor first, then the values follow in the same order */
+  for (int pass = 0; pass < 2; pass++) {
+    for (int gu = 0; gu < NU; gu++) {
+      int np;
+      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
+      for (int p = 0; p < np; p++) {
         char name[128];
         int nd, tr;
         uint64_t shape[2];
         zeroc__split_t sp;
-        hf_name(m, u, p, n, vocab, name, sizeof name, &nd, shape, &tr, &sp);
-        wres = zeroc__st_writer_add(w, name, ZEROC_ST_F32, nd, shape);
+        hf_name(&pds[p], gu, L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
+        if (!pass) {
+          ZEROC_TRY(zeroc__st_writer_add(w, name, ZEROC_ST_F32, nd, shape));
+          continue;
+        }
+        const float *v = src[gu * 12 + p];
+        uint64_t cnt = nd == 2 ? shape[0] * shape[1] : shape[0];
+        if (tr) {
+          transpose(tmp, v, shape[1], shape[0]);
+          v = tmp;
+        }
+        ZEROC_TRY(zeroc__st_writer_write_f32(w, v, cnt));
       }
     }
   }
-  /* the sums over tp ranks are collective: every rank walks every tensor, even
-   * after rank 0 failed to write */
-  for (int u = 0; u < n; u++) {
-    zeroc_unit_info_t ui;
-    zeroc_model_unit_info(m, u, &ui);
-    for (int p = 0; p < ui.nparams; p++) {
-      char name[128];
-      int nd, tr;
-      uint64_t shape[2];
-      zeroc__split_t sp;
-      hf_name(m, u, p, n, vocab, name, sizeof name, &nd, shape, &tr, &sp);
-      const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
-      ZEROC_TRY(consolidate(ctx, pd, &sp, full[u] + zeroc_model_param_offset(m, u, p), gl));
-      if (!root || wres) continue;
-      const float *src = gl;
-      uint64_t count = nd == 2 ? shape[0] * shape[1] : shape[0];
-      if (tr) {
-        transpose(tmp, gl, shape[1], shape[0]);
-        src = tmp;
-      }
-      wres = zeroc__st_writer_write_f32(w, src, count);
-    }
-  }
-  if (root && !wres) wres = zeroc__st_writer_finish(w);
-  res = wres;
+  ZEROC_TRY(zeroc__st_writer_finish(w));
 fail:
   zeroc__st_writer_destroy(w);
   free(tmp);
-  free(gl);
-  for (int u = 0; u < n; u++) free(full[u]);
+  free(packed);
+  free(hdr);
+  for (int s = 0; recv && s < mesh->pp; s++) free(recv[s]);
+  free(recv);
+  for (int u = 0; full && u < n; u++) free(full[u]);
   free(full);
+  free(src);
   return zeroc__ctx_ret(ctx, zeroc_ctx_agree(ctx, res));
 }
 
 zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
-  int n = zeroc_model_num_units(m), vocab;
+  int n = zeroc_model_num_units(m), vocab, L;
   zeroc_result_t res = ZEROC_OK;
   zeroc__st_t *st = NULL;
   float **shards = calloc((size_t)n, sizeof *shards);
   float *tmp = NULL, *gl = NULL, *flat = NULL;
   if (!shards) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "import tables"));
   vocab = zeroc_gpt_config(g)->vocab;
+  L = zeroc_gpt_config(g)->layers;
   ZEROC_TRY(zeroc__st_open(path, &st));
-  /* every rank reads each whole tensor and keeps its own shard of its slice */
+  /* every rank reads each whole tensor of its own units and keeps its own shard
+   * of its slice */
   for (int u = 0; u < n; u++) {
     zeroc_unit_info_t ui;
     ZEROC_TRY(zeroc_model_unit_info(m, u, &ui));
@@ -185,8 +309,10 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       int nd, tr;
       uint64_t shape[2];
       zeroc__split_t sp;
-      hf_name(m, u, p, n, vocab, name, sizeof name, &nd, shape, &tr, &sp);
       const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
+      int gu = zeroc_gpt_global_unit(g, u);
+      /* a tied copy of wte reads wte */
+      hf_name(pd, is_tied_copy(pd, gu) ? 0 : gu, L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
       const zeroc__st_tensor_t *t = zeroc__st_find(st, name);
       if (!t) {
         res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,

@@ -6,7 +6,10 @@
  * column-parallel, attention-out and MLP-down row-parallel, attention heads
  * and the vocabulary split over the tp ranks, optionally sequence parallel.
  * Calls only the kernel dispatch and tp/: it knows nothing of sharding, MPI
- * or CUDA.
+ * or CUDA. With pipeline parallelism a rank builds only its chunks of the unit
+ * list and keeps one set of activations per in-flight micro-batch (slot); a
+ * head without the embedding beside it holds its own copy of wte, tied to the
+ * first stage's (ZEROC_PARAM_TIED).
  */
 #include <math.h>
 #include <stddef.h>
@@ -25,6 +28,9 @@
 enum { BLOCK_PARAMS = 12 };
 /* parameter order inside a block unit */
 enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB };
+/* parameter order inside the head: a head on another rank than the embedding
+ * carries its own copy of wte last */
+enum { HEAD_LNFW, HEAD_LNFB, HEAD_WTE };
 
 /* What one block keeps for its backward (in the activation dtype; statistics
  * fp32). Per tp rank, with Cl = C/tp, NHl = NH/tp, and Nl = B*T/tp rows under
@@ -36,6 +42,18 @@ typedef struct {
   float *lse;                                       /* (B,NHl,T) */
 } saved_t;
 
+/* The activations of one in-flight micro-batch (a slot), for the units this
+ * rank holds. */
+typedef struct {
+  void *x0;       /* embedding output (Nl,C): B*T rows, or this rank's B*T/tp with SP */
+  void **xout;    /* per local block, its output (Nl,C) */
+  saved_t *saved; /* per local block (recompute: NULL, the model's one shared set) */
+  void *lnf;      /* head: final LayerNorm output (Nl,C) */
+  float *lnf_mean, *lnf_rstd;
+  void *logits;   /* (B,T,Vl): this rank's logits, then their gradient in place */
+  float *losses;  /* (B,T) */
+} slot_act_t;
+
 struct zeroc_gpt {
   zeroc_ctx_t *ctx;
   zeroc_gpt_config_t cfg;
@@ -44,28 +62,27 @@ struct zeroc_gpt {
   int Bmax, Vp, recompute;
   int t, Cl, NHl, Vl; /* tp size; channels, heads and vocabulary rows per tp rank */
   size_t es; /* activation element size */
-  zeroc_layer_t *layers;
+  zeroc_layer_t *layers; /* this rank's units */
   int nlayers;
-  zeroc_param_desc_t embed_p[2], head_p[2];
+  int *gunit;            /* (nlayers) global unit index of each local unit */
+  int nchunks, *chunk_first, *chunk_count; /* local unit ranges of the chunks */
+  int nblocks;           /* blocks held here */
+  zeroc_param_desc_t embed_p[2], head_p[3];
   zeroc_param_desc_t *block_p; /* L x 12 */
-  /* activations */
-  void *x0;       /* embedding output (Nl,C): B*T rows, or this rank's B*T/tp with SP */
-  void **xout;    /* per block output (Nl,C) */
-  saved_t *saved; /* per block (recompute: one shared set) */
-  void *lnf;      /* head: final LayerNorm output (Nl,C) */
-  float *lnf_mean, *lnf_rstd;
-  void *logits;   /* (B,T,Vl): this rank's logits, then their gradient in place */
-  float *losses;  /* (B,T) */
-  float *ce_stats; /* tp > 1: (3,B,T) row max, target logit, sum of exp */
+  /* activations, one set per slot */
+  int slots;
+  slot_act_t *act;
+  saved_t shared_saved; /* recompute: the one set every block recomputes into */
+  float *ce_stats; /* tp > 1: (3,B,T) row max, target logit, sum of exp (used inside the head) */
   float *losses_host;
+  const float *last_losses; /* the losses of the last head forward */
   /* gradient scratch, one block's worth, and the ping-pong residual gradients */
   void *dfch, *dfchg, *dln, *datty, *dqkv, *dres[2];
   /* sequence parallelism: (B,T,C) all-gathered inputs and partial sums, and the
    * LayerNorm gradients (4C) summed over the tp ranks before they are added */
   void *gath, *part, *lngrad;
   int dres_next;
-  const zeroc_gpt_batch_t *batch; /* current micro-batch (set by the embedding) */
-  struct blockref { struct zeroc_gpt *g; int l; } *refs; /* per block unit: its index */
+  struct blockref { struct zeroc_gpt *g; int l, lb; } *refs; /* per local block: global and local index */
   uint64_t act_bytes;
   void **allocs;
   int nallocs;
@@ -158,25 +175,41 @@ static void tp_split(zeroc_param_desc_t *p, const zeroc__tp_t *tp, int dim, int 
 
 /* ---- the embedding unit ---------------------------------------------------------------- */
 
-// inp (B,T) -> x0 (Nl,C) = wte[inp] + wpe[t] (vocabulary-parallel over the tp ranks)
-static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
-  zeroc_gpt_t *g = io->user;
-  const zeroc_gpt_batch_t *b = io->in;
-  int Nl;
+/* The micro-batch every unit reads its shape (and the head its targets) from:
+ * with a pipeline the embedding that receives it may be on another rank. */
+static zeroc_result_t io_batch(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
+                               const zeroc_gpt_batch_t **out) {
+  const zeroc_gpt_batch_t *b = io->batch;
   if (!b || b->B < 1 || b->B > g->Bmax || b->T < 1 || b->T > g->cfg.seq)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt batch B %d T %d: accepted 1 <= B <= %d, 1 <= T <= %d",
                       b ? b->B : 0, b ? b->T : 0, g->Bmax, g->cfg.seq);
+  if (io->slot < 0 || io->slot >= g->slots)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt activation slot %d: accepted 0..%d", io->slot,
+                      g->slots - 1);
+  *out = b;
+  return ZEROC_OK;
+}
+
+// inp (B,T) -> x0 (Nl,C) = wte[inp] + wpe[t] (vocabulary-parallel over the tp ranks)
+static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
+  zeroc_gpt_t *g = io->user;
+  const zeroc_gpt_batch_t *b;
+  int Nl;
+  /* the embedding's input is the batch itself (for a caller driving it directly) */
+  if (!io->batch) io->batch = io->in;
+  CHK(io_batch(g, io, &b));
   CHK(zeroc__tp_rows(&g->tp, b->B * b->T, &Nl));
-  g->batch = b;
-  CHK(zeroc__tp_embedding_forward(&g->tp, io->stream, g->x0, g->part, b->inputs, io->params[0],
+  void *x0 = g->act[io->slot].x0;
+  CHK(zeroc__tp_embedding_forward(&g->tp, io->stream, x0, g->part, b->inputs, io->params[0],
                                   io->params[1], b->B, b->T, g->cfg.hidden, g->Vl));
-  io->out = g->x0;
+  io->out = x0;
   return ZEROC_OK;
 }
 
 static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
-  const zeroc_gpt_batch_t *b = g->batch;
+  const zeroc_gpt_batch_t *b;
+  CHK(io_batch(g, io, &b));
   CHK(zeroc__tp_embedding_backward(&g->tp, io->stream, io->grads[0], io->grads[1], io->dout,
                                    g->gath, b->inputs, b->B, b->T, g->cfg.hidden, g->Vl));
   io->din = NULL;
@@ -185,14 +218,19 @@ static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
 
 /* ---- a transformer block --------------------------------------------------------------- */
 
-/* A block's user pointer names the model and the block's index, so the unit
- * list can be cut into pipeline stages without renumbering. */
+/* A block's user pointer names the model, the block's global index (its
+ * parameters' names) and its index among the blocks this rank holds (its
+ * activations), so the unit list can be cut into pipeline stages. */
 #define BLOCK_CTX(io, g, l)                                                                       \
   struct blockref *ref_ = (io)->user;                                                            \
   zeroc_gpt_t *g = ref_->g;                                                                       \
-  int l = ref_->l
+  int l = ref_->lb;                                                                               \
+  const zeroc_gpt_batch_t *batch_;                                                                \
+  CHK(io_batch(g, (io), &batch_))
 
-static saved_t *block_saved(zeroc_gpt_t *g, int l) { return g->recompute ? &g->saved[0] : &g->saved[l]; }
+static saved_t *block_saved(zeroc_gpt_t *g, int slot, int lb) {
+  return g->recompute ? &g->shared_saved : &g->act[slot].saved[lb];
+}
 
 // x (Nl,C) -> out (Nl,C): x2 = x + attn(ln1(x)); out = x2 + mlp(ln2(x2)). qkv and fc are
 // column-parallel, the two projections row-parallel; attention runs on this rank's
@@ -202,11 +240,11 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   zeroc_kernels_t *k = g->k;
   zeroc__tp_t *tp = &g->tp;
   zeroc_stream_t *s = io->stream;
-  int B = g->batch->B, T = g->batch->T, C = g->cfg.hidden, Cl = g->Cl;
+  int B = batch_->B, T = batch_->T, C = g->cfg.hidden, Cl = g->Cl;
   int N = B * T, Nl;
   CHK(zeroc__tp_rows(tp, N, &Nl));
   void *const *p = io->params;
-  saved_t *a = block_saved(g, l);
+  saved_t *a = block_saved(g, io->slot, l);
   CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B], Nl, C));
   CHK(zeroc__tp_column_forward(tp, s, a->qkv, a->ln1, g->gath, p[QKVW], p[QKVB], N, C, 3 * Cl));
   CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, Cl, g->NHl));
@@ -216,7 +254,7 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B], Nl, C));
   CHK(zeroc__tp_column_forward(tp, s, a->fch, a->ln2, g->gath, p[FCW], p[FCB], N, C, 4 * Cl));
   CHK(zeroc_k_gelu_forward(k, s, a->fchg, a->fch, (size_t)N * 4 * Cl));
-  void *out = g->xout[l];
+  void *out = g->act[io->slot].xout[l];
   CHK(zeroc__tp_row_forward(tp, s, out, a->fchg, g->part, p[FCPROJW], p[FCPROJB], N, 4 * Cl, C));
   CHK(zeroc_k_add(k, s, out, a->res2, (size_t)Nl * C));
   io->out = out;
@@ -245,12 +283,12 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   zeroc_kernels_t *k = g->k;
   zeroc__tp_t *tp = &g->tp;
   zeroc_stream_t *s = io->stream;
-  int B = g->batch->B, T = g->batch->T, C = g->cfg.hidden, Cl = g->Cl;
+  int B = batch_->B, T = batch_->T, C = g->cfg.hidden, Cl = g->Cl;
   int N = B * T, Nl;
   CHK(zeroc__tp_rows(tp, N, &Nl));
   size_t e = g->es;
   void *const *p = io->params, *const *d = io->grads;
-  saved_t *a = block_saved(g, l);
+  saved_t *a = block_saved(g, io->slot, l);
   const void *dout = io->dout;
   if (tp->sp) CHK(zeroc_memset_async(s, g->lngrad, 0, 4 * (size_t)C * e));
   /* dres2 starts as dout (the residual), then gains the MLP path */
@@ -291,23 +329,27 @@ static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
   zeroc_kernels_t *k = g->k;
   zeroc_stream_t *s = io->stream;
-  const zeroc_gpt_batch_t *b = g->batch;
+  const zeroc_gpt_batch_t *b;
+  CHK(io_batch(g, io, &b));
+  slot_act_t *A = &g->act[io->slot];
   int N = b->B * b->T, C = g->cfg.hidden, V = g->cfg.vocab, Nl;
   CHK(zeroc__tp_rows(&g->tp, N, &Nl));
-  const void *wte = io->shared_params[0];
-  CHK(zeroc_k_layernorm_forward(k, s, g->lnf, g->lnf_mean, g->lnf_rstd, io->in, io->params[0],
+  /* the embedding's wte beside us, or our own tied copy */
+  const void *wte = io->shared_params ? io->shared_params[0] : io->params[HEAD_WTE];
+  CHK(zeroc_k_layernorm_forward(k, s, A->lnf, A->lnf_mean, A->lnf_rstd, io->in, io->params[0],
                                 io->params[1], Nl, C));
-  CHK(zeroc__tp_column_forward(&g->tp, s, g->logits, g->lnf, g->gath, wte, NULL, N, C, g->Vl));
+  CHK(zeroc__tp_column_forward(&g->tp, s, A->logits, A->lnf, g->gath, wte, NULL, N, C, g->Vl));
   io->out = NULL;
   *io->loss = 0;
   if (!b->targets) return ZEROC_OK; /* logits only */
   /* The loss is the mean over the B*T positions (a target of -1 counts as a
    * zero loss), so the gradient of each position is grad_scale / N. */
   float dloss = io->grad_scale / (float)N;
-  CHK(zeroc__tp_crossentropy(&g->tp, s, g->losses, g->logits, b->targets, g->ce_stats, N, V, g->Vl,
+  CHK(zeroc__tp_crossentropy(&g->tp, s, A->losses, A->logits, b->targets, g->ce_stats, N, V, g->Vl,
                              dloss));
+  g->last_losses = A->losses;
   /* the loss: a host-side mean of the per-token losses */
-  CHK(zeroc_memcpy_async(s, g->losses_host, g->losses, sizeof(float) * (size_t)N));
+  CHK(zeroc_memcpy_async(s, g->losses_host, A->losses, sizeof(float) * (size_t)N));
   CHK(zeroc_stream_sync(s));
   double sum = 0;
   for (int i = 0; i < N; i++) sum += g->losses_host[i];
@@ -319,20 +361,24 @@ static zeroc_result_t head_backward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
   zeroc_kernels_t *k = g->k;
   zeroc_stream_t *s = io->stream;
-  const zeroc_gpt_batch_t *b = g->batch;
+  const zeroc_gpt_batch_t *b;
+  CHK(io_batch(g, io, &b));
+  slot_act_t *A = &g->act[io->slot];
   int N = b->B * b->T, C = g->cfg.hidden, Nl;
   CHK(zeroc__tp_rows(&g->tp, N, &Nl));
   size_t e = g->es;
   if (!b->targets)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt backward needs targets in the batch");
+  const void *wte = io->shared_params ? io->shared_params[0] : io->params[HEAD_WTE];
+  void *dwte = io->shared_grads ? io->shared_grads[0] : io->grads[HEAD_WTE];
   if (g->tp.sp) CHK(zeroc_memset_async(s, g->lngrad, 0, 2 * (size_t)C * e));
-  CHK(zeroc__tp_column_backward(&g->tp, s, g->dln, io->shared_grads[0], NULL, g->logits, g->lnf,
-                                g->gath, g->part, io->shared_params[0], N, C, g->Vl));
+  CHK(zeroc__tp_column_backward(&g->tp, s, g->dln, dwte, NULL, A->logits, A->lnf, g->gath, g->part,
+                                wte, N, C, g->Vl));
   void *dx = g->dres[g->dres_next];
   g->dres_next ^= 1;
   CHK(zeroc_memset_async(s, dx, 0, (size_t)Nl * C * e));
   CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, io->grads, 0, 0), ln_grad(g, io->grads, 1, 1),
-                                 g->dln, io->in, io->params[0], g->lnf_mean, g->lnf_rstd, Nl, C));
+                                 g->dln, io->in, io->params[0], A->lnf_mean, A->lnf_rstd, Nl, C));
   CHK(ln_grads_reduce(g, s, io->grads, 2));
   io->din = dx;
   return ZEROC_OK;
@@ -365,6 +411,68 @@ zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
   return zeroc_gpt_create_ex(ctx, cfg, &o, out);
 }
 
+int zeroc_gpt_num_units(const zeroc_gpt_config_t *c) { return c->layers + 2; }
+
+/* Costs for cutting the unit list into pipeline stages: each unit's share of
+ * the forward FLOPs per token (blocks 24C^2 + 4TC, head 2C Vp) and of the
+ * parameters a stage holds (the head counted with the wte copy it carries
+ * whenever it sits on another rank than the embedding), averaged, so a stage
+ * is balanced in time and in memory alike. */
+void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost) {
+  double C = c->hidden, T = c->seq, L = c->layers, Vp = (double)((c->vocab + 63) / 64 * 64);
+  double f_embed = 2 * C, f_block = 24 * C * C + 4 * T * C, f_head = 2 * C * Vp + 8 * C;
+  double p_embed = Vp * C + T * C, p_block = 12 * C * C + 13 * C, p_head = 2 * C + Vp * C;
+  double F = f_embed + L * f_block + f_head, P = p_embed + L * p_block + p_head;
+  cost[0] = 0.5 * (f_embed / F + p_embed / P);
+  for (int l = 0; l < c->layers; l++) cost[1 + l] = 0.5 * (f_block / F + p_block / P);
+  cost[c->layers + 1] = 0.5 * (f_head / F + p_head / P);
+}
+
+/* One slot's activations for the units this rank holds: BT tokens of the
+ * largest micro-batch, Nl of them in the sequence-split regions (the residual
+ * stream, the LayerNorms). */
+static zeroc_result_t slot_alloc(zeroc_gpt_t *g, slot_act_t *A, int has_embed, int has_head) {
+  size_t BT = (size_t)g->Bmax * (size_t)g->cfg.seq, C = (size_t)g->cfg.hidden, e = g->es;
+  size_t Nl = split_rows(g);
+  if (has_embed) CHK(act_alloc(g, Nl * C * e, &A->x0));
+  A->xout = calloc((size_t)g->nblocks + 1, sizeof *A->xout);
+  A->saved = g->recompute ? NULL : calloc((size_t)g->nblocks + 1, sizeof *A->saved);
+  if (!A->xout || (!g->recompute && !A->saved)) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt slot tables");
+  for (int l = 0; l < g->nblocks; l++) {
+    CHK(act_alloc(g, Nl * C * e, &A->xout[l]));
+    if (!g->recompute) CHK(saved_alloc(g, &A->saved[l]));
+  }
+  if (has_head) {
+    CHK(act_alloc(g, Nl * C * e, &A->lnf));
+    CHK(act_alloc(g, Nl * 4, (void **)&A->lnf_mean));
+    CHK(act_alloc(g, Nl * 4, (void **)&A->lnf_rstd));
+    CHK(act_alloc(g, BT * (size_t)g->Vl * e, &A->logits));
+    CHK(act_alloc(g, BT * 4, (void **)&A->losses));
+  }
+  return ZEROC_OK;
+}
+
+/* Checks a pipeline rank's part of the unit list. */
+static zeroc_result_t check_stage(const zeroc_gpt_stage_t *stage, int L) {
+  int NU = L + 2;
+  if (stage->nchunks < 1 || stage->nchunks > NU || !stage->first || !stage->count ||
+      stage->slots < 1 || stage->slots > 4096)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "gpt stage: %d chunks, %d slots; accepted 1..%d chunks with first/count "
+                      "arrays and 1..4096 slots",
+                      stage->nchunks, stage->slots, NU);
+  for (int c = 0, prev_end = 0; c < stage->nchunks; c++) {
+    int f = stage->first[c], n = stage->count[c];
+    if (n < 1 || f < prev_end || f + n > NU)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "gpt stage chunk %d: units [%d, %d); accepted non-empty ranges of the %d "
+                        "units (embedding, %d blocks, head) in increasing order, not overlapping",
+                        c, f, f + n, NU, L);
+    prev_end = f + n;
+  }
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
                                    const zeroc_gpt_options_t *opts, zeroc_gpt_t **out) {
   zeroc_result_t res = ZEROC_OK;
@@ -381,6 +489,12 @@ zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *c
                       "tensor parallelism over %d ranks splits the %d attention heads: tp must "
                       "divide the heads",
                       t, cfg->heads);
+  int L = cfg->layers, NU = L + 2;
+  /* without a stage: the whole model, one chunk, one slot */
+  int whole_first = 0, whole_count = NU;
+  zeroc_gpt_stage_t whole = {1, &whole_first, &whole_count, 1};
+  const zeroc_gpt_stage_t *stage = o.stage ? o.stage : &whole;
+  CHK(check_stage(stage, L));
   zeroc_gpt_t *g = calloc(1, sizeof *g);
   if (!g) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt struct");
   g->ctx = ctx;
@@ -388,6 +502,8 @@ zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *c
   g->Bmax = batch;
   g->recompute = recompute;
   g->t = t;
+  g->slots = stage->slots;
+  g->nchunks = stage->nchunks;
   /* the vocabulary padded to a multiple of 64 per tp rank: every rank holds an
    * equal, 64-row-aligned slice (the planner assumes Vp/t = 64 ceil(V / 64t)) */
   g->Vp = (cfg->vocab + 64 * t - 1) / (64 * t) * (64 * t);
@@ -398,26 +514,37 @@ zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *c
   ZEROC_TRY(zeroc_kernels_create(ctx, o.dtype, &g->k));
   ZEROC_TRY(zeroc__tp_init(&g->tp, ctx, g->k, o.sequence_parallel));
   zeroc__tp_t *tp = &g->tp;
-  int L = cfg->layers;
   int64_t C = cfg->hidden, T = cfg->seq;
   float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)L);
   const uint32_t nd = ZEROC_PARAM_NO_DECAY, rep = ZEROC_PARAM_TP_REPLICATED;
+  int has_embed = 0, has_head = 0, nl = 0;
+  for (int c = 0; c < stage->nchunks; c++) {
+    nl += stage->count[c];
+    has_embed |= stage->first[c] == 0;
+    has_head |= stage->first[c] + stage->count[c] == NU;
+  }
+  /* a head without the embedding beside it carries its own copy of wte */
+  int tied = has_embed != has_head;
   /* init streams name each tensor of the unsplit model, so any layout draws the
-   * same values; shapes are given unsplit and cut by tp_split */
-  g->embed_p[0] = pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, 0, 1);
+   * same values (the head's wte copy draws wte's); shapes are given unsplit and
+   * cut by tp_split */
+  g->embed_p[0] = pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, tied ? ZEROC_PARAM_TIED : 0, 1);
   g->embed_p[0].init_fn = init_wte;
   g->embed_p[0].init_user = (void *)(uintptr_t)cfg->vocab;
   tp_split(&g->embed_p[0], tp, 0, 1);
   g->embed_p[1] = pdesc("wpe.weight", T, C, ZEROC_INIT_NORMAL, std, rep, 2);
-  g->head_p[0] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, 3);
-  g->head_p[1] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, 4);
+  g->head_p[HEAD_LNFW] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, 3);
+  g->head_p[HEAD_LNFB] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, 4);
+  g->head_p[HEAD_WTE] = g->embed_p[0]; /* the same vocabulary slice as the embedding's */
   g->block_p = calloc((size_t)L * BLOCK_PARAMS, sizeof *g->block_p);
-  g->layers = calloc((size_t)L + 2, sizeof *g->layers);
-  g->xout = calloc((size_t)L, sizeof *g->xout);
-  int nsaved = recompute ? 1 : L;
-  g->saved = calloc((size_t)nsaved, sizeof *g->saved);
-  g->refs = calloc((size_t)L, sizeof *g->refs);
-  if (!g->block_p || !g->layers || !g->xout || !g->saved || !g->refs) {
+  g->layers = calloc((size_t)nl, sizeof *g->layers);
+  g->gunit = calloc((size_t)nl, sizeof *g->gunit);
+  g->chunk_first = calloc((size_t)g->nchunks, sizeof(int));
+  g->chunk_count = calloc((size_t)g->nchunks, sizeof(int));
+  g->refs = calloc((size_t)L + 1, sizeof *g->refs);
+  g->act = calloc((size_t)g->slots, sizeof *g->act);
+  if (!g->block_p || !g->layers || !g->gunit || !g->chunk_first || !g->chunk_count || !g->refs ||
+      !g->act) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt tables");
     goto fail;
   }
@@ -445,27 +572,36 @@ zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *c
     tp_split(&p[FCB], tp, 0, 1);
     tp_split(&p[FCPROJW], tp, 1, 1);
   }
-  g->layers[0] = (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
-  for (int l = 0; l < L; l++) {
-    g->refs[l] = (struct blockref){g, l};
-    g->layers[1 + l] = (zeroc_layer_t){"block", BLOCK_PARAMS, &g->block_p[(size_t)l * BLOCK_PARAMS], -1,
-                                       block_forward, block_backward, 0, &g->refs[l]};
+  /* this rank's units, chunk after chunk */
+  int li = 0, embed_local = -1;
+  for (int c = 0; c < stage->nchunks; c++) {
+    g->chunk_first[c] = li;
+    g->chunk_count[c] = stage->count[c];
+    for (int u = stage->first[c]; u < stage->first[c] + stage->count[c]; u++, li++) {
+      g->gunit[li] = u;
+      if (u == 0) {
+        embed_local = li;
+        g->layers[li] = (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
+      } else if (u == NU - 1) {
+        /* beside the embedding the head shares its wte; elsewhere it has its copy */
+        g->layers[li] = (zeroc_layer_t){"head", tied ? 3 : 2, g->head_p, tied ? -1 : embed_local,
+                                        head_forward, head_backward, 0, g};
+      } else {
+        int l = u - 1, lb = g->nblocks++;
+        g->refs[lb] = (struct blockref){g, l, lb};
+        g->layers[li] = (zeroc_layer_t){"block", BLOCK_PARAMS, &g->block_p[(size_t)l * BLOCK_PARAMS],
+                                        -1, block_forward, block_backward, 0, &g->refs[lb]};
+      }
+    }
   }
-  g->layers[L + 1] = (zeroc_layer_t){"head", 2, g->head_p, 0, head_forward, head_backward, 0, g};
-  g->nlayers = L + 2;
+  g->nlayers = nl;
 
   /* BT tokens of the largest micro-batch; Nl of them in the sequence-split
    * regions (the residual stream, the LayerNorms) */
   size_t BT = (size_t)batch * (size_t)T, e = g->es, Cl = (size_t)g->Cl, Nl = split_rows(g);
-  ZEROC_TRY(act_alloc(g, Nl * C * e, &g->x0));
-  for (int l = 0; l < L; l++) ZEROC_TRY(act_alloc(g, Nl * C * e, &g->xout[l]));
-  for (int i = 0; i < nsaved; i++) ZEROC_TRY(saved_alloc(g, &g->saved[i]));
-  ZEROC_TRY(act_alloc(g, Nl * C * e, &g->lnf));
-  ZEROC_TRY(act_alloc(g, Nl * 4, (void **)&g->lnf_mean));
-  ZEROC_TRY(act_alloc(g, Nl * 4, (void **)&g->lnf_rstd));
-  ZEROC_TRY(act_alloc(g, BT * (size_t)g->Vl * e, &g->logits));
-  ZEROC_TRY(act_alloc(g, BT * 4, (void **)&g->losses));
-  if (t > 1) ZEROC_TRY(act_alloc(g, 3 * BT * 4, (void **)&g->ce_stats));
+  for (int sl = 0; sl < g->slots; sl++) ZEROC_TRY(slot_alloc(g, &g->act[sl], has_embed, has_head));
+  if (g->recompute && g->nblocks) ZEROC_TRY(saved_alloc(g, &g->shared_saved));
+  if (t > 1 && has_head) ZEROC_TRY(act_alloc(g, 3 * BT * 4, (void **)&g->ce_stats));
   /* Backward scratch: a block's gradients live one after the other, so datty
    * (B,T,Cl) reuses dln (consumed by ln_2's backward before datty is written)
    * and dqkv (B,T,3Cl) reuses dfch (dead after the MLP's first matmul). dln
@@ -488,6 +624,7 @@ zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *c
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "host losses");
     goto fail;
   }
+  if (has_head) g->last_losses = g->act[0].losses;
   *out = g;
   return ZEROC_OK;
 fail:
@@ -500,10 +637,16 @@ void zeroc_gpt_destroy(zeroc_gpt_t *g) {
   for (int i = 0; i < g->nallocs; i++) zeroc_mem_free(g->ctx, g->allocs[i]);
   free(g->allocs);
   zeroc_kernels_destroy(g->k);
+  for (int sl = 0; g->act && sl < g->slots; sl++) {
+    free(g->act[sl].xout);
+    free(g->act[sl].saved);
+  }
+  free(g->act);
   free(g->block_p);
   free(g->layers);
-  free(g->xout);
-  free(g->saved);
+  free(g->gunit);
+  free(g->chunk_first);
+  free(g->chunk_count);
   free(g->refs);
   free(g->losses_host);
   free(g);
@@ -514,9 +657,29 @@ const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n) {
   return g->layers;
 }
 
+int zeroc_gpt_chunks(const zeroc_gpt_t *g) { return g->nchunks; }
+
+void zeroc_gpt_chunk_units(const zeroc_gpt_t *g, int chunk, int *first, int *count) {
+  int ok = chunk >= 0 && chunk < g->nchunks;
+  if (first) *first = ok ? g->chunk_first[chunk] : 0;
+  if (count) *count = ok ? g->chunk_count[chunk] : 0;
+}
+
+int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local) {
+  return local >= 0 && local < g->nlayers ? g->gunit[local] : -1;
+}
+
+const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, int *n) {
+  int L = g->cfg.layers;
+  *n = unit == 0 || unit == L + 1 ? 2 : unit > 0 && unit <= L ? BLOCK_PARAMS : 0;
+  if (unit == 0) return g->embed_p;
+  if (unit == L + 1) return g->head_p; /* ln_f only: a tied wte copy is the embedding's */
+  return *n ? &g->block_p[(size_t)(unit - 1) * BLOCK_PARAMS] : NULL;
+}
+
 int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g) { return g->Vp; }
 int zeroc_gpt_local_vocab(const zeroc_gpt_t *g) { return g->Vl; }
 int zeroc_gpt_sequence_parallel(const zeroc_gpt_t *g) { return g->tp.sp; }
 const zeroc_gpt_config_t *zeroc_gpt_config(const zeroc_gpt_t *g) { return &g->cfg; }
 uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g) { return g->act_bytes; }
-const float *zeroc_gpt_losses(const zeroc_gpt_t *g) { return g->losses; }
+const float *zeroc_gpt_losses(const zeroc_gpt_t *g) { return g->last_losses; }

@@ -139,6 +139,13 @@ zeroc_result_t zeroc__pp_schedule_check(const zeroc_pp_schedule_t *s);
  * [0, 2*m*(S-1)); -1 for a compute action. */
 int64_t zeroc__pp_action_tag(const zeroc_pp_schedule_t *s, int rank, const zeroc_pp_action_t *a);
 
+/* 1 when, for every rank and each direction, the rank's sends to its
+ * neighbour (activations to r+1, gradients to r-1, mod p) come in the order of
+ * that neighbour's receives of the same kind: then one FIFO stream per message
+ * kind can carry a step without deadlock however far compute runs ahead (the
+ * runtime relies on it, pp/pipeline.c). Every generated schedule has it. */
+int zeroc__pp_orders_match(const zeroc_pp_schedule_t *s);
+
 /* ---- printing ------------------------------------------------------------------ */
 
 /* Printer flag: show comm actions (otherwise only FORWARD/BACKWARD). */

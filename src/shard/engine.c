@@ -229,7 +229,10 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   CHK(zeroc_event_create(m->ctx, &u->ev_reduced));
   u->pviews = calloc((size_t)u->f.n, sizeof(void *));
   u->gviews = calloc((size_t)u->f.n, sizeof(void *));
-  if (!u->pviews || !u->gviews) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "parameter views");
+  u->saved_in = calloc((size_t)m->slots, sizeof(void *));
+  if (!u->pviews || !u->gviews || !u->saved_in)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "parameter views");
+  for (int j = 0; j < u->f.n; j++) u->tied |= (u->f.p[j].flags & ZEROC_PARAM_TIED) != 0;
   return ZEROC_OK;
 }
 
@@ -319,29 +322,43 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   zeroc_result_t res = ZEROC_OK;
   if (!ctx || !out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_shard: NULL ctx or output");
   *out = NULL;
-  /* The checksum comes first, before any check that could fail on one rank
-   * only: with identical lists every later check fails identically everywhere. */
-  uint64_t hc = layers_checksum(layers, n);
+  /* The checksums come first, before any check that could fail on one rank
+   * only: with identical lists every later check fails identically everywhere.
+   * The settings must agree over the world; the layer list only over the
+   * data-parallel group, since pipeline stages hold different units. Hashes
+   * are cut to 62 bits so that their negation (max via min) cannot overflow. */
+  uint64_t hs = 0xcbf29ce484222325ULL;
   if (cfg) { /* the settings every rank must share */
-    int v[8] = {cfg->stage, (int)cfg->param_dtype, (int)cfg->reduce_dtype, cfg->prefetch,
-                cfg->recompute, cfg->grad_accum, (int)cfg->offload_optimizer, (int)cfg->offload_params};
-    hc = fnv(hc, v, sizeof v);
+    int v[8] = {cfg->stage,     (int)cfg->param_dtype, (int)cfg->reduce_dtype,
+                cfg->prefetch,  cfg->recompute,        cfg->grad_accum,
+                (int)cfg->offload_optimizer, (int)cfg->offload_params};
+    hs = fnv(hs, v, sizeof v);
   }
-  int64_t h = (int64_t)hc, lo = h, hi = h;
+  int64_t hl = (int64_t)(layers_checksum(layers, n) >> 2), hw = (int64_t)(hs >> 2);
+  int64_t dl[2] = {hl, -hl}, wl[3];
   zeroc_group_t *world = zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD);
-  CHK(zeroc__ctx_ret(ctx, zeroc__allreduce_host(world, &lo, 1, ZEROC_INT64, ZEROC_MIN)));
-  CHK(zeroc__ctx_ret(ctx, zeroc__allreduce_host(world, &hi, 1, ZEROC_INT64, ZEROC_MAX)));
-  if (lo != hi)
+  CHK(zeroc__ctx_ret(ctx, zeroc__allreduce_host(zeroc__ctx_group(ctx, ZEROC_GROUP_DP), dl, 2,
+                                                ZEROC_INT64, ZEROC_MIN)));
+  wl[0] = hw, wl[1] = -hw, wl[2] = dl[0] != -dl[1] ? -1 : 0;
+  CHK(zeroc__ctx_ret(ctx, zeroc__allreduce_host(world, wl, 3, ZEROC_INT64, ZEROC_MIN)));
+  if (wl[0] != -wl[1])
     return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                          "the layer lists or shard settings differ between ranks "
-                                          "(checksums %016llx and %016llx): every rank must pass "
-                                          "the same units, parameter names, shapes and flags, and "
-                                          "the same stage, dtypes, accumulation and prefetch",
-                                          (unsigned long long)lo, (unsigned long long)hi));
+                                          "the shard settings differ between ranks (checksums "
+                                          "%015llx and %015llx): every rank must pass the same "
+                                          "stage, dtypes, accumulation, recompute and prefetch",
+                                          (unsigned long long)wl[0], (unsigned long long)-wl[1]));
+  if (wl[2])
+    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                          "the layer lists differ between ranks of a data-parallel "
+                                          "group (this rank's group: checksums %015llx and "
+                                          "%015llx): every data-parallel rank must pass the same "
+                                          "units, parameter names, shapes and flags",
+                                          (unsigned long long)dl[0], (unsigned long long)-dl[1]));
   zeroc_model_t *m = calloc(1, sizeof *m);
   if (!m) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "model struct"));
   m->ctx = ctx;
   m->conv_owner = -1;
+  m->slots = 1;
   ZEROC_TRY(read_config(cfg, &m->cfg));
   if (n < 1 || !layers) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_shard: %d units; need at least one", n);
@@ -475,6 +492,7 @@ void zeroc_model_destroy(zeroc_model_t *m) {
     zeroc_event_destroy(u->ev_reduced);
     free(u->pviews);
     free(u->gviews);
+    free(u->saved_in);
     zeroc__flat_free(&u->f);
   }
   free(m->u);
@@ -565,7 +583,7 @@ static zeroc_result_t ready_grads(zeroc_model_t *m, int i) {
   if (!u->grads_ready) {
     if (st <= 1) {
       u->fgrad = u->fgrad_own;
-      if (m->micro == 0 && !m->conv)
+      if (u->nbwd == 0 && !m->conv)
         CHK(zeroc_memset_async(m->compute, u->fgrad, 0, u->f.N * esz(m->rdt)));
     } else {
       if (u->pinned)
@@ -590,7 +608,7 @@ static zeroc_result_t ready_grads(zeroc_model_t *m, int i) {
  * over micro-steps where the stage keeps full grads. */
 static void conv_grads_out(zeroc_model_t *m, zeroc__unit_t *u) {
   size_t n = u->f.N;
-  if (m->cfg.stage <= 1 && m->micro > 0) {
+  if (m->cfg.stage <= 1 && u->nbwd > 0) {
     if (m->rdt == ZEROC_FP32) {
       zeroc__cpu_add(u->fgrad, u->cgrad, n);
     } else {
@@ -602,15 +620,25 @@ static void conv_grads_out(zeroc_model_t *m, zeroc__unit_t *u) {
   }
 }
 
-/* Enqueues unit i's gradient reduction on the reduce stream. */
+/* Enqueues unit i's gradient reduction on the reduce stream (u->nbwd counts
+ * the unit's earlier backward passes of this step). */
 static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
   zeroc__unit_t *u = &m->u[i];
-  int st = m->cfg.stage, last = m->micro == m->cfg.grad_accum - 1;
+  int st = m->cfg.stage, last = u->nbwd == m->cfg.grad_accum - 1;
   size_t S = u->f.S;
   zeroc_stream_t *rs = m->reduce_s;
   if (st <= 1 && !last) return ZEROC_OK; /* full grads accumulate locally */
   CHK(zeroc_event_record(u->ev_bwd, m->compute));
   CHK(zeroc_stream_wait_event(rs, u->ev_bwd));
+  if (u->tied && m->tie_g && m->tie_g->size > 1) {
+    /* every copy of a tied parameter gets the sum of all copies' gradients
+     * before the data-parallel reduction (sums commute), so all copies step alike */
+    for (int j = 0; j < u->f.n; j++) {
+      if (!(u->f.p[j].flags & ZEROC_PARAM_TIED)) continue;
+      void *g = (char *)u->fgrad + u->f.p[j].off * esz(m->rdt);
+      CHK(zeroc__allreduce(m->tie_g, rs, g, g, u->f.p[j].numel, m->rdt, ZEROC_SUM));
+    }
+  }
   if (st == 0) {
     if (m->rep_g->size > 1)
       CHK(zeroc__allreduce(m->rep_g, rs, u->fgrad, u->fgrad, u->f.N, m->rdt, ZEROC_SUM));
@@ -629,7 +657,7 @@ static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
     zeroc__slot_t *t;
     CHK(slot_acquire(&m->tpool, rs, &t));
     CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, t->ptr, S, m->rdt, ZEROC_SUM));
-    if (m->micro == 0)
+    if (u->nbwd == 0)
       CHK(zeroc_k_cast(m->k, rs, u->gshard, ZEROC_FP32, t->ptr, m->rdt, S));
     else
       CHK(zeroc_k_accumulate(m->k, rs, u->gshard, t->ptr, m->rdt, S, 1.0f));
@@ -648,11 +676,14 @@ static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
 
 /* ---- forward and backward ---------------------------------------------------------- */
 
-static void fill_io(zeroc_model_t *m, int i, zeroc_layer_io_t *io) {
+static void fill_io(zeroc_model_t *m, int i, int slot, int micro, const void *batch,
+                    zeroc_layer_io_t *io) {
   zeroc__unit_t *u = &m->u[i];
   memset(io, 0, sizeof *io);
   io->unit = i;
-  io->micro = m->micro;
+  io->micro = micro;
+  io->slot = slot;
+  io->batch = batch;
   io->params = u->pviews;
   io->stream = m->compute;
   io->workspace = m->ws;
@@ -662,11 +693,11 @@ static void fill_io(zeroc_model_t *m, int i, zeroc_layer_io_t *io) {
   if (u->L.shares >= 0) io->shared_params = m->u[u->L.shares].pviews;
 }
 
-static zeroc_result_t run_forward(zeroc_model_t *m, int i, const void *in, int save, int recompute,
-                                  void **out) {
+static zeroc_result_t run_forward(zeroc_model_t *m, int i, int slot, int micro, const void *batch,
+                                  const void *in, int save, int recompute, void **out) {
   zeroc__unit_t *u = &m->u[i];
   zeroc_layer_io_t io;
-  fill_io(m, i, &io);
+  fill_io(m, i, slot, micro, batch, &io);
   io.in = in;
   io.save = save;
   io.recompute = recompute;
@@ -708,10 +739,10 @@ static zeroc_result_t forward_pass(zeroc_model_t *m, const void *input, int eval
     }
     ZEROC_TRY(ready_params(m, i));
     if (u->L.shares >= 0) ZEROC_TRY(ready_params(m, u->L.shares));
-    u->saved_in = x;
+    u->saved_in[0] = x;
     int save = !eval && !(m->cfg.recompute && i < n - 1);
     void *out = NULL;
-    ZEROC_TRY(run_forward(m, i, x, save, 0, &out));
+    ZEROC_TRY(run_forward(m, i, 0, m->micro, input, x, save, 0, &out));
     x = out;
     if (m->cfg.stage == 3 && !u->pinned && (eval || i < n - 1)) ZEROC_TRY(release_params(m, i));
   }
@@ -747,6 +778,7 @@ zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input) {
                                              "zeroc_model_step first",
                                              m->micro, m->cfg.grad_accum));
   ZEROC_TRY(forward_pass(m, input, 0));
+  m->batch = input;
   m->in_forward = 1;
   return ZEROC_OK;
 fail:
@@ -776,13 +808,13 @@ zeroc_result_t zeroc_model_backward(zeroc_model_t *m) {
     if (sh >= 0) ZEROC_TRY(ready_grads(m, sh));
     if (m->cfg.recompute && i < n - 1) {
       void *out = NULL;
-      ZEROC_TRY(run_forward(m, i, u->saved_in, 1, 1, &out));
+      ZEROC_TRY(run_forward(m, i, 0, m->micro, m->batch, u->saved_in[0], 1, 1, &out));
     }
     zeroc_layer_io_t io;
-    fill_io(m, i, &io);
+    fill_io(m, i, 0, m->micro, m->batch, &io);
     io.grads = u->gviews;
     if (sh >= 0) io.shared_grads = m->u[sh].gviews;
-    io.in = u->saved_in;
+    io.in = u->saved_in[0];
     io.dout = dout;
     zeroc__watchdog_phase(m->ctx, "backward unit %d ('%s')", i, u->L.name ? u->L.name : "");
     ZEROC_FAULT_AT(m->ctx, "backward", m->steps + 1, NULL);
@@ -793,6 +825,7 @@ zeroc_result_t zeroc_model_backward(zeroc_model_t *m) {
     if (m->conv) conv_grads_out(m, u);
     if (m->ctx->fault) ZEROC_TRY(inject_grad(m, u));
     ZEROC_TRY(reduce_unit(m, i));
+    u->nbwd++;
     if (m->cfg.stage == 3) ZEROC_TRY(release_params(m, i));
   }
   m->loss_sum += m->loss_micro;
@@ -801,4 +834,127 @@ zeroc_result_t zeroc_model_backward(zeroc_model_t *m) {
   return ZEROC_OK;
 fail:
   return zeroc__ctx_ret(m->ctx, res);
+}
+
+/* ---- running parts of the model (pipeline parallelism) ----------------------------- */
+
+zeroc_result_t zeroc__model_set_slots(zeroc_model_t *m, int slots) {
+  if (slots < 1 || slots > 4096)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "micro-batch slots %d: accepted 1..4096", slots);
+  for (int i = 0; i < m->n; i++)
+    if (m->in_forward || m->micro || m->u[i].nbwd)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "micro-batch slots can change only between optimizer steps");
+  for (int i = 0; i < m->n; i++) {
+    const void **s = calloc((size_t)slots, sizeof *s);
+    if (!s) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "saved inputs of %d slots", slots);
+    free(m->u[i].saved_in);
+    m->u[i].saved_in = s;
+  }
+  m->slots = slots;
+  return ZEROC_OK;
+}
+
+void zeroc__model_tie(zeroc_model_t *m, zeroc_group_t *g, int owner) {
+  m->tie_g = g;
+  m->tie_owner = owner;
+}
+
+/* What a range of units may be run with; the same checks for both directions. */
+static zeroc_result_t range_check(zeroc_model_t *m, const char *what, int first, int last, int slot,
+                                  int micro) {
+  if (m->in_forward)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s while a whole-model forward waits for its backward", what);
+  if (first < 0 || last >= m->n || first > last)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: units [%d, %d]; accepted 0 <= first <= last < %d",
+                      what, first, last, m->n);
+  if (slot < 0 || slot >= m->slots)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: slot %d; accepted 0..%d (zeroc__model_set_slots)",
+                      what, slot, m->slots - 1);
+  if (micro < 0 || micro >= m->cfg.grad_accum)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: micro-batch %d; accepted 0..%d (grad_accum %d)",
+                      what, micro, m->cfg.grad_accum - 1, m->cfg.grad_accum);
+  if (m->cfg.stage > 1)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                      "%s needs ZeRO stage 0 or 1 (stage is %d): with several micro-batches in "
+                      "flight the parameters must stay gathered and the gradients are reduced "
+                      "once, after the last micro-batch",
+                      what, m->cfg.stage);
+  for (int i = first; i <= last; i++)
+    if (m->u[i].L.shares >= 0 || m->u[i].pinned)
+      return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                        "%s: unit %d ('%s') shares parameters with another unit; a range needs "
+                        "units without `shares` (tie copies across ranks with ZEROC_PARAM_TIED)",
+                        what, i, m->u[i].L.name ? m->u[i].L.name : "");
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__model_forward_units(zeroc_model_t *m, int first, int last, int slot,
+                                          int micro, const void *batch, const void *in,
+                                          void **out) {
+  zeroc_result_t res = ZEROC_OK;
+  ZEROC_TRY(range_check(m, "forward of a unit range", first, last, slot, micro));
+  const void *x = in ? in : batch;
+  for (int i = first; i <= last; i++) {
+    zeroc__unit_t *u = &m->u[i];
+    ZEROC_TRY(ready_params(m, i));
+    u->saved_in[slot] = x;
+    int save = !(m->cfg.recompute && i < m->n - 1);
+    void *y = NULL;
+    m->loss_micro = 0;
+    ZEROC_TRY(run_forward(m, i, slot, micro, batch, x, save, 0, &y));
+    /* only a loss unit writes it; every micro-batch's loss counts once, here */
+    m->loss_sum += m->loss_micro;
+    x = y;
+  }
+  *out = (void *)x;
+  return ZEROC_OK;
+fail:
+  return res;
+}
+
+zeroc_result_t zeroc__model_backward_units(zeroc_model_t *m, int first, int last, int slot,
+                                           int micro, const void *batch, const void *dout,
+                                           void **din) {
+  zeroc_result_t res = ZEROC_OK;
+  ZEROC_TRY(range_check(m, "backward of a unit range", first, last, slot, micro));
+  const void *d = dout;
+  for (int i = last; i >= first; i--) {
+    zeroc__unit_t *u = &m->u[i];
+    if (u->nbwd >= m->cfg.grad_accum) {
+      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                       "backward of unit %d: already %d backward passes this step (grad_accum "
+                       "%d); call zeroc_model_step",
+                       i, u->nbwd, m->cfg.grad_accum);
+      goto fail;
+    }
+    ZEROC_TRY(ready_params(m, i));
+    u->grads_ready = 0;
+    ZEROC_TRY(ready_grads(m, i));
+    /* the loss unit (no incoming gradient) kept its activations; any other
+     * unit, the last of a pipeline chunk included, is recomputed */
+    if (m->cfg.recompute && !(i == last && !dout)) {
+      void *y = NULL;
+      ZEROC_TRY(run_forward(m, i, slot, micro, batch, u->saved_in[slot], 1, 1, &y));
+    }
+    zeroc_layer_io_t io;
+    fill_io(m, i, slot, micro, batch, &io);
+    io.grads = u->gviews;
+    io.in = u->saved_in[slot];
+    io.dout = d;
+    zeroc__watchdog_phase(m->ctx, "backward unit %d ('%s') micro-batch %d", i,
+                          u->L.name ? u->L.name : "", micro);
+    ZEROC_FAULT_AT(m->ctx, "backward", m->steps + 1, NULL);
+    ZEROC_TRY(u->L.backward(&io));
+    d = io.din;
+    if (m->conv) conv_grads_out(m, u);
+    if (m->ctx->fault) ZEROC_TRY(inject_grad(m, u));
+    ZEROC_TRY(reduce_unit(m, i));
+    u->nbwd++;
+  }
+  *din = (void *)d;
+  return ZEROC_OK;
+fail:
+  return res;
 }

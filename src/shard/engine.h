@@ -58,8 +58,10 @@ typedef struct zeroc__unit {
   int view_ready;         /* `view` holds the current params (conversion done) */
   zeroc_event_t *ev_gathered, *ev_bwd, *ev_reduced;
   void **pviews, **gviews; /* per parameter pointers handed to callbacks */
-  const void *saved_in;
+  const void **saved_in;   /* (slots) the input of the last forward of each in-flight slot */
   void *workspace;
+  int nbwd;                /* backward passes of this unit finished this optimizer step */
+  int tied;                /* holds a ZEROC_PARAM_TIED parameter */
 } zeroc__unit_t;
 
 /* A unit's optimizer state where it currently is (device, or host when offloaded). */
@@ -87,6 +89,10 @@ struct zeroc_model {
   float *adam_tmp;               /* fp32 copy of a bf16 grad shard for AdamW (max S) */
   double *norm_acc;              /* device double for sum of squares */
   zeroc_event_t *ev_published;
+  int slots;                     /* micro-batches in flight (saved inputs per unit); 1 */
+  const void *batch;             /* whole-model path: the input of the running micro-step */
+  zeroc_group_t *tie_g;          /* ranks holding a copy of the ZEROC_PARAM_TIED params */
+  int tie_owner;                 /* 1: this rank's copy counts in the gradient norm */
 
   /* progress of the current step */
   int micro;          /* micro-steps whose backward completed */
@@ -141,5 +147,50 @@ zeroc_result_t zeroc__model_publish(zeroc_model_t *m);
 
 /* Sum of bus bytes over the model's groups (for per-step figures). */
 uint64_t zeroc__model_comm_bytes(const zeroc_model_t *m);
+
+/* ---- running parts of the model (pipeline parallelism) ------------------------------ */
+
+/* Keeps `slots` saved inputs per unit, so that `slots` micro-batches can be
+ * between their forward and their backward at once (forward_units and
+ * backward_units name the slot). Local; call before the first forward.
+ * Returns ZEROC_ERR_INVALID_ARG for slots < 1 or while a step is under way,
+ * ZEROC_ERR_NOMEM. */
+zeroc_result_t zeroc__model_set_slots(zeroc_model_t *m, int slots);
+
+/*
+ * The gradients of every ZEROC_PARAM_TIED parameter are summed over `g`
+ * (the ranks holding a copy, e.g. the first and the last pipeline stage for a
+ * tied embedding) before the data-parallel reduction, so every copy takes the
+ * same step; only the copy of the rank with `owner` set counts in the gradient
+ * norm. `g` must outlive the model. Local.
+ */
+void zeroc__model_tie(zeroc_model_t *m, zeroc_group_t *g, int owner);
+
+/*
+ * Forward of the contiguous units [first, last] of this rank's model for one
+ * micro-batch held in `slot`: unit `first` receives `in` (NULL: `batch`), the
+ * others the previous unit's output; every unit sees `batch` as io->batch and
+ * `micro` as io->micro. *out receives the last unit's output. A unit's loss is
+ * added to the step's loss. Stages 0 and 1 only (their parameters stay
+ * gathered), and no unit may `share` another's parameters.
+ * Returns ZEROC_ERR_INVALID_ARG (a range, slot or micro out of bounds, a
+ * whole-model forward waiting for its backward), ZEROC_ERR_UNSUPPORTED (stage
+ * 2/3, shared parameters), or the callbacks' errors.
+ */
+zeroc_result_t zeroc__model_forward_units(zeroc_model_t *m, int first, int last, int slot,
+                                          int micro, const void *batch, const void *in,
+                                          void **out);
+
+/*
+ * Backward of units [last .. first] for the micro-batch in `slot` (whose
+ * forward_units ran): unit `last` receives `dout` (NULL for the loss unit),
+ * the others the gradient the next unit produced; *din receives unit first's
+ * gradient w.r.t. its input. Gradients accumulate over micro-batches; a unit's
+ * reduction over data parallelism starts after its grad_accum-th backward of
+ * the step. Errors as forward_units.
+ */
+zeroc_result_t zeroc__model_backward_units(zeroc_model_t *m, int first, int last, int slot,
+                                           int micro, const void *batch, const void *dout,
+                                           void **din);
 
 #endif

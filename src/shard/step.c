@@ -53,6 +53,7 @@ static zeroc_result_t local_sumsq(zeroc_model_t *m, double *out) {
       const zeroc__flat_param_t *p = &u->f.p[j];
       if (p->lo == p->hi) continue;
       if ((p->flags & ZEROC_PARAM_TP_REPLICATED) && mesh->tp_rank != 0) continue;
+      if ((p->flags & ZEROC_PARAM_TIED) && m->tie_g && !m->tie_owner) continue;
       CHK(zeroc_k_sumsq(m->k, m->compute, acc, g + (p->lo - u->f.shard_off), p->hi - p->lo));
     }
   }
@@ -128,11 +129,17 @@ static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef) {
 zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info) {
   zeroc_result_t res = ZEROC_OK;
   if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_step: NULL model");
-  if (m->in_forward || m->micro != m->cfg.grad_accum)
+  if (m->in_forward)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "zeroc_model_step after %d of %d micro-steps%s",
-                                             m->micro, m->cfg.grad_accum,
-                                             m->in_forward ? " (a forward is waiting for its backward)" : ""));
+                                             "zeroc_model_step while a forward is waiting for its "
+                                             "backward"));
+  /* every unit must have had all its micro-steps (whole model or unit ranges) */
+  for (int i = 0; i < m->n; i++)
+    if (m->u[i].nbwd != m->cfg.grad_accum)
+      return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                               "zeroc_model_step after %d of %d micro-steps (unit "
+                                               "%d)",
+                                               m->u[i].nbwd, m->cfg.grad_accum, i));
   if (!(lr >= 0) || !isfinite(lr))
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "learning rate %g: must be finite and >= 0", lr));
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
@@ -186,6 +193,7 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
   m->bytes_mark = bytes;
   m->exposed_ms = 0;
   m->micro = 0;
+  for (int i = 0; i < m->n; i++) m->u[i].nbwd = 0;
   m->loss_sum = 0;
   if (m->consecutive_skips > m->cfg.max_skipped)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_NUMERIC,

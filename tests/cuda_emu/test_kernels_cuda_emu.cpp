@@ -451,6 +451,96 @@ static void t_crossentropy(zeroc_dtype_t dt, int Vp, float dloss) {
   CHECK(pad == 0, "crossentropy with target V: padding columns changed by %g", pad);
 }
 
+/* ---- vocabulary-parallel (tensor parallelism) ------------------------------------------ */
+
+// Two ranks' slices of a vocabulary of V = 37 padded to 48 (24 rows each); the
+// all-reduces between the cross-entropy passes are done here on the host. The
+// result must equal the unsplit softmax cross-entropy and embedding.
+static void t_vocab(zeroc_dtype_t dt, float dloss) {
+  const char *dn = zeroc_dtype_name(dt);
+  const int N = 6, V = 37, Vp = 48, Vl = 24, C = 8, B = 2, T = 3;
+  Dev d;
+  Kernels K(dt);
+  vec lg = randv(dt, (size_t)N * Vp, -3, 5);
+  int32_t *tg = d.raw<int32_t>(N, 0);
+  for (int r = 0; r < N; r++) tg[r] = r == 1 ? -1 : (int)(urand() * V);
+  tg[3] = 30; /* a target in the second slice (its real columns end at 37) */
+  float *mx[2], *xt[2], *se[2], *loss[2];
+  void *pl[2];
+  for (int k = 0; k < 2; k++) {
+    vec part((size_t)N * Vl);
+    for (int r = 0; r < N; r++)
+      for (int j = 0; j < Vl; j++) part[(size_t)r * Vl + j] = lg[(size_t)r * Vp + k * Vl + j];
+    pl[k] = d.put(dt, part);
+    mx[k] = d.raw<float>(N, NAN);
+    xt[k] = d.raw<float>(N, NAN);
+    se[k] = d.raw<float>(N, NAN);
+    loss[k] = d.raw<float>(N, NAN);
+    OK(zeroc__cuda_vocab_ce_local(&K.k, NULL, mx[k], xt[k], pl[k], tg, N, Vl, k * Vl, V));
+  }
+  float *gmx = d.raw<float>(N, 0), *gxt = d.raw<float>(N, 0), *gse = d.raw<float>(N, 0);
+  for (int r = 0; r < N; r++) gmx[r] = std::max(mx[0][r], mx[1][r]), gxt[r] = xt[0][r] + xt[1][r];
+  for (int k = 0; k < 2; k++) OK(zeroc__cuda_vocab_ce_sumexp(&K.k, NULL, se[k], pl[k], gmx, N, Vl, k * Vl, V));
+  for (int r = 0; r < N; r++) gse[r] = se[0][r] + se[1][r];
+  for (int k = 0; k < 2; k++)
+    OK(zeroc__cuda_vocab_ce_finish(&K.k, NULL, loss[k], pl[k], tg, gmx, gse, gxt, N, Vl, k * Vl, V, dloss));
+  dvec rl(N), rg((size_t)N * Vp);
+  for (int r = 0; r < N; r++) {
+    const float *row = &lg[(size_t)r * Vp];
+    double m = -1e300, sum = 0;
+    for (int j = 0; j < V; j++) m = std::max(m, (double)row[j]);
+    for (int j = 0; j < V; j++) sum += std::exp(row[j] - m);
+    rl[r] = tg[r] < 0 ? 0 : m + std::log(sum) - row[tg[r]];
+    for (int j = 0; j < Vp; j++)
+      rg[(size_t)r * Vp + j] = tg[r] < 0 || j >= V ? 0 : dloss * (std::exp(row[j] - m) / sum - (j == tg[r]));
+  }
+  double el = 0, nl = 0;
+  for (int k = 0; k < 2; k++)
+    for (int r = 0; r < N; r++) {
+      el += std::pow(loss[k][r] - rl[r], 2);
+      nl += rl[r] * rl[r];
+    }
+  CHECK(std::sqrt(el / nl) < 1e-6, "vocab cross-entropy losses %s: error %g", dn, std::sqrt(el / nl));
+  if (dloss != 0) {
+    vec got((size_t)N * Vp);
+    for (int k = 0; k < 2; k++) {
+      vec part = get(dt, pl[k], (size_t)N * Vl);
+      for (int r = 0; r < N; r++)
+        for (int j = 0; j < Vl; j++) got[(size_t)r * Vp + k * Vl + j] = part[(size_t)r * Vl + j];
+    }
+    double e = relerr(got, rg);
+    CHECK(e < tol(dt), "vocab cross-entropy gradient %s: error %g", dn, e);
+  }
+  /* the embedding: each slice writes only its tokens' rows; the sum is the whole */
+  vec wte = randv(dt, (size_t)Vp * C), wpe = randv(dt, (size_t)T * C), dout = randv(dt, (size_t)B * T * C);
+  int32_t *ids = d.raw<int32_t>(B * T, 0);
+  for (int i = 0; i < B * T; i++) ids[i] = i == 4 ? ids[0] : (int)(urand() * V); /* a repeat */
+  dvec out((size_t)B * T * C, 0), dw((size_t)Vp * C, 0);
+  for (int k = 0; k < 2; k++) {
+    vec slice(wte.begin() + (size_t)k * Vl * C, wte.begin() + (size_t)(k + 1) * Vl * C);
+    void *o = d.put(dt, vec((size_t)B * T * C, NAN));
+    OK(zeroc__cuda_vocab_embed_forward(&K.k, NULL, o, ids, d.put(dt, slice), k == 0 ? d.put(dt, wpe) : NULL,
+                                       B, T, C, k * Vl, Vl));
+    vec got = get(dt, o, (size_t)B * T * C);
+    for (size_t i = 0; i < got.size(); i++) out[i] += got[i];
+    vec dws = randv(dt, (size_t)Vl * C, -1, 1);
+    void *pd = d.put(dt, dws);
+    OK(zeroc__cuda_vocab_embed_backward(&K.k, NULL, pd, NULL, d.put(dt, dout), ids, B, T, C, k * Vl, Vl));
+    vec gd = get(dt, pd, (size_t)Vl * C);
+    for (size_t i = 0; i < gd.size(); i++) dw[(size_t)k * Vl * C + i] = (double)gd[i] - dws[i];
+  }
+  dvec ro((size_t)B * T * C), rw((size_t)Vp * C, 0);
+  for (int i = 0; i < B * T; i++)
+    for (int c = 0; c < C; c++) {
+      ro[(size_t)i * C + c] = (double)wte[(size_t)ids[i] * C + c] + wpe[(size_t)(i % T) * C + c];
+      rw[(size_t)ids[i] * C + c] += dout[(size_t)i * C + c];
+    }
+  double e = relerr(vec(out.begin(), out.end()), ro);
+  CHECK(e < tol(dt), "vocab embedding forward %s: error %g", dn, e);
+  e = relerr(vec(dw.begin(), dw.end()), rw);
+  CHECK(e < (dt == ZEROC_FP32 ? 1e-5 : 3e-2), "vocab embedding backward %s: error %g", dn, e);
+}
+
 /* ---- engine -------------------------------------------------------------------------- */
 
 static void t_engine(size_t n, size_t off) {
@@ -534,6 +624,10 @@ int main(int argc, char **argv) {
       t_crossentropy(dt, 40, 1.0f / 7);
       t_crossentropy(dt, 45, 0.5f);
       t_crossentropy(dt, 40, 0.0f);
+    }
+    if (want("vocab")) {
+      t_vocab(dt, 1.0f / 6);
+      t_vocab(dt, 0.0f);
     }
     if (want("attention")) {
       t_attention(dt, 2, 70, 2, 16, 0);   /* two query tiles, HSMAX 32 */

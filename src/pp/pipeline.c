@@ -1,0 +1,594 @@
+/*
+ * pp/pipeline.c - the pipeline runtime: the balanced stage partition, the
+ * activation slots a rank needs, and one step's schedule (pp/schedule.c)
+ * executed on real ranks, with activations and gradients moving on four
+ * point-to-point streams of their own while compute runs on the caller.
+ *
+ * Why four streams and no per-group wait: a rank receives activations only
+ * from rank r-1 (mod p) and gradients only from r+1, and sends to the other
+ * side, and the generated schedules post each of these four kinds of message
+ * in the same order on both ends (zeroc__pp_orders_match, asserted over a grid
+ * of (kind, p, m, v) by test_pp_schedule and checked again at creation).
+ * With one FIFO stream per kind, the k-th operation on a send stream meets the
+ * k-th on its peer's receive stream, so posting in schedule order cannot
+ * deadlock however far compute runs ahead, and compute waits only for the
+ * receive it consumes: a receive posted early (the schedule's
+ * post-together groups) overlaps the compute before it. Each group is bracketed with
+ * zeroc__comm_group_start/end (ncclGroupStart/End: NCCL launches the group's
+ * transfers together at its end, so the events that mark them are recorded
+ * after it; nothing on mpi).
+ */
+#include "zeroc/pipeline.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "comm/comm.h"
+#include "core/ctx.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/watchdog.h"
+#include "pp/schedule.h"
+#include "shard/engine.h"
+
+#define CHK(call) ZEROC_CHECK(call)
+
+/* the four streams, by message kind */
+enum { RA, RG, SA, SG, NSTREAMS };
+
+struct zeroc_pipeline {
+  zeroc_model_t *m;
+  zeroc_ctx_t *ctx;
+  zeroc_pipeline_config_t cfg;
+  zeroc_pp_schedule_t *sched;
+  const zeroc_pp_action_t *acts;
+  size_t nacts;
+  int p, r, v, nmb, S, W;
+  int *cfirst, *clast; /* local unit range of each chunk */
+  zeroc_group_t *pp_g, *tie_g;
+  zeroc_stream_t *s[NSTREAMS];
+  size_t bytes; /* one boundary tensor */
+  /* per (chunk, slot), index c*W + slot */
+  void **act_in, **grad_in, **grad_out;
+  void **out_ptr;
+  zeroc_event_t **ev_ra, **ev_rg, **ev_sa, **ev_sg, **ev_fwd, **ev_bwd;
+};
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* ---- pure arithmetic ------------------------------------------------------------------- */
+
+zeroc_result_t zeroc_pipeline_schedule_parse(const char *name, zeroc_pipeline_schedule_t *out) {
+  zeroc_pp_kind_t k;
+  CHK(zeroc__pp_kind_parse(name, &k));
+  *out = (zeroc_pipeline_schedule_t)k;
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_pipeline_partition(const double *cost, int n, int stages, int *bounds) {
+  zeroc_result_t res = ZEROC_OK;
+  if (!cost || !bounds)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_partition: NULL argument");
+  if (stages < 1 || n < stages)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "cutting %d units into %d pipeline stages: every stage needs at least one "
+                      "unit (accepted 1 <= stages <= units)",
+                      n, stages);
+  for (int i = 0; i < n; i++)
+    if (!(cost[i] >= 0) || !isfinite(cost[i]))
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "unit %d has cost %g; accepted finite costs >= 0", i,
+                        cost[i]);
+  /* best[s][i]: the smallest largest-stage cost of units [0, i) in s+1 stages;
+   * cut[s][i] the start of the last stage there. O(stages n^2). */
+  size_t cells = (size_t)stages * (size_t)(n + 1);
+  double *pre = malloc(sizeof(double) * (size_t)(n + 1)), *best = malloc(sizeof(double) * cells);
+  int *cut = malloc(sizeof(int) * cells);
+  if (!pre || !best || !cut) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "partition tables for %d units, %d stages", n, stages);
+    goto fail;
+  }
+  pre[0] = 0;
+  for (int i = 0; i < n; i++) pre[i + 1] = pre[i] + cost[i];
+  for (int i = 0; i <= n; i++) best[i] = pre[i], cut[i] = 0;
+  for (int s = 1; s < stages; s++) {
+    double *b = best + (size_t)s * (n + 1), *pb = best + (size_t)(s - 1) * (n + 1);
+    int *c = cut + (size_t)s * (n + 1);
+    for (int i = 0; i <= n; i++) {
+      b[i] = INFINITY;
+      c[i] = -1;
+      /* the last stage is [j, i): j >= s (s earlier stages of one unit at least) */
+      for (int j = s; j < i; j++) {
+        double v = pb[j] > pre[i] - pre[j] ? pb[j] : pre[i] - pre[j];
+        if (v < b[i] * (1 - 1e-12)) b[i] = v, c[i] = j;
+      }
+    }
+  }
+  bounds[stages] = n;
+  for (int s = stages - 1, i = n; s >= 0; s--) {
+    int j = s ? cut[(size_t)s * (n + 1) + i] : 0;
+    bounds[s] = j;
+    i = j;
+  }
+fail:
+  free(pre);
+  free(best);
+  free(cut);
+  return res;
+}
+
+/* The most micro-batches of one chunk alive at once on rank r (from its first
+ * action to the end of its backward). *contiguous is set when, per chunk,
+ * micro-batches start and finish in increasing order, so the alive ones are
+ * consecutive and slot mb % W never holds two of them. */
+static zeroc_result_t alive_width(const zeroc_pp_schedule_t *s, int r, int *width,
+                                  int *contiguous) {
+  size_t n;
+  const zeroc_pp_action_t *a = zeroc__pp_rank_actions(s, r, &n);
+  size_t cells = (size_t)s->m * (size_t)s->v;
+  int64_t *start = malloc(sizeof(int64_t) * cells), *end = malloc(sizeof(int64_t) * cells);
+  if (!start || !end) {
+    free(start);
+    free(end);
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "slot tables");
+  }
+  for (size_t i = 0; i < cells; i++) start[i] = end[i] = -1;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = (size_t)a[i].chunk * s->m + (size_t)a[i].mb;
+    if (start[k] < 0) start[k] = (int64_t)i;
+    if (a[i].op == ZEROC_PP_BACKWARD) end[k] = (int64_t)i;
+  }
+  int W = 1, ok = 1;
+  for (int c = 0; c < s->v; c++) {
+    const int64_t *st = start + (size_t)c * s->m, *en = end + (size_t)c * s->m;
+    for (int b = 1; b < s->m; b++) ok &= st[b] > st[b - 1] && en[b] > en[b - 1];
+    /* alive at the start of micro-batch b: those started before it and not yet done */
+    for (int b = 0; b < s->m; b++) {
+      int alive = 0;
+      for (int x = 0; x < s->m; x++) alive += st[x] <= st[b] && en[x] >= st[b];
+      if (alive > W) W = alive;
+    }
+  }
+  free(start);
+  free(end);
+  *width = ok ? W : s->m;
+  *contiguous = ok;
+  return ZEROC_OK;
+}
+
+static zeroc_result_t read_config(const zeroc_pipeline_config_t *in, zeroc_pipeline_config_t *out) {
+  if (!in || in->magic != ZEROC_CONFIG_MAGIC || in->size < sizeof(zeroc_pipeline_config_t) ||
+      in->size > 65536)
+    return ZEROC_FAIL(
+        ZEROC_ERR_INVALID_ARG,
+        "zeroc_pipeline_config_t was not initialised with ZEROC_PIPELINE_CONFIG_INIT");
+  *out = *in;
+  out->size = sizeof *out;
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_pipeline_slots(const zeroc_pipeline_config_t *cfg, int pp, int rank,
+                                    int *slots) {
+  zeroc_pipeline_config_t c;
+  zeroc_pp_schedule_t *s = NULL;
+  int contiguous;
+  CHK(read_config(cfg, &c));
+  if (rank < 0 || rank >= pp)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "pipeline rank %d: accepted 0..%d", rank, pp - 1);
+  CHK(zeroc__pp_schedule_create((zeroc_pp_kind_t)c.schedule, pp, c.microbatches, c.chunks, &s));
+  zeroc_result_t r = alive_width(s, rank, slots, &contiguous);
+  zeroc__pp_schedule_destroy(s);
+  return r;
+}
+
+zeroc_result_t zeroc_pipeline_print_schedule(FILE *f, const zeroc_pipeline_config_t *cfg, int pp,
+                                             int comm) {
+  zeroc_result_t res = ZEROC_OK;
+  zeroc_pipeline_config_t c;
+  zeroc_pp_schedule_t *s = NULL;
+  zeroc_pp_sim_t *sim = NULL;
+  CHK(read_config(cfg, &c));
+  CHK(zeroc__pp_schedule_create((zeroc_pp_kind_t)c.schedule, pp, c.microbatches, c.chunks, &s));
+  ZEROC_TRY(zeroc__pp_schedule_print(f, s, comm ? ZEROC_PP_PRINT_COMM : 0));
+  fprintf(f, "activation sets kept per rank:");
+  for (int r = 0; r < pp; r++) {
+    int w, contiguous;
+    ZEROC_TRY(alive_width(s, r, &w, &contiguous));
+    fprintf(f, " r%d %d", r, w);
+  }
+  fprintf(f, "\n");
+  zeroc_pp_sim_config_t sc = ZEROC_PP_SIM_CONFIG_INIT;
+  ZEROC_TRY(zeroc__pp_simulate(s, &sc, &sim));
+  double ideal = (double)c.microbatches * c.chunks * (sc.tf + sc.tb);
+  double vm = (double)c.microbatches * c.chunks;
+  fprintf(f,
+          "simulated with equal stages (chunk forward 1, backward 2, free messages): step %g, "
+          "idle per rank %g = %.4f of the busy time (theory (p-1)/(v m) = %.4f), %.4f of the "
+          "step (theory (p-1)/(v m + p - 1) = %.4f)\n",
+          sim->makespan, sim->idle[0], sim->idle[0] / ideal, (pp - 1) / vm,
+          sim->idle[0] / sim->makespan, zeroc__pp_bubble_fraction(pp, c.microbatches, c.chunks));
+  if (fflush(f)) res = ZEROC_FAIL(ZEROC_ERR_IO, "writing the schedule failed");
+fail:
+  zeroc__pp_sim_destroy(sim);
+  zeroc__pp_schedule_destroy(s);
+  return res;
+}
+
+int zeroc__pp_orders_match(const zeroc_pp_schedule_t *s) {
+  int ok = 1;
+  /* per sending rank and kind (0 activations, 1 gradients): the (mb, stage) sequence */
+  for (int r = 0; r < s->p && ok; r++) {
+    for (int dir = 0; dir < 2 && ok; dir++) {
+      int peer = dir == 0 ? (r + 1) % s->p : (r - 1 + s->p) % s->p;
+      size_t ns, nr;
+      const zeroc_pp_action_t *a = zeroc__pp_rank_actions(s, r, &ns);
+      const zeroc_pp_action_t *b = zeroc__pp_rank_actions(s, peer, &nr);
+      int sop = dir == 0 ? ZEROC_PP_SEND_ACT : ZEROC_PP_SEND_GRAD;
+      int rop = dir == 0 ? ZEROC_PP_RECV_ACT : ZEROC_PP_RECV_GRAD;
+      size_t i = 0, j = 0;
+      for (;;) {
+        while (i < ns && a[i].op != sop) i++;
+        while (j < nr && b[j].op != rop) j++;
+        if (i == ns || j == nr) {
+          ok &= i == ns && j == nr;
+          break;
+        }
+        if (a[i].mb != b[j].mb || a[i].peer_chunk != b[j].chunk || b[j].peer_chunk != a[i].chunk)
+          ok = 0;
+        i++, j++;
+      }
+    }
+  }
+  return ok;
+}
+
+/* ---- creating and destroying ---------------------------------------------------------------- */
+
+void zeroc_pipeline_destroy(zeroc_pipeline_t *p) {
+  if (!p) return;
+  for (int i = 0; i < NSTREAMS; i++)
+    if (p->s[i]) zeroc_stream_sync(p->s[i]);
+  for (int i = 0; i < NSTREAMS; i++) zeroc_stream_destroy(p->s[i]);
+  int cells = p->v * p->W;
+  void **bufs[3] = {p->act_in, p->grad_in, p->grad_out};
+  for (int b = 0; b < 3; b++)
+    for (int k = 0; bufs[b] && k < cells; k++) zeroc_mem_free(p->ctx, bufs[b][k]);
+  zeroc_event_t **evs[6] = {p->ev_ra, p->ev_rg, p->ev_sa, p->ev_sg, p->ev_fwd, p->ev_bwd};
+  for (int e = 0; e < 6; e++) {
+    for (int k = 0; evs[e] && k < cells; k++) zeroc_event_destroy(evs[e][k]);
+    free(evs[e]);
+  }
+  for (int b = 0; b < 3; b++) free(bufs[b]);
+  free(p->out_ptr);
+  free(p->cfirst);
+  free(p->clast);
+  zeroc__group_destroy(p->tie_g);
+  zeroc__pp_schedule_destroy(p->sched);
+  free(p);
+}
+
+/* Local checks and allocations: everything that can fail on one rank alone. */
+static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first,
+                                   const int *chunk_count) {
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(p->ctx);
+  zeroc_model_t *m = p->m;
+  zeroc_pipeline_config_t *c = &p->cfg;
+  p->p = mesh->pp;
+  p->r = mesh->pp_rank;
+  p->v = c->chunks;
+  p->nmb = c->microbatches;
+  if (p->p < 2)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "a pipeline needs at least 2 pipeline ranks (the context's mesh has pp %d)",
+                      p->p);
+  if (m->cfg.stage > 1)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                      "pipeline parallelism with ZeRO stage %d: accepted stage 0 or 1 (the "
+                      "gradients of every micro-batch stay on the stage and are reduced once, "
+                      "after the last)",
+                      m->cfg.stage);
+  if (m->cfg.grad_accum != p->nmb)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "the model's grad_accum is %d, the pipeline runs %d micro-batches: they "
+                      "must be equal",
+                      m->cfg.grad_accum, p->nmb);
+  if (!c->act_numel || !zeroc_dtype_size(c->act_dtype))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "pipeline activations of %zu elements of %s: need > 0 "
+                      "elements of a known dtype",
+                      c->act_numel, zeroc_dtype_name(c->act_dtype));
+  if (c->act_numel > (size_t)2147483647)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                      "pipeline activations of %zu elements exceed a "
+                      "message's int count",
+                      c->act_numel);
+  CHK(zeroc__pp_schedule_create((zeroc_pp_kind_t)c->schedule, p->p, p->nmb, p->v, &p->sched));
+  p->S = p->p * p->v;
+  p->acts = zeroc__pp_rank_actions(p->sched, p->r, &p->nacts);
+  int contiguous;
+  CHK(alive_width(p->sched, p->r, &p->W, &contiguous));
+  /* one FIFO stream per message kind needs the same order on both ends */
+  if (!zeroc__pp_orders_match(p->sched))
+    return ZEROC_FAIL(ZEROC_ERR_INTERNAL,
+                      "pipeline schedule %s (p %d, m %d, v %d): a rank's sends and its peer's "
+                      "receives of one kind come in different orders (schedule generator bug)",
+                      zeroc__pp_kind_name((zeroc_pp_kind_t)c->schedule), p->p, p->nmb, p->v);
+  /* message tags: below 2 m (S-1), which MPI must be able to carry */
+  int64_t max_tag = 2 * (int64_t)p->nmb * (p->S - 1) - 1;
+  int *ub = NULL, flag = 0;
+  MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+  if (flag && ub && max_tag > *ub)
+    return ZEROC_FAIL(
+        ZEROC_ERR_INVALID_ARG,
+        "pipeline messages need tags up to %lld (2 x %d micro-batches x %d stage "
+        "boundaries), above this MPI's MPI_TAG_UB %d: use fewer micro-batches or stages",
+        (long long)max_tag, p->nmb, p->S - 1, *ub);
+  /* the chunks must cover the model's units in order */
+  p->cfirst = calloc((size_t)p->v, sizeof(int));
+  p->clast = calloc((size_t)p->v, sizeof(int));
+  if (!p->cfirst || !p->clast) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "pipeline chunk table");
+  for (int ch = 0, next = 0; ch < p->v; ch++) {
+    if (!chunk_first || !chunk_count || chunk_first[ch] != next || chunk_count[ch] < 1)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "pipeline chunk %d: units [%d, +%d); accepted %d consecutive non-empty "
+                        "ranges covering the model's %d units",
+                        ch, chunk_first ? chunk_first[ch] : -1, chunk_count ? chunk_count[ch] : 0,
+                        p->v, m->n);
+    p->cfirst[ch] = next;
+    p->clast[ch] = next + chunk_count[ch] - 1;
+    next += chunk_count[ch];
+    if (ch == p->v - 1 && next != m->n)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "pipeline chunks cover %d units, the model has %d",
+                        next, m->n);
+  }
+  CHK(zeroc__model_set_slots(m, p->W));
+  /* buffers and events per (chunk, slot) */
+  int cells = p->v * p->W;
+  p->bytes = c->act_numel * zeroc_dtype_size(c->act_dtype);
+  p->act_in = calloc((size_t)cells, sizeof(void *));
+  p->grad_in = calloc((size_t)cells, sizeof(void *));
+  p->grad_out = calloc((size_t)cells, sizeof(void *));
+  p->out_ptr = calloc((size_t)cells, sizeof(void *));
+  zeroc_event_t ***evs[6] = {&p->ev_ra, &p->ev_rg, &p->ev_sa, &p->ev_sg, &p->ev_fwd, &p->ev_bwd};
+  for (int e = 0; e < 6; e++) *evs[e] = calloc((size_t)cells, sizeof(zeroc_event_t *));
+  if (!p->act_in || !p->grad_in || !p->grad_out || !p->out_ptr || !p->ev_ra || !p->ev_rg ||
+      !p->ev_sa || !p->ev_sg || !p->ev_fwd || !p->ev_bwd)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "pipeline tables");
+  for (int ch = 0; ch < p->v; ch++) {
+    int stage = ch * p->p + p->r, prev = stage > 0, next = stage < p->S - 1;
+    for (int sl = 0; sl < p->W; sl++) {
+      int k = ch * p->W + sl;
+      if (prev) {
+        CHK(zeroc_mem_alloc(p->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, p->bytes,
+                            &p->act_in[k]));
+        CHK(zeroc_mem_alloc(p->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, p->bytes,
+                            &p->grad_out[k]));
+      }
+      if (next)
+        CHK(zeroc_mem_alloc(p->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, p->bytes, &p->grad_in[k]));
+      for (int e = 0; e < 6; e++) CHK(zeroc_event_create(p->ctx, &(*evs[e])[k]));
+    }
+  }
+  for (int i = 0; i < NSTREAMS; i++)
+    CHK(zeroc__stream_create_p2p(zeroc__ctx_device(p->ctx), 1, &p->s[i]));
+  p->pp_g = zeroc__ctx_group(p->ctx, ZEROC_GROUP_PP);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_pipeline_create(zeroc_model_t *m, const int *chunk_first,
+                                     const int *chunk_count, const zeroc_pipeline_config_t *cfg,
+                                     zeroc_pipeline_t **out) {
+  zeroc_result_t res = ZEROC_OK;
+  if (!m || !out)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_create: NULL model or output");
+  *out = NULL;
+  zeroc_ctx_t *ctx = m->ctx;
+  zeroc_pipeline_t *p = calloc(1, sizeof *p);
+  if (!p) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "pipeline struct"));
+  p->m = m;
+  p->ctx = ctx;
+  res = read_config(cfg, &p->cfg);
+  if (!res) res = create_local(p, chunk_first, chunk_count);
+  /* one rank's failure stops every rank here, before the collectives below */
+  ZEROC_TRY(zeroc_ctx_agree(ctx, res));
+
+  /* the tied copies: (first stage, dp d, tp t) with (last stage, dp d, tp t) */
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  int ends = mesh->pp_rank == 0 || mesh->pp_rank == mesh->pp - 1;
+  ZEROC_TRY(zeroc__group_split(zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD),
+                               ends ? mesh->dp_rank * mesh->tp + mesh->tp_rank : -1, mesh->pp_rank,
+                               "pp_tied", &p->tie_g));
+  int64_t tied = 0;
+  for (int i = 0; i < m->n; i++)
+    for (int j = 0; j < m->u[i].f.n; j++)
+      if (m->u[i].f.p[j].flags & ZEROC_PARAM_TIED) tied += (int64_t)m->u[i].f.p[j].numel;
+  if (p->tie_g) {
+    int64_t mm[2] = {tied, -tied};
+    res = zeroc__allreduce_host(p->tie_g, mm, 2, ZEROC_INT64, ZEROC_MIN);
+    if (!res && mm[0] != -mm[1])
+      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                       "tied parameters (ZEROC_PARAM_TIED) differ between the first and the last "
+                       "pipeline stage: %lld and %lld elements; both ends must hold the same copy",
+                       (long long)mm[0], (long long)-mm[1]);
+    if (!res && tied) zeroc__model_tie(m, p->tie_g, mesh->pp_rank == 0);
+  } else if (tied) {
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "pipeline rank %d holds %lld elements of tied parameters (ZEROC_PARAM_TIED); "
+                     "only the first and the last stage may",
+                     mesh->pp_rank, (long long)tied);
+  }
+  ZEROC_TRY(zeroc_ctx_agree(ctx, res));
+  ZINFO(COMM,
+        "pipeline: %s, rank %d of %d, %d chunks, %d micro-batches, %d activation slots, "
+        "%zu bytes per message%s",
+        zeroc__pp_kind_name((zeroc_pp_kind_t)p->cfg.schedule), p->r, p->p, p->v, p->nmb, p->W,
+        p->bytes, tied ? ", tied embedding" : "");
+  *out = p;
+  return ZEROC_OK;
+fail:
+  if (p->tie_g && m->tie_g == p->tie_g) zeroc__model_tie(m, NULL, 0);
+  zeroc_pipeline_destroy(p);
+  return zeroc__ctx_ret(ctx, res);
+}
+
+/* ---- one step ----------------------------------------------------------------------------------
+ */
+
+/* Compute waits for a communication event; the time counts as waiting. */
+static zeroc_result_t wait_comm(zeroc_pipeline_t *p, zeroc_event_t *e, double *wait_ms) {
+  zeroc_stream_t *cs = p->m->compute;
+  if (!cs->inline_) return zeroc_stream_wait_event(cs, e);
+  double t0 = now_ms();
+  zeroc_result_t r = zeroc_event_sync(e);
+  *wait_ms += now_ms() - t0;
+  return r;
+}
+
+/* An event to record on a stream once the current communication group is
+ * posted. */
+typedef struct {
+  zeroc_event_t *e;
+  zeroc_stream_t *s;
+} pending_t;
+
+enum { MAX_GROUP = 64 };
+
+zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batches,
+                                  zeroc_pipeline_stats_t *stats) {
+  zeroc_result_t res = ZEROC_OK;
+  pending_t pend[MAX_GROUP];
+  int npend = 0, in_group = 0;
+  if (!p || !batches)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_run: NULL pipeline or batches");
+  zeroc_model_t *m = p->m;
+  zeroc_stream_t *cs = m->compute;
+  double t_run = now_ms(), compute = 0, wait = 0;
+  uint64_t sent = 0;
+  size_t numel = p->cfg.act_numel;
+  zeroc_dtype_t dt = p->cfg.act_dtype;
+  for (size_t i = 0; i < p->nacts; i++) {
+    const zeroc_pp_action_t *a = &p->acts[i];
+    int ch = a->chunk, mb = a->mb, sl = mb % p->W, k = ch * p->W + sl;
+    int stage = ch * p->p + p->r, has_prev = stage > 0, has_next = stage < p->S - 1;
+    int tag = (int)zeroc__pp_action_tag(p->sched, p->r, a);
+    if (zeroc__pp_is_comm(a->op) && !in_group) {
+      ZEROC_TRY(zeroc__comm_group_start(p->ctx));
+      in_group = 1;
+    }
+    if (npend == MAX_GROUP) {
+      res =
+          ZEROC_FAIL(ZEROC_ERR_INTERNAL, "pipeline: a group of more than %d transfers", MAX_GROUP);
+      goto fail;
+    }
+    switch (a->op) {
+    case ZEROC_PP_RECV_ACT:
+      /* the slot's previous micro-batch must be done with the buffer */
+      ZEROC_TRY(zeroc_stream_wait_event(p->s[RA], p->ev_bwd[k]));
+      ZEROC_TRY(zeroc__recv(p->pp_g, p->s[RA], p->act_in[k], numel, dt, a->peer, tag));
+      pend[npend++] = (pending_t){p->ev_ra[k], p->s[RA]};
+      break;
+    case ZEROC_PP_RECV_GRAD:
+      ZEROC_TRY(zeroc_stream_wait_event(p->s[RG], p->ev_bwd[k]));
+      ZEROC_TRY(zeroc__recv(p->pp_g, p->s[RG], p->grad_in[k], numel, dt, a->peer, tag));
+      pend[npend++] = (pending_t){p->ev_rg[k], p->s[RG]};
+      break;
+    case ZEROC_PP_SEND_ACT:
+      ZEROC_TRY(zeroc_stream_wait_event(p->s[SA], p->ev_fwd[k]));
+      ZEROC_TRY(zeroc__send(p->pp_g, p->s[SA], p->out_ptr[k], numel, dt, a->peer, tag));
+      pend[npend++] = (pending_t){p->ev_sa[k], p->s[SA]};
+      sent += p->bytes;
+      break;
+    case ZEROC_PP_SEND_GRAD:
+      ZEROC_TRY(zeroc_stream_wait_event(p->s[SG], p->ev_bwd[k]));
+      ZEROC_TRY(zeroc__send(p->pp_g, p->s[SG], p->grad_out[k], numel, dt, a->peer, tag));
+      pend[npend++] = (pending_t){p->ev_sg[k], p->s[SG]};
+      sent += p->bytes;
+      break;
+    case ZEROC_PP_FORWARD: {
+      const void *in = NULL;
+      zeroc__watchdog_phase(p->ctx, "pipeline forward of micro-batch %d, chunk %d (stage %d)", mb,
+                            ch, stage);
+      if (has_prev) {
+        ZEROC_TRY(wait_comm(p, p->ev_ra[k], &wait));
+        in = p->act_in[k];
+      }
+      /* the forward rewrites the output the slot's previous micro-batch sent */
+      if (has_next) ZEROC_TRY(wait_comm(p, p->ev_sa[k], &wait));
+      double t0 = now_ms();
+      void *y = NULL;
+      ZEROC_TRY(
+          zeroc__model_forward_units(m, p->cfirst[ch], p->clast[ch], sl, mb, batches[mb], in, &y));
+      compute += now_ms() - t0;
+      if (has_next && !y) {
+        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                         "unit %d, the last of pipeline stage %d, returned no output to send",
+                         p->clast[ch], stage);
+        goto fail;
+      }
+      p->out_ptr[k] = y;
+      ZEROC_TRY(zeroc_event_record(p->ev_fwd[k], cs));
+      break;
+    }
+    case ZEROC_PP_BACKWARD: {
+      const void *dout = NULL;
+      zeroc__watchdog_phase(p->ctx, "pipeline backward of micro-batch %d, chunk %d (stage %d)", mb,
+                            ch, stage);
+      if (has_next) {
+        ZEROC_TRY(wait_comm(p, p->ev_rg[k], &wait));
+        dout = p->grad_in[k];
+        /* recompute rewrites the output buffer: its send must be over */
+        ZEROC_TRY(wait_comm(p, p->ev_sa[k], &wait));
+      }
+      if (has_prev) ZEROC_TRY(wait_comm(p, p->ev_sg[k], &wait));
+      double t0 = now_ms();
+      void *din = NULL;
+      ZEROC_TRY(zeroc__model_backward_units(m, p->cfirst[ch], p->clast[ch], sl, mb, batches[mb],
+                                            dout, &din));
+      if (has_prev) {
+        if (!din) {
+          res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                           "unit %d, the first of pipeline stage %d, returned no input gradient",
+                           p->cfirst[ch], stage);
+          goto fail;
+        }
+        /* the layer's gradient buffer is scratch its next backward reuses */
+        ZEROC_TRY(zeroc_memcpy_async(cs, p->grad_out[k], din, p->bytes));
+      }
+      compute += now_ms() - t0;
+      ZEROC_TRY(zeroc_event_record(p->ev_bwd[k], cs));
+      break;
+    }
+    default:
+      res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "pipeline action %zu: op %d", i, a->op);
+      goto fail;
+    }
+    if (in_group && !(a->flags & ZEROC_PP_WITH_NEXT)) {
+      /* the group is complete: post it, then mark its transfers */
+      in_group = 0;
+      ZEROC_TRY(zeroc__comm_group_end(p->ctx));
+      for (int j = 0; j < npend; j++) ZEROC_TRY(zeroc_event_record(pend[j].e, pend[j].s));
+      npend = 0;
+    }
+  }
+  /* the last sends are complete when their peers have received them */
+  double t0 = now_ms();
+  for (int s = 0; s < NSTREAMS; s++) ZEROC_TRY(zeroc_stream_sync(p->s[s]));
+  wait += now_ms() - t0;
+  if (!cs->inline_) ZEROC_TRY(zeroc_stream_sync(cs));
+  if (stats) {
+    stats->run_ms = now_ms() - t_run;
+    stats->compute_ms = compute;
+    stats->wait_ms = wait;
+    stats->bubble = stats->run_ms > 0 ? (stats->run_ms - compute) / stats->run_ms : 0;
+    stats->sent_bytes = sent;
+  }
+  return ZEROC_OK;
+fail:
+  if (in_group) zeroc__comm_group_end(p->ctx); /* the failure is the one reported */
+  return zeroc__ctx_ret(p->ctx, res);
+}
