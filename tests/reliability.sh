@@ -54,7 +54,8 @@ latest_step() { [ -f "$WORK/ck/latest" ] && sed -n 's/^step_0*\([0-9]*\)$/\1/p' 
 
 reference() { run 4 "${COMMON[@]}" "${LAYOUT[@]}" --metrics "$REF" || fail "reference run"; }
 # use_layout [FLAGS...]: the layout of the next trial (ZeRO-3 over 4 ranks, or
-# e.g. --tp 2: tensor parallel pairs x dp 2), with its own uninterrupted run
+# e.g. --tp 2 or --pp 2 --zero 1: pairs of tensor-parallel ranks or pipeline
+# stages x dp 2), with its own uninterrupted run
 use_layout() {
   LAYOUT=("$@")
   REF=$WORK/ref$(echo "$*" | tr -d ' -').jsonl
@@ -93,7 +94,7 @@ dead_rank)
   # a step or of a save: the job ends within the bound naming the rank, the
   # last complete checkpoint loads, and the resumed run is bitwise the same.
   for trial in 1 2 3; do
-    if [ $trial = 2 ]; then use_layout --tp 2; else use_layout; fi
+    case $trial in 1) use_layout ;; 2) use_layout --tp 2 ;; 3) use_layout --pp 2 --zero 1 ;; esac
     rm -rf "$WORK/ck" "$WORK/m.jsonl"
     r=$((RANDOM % 4)); act=$(pick kill kill exit)
     if [ $((RANDOM % 2)) = 0 ]; then
@@ -118,7 +119,7 @@ dead_rank)
 stopped_rank)
   # SIGSTOP: node-local peers see the stopped state and fail at once, naming it.
   for trial in 1 2; do
-    if [ $trial = 2 ]; then use_layout --tp 2; else use_layout; fi
+    if [ $trial = 2 ]; then use_layout --pp 2 --zero 1; else use_layout; fi
     rm -rf "$WORK/ck" "$WORK/m.jsonl"
     r=$((RANDOM % 4)); pt=$(pick forward backward step ckpt.shard); k=$((4 + 2 * (RANDOM % 4)))
     spec="stop@$pt:rank=$r:step=$k"
