@@ -31,14 +31,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int rc = parse(argc, argv, &o);
   FUZZ_REQUIRE(rc == 0 || rc == 2, "parse returned %d", rc);
   if (rc == 0) {
-    FUZZ_REQUIRE(o.device >= 0 && o.device <= 2 && o.model >= 0 && o.model <= 6, "choice out of range");
-    FUZZ_REQUIRE(o.schedule >= 0 && o.schedule <= 1 && o.dtype >= 0 && o.dtype <= 2, "choice out of range");
+    FUZZ_REQUIRE(o.device >= 0 && o.device <= 2 && o.model >= 0 && o.model <= 6,
+                 "choice out of range");
+    FUZZ_REQUIRE(o.schedule >= 0 && o.schedule <= 1 && o.dtype >= 0 && o.dtype <= 2,
+                 "choice out of range");
     FUZZ_REQUIRE(o.zero >= 0 && o.zero <= 3, "--zero %d", o.zero);
-    FUZZ_REQUIRE(o.steps >= 0 && o.seed >= 0 && o.hsdp >= 1 && o.tp >= 1 && o.pp >= 1, "an integer flag out of range");
+    FUZZ_REQUIRE(o.steps >= 0 && o.seed >= 0 && o.hsdp >= 1 && o.tp >= 1 && o.pp >= 1,
+                 "an integer flag out of range");
     FUZZ_REQUIRE(isfinite(o.lr) && o.lr >= 0 && o.lr <= 10, "--lr %g", o.lr);
     FUZZ_REQUIRE(isfinite(o.eps) && o.eps > 0 && o.eps <= 1, "--eps %g", o.eps);
-    FUZZ_REQUIRE(isfinite(o.comm_timeout) && o.comm_timeout > 0, "--comm-timeout %g", o.comm_timeout);
-    FUZZ_REQUIRE(o.spike_window >= 2 && o.spike_window <= ZSPIKE_MAX_WINDOW && o.spike_z > 0, "spike flags");
+    FUZZ_REQUIRE(isfinite(o.comm_timeout) && o.comm_timeout > 0, "--comm-timeout %g",
+                 o.comm_timeout);
+    FUZZ_REQUIRE(o.spike_window >= 2 && o.spike_window <= ZSPIKE_MAX_WINDOW && o.spike_z > 0,
+                 "spike flags");
     FUZZ_REQUIRE(!o.data || o.data[0], "an empty --data was accepted");
   }
   free(buf);

@@ -25,13 +25,21 @@ static int has_nul_key(const zeroc__json_t *v) {
 
 static void write_value(zeroc__jw_t *w, const zeroc__json_t *v) {
   switch (v->type) {
-  case ZEROC_JSON_NULL: zeroc__jw_null(w); break;
-  case ZEROC_JSON_BOOL: zeroc__jw_bool(w, v->u.boolean); break;
-  case ZEROC_JSON_NUMBER:
-    if (v->u.num.is_int) zeroc__jw_int(w, v->u.num.i);
-    else zeroc__jw_double(w, v->u.num.value);
+  case ZEROC_JSON_NULL:
+    zeroc__jw_null(w);
     break;
-  case ZEROC_JSON_STRING: zeroc__jw_stringn(w, v->u.str.s, v->u.str.len); break;
+  case ZEROC_JSON_BOOL:
+    zeroc__jw_bool(w, v->u.boolean);
+    break;
+  case ZEROC_JSON_NUMBER:
+    if (v->u.num.is_int)
+      zeroc__jw_int(w, v->u.num.i);
+    else
+      zeroc__jw_double(w, v->u.num.value);
+    break;
+  case ZEROC_JSON_STRING:
+    zeroc__jw_stringn(w, v->u.str.s, v->u.str.len);
+    break;
   case ZEROC_JSON_ARRAY:
     zeroc__jw_array_begin(w);
     for (size_t i = 0; i < v->u.arr.n; i++) write_value(w, &v->u.arr.items[i]);
@@ -51,8 +59,10 @@ static void write_value(zeroc__jw_t *w, const zeroc__json_t *v) {
 static int same(const zeroc__json_t *a, const zeroc__json_t *b) {
   if (a->type != b->type) return 0;
   switch (a->type) {
-  case ZEROC_JSON_NULL: return 1;
-  case ZEROC_JSON_BOOL: return !a->u.boolean == !b->u.boolean;
+  case ZEROC_JSON_NULL:
+    return 1;
+  case ZEROC_JSON_BOOL:
+    return !a->u.boolean == !b->u.boolean;
   case ZEROC_JSON_NUMBER:
     if (a->u.num.is_int && b->u.num.is_int) return a->u.num.i == b->u.num.i;
     return a->u.num.value == b->u.num.value;
@@ -94,9 +104,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       r = zeroc__jw_finish(&w, &text, &len);
       FUZZ_REQUIRE(r == ZEROC_OK, "the writer refused a parsed document: %s", zeroc__tls_error());
       r = zeroc__json_parse(text, len, "rewritten", &again);
-      FUZZ_REQUIRE(r == ZEROC_OK, "the rewritten document does not parse: %s\n%s", zeroc__tls_error(), text);
-      FUZZ_REQUIRE(same(root, zeroc__json_root(again)), "the round trip changed the tree:\n%.*s\n%s",
-                   (int)size, (const char *)data, text);
+      FUZZ_REQUIRE(r == ZEROC_OK, "the rewritten document does not parse: %s\n%s",
+                   zeroc__tls_error(), text);
+      FUZZ_REQUIRE(same(root, zeroc__json_root(again)),
+                   "the round trip changed the tree:\n%.*s\n%s", (int)size, (const char *)data,
+                   text);
       zeroc__json_free(again);
       zeroc__jw_free(&w);
     }

@@ -35,7 +35,11 @@ static const zeroc_param_desc_t P0[] = {
     {.name = "w0", .ndim = 1, .shape = {301}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.5f}};
 static const zeroc_param_desc_t P1[] = {
     {.name = "w1", .ndim = 2, .shape = {97, 3}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.5f},
-    {.name = "b1", .ndim = 1, .shape = {5}, .init = ZEROC_INIT_ZEROS, .flags = ZEROC_PARAM_NO_DECAY}};
+    {.name = "b1",
+     .ndim = 1,
+     .shape = {5},
+     .init = ZEROC_INIT_ZEROS,
+     .flags = ZEROC_PARAM_NO_DECAY}};
 static const zeroc_layer_t LAYERS[] = {{"u0", 1, P0, -1, nop, nop, 0, NULL},
                                        {"u1", 2, P1, -1, nop, nop, 0, NULL}};
 
@@ -92,7 +96,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   FUZZ_REQUIRE(zeroc_ctx_create(&ctx, &cc) == ZEROC_OK, "context: %s", zeroc_last_error(NULL));
   zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
   sc.seed = 9;
-  FUZZ_REQUIRE(zeroc_shard(ctx, LAYERS, 2, &sc, &model) == ZEROC_OK, "model: %s", zeroc_last_error(ctx));
+  FUZZ_REQUIRE(zeroc_shard(ctx, LAYERS, 2, &sc, &model) == ZEROC_OK, "model: %s",
+               zeroc_last_error(ctx));
   zeroc_model_set_steps(model, 2);
   snprintf(root, sizeof root, "/tmp/zeroc-fuzz-ckpt-%d", (int)getpid());
   /* every rank uses rank 0's directory */
@@ -131,7 +136,8 @@ static void snapshot(snap_t *sn) {
     zeroc_model_unit_info(model, u, &ui);
     for (int k = 0; k < 3; k++) {
       sn->s[u][k] = malloc(ui.shard_numel * 4);
-      FUZZ_REQUIRE(zeroc_model_get_shard(model, u, (zeroc_state_kind_t)k, sn->s[u][k]) == ZEROC_OK, "get");
+      FUZZ_REQUIRE(zeroc_model_get_shard(model, u, (zeroc_state_kind_t)k, sn->s[u][k]) == ZEROC_OK,
+                   "get");
     }
   }
 }
@@ -179,8 +185,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fprintf(stderr, "load: %s %s\n", zeroc_result_name(r), r ? zeroc_last_error(ctx) : "");
   if (r != ZEROC_OK) {
     fuzz_check_rejection(r, zeroc_last_error(ctx), root);
-    FUZZ_REQUIRE(unchanged(&sn), "a rejected checkpoint changed the model: %s", zeroc_last_error(ctx));
-    FUZZ_REQUIRE(zeroc_model_steps(model) == steps_before, "a rejected checkpoint changed the step count");
+    FUZZ_REQUIRE(unchanged(&sn), "a rejected checkpoint changed the model: %s",
+                 zeroc_last_error(ctx));
+    FUZZ_REQUIRE(zeroc_model_steps(model) == steps_before,
+                 "a rejected checkpoint changed the step count");
     FUZZ_REQUIRE(app == NULL, "app object returned on failure");
   } else {
     (void)unchanged(&sn); /* frees the snapshot */

@@ -25,12 +25,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (size_t i = 0; i < n; i++) {
     const zeroc__st_tensor_t *t = zeroc__st_tensor(st, i);
     size_t es = zeroc__st_dtype_size(t->dtype);
-    FUZZ_REQUIRE(es > 0 && t->ndim >= 0 && t->ndim <= ZEROC_ST_MAX_DIMS, "tensor %zu: dtype or rank", i);
+    FUZZ_REQUIRE(es > 0 && t->ndim >= 0 && t->ndim <= ZEROC_ST_MAX_DIMS,
+                 "tensor %zu: dtype or rank", i);
     FUZZ_REQUIRE(t->begin == expect && t->end >= t->begin && t->end <= data_bytes,
                  "tensor '%s' [%llu, %llu) does not tile the %llu data bytes", t->name,
-                 (unsigned long long)t->begin, (unsigned long long)t->end, (unsigned long long)data_bytes);
+                 (unsigned long long)t->begin, (unsigned long long)t->end,
+                 (unsigned long long)data_bytes);
     FUZZ_REQUIRE(t->numel * es == t->end - t->begin, "tensor '%s': numel x size != bytes", t->name);
-    FUZZ_REQUIRE((const uint8_t *)t->data == data + 8 + hlen + t->begin, "tensor '%s': data pointer", t->name);
+    FUZZ_REQUIRE((const uint8_t *)t->data == data + 8 + hlen + t->begin,
+                 "tensor '%s': data pointer", t->name);
     FUZZ_REQUIRE(zeroc__st_find(st, t->name) == t, "tensor '%s' not found by name", t->name);
     expect = t->end;
     float *out = malloc(t->numel * sizeof(float) + 1);

@@ -69,7 +69,8 @@ static void read_all(int seq, int shuffle) {
       break;
     }
     for (int i = 0; i < 2 * seq; i++) {
-      FUZZ_REQUIRE(in[i] >= 0 && in[i] < VOCAB && tg[i] >= 0 && tg[i] < VOCAB, "token %d / %d", in[i], tg[i]);
+      FUZZ_REQUIRE(in[i] >= 0 && in[i] < VOCAB && tg[i] >= 0 && tg[i] < VOCAB, "token %d / %d",
+                   in[i], tg[i]);
       if (i % seq < seq - 1) FUZZ_REQUIRE(in[i + 1] == tg[i], "targets are not the shifted inputs");
     }
   }

@@ -39,10 +39,11 @@ static inline void fuzz_check_rejection(zeroc_result_t r, const char *msg, const
                "unexpected code %s: %s", zeroc_result_name(r), msg);
   FUZZ_REQUIRE(msg && msg[0], "empty message for %s", zeroc_result_name(r));
   FUZZ_REQUIRE(!strchr(msg, '\n'), "message of several lines: %s", msg);
-  FUZZ_REQUIRE(!names || !fuzz_printable(names) || strstr(msg, names), "message does not name '%s': %s",
-               names, msg);
+  FUZZ_REQUIRE(!names || !fuzz_printable(names) || strstr(msg, names),
+               "message does not name '%s': %s", names, msg);
   for (const char *p = msg; *p; p++)
-    FUZZ_REQUIRE((unsigned char)*p >= 0x20 && *p != 0x7f, "control character in the message: %s", msg);
+    FUZZ_REQUIRE((unsigned char)*p >= 0x20 && *p != 0x7f, "control character in the message: %s",
+                 msg);
 }
 
 #endif

@@ -22,7 +22,9 @@ static double now(void) {
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-static int cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static int replay_file(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -60,8 +62,10 @@ int main(int argc, char **argv) {
     if (stat(argv[a], &st) != 0) continue;
     if (!S_ISDIR(st.st_mode)) {
       int r = replay_file(argv[a]);
-      if (r < 0) bad++;
-      else total += r;
+      if (r < 0)
+        bad++;
+      else
+        total += r;
       continue;
     }
     DIR *d = opendir(argv[a]);
@@ -78,8 +82,10 @@ int main(int argc, char **argv) {
     qsort(names, n, sizeof *names, cmp);
     for (size_t i = 0; i < n; i++) {
       int r = replay_file(names[i]);
-      if (r < 0) bad++;
-      else total += r;
+      if (r < 0)
+        bad++;
+      else
+        total += r;
       free(names[i]);
     }
     free(names);

@@ -56,7 +56,8 @@ static void test_parse_errors(void) {
   expect_error("nan@forward", "nan, inf and set= act only at the point grad");
   expect_error("kill@forward:rank=x", "filter 'rank=x'");
   expect_error("kill@forward:rank=", "filter 'rank='");
-  expect_error("kill@forward:step=5-3", "filter 'step=5-3'; accepted rank=R, step=K or step=K-L (K <= L)");
+  expect_error("kill@forward:step=5-3",
+               "filter 'step=5-3'; accepted rank=R, step=K or step=K-L (K <= L)");
   expect_error("kill@forward:hit=0", "filter 'hit=0'");
   expect_error("kill@forward:when=now", "filter 'when=now'");
   expect_error("sleep=-1@forward", "action 'sleep=-1'");
@@ -74,7 +75,7 @@ static void test_filters_and_values(void) {
   double v = 0;
   /* rank 1: calls at steps 3-4 count; only the second such call fires */
   CU_ASSERT_EQUAL(zeroc__fault_hit(f, 1, "grad", 2, &v), 0);
-  CU_ASSERT_EQUAL(zeroc__fault_hit(f, 1, "grad", 3, &v), 0); /* first matching call */
+  CU_ASSERT_EQUAL(zeroc__fault_hit(f, 1, "grad", 3, &v), 0);    /* first matching call */
   CU_ASSERT_EQUAL(zeroc__fault_hit(f, 1, "forward", 3, &v), 0); /* another point */
   v = 0;
   CU_ASSERT_EQUAL(zeroc__fault_hit(f, 1, "grad", 4, &v), 1); /* the second */
@@ -164,7 +165,8 @@ static void test_messages_printable(void) {
   zeroc_result_t r = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "tensor '%s' is odd", "a\nb\x1b[2Jc\t\x7f");
   CU_ASSERT_EQUAL(r, ZEROC_ERR_CORRUPT);
   const char *m = zeroc__tls_error();
-  ZT_ASSERT_MSG(strstr(m, "tensor 'a\\nb\\x1b[2Jc\\t\\x7f' is odd") && !strchr(m, '\n'), "message: %s", m);
+  ZT_ASSERT_MSG(strstr(m, "tensor 'a\\nb\\x1b[2Jc\\t\\x7f' is odd") && !strchr(m, '\n'),
+                "message: %s", m);
   ZEROC_FAIL(ZEROC_ERR_IO, "outer: %s", zeroc__tls_error());
   m = zeroc__tls_error();
   ZT_ASSERT_MSG(strstr(m, "outer: ") && strstr(m, "tensor 'a\\nb"), "message: %s", m);

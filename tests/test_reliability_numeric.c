@@ -26,7 +26,9 @@ typedef struct {
   float bad;
 } ctl_t;
 
-static float target(int unit, int j) { return zeroc_rng_uniform(7, (uint64_t)unit + 1, (uint64_t)j) - 0.5f; }
+static float target(int unit, int j) {
+  return zeroc_rng_uniform(7, (uint64_t)unit + 1, (uint64_t)j) - 0.5f;
+}
 
 static zeroc_result_t fwd(zeroc_layer_io_t *io) {
   const ctl_t *c = io->in;
@@ -50,7 +52,8 @@ static zeroc_result_t bwd(zeroc_layer_io_t *io) {
   float *g = io->grads[0];
   /* a rank-dependent gradient, so that the reduction matters */
   for (int j = 0; j < n; j++)
-    g[j] += ((w[j] - target(io->unit, j)) / (float)n + 1e-3f * (float)(zt_rank() + 1)) * io->grad_scale;
+    g[j] +=
+        ((w[j] - target(io->unit, j)) / (float)n + 1e-3f * (float)(zt_rank() + 1)) * io->grad_scale;
   if (c->bad_rank == zt_rank() && c->bad_step == c->step && c->bad_micro == c->micro &&
       c->bad_unit == io->unit)
     g[n / 3] = c->bad;
@@ -272,7 +275,8 @@ static void test_finite_step_resets_count(void) {
 
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
-      {"a non-finite gradient on any rank skips the step everywhere (stages 0-3)", test_skip_every_stage},
+      {"a non-finite gradient on any rank skips the step everywhere (stages 0-3)",
+       test_skip_every_stage},
       {"skips with gradient accumulation", test_skip_with_accumulation},
       {"skips with offloaded optimizer state and parameters (host, NVMe)", test_skip_offloaded},
       {"skips under HSDP when the faulty rank is not replica 0", test_skip_hsdp},

@@ -35,7 +35,8 @@ static void test_matches_reference(void) {
     } else {
       int n = i < 20 ? i : 20;
       double r = ref_z(hist + i - n, n, x);
-      ZT_ASSERT_MSG(fabs(z - r) <= 1e-9 * fmax(1, fabs(r)), "step %d: z %.12g, reference %.12g", i, z, r);
+      ZT_ASSERT_MSG(fabs(z - r) <= 1e-9 * fmax(1, fabs(r)), "step %d: z %.12g, reference %.12g", i,
+                    z, r);
       CU_ASSERT_EQUAL(flag, r > 4.0);
     }
     hist[i] = x;
@@ -50,8 +51,8 @@ static void test_flags_spikes_upward_only(void) {
   int flags = 0, flagged_at = -1;
   for (int i = 0; i < 300; i++) {
     double x = 2.0 + 0.02 * noise[i];
-    if (i == 200) x = 2.5;  /* +25 sigma: a spike */
-    if (i == 250) x = 1.5;  /* -25 sigma: a drop is not a spike */
+    if (i == 200) x = 2.5; /* +25 sigma: a spike */
+    if (i == 250) x = 1.5; /* -25 sigma: a drop is not a spike */
     double z;
     if (zspike_push(&s, x, &z)) flags++, flagged_at = i;
     if (i == 250) CU_ASSERT(z < -6);

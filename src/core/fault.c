@@ -21,9 +21,9 @@
 
 enum { A_KILL, A_STOP, A_HANG, A_EXIT, A_SLEEP, A_VALUE };
 
-static const char *const points[] = {"forward",       "backward",     "step",         "grad",
-                                     "ckpt.stage",    "ckpt.shard",   "ckpt.written", "ckpt.manifest",
-                                     "ckpt.publish",  "ckpt.latest",  "ckpt.load",    NULL};
+static const char *const points[] = {"forward",      "backward",    "step",         "grad",
+                                     "ckpt.stage",   "ckpt.shard",  "ckpt.written", "ckpt.manifest",
+                                     "ckpt.publish", "ckpt.latest", "ckpt.load",    NULL};
 #define POINT_GRAD 3
 #define POINTS_TEXT                                                                                \
   "forward, backward, step, grad, ckpt.stage, ckpt.shard, ckpt.written, ckpt.manifest, "           \
@@ -89,30 +89,39 @@ static zeroc_result_t parse_spec(const char *s, size_t n, spec_t *sp) {
   size_t pn = strcspn(p, ":");
   if (pn > (size_t)(end - p)) pn = (size_t)(end - p);
   /* the action */
-  if (an == 4 && !strncmp(s, "kill", 4)) sp->action = A_KILL;
-  else if (an == 4 && !strncmp(s, "stop", 4)) sp->action = A_STOP;
-  else if (an == 4 && !strncmp(s, "hang", 4)) sp->action = A_HANG;
-  else if (an == 4 && !strncmp(s, "exit", 4)) sp->action = A_EXIT;
-  else if (an == 3 && !strncmp(s, "nan", 3)) sp->action = A_VALUE, sp->arg = NAN;
-  else if (an == 3 && !strncmp(s, "inf", 3)) sp->action = A_VALUE, sp->arg = INFINITY;
+  if (an == 4 && !strncmp(s, "kill", 4))
+    sp->action = A_KILL;
+  else if (an == 4 && !strncmp(s, "stop", 4))
+    sp->action = A_STOP;
+  else if (an == 4 && !strncmp(s, "hang", 4))
+    sp->action = A_HANG;
+  else if (an == 4 && !strncmp(s, "exit", 4))
+    sp->action = A_EXIT;
+  else if (an == 3 && !strncmp(s, "nan", 3))
+    sp->action = A_VALUE, sp->arg = NAN;
+  else if (an == 3 && !strncmp(s, "inf", 3))
+    sp->action = A_VALUE, sp->arg = INFINITY;
   else if (an > 6 && !strncmp(s, "sleep=", 6) && !parse_double(s + 6, an - 6, &sp->arg) &&
            sp->arg >= 0 && sp->arg <= 86400)
     sp->action = A_SLEEP;
   else if (an > 4 && !strncmp(s, "set=", 4) && !parse_double(s + 4, an - 4, &sp->arg))
     sp->action = A_VALUE;
   else
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "ZEROC_FAULT spec '%s': action '%.*s'; accepted " ACTIONS_TEXT,
-                      sp->text, (int)an, s);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "ZEROC_FAULT spec '%s': action '%.*s'; accepted " ACTIONS_TEXT, sp->text,
+                      (int)an, s);
   /* the point */
   sp->point = -1;
   for (int k = 0; points[k]; k++)
     if (strlen(points[k]) == pn && !strncmp(points[k], p, pn)) sp->point = k;
   if (sp->point < 0)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "ZEROC_FAULT spec '%s': point '%.*s'; accepted " POINTS_TEXT,
-                      sp->text, (int)pn, p);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "ZEROC_FAULT spec '%s': point '%.*s'; accepted " POINTS_TEXT, sp->text,
+                      (int)pn, p);
   if (sp->action == A_VALUE && sp->point != POINT_GRAD)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "ZEROC_FAULT spec '%s': nan, inf and set= act only at the point grad", sp->text);
+                      "ZEROC_FAULT spec '%s': nan, inf and set= act only at the point grad",
+                      sp->text);
   /* the filters */
   for (const char *k = p + pn; k < end;) {
     k++; /* the ':' */
@@ -205,12 +214,19 @@ int zeroc__fault_hit(zeroc__fault_t *f, int rank, const char *point, uint64_t st
     ZWARN(INIT, "ZEROC_FAULT '%s' fires on rank %d at %s, step %llu (call %llu)", sp->text, rank,
           point, (unsigned long long)step, (unsigned long long)seen);
     switch (sp->action) {
-    case A_KILL: kill(getpid(), SIGKILL); break;
-    case A_STOP: raise(SIGSTOP); break;
-    case A_EXIT: _exit(3);
+    case A_KILL:
+      kill(getpid(), SIGKILL);
+      break;
+    case A_STOP:
+      raise(SIGSTOP);
+      break;
+    case A_EXIT:
+      _exit(3);
     case A_HANG:
       for (;;) sleep_s(1.0); /* a stuck rank: alive, never arriving */
-    case A_SLEEP: sleep_s(sp->arg); break;
+    case A_SLEEP:
+      sleep_s(sp->arg);
+      break;
     case A_VALUE:
       if (value) {
         *value = sp->arg;

@@ -47,7 +47,7 @@ int zeroc__fault_count(const zeroc__fault_t *f);
 int zeroc__fault_hit(zeroc__fault_t *f, int rank, const char *point, uint64_t step, double *value);
 
 /* zeroc__fault_hit with the context's faults and rank; free when nothing is armed. */
-#define ZEROC_FAULT_AT(ctx, point, step, value)                                                   \
+#define ZEROC_FAULT_AT(ctx, point, step, value)                                                    \
   ((ctx)->fault ? zeroc__fault_hit((ctx)->fault, (ctx)->mesh.rank, (point), (step), (value)) : 0)
 
 #endif
