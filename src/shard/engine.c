@@ -157,9 +157,11 @@ zeroc_result_t zeroc__model_wait_comm(zeroc_model_t *m, zeroc_event_t *e) {
 
 uint64_t zeroc__model_comm_bytes(const zeroc_model_t *m) {
   uint64_t b = 0;
-  /* the data-parallel collectives, and the layers' own tensor-parallel ones */
-  const zeroc_group_t *gs[3] = {m->shard_g, m->rep_g, zeroc__ctx_group(m->ctx, ZEROC_GROUP_TP)};
-  for (int i = 0; i < 3; i++) {
+  /* the data-parallel collectives, the layers' own tensor-parallel ones, and
+   * the pipeline's point-to-point activations and gradients */
+  const zeroc_group_t *gs[4] = {m->shard_g, m->rep_g, zeroc__ctx_group(m->ctx, ZEROC_GROUP_TP),
+                                zeroc__ctx_group(m->ctx, ZEROC_GROUP_PP)};
+  for (int i = 0; i < 4; i++) {
     zeroc_comm_counters_t c;
     zeroc__group_counters(gs[i], &c);
     for (int k = 0; k < ZEROC_COLL_COUNT; k++) b += c.bus_bytes[k];
