@@ -100,6 +100,19 @@ static void test_call_order(void) {
   zeroc_model_destroy(m);
 }
 
+/* Models come and go in one context: each gives its streams' communicator
+ * channels back, so there is no limit on how many are built one after another. */
+static void test_many_models(void) {
+  zeroc_layer_t L[] = {{.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
+  for (int i = 0; i < 12; i++) {
+    zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
+    zeroc_model_t *m = NULL;
+    ZT_OK(zeroc_shard(ctx, L, 1, &sc, &m));
+    if (!m) return;
+    zeroc_model_destroy(m);
+  }
+}
+
 /* HSDP replicas that do not divide dp: caught when the context is made. */
 static void test_hsdp_not_dividing(void) {
   zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
@@ -122,6 +135,7 @@ int main(int argc, char **argv) {
       {"layer lists that differ between ranks", test_mismatched_lists},
       {"an uninitialised config struct", test_bad_config_struct},
       {"calls out of order", test_call_order},
+      {"twelve models one after another in one context", test_many_models},
       {"HSDP replicas that do not divide dp", test_hsdp_not_dividing},
       ZT_END,
   };

@@ -68,14 +68,20 @@ zeroc_stream_t *zeroc_ctx_compute_stream(zeroc_ctx_t *ctx) { return ctx ? ctx->c
 
 zeroc_result_t zeroc__stream_create(zeroc_device_t *dev, int priority, int inline_,
                                     zeroc_stream_t **s) {
-  if (dev->next_channel >= ZEROC_P2P_CHANNEL)
+  /* the lowest channel no live stream holds (destroyed streams give theirs back) */
+  int c = 0;
+  while (c < ZEROC_P2P_CHANNEL && (dev->channels_used >> c & 1u)) c++;
+  if (c >= ZEROC_P2P_CHANNEL)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "too many streams: each stream that issues collectives owns a "
-                      "communicator channel and there are %d",
+                      "too many streams at once: each stream that issues collectives owns a "
+                      "communicator channel and all %d are in use (destroy a stream or a model "
+                      "first)",
                       ZEROC_P2P_CHANNEL);
+  dev->next_channel = c; /* read by the backend while it starts the stream */
   zeroc_result_t r = dev->ops->stream_create(dev, priority, inline_, s);
   if (r != ZEROC_OK) return r;
-  (*s)->channel = dev->next_channel++;
+  (*s)->channel = c;
+  dev->channels_used |= 1u << c;
   return ZEROC_OK;
 }
 
@@ -92,7 +98,11 @@ zeroc_result_t zeroc_stream_create(zeroc_ctx_t *ctx, int priority, zeroc_stream_
 }
 
 void zeroc_stream_destroy(zeroc_stream_t *s) {
-  if (s) s->dev->ops->stream_destroy(s);
+  if (!s) return;
+  zeroc_device_t *dev = s->dev;
+  int c = s->channel;
+  dev->ops->stream_destroy(s);
+  if (c >= 0 && c < ZEROC_P2P_CHANNEL) dev->channels_used &= ~(1u << c);
 }
 
 zeroc_result_t zeroc_stream_sync(zeroc_stream_t *s) { return s->dev->ops->stream_sync(s); }

@@ -61,7 +61,8 @@ struct zeroc_device {
   char name[128];
   double peak_tflops_bf16; /* dense bf16 peak of one device; 0 when unknown */
   size_t total_mem;
-  int next_channel; /* channel handed to the next stream */
+  int next_channel;       /* channel of the stream being created */
+  unsigned channels_used; /* bit c: a live stream holds channel c */
   void *impl;
   /* Host waits on cuda work (event/stream sync) poll with this bound (seconds;
    * 0: wait forever) and ask `health` twice a second whether the
