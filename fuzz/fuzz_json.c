@@ -23,38 +23,6 @@ static int has_nul_key(const zeroc__json_t *v) {
   return 0;
 }
 
-static void write_value(zeroc__jw_t *w, const zeroc__json_t *v) {
-  switch (v->type) {
-  case ZEROC_JSON_NULL:
-    zeroc__jw_null(w);
-    break;
-  case ZEROC_JSON_BOOL:
-    zeroc__jw_bool(w, v->u.boolean);
-    break;
-  case ZEROC_JSON_NUMBER:
-    if (v->u.num.is_int)
-      zeroc__jw_int(w, v->u.num.i);
-    else
-      zeroc__jw_double(w, v->u.num.value);
-    break;
-  case ZEROC_JSON_STRING:
-    zeroc__jw_stringn(w, v->u.str.s, v->u.str.len);
-    break;
-  case ZEROC_JSON_ARRAY:
-    zeroc__jw_array_begin(w);
-    for (size_t i = 0; i < v->u.arr.n; i++) write_value(w, &v->u.arr.items[i]);
-    zeroc__jw_array_end(w);
-    break;
-  case ZEROC_JSON_OBJECT:
-    zeroc__jw_object_begin(w);
-    for (size_t i = 0; i < v->u.obj.n; i++) {
-      zeroc__jw_key(w, v->u.obj.members[i].key);
-      write_value(w, &v->u.obj.members[i].value);
-    }
-    zeroc__jw_object_end(w);
-    break;
-  }
-}
 
 static int same(const zeroc__json_t *a, const zeroc__json_t *b) {
   if (a->type != b->type) return 0;
@@ -98,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int indent = 0; indent <= 2; indent += 2) {
       zeroc__jw_t w;
       zeroc__jw_init(&w, indent);
-      write_value(&w, root);
+      zeroc__jw_value(&w, root);
       const char *text = NULL;
       size_t len = 0;
       r = zeroc__jw_finish(&w, &text, &len);

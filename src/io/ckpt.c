@@ -150,40 +150,6 @@ static void write_units(zeroc__jw_t *w, zeroc_model_t *m) {
   zeroc__jw_array_end(w);
 }
 
-/* Copies a parsed JSON value into a writer (the stages' gathered unit lists). */
-static void emit_json(zeroc__jw_t *w, const zeroc__json_t *v) {
-  switch (v->type) {
-  case ZEROC_JSON_OBJECT:
-    zeroc__jw_object_begin(w);
-    for (size_t i = 0; i < v->u.obj.n; i++) {
-      zeroc__jw_key(w, v->u.obj.members[i].key);
-      emit_json(w, &v->u.obj.members[i].value);
-    }
-    zeroc__jw_object_end(w);
-    break;
-  case ZEROC_JSON_ARRAY:
-    zeroc__jw_array_begin(w);
-    for (size_t i = 0; i < v->u.arr.n; i++) emit_json(w, &v->u.arr.items[i]);
-    zeroc__jw_array_end(w);
-    break;
-  case ZEROC_JSON_STRING:
-    zeroc__jw_stringn(w, v->u.str.s, v->u.str.len);
-    break;
-  case ZEROC_JSON_NUMBER:
-    if (v->u.num.is_int)
-      zeroc__jw_int(w, v->u.num.i);
-    else
-      zeroc__jw_double(w, v->u.num.value);
-    break;
-  case ZEROC_JSON_BOOL:
-    zeroc__jw_bool(w, v->u.boolean);
-    break;
-  default:
-    zeroc__jw_null(w);
-    break;
-  }
-}
-
 /*
  * With pipeline parallelism: the units of every stage, as JSON texts, on
  * rank 0 (texts[s] for stage s, malloc'd), gathered over rank 0's pipeline
@@ -283,7 +249,7 @@ static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_
       zeroc__jw_key(&w, "pp");
       zeroc__jw_int(&w, s);
       zeroc__jw_key(&w, "units");
-      emit_json(&w, zeroc__json_root(doc));
+      zeroc__jw_value(&w, zeroc__json_root(doc));
       zeroc__jw_object_end(&w);
       zeroc__json_free(doc);
     }

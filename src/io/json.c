@@ -785,6 +785,31 @@ zeroc_result_t zeroc__jw_float(zeroc__jw_t *w, float v) {
 zeroc_result_t zeroc__jw_bool(zeroc__jw_t *w, int v) { return put_scalar(w, v ? "true" : "false"); }
 zeroc_result_t zeroc__jw_null(zeroc__jw_t *w) { return put_scalar(w, "null"); }
 
+zeroc_result_t zeroc__jw_value(zeroc__jw_t *w, const zeroc__json_t *v) {
+  switch (v->type) {
+  case ZEROC_JSON_OBJECT:
+    zeroc__jw_object_begin(w);
+    for (size_t i = 0; i < v->u.obj.n; i++) {
+      zeroc__jw_key(w, v->u.obj.members[i].key);
+      zeroc__jw_value(w, &v->u.obj.members[i].value);
+    }
+    return zeroc__jw_object_end(w);
+  case ZEROC_JSON_ARRAY:
+    zeroc__jw_array_begin(w);
+    for (size_t i = 0; i < v->u.arr.n; i++) zeroc__jw_value(w, &v->u.arr.items[i]);
+    return zeroc__jw_array_end(w);
+  case ZEROC_JSON_STRING:
+    return zeroc__jw_stringn(w, v->u.str.s, v->u.str.len);
+  case ZEROC_JSON_NUMBER:
+    return v->u.num.is_int ? zeroc__jw_int(w, v->u.num.i) : zeroc__jw_double(w, v->u.num.value);
+  case ZEROC_JSON_BOOL:
+    return zeroc__jw_bool(w, v->u.boolean);
+  case ZEROC_JSON_NULL:
+    break;
+  }
+  return zeroc__jw_null(w);
+}
+
 zeroc_result_t zeroc__jw_finish(zeroc__jw_t *w, const char **text, size_t *len) {
   if (w->err) return w->err;
   if (!w->done) {

@@ -124,6 +124,8 @@ zeroc_result_t zeroc__jw_double(zeroc__jw_t *w, double v);
 zeroc_result_t zeroc__jw_float(zeroc__jw_t *w, float v);
 zeroc_result_t zeroc__jw_bool(zeroc__jw_t *w, int v);
 zeroc_result_t zeroc__jw_null(zeroc__jw_t *w);
+/* Appends a parsed value, recursively (objects keep their member order). */
+zeroc_result_t zeroc__jw_value(zeroc__jw_t *w, const zeroc__json_t *v);
 
 /* Checks the document is one complete value and returns its text (NUL-
  * terminated, owned by `w`). Returns the sticky error, or ZEROC_ERR_INTERNAL
