@@ -81,11 +81,15 @@ fault_run() {
 
 # Resumes from the latest checkpoint to the end, without faults.
 finish() {
-  local resume=()
+  local resume=() left
   [ -f "$WORK/ck/latest" ] && resume=(--resume "$WORK/ck")
+  # what a crash during a save can leave, besides what the trial's crashes left
+  mkdir -p "$WORK/ck/step_99999999.tmp" && : > "$WORK/ck/step_99999999.tmp/shard" && : > "$WORK/ck/latest.tmp.999999"
   run 4 "${COMMON[@]}" "${LAYOUT[@]}" "${resume[@]}" --save "$WORK/ck" --save-every 2 --metrics "$WORK/m.jsonl" \
     || fail "resuming from $(cat "$WORK/ck/latest" 2> /dev/null) failed"
   [ "$(latest_step)" = $STEPS ] || fail "latest is step $(latest_step) after the full run"
+  left=$(cd "$WORK/ck" && ls -d step_*.tmp latest.tmp.* 2> /dev/null | tr '\n' ' ')
+  [ -z "$left" ] || fail "the next save did not remove what interrupted saves left: $left"
 }
 
 case $NAME in

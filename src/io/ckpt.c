@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "comm/comm.h"
@@ -302,6 +303,28 @@ static zeroc_result_t check_splits(zeroc_model_t *m) {
   return ZEROC_OK;
 }
 
+/* After a checkpoint is published: removes what crashed saves left in `dir`
+ * (staging directories step_*.tmp and temporaries latest.tmp.<pid>). Only one
+ * job writes a checkpoint directory, so nothing of these is still in use.
+ * Failures are only logged: the checkpoint itself is complete. */
+static void sweep_leftovers(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  char path[4400];
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t n = strlen(e->d_name);
+    int stage = !strncmp(e->d_name, "step_", 5) && n > 9 && !strcmp(e->d_name + n - 4, ".tmp");
+    int latest = !strncmp(e->d_name, "latest.tmp.", 11);
+    if (!stage && !latest) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    zeroc_result_t r = zeroc__rmtree(path);
+    if (r) ZWARN(IO, "could not remove '%s', left by an interrupted save: %s", path, zeroc__tls_error());
+    else ZINFO(IO, "removed '%s', left by an interrupted save", path);
+  }
+  closedir(d);
+}
+
 zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
                                const char *app_json) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
@@ -356,8 +379,12 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
       r = zeroc__file_write_atomic(latest, name, (size_t)n);
       if (!r) ZEROC_FAULT_AT(ctx, "ckpt.latest", step, NULL);
     }
-    if (r) zeroc__rmtree(tmp);
-    else ZINFO(IO, "checkpoint step %" PRIu64 " published in %s", step, final);
+    if (r) {
+      zeroc__rmtree(tmp);
+    } else {
+      ZINFO(IO, "checkpoint step %" PRIu64 " published in %s", step, final);
+      sweep_leftovers(dir);
+    }
   }
   free(table);
   for (int s = 0; stage_units && s < mesh->pp; s++) free(stage_units[s]);
