@@ -19,7 +19,7 @@ typedef struct opts {
   zeroc_plan_config_t cfg;
   const char *model;
   int layers, hidden, heads, vocab, seq, batch; /* -1: the model's */
-  int zero_set, tp_set, pp_set, hsdp_set, mb_set;
+  int zero_set, tp_set, pp_set, hsdp_set, mb_set, vpp_set;
   int all, json, top;
   int64_t global_batch; /* --all: 0 is batch x gpus */
 } opts_t;
@@ -53,6 +53,8 @@ static void usage(FILE *f) {
       "  --tp N, --pp N        tensor- and pipeline-parallel sizes (default 1)\n"
       "  --hsdp R              replicas; shards span dp / R ranks (default 1)\n"
       "  --microbatches M      micro-batches per step (default pp)\n"
+      "  --vpp V               model chunks per pipeline rank: interleaved schedule when > 1\n"
+      "                        (default 1: 1F1B; --all plans 1F1B)\n"
       "  --dtype bf16|fp32     parameter, gradient and activation type (default bf16)\n"
       "  --recompute none|full activation recompute (default none)\n"
       "  --sequence-parallel   split LayerNorm/residual activations over tp too\n"
@@ -167,6 +169,7 @@ static int parse(int argc, char **argv, opts_t *o) {
       {"--pp", &c->pp, NULL, NULL, 1, 100000, 0, &o->pp_set},
       {"--hsdp", &c->hsdp, NULL, NULL, 1, 1 << 24, 0, &o->hsdp_set},
       {"--microbatches", &c->microbatches, NULL, NULL, 1, 1 << 20, 0, &o->mb_set},
+      {"--vpp", &c->vpp, NULL, NULL, 1, 1024, 0, &o->vpp_set},
       {"--prefetch", &c->prefetch, NULL, NULL, 0, 64, 0, NULL},
       {"--gpus-per-node", &c->gpus_per_node, NULL, NULL, 1, 1 << 16, 0, NULL},
       {"--top", &o->top, NULL, NULL, 0, 1 << 20, 0, NULL},
@@ -304,6 +307,11 @@ static int resolve(opts_t *o) {
               chosen);
       return 2;
     }
+    if (o->vpp_set) {
+      fprintf(stderr, "zeroc plan: --vpp is not searched by --all (it plans 1F1B pipelines); "
+                      "give --vpp with one layout (--pp, --microbatches)\n");
+      return 2;
+    }
     int64_t g = o->global_batch ? o->global_batch : (int64_t)m->batch * c->gpus;
     if (g > (1 << 24)) {
       fprintf(stderr,
@@ -337,6 +345,10 @@ static int resolve(opts_t *o) {
   if (dp % c->hsdp) {
     fprintf(stderr, "zeroc plan: --hsdp %d must divide dp %d (= --gpus / (--tp x --pp))\n", c->hsdp,
             dp);
+    return 2;
+  }
+  if (c->vpp > 1 && c->pp == 1) {
+    fprintf(stderr, "zeroc plan: --vpp %d needs --pp > 1\n", c->vpp);
     return 2;
   }
   if (c->pp > 1 && c->zero > 1) {
@@ -410,6 +422,7 @@ static void print_single(const zeroc_plan_result_t *r) {
          c->tp, c->pp, r->dp, c->zero);
   if (c->zero > 0) printf(", shards over %d rank%s", r->shard, r->shard > 1 ? "s" : "");
   if (c->hsdp > 1) printf(" (HSDP: %d replicas)", c->hsdp);
+  if (c->vpp > 1) printf("; interleaved pipeline, %d chunks per rank", c->vpp);
   printf("\n");
   print_options(c, c->sequence_parallel && c->tp > 1);
   printf("batch      micro-batch %d x %d micro-batches x dp %d = %lld sequences = %.0f tokens per "
@@ -496,10 +509,10 @@ static void json_layout(const zeroc_plan_result_t *r) {
   const zeroc_plan_config_t *c = &r->cfg;
   const zeroc_plan_memory_t *d = &r->device;
   const zeroc_plan_time_t *t = &r->time;
-  printf("{\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"dp\": %d, \"hsdp\": %d, \"shard\": %d, "
-         "\"zero\": %d, \"batch\": %d, \"microbatches\": %d, \"global_batch\": %lld, "
+  printf("{\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"vpp\": %d, \"dp\": %d, \"hsdp\": %d, "
+         "\"shard\": %d, \"zero\": %d, \"batch\": %d, \"microbatches\": %d, \"global_batch\": %lld, "
          "\"tokens_per_step\": %.0f, \"flops_per_step\": %.6e, \"flops_per_token\": %.6e,\n",
-         c->gpus, c->tp, c->pp, r->dp, c->hsdp, r->shard, c->zero, c->model.batch, c->microbatches,
+         c->gpus, c->tp, c->pp, c->vpp, r->dp, c->hsdp, r->shard, c->zero, c->model.batch, c->microbatches,
          (long long)r->global_batch, r->tokens_per_step, r->flops_per_step, r->flops_per_token);
   printf("   \"memory\": {\"stage\": %d, \"params_rank\": %.0f, \"params\": %.0f, \"grads\": %.0f, "
          "\"optimizer\": %.0f, \"activations\": %.0f, \"buffers\": %.0f, \"workspace\": %.0f, "

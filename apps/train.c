@@ -545,6 +545,7 @@ int zeroc_cmd_train(int argc, char **argv) {
   pc.pp = o.pp;
   pc.hsdp = o.hsdp;
   pc.microbatches = o.grad_accum;
+  pc.vpp = o.vpp;
   pc.param_bytes = (int)zeroc_dtype_size(dtype);
   pc.recompute = o.recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE;
   pc.sequence_parallel = o.sequence_parallel;

@@ -123,6 +123,24 @@ safetensors)
   done
   echo "round trip identical through ${#layouts[@]} pipeline layouts" ;;
 
+memory_prediction)
+  # the planner's prediction (the stage needing the most memory, cut as the
+  # runtime cuts it, with the schedule's activation slots) against the largest
+  # measured peak over all ranks: equal to within 1% (they agree to bytes)
+  for cfg in "2 --pp 2 --microbatches 4" "2 --pp 2 --vocab 16384" "4 --pp 4 --microbatches 8 --vocab 16384" \
+             "2 --pp 2 --pp-schedule interleaved --vpp 2 --microbatches 6 --vocab 16384" \
+             "4 --pp 4 --pp-schedule interleaved --vpp 2 --microbatches 8 --layers 8" \
+             "2 --pp 2 --zero 0 --recompute full --pp-schedule interleaved --vpp 2 --microbatches 4" \
+             "4 --pp 2 --microbatches 4 --zero 1 --batch 1"; do
+    np=${cfg%% *}; args=${cfg#* }
+    run "$np" --model small --steps 2 $args --metrics "$WORK/m.jsonl" || fail "'$args' run"
+    peak=$(field "$WORK/m.jsonl" peak_device_max | tail -1)
+    pred=$(tail -1 "$WORK/m.jsonl" | sed 's/.*"predicted_bytes": {"device": \([0-9]*\).*/\1/')
+    awk -v a="$peak" -v b="$pred" 'BEGIN { d = (a - b) / b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.01) }' \
+      || fail "'$args': largest measured peak $peak bytes, predicted $pred (more than 1% apart)"
+    echo "$np ranks $args: measured $peak predicted $pred"
+  done ;;
+
 bad_flags)
   for args in "--pp 2 --zero 3|--zero" "--pp 2 --grad-accum 2|--grad-accum" "--pp 2 --vpp 2|--vpp" \
               "--pp 2 --pp-schedule interleaved|--pp-schedule" "--pp 2 --pp-schedule interleaved --vpp 2 --microbatches 3|--microbatches" \

@@ -348,7 +348,7 @@ static void test_hsdp_offload(void) {
 
 /* Activations in the plan: pp = 1 holds every layer of one micro-batch plus
  * the output layer; recompute keeps the layer inputs plus one rebuilt layer;
- * the first 1F1B stage holds min(m, p) micro-batches of its layers. */
+ * the first 1F1B stage holds min(m, p) micro-batches of its layers and output. */
 static void test_plan_activations(void) {
   zeroc_plan_config_t c = gpt(8, 256, 4, 1000, 128, 2);
   zeroc_plan_result_t r;
@@ -370,9 +370,11 @@ static void test_plan_activations(void) {
   c.pp = 4;
   c.microbatches = 8;
   ZT_OK(zeroc_plan_compute(&c, &r));
-  ZT_ASSERT_MSG(r.stage == 0 && fabs(r.device.activations - 4 * 2 * layer) < 1e-6,
-                "pp 4, m 8: stage %d activations %g, expected %g (4 in flight x 2 layers)", r.stage,
-                r.device.activations, 8 * layer);
+  /* per micro-batch in flight: 2 layers and the stage's output, kept for the send */
+  double x = 2.0 * n * 256;
+  ZT_ASSERT_MSG(r.stage == 0 && fabs(r.device.activations - 4 * (2 * layer + x)) < 1e-6,
+                "pp 4, m 8: stage %d activations %g, expected %g (4 in flight x (2 layers + output))",
+                r.stage, r.device.activations, 4 * (2 * layer + x));
   c.act_model = ZEROC_ACT_MEGATRON;
   c.pp = 1;
   c.gpus = 1;

@@ -62,6 +62,7 @@ typedef struct zeroc_plan_config {
   double lat_intra_us, lat_inter_us; /* per ring step */
   double bw_pcie_gbs;                /* device <-> host per GPU (offload to cpu) */
   double bw_nvme_gbs;                /* NVMe read or write per GPU (offload to nvme) */
+  int vpp; /* model chunks per pipeline rank: 1 (1F1B) or more (interleaved schedule) */
 } zeroc_plan_config_t;
 
 /* gpt2-124m on 1 GPU, ZeRO-3, bf16, no recompute, zeroc activation model with
@@ -75,7 +76,7 @@ typedef struct zeroc_plan_config {
         ZEROC_RECOMPUTE_NONE, 0, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, 2, ZEROC_ACT_ZEROC, 1,    \
         /* gpu_mem_gib workspace_mib */ 80.0, 64.0,                                                \
         /* gpus_per_node peak mfu bw lat pcie nvme */ 8, 989.0, 0.5, 300.0, 25.0, 10.0, 20.0,      \
-        25.0, 3.0                                                                                  \
+        25.0, 3.0, /* vpp */ 1                                                                     \
   }
 
 /* Bytes per rank on the device, by the memory accountant's tags. */

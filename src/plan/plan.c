@@ -5,10 +5,13 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "plan/plan_internal.h"
+#include "pp/schedule.h"
+#include "zeroc/pipeline.h"
 #include "zeroc/plan.h"
 
 #define GIB 1073741824.0
@@ -160,6 +163,13 @@ zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
   if (dp % c->hsdp)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "hsdp %d must divide dp %d (= gpus %d / (tp x pp))",
                       c->hsdp, dp, c->gpus);
+  if (c->vpp < 1 || (c->vpp > 1 && c->pp == 1))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "vpp %d with pp %d: accepted vpp 1, or vpp > 1 (interleaved) with pp > 1",
+                      c->vpp, c->pp);
+  if (c->pp > 1)
+    ZEROC_CHECK(zeroc__pp_validate(c->vpp > 1 ? ZEROC_PP_INTERLEAVED : ZEROC_PP_1F1B, c->pp,
+                                   c->microbatches, c->vpp));
   if (c->pp > 1 && c->zero > 1)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "zero %d with pp %d: with pipeline parallelism accepted zero 0 or 1", c->zero,
@@ -175,18 +185,28 @@ zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
 
 /* ---- one layout ------------------------------------------------------------------ */
 
-/* What one pipeline stage holds on one TP rank. */
+/* What one pipeline rank holds on one TP rank. */
 typedef struct stage {
   double params;   /* parameters before ZeRO sharding */
   double unit_max; /* the largest unit not pinned (flat parameter), for the buffer pools */
   double pinned;   /* a unit that stays gathered (the embedding tied to the head), or 0 */
-  double units;    /* units in the stage */
-  int inflight;    /* micro-batches whose activations are alive at once */
+  double units;    /* units on the rank */
+  double blocks;   /* transformer blocks on the rank */
+  int inflight;    /* activation slots: micro-batches alive at once per chunk */
   int output;      /* 1: holds the final LayerNorm, the logits and the loss */
+  int chunks_in;   /* its chunks that receive their input from another rank */
+  int chunks_out;  /* its chunks that send their output to another rank */
 } stage_t;
 
-static void stages(const zeroc_plan_config_t *c, stage_t *first, stage_t *last) {
-  double C = c->model.hidden, T = c->model.seq, L = c->model.layers, t = c->tp, p = c->pp;
+/* Pipeline rank r's share of the model: the units of its chunks (stage
+ * ch * pp + r of the cut `bounds`, the runtime's balanced partition) and its
+ * activation slots per chunk (src/pp/pipeline.c): the most micro-batches of
+ * one chunk alive at once, min(m, p - r) under 1F1B, from the schedule `sch`
+ * otherwise. */
+static zeroc_result_t stage_of(const zeroc_plan_config_t *c, const int *bounds,
+                               const zeroc_pp_schedule_t *sch, int r, stage_t *st) {
+  double C = c->model.hidden, T = c->model.seq, t = c->tp;
+  int p = c->pp, L = c->model.layers, S = c->pp * c->vpp;
   /* wte rows: the vocabulary padded to a multiple of 64 (x tp), split over tp */
   double Vt = ceil((double)c->model.vocab / (64.0 * t)) * 64.0;
   /* A block on one TP rank: qkv and fc (column-parallel) and attention-proj and
@@ -194,21 +214,32 @@ static void stages(const zeroc_plan_config_t *c, stage_t *first, stage_t *last) 
    * both LayerNorms (4C) are replicated: (12 C^2 + 7 C) / t + 6 C. */
   double block = (12.0 * C * C + 7.0 * C) / t + 6.0 * C;
   double emb = Vt * C + T * C; /* wte split over the vocabulary, wpe replicated */
-  first->params = emb + (L / p) * block + (p == 1 ? 2.0 * C : 0.0);
-  /* one stage: the embedding is pinned (the head shares it) */
-  first->unit_max = p == 1 ? fmax(block, 2.0 * C) : fmax(emb, block);
-  first->pinned = p == 1 ? emb : 0;
-  first->units = 1 + L / p + (p == 1);
-  first->inflight = c->pp == 1 ? 1 : (c->microbatches < c->pp ? c->microbatches : c->pp);
-  first->output = c->pp == 1;
-  /* The last stage holds its own copy of wte for the tied head (its gradient is
-   * all-reduced with the first stage's) and ln_f. */
-  last->params = (L / p) * block + Vt * C + 2.0 * C;
-  last->unit_max = fmax(block, Vt * C + 2.0 * C);
-  last->pinned = 0;
-  last->units = L / p + 1;
-  last->inflight = 1;
-  last->output = 1;
+  /* The head: ln_f, plus, on another rank than the embedding, its own copy of
+   * wte for the tied projection (its gradient is all-reduced with the
+   * embedding's). With one stage the embedding is pinned: the head shares it. */
+  double head = p == 1 ? 2.0 * C : Vt * C + 2.0 * C;
+  memset(st, 0, sizeof *st);
+  st->pinned = p == 1 ? emb : 0;
+  for (int ch = 0; ch < c->vpp; ch++) {
+    int s = ch * p + r;
+    st->chunks_in += s > 0;
+    st->chunks_out += s < S - 1;
+    for (int u = bounds[s]; u < bounds[s + 1]; u++) {
+      double n = u == 0 ? emb : u == L + 1 ? head : block;
+      st->params += n;
+      st->units += 1;
+      st->blocks += u > 0 && u <= L;
+      st->output |= u == L + 1;
+      if (!(u == 0 && p == 1)) st->unit_max = fmax(st->unit_max, n);
+    }
+  }
+  st->inflight = 1;
+  if (p > 1 && c->vpp == 1) st->inflight = c->microbatches < p - r ? c->microbatches : p - r;
+  if (p > 1 && c->vpp > 1) {
+    int cont;
+    ZEROC_CHECK(zeroc__pp_alive_width(sch, r, &st->inflight, &cont));
+  }
+  return ZEROC_OK;
 }
 
 /* Device bytes of one stage; host and NVMe bytes of its offloaded state. */
@@ -253,7 +284,7 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
     layer_full =
         zeroc_plan_act_zeroc(s, b, C, a, t, sp, ZEROC_RECOMPUTE_NONE, e, c->flash_attention);
   }
-  double act = (double)st->inflight * (m->layers / c->pp) * layer;
+  double act = (double)st->inflight * st->blocks * layer;
   /* With recompute, the layer being back-propagated is rebuilt in full; its
    * input is one of the layer inputs already counted. */
   if (c->recompute == ZEROC_RECOMPUTE_FULL) act += layer_full - layer;
@@ -263,8 +294,19 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
      * (the fused cross-entropy overwrites them with their gradient) and the
      * per-token losses (B,T) fp32; with tp the vocabulary-parallel
      * cross-entropy's three per-token statistics (max, target logit, sum of
-     * exp) fp32. */
-    act += 2.0 * e * n * C / r + 8.0 * n / r + e * n * Vt + 4.0 * n + (t > 1 ? 12.0 * n : 0.0);
+     * exp) fp32; per activation slot. */
+    double head = 2.0 * e * n * C / r + 8.0 * n / r + e * n * Vt + 4.0 * n + (t > 1 ? 12.0 * n : 0.0);
+    act += st->inflight * head;
+  }
+  /* The pipeline's boundary tensors (src/pp/pipeline.c), one residual-stream
+   * (B*T/r, C) per activation slot: a chunk that sends its output keeps it
+   * (activations) and receives its gradient into a buffer; a chunk that
+   * receives its input (the first layer's input, counted above) sends back
+   * the gradient from another buffer. */
+  if (c->pp > 1) {
+    double x = e * n * C / (sp ? t : 1);
+    act += (double)st->inflight * st->chunks_out * x;
+    mem->buffers += (double)st->inflight * (st->chunks_in + st->chunks_out) * x;
   }
   mem->activations = act;
   /* Backward scratch of the model (src/model/gpt.c): the MLP's two
@@ -306,7 +348,7 @@ static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double f
   double e = c->act_bytes, pb = c->param_bytes, bw, lat;
   memset(tm, 0, sizeof *tm);
   tm->compute = flops / ((double)c->gpus * c->mfu * c->peak_tflops * 1e12);
-  if (p > 1) tm->bubble = tm->compute * (p - 1) / mb;
+  if (p > 1) tm->bubble = tm->compute * (p - 1) / ((double)mb * c->vpp);
   double x = (double)m->seq * m->batch * m->hidden * e; /* one (B,T,C) activation */
   if (t > 1) {
     /* 2 all-reduces forward, 2 backward per layer (Megatron), 2 more for the
@@ -377,23 +419,43 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
       zeroc_plan_flops_megatron(&c->model, (double)out->global_batch, c->recompute);
   out->flops_per_token = out->flops_per_step / out->tokens_per_step;
 
-  stage_t st[2];
-  zeroc_plan_memory_t mem[2];
-  double host[2], nvme[2];
-  stages(c, &st[0], &st[1]);
-  int nst = c->pp > 1 ? 2 : 1;
-  for (int i = 0; i < nst; i++)
-    ZEROC_CHECK(stage_memory(c, out->dp, &st[i], &mem[i], &host[i], &nvme[i]));
-  int w = nst == 2 && mem[1].total > mem[0].total;
-  out->stage = w ? c->pp - 1 : 0;
-  out->params_rank = st[w].params;
-  out->device = mem[w];
-  out->host_bytes = host[w];
-  out->nvme_bytes = nvme[w];
+  /* every pipeline rank's share, cut as the runtime cuts it; the one needing
+   * the most device memory is reported */
+  int nu = zeroc_gpt_num_units(&c->model), S = c->pp * c->vpp;
+  double *cost = malloc(sizeof(double) * (size_t)nu);
+  int *bounds = malloc(sizeof(int) * (size_t)(S + 1));
+  zeroc_pp_schedule_t *sch = NULL;
+  zeroc_result_t res = cost && bounds ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NOMEM, "plan: stage tables");
+  if (!res) {
+    zeroc_gpt_unit_costs(&c->model, cost);
+    res = zeroc_pipeline_partition(cost, nu, S, bounds);
+  }
+  if (!res && c->vpp > 1)
+    res = zeroc__pp_schedule_create(ZEROC_PP_INTERLEAVED, c->pp, c->microbatches, c->vpp, &sch);
+  double psi = 0;
+  for (int r = 0; r < c->pp && !res; r++) {
+    stage_t st;
+    zeroc_plan_memory_t mem;
+    double host, nvme;
+    res = stage_of(c, bounds, sch, r, &st);
+    if (!res) res = stage_memory(c, out->dp, &st, &mem, &host, &nvme);
+    if (res) break;
+    if (r == 0 || mem.total > out->device.total) {
+      out->stage = r;
+      out->params_rank = st.params;
+      out->device = mem;
+      out->host_bytes = host;
+      out->nvme_bytes = nvme;
+    }
+    /* Collectives move the largest stage's parameters: it sets the pace. */
+    psi = fmax(psi, st.params);
+  }
+  zeroc__pp_schedule_destroy(sch);
+  free(cost);
+  free(bounds);
+  ZEROC_CHECK(res);
   out->gpu_mem_bytes = c->gpu_mem_gib * GIB;
   out->fits = c->gpu_mem_gib == 0 || out->device.total <= out->gpu_mem_bytes;
-  /* Collectives move the larger stage's parameters: it sets the pace. */
-  double psi = nst == 2 ? fmax(st[0].params, st[1].params) : st[0].params;
   step_time(c, out->dp, psi, out->flops_per_step, &out->time);
   return ZEROC_OK;
 }

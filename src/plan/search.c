@@ -79,6 +79,7 @@ zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_
   *count = 0;
   ZEROC_TRY(zeroc__plan_read_config(cfg, &c));
   ZEROC_TRY(zeroc__plan_check_common(&c));
+  c.vpp = 1; /* the search covers 1F1B pipelines */
   int64_t G = global_batch ? global_batch : (int64_t)c.model.batch * c.gpus;
   if (G < 1 || G > ((int64_t)1 << 24)) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,

@@ -122,45 +122,6 @@ fail:
   return res;
 }
 
-/* The most micro-batches of one chunk alive at once on rank r (from its first
- * action to the end of its backward). *contiguous is set when, per chunk,
- * micro-batches start and finish in increasing order, so the alive ones are
- * consecutive and slot mb % W never holds two of them. */
-static zeroc_result_t alive_width(const zeroc_pp_schedule_t *s, int r, int *width,
-                                  int *contiguous) {
-  size_t n;
-  const zeroc_pp_action_t *a = zeroc__pp_rank_actions(s, r, &n);
-  size_t cells = (size_t)s->m * (size_t)s->v;
-  int64_t *start = malloc(sizeof(int64_t) * cells), *end = malloc(sizeof(int64_t) * cells);
-  if (!start || !end) {
-    free(start);
-    free(end);
-    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "slot tables");
-  }
-  for (size_t i = 0; i < cells; i++) start[i] = end[i] = -1;
-  for (size_t i = 0; i < n; i++) {
-    size_t k = (size_t)a[i].chunk * s->m + (size_t)a[i].mb;
-    if (start[k] < 0) start[k] = (int64_t)i;
-    if (a[i].op == ZEROC_PP_BACKWARD) end[k] = (int64_t)i;
-  }
-  int W = 1, ok = 1;
-  for (int c = 0; c < s->v; c++) {
-    const int64_t *st = start + (size_t)c * s->m, *en = end + (size_t)c * s->m;
-    for (int b = 1; b < s->m; b++) ok &= st[b] > st[b - 1] && en[b] > en[b - 1];
-    /* alive at the start of micro-batch b: those started before it and not yet done */
-    for (int b = 0; b < s->m; b++) {
-      int alive = 0;
-      for (int x = 0; x < s->m; x++) alive += st[x] <= st[b] && en[x] >= st[b];
-      if (alive > W) W = alive;
-    }
-  }
-  free(start);
-  free(end);
-  *width = ok ? W : s->m;
-  *contiguous = ok;
-  return ZEROC_OK;
-}
-
 static zeroc_result_t read_config(const zeroc_pipeline_config_t *in, zeroc_pipeline_config_t *out) {
   if (!in || in->magic != ZEROC_CONFIG_MAGIC || in->size < sizeof(zeroc_pipeline_config_t) ||
       in->size > 65536)
@@ -181,7 +142,7 @@ zeroc_result_t zeroc_pipeline_slots(const zeroc_pipeline_config_t *cfg, int pp, 
   if (rank < 0 || rank >= pp)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "pipeline rank %d: accepted 0..%d", rank, pp - 1);
   CHK(zeroc__pp_schedule_create((zeroc_pp_kind_t)c.schedule, pp, c.microbatches, c.chunks, &s));
-  zeroc_result_t r = alive_width(s, rank, slots, &contiguous);
+  zeroc_result_t r = zeroc__pp_alive_width(s, rank, slots, &contiguous);
   zeroc__pp_schedule_destroy(s);
   return r;
 }
@@ -198,7 +159,7 @@ zeroc_result_t zeroc_pipeline_print_schedule(FILE *f, const zeroc_pipeline_confi
   fprintf(f, "activation sets kept per rank:");
   for (int r = 0; r < pp; r++) {
     int w, contiguous;
-    ZEROC_TRY(alive_width(s, r, &w, &contiguous));
+    ZEROC_TRY(zeroc__pp_alive_width(s, r, &w, &contiguous));
     fprintf(f, " r%d %d", r, w);
   }
   fprintf(f, "\n");
@@ -311,7 +272,7 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first,
   p->S = p->p * p->v;
   p->acts = zeroc__pp_rank_actions(p->sched, p->r, &p->nacts);
   int contiguous;
-  CHK(alive_width(p->sched, p->r, &p->W, &contiguous));
+  CHK(zeroc__pp_alive_width(p->sched, p->r, &p->W, &contiguous));
   /* one FIFO stream per message kind needs the same order on both ends */
   if (!zeroc__pp_orders_match(p->sched))
     return ZEROC_FAIL(ZEROC_ERR_INTERNAL,

@@ -524,3 +524,38 @@ zeroc_result_t zeroc__pp_schedule_print(FILE *f, const zeroc_pp_schedule_t *s, u
                       zeroc__pp_kind_name(s->kind));
   return ZEROC_OK;
 }
+
+zeroc_result_t zeroc__pp_alive_width(const zeroc_pp_schedule_t *s, int r, int *width,
+                                     int *contiguous) {
+  size_t n;
+  const zeroc_pp_action_t *a = zeroc__pp_rank_actions(s, r, &n);
+  size_t cells = (size_t)s->m * (size_t)s->v;
+  int64_t *start = malloc(sizeof(int64_t) * cells), *end = malloc(sizeof(int64_t) * cells);
+  if (!start || !end) {
+    free(start);
+    free(end);
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "slot tables");
+  }
+  for (size_t i = 0; i < cells; i++) start[i] = end[i] = -1;
+  for (size_t i = 0; i < n; i++) {
+    size_t k = (size_t)a[i].chunk * s->m + (size_t)a[i].mb;
+    if (start[k] < 0) start[k] = (int64_t)i;
+    if (a[i].op == ZEROC_PP_BACKWARD) end[k] = (int64_t)i;
+  }
+  int W = 1, ok = 1;
+  for (int c = 0; c < s->v; c++) {
+    const int64_t *st = start + (size_t)c * s->m, *en = end + (size_t)c * s->m;
+    for (int b = 1; b < s->m; b++) ok &= st[b] > st[b - 1] && en[b] > en[b - 1];
+    /* alive at the start of micro-batch b: those started before it and not yet done */
+    for (int b = 0; b < s->m; b++) {
+      int alive = 0;
+      for (int x = 0; x < s->m; x++) alive += st[x] <= st[b] && en[x] >= st[b];
+      if (alive > W) W = alive;
+    }
+  }
+  free(start);
+  free(end);
+  *width = ok ? W : s->m;
+  *contiguous = ok;
+  return ZEROC_OK;
+}

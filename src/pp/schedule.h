@@ -115,6 +115,14 @@ zeroc_result_t zeroc__pp_schedule_create(zeroc_pp_kind_t kind, int p, int m, int
                                          zeroc_pp_schedule_t **out);
 void zeroc__pp_schedule_destroy(zeroc_pp_schedule_t *s);
 
+/* The most micro-batches of one chunk alive at once on rank r (from its first
+ * action to the end of its backward): the activation slots the runtime gives
+ * each chunk. *contiguous is set when, per chunk, micro-batches start and
+ * finish in increasing order, so the alive ones are consecutive and slot
+ * mb % W never holds two of them (else *width is m). Errors: ZEROC_ERR_NOMEM. */
+zeroc_result_t zeroc__pp_alive_width(const zeroc_pp_schedule_t *s, int r, int *width,
+                                     int *contiguous);
+
 /* Rank r's actions and their count. */
 static inline const zeroc_pp_action_t *zeroc__pp_rank_actions(const zeroc_pp_schedule_t *s, int r,
                                                               size_t *n) {
