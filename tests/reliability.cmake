@@ -15,3 +15,15 @@ foreach(t dead_rank stopped_rank stuck_rank save_crash_loop nan_skip nan_stop sp
             "${_rel_mpirun_flags}" ${t})
   set_tests_properties(reliability_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2)
 endforeach()
+
+# Hostile input (tests/hostile.sh): one CTest entry per probe group,
+# tests/hostile/GROUP.sh; each probe must end in time with the expected exit
+# status and a message naming what is wrong.
+file(GLOB _hostile_groups CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/hostile/*.sh)
+foreach(g ${_hostile_groups})
+  get_filename_component(_g ${g} NAME_WE)
+  add_test(NAME hostile_${_g}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/hostile.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
+            "${_rel_mpirun_flags}" ${_g})
+  set_tests_properties(hostile_${_g} PROPERTIES LABELS "mpi;hostile" TIMEOUT 300 PROCESSORS 2)
+endforeach()
