@@ -7,7 +7,7 @@
 # usage: hostile.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS" GROUP
 # HOSTILE_TABLE=FILE appends one Markdown row per probe (what, result, time).
 set -u
-ZEROC=$1 MPIRUN=$2 FLAGS=$3 GROUP=$4
+ZEROC=$(realpath "$1") MPIRUN=$2 FLAGS=$3 GROUP=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-hostile-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -47,7 +47,9 @@ probe() {
   elif [ "$expect" != nz ] && [ "$expect" != $RC ]; then verdict=FAIL why="exited $RC, expected $expect"
   elif [ -n "$re" ] && ! echo "$OUT" | grep -qE -- "$re"; then verdict=FAIL why="no line matches /$re/"
   fi
-  local msg; msg=$(echo "$OUT" | grep -m1 -E -- "${re:-.}" | cut -c1-160)
+  # the message without its "zeroc train: rank 0 (phase): ZEROC_ERR_X: file.c:12: " prefix
+  local msg; msg=$(echo "$OUT" | grep -m1 -E -- "${re:-.}" |
+    sed -E 's/^zeroc [a-z]+: (rank [0-9]+ \([a-z]+\): )?(ZEROC_ERR_[A-Z_]+: )?([a-z_]+\.c:[0-9]+: )?//' | cut -c1-120)
   if [ $verdict = ok ]; then
     PASS=$((PASS + 1)); echo "ok   $what ($dt s, exit $RC)"
   else
