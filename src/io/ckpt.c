@@ -936,9 +936,14 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     const zeroc__json_t *e = &fj->u.arr.items[i];
     uint64_t pp, tp, sh, bytes, crc;
     const zeroc__json_t *nm = zeroc__json_get(e, "name");
-    if (get_u64(e, "pp", what, MAX_MESH, &pp) || get_u64(e, "tp", what, MAX_MESH, &tp) ||
-        get_u64(e, "shard", what, MAX_MESH, &sh) || get_u64(e, "bytes", what, MAX_BYTES, &bytes) ||
-        get_u64(e, "crc32c", what, UINT32_MAX, &crc) || !nm ||
+    /* a bad integer is named by get_u64's own message */
+    res = get_u64(e, "pp", what, MAX_MESH, &pp);
+    if (!res) res = get_u64(e, "tp", what, MAX_MESH, &tp);
+    if (!res) res = get_u64(e, "shard", what, MAX_MESH, &sh);
+    if (!res) res = get_u64(e, "bytes", what, MAX_BYTES, &bytes);
+    if (!res) res = get_u64(e, "crc32c", what, UINT32_MAX, &crc);
+    if (res) break;
+    if (!nm ||
         nm->type != ZEROC_JSON_STRING || nm->u.str.len >= sizeof files[0].name ||
         strchr(nm->u.str.s, '/') || sh >= old_shards || tp >= old_tp) {
       res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: files entry %zu is malformed", what, i);
