@@ -14,6 +14,7 @@
 
 #include "apps/args.h"
 #include "apps/cli.h"
+#include "apps/metrics.h"
 #include "apps/spike.h"
 #include "zeroc/ckpt.h"
 #include "zeroc/data.h"
@@ -167,14 +168,11 @@ static void app_json(const opts_t *o, const zeroc_gpt_config_t *g, const zeroc_d
            (unsigned long long)pos->num_sequences, (unsigned long long)pos->fingerprint);
 }
 
-/* Reads an unsigned field "key": N from a flat JSON text (our own app object). */
-static int json_u64(const char *js, const char *key, unsigned long long *out) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\": ", key);
-  const char *p = strstr(js, pat);
-  if (!p) return -1;
-  return sscanf(p + strlen(pat), "%llu", out) == 1 ? 0 : -1;
-}
+/* What a resumed run must share with its checkpoint's app object: the model's
+ * whole shape and the data stream (the step is checked against --steps). */
+static const char *const RESUME_FIELDS[] = {
+    "model.layers", "model.hidden", "model.heads", "model.vocab", "model.seq", "data.seed",
+    "data.shuffle", "data.seq", "data.global_batch", "data.num_sequences", "data.fingerprint", NULL};
 
 /* ---- pipeline parallelism ----------------------------------------------------------------- */
 
@@ -480,28 +478,22 @@ int zeroc_cmd_train(int argc, char **argv) {
     uint64_t k = 0;
     char *app = NULL;
     r = zeroc_ckpt_load(model, o.resume, &k, &app);
-    agreed = 1; /* the load agrees internally */
-    if (r == ZEROC_OK && app) {
-      /* the data stream must be the same one, at the same place */
+    agreed = 1; /* the load agrees internally; every rank checks the same manifest below */
+    if (r == ZEROC_OK) {
+      /* the same model and data stream, at the same place; nothing written yet */
+      char cur[1024];
       zeroc_data_position_t pos;
       zeroc_data_position(data, k, &pos);
-      unsigned long long v[6];
-      const char *keys[6] = {"seed", "shuffle", "seq", "global_batch", "num_sequences", "fingerprint"};
-      int ok = 1;
-      for (int i = 0; i < 6; i++) ok &= json_u64(app, keys[i], &v[i]) == 0;
-      if (ok) {
-        pos.seed = v[0];
-        pos.shuffle = (int)v[1];
-        pos.seq = (int)v[2];
-        pos.global_batch = (int)v[3];
-        pos.num_sequences = v[4];
-        pos.fingerprint = v[5];
-        r = zeroc_data_check_position(data, &pos);
-      }
+      app_json(&o, &gc, &pos, cur, sizeof cur);
+      r = zeroc_ckpt_check_resume(ctx, o.resume, k, (uint64_t)o.steps, app, cur, RESUME_FIELDS);
     }
     free(app);
     if (r != ZEROC_OK) goto fail;
-    start = (int)k;
+    start = (int)k; /* <= --steps, checked above */
+    /* steps after the checkpoint that a crashed run recorded come again */
+    r = root && o.metrics && zmetrics_truncate(o.metrics, k) ? ZEROC_ERR_IO : ZEROC_OK;
+    r = zeroc_ctx_agree(ctx, r);
+    if (r != ZEROC_OK) goto fail;
     if (root && !o.quiet) printf("resumed from %s at step %d\n", o.resume, start);
   }
 
@@ -688,14 +680,16 @@ int zeroc_cmd_train(int argc, char **argv) {
       if (r) goto fail;
     }
     if (root && metrics) {
+      char jl[32], jn[32]; /* a skipped step's figures are not finite: JSON null */
       fprintf(metrics,
-              "{\"step\": %d, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens\": %.0f, "
+              "{\"step\": %d, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens\": %.0f, "
               "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"mfu\": %.4f, \"comm_bytes\": %llu, "
               "\"exposed_comm_ms\": %.3f, \"peak_bytes\": {\"device\": %llu, \"host\": %llu}, "
               "\"predicted_bytes\": {\"device\": %.0f, \"host\": %.0f}, \"skipped\": %d, "
               "\"skipped_total\": %d, \"loss_z\": %s, \"grad_norm_z\": %s, \"spike\": \"%s\", "
               "\"peak_device_max\": %lld",
-              s + 1, info.loss, lr_at(&o, s), info.grad_norm, tokens_per_step, dt * 1e3, tps, mfu,
+              s + 1, zmetrics_num(info.loss, jl, sizeof jl), lr_at(&o, s),
+              zmetrics_num(info.grad_norm, jn, sizeof jn), tokens_per_step, dt * 1e3, tps, mfu,
               (unsigned long long)info.comm_bytes, info.exposed_comm_ms,
               (unsigned long long)peak_dev, (unsigned long long)peak_host, predicted, predicted_host,
               info.skipped, skipped_total, zl, zn, SPIKE_NAMES[spike], (long long)peak_max);

@@ -49,6 +49,23 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
 zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *step,
                                char **app_json);
 
+/*
+ * Before a run continues from the checkpoint it loaded from `path` at `step`:
+ * refuses a run whose length `run_steps` ends before that step (it would train
+ * nothing, and a save would publish a checkpoint whose optimizer is ahead of
+ * its step), then compares each of `fields` (NULL-terminated dotted paths such
+ * as "model.heads"; NULL checks the step only) between the checkpoint's app
+ * object `saved_app` (from zeroc_ckpt_load) and this run's `current_app`: each
+ * must be present in the saved object and equal in both. A missing or empty
+ * saved object is an error, never a skipped check. Local: every rank reaches
+ * the same verdict from the same manifest. `ctx` (may be NULL) receives the
+ * message. Returns ZEROC_ERR_INVALID_ARG naming the field (or --steps) and
+ * both values, ZEROC_ERR_CORRUPT for a missing or malformed app object.
+ */
+zeroc_result_t zeroc_ckpt_check_resume(zeroc_ctx_t *ctx, const char *path, uint64_t step,
+                                       uint64_t run_steps, const char *saved_app,
+                                       const char *current_app, const char *const *fields);
+
 #ifdef __cplusplus
 }
 #endif

@@ -69,7 +69,8 @@ typedef struct zeroc_data_info {
    * target position; and H(pi), the loss of a model that ignores context. */
   double loss_floor;
   double unigram_entropy;
-  uint64_t fingerprint; /* identifies the data (shard names and sizes, or the source) */
+  uint64_t fingerprint; /* identifies the data (shard names, sizes and CRC-32C of
+                         * each header, first and last MiB; or the source) */
 } zeroc_data_info_t;
 
 /*

@@ -57,14 +57,35 @@ const char *zeroc_result_name(zeroc_result_t r) {
 
 static _Thread_local char tls_err[ZEROC_ERRMSG_MAX];
 
-/* Copies `src` into `dst` (size n) with control characters written as \n,
- * \r, \t or \xNN: a message quoting file contents (a tensor name, a JSON
- * key, a path) stays one printable line and cannot move the terminal. */
+/* The length of the well-formed UTF-8 sequence at p that is not a control
+ * character (U+0080..U+009F, C1), or 0. */
+static int utf8_printable(const unsigned char *p) {
+  if (p[0] < 0x80) return p[0] >= 0x20 && p[0] != 0x7f;
+  int len = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+            : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+  for (int i = 1; i < len; i++)
+    if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the terminating NUL */
+  /* overlong forms, surrogates and code points above U+10FFFF */
+  if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+      (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+    return 0;
+  if (p[0] == 0xc2 && p[1] <= 0x9f) return 0; /* C1 controls move terminals as C0 ones do */
+  return len;
+}
+
+/* Copies `src` into `dst` (size n) with control characters (C0, DEL, C1) and
+ * bytes that are not well-formed UTF-8 written as \n, \r, \t or \xNN: a
+ * message quoting file contents (a tensor name, a JSON key, a path) stays one
+ * printable line and cannot move the terminal. */
 static void printable(char *dst, size_t n, const char *src) {
   size_t k = 0;
   for (const unsigned char *p = (const unsigned char *)src; *p && k + 1 < n; p++) {
-    if (*p >= 0x20 && *p != 0x7f) {
-      dst[k++] = (char)*p;
+    int ok = utf8_printable(p);
+    if (ok) {
+      if (k + (size_t)ok + 1 > n) break;
+      memcpy(dst + k, p, (size_t)ok);
+      k += (size_t)ok;
+      p += ok - 1;
       continue;
     }
     char esc[8];

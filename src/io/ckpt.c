@@ -34,6 +34,12 @@
 #define CHK(call) ZEROC_CHECK(call)
 #define MANIFEST_MAX (64u << 20)
 #define STATES 3 /* master, m, v */
+/* Bounds on what a manifest may claim: far beyond any real run, low enough
+ * that no product or sum of them below overflows 64 bits or wraps an int. */
+#define MAX_STEP (1ull << 48)  /* steps */
+#define MAX_MESH 65536ull      /* tp, pp and dp sizes, shards per checkpoint */
+#define MAX_NUMEL (1ull << 40) /* elements of one unit or parameter (4 TiB of fp32) */
+#define MAX_BYTES (MAX_NUMEL * 4 * STATES)
 
 static void shard_file_name(char *buf, size_t n, const zeroc_mesh_info_t *mesh, int shard) {
   snprintf(buf, n, "pp%02d_tp%02d_shard%05d.bin", mesh->pp_rank, mesh->tp_rank, shard);
@@ -204,6 +210,65 @@ fail:
   return res;
 }
 
+static zeroc_result_t get_u64(const zeroc__json_t *o, const char *key, const char *what,
+                              uint64_t max, uint64_t *v);
+
+/* ---- the manifest's own checksum ------------------------------------------------------- */
+
+/* The manifest's last field, "manifest_crc32c", is the CRC-32C of every byte
+ * before the comma that precedes its key: the file's own bytes, so no
+ * re-serialisation has to agree between writer and reader, and a flipped
+ * byte anywhere else (a step, a size, a file's CRC) is caught. */
+#define CRC_KEY "\"manifest_crc32c\""
+
+/* `text` (a JSON object) with the checksum field appended: *out malloc'd. */
+static zeroc_result_t seal_manifest(const char *text, size_t len, char **out, size_t *out_len) {
+  size_t e = len;
+  while (e && text[e - 1] != '}') e--;
+  if (!e) return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "manifest text is not a JSON object");
+  e--;
+  while (e && (text[e - 1] == '\n' || text[e - 1] == ' ')) e--;
+  uint32_t crc = zeroc__crc32c(0, text, e);
+  size_t cap = e + 64;
+  char *buf = malloc(cap);
+  if (!buf) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "manifest of %zu bytes", cap);
+  memcpy(buf, text, e);
+  int n = snprintf(buf + e, cap - e, ",\n " CRC_KEY ": %" PRIu32 "\n}\n", crc);
+  *out = buf;
+  *out_len = e + (size_t)n;
+  return ZEROC_OK;
+}
+
+/* Checks the manifest's checksum field when it has one; manifests written
+ * before the field existed load without it (the shard files keep their own
+ * CRC-32C either way). */
+static zeroc_result_t check_manifest_crc(const char *text, size_t len, const zeroc__json_t *root,
+                                         const char *what) {
+  if (!zeroc__json_get(root, "manifest_crc32c")) return ZEROC_OK;
+  uint64_t want;
+  ZEROC_CHECK(get_u64(root, "manifest_crc32c", what, UINT32_MAX, &want));
+  size_t kl = strlen(CRC_KEY), at = SIZE_MAX;
+  for (size_t i = 0; i + kl <= len; i++)
+    if (!memcmp(text + i, CRC_KEY, kl)) at = i;
+  size_t e = at == SIZE_MAX ? 0 : at;
+  while (e && (text[e - 1] == '\n' || text[e - 1] == ' ' || text[e - 1] == '\r' || text[e - 1] == '\t')) e--;
+  /* after the key only its number and the closing brace may follow */
+  const char *t = at == SIZE_MAX ? text : text + at + kl, *end = text + len;
+  while (t < end && (*t == ' ' || *t == ':' || (*t >= '0' && *t <= '9') || *t == '\n' || *t == '}' ||
+                     *t == '\r' || *t == '\t'))
+    t++;
+  if (!e || text[e - 1] != ',' || t != end)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: field 'manifest_crc32c' is not the manifest's last field",
+                      what);
+  uint32_t got = zeroc__crc32c(0, text, e - 1);
+  if (got != (uint32_t)want)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "%s: fails its checksum (CRC-32C %08" PRIx32 " of its content, manifest_crc32c "
+                      "%08" PRIx32 "): it was not used",
+                      what, got, (uint32_t)want);
+  return ZEROC_OK;
+}
+
 static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_t step,
                                      const char *app_json, const uint64_t *table,
                                      char *const *stage_units) {
@@ -286,8 +351,11 @@ static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_
   zeroc__jw_object_end(&w);
   const char *text;
   size_t len;
+  char *sealed = NULL;
   if (!res) res = zeroc__jw_finish(&w, &text, &len);
-  if (!res) res = zeroc__file_write_sync(path, text, len);
+  if (!res) res = seal_manifest(text, len, &sealed, &len);
+  if (!res) res = zeroc__file_write_sync(path, sealed, len);
+  free(sealed);
   zeroc__jw_free(&w);
   return res;
 }
@@ -417,21 +485,39 @@ static zeroc_result_t resolve(const char *path, char *out, size_t n) {
                       "'latest' file",
                       path);
   while (len && (text[len - 1] == '\n' || text[len - 1] == ' ')) text[--len] = 0;
-  if (!len || strchr(text, '/') || strstr(text, "..")) {
+  /* saves write step_<k>; anything but a plain name (a path, control or
+   * non-ASCII bytes) is damage, quoted escaped (zeroc__fail escapes it) */
+  int plain = len > 0 && len < 256 && strlen(text) == len && text[0] != '.';
+  for (size_t i = 0; plain && i < len; i++) {
+    char c = text[i];
+    plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '_' || c == '-' || c == '.';
+  }
+  if (!plain) {
+    zeroc_result_t r2 = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                                   "'%s' names no checkpoint directory: it holds '%.*s' (accepted: "
+                                   "a name such as step_00000008)",
+                                   probe, (int)(len < 256 ? len : 256), text);
     free(text);
-    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "'%s' names no checkpoint directory", probe);
+    return r2;
   }
   snprintf(out, n, "%s/%s", path, text);
   free(text);
   return ZEROC_OK;
 }
 
+/* Reads integer field `key` of `o` into *v; it must lie in 0..max. Every
+ * integer of a manifest goes through here: a value that would wrap an int or
+ * overflow a size computed from it is refused by name, never cast. */
 static zeroc_result_t get_u64(const zeroc__json_t *o, const char *key, const char *what,
-                              uint64_t *v) {
+                              uint64_t max, uint64_t *v) {
   const zeroc__json_t *x = zeroc__json_get(o, key);
   if (!x || x->type != ZEROC_JSON_NUMBER || !x->u.num.is_int || x->u.num.i < 0)
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: field '%s' missing or not a non-negative integer",
                       what, key);
+  if ((uint64_t)x->u.num.i > max)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: field '%s' %" PRIu64 " is out of range (accepted 0..%" PRIu64 ")",
+                      what, key, (uint64_t)x->u.num.i, max);
   *v = (uint64_t)x->u.num.i;
   return ZEROC_OK;
 }
@@ -478,10 +564,15 @@ typedef struct {
 static int get_dims(const zeroc__json_t *o, const char *key, int64_t *v, int *n) {
   const zeroc__json_t *a = zeroc__json_get(o, key);
   if (!a || a->type != ZEROC_JSON_ARRAY || a->u.arr.n < 1 || a->u.arr.n > ZEROC_MAX_DIMS) return -1;
+  uint64_t prod = 1;
   for (size_t i = 0; i < a->u.arr.n; i++) {
     const zeroc__json_t *x = &a->u.arr.items[i];
     if (x->type != ZEROC_JSON_NUMBER || !x->u.num.is_int || x->u.num.i < 1) return -1;
     v[i] = x->u.num.i;
+    /* the product stays below MAX_NUMEL, so element counts cannot overflow */
+    if ((uint64_t)v[i] > MAX_NUMEL) return -1;
+    prod *= (uint64_t)v[i];
+    if (prod > MAX_NUMEL) return -1;
   }
   *n = (int)a->u.arr.n;
   return 0;
@@ -503,7 +594,7 @@ static zeroc_result_t old_split(const zeroc__json_t *pj, const zeroc_param_desc_
   if (!nm || nm->type != ZEROC_JSON_STRING || strcmp(nm->u.str.s, name))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: unit %d parameter %d is '%s' in the checkpoint, '%s' in this model",
                       what, u, p, nm && nm->type == ZEROC_JSON_STRING ? nm->u.str.s : "?", name);
-  if (get_dims(pj, "shape", shape, &nd) || get_u64(pj, "tp_groups", what, &groups))
+  if (get_dims(pj, "shape", shape, &nd) || get_u64(pj, "tp_groups", what, MAX_MESH, &groups))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "%s: parameter '%s' has no tensor-parallel layout (shape, tp_groups): this "
                       "checkpoint was saved with tp %d by an older zeroc and can only be loaded with tp %d",
@@ -513,7 +604,7 @@ static zeroc_result_t old_split(const zeroc__json_t *pj, const zeroc_param_desc_
   op->split.size = old_tp;
   op->split.groups = (int)groups;
   if (groups) {
-    if (get_u64(pj, "tp_dim", what, &dim) || get_dims(pj, "tp_full", full, &nf) || nf != nd ||
+    if (get_u64(pj, "tp_dim", what, ZEROC_MAX_DIMS, &dim) || get_dims(pj, "tp_full", full, &nf) || nf != nd ||
         (int)dim >= nd || groups > (uint64_t)full[dim])
       return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: parameter '%s': malformed tp_dim / tp_full", what, name);
     op->split.dim = (int)dim;
@@ -614,6 +705,76 @@ static zeroc_result_t resplit_dropped(zeroc_model_t *m, int u, const old_param_t
   return ZEROC_OK;
 }
 
+/* Unit u as saved (manifest entry uj, `numel` elements, old_S x shards = old_N)
+ * against the model's unit ui: each failure names what differs. */
+static zeroc_result_t check_unit(const zeroc__json_t *uj, const zeroc_unit_info_t *ui, int u,
+                                 uint64_t numel, uint64_t old_S, uint64_t old_N, uint64_t shards,
+                                 int resplit, const char *what) {
+  const char *un = ui->name ? ui->name : "";
+  const zeroc__json_t *nm = zeroc__json_get(uj, "name");
+  if (nm && nm->type == ZEROC_JSON_STRING && strcmp(nm->u.str.s, un))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: unit %d is '%s' in the checkpoint, '%s' in this model",
+                      what, u, nm->u.str.s, un);
+  if (numel != ui->numel && !resplit)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: unit %d ('%s') has %" PRIu64 " parameters in the checkpoint, %" PRIu64
+                      " in this model: a different model shape",
+                      what, u, un, numel, ui->numel);
+  const zeroc__json_t *pj = zeroc__json_get(uj, "params");
+  if (!pj || pj->type != ZEROC_JSON_ARRAY)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: unit %d ('%s'): field 'params' missing or not an array",
+                      what, u, un);
+  if (pj->u.arr.n != (size_t)ui->nparams)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: unit %d ('%s') has %zu parameter tensors in the checkpoint, %d in this "
+                      "model: a different model shape",
+                      what, u, un, pj->u.arr.n, ui->nparams);
+  if (old_S * shards != old_N || numel > old_N)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "%s: unit %d ('%s'): shard_numel %" PRIu64 " x shard_size %" PRIu64
+                      " should be flat_numel %" PRIu64 " (at least numel %" PRIu64 ")",
+                      what, u, un, old_S, shards, old_N, numel);
+  return ZEROC_OK;
+}
+
+/* Parameter p of unit u as saved (manifest entry pj at offset `off`, `pn`
+ * elements) against the model's pd at `offset`, when the tensor-parallel size
+ * is unchanged: the same name, shape (when the manifest has one: older
+ * manifests did not record it), place and size. */
+static zeroc_result_t check_param(const zeroc__json_t *pj, const zeroc_param_desc_t *pd, int u, int p,
+                                  uint64_t off, uint64_t pn, uint64_t offset, const char *what) {
+  const char *name = pd->name ? pd->name : "";
+  const zeroc__json_t *nm = zeroc__json_get(pj, "name");
+  if (!nm || nm->type != ZEROC_JSON_STRING || strcmp(nm->u.str.s, name))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: unit %d parameter %d is '%s' in the checkpoint, '%s' in this model",
+                      what, u, p, nm && nm->type == ZEROC_JSON_STRING ? nm->u.str.s : "?", name);
+  if (zeroc__json_get(pj, "shape")) {
+    int64_t shape[ZEROC_MAX_DIMS];
+    int nd = 0, same;
+    if (get_dims(pj, "shape", shape, &nd))
+      return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: parameter '%s': malformed shape (1..%d dimensions of "
+                        "1..%llu elements)", what, name, ZEROC_MAX_DIMS, MAX_NUMEL);
+    same = nd == pd->ndim;
+    for (int d = 0; same && d < nd; d++) same = shape[d] == pd->shape[d];
+    if (!same) {
+      char a[96] = "", b[96] = "";
+      for (int d = 0; d < nd; d++)
+        snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? "x" : "", (long long)shape[d]);
+      for (int d = 0; d < pd->ndim; d++)
+        snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? "x" : "", (long long)pd->shape[d]);
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "%s: parameter '%s' (unit %d) has shape %s in the checkpoint, %s in this model",
+                        what, name, u, a, b);
+    }
+  }
+  if (off != offset || pn != zeroc_param_numel(pd))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: parameter '%s' (unit %d) sits at offset %" PRIu64 " with %" PRIu64
+                      " elements in the checkpoint, at %" PRIu64 " with %" PRIu64 " in this model",
+                      what, name, u, off, pn, offset, zeroc_param_numel(pd));
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *step_out,
                                char **app_out) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
@@ -645,26 +806,33 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: not a zeroc checkpoint (format field)", what);
     goto fail;
   }
-  ZEROC_TRY(get_u64(root, "version", what, &version));
+  ZEROC_TRY(get_u64(root, "version", what, UINT32_MAX, &version));
   if (version != 1) {
     res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: version %" PRIu64 " (this zeroc reads version 1)", what, version);
     goto fail;
   }
-  ZEROC_TRY(get_u64(root, "step", what, &step));
+  ZEROC_TRY(check_manifest_crc(text, len, root, what));
+  ZEROC_TRY(get_u64(root, "step", what, MAX_STEP, &step));
   opt_steps = step; /* older manifests: no skipped steps recorded */
-  if (zeroc__json_get(root, "optimizer_steps")) ZEROC_TRY(get_u64(root, "optimizer_steps", what, &opt_steps));
+  if (zeroc__json_get(root, "optimizer_steps")) ZEROC_TRY(get_u64(root, "optimizer_steps", what, MAX_STEP, &opt_steps));
   if (opt_steps > step) {
     res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: optimizer_steps %" PRIu64 " exceeds step %" PRIu64, what,
                      opt_steps, step);
     goto fail;
   }
-  ZEROC_TRY(get_u64(root, "shard_size", what, &old_shards));
+  ZEROC_TRY(get_u64(root, "shard_size", what, MAX_MESH, &old_shards));
   const zeroc__json_t *mj = zeroc__json_get(root, "mesh");
   if (mj) {
-    ZEROC_TRY(get_u64(mj, "tp", what, &old_tp));
-    ZEROC_TRY(get_u64(mj, "pp", what, &old_pp));
+    ZEROC_TRY(get_u64(mj, "tp", what, MAX_MESH, &old_tp));
+    ZEROC_TRY(get_u64(mj, "pp", what, MAX_MESH, &old_pp));
+    /* not needed to load, but a manifest claiming nonsense is not trusted */
+    const char *more[] = {"world", "dp", "dp_shard", "dp_replicate"};
+    for (int i = 0; i < 4; i++) {
+      uint64_t v;
+      if (zeroc__json_get(mj, more[i])) ZEROC_TRY(get_u64(mj, more[i], what, MAX_MESH * MAX_MESH, &v));
+    }
   }
-  if ((int)old_pp != mesh->pp || old_tp < 1 || old_tp > 65536) {
+  if (old_pp != (uint64_t)mesh->pp || old_tp < 1) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                      "%s: saved with tp %" PRIu64 " and pp %" PRIu64 ", loading needs pp %d "
                      "(re-splitting pipeline parallelism goes through --export/--init)",
@@ -681,7 +849,7 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     for (size_t i = 0; stages && stages->type == ZEROC_JSON_ARRAY && i < stages->u.arr.n; i++) {
       uint64_t sp;
       const zeroc__json_t *e = &stages->u.arr.items[i];
-      if (!get_u64(e, "pp", what, &sp) && (int)sp == mesh->pp_rank)
+      if (!get_u64(e, "pp", what, MAX_MESH, &sp) && sp == (uint64_t)mesh->pp_rank)
         units = zeroc__json_get(e, "units");
     }
     if (!units) {
@@ -690,10 +858,17 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
       goto fail;
     }
   }
-  if (!units || units->type != ZEROC_JSON_ARRAY || units->u.arr.n != (size_t)n || old_shards < 1) {
+  if (old_shards < 1) {
+    res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: shard_size 0 (accepted 1..%llu)", what, MAX_MESH);
+    goto fail;
+  }
+  if (!units || units->type != ZEROC_JSON_ARRAY) {
+    res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: field 'units' missing or not an array", what);
+    goto fail;
+  }
+  if (units->u.arr.n != (size_t)n) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: %zu units saved%s, this model has %d%s", what,
-                     units && units->type == ZEROC_JSON_ARRAY ? units->u.arr.n : 0,
-                     mesh->pp > 1 ? " for this pipeline stage" : "", n,
+                     units->u.arr.n, mesh->pp > 1 ? " for this pipeline stage" : "", n,
                      mesh->pp > 1 ? " (another --vpp or model shape?)" : "");
     goto fail;
   }
@@ -710,19 +885,13 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     zeroc_unit_info_t ui;
     zeroc_model_unit_info(m, u, &ui);
     uint64_t numel;
-    res = get_u64(uj, "numel", what, &numel);
-    if (!res) res = get_u64(uj, "shard_numel", what, &old_S[u]);
-    if (!res) res = get_u64(uj, "flat_numel", what, &old_N[u]);
+    res = get_u64(uj, "numel", what, MAX_NUMEL, &numel);
+    if (!res) res = get_u64(uj, "shard_numel", what, MAX_NUMEL, &old_S[u]);
+    if (!res) res = get_u64(uj, "flat_numel", what, MAX_NUMEL, &old_N[u]);
+    if (res) break;
+    res = check_unit(uj, &ui, u, numel, old_S[u], old_N[u], old_shards, resplit, what);
     if (res) break;
     const zeroc__json_t *pj = zeroc__json_get(uj, "params");
-    if ((numel != ui.numel && !resplit) || !pj || pj->type != ZEROC_JSON_ARRAY ||
-        pj->u.arr.n != (size_t)ui.nparams || old_S[u] * old_shards != old_N[u]) {
-      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                       "%s: unit %d ('%s') has %" PRIu64 " parameters in the checkpoint, %" PRIu64
-                       " in this model: a different model shape",
-                       what, u, ui.name ? ui.name : "", numel, ui.numel);
-      break;
-    }
     oldp[u] = calloc((size_t)ui.nparams, sizeof *oldp[u]);
     if (!oldp[u]) {
       res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint layout of unit %d", u);
@@ -730,8 +899,8 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     }
     for (int p = 0; p < ui.nparams && !res; p++) {
       uint64_t off, pn;
-      res = get_u64(&pj->u.arr.items[p], "offset", what, &off);
-      if (!res) res = get_u64(&pj->u.arr.items[p], "numel", what, &pn);
+      res = get_u64(&pj->u.arr.items[p], "offset", what, MAX_NUMEL, &off);
+      if (!res) res = get_u64(&pj->u.arr.items[p], "numel", what, MAX_NUMEL, &pn);
       const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
       if (res) break;
       oldp[u][p].off = off;
@@ -743,10 +912,9 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
                          zeroc__split_full_numel(&oldp[u][p].split)))
           res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: unit %d parameter %d: offset or size out of place",
                            what, u, p);
-      } else if (off != zeroc_model_param_offset(m, u, p) || pn != zeroc_param_numel(pd)) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "%s: unit %d parameter %d ('%s') differs from this model in offset or size",
-                         what, u, p, pd->name ? pd->name : "");
+      } else {
+        res = check_param(&pj->u.arr.items[p], pd, u, p, off, pn, zeroc_model_param_offset(m, u, p),
+                          what);
       }
     }
   }
@@ -768,8 +936,14 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
     const zeroc__json_t *e = &fj->u.arr.items[i];
     uint64_t pp, tp, sh, bytes, crc;
     const zeroc__json_t *nm = zeroc__json_get(e, "name");
-    if (get_u64(e, "pp", what, &pp) || get_u64(e, "tp", what, &tp) || get_u64(e, "shard", what, &sh) ||
-        get_u64(e, "bytes", what, &bytes) || get_u64(e, "crc32c", what, &crc) || !nm ||
+    /* a bad integer is named by get_u64's own message */
+    res = get_u64(e, "pp", what, MAX_MESH, &pp);
+    if (!res) res = get_u64(e, "tp", what, MAX_MESH, &tp);
+    if (!res) res = get_u64(e, "shard", what, MAX_MESH, &sh);
+    if (!res) res = get_u64(e, "bytes", what, MAX_BYTES, &bytes);
+    if (!res) res = get_u64(e, "crc32c", what, UINT32_MAX, &crc);
+    if (res) break;
+    if (!nm ||
         nm->type != ZEROC_JSON_STRING || nm->u.str.len >= sizeof files[0].name ||
         strchr(nm->u.str.s, '/') || sh >= old_shards || tp >= old_tp) {
       res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: files entry %zu is malformed", what, i);
@@ -789,7 +963,9 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
                      what, nfiles, (uint64_t)ntp * old_shards, mesh->pp_rank,
                      resplit ? "" : " and this tp rank");
   uint64_t expect_bytes = 0;
-  for (int u = 0; u < n; u++) expect_bytes += old_S[u] * 4 * STATES;
+  for (int u = 0; u < n && !res; u++)
+    if (__builtin_add_overflow(expect_bytes, old_S[u] * 4 * STATES, &expect_bytes))
+      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: the units' shard sizes add up beyond 2^64 bytes", what);
   for (uint64_t s = 0; !res && s < (uint64_t)ntp * old_shards; s++)
     if (files[s].bytes != expect_bytes)
       res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: file '%s' should hold %" PRIu64 " bytes, listed %" PRIu64,
@@ -868,4 +1044,85 @@ done:
   zeroc__json_free(doc);
   free(text);
   return zeroc__ctx_ret(ctx, res);
+}
+
+/* ---- resuming: the caller's own record ----------------------------------------------- */
+
+/* The value at dotted path `path` ("model.heads") of object `o`, or NULL. */
+static const zeroc__json_t *get_path(const zeroc__json_t *o, const char *path) {
+  char key[64];
+  while (o && *path) {
+    size_t n = strcspn(path, ".");
+    if (n >= sizeof key) return NULL;
+    memcpy(key, path, n);
+    key[n] = 0;
+    o = o->type == ZEROC_JSON_OBJECT ? zeroc__json_get(o, key) : NULL;
+    path += n + (path[n] == '.');
+  }
+  return o;
+}
+
+/* A scalar as the message shows it. */
+static const char *show(const zeroc__json_t *v, char *buf, size_t n) {
+  if (!v) snprintf(buf, n, "missing");
+  else if (v->type == ZEROC_JSON_NUMBER && v->u.num.is_u64) snprintf(buf, n, "%" PRIu64, v->u.num.u);
+  else if (v->type == ZEROC_JSON_NUMBER && v->u.num.is_int) snprintf(buf, n, "%lld", (long long)v->u.num.i);
+  else if (v->type == ZEROC_JSON_NUMBER) snprintf(buf, n, "%.9g", v->u.num.value);
+  else if (v->type == ZEROC_JSON_STRING) snprintf(buf, n, "'%.64s'", v->u.str.s);
+  else snprintf(buf, n, "not a number or string");
+  return buf;
+}
+
+static int same_scalar(const zeroc__json_t *a, const zeroc__json_t *b) {
+  if (!a || !b || a->type != b->type) return 0;
+  if (a->type == ZEROC_JSON_STRING) return a->u.str.len == b->u.str.len && !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
+  if (a->type != ZEROC_JSON_NUMBER || a->u.num.is_int != b->u.num.is_int ||
+      a->u.num.is_u64 != b->u.num.is_u64)
+    return 0;
+  if (a->u.num.is_u64) return a->u.num.u == b->u.num.u; /* exact above 2^63 too */
+  return a->u.num.is_int ? a->u.num.i == b->u.num.i : a->u.num.value == b->u.num.value;
+}
+
+static zeroc_result_t check_resume(const char *path, uint64_t step, uint64_t run_steps,
+                                   const char *saved, const char *current, const char *const *fields) {
+  zeroc_result_t res = ZEROC_OK;
+  zeroc__json_doc_t *sd = NULL, *cd = NULL;
+  char what[4200];
+  snprintf(what, sizeof what, "resume from '%s'", path ? path : "");
+  if (step > run_steps)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "--steps %" PRIu64 " is below the checkpoint's step %" PRIu64 " ('%s'): a run "
+                      "must end at or after the step it resumes from (accepted --steps %" PRIu64
+                      " or more)",
+                      run_steps, step, path ? path : "", step);
+  if (!fields || !*fields) return ZEROC_OK;
+  if (!saved || !*saved)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "%s: the manifest's 'app' object is missing or empty, so the model and data "
+                      "it continues cannot be checked",
+                      what);
+  ZEROC_TRY(zeroc__json_parse(saved, strlen(saved), "the checkpoint's app object", &sd));
+  ZEROC_TRY(zeroc__json_parse(current ? current : "{}", current ? strlen(current) : 2,
+                              "this run's app object", &cd));
+  for (const char *const *f = fields; *f && !res; f++) {
+    const zeroc__json_t *a = get_path(zeroc__json_root(sd), *f), *b = get_path(zeroc__json_root(cd), *f);
+    char x[96], y[96];
+    if (!a)
+      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: the manifest's app object has no '%s'", what, *f);
+    else if (!same_scalar(a, b))
+      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                       "%s: %s is %s in the checkpoint, %s in this run (accepted: the "
+                       "checkpoint's value)",
+                       what, *f, show(a, x, sizeof x), show(b, y, sizeof y));
+  }
+fail:
+  zeroc__json_free(sd);
+  zeroc__json_free(cd);
+  return res;
+}
+
+zeroc_result_t zeroc_ckpt_check_resume(zeroc_ctx_t *ctx, const char *path, uint64_t step,
+                                       uint64_t run_steps, const char *saved_app,
+                                       const char *current_app, const char *const *fields) {
+  return zeroc__ctx_ret(ctx, check_resume(path, step, run_steps, saved_app, current_app, fields));
 }

@@ -323,6 +323,8 @@ static zeroc_result_t parse_number(parser_t *P, zeroc__json_t *v) {
   double d = strtod_l(txt, NULL, get_c_locale());
   int range_err = errno == ERANGE && isinf(d);
   int64_t iv = 0;
+  uint64_t uv = 0;
+  int is_u64 = 0;
   if (is_int) {
     /* exact int64 when it fits (offsets and counts above 2^53 stay exact) */
     errno = 0;
@@ -331,6 +333,12 @@ static zeroc_result_t parse_number(parser_t *P, zeroc__json_t *v) {
       is_int = 0;
     else
       iv = (int64_t)ll;
+    if (txt[0] != '-') {
+      errno = 0;
+      unsigned long long ull = strtoull(txt, NULL, 10);
+      is_u64 = errno != ERANGE;
+      uv = (uint64_t)ull;
+    }
   }
   if (txt != small) free(txt);
   if (range_err)
@@ -340,6 +348,8 @@ static zeroc_result_t parse_number(parser_t *P, zeroc__json_t *v) {
   v->u.num.value = d;
   v->u.num.is_int = is_int;
   v->u.num.i = iv;
+  v->u.num.is_u64 = is_u64;
+  v->u.num.u = uv;
   P->pos = i;
   return ZEROC_OK;
 }
@@ -801,7 +811,9 @@ zeroc_result_t zeroc__jw_value(zeroc__jw_t *w, const zeroc__json_t *v) {
   case ZEROC_JSON_STRING:
     return zeroc__jw_stringn(w, v->u.str.s, v->u.str.len);
   case ZEROC_JSON_NUMBER:
-    return v->u.num.is_int ? zeroc__jw_int(w, v->u.num.i) : zeroc__jw_double(w, v->u.num.value);
+    return v->u.num.is_int   ? zeroc__jw_int(w, v->u.num.i)
+           : v->u.num.is_u64 ? zeroc__jw_uint(w, v->u.num.u)
+                             : zeroc__jw_double(w, v->u.num.value);
   case ZEROC_JSON_BOOL:
     return zeroc__jw_bool(w, v->u.boolean);
   case ZEROC_JSON_NULL:

@@ -42,6 +42,8 @@ struct zeroc__json {
       double value; /* always set (nearest double) */
       int is_int;   /* the literal is an integer (no '.', no exponent) that fits int64 */
       int64_t i;    /* its exact value when is_int */
+      int is_u64;   /* a non-negative integer literal that fits uint64 (is_int or above) */
+      uint64_t u;   /* its exact value when is_u64 (hashes above 2^63 stay exact) */
     } num;
     struct {
       const char *s; /* UTF-8, NUL-terminated; may hold NULs from \u0000 */

@@ -9,6 +9,7 @@
  *   [body, body + 4096)  the tail page, through the ticket's bounce page, so
  *                        the caller's buffer needs only `bytes` bytes
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
@@ -415,6 +416,64 @@ static zeroc_result_t make_dirs(zeroc__swap_t *sw, const char *dir, const char *
   return ZEROC_OK;
 }
 
+/* ---- what crashed swappers left ----------------------------------------- */
+
+/* A rank directory whose .lock nobody holds belonged to a swapper that died
+ * without closing (kill -9, a crash): a live swapper holds its flock for its
+ * whole life and the kernel drops it with the process, on any host that
+ * shares the file system. Its regular files go, .lock last while still held
+ * (a swapper that opened that .lock meanwhile sees it unlinked and retries),
+ * then the directory. Returns 1 when it was removed. */
+static int sweep_rank_dir(const char *rk) {
+  char lock[4400], p[4700];
+  snprintf(lock, sizeof lock, "%s/.lock", rk);
+  int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return 0;
+  struct stat st;
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0 || fstat(fd, &st) != 0 || st.st_nlink == 0 ||
+      !S_ISREG(st.st_mode)) {
+    close(fd);
+    return 0;
+  }
+  int n = 0;
+  DIR *d = opendir(rk);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".lock")) continue;
+    snprintf(p, sizeof p, "%s/%s", rk, e->d_name);
+    if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && unlink(p) == 0) n++;
+  }
+  if (d) closedir(d);
+  unlink(lock);
+  close(fd);
+  int gone = rmdir(rk) == 0;
+  ZWARN(OFFLOAD, "removed %d swap file(s) in %s, left by a swapper that did not close (crash or kill)",
+        n, rk);
+  return gone;
+}
+
+/* Sweeps every <dir>/<job>/rank<N>/ of dead swappers (see sweep_rank_dir). */
+static void sweep_stale(const char *dir) {
+  char job[4200], rk[4300];
+  DIR *d = opendir(dir);
+  struct dirent *je, *re;
+  while (d && (je = readdir(d))) {
+    if (je->d_name[0] == '.') continue;
+    snprintf(job, sizeof job, "%s/%s", dir, je->d_name);
+    DIR *jd = opendir(job);
+    int swept = 0;
+    while (jd && (re = readdir(jd))) {
+      const char *num = re->d_name + 4;
+      if (strncmp(re->d_name, "rank", 4) || !*num || strspn(num, "0123456789") != strlen(num)) continue;
+      snprintf(rk, sizeof rk, "%s/%s", job, re->d_name);
+      swept |= sweep_rank_dir(rk);
+    }
+    if (jd) closedir(jd);
+    if (swept) rmdir(job); /* fails while live ranks' directories remain: fine */
+  }
+  if (d) closedir(d);
+}
+
 /* Opens `path` for the swapper: O_DIRECT unless the swapper fell back. A file
  * system that refuses O_DIRECT (EINVAL) turns the swapper to buffered I/O with
  * one warning. */
@@ -504,27 +563,41 @@ zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *
   pthread_mutex_init(&sw->mu, NULL);
   pthread_cond_init(&sw->done_cv, NULL);
   ZEROC_TRY(read_config(sw, ctx, cfg, &rank));
-  ZEROC_TRY(make_dirs(sw, cfg->dir, cfg->job, rank));
+  for (int attempt = 0;; attempt++) {
+    ZEROC_TRY(make_dirs(sw, cfg->dir, cfg->job, rank));
 
-  /* The lock keeps a second swapper (another job with the same name, or a
-   * restarted rank whose predecessor still runs) off these files. Opening it
-   * also probes O_DIRECT, so the fallback warning comes once, here. */
-  snprintf(sw->lock_path, sizeof sw->lock_path, "%s/.lock", sw->rank_dir);
-  sw->lock_fd = open_file(sw, sw->lock_path, O_CREAT);
-  if (sw->lock_fd < 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "open of lock file %s: %s (errno %d)", sw->lock_path,
-                     strerror(errno), errno);
-    goto fail;
-  }
-  if (flock(sw->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO,
-                     "flock of %s: %s (errno %d): another swapper uses this "
-                     "directory (same dir, job '%s' and rank %d)",
-                     sw->lock_path, strerror(errno), errno, cfg->job, rank);
+    /* The lock keeps a second swapper (another job with the same name, or a
+     * restarted rank whose predecessor still runs) off these files. Opening it
+     * also probes O_DIRECT, so the fallback warning comes once, here. */
+    snprintf(sw->lock_path, sizeof sw->lock_path, "%s/.lock", sw->rank_dir);
+    sw->lock_fd = open_file(sw, sw->lock_path, O_CREAT);
+    if (sw->lock_fd < 0) {
+      res = ZEROC_FAIL(ZEROC_ERR_IO, "open of lock file %s: %s (errno %d)", sw->lock_path,
+                       strerror(errno), errno);
+      goto fail;
+    }
+    if (flock(sw->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+      res = ZEROC_FAIL(ZEROC_ERR_IO,
+                       "flock of %s: %s (errno %d): another swapper uses this "
+                       "directory (same dir, job '%s' and rank %d)",
+                       sw->lock_path, strerror(errno), errno, cfg->job, rank);
+      close(sw->lock_fd);
+      sw->lock_fd = -1;
+      goto fail;
+    }
+    /* another swapper's sweep took this lock for a dead one's between our
+     * open and flock, and unlinked it: start over on a fresh one */
+    struct stat lst;
+    if (fstat(sw->lock_fd, &lst) == 0 && lst.st_nlink > 0) break;
     close(sw->lock_fd);
     sw->lock_fd = -1;
-    goto fail;
+    if (attempt == 4) {
+      res = ZEROC_FAIL(ZEROC_ERR_IO, "lock file %s was removed under this swapper 5 times",
+                       sw->lock_path);
+      goto fail;
+    }
   }
+  sweep_stale(cfg->dir); /* our own lock is held: only dead swappers' files go */
 
   size_t nt = (size_t)sw->max_tickets;
   sw->tickets = calloc(nt, sizeof *sw->tickets);
