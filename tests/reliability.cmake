@@ -9,7 +9,8 @@ zeroc_test(NAME test_reliability_numeric SOURCES test_reliability_numeric.c NP 1
 
 # zeroc train under injected faults, end to end (tests/reliability.sh).
 string(REPLACE ";" " " _rel_mpirun_flags "${ZEROC_MPIRUN_FLAGS}")
-foreach(t dead_rank stopped_rank stuck_rank save_crash_loop nan_skip nan_stop spike_report determinism)
+foreach(t dead_rank stopped_rank stuck_rank save_crash_loop nan_skip nan_stop spike_report determinism
+          slow_finish)
   add_test(NAME reliability_${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/reliability.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_rel_mpirun_flags}" ${t})

@@ -301,11 +301,16 @@ zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
   if (!ctx) return ZEROC_OK;
   /* test-only: a rank arriving late (a slow file system closing its files) */
   ZEROC_FAULT_AT(ctx, "finalize", 0, NULL);
-  zeroc__watchdog_fini(ctx, 0);
+  /* Peers that arrive first wait for this one in the final collective; the
+   * board says they are finalizing, not finished, so they do not count each
+   * other as lost. Finished is set only once that collective completed. */
+  zeroc__watchdog_finalizing(ctx);
   /* Wait for every rank, with the timeout, before freeing communicators. */
   int one = 1;
   zeroc_result_t r = zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], &one, 1, ZEROC_INT32,
                                            ZEROC_SUM);
+  if (r != ZEROC_OK) zeroc__ctx_ret(ctx, r);
+  zeroc__watchdog_fini(ctx, r != ZEROC_OK);
   int here = ctx->mpi_initialised_here;
   ctx_free(ctx, r == ZEROC_OK);
   if (r == ZEROC_OK && here) MPI_Finalize();
