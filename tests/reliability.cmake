@@ -28,3 +28,12 @@ foreach(g ${_hostile_groups})
             "${_rel_mpirun_flags}" ${_g})
   set_tests_properties(hostile_${_g} PROPERTIES LABELS "mpi;hostile" TIMEOUT 300 PROCESSORS 2)
 endforeach()
+
+# Failures across nodes (tests/multinode.sh): two hosts made of network
+# namespaces with their own hostnames, Open MPI over TCP on a veth pair,
+# launched with a hostfile and an rsh agent; needs root (skipped otherwise).
+add_test(NAME multinode
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/multinode.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
+          "${_rel_mpirun_flags}")
+set_tests_properties(multinode PROPERTIES LABELS "mpi;multinode" TIMEOUT 400 PROCESSORS 2
+                     SKIP_RETURN_CODE 77)
