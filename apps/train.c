@@ -819,7 +819,12 @@ fail:
   zeroc_gpt_destroy(gpt);
   zeroc_data_destroy(data);
   if (r == ZEROC_OK || agreed) {
-    zeroc_ctx_finalize(ctx);
+    int me = mesh->rank; /* the mesh goes with the context */
+    /* a run whose last collective failed did not end cleanly on every rank */
+    if (zeroc_ctx_finalize(ctx) != ZEROC_OK) {
+      fprintf(stderr, "zeroc train: rank %d (finalize): %s\n", me, zeroc_last_error(NULL));
+      rc = rc ? rc : 1;
+    }
   } else {
     /* a failure other ranks may not know about: stop the whole job */
     zeroc_ctx_abort(ctx, rc, "training failed (see the message above)");

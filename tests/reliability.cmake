@@ -9,7 +9,8 @@ zeroc_test(NAME test_reliability_numeric SOURCES test_reliability_numeric.c NP 1
 
 # zeroc train under injected faults, end to end (tests/reliability.sh).
 string(REPLACE ";" " " _rel_mpirun_flags "${ZEROC_MPIRUN_FLAGS}")
-foreach(t dead_rank stopped_rank stuck_rank save_crash_loop nan_skip nan_stop spike_report determinism)
+foreach(t dead_rank stopped_rank stuck_rank save_crash_loop nan_skip nan_stop spike_report determinism
+          slow_finish)
   add_test(NAME reliability_${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/reliability.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_rel_mpirun_flags}" ${t})
@@ -27,3 +28,12 @@ foreach(g ${_hostile_groups})
             "${_rel_mpirun_flags}" ${_g})
   set_tests_properties(hostile_${_g} PROPERTIES LABELS "mpi;hostile" TIMEOUT 300 PROCESSORS 2)
 endforeach()
+
+# Failures across nodes (tests/multinode.sh): two hosts made of network
+# namespaces with their own hostnames, Open MPI over TCP on a veth pair,
+# launched with a hostfile and an rsh agent; needs root (skipped otherwise).
+add_test(NAME multinode
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/multinode.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
+          "${_rel_mpirun_flags}")
+set_tests_properties(multinode PROPERTIES LABELS "mpi;multinode" TIMEOUT 400 PROCESSORS 2
+                     SKIP_RETURN_CODE 77)

@@ -236,5 +236,26 @@ determinism)
   cmp -s <(losses "$WORK/c.jsonl") <(losses "$WORK/d.jsonl") || fail "two identical 2-rank runs differ"
   echo "$STEPS steps: run to run and ZeRO-1/2/3 bitwise identical" ;;
 
+slow_finish)
+  # One rank reaching the end 2 s after the others (as a slow file system
+  # closing its files would): the ranks already in the final collective wait
+  # for it instead of counting each other as lost; the run exits 0 and its
+  # export is bitwise the uninterrupted run's.
+  run 4 "${COMMON[@]}" --export "$WORK/ref.safetensors" --metrics "$REF" || fail "reference run"
+  for r in $((RANDOM % 4)) 0; do
+    rm -f "$WORK/got.safetensors"
+    t0=$(now)
+    out=$(runf "sleep=2@finalize:rank=$r" 4 "${COMMON[@]}" --export "$WORK/got.safetensors" \
+          --metrics "$WORK/m$r.jsonl" 2>&1); rc=$?
+    dt=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
+    [ $rc = 0 ] || { echo "$out"; fail "rank $r late by 2 s: exit $rc"; }
+    echo "$out" | grep -Eq "exiting improperly|aborting|has already finished" && { echo "$out"; fail "rank $r late by 2 s: an error was reported"; }
+    echo "$out" | grep -q "ZEROC_FAULT 'sleep=2@finalize:rank=$r' fires" || { echo "$out"; fail "the delay did not fire"; }
+    cmp -s "$WORK/ref.safetensors" "$WORK/got.safetensors" || fail "rank $r late by 2 s: the export differs from the reference's"
+    same_as_ref "$WORK/m$r.jsonl"
+    no_leftovers
+    echo "rank $r late by 2 s: exit 0 after $dt s, export bitwise equal"
+  done ;;
+
 *) fail "unknown test $NAME" ;;
 esac

@@ -18,6 +18,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/fault.h"
+#include "core/heartbeat.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 
@@ -210,7 +211,8 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
     ctx->comm_timeout = ctx->cfg.comm_timeout_s > 0
                             ? ctx->cfg.comm_timeout_s
                             : zeroc__env_double("ZEROC_COMM_TIMEOUT", 300.0);
-    res = zeroc__mem_init(&ctx->mem);
+    res = zeroc__heartbeat_knob(&ctx->hb_timeout);
+    if (res == ZEROC_OK) res = zeroc__mem_init(&ctx->mem);
     mem_ok = res == ZEROC_OK;
     /* A cap on device memory, to try what fits on a smaller device (and to
      * measure offload) on the machine at hand. */
@@ -246,6 +248,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
   ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, res));
   ZEROC_TRY(zeroc__mesh_create_groups(ctx));
   ZEROC_TRY(zeroc__watchdog_init(ctx));
+  ZEROC_TRY(zeroc__heartbeat_start(ctx));
   ZINFO(INIT, "context ready: %d ranks, device %s (%s), comm %s, timeout %.0f s", ctx->mesh.world,
         ctx->dev.ops->name, ctx->dev.name, ctx->comm_ops->name, ctx->comm_timeout);
   *out = ctx;
@@ -273,6 +276,7 @@ fail:
 /* `collective`: every node-local rank is here too (finalize), so the
  * watchdog's shared window can be freed; otherwise MPI_Finalize frees it. */
 static void ctx_free(zeroc_ctx_t *ctx, int collective) {
+  zeroc__heartbeat_stop(ctx, collective); /* before the board it posts to goes */
   zeroc__watchdog_free(ctx, collective);
   for (int k = 0; k < ZEROC_GROUP_COUNT; k++) zeroc__group_destroy(ctx->groups[k]);
   if (ctx->compute) zeroc_stream_destroy(ctx->compute);
@@ -299,11 +303,18 @@ void zeroc_ctx_destroy(zeroc_ctx_t *ctx) {
 
 zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
   if (!ctx) return ZEROC_OK;
-  zeroc__watchdog_fini(ctx, 0);
+  /* test-only: a rank arriving late (a slow file system closing its files) */
+  ZEROC_FAULT_AT(ctx, "finalize", 0, NULL);
+  /* Peers that arrive first wait for this one in the final collective; the
+   * board says they are finalizing, not finished, so they do not count each
+   * other as lost. Finished is set only once that collective completed. */
+  zeroc__watchdog_finalizing(ctx);
   /* Wait for every rank, with the timeout, before freeing communicators. */
   int one = 1;
   zeroc_result_t r = zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], &one, 1, ZEROC_INT32,
                                            ZEROC_SUM);
+  if (r != ZEROC_OK) zeroc__ctx_ret(ctx, r);
+  zeroc__watchdog_fini(ctx, r != ZEROC_OK);
   int here = ctx->mpi_initialised_here;
   ctx_free(ctx, r == ZEROC_OK);
   if (r == ZEROC_OK && here) MPI_Finalize();
@@ -318,6 +329,9 @@ void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why) {
           why ? why : "");
   fflush(stderr);
   if (ctx) zeroc__watchdog_fini(ctx, 1);
+  /* MPI_Abort waits on the launcher; on a node cut off from it, it may wait
+   * for ever: SIGALRM's default action ends the process then. */
+  alarm(5);
   MPI_Abort(ctx ? ctx->wcomm : MPI_COMM_WORLD, code ? code : 1);
   _exit(code ? code : 1);
 }

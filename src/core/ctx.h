@@ -17,6 +17,7 @@
 struct zeroc_comm_ops;
 struct zeroc_group;
 struct zeroc__watchdog;
+struct zeroc__heartbeat;
 struct zeroc__fault;
 
 struct zeroc_ctx {
@@ -36,6 +37,8 @@ struct zeroc_ctx {
   const struct zeroc_comm_ops *comm_ops;
   struct zeroc_group *groups[ZEROC_GROUP_COUNT];
   struct zeroc__watchdog *wd;
+  struct zeroc__heartbeat *hb; /* node leaders with peers on other nodes only */
+  double hb_timeout;           /* ZEROC_HEARTBEAT_TIMEOUT, seconds; 0: off */
   struct zeroc__fault *fault; /* test-only ZEROC_FAULT specs (core/fault.h); NULL when off */
   zeroc__mem_t mem;
   uint64_t device_limit; /* ZEROC_DEVICE_MEM_LIMIT: device bytes allowed (0: no limit) */

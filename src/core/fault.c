@@ -23,11 +23,12 @@ enum { A_KILL, A_STOP, A_HANG, A_EXIT, A_SLEEP, A_VALUE };
 
 static const char *const points[] = {"forward",      "backward",    "step",         "grad",
                                      "ckpt.stage",   "ckpt.shard",  "ckpt.written", "ckpt.manifest",
-                                     "ckpt.publish", "ckpt.latest", "ckpt.load",    NULL};
+                                     "ckpt.publish", "ckpt.latest", "ckpt.load",    "finalize",
+                                     NULL};
 #define POINT_GRAD 3
 #define POINTS_TEXT                                                                                \
   "forward, backward, step, grad, ckpt.stage, ckpt.shard, ckpt.written, ckpt.manifest, "           \
-  "ckpt.publish, ckpt.latest, ckpt.load"
+  "ckpt.publish, ckpt.latest, ckpt.load, finalize"
 #define ACTIONS_TEXT "kill, stop, hang, exit, sleep=SECONDS, and at grad: nan, inf, set=VALUE"
 
 typedef struct {

@@ -12,7 +12,8 @@
  *   POINT   forward, backward, step, grad (a unit's full gradient, before its
  *           reduction), ckpt.stage, ckpt.shard (the shard file half written),
  *           ckpt.written, ckpt.manifest, ckpt.publish, ckpt.latest (the last
- *           three on world rank 0 only), ckpt.load.
+ *           three on world rank 0 only), ckpt.load, finalize (entering
+ *           zeroc_ctx_finalize; its step is 0).
  *   rank    world rank that acts (default: every rank).
  *   step    optimizer step (1-based, the one being computed; a skipped step
  *           does not advance it) or checkpoint step; default any.

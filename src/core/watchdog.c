@@ -21,7 +21,14 @@
 #include "core/log.h"
 #include "core/watchdog.h"
 
-enum { ST_UNUSED = 0, ST_RUNNING = 1, ST_FINISHED = 2, ST_FAILED = 3 };
+/* FINALIZING: inside the final collective of zeroc_ctx_finalize; FINISHED:
+ * past it (every rank has then entered finalize, so nobody waits on this one). */
+enum { ST_UNUSED = 0, ST_RUNNING = 1, ST_FINISHED = 2, ST_FAILED = 3, ST_FINALIZING = 4 };
+
+/* How long a peer may sit in finalize while this rank still waits in an
+ * ordinary collective before it counts as lost: the peer's part of that
+ * collective may be complete while this rank's MPI_Test has not seen it yet. */
+#define FINALIZE_GRACE_NS 1500000000ull
 
 typedef struct {
   _Atomic uint64_t since_ns; /* 0: not in a collective */
@@ -37,6 +44,10 @@ typedef struct {
   _Atomic uint64_t phase_ns;
   char phase[80];
   char cause[240]; /* why this rank failed (ST_FAILED), for its peers' messages */
+  /* Set by the node leader's heartbeat (core/heartbeat.c) when another node
+   * is lost: every rank of this node fails its collective with this text. */
+  _Atomic int32_t alarm;
+  char alarm_text[400];
   chan_t ch[ZEROC_MAX_CHANNELS];
 } slot_t;
 
@@ -95,6 +106,21 @@ void zeroc__watchdog_fini(zeroc_ctx_t *ctx, int failed) {
   atomic_store(&wd->mine->state, failed ? ST_FAILED : ST_FINISHED);
 }
 
+void zeroc__watchdog_finalizing(zeroc_ctx_t *ctx) {
+  struct zeroc__watchdog *wd = ctx->wd;
+  if (!wd) return;
+  snprintf(wd->mine->phase, sizeof wd->mine->phase, "finalizing");
+  atomic_store(&wd->mine->phase_ns, now_ns());
+  atomic_store(&wd->mine->state, ST_FINALIZING);
+}
+
+void zeroc__watchdog_post(zeroc_ctx_t *ctx, const char *text) {
+  struct zeroc__watchdog *wd = ctx->wd;
+  if (!wd || atomic_load(&wd->slots[0]->alarm)) return; /* the first cause stays */
+  snprintf(wd->slots[0]->alarm_text, sizeof wd->slots[0]->alarm_text, "%s", text);
+  atomic_store_explicit(&wd->slots[0]->alarm, 1, memory_order_release);
+}
+
 void zeroc__watchdog_free(zeroc_ctx_t *ctx, int collective) {
   struct zeroc__watchdog *wd = ctx->wd;
   if (!wd) return;
@@ -149,7 +175,17 @@ int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why
   if (!wd) return 0;
   /* A peer that died or stopped is the first cause; a peer that failed has
    * usually only noticed it, so it is named only when no first cause is seen. */
+  /* Another node lost (posted on the leader's slot): whatever the group. */
+  slot_t *lead = wd->slots[0];
+  if (atomic_load_explicit(&lead->alarm, memory_order_acquire)) {
+    char text[sizeof lead->alarm_text];
+    memcpy(text, lead->alarm_text, sizeof text);
+    text[sizeof text - 1] = 0;
+    snprintf(why, n, "%s", text);
+    return 1;
+  }
   int failed = -1;
+  int finalizing = atomic_load(&wd->mine->state) == ST_FINALIZING;
   for (int i = 0; i < g->size; i++) {
     int w = g->world_ranks[i];
     int l = ctx->local_of_world[w];
@@ -161,17 +197,21 @@ int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why
       if (failed < 0) failed = i;
       continue;
     }
+    if (st == ST_FINISHED && finalizing) continue; /* it completed the final collective */
     char ps = proc_state(pid);
     if (ps == 0 || ps == 'Z' || ps == 'X' || (kill(pid, 0) != 0 && errno == ESRCH)) {
-      snprintf(why, n, "rank %d (pid %d) has exited", w, pid);
+      snprintf(why, n, "rank %d (pid %d) has exited on host %s", w, pid, ctx->host);
       return 1;
     }
     if (ps == 'T' || ps == 't') {
-      snprintf(why, n, "rank %d (pid %d) is stopped (signal or debugger) while '%s'", w, pid,
-               s->phase);
+      snprintf(why, n, "rank %d (pid %d) is stopped (signal or debugger) on host %s while '%s'",
+               w, pid, ctx->host, s->phase);
       return 1;
     }
-    if (st == ST_FINISHED) {
+    /* A peer in (or past) finalize is no lost peer while this rank is there
+     * too: it is waiting in the same final collective, or has completed it. */
+    if ((st == ST_FINISHED || st == ST_FINALIZING) && !finalizing &&
+        now_ns() - atomic_load(&s->phase_ns) > FINALIZE_GRACE_NS) {
       snprintf(why, n, "rank %d (pid %d) has already finished and will not join", w, pid);
       return 1;
     }
