@@ -15,6 +15,7 @@
 #include "apps/args.h"
 #include "apps/cli.h"
 #include "apps/spike.h"
+#include "core/env.h"
 #include "zeroc/ckpt.h"
 #include "zeroc/data.h"
 #include "zeroc/plan.h"
@@ -56,7 +57,7 @@ static void usage(void) {
          "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
          "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
          "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
-         "other:   --comm-timeout SECONDS (300) --max-skipped N (5)\n"
+         "other:   --comm-timeout SECONDS (ZEROC_COMM_TIMEOUT or 300) --max-skipped N (5)\n"
          "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
          "See shared/CLI.md for the contract.\n");
 }
@@ -270,7 +271,7 @@ int zeroc_cmd_train(int argc, char **argv) {
   o.vpp = 1;
   o.grad_accum = 1;
   o.prefetch = 2;
-  o.comm_timeout = 300;
+  o.comm_timeout = 0; /* unset: the context takes ZEROC_COMM_TIMEOUT, else 300 */
   o.max_skipped = 5;
   o.spike_window = 50;
   o.spike_z = 6.0;
@@ -566,8 +567,9 @@ int zeroc_cmd_train(int argc, char **argv) {
                           12.0 * gc.layers * gc.hidden * (double)gc.seq * tokens_per_step;
   double peak_flops = 0;
   if (dev == ZEROC_DEVICE_CUDA) {
-    const char *env = getenv("ZEROC_PEAK_TFLOPS");
-    peak_flops = (env ? atof(env) : zeroc_ctx_peak_tflops(ctx)) * 1e12 * mesh->world;
+    double tf = zeroc_ctx_peak_tflops(ctx); /* ZEROC_PEAK_TFLOPS: checked by zeroc_ctx_create */
+    zeroc__env_f64("ZEROC_PEAK_TFLOPS", tf, &tf);
+    peak_flops = tf * 1e12 * mesh->world;
   }
   if (root && !o.quiet) {
     char b1[32];
