@@ -171,22 +171,48 @@ fail:
   return res;
 }
 
+const char *zeroc__file_kind(mode_t mode) {
+  if (S_ISREG(mode)) return "regular file";
+  if (S_ISDIR(mode)) return "directory";
+  if (S_ISFIFO(mode)) return "fifo";
+  if (S_ISSOCK(mode)) return "socket";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  return "special file";
+}
+
+zeroc_result_t zeroc__open_regular(const char *path, const char *what, int *fd, struct stat *st) {
+  memset(st, 0, sizeof *st);
+  *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (*fd < 0) return ZEROC_FAIL(ZEROC_ERR_IO, "%s '%s': %s", what, path, strerror(errno));
+  zeroc_result_t res = ZEROC_OK;
+  if (fstat(*fd, st) != 0) {
+    res = ZEROC_FAIL(ZEROC_ERR_IO, "%s '%s': fstat: %s", what, path, strerror(errno));
+  } else if (!S_ISREG(st->st_mode)) {
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s '%s' is a %s, not a regular file", what, path,
+                     zeroc__file_kind(st->st_mode));
+  } else {
+    /* reads of a regular file never block; cleared anyway so the descriptor
+     * behaves like a plain open's for whoever uses it */
+    int fl = fcntl(*fd, F_GETFL);
+    if (fl < 0 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+      res = ZEROC_FAIL(ZEROC_ERR_IO, "%s '%s': fcntl: %s", what, path, strerror(errno));
+  }
+  if (res != ZEROC_OK) {
+    close(*fd);
+    *fd = -1;
+  }
+  return res;
+}
+
 zeroc_result_t zeroc__file_read(const char *path, size_t max_bytes, char **buf, size_t *n) {
   zeroc_result_t res = ZEROC_OK;
   char *data = NULL;
   struct stat st;
+  int fd;
   *buf = NULL;
   *n = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ZEROC_FAIL(ZEROC_ERR_IO, "open('%s'): %s", path, strerror(errno));
-  if (fstat(fd, &st) != 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "fstat('%s'): %s", path, strerror(errno));
-    goto fail;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "'%s' is not a regular file", path);
-    goto fail;
-  }
+  ZEROC_CHECK(zeroc__open_regular(path, "file", &fd, &st));
   if ((uint64_t)st.st_size > max_bytes) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "'%s' is %lld bytes; at most %zu accepted here", path,
                      (long long)st.st_size, max_bytes);
@@ -448,3 +474,4 @@ published:
   ZTRACE(IO, "published directory '%s'", final);
   return ZEROC_OK;
 }
+

@@ -56,6 +56,17 @@ zeroc_result_t zeroc__file_write_sync(const char *path, const void *buf, size_t 
  * Files larger than `max_bytes` are refused (ZEROC_ERR_INVALID_ARG). */
 zeroc_result_t zeroc__file_read(const char *path, size_t max_bytes, char **buf, size_t *n);
 
+/* Opens `path` for reading, only if it is a regular file. The open itself is
+ * non-blocking, so a FIFO (which would block until a writer appears, forever,
+ * outside any timeout) or a device is refused at once: ZEROC_ERR_INVALID_ARG
+ * "<what> '<path>' is a fifo, not a regular file". `what` names the file's
+ * role ("data file", "checkpoint file"). *st receives fstat's answer (zeroed
+ * when the open fails: ZEROC_ERR_IO naming the file and errno). */
+struct stat;
+zeroc_result_t zeroc__open_regular(const char *path, const char *what, int *fd, struct stat *st);
+/* "fifo", "directory", "socket", "character device", ... for a st_mode. */
+const char *zeroc__file_kind(mode_t mode);
+
 /* fsync of a directory, so that entries created or renamed in it persist. */
 zeroc_result_t zeroc__fsync_dir(const char *dir);
 /* mkdir -p: creates `path` and its missing parents with `mode` (0755 typical).
