@@ -2,6 +2,46 @@
 # there): weights with NaN or infinity, FIFOs where a file is read, outputs
 # that cannot be written, and the messages that name what is wrong.
 
+# st_patch IN OUT MODE TENSOR [INDEX]: a copy of the safetensors file IN with
+# one change: MODE nan / inf sets element INDEX of TENSOR (an F32 tensor),
+# MODE rank2 stores the 1-D TENSOR as (n, 1) (same bytes, a valid file).
+st_patch() {
+  python3 - "$@" <<'PY'
+import json, math, struct, sys
+src, dst, mode, name = sys.argv[1:5]
+b = bytearray(open(src, 'rb').read())
+n = struct.unpack('<Q', b[:8])[0]
+head = json.loads(b[8:8 + n])
+t = head[name]
+if mode in ('nan', 'inf'):
+    at = 8 + n + t['data_offsets'][0] + 4 * int(sys.argv[5])
+    b[at:at + 4] = struct.pack('<f', math.nan if mode == 'nan' else math.inf)
+elif mode == 'rank2':
+    t['shape'] = [t['shape'][0], 1]
+    text = json.dumps(head).encode()
+    text += b' ' * ((8 - len(text) % 8) % 8)
+    b = struct.pack('<Q', len(text)) + text + b[8 + n:]
+open(dst, 'wb').write(b)
+PY
+}
+
+# ---- item 4: NaN / Inf weights in --init ----------------------------------------------
+zt train "${TINY[@]}" --steps 1 --export "$WORK/base.safetensors" > /dev/null 2>&1
+st_patch base.safetensors nan.safetensors nan h.0.ln_1.bias 5
+st_patch base.safetensors inf.safetensors inf h.0.attn.c_attn.weight 130
+st_patch base.safetensors rank2.safetensors rank2 h.0.ln_1.bias
+probe "--init with a NaN weight" 2 "nan.safetensors': tensor 'h.0.ln_1.bias' holds NaN at index 5 of 64" 30 -- \
+  zt train "${TINY[@]}" --init "$WORK/nan.safetensors" --export "$WORK/out.safetensors"
+check "a refused --init exports nothing" test ! -e "$WORK/out.safetensors"
+probe "--init with +inf (a transposed weight)" 2 "tensor 'h.0.attn.c_attn.weight' holds \+inf at index 130" 30 -- \
+  zt train "${TINY[@]}" --init "$WORK/inf.safetensors"
+probe "--init with a NaN weight on 2 ranks" 2 "holds NaN at index 5" 60 -- \
+  ztn 2 train "${TINY[@]}" --init "$WORK/nan.safetensors"
+probe "--init with the clean file still works" 0 "" 30 -- zt train "${TINY[@]}" --init "$WORK/base.safetensors"
+# ---- item 14: a shape printed with its real rank ----------------------------------------
+probe "--init (64, 1) where (64) is needed" 2 "has shape \(64, 1\), this model needs \(64\)$" 30 -- \
+  zt train "${TINY[@]}" --init "$WORK/rank2.safetensors"
+
 # ---- item 6: FIFOs where a file is read: refused at once, never a hang ------------------
 mkfifo "$WORK/fifo"
 probe "--data is a fifo" 2 "data file '$WORK/fifo' is a fifo, not a regular file" 20 -- \
