@@ -67,6 +67,15 @@ zeroc_result_t zeroc__open_regular(const char *path, const char *what, int *fd, 
 /* "fifo", "directory", "socket", "character device", ... for a st_mode. */
 const char *zeroc__file_kind(mode_t mode);
 
+/* Start-up checks of an output, so that a long run does not learn at its end
+ * that its results cannot be written. `what` names the output in messages
+ * ("--save"). zeroc__dir_check_writable creates `dir` (mkdir -p) and creates
+ * and removes a probe file in it; zeroc__file_check_writable refuses a `path`
+ * that is a directory and probes its (existing) parent directory the same
+ * way. ZEROC_ERR_INVALID_ARG or ZEROC_ERR_IO naming the path and errno. */
+zeroc_result_t zeroc__dir_check_writable(const char *dir, const char *what);
+zeroc_result_t zeroc__file_check_writable(const char *path, const char *what);
+
 /* fsync of a directory, so that entries created or renamed in it persist. */
 zeroc_result_t zeroc__fsync_dir(const char *dir);
 /* mkdir -p: creates `path` and its missing parents with `mode` (0755 typical).

@@ -67,3 +67,36 @@ probe "--resume: manifest.json is a fifo" nz "manifest.json' is a fifo, not a re
 s=$(echo "$WORK"/ck_shard/step_*/*.bin) && rm "$s" && mkfifo "$s"
 probe "--resume: a shard file is a fifo" nz "shard.*\.bin' is a fifo, not a regular file" 20 -- \
   zt train "${TINY[@]}" --steps 4 --resume "$WORK/ck_shard"
+
+# ---- item 7: outputs checked before step 1 ------------------------------------------------
+# a run of 10^6 steps: only a check at start-up ends it within the limit
+LONG=(--device cpu --model tiny --steps 1000000 --quiet)
+probe "--export into a missing directory" 2 "--export '$WORK/nodir/w.safetensors': directory '$WORK/nodir'" 20 -- \
+  zt train "${LONG[@]}" --export "$WORK/nodir/w.safetensors"
+probe "--export names a directory" 2 "--export '$WORK' is a directory" 20 -- zt train "${LONG[@]}" --export "$WORK"
+touch "$WORK/afile"
+probe "--export under a file" 2 "'$WORK/afile' is a file, not a directory" 20 -- \
+  zt train "${LONG[@]}" --export "$WORK/afile/w.safetensors"
+probe "--save under a file" 2 "'$WORK/afile' is not a directory: it is a file" 20 -- zt train "${LONG[@]}" --save "$WORK/afile/ck"
+probe "--save under a file, 2 ranks" 2 "is not a directory: it is a file" 60 -- ztn 2 train "${LONG[@]}" --save "$WORK/afile/ck"
+probe "--save creates its directory" 0 "" 30 -- zt train "${TINY[@]}" --save "$WORK/new/deep/ck"
+check "--save left no probe file" test -z "$(ls -A "$WORK/new/deep/ck" | grep probe)"
+# the export's directory disappears during the run: the weights go to a fallback
+export_gone() {
+  mkdir -p "$WORK/gone"
+  ZEROC_BIND=0 TMPDIR="$WORK" "$ZEROC" train --device cpu --model tiny --steps 300 --quiet \
+    --metrics "$WORK/gone.jsonl" --export "$WORK/gone/w.safetensors" &
+  local pid=$!
+  while ! [ -s "$WORK/gone.jsonl" ] && kill -0 $pid 2> /dev/null; do sleep 0.05; done
+  rm -rf "$WORK/gone"
+  wait $pid
+}
+export -f export_gone
+probe "--export fails at the end: weights written elsewhere" 1 "weights were written to '$WORK/zeroc-export-[0-9]+\.safetensors' instead" 120 -- export_gone
+check "the fallback export loads" bash -c 'f=$(ls "$WORK"/zeroc-export-*.safetensors) && "$ZEROC" train --device cpu --model tiny --steps 1 --quiet --init "$f"'
+
+# ---- item 14: messages that are not empty and say what a path is -------------------------
+probe "--metrics cannot be opened" nz "ZEROC_ERR_IO: .*--metrics '$WORK/nodir/m.jsonl': cannot open for writing: No such file" 30 -- \
+  zt train "${TINY[@]}" --metrics "$WORK/nodir/m.jsonl"
+probe "--nvme-dir is a file" 2 "--nvme-dir '$WORK/afile' is a file, not a directory" 20 -- \
+  zt train "${TINY[@]}" --offload-optimizer nvme --nvme-dir "$WORK/afile"
