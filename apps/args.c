@@ -14,7 +14,14 @@ int zarg_launch_rank0(void) {
   static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
     const char *v = getenv(vars[i]);
-    if (v && *v) return atoi(v) == 0;
+    if (v && *v) {
+      /* a launcher's value; one that is not a rank number counts as rank 0, so
+       * that a message is printed rather than lost */
+      char *end;
+      errno = 0;
+      long x = strtol(v, &end, 10);
+      return errno || *end || x < 0 || x == 0;
+    }
   }
   return 1;
 }

@@ -4,6 +4,7 @@
  * sharded checkpoints, and safetensors export/import. The contract is
  * shared/CLI.md: flag names and the metrics fields are stable.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@
 #include "apps/cli.h"
 #include "apps/metrics.h"
 #include "apps/spike.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "io/files.h"
 #include "zeroc/ckpt.h"
 #include "zeroc/data.h"
 #include "zeroc/plan.h"
@@ -57,7 +61,7 @@ static void usage(void) {
          "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
          "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
          "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
-         "other:   --comm-timeout SECONDS (300) --max-skipped N (5)\n"
+         "other:   --comm-timeout SECONDS (ZEROC_COMM_TIMEOUT or 300) --max-skipped N (5)\n"
          "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
          "See shared/CLI.md for the contract.\n");
 }
@@ -244,6 +248,27 @@ static int print_schedule(const opts_t *o, const zeroc_gpt_config_t *g, zeroc_dt
   return r ? 1 : 0;
 }
 
+/* --export failed at the end (disk full, the directory gone, permissions
+ * changed): the trained weights go to a second place rather than being lost,
+ * and rank 0 says where. Collective, like the export itself. */
+static void export_fallback(zeroc_model_t *model, zeroc_gpt_t *gpt, const opts_t *o, int root) {
+  char alt[4200];
+  const char *tmp = getenv("TMPDIR");
+  if (o->save)
+    snprintf(alt, sizeof alt, "%s/zeroc-export-%ld.safetensors", o->save, (long)getpid());
+  else
+    snprintf(alt, sizeof alt, "%s/zeroc-export-%ld.safetensors", tmp && *tmp ? tmp : "/tmp",
+             (long)getpid());
+  zeroc_result_t r = zeroc_gpt_export(model, gpt, alt);
+  if (root && r == ZEROC_OK)
+    fprintf(stderr, "zeroc train: --export '%s' failed; the weights were written to '%s' instead\n",
+            o->export_path, alt);
+  else if (root)
+    fprintf(stderr,
+            "zeroc train: --export '%s' failed, and so did writing the weights to '%s': %s\n",
+            o->export_path, alt, zeroc_last_error(zeroc_model_ctx(model)));
+}
+
 /* ---- the command ------------------------------------------------------------------------ */
 
 int zeroc_cmd_train(int argc, char **argv) {
@@ -268,7 +293,7 @@ int zeroc_cmd_train(int argc, char **argv) {
   o.vpp = 1;
   o.grad_accum = 1;
   o.prefetch = 2;
-  o.comm_timeout = 300;
+  o.comm_timeout = 0; /* unset: the context takes ZEROC_COMM_TIMEOUT, else 300 */
   o.max_skipped = 5;
   o.spike_window = 50;
   o.spike_z = 6.0;
@@ -346,8 +371,11 @@ int zeroc_cmd_train(int argc, char **argv) {
     return zarg_fail("train", "--nvme-dir is required with nvme offload");
   if (o.nvme_dir) {
     struct stat sb;
-    if (stat(o.nvme_dir, &sb) || !S_ISDIR(sb.st_mode))
+    if (stat(o.nvme_dir, &sb))
       return zarg_fail("train", "--nvme-dir '%s': no such directory", o.nvme_dir);
+    if (!S_ISDIR(sb.st_mode))
+      return zarg_fail("train", "--nvme-dir '%s' is a %s, not a directory", o.nvme_dir,
+                       S_ISREG(sb.st_mode) ? "file" : zeroc__file_kind(sb.st_mode));
     if (access(o.nvme_dir, W_OK))
       return zarg_fail("train", "--nvme-dir '%s': directory not writable", o.nvme_dir);
   }
@@ -399,7 +427,15 @@ int zeroc_cmd_train(int argc, char **argv) {
   int rc = 1, start = 0, agreed = 1; /* agreed: every rank knows about a failure */
   const char *stage_msg = "data";
 
+  /* ---- outputs, before hours of training depend on them ---------------------------- */
+  stage_msg = "outputs";
+  r = o.save ? zeroc__dir_check_writable(o.save, "--save") : ZEROC_OK;
+  if (!r && root && o.export_path) r = zeroc__file_check_writable(o.export_path, "--export");
+  r = zeroc_ctx_agree(ctx, r);
+  if (r != ZEROC_OK) goto fail;
+
   /* ---- data --------------------------------------------------------------------- */
+  stage_msg = "data";
   zeroc_data_config_t dcfg = ZEROC_DATA_CONFIG_INIT;
   dcfg.source = o.data;
   dcfg.vocab = gc.vocab;
@@ -505,23 +541,24 @@ int zeroc_cmd_train(int argc, char **argv) {
   times = calloc((size_t)o.steps + 1, sizeof(double));
   mbs = calloc(nmb, sizeof *mbs);
   mbp = calloc(nmb, sizeof *mbp);
-  if (!inputs || !targets || !times || !mbs || !mbp) {
-    r = ZEROC_ERR_NOMEM;
-    goto fail;
-  }
-  if (dev == ZEROC_DEVICE_CUDA) {
+  /* a failure here is one rank's: it falls through to the agreement below, with a
+   * message (ZEROC_FAIL) that the agreement carries to rank 0 */
+  r = ZEROC_OK;
+  if (!inputs || !targets || !times || !mbs || !mbp)
+    r = ZEROC_FAIL(ZEROC_ERR_NOMEM,
+                   "out of host memory for the token buffers (2 x %zu bytes) and %d step times",
+                   ntok * nmb * 4, o.steps + 1);
+  if (!r && dev == ZEROC_DEVICE_CUDA) {
     r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * nmb * 4, (void **)&dev_in);
     if (!r)
       r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, ntok * nmb * 4,
                           (void **)&dev_tg);
-    if (r) goto fail;
   }
-  if (root && o.metrics) {
+  if (!r && root && o.metrics) {
     metrics = fopen(o.metrics, start ? "a" : "w");
-    if (!metrics) {
-      fprintf(stderr, "zeroc train: --metrics '%s': cannot open for writing\n", o.metrics);
-      r = ZEROC_ERR_IO;
-    }
+    if (!metrics)
+      r = ZEROC_FAIL(ZEROC_ERR_IO, "--metrics '%s': cannot open for writing: %s", o.metrics,
+                     strerror(errno));
   }
   r = zeroc_ctx_agree(ctx, r);
   if (r != ZEROC_OK) goto fail;
@@ -558,8 +595,9 @@ int zeroc_cmd_train(int argc, char **argv) {
                           12.0 * gc.layers * gc.hidden * (double)gc.seq * tokens_per_step;
   double peak_flops = 0;
   if (dev == ZEROC_DEVICE_CUDA) {
-    const char *env = getenv("ZEROC_PEAK_TFLOPS");
-    peak_flops = (env ? atof(env) : zeroc_ctx_peak_tflops(ctx)) * 1e12 * mesh->world;
+    double tf = zeroc_ctx_peak_tflops(ctx); /* ZEROC_PEAK_TFLOPS: checked by zeroc_ctx_create */
+    zeroc__env_f64("ZEROC_PEAK_TFLOPS", tf, &tf);
+    peak_flops = tf * 1e12 * mesh->world;
   }
   if (root && !o.quiet) {
     char b1[32];
@@ -760,7 +798,11 @@ int zeroc_cmd_train(int argc, char **argv) {
   }
   if (o.export_path) {
     r = zeroc_gpt_export(model, gpt, o.export_path);
-    if (r) goto fail;
+    if (r) {
+      agreed = 1; /* the export agrees internally */
+      export_fallback(model, gpt, &o, root);
+      goto fail;
+    }
   }
   if (root && !o.quiet && o.steps > start) {
     int n = o.steps - start, skip = n > 3 ? 1 : 0; /* the first step warms up */

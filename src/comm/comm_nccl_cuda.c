@@ -88,7 +88,9 @@ static void nccl_group_fini(zeroc_group_t *g) {
  * (tests use it to run NCCL itself on one GPU). */
 static int nccl_self(void) {
   static int v = -1;
-  if (v < 0) v = (int)zeroc__env_int("ZEROC_NCCL_SELF", 0);
+  /* range-checked by zeroc_ctx_create (zeroc__env_check_all): 0 or 1 here */
+  int64_t x = 0;
+  if (v < 0 && zeroc__env_i64("ZEROC_NCCL_SELF", 0, &x) == ZEROC_OK) v = (int)x;
   return v;
 }
 

@@ -78,6 +78,19 @@ static zeroc_result_t agree_world(MPI_Comm comm, int rank, zeroc_result_t r) {
   return ZEROC_FAIL(ZEROC_ERR_REMOTE, "rank %d failed: %s", first, m.msg);
 }
 
+/* ZEROC_FAULT: a set variable that arms nothing, or a spec for a rank the job
+ * does not have, is a mistake that would otherwise test nothing, silently. */
+static zeroc_result_t fault_setup(zeroc_ctx_t *ctx) {
+  const char *spec = zeroc__env_str("ZEROC_FAULT", NULL);
+  ZEROC_CHECK(zeroc__fault_parse(spec, &ctx->fault));
+  if (spec && !ctx->fault)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "ZEROC_FAULT='%.64s' holds no spec; accepted "
+                      "ACTION@POINT[:rank=R][:step=K|K-L][:hit=N] separated by ';'",
+                      spec);
+  return zeroc__fault_check_ranks(ctx->fault, ctx->mesh.world);
+}
+
 static zeroc_result_t setup_topology(zeroc_ctx_t *ctx) {
   if (hwloc_topology_init(&ctx->topo) || hwloc_topology_load(ctx->topo)) {
     ctx->topo = NULL;
@@ -87,20 +100,21 @@ static zeroc_result_t setup_topology(zeroc_ctx_t *ctx) {
   zeroc_result_t r =
       zeroc__topo_plan(ctx->topo, ctx->local_rank, ctx->local_size, &ctx->binding, set);
   if (r == ZEROC_OK) {
-    int bind = ctx->cfg.bind >= 0 ? ctx->cfg.bind : (int)zeroc__env_int("ZEROC_BIND", 1);
+    /* the knobs were range-checked by zeroc__env_check_all in zeroc_ctx_create */
+    int64_t bind = ctx->cfg.bind, threads = ctx->cfg.threads;
+    if (bind < 0) zeroc__env_i64("ZEROC_BIND", 1, &bind);
     if (bind && hwloc_set_cpubind(ctx->topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
       ZWARN(TOPO, "could not bind to cores %s; running unbound", ctx->binding.cores);
       bind = 0;
     }
     if (!bind) snprintf(ctx->binding.cores, sizeof ctx->binding.cores, "unbound");
-    int threads = ctx->cfg.threads > 0 ? ctx->cfg.threads
-                                       : (int)zeroc__env_int("ZEROC_THREADS", ctx->binding.threads);
+    if (threads <= 0) zeroc__env_i64("ZEROC_THREADS", ctx->binding.threads, &threads);
     if (threads < 1) threads = 1;
-    ctx->binding.threads = threads;
-    omp_set_num_threads(threads);
-    openblas_set_num_threads(threads);
+    ctx->binding.threads = (int)threads;
+    omp_set_num_threads((int)threads);
+    openblas_set_num_threads((int)threads);
     ZINFO(TOPO, "local rank %d/%d bound to cores %s (NUMA %d), %d threads%s", ctx->local_rank,
-          ctx->local_size, ctx->binding.cores, ctx->binding.numa, threads,
+          ctx->local_size, ctx->binding.cores, ctx->binding.numa, (int)threads,
           ctx->binding.shared ? ", sharing its core with other ranks" : "");
   }
   hwloc_bitmap_free(set);
@@ -207,20 +221,23 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
   if (res == ZEROC_OK)
     res = zeroc_mesh_layout(ctx->mesh.world, ctx->cfg.tp, ctx->cfg.pp, ctx->cfg.hsdp,
                             ctx->mesh.rank, &ctx->mesh);
+  /* every knob judged here, so a bad value fails every rank's create at once
+   * rather than one module's first use later */
+  if (res == ZEROC_OK) res = zeroc__env_check_all();
   if (res == ZEROC_OK) {
-    ctx->comm_timeout = ctx->cfg.comm_timeout_s > 0
-                            ? ctx->cfg.comm_timeout_s
-                            : zeroc__env_double("ZEROC_COMM_TIMEOUT", 300.0);
-    res = zeroc__heartbeat_knob(&ctx->hb_timeout);
+    ctx->comm_timeout = ctx->cfg.comm_timeout_s;
+    if (ctx->comm_timeout <= 0) res = zeroc__env_f64("ZEROC_COMM_TIMEOUT", 300.0, &ctx->comm_timeout);
+    if (res == ZEROC_OK) res = zeroc__heartbeat_knob(&ctx->hb_timeout);
     if (res == ZEROC_OK) res = zeroc__mem_init(&ctx->mem);
     mem_ok = res == ZEROC_OK;
     /* A cap on device memory, to try what fits on a smaller device (and to
      * measure offload) on the machine at hand. */
-    int64_t lim = zeroc__env_int("ZEROC_DEVICE_MEM_LIMIT", 0);
+    int64_t lim = 0;
+    zeroc__env_i64("ZEROC_DEVICE_MEM_LIMIT", 0, &lim);
     ctx->device_limit = lim > 0 ? (uint64_t)lim : 0;
   }
   /* test-only fault injection (core/fault.h): a bad spec fails every rank's create */
-  if (res == ZEROC_OK) res = zeroc__fault_parse(zeroc__env_str("ZEROC_FAULT", NULL), &ctx->fault);
+  if (res == ZEROC_OK) res = fault_setup(ctx);
   ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, res));
 
   /* Node-local ranks and the world -> local map (for the watchdog). */

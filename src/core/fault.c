@@ -123,7 +123,8 @@ static zeroc_result_t parse_spec(const char *s, size_t n, spec_t *sp) {
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "ZEROC_FAULT spec '%s': nan, inf and set= act only at the point grad",
                       sp->text);
-  /* the filters */
+  /* the filters, each at most once: a second rank= would silently replace the first */
+  int seen_rank = 0, seen_step = 0, seen_hit = 0;
   for (const char *k = p + pn; k < end;) {
     k++; /* the ':' */
     size_t kn = strcspn(k, ":");
@@ -134,7 +135,7 @@ static zeroc_result_t parse_spec(const char *s, size_t n, spec_t *sp) {
     uint64_t x = 0, y = 0;
     int ok = 0;
     if (eq && eq - k == 4 && !strncmp(k, "rank", 4)) {
-      ok = !parse_u64(v, vn, &x) && x < (1u << 30);
+      ok = !parse_u64(v, vn, &x) && x < (1u << 30) && !seen_rank++;
       sp->rank = (int)x;
     } else if (eq && eq - k == 4 && !strncmp(k, "step", 4)) {
       const char *dash = memchr(v, '-', vn);
@@ -145,15 +146,16 @@ static zeroc_result_t parse_spec(const char *s, size_t n, spec_t *sp) {
         ok = !parse_u64(v, vn, &x);
         y = x;
       }
+      ok = ok && !seen_step++;
       sp->step_lo = x, sp->step_hi = y;
     } else if (eq && eq - k == 3 && !strncmp(k, "hit", 3)) {
-      ok = !parse_u64(v, vn, &x) && x >= 1;
+      ok = !parse_u64(v, vn, &x) && x >= 1 && !seen_hit++;
       sp->hit = x;
     }
     if (!ok)
       return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                         "ZEROC_FAULT spec '%s': filter '%.*s'; accepted rank=R, step=K or step=K-L "
-                        "(K <= L), hit=N (N >= 1)",
+                        "(K <= L), hit=N (N >= 1), each at most once",
                         sp->text, (int)kn, k);
     k += kn;
   }
@@ -189,6 +191,15 @@ zeroc_result_t zeroc__fault_parse(const char *text, zeroc__fault_t **out) {
   for (int i = 0; i < f->n; i++)
     ZWARN(INIT, "ZEROC_FAULT armed (test-only fault injection): %s", f->s[i].text);
   *out = f;
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__fault_check_ranks(const zeroc__fault_t *f, int world) {
+  for (int i = 0; f && i < f->n; i++)
+    if (f->s[i].rank >= world)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "ZEROC_FAULT spec '%s': rank=%d, but the job has ranks 0..%d", f->s[i].text,
+                        f->s[i].rank, world - 1);
   return ZEROC_OK;
 }
 

@@ -33,6 +33,9 @@ typedef struct zeroc__fault zeroc__fault_t;
  * Returns ZEROC_ERR_INVALID_ARG naming the spec and what is accepted,
  * ZEROC_ERR_NOMEM. */
 zeroc_result_t zeroc__fault_parse(const char *text, zeroc__fault_t **out);
+/* A spec naming a rank >= `world` would never fire: ZEROC_ERR_INVALID_ARG.
+ * NULL (nothing armed) is fine. */
+zeroc_result_t zeroc__fault_check_ranks(const zeroc__fault_t *f, int world);
 void zeroc__fault_free(zeroc__fault_t *f);
 
 /* Number of specs parsed (for tests). */

@@ -67,8 +67,9 @@ static double now_s(void) {
 }
 
 zeroc_result_t zeroc__heartbeat_knob(double *timeout_s) {
-  double t = zeroc__env_double("ZEROC_HEARTBEAT_TIMEOUT", 3.0);
-  if (!(t == 0 || (t >= 0.2 && t <= 3600)))
+  double t;
+  ZEROC_CHECK(zeroc__env_f64("ZEROC_HEARTBEAT_TIMEOUT", 3.0, &t));
+  if (!(t == 0 || t >= 0.2)) /* the table's range is 0..3600; (0, 0.2) is too short to be safe */
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "ZEROC_HEARTBEAT_TIMEOUT %g: accepted 0 (off) or 0.2 to 3600 seconds", t);
   *timeout_s = t;

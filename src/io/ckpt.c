@@ -479,6 +479,8 @@ static zeroc_result_t resolve(const char *path, char *out, size_t n) {
   char *text = NULL;
   size_t len = 0;
   zeroc_result_t r = zeroc__file_read(probe, 4096, &text, &len);
+  struct stat st;
+  if (r && lstat(probe, &st) == 0) return r; /* it is there but unreadable: say why (a fifo...) */
   if (r)
     return ZEROC_FAIL(ZEROC_ERR_IO,
                       "'%s' is not a checkpoint: it has neither manifest.json nor a readable "

@@ -9,9 +9,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "io/files.h"
 
 /* The reflected Castagnoli polynomial 0x1EDC6F41. */
 #define CRC32C_POLY 0x82f63b78u
@@ -100,11 +102,9 @@ zeroc_result_t zeroc__crc32c_file(const char *path, uint32_t *crc, uint64_t *byt
   uint8_t *buf = NULL;
   uint32_t c = 0;
   uint64_t off = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "crc32c: open('%s'): %s", path, strerror(errno));
-    goto fail;
-  }
+  struct stat st;
+  int fd = -1;
+  ZEROC_TRY(zeroc__open_regular(path, "file", &fd, &st));
   buf = malloc(CHUNK);
   if (!buf) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "crc32c: malloc(%d) for reading '%s' failed", CHUNK, path);

@@ -100,16 +100,9 @@ static zeroc_result_t open_shard(shard_t *s, const char *path) {
   s->fd = -1;
   s->path = strdup(path);
   if (!s->path) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "data: out of host memory");
-  s->fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (s->fd < 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "data file '%s': %s", path, strerror(errno));
-    goto fail;
-  }
-  if (fstat(s->fd, &st) != 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "data file '%s': fstat: %s", path, strerror(errno));
-    goto fail;
-  }
-  if (S_ISDIR(st.st_mode)) {
+  res = zeroc__open_regular(path, "data file", &s->fd, &st);
+  if (res != ZEROC_OK && !S_ISDIR(st.st_mode)) goto fail;
+  if (res != ZEROC_OK) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                      "data file '%s' is a directory; give a .bin file or a glob such as "
                      "'%s/*.bin'",

@@ -171,22 +171,48 @@ fail:
   return res;
 }
 
+const char *zeroc__file_kind(mode_t mode) {
+  if (S_ISREG(mode)) return "regular file";
+  if (S_ISDIR(mode)) return "directory";
+  if (S_ISFIFO(mode)) return "fifo";
+  if (S_ISSOCK(mode)) return "socket";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  return "special file";
+}
+
+zeroc_result_t zeroc__open_regular(const char *path, const char *what, int *fd, struct stat *st) {
+  memset(st, 0, sizeof *st);
+  *fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (*fd < 0) return ZEROC_FAIL(ZEROC_ERR_IO, "%s '%s': %s", what, path, strerror(errno));
+  zeroc_result_t res = ZEROC_OK;
+  if (fstat(*fd, st) != 0) {
+    res = ZEROC_FAIL(ZEROC_ERR_IO, "%s '%s': fstat: %s", what, path, strerror(errno));
+  } else if (!S_ISREG(st->st_mode)) {
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s '%s' is a %s, not a regular file", what, path,
+                     zeroc__file_kind(st->st_mode));
+  } else {
+    /* reads of a regular file never block; cleared anyway so the descriptor
+     * behaves like a plain open's for whoever uses it */
+    int fl = fcntl(*fd, F_GETFL);
+    if (fl < 0 || fcntl(*fd, F_SETFL, fl & ~O_NONBLOCK) != 0)
+      res = ZEROC_FAIL(ZEROC_ERR_IO, "%s '%s': fcntl: %s", what, path, strerror(errno));
+  }
+  if (res != ZEROC_OK) {
+    close(*fd);
+    *fd = -1;
+  }
+  return res;
+}
+
 zeroc_result_t zeroc__file_read(const char *path, size_t max_bytes, char **buf, size_t *n) {
   zeroc_result_t res = ZEROC_OK;
   char *data = NULL;
   struct stat st;
+  int fd;
   *buf = NULL;
   *n = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ZEROC_FAIL(ZEROC_ERR_IO, "open('%s'): %s", path, strerror(errno));
-  if (fstat(fd, &st) != 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "fstat('%s'): %s", path, strerror(errno));
-    goto fail;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "'%s' is not a regular file", path);
-    goto fail;
-  }
+  ZEROC_CHECK(zeroc__open_regular(path, "file", &fd, &st));
   if ((uint64_t)st.st_size > max_bytes) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "'%s' is %lld bytes; at most %zu accepted here", path,
                      (long long)st.st_size, max_bytes);
@@ -257,8 +283,9 @@ zeroc_result_t zeroc__mkdir_p(const char *path, mode_t mode) {
     if (stat(buf, &st) != 0)
       return ZEROC_FAIL(ZEROC_ERR_IO, "stat('%s'): %s", buf, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-      return ZEROC_FAIL(ZEROC_ERR_IO, "mkdir_p('%s'): '%s' exists and is not a directory", path,
-                        buf);
+      return ZEROC_FAIL(ZEROC_ERR_IO,
+                        "creating directory '%s': '%s' is not a directory: it is a %s", path, buf,
+                        S_ISREG(st.st_mode) ? "file" : zeroc__file_kind(st.st_mode));
     *p = saved;
     if (!saved) break;
     while (p[1] == '/') p++; /* collapse "a//b" */
@@ -447,4 +474,75 @@ published:
   ZEROC_CHECK(zeroc__fsync_dir(parent));
   ZTRACE(IO, "published directory '%s'", final);
   return ZEROC_OK;
+}
+
+/* ---- start-up checks of outputs -------------------------------------------------------- */
+
+/* Creates and removes "<dir>/.zeroc-probe.<pid>": the one sure test that files
+ * can be made there (access(2) is wrong for root, read-only mounts, quotas). */
+static zeroc_result_t probe_dir(const char *dir, const char *what, const char *shown) {
+  char probe[PATH_MAX];
+  if ((size_t)snprintf(probe, sizeof probe, "%s/.zeroc-probe.%ld", dir, (long)getpid()) >=
+      sizeof probe)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s '%s': the path is longer than %d bytes", what,
+                      shown, PATH_MAX - 64);
+  int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return ZEROC_FAIL(ZEROC_ERR_IO, "cannot create files in '%s': %s", dir, strerror(errno));
+  int bad = write(fd, "z", 1) != 1;
+  int e = errno;
+  close(fd);
+  unlink(probe);
+  if (bad) return ZEROC_FAIL(ZEROC_ERR_IO, "cannot write to '%s': %s", dir, strerror(e));
+  return ZEROC_OK;
+}
+
+/* A failed check is the user's argument: ZEROC_ERR_INVALID_ARG, with the
+ * cause's text (less its file:line) after the flag's name. */
+static zeroc_result_t as_arg_error(zeroc_result_t r, const char *what, const char *shown) {
+  if (r == ZEROC_OK || r == ZEROC_ERR_INVALID_ARG) return r;
+  char msg[ZEROC_ERRMSG_MAX];
+  const char *t = zeroc__tls_error(), *colon = strstr(t, ": ");
+  snprintf(msg, sizeof msg, "%s", colon ? colon + 2 : t);
+  return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s '%s': %s", what, shown, msg);
+}
+
+zeroc_result_t zeroc__dir_check_writable(const char *dir, const char *what) {
+  zeroc_result_t r = zeroc__mkdir_p(dir, 0755);
+  if (r == ZEROC_OK) r = probe_dir(dir, what, dir);
+  return as_arg_error(r, what, dir);
+}
+
+static zeroc_result_t file_check(const char *path, const char *what);
+
+zeroc_result_t zeroc__file_check_writable(const char *path, const char *what) {
+  return as_arg_error(file_check(path, what), what, path);
+}
+
+static zeroc_result_t file_check(const char *path, const char *what) {
+  struct stat st;
+  char parent[PATH_MAX];
+  if (!*path || path[strlen(path) - 1] == '/')
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s '%s': accepted a file name, not a directory", what,
+                      path);
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s '%s' is a directory; accepted a file name", what,
+                      path);
+  if (strlen(path) >= sizeof parent)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: a path of %zu bytes; at most %d accepted", what,
+                      strlen(path), PATH_MAX - 1);
+  snprintf(parent, sizeof parent, "%s", path);
+  char *slash = strrchr(parent, '/');
+  if (!slash)
+    snprintf(parent, sizeof parent, ".");
+  else if (slash == parent)
+    parent[1] = 0; /* "/name" */
+  else
+    *slash = 0;
+  if (stat(parent, &st) != 0)
+    return ZEROC_FAIL(ZEROC_ERR_IO, "directory '%s': %s", parent, strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return ZEROC_FAIL(ZEROC_ERR_IO, "'%s' is a %s, not a directory", parent,
+                      S_ISREG(st.st_mode) ? "file" : zeroc__file_kind(st.st_mode));
+  return probe_dir(parent, what, path);
 }

@@ -56,6 +56,26 @@ zeroc_result_t zeroc__file_write_sync(const char *path, const void *buf, size_t 
  * Files larger than `max_bytes` are refused (ZEROC_ERR_INVALID_ARG). */
 zeroc_result_t zeroc__file_read(const char *path, size_t max_bytes, char **buf, size_t *n);
 
+/* Opens `path` for reading, only if it is a regular file. The open itself is
+ * non-blocking, so a FIFO (which would block until a writer appears, forever,
+ * outside any timeout) or a device is refused at once: ZEROC_ERR_INVALID_ARG
+ * "<what> '<path>' is a fifo, not a regular file". `what` names the file's
+ * role ("data file", "checkpoint file"). *st receives fstat's answer (zeroed
+ * when the open fails: ZEROC_ERR_IO naming the file and errno). */
+struct stat;
+zeroc_result_t zeroc__open_regular(const char *path, const char *what, int *fd, struct stat *st);
+/* "fifo", "directory", "socket", "character device", ... for a st_mode. */
+const char *zeroc__file_kind(mode_t mode);
+
+/* Start-up checks of an output, so that a long run does not learn at its end
+ * that its results cannot be written. `what` names the output in messages
+ * ("--save"). zeroc__dir_check_writable creates `dir` (mkdir -p) and creates
+ * and removes a probe file in it; zeroc__file_check_writable refuses a `path`
+ * that is a directory and probes its (existing) parent directory the same
+ * way. ZEROC_ERR_INVALID_ARG or ZEROC_ERR_IO naming the path and errno. */
+zeroc_result_t zeroc__dir_check_writable(const char *dir, const char *what);
+zeroc_result_t zeroc__file_check_writable(const char *path, const char *what);
+
 /* fsync of a directory, so that entries created or renamed in it persist. */
 zeroc_result_t zeroc__fsync_dir(const char *dir);
 /* mkdir -p: creates `path` and its missing parents with `mode` (0755 typical).

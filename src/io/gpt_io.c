@@ -13,6 +13,7 @@
  * last stage's tied copy of wte is the embedding's wte in the file.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,23 @@ static void hf_name(const zeroc_param_desc_t *pd, int g, int L, int vocab, char 
     shape[0] = (uint64_t)sp->full[0];
     shape[1] = 1;
   }
+}
+
+/* "(64)", "(768, 2304)", "()" for a scalar: a shape with its real rank, so
+ * that a 1-D tensor and a (64, 1) one read differently in a message. */
+static const char *dims_text(const uint64_t *shape, int ndim, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "(");
+  for (int i = 0; i < ndim && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%" PRIu64, i ? ", " : "", shape[i]);
+  if (k < n) snprintf(buf + k, n - k, ")");
+  return buf;
+}
+
+/* The index of the first NaN or infinity of x[0..n), or n when all are finite. */
+static uint64_t first_nonfinite(const float *x, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++)
+    if (!isfinite(x[i])) return i;
+  return n;
 }
 
 /* A copy of the embedding's wte held by another unit (the last stage's head). */
@@ -322,11 +340,11 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       uint64_t count = nd == 2 ? shape[0] * shape[1] : shape[0];
       int same = t->ndim == nd && t->shape[0] == shape[0] && (nd == 1 || t->shape[1] == shape[1]);
       if (!same) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "'%s': tensor '%s' has shape (%" PRIu64 ", %" PRIu64
-                         "), this model needs (%" PRIu64 ", %" PRIu64 ")",
-                         path, name, t->shape[0], t->ndim > 1 ? t->shape[1] : 1, shape[0],
-                         nd == 2 ? shape[1] : 1);
+        char have[96], want[64];
+        res =
+            ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "'%s': tensor '%s' has shape %s, this model needs %s",
+                       path, name, dims_text(t->shape, t->ndim, have, sizeof have),
+                       dims_text(shape, nd, want, sizeof want));
         goto fail;
       }
       free(tmp);
@@ -340,6 +358,21 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       /* gl: the file's tensor in our (out, in) layout; wte's padding rows are
        * not in it (file_full) and stay zero */
       ZEROC_TRY(zeroc__st_read_f32(t, tr ? tmp : gl, count));
+      /* a NaN or infinity would make every step's gradients non-finite: each
+       * step skipped, and the same weights exported again at the end */
+      uint64_t bad = first_nonfinite(tr ? tmp : gl, count);
+      if (bad < count) {
+        float v = (tr ? tmp : gl)[bad];
+        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                         "'%s': tensor '%s' holds %s at index %" PRIu64 " of %" PRIu64
+                         "; accepted finite weights only",
+                         path, name,
+                         isnan(v) ? "NaN"
+                         : v > 0  ? "+inf"
+                                  : "-inf",
+                         bad, count);
+        goto fail;
+      }
       if (tr) transpose(gl, tmp, shape[0], shape[1]);
       int64_t file_full[ZEROC_MAX_DIMS] = {(int64_t)(tr ? shape[1] : shape[0]),
                                            (int64_t)(tr ? shape[0] : shape[1])};

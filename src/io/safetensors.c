@@ -307,16 +307,8 @@ zeroc_result_t zeroc__st_open(const char *path, zeroc__st_t **out) {
   struct stat sb;
   *out = NULL;
   snprintf(what, sizeof what, "safetensors '%s'", path);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ZEROC_FAIL(ZEROC_ERR_IO, "open('%s'): %s", path, strerror(errno));
-  if (fstat(fd, &sb) != 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "fstat('%s'): %s", path, strerror(errno));
-    goto fail;
-  }
-  if (!S_ISREG(sb.st_mode)) {
-    res = ZEROC_FAIL(ZEROC_ERR_IO, "'%s' is not a regular file", path);
-    goto fail;
-  }
+  int fd;
+  ZEROC_CHECK(zeroc__open_regular(path, "safetensors file", &fd, &sb));
   len = (size_t)sb.st_size;
   if (len < sizeof small) {
     /* too short to map usefully; let the parser say what is wrong */

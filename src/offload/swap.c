@@ -509,17 +509,20 @@ static zeroc_result_t read_config(zeroc__swap_t *sw, zeroc_ctx_t *ctx,
                       "swapper config: rank %d without a context; "
                       "accepted: a rank >= 0, or -1 with a context",
                       c->rank);
-  int64_t block =
-      c->block_bytes
-          ? (int64_t)c->block_bytes
-          : zeroc__env_int("ZEROC_OFFLOAD_BLOCK_KIB", ZEROC_SWAP_DEFAULT_BLOCK / 1024) * 1024;
+  /* the knob is in KiB and range-checked before the multiplication, which
+   * could otherwise wrap */
+  int64_t block = (int64_t)c->block_bytes;
+  if (!block) {
+    ZEROC_CHECK(zeroc__env_i64("ZEROC_OFFLOAD_BLOCK_KIB", ZEROC_SWAP_DEFAULT_BLOCK / 1024, &block));
+    block *= 1024;
+  }
   if (block < PAGE || block > (int64_t)MAX_BLOCK || block % PAGE)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "swapper block size %lld bytes; accepted: a multiple "
                       "of 4096 from 4 KiB to 64 MiB (block_bytes or ZEROC_OFFLOAD_BLOCK_KIB)",
                       (long long)block);
-  int64_t qd =
-      c->queue_depth ? c->queue_depth : zeroc__env_int("ZEROC_OFFLOAD_QD", ZEROC_SWAP_DEFAULT_QD);
+  int64_t qd = c->queue_depth;
+  if (!qd) ZEROC_CHECK(zeroc__env_i64("ZEROC_OFFLOAD_QD", ZEROC_SWAP_DEFAULT_QD, &qd));
   if (qd < 1 || qd > MAX_QD)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "swapper queue depth %lld; accepted: 1..%d "
@@ -529,8 +532,9 @@ static zeroc_result_t read_config(zeroc__swap_t *sw, zeroc_ctx_t *ctx,
   if (tickets < 1 || tickets > MAX_TICKETS)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "swapper max_tickets %d; accepted: 1..%d", tickets,
                       MAX_TICKETS);
-  int64_t direct = c->direct >= 0 ? c->direct : zeroc__env_int("ZEROC_OFFLOAD_DIRECT", 1);
-  int64_t prealloc = c->prealloc >= 0 ? c->prealloc : zeroc__env_int("ZEROC_OFFLOAD_PREALLOC", 1);
+  int64_t direct = c->direct, prealloc = c->prealloc;
+  if (direct < 0) ZEROC_CHECK(zeroc__env_i64("ZEROC_OFFLOAD_DIRECT", 1, &direct));
+  if (prealloc < 0) ZEROC_CHECK(zeroc__env_i64("ZEROC_OFFLOAD_PREALLOC", 1, &prealloc));
   if ((direct != 0 && direct != 1) || (prealloc != 0 && prealloc != 1))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "swapper direct %lld, prealloc %lld; accepted: 0 or 1 "

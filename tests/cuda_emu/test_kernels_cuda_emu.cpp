@@ -36,9 +36,10 @@ zeroc_result_t zeroc__fail(zeroc_result_t r, const char *file, int line, const c
   return r;
 }
 const char *zeroc__tls_error(void) { return g_err; }
-int64_t zeroc__env_int(const char *name, int64_t dflt) {
+zeroc_result_t zeroc__env_i64(const char *name, int64_t dflt, int64_t *out) {
   const char *v = getenv(name);
-  return v ? atoll(v) : dflt;
+  *out = v ? atoll(v) : dflt;
+  return ZEROC_OK;
 }
 const char *zeroc_dtype_name(zeroc_dtype_t dt) {
   return dt == ZEROC_FP32 ? "fp32" : dt == ZEROC_BF16 ? "bf16" : "?";

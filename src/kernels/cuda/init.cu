@@ -13,7 +13,9 @@
 extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   zeroc_result_t res = ZEROC_OK;
   int dev = 0, sms = 0, optin = 0;
-  int64_t scratch_mb = zeroc__env_int("ZEROC_CUDA_SCRATCH_MB", 64);
+  int64_t scratch_mb = 64, tf32 = 0;
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_SCRATCH_MB", 64, &scratch_mb));
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_TF32", 0, &tf32));
   zc_state_t *st = (zc_state_t *)calloc(1, sizeof *st);
   if (!st) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cuda kernels state (%zu bytes)", sizeof *st);
   k->cuda = st;
@@ -35,7 +37,7 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   }
   st->sms = sms > 0 ? sms : 1;
   st->smem_optin = (size_t)optin;
-  st->tf32 = zeroc__env_int("ZEROC_CUDA_TF32", 0) != 0;
+  st->tf32 = tf32 != 0;
   {
     cublasStatus_t s = cublasLtCreate(&st->lt);
     if (s != CUBLAS_STATUS_SUCCESS) {
