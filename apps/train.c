@@ -116,6 +116,11 @@ static int parse(int argc, char **argv, opts_t *o) {
   return zarg_parse("train", argc, argv, args, (int)(sizeof args / sizeof args[0]));
 }
 
+int zeroc_train_check_flags(int argc, char **argv) {
+  opts_t o = {0};
+  return parse(argc, argv, &o);
+}
+
 /* ---- the learning-rate schedule -------------------------------------------------------- */
 
 /* Linear warm-up over `warmup` steps, then constant or cosine down to 10% of
