@@ -10,6 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const zarg_devices[] = {"auto", "cpu", "cuda", NULL};
+const char *const zarg_models[] = {"tiny",      "small",      "gpt2-124m", "gpt2-350m",
+                                   "gpt2-774m", "gpt2-1558m", "custom",    NULL};
+const char *const zarg_dtypes[] = {"auto", "fp32", "bf16", NULL};
+const char *const zarg_recomputes[] = {"none", "full", NULL};
+const char *const zarg_offloads[] = {"none", "cpu", "nvme", NULL};
+
 int zarg_launch_rank0(void) {
   static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {

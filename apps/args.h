@@ -20,6 +20,29 @@ typedef struct zarg {
   int *set;                     /* optional: set to 1 when the flag is given */
 } zarg_t;
 
+/* The flags zeroc train, plan and bench share take the same values: one table
+ * of limits (lo, hi for a zarg_t or plan's number table) and of names, so a
+ * value one command accepts is never refused by another. */
+#define ZARG_LIM_LAYERS       1, 10000
+#define ZARG_LIM_HIDDEN       1, 1 << 16
+#define ZARG_LIM_HEADS        1, 1 << 12
+#define ZARG_LIM_VOCAB        2, 65536 /* tokens are stored as uint16 */
+#define ZARG_LIM_SEQ          1, 1 << 20
+#define ZARG_LIM_BATCH        1, 1 << 16
+#define ZARG_LIM_ZERO         0, 3
+#define ZARG_LIM_TP           1, 1 << 12
+#define ZARG_LIM_PP           1, 1 << 12
+#define ZARG_LIM_HSDP         1, 1 << 20
+#define ZARG_LIM_MICROBATCHES 1, 1 << 16
+#define ZARG_LIM_VPP          1, 64
+#define ZARG_LIM_PREFETCH     0, 64
+/* NULL-terminated; the index is what the commands store. */
+extern const char *const zarg_devices[];    /* auto, cpu, cuda */
+extern const char *const zarg_models[];     /* the presets, then custom */
+extern const char *const zarg_dtypes[];     /* auto, fp32, bf16 */
+extern const char *const zarg_recomputes[]; /* none, full */
+extern const char *const zarg_offloads[];   /* none, cpu, nvme */
+
 /* Parses argv against the table. Returns 0, or 2 after printing the error.
  * Accepts "--flag value" and "--flag=value". */
 int zarg_parse(const char *cmd, int argc, char **argv, const zarg_t *args, int nargs);

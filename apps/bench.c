@@ -9,6 +9,7 @@
  * file, so bench measures exactly what users run. Warm-up steps are excluded
  * and figures are medians of the rest.
  */
+#include <errno.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,8 +152,9 @@ static void machine_info(char *buf, size_t n, int world) {
            sysconf(_SC_NPROCESSORS_ONLN), u.release, world, ZEROC_VERSION_STRING, ZEROC_GIT_COMMIT);
 }
 
-static void write_outputs(const char *dir, const char *model, const char *info, layout_t *L, int n,
-                          int G, int T, int world) {
+/* 0, or 1 when bench.csv or bench.md cannot be written (the plot is optional). */
+static int write_outputs(const char *dir, const char *model, const char *device, const char *info,
+                         layout_t *L, int n, int G, int T, int world) {
   char path[4200];
   snprintf(path, sizeof path, "%s/bench.csv", dir);
   FILE *c = fopen(path, "w");
@@ -162,16 +164,17 @@ static void write_outputs(const char *dir, const char *model, const char *info, 
     fprintf(stderr, "zeroc bench: cannot write into '%s'\n", dir);
     if (c) fclose(c);
     if (m) fclose(m);
-    return;
+    return 1;
   }
   fprintf(c, "layout,zero,hsdp,tp,pp,vpp,microbatches,batch,status,steps,tokens_per_s,step_ms,"
              "exposed_comm_ms,comm_mib_per_step,peak_device_mib,loss_last\n");
-  fprintf(m, "# zeroc bench: %s, global batch %d x %d tokens\n\n%s\n\n", model, G, T, info);
+  fprintf(m, "# zeroc bench: %s, device %s, global batch %d x %d tokens\n\n%s\n\n", model, device,
+          G, T, info);
   fprintf(m, "| layout | zero | hsdp | tp | pp | micro | tokens/s | step ms | exposed comm ms | "
              "comm MiB/step | peak MiB/rank | loss |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int i = 0; i < n; i++) {
     layout_t *l = &L[i];
-    const char *st = l->status == 0 ? "ok" : l->status == 2 ? "unsupported" : "failed";
+    const char *st = l->status == 0 ? "ok" : l->status == 2 ? "refused" : "failed";
     fprintf(c, "%s,%d,%d,%d,%d,%d,%d,%d,%s,%d,%.1f,%.2f,%.2f,%.3f,%.2f,%.6f\n", l->name, l->zero,
             l->hsdp, l->tp, l->pp, l->vpp, l->micro, l->batch, st, l->steps_measured, l->tokens_s,
             l->step_ms, l->exposed_ms, l->comm_mb, l->peak_mib, l->loss_last);
@@ -190,7 +193,7 @@ static void write_outputs(const char *dir, const char *model, const char *info, 
   /* the plot: throughput and peak memory per layout, side by side */
   snprintf(path, sizeof path, "%s/bench.gp", dir);
   FILE *g = fopen(path, "w");
-  if (!g) return;
+  if (!g) return 0;
   fprintf(g,
           "set terminal pngcairo size 1200,520 font ',10'\n"
           "set output '%s/bench.png'\n"
@@ -217,34 +220,170 @@ static void write_outputs(const char *dir, const char *model, const char *info, 
       fprintf(stderr, "zeroc bench: gnuplot failed or is missing (Debian package gnuplot-nox); "
                       "bench.csv and bench.md are written\n");
   }
+  return 0;
+}
+
+/* ---- checks before anything runs ------------------------------------------------ */
+
+/* Splits `buf` at spaces into argv (our own flags and the user's --train
+ * words; no quoting). Returns the count, or -1 when there are more than max. */
+static int split_words(char *buf, char **argv, int max) {
+  int n = 0;
+  for (char *tok = strtok(buf, " \t"); tok; tok = strtok(NULL, " \t")) {
+    if (n == max) return -1;
+    argv[n++] = tok;
+  }
+  return n;
+}
+
+#define EXTRA_MAX 1024 /* --train characters; the run's own flags take the rest of 2048 */
+#define ARGV_MAX  127
+
+/* --train's words: train's own flags, with values train accepts, and none
+ * that bench sets for each run (a user's --tp would relabel every layout). */
+static int check_train_flags(const char *extra) {
+  static const char *const OWN[] = {
+      "--model", "--steps",       "--batch",        "--zero",       "--hsdp",    "--tp",     "--pp",
+      "--vpp",   "--pp-schedule", "--microbatches", "--grad-accum", "--metrics", "--device", NULL};
+  if (strlen(extra) > EXTRA_MAX)
+    return zarg_fail("bench", "--train: %zu characters; accepted up to %d", strlen(extra),
+                     EXTRA_MAX);
+  char buf[EXTRA_MAX + 1], *argv[ARGV_MAX];
+  snprintf(buf, sizeof buf, "%s", extra);
+  int n = split_words(buf, argv, ARGV_MAX - 40);
+  if (n < 0) return zarg_fail("bench", "--train: too many words; accepted up to %d", ARGV_MAX - 40);
+  for (int i = 0; i < n; i++)
+    for (int k = 0; OWN[k]; k++) {
+      size_t len = strlen(OWN[k]);
+      if (!strncmp(argv[i], OWN[k], len) && (argv[i][len] == 0 || argv[i][len] == '='))
+        return zarg_fail("bench",
+                         "--train '%s': bench sets %s for each run; accepted train's other flags "
+                         "(bench's own --model, --steps, --batch, --device, --only)",
+                         extra, OWN[k]);
+    }
+  return zeroc_train_check_flags(n, argv); /* train's one line on a bad flag or value */
+}
+
+/* Keeps the layouts --only names (comma-separated), in the sweep's order.
+ * Returns the count left, or -1 after one line naming the unknown one. */
+static int select_layouts(const char *only, layout_t *L, int n, int world) {
+  char list[1024];
+  if (strlen(only) >= sizeof list) {
+    zarg_fail("bench", "--only: %zu characters; accepted up to %zu", strlen(only), sizeof list - 1);
+    return -1;
+  }
+  snprintf(list, sizeof list, "%s", only);
+  int keep[MAX_LAYOUTS] = {0};
+  for (char *save = NULL, *name = strtok_r(list, ",", &save); name;
+       name = strtok_r(NULL, ",", &save)) {
+    int found = 0;
+    for (int i = 0; i < n; i++)
+      if (!strcmp(name, L[i].name)) keep[i] = found = 1;
+    if (!found) {
+      char acc[1024] = "";
+      for (int i = 0; i < n; i++)
+        snprintf(acc + strlen(acc), sizeof acc - strlen(acc), "%s%s", i ? ", " : "", L[i].name);
+      zarg_fail("bench", "--only '%s': no such layout for %d ranks; accepted (comma-separated) %s",
+                name, world, acc);
+      return -1;
+    }
+  }
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (keep[i]) L[m++] = L[i];
+  if (!m)
+    zarg_fail("bench", "--only '%s': names no layout; accepted comma-separated layout names", only);
+  return m ? m : -1;
+}
+
+/* --out: an existing writable directory, or one that can be created (with its
+ * parents). 0, or 2 after one line. Only rank 0 writes, so only it checks. */
+static int prepare_out(const char *out) {
+  char path[4096];
+  if (strlen(out) >= sizeof path)
+    return zarg_fail("bench", "--out: %zu characters; accepted up to %zu", strlen(out),
+                     sizeof path - 1);
+  snprintf(path, sizeof path, "%s", out);
+  struct stat sb;
+  if (stat(path, &sb) == 0) {
+    if (!S_ISDIR(sb.st_mode))
+      return zarg_fail("bench",
+                       "--out '%s': exists and is not a directory; accepted a directory "
+                       "or a path that can be created",
+                       out);
+  } else {
+    for (char *p = path + 1; *p; p++) /* mkdir -p: each parent, then the leaf */
+      if (*p == '/') {
+        *p = 0;
+        if (mkdir(path, 0755) && errno != EEXIST) break;
+        *p = '/';
+      }
+    if (mkdir(out, 0755) && errno != EEXIST)
+      return zarg_fail("bench",
+                       "--out '%s': cannot create the directory (%s); accepted a "
+                       "directory or a path that can be created",
+                       out, strerror(errno));
+  }
+  if (access(out, W_OK | X_OK))
+    return zarg_fail("bench", "--out '%s': directory not writable (%s)", out, strerror(errno));
+  return 0;
+}
+
+/* ---- the command ------------------------------------------------------------------- */
+
+/* One layout, as `zeroc train` with bench's flags, the layout's and --train's.
+ * Returns train's exit status, the same on every rank. */
+static int run_layout(const layout_t *l, const char *model, const char *device, int steps,
+                      const char *metrics, const char *extra) {
+  char buf[2048], *targv[ARGV_MAX];
+  int k =
+      snprintf(buf, sizeof buf,
+               "--device %s --model %s --steps %d --batch %d --zero %d --hsdp %d --tp %d --pp %d "
+               "--lr 3e-3 --seed 1 --quiet --metrics %s",
+               device, model, steps, l->batch, l->zero, l->hsdp, l->tp, l->pp, metrics);
+  if (l->pp > 1)
+    k += snprintf(buf + k, sizeof buf - (size_t)k, " --microbatches %d --pp-schedule %s --vpp %d",
+                  l->micro, l->schedule, l->vpp);
+  else
+    k += snprintf(buf + k, sizeof buf - (size_t)k, " --grad-accum %d", l->micro);
+  snprintf(buf + k, sizeof buf - (size_t)k, " %s", extra);
+  int targc = split_words(buf, targv, ARGV_MAX); /* checked: --train leaves room */
+  int rc = targc < 0 ? 2 : zeroc_cmd_train(targc, targv);
+  MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return rc;
 }
 
 int zeroc_cmd_bench(int argc, char **argv) {
   for (int i = 0; i < argc; i++)
     if (!strcmp(argv[i], "--help")) {
-      printf("usage: mpirun -np N zeroc bench [--out DIR] [--model tiny] [--steps 12]\n"
-             "                   [--warmup-steps 3] [--batch B] [--only LAYOUT,...] [--train \"FLAGS\"]\n"
+      printf("usage: mpirun -np N zeroc bench [--out DIR] [--device auto|cpu|cuda] [--model tiny]\n"
+             "                   [--steps 12] [--warmup-steps 3] [--batch B] [--only LAYOUT,...]\n"
+             "                   [--train \"FLAGS\"]\n"
              "Trains the same model on the same global batch (B x N sequences) under every layout\n"
              "of N ranks (ZeRO-0/1/2/3, HSDP, TP, PP, PTD) and writes bench.csv, bench.md and\n"
-             "bench.png into --out (default bench-out). Layouts this build cannot run are listed\n"
-             "as unsupported. --train passes further flags to every `zeroc train` run.\n");
+             "bench.png into --out (default bench-out, created with its parents). --device is\n"
+             "train's (default auto: cuda when a GPU is visible). --only keeps the named layouts;\n"
+             "--train passes further train flags to every run (not those bench sets). A layout\n"
+             "that fails makes the exit status 1, one train refuses 2.\n");
       return 0;
     }
-  static const char *const MODELS[] = {"tiny", "small", "gpt2-124m", "gpt2-350m", "gpt2-774m",
-                                       "gpt2-1558m", NULL};
-  int model = 0, steps = 12, warmup = 3, batch = 0, set_batch = 0;
+  int model = 0, device = 0, steps = 12, warmup = 3, batch = 0, set_batch = 0;
   const char *out = "bench-out", *only = NULL, *extra = "";
+  static const char *const MODELS[] = {"tiny",      "small",      "gpt2-124m", "gpt2-350m",
+                                       "gpt2-774m", "gpt2-1558m", NULL};
   const zarg_t args[] = {
       {"--out", ARG_STRING, &out, 0, 0, 0, NULL, NULL},
+      {"--device", ARG_CHOICE, &device, 0, 0, 0, zarg_devices, NULL},
       {"--model", ARG_CHOICE, &model, 0, 0, 0, MODELS, NULL},
       {"--steps", ARG_INT, &steps, 2, 100000, 0, NULL, NULL},
       {"--warmup-steps", ARG_INT, &warmup, 0, 100000, 0, NULL, NULL},
-      {"--batch", ARG_INT, &batch, 1, 1 << 16, 0, NULL, &set_batch},
+      {"--batch", ARG_INT, &batch, ZARG_LIM_BATCH, 0, NULL, &set_batch},
       {"--only", ARG_STRING, &only, 0, 0, 0, NULL, NULL},
       {"--train", ARG_STRING, &extra, 0, 0, 0, NULL, NULL},
   };
   if (zarg_parse("bench", argc, argv, args, (int)(sizeof args / sizeof args[0]))) return 2;
   if (warmup >= steps) return zarg_fail("bench", "--warmup-steps %d must be below --steps %d", warmup, steps);
+  if (check_train_flags(extra)) return 2;
   zeroc_gpt_config_t g;
   zeroc_gpt_preset(MODELS[model], &g);
   if (set_batch) g.batch = batch;
@@ -256,66 +395,58 @@ int zeroc_cmd_bench(int argc, char **argv) {
   int G = g.batch * world;
   layout_t L[MAX_LAYOUTS];
   int n = enumerate(world, &g, G, L);
-  if (rank == 0 && mkdir(out, 0755) && access(out, W_OK)) {
-    fprintf(stderr, "zeroc bench: --out '%s': cannot create the directory\n", out);
-    MPI_Abort(MPI_COMM_WORLD, 2);
+  /* every rank decides the same; only rank 0 looks at --out (it alone writes) */
+  int rc = only && (n = select_layouts(only, L, n, world)) < 0 ? 2 : 0;
+  if (!rc && rank == 0) rc = prepare_out(out);
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (rc) {
+    MPI_Finalize();
+    return rc;
   }
-  MPI_Barrier(MPI_COMM_WORLD);
   char info[512];
   machine_info(info, sizeof info, world);
+  const char *dev = zarg_devices[device];
   if (rank == 0)
-    printf("zeroc bench: %s, %d ranks, global batch %d sequences x %d tokens, %d steps per layout "
-           "(%d warm-up)\n%s\n",
-           MODELS[model], world, G, g.seq, steps, warmup, info);
+    printf("zeroc bench: %s on %s, %d ranks, global batch %d sequences x %d tokens, %d steps per "
+           "layout (%d warm-up)\n%s\n",
+           MODELS[model], dev, world, G, g.seq, steps, warmup, info);
   for (int i = 0; i < n; i++) {
     layout_t *l = &L[i];
-    if (only) {
-      char key[64];
-      snprintf(key, sizeof key, ",%s,", l->name);
-      char list[1024];
-      snprintf(list, sizeof list, ",%s,", only);
-      if (!strstr(list, key)) {
-        l->status = 2;
-        continue;
-      }
-    }
-    char metrics[4200], buf[2048];
+    char metrics[4200];
     snprintf(metrics, sizeof metrics, "%s/%s.jsonl", out, l->name);
-    int k = snprintf(buf, sizeof buf,
-                     "--model %s --steps %d --batch %d --zero %d --hsdp %d --tp %d --pp %d --lr 3e-3 "
-                     "--seed 1 --quiet --metrics %s",
-                     MODELS[model], steps, l->batch, l->zero, l->hsdp, l->tp, l->pp, metrics);
-    if (l->pp > 1)
-      k += snprintf(buf + k, sizeof buf - (size_t)k, " --microbatches %d --pp-schedule %s --vpp %d",
-                    l->micro, l->schedule, l->vpp);
-    else
-      k += snprintf(buf + k, sizeof buf - (size_t)k, " --grad-accum %d", l->micro);
-    snprintf(buf + k, sizeof buf - (size_t)k, " %s", extra);
-    /* split into an argv (no quoting needed: our own flags) */
-    char *targv[128];
-    int targc = 0;
-    for (char *tok = strtok(buf, " "); tok && targc < 127; tok = strtok(NULL, " ")) targv[targc++] = tok;
     if (rank == 0) {
       printf("  %-24s ...", l->name);
       fflush(stdout);
     }
-    int rc = zeroc_cmd_train(targc, targv);
-    MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    l->status = rc;
+    l->status = run_layout(l, MODELS[model], dev, steps, metrics, extra);
     if (rank == 0) {
-      if (rc == 0) read_metrics(metrics, warmup, l);
+      if (l->status == 0) read_metrics(metrics, warmup, l);
       if (l->status == 0)
         printf(" %9.0f tokens/s, %7.1f ms/step, %6.1f ms exposed comm, %7.2f MiB peak\n", l->tokens_s,
                l->step_ms, l->exposed_ms, l->peak_mib);
       else
-        printf(" %s\n", l->status == 2 ? "unsupported here" : "failed");
+        printf(" %s\n", l->status == 2 ? "refused by zeroc train (message above)" : "failed");
       fflush(stdout);
     }
   }
-  if (rank == 0) {
-    write_outputs(out, MODELS[model], info, L, n, G, g.seq, world);
-    printf("wrote %s/bench.csv, %s/bench.md, %s/bench.png\n", out, out, out);
+  /* a failed run (1) outranks a refused one (2): either makes the bench fail */
+  int failed = 0, refused = 0;
+  for (int i = 0; i < n; i++) {
+    failed += L[i].status == 1;
+    refused += L[i].status == 2;
   }
+  rc = failed ? 1 : refused ? 2 : 0;
+  if (rank == 0) {
+    if (write_outputs(out, MODELS[model], dev, info, L, n, G, g.seq, world))
+      rc = 1;
+    else
+      printf("wrote %s/bench.csv, %s/bench.md, %s/bench.png\n", out, out, out);
+    if (failed || refused)
+      fprintf(stderr,
+              "zeroc bench: %d of %d layouts failed, %d refused by zeroc train (see above)\n",
+              failed, n, refused);
+  }
+  MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
   MPI_Finalize();
-  return 0;
+  return rc;
 }

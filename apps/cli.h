@@ -10,4 +10,8 @@ int zeroc_cmd_plan(int argc, char **argv);
 int zeroc_cmd_train(int argc, char **argv);
 int zeroc_cmd_bench(int argc, char **argv);
 
+/* Parses argv as `zeroc train` flags and nothing more (no MPI, no files):
+ * 0, or 2 after train's one-line error. bench checks its --train flags so. */
+int zeroc_train_check_flags(int argc, char **argv);
+
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apps/args.h"
 #include "apps/cli.h"
 #include "zeroc/plan.h"
 
@@ -55,7 +56,8 @@ static void usage(FILE *f) {
       "  --microbatches M      micro-batches per step (default pp)\n"
       "  --vpp V               model chunks per pipeline rank: interleaved schedule when > 1\n"
       "                        (default 1: 1F1B; --all plans 1F1B)\n"
-      "  --dtype bf16|fp32     parameter, gradient and activation type (default bf16)\n"
+      "  --dtype auto|fp32|bf16  parameter, gradient and activation type (default auto:\n"
+      "                        bf16, what zeroc train picks on cuda)\n"
       "  --recompute none|full activation recompute (default none)\n"
       "  --sequence-parallel   split LayerNorm/residual activations over tp too\n"
       "  --offload-optimizer none|cpu|nvme   master + Adam state off the GPU\n"
@@ -129,10 +131,8 @@ static int is_switch(const char *f) {
   return !strcmp(f, "--all") || !strcmp(f, "--json") || !strcmp(f, "--sequence-parallel");
 }
 
-/* Names of the choice flags' values, in the order of their enums. */
-static const char *const dtypes[] = {"bf16", "fp32", NULL};
-static const char *const recomputes[] = {"none", "full", NULL};
-static const char *const offloads[] = {"none", "cpu", "nvme", NULL};
+/* Names of the choice flags' values, in the order of their enums; those
+ * zeroc train has too are train's (apps/args.c). */
 static const char *const act_models[] = {"zeroc", "megatron", NULL};
 static const char *const attentions[] = {"naive", "flash", NULL};
 
@@ -146,8 +146,9 @@ static const char *choices_text(const char *const *names, char *buf, size_t n) {
 
 static int parse(int argc, char **argv, opts_t *o) {
   zeroc_plan_config_t *c = &o->cfg;
-  int dtype = 0, recompute = 0, off_opt = 0, off_par = 0, act_model = 0, attention = 1;
-  /* Numeric flags: int (i), int64 (l) or number (d) in [lo, hi], (lo, hi] when lo_open. */
+  int model = 0, dtype = 0, recompute = 0, off_opt = 0, off_par = 0, act_model = 0, attention = 1;
+  /* Numeric flags: int (i), int64 (l) or number (d) in [lo, hi], (lo, hi] when lo_open;
+   * those zeroc train has too take train's limits (ZARG_LIM_*). */
   const struct num {
     const char *name;
     int *i;
@@ -157,20 +158,20 @@ static int parse(int argc, char **argv, opts_t *o) {
     int lo_open;
     int *set;
   } nums[] = {
-      {"--layers", &o->layers, NULL, NULL, 1, 100000, 0, NULL},
-      {"--hidden", &o->hidden, NULL, NULL, 1, 1 << 20, 0, NULL},
-      {"--heads", &o->heads, NULL, NULL, 1, 1 << 20, 0, NULL},
-      {"--vocab", &o->vocab, NULL, NULL, 2, 1 << 24, 0, NULL},
-      {"--seq", &o->seq, NULL, NULL, 1, 1 << 24, 0, NULL},
-      {"--batch", &o->batch, NULL, NULL, 1, 1 << 20, 0, NULL},
+      {"--layers", &o->layers, NULL, NULL, ZARG_LIM_LAYERS, 0, NULL},
+      {"--hidden", &o->hidden, NULL, NULL, ZARG_LIM_HIDDEN, 0, NULL},
+      {"--heads", &o->heads, NULL, NULL, ZARG_LIM_HEADS, 0, NULL},
+      {"--vocab", &o->vocab, NULL, NULL, ZARG_LIM_VOCAB, 0, NULL},
+      {"--seq", &o->seq, NULL, NULL, ZARG_LIM_SEQ, 0, NULL},
+      {"--batch", &o->batch, NULL, NULL, ZARG_LIM_BATCH, 0, NULL},
       {"--gpus", &c->gpus, NULL, NULL, 1, 1 << 24, 0, NULL},
-      {"--zero", &c->zero, NULL, NULL, 0, 3, 0, &o->zero_set},
-      {"--tp", &c->tp, NULL, NULL, 1, 1 << 20, 0, &o->tp_set},
-      {"--pp", &c->pp, NULL, NULL, 1, 100000, 0, &o->pp_set},
-      {"--hsdp", &c->hsdp, NULL, NULL, 1, 1 << 24, 0, &o->hsdp_set},
-      {"--microbatches", &c->microbatches, NULL, NULL, 1, 1 << 20, 0, &o->mb_set},
-      {"--vpp", &c->vpp, NULL, NULL, 1, 1024, 0, &o->vpp_set},
-      {"--prefetch", &c->prefetch, NULL, NULL, 0, 64, 0, NULL},
+      {"--zero", &c->zero, NULL, NULL, ZARG_LIM_ZERO, 0, &o->zero_set},
+      {"--tp", &c->tp, NULL, NULL, ZARG_LIM_TP, 0, &o->tp_set},
+      {"--pp", &c->pp, NULL, NULL, ZARG_LIM_PP, 0, &o->pp_set},
+      {"--hsdp", &c->hsdp, NULL, NULL, ZARG_LIM_HSDP, 0, &o->hsdp_set},
+      {"--microbatches", &c->microbatches, NULL, NULL, ZARG_LIM_MICROBATCHES, 0, &o->mb_set},
+      {"--vpp", &c->vpp, NULL, NULL, ZARG_LIM_VPP, 0, &o->vpp_set},
+      {"--prefetch", &c->prefetch, NULL, NULL, ZARG_LIM_PREFETCH, 0, NULL},
       {"--gpus-per-node", &c->gpus_per_node, NULL, NULL, 1, 1 << 16, 0, NULL},
       {"--top", &o->top, NULL, NULL, 0, 1 << 20, 0, NULL},
       {"--global-batch", NULL, &o->global_batch, NULL, 1, 1 << 24, 0, NULL},
@@ -190,10 +191,11 @@ static int parse(int argc, char **argv, opts_t *o) {
     const char *const *names;
     int *index;
   } choices[] = {
-      {"--dtype", dtypes, &dtype},
-      {"--recompute", recomputes, &recompute},
-      {"--offload-optimizer", offloads, &off_opt},
-      {"--offload-params", offloads, &off_par},
+      {"--model", zarg_models, &model},
+      {"--dtype", zarg_dtypes, &dtype},
+      {"--recompute", zarg_recomputes, &recompute},
+      {"--offload-optimizer", zarg_offloads, &off_opt},
+      {"--offload-params", zarg_offloads, &off_par},
       {"--act-model", act_models, &act_model},
       {"--attention", attentions, &attention},
   };
@@ -229,13 +231,6 @@ static int parse(int argc, char **argv, opts_t *o) {
       v = argv[++i];
     }
     int done = 0, rc = 0;
-    if (!strcmp(f, "--model")) {
-      zeroc_gpt_config_t m;
-      if (strcmp(v, "custom") && zeroc_gpt_preset(v, &m) != ZEROC_OK)
-        return bad(f, v, "tiny, small, gpt2-124m, gpt2-350m, gpt2-774m, gpt2-1558m, custom");
-      o->model = v;
-      done = 1;
-    }
     for (size_t k = 0; !done && k < sizeof nums / sizeof nums[0]; k++) {
       const struct num *n = &nums[k];
       if (strcmp(f, n->name)) continue;
@@ -264,7 +259,8 @@ static int parse(int argc, char **argv, opts_t *o) {
     }
     if (rc) return rc;
   }
-  c->param_bytes = dtype ? 4 : 2;
+  o->model = zarg_models[model];
+  c->param_bytes = !strcmp(zarg_dtypes[dtype], "fp32") ? 4 : 2; /* auto: bf16, as on cuda */
   c->recompute = recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE;
   c->offload_optimizer = (zeroc_offload_t)off_opt;
   c->offload_params = (zeroc_offload_t)off_par;
@@ -333,8 +329,14 @@ static int resolve(opts_t *o) {
     fprintf(stderr, "zeroc plan: --tp %d x --pp %d must divide --gpus %d\n", c->tp, c->pp, c->gpus);
     return 2;
   }
-  if (m->layers % c->pp) {
-    fprintf(stderr, "zeroc plan: --pp %d must divide the layers (%d)\n", c->pp, m->layers);
+  /* as zeroc train: stages may be uneven (the runtime's balanced cut), but
+   * each needs a unit of its own */
+  int nu = zeroc_gpt_num_units(m);
+  if (nu < (int64_t)c->pp * c->vpp) {
+    fprintf(stderr,
+            "zeroc plan: --pp %d x --vpp %d = %lld pipeline stages need as many units; the model "
+            "has %d (embedding, %d layers, head): use more --layers\n",
+            c->pp, c->vpp, (long long)c->pp * c->vpp, nu, m->layers);
     return 2;
   }
   if (m->heads % c->tp) {

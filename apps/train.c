@@ -25,13 +25,13 @@
 #include "zeroc/plan.h"
 #include "zeroc/zeroc.h"
 
-static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
-static const char *const MODELS[] = {"tiny", "small", "gpt2-124m", "gpt2-350m", "gpt2-774m",
-                                     "gpt2-1558m", "custom", NULL};
+/* shared with zeroc plan and bench (apps/args.c) */
+#define DEVICES    zarg_devices
+#define MODELS     zarg_models
+#define DTYPES     zarg_dtypes
+#define RECOMPUTES zarg_recomputes
+#define OFFLOADS   zarg_offloads
 static const char *const SCHEDULES[] = {"constant", "cosine", NULL};
-static const char *const DTYPES[] = {"auto", "fp32", "bf16", NULL};
-static const char *const RECOMPUTES[] = {"none", "full", NULL};
-static const char *const OFFLOADS[] = {"none", "cpu", "nvme", NULL};
 static const char *const PP_SCHEDULES[] = {"1f1b", "interleaved", NULL};
 
 typedef struct {
@@ -70,12 +70,12 @@ static int parse(int argc, char **argv, opts_t *o) {
   const zarg_t args[] = {
       {"--device", ARG_CHOICE, &o->device, 0, 0, 0, DEVICES, NULL},
       {"--model", ARG_CHOICE, &o->model, 0, 0, 0, MODELS, NULL},
-      {"--layers", ARG_INT, &o->layers, 1, 10000, 0, NULL, &o->set_layers},
-      {"--hidden", ARG_INT, &o->hidden, 1, 1 << 16, 0, NULL, &o->set_hidden},
-      {"--heads", ARG_INT, &o->heads, 1, 1 << 12, 0, NULL, &o->set_heads},
-      {"--vocab", ARG_INT, &o->vocab, 2, 65536, 0, NULL, &o->set_vocab},
-      {"--seq", ARG_INT, &o->seq, 1, 1 << 20, 0, NULL, &o->set_seq},
-      {"--batch", ARG_INT, &o->batch, 1, 1 << 16, 0, NULL, &o->set_batch},
+      {"--layers", ARG_INT, &o->layers, ZARG_LIM_LAYERS, 0, NULL, &o->set_layers},
+      {"--hidden", ARG_INT, &o->hidden, ZARG_LIM_HIDDEN, 0, NULL, &o->set_hidden},
+      {"--heads", ARG_INT, &o->heads, ZARG_LIM_HEADS, 0, NULL, &o->set_heads},
+      {"--vocab", ARG_INT, &o->vocab, ZARG_LIM_VOCAB, 0, NULL, &o->set_vocab},
+      {"--seq", ARG_INT, &o->seq, ZARG_LIM_SEQ, 0, NULL, &o->set_seq},
+      {"--batch", ARG_INT, &o->batch, ZARG_LIM_BATCH, 0, NULL, &o->set_batch},
       {"--grad-accum", ARG_INT, &o->grad_accum, 1, 1 << 16, 0, NULL, &o->set_grad_accum},
       {"--steps", ARG_INT, &o->steps, 0, 1e9, 0, NULL, NULL},
       {"--lr", ARG_DOUBLE, &o->lr, 0, 10, 0, NULL, NULL},
@@ -87,16 +87,17 @@ static int parse(int argc, char **argv, opts_t *o) {
       {"--eps", ARG_DOUBLE, &o->eps, 0, 1, 1, NULL, NULL},
       {"--schedule", ARG_CHOICE, &o->schedule, 0, 0, 0, SCHEDULES, NULL},
       {"--seed", ARG_I64, &o->seed, 0, 9e18, 0, NULL, NULL},
-      {"--zero", ARG_INT, &o->zero, 0, 3, 0, NULL, &o->set_zero},
-      {"--hsdp", ARG_INT, &o->hsdp, 1, 1 << 20, 0, NULL, NULL},
-      {"--tp", ARG_INT, &o->tp, 1, 1 << 12, 0, NULL, NULL},
-      {"--pp", ARG_INT, &o->pp, 1, 1 << 12, 0, NULL, NULL},
+      {"--zero", ARG_INT, &o->zero, ZARG_LIM_ZERO, 0, NULL, &o->set_zero},
+      {"--hsdp", ARG_INT, &o->hsdp, ZARG_LIM_HSDP, 0, NULL, NULL},
+      {"--tp", ARG_INT, &o->tp, ZARG_LIM_TP, 0, NULL, NULL},
+      {"--pp", ARG_INT, &o->pp, ZARG_LIM_PP, 0, NULL, NULL},
       {"--pp-schedule", ARG_CHOICE, &o->pp_schedule, 0, 0, 0, PP_SCHEDULES, &o->set_pp_schedule},
-      {"--vpp", ARG_INT, &o->vpp, 1, 64, 0, NULL, &o->set_vpp},
-      {"--microbatches", ARG_INT, &o->microbatches, 1, 1 << 16, 0, NULL, &o->set_microbatches},
+      {"--vpp", ARG_INT, &o->vpp, ZARG_LIM_VPP, 0, NULL, &o->set_vpp},
+      {"--microbatches", ARG_INT, &o->microbatches, ZARG_LIM_MICROBATCHES, 0, NULL,
+       &o->set_microbatches},
       {"--dtype", ARG_CHOICE, &o->dtype, 0, 0, 0, DTYPES, NULL},
       {"--recompute", ARG_CHOICE, &o->recompute, 0, 0, 0, RECOMPUTES, NULL},
-      {"--prefetch", ARG_INT, &o->prefetch, 0, 64, 0, NULL, NULL},
+      {"--prefetch", ARG_INT, &o->prefetch, ZARG_LIM_PREFETCH, 0, NULL, NULL},
       {"--offload-optimizer", ARG_CHOICE, &o->off_opt, 0, 0, 0, OFFLOADS, NULL},
       {"--offload-params", ARG_CHOICE, &o->off_par, 0, 0, 0, OFFLOADS, NULL},
       {"--nvme-dir", ARG_STRING, &o->nvme_dir, 0, 0, 0, NULL, NULL},
@@ -118,6 +119,11 @@ static int parse(int argc, char **argv, opts_t *o) {
       {"--sequence-parallel", ARG_SWITCH, &o->sequence_parallel, 0, 0, 0, NULL, NULL},
   };
   return zarg_parse("train", argc, argv, args, (int)(sizeof args / sizeof args[0]));
+}
+
+int zeroc_train_check_flags(int argc, char **argv) {
+  opts_t o = {0};
+  return parse(argc, argv, &o);
 }
 
 /* ---- the learning-rate schedule -------------------------------------------------------- */
@@ -153,6 +159,13 @@ static const char *fmt_bytes(double b, char *buf, size_t n) {
   int i = 0;
   while (b >= 1024 && i < 4) b /= 1024, i++;
   snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+  return buf;
+}
+
+/* The planner's figure, or "n/a" where it gave none: a prediction is never shown as 0 B. */
+static const char *fmt_pred(double b, char *buf, size_t n) {
+  if (b > 0) return fmt_bytes(b, buf, n);
+  snprintf(buf, n, "n/a");
   return buf;
 }
 
@@ -584,9 +597,12 @@ int zeroc_cmd_train(int argc, char **argv) {
   pc.gpu_mem_gib = 0;
   if (dev == ZEROC_DEVICE_CPU) pc.workspace_mib = 0; /* no GEMM library workspace on cpu */
   double predicted = 0, predicted_host = 0;
+  char plan_err[256] = "";
   if (zeroc_plan_compute(&pc, &pr) == ZEROC_OK) {
     predicted = pr.device.total;
     predicted_host = pr.host_bytes;
+  } else {
+    snprintf(plan_err, sizeof plan_err, "%s", zeroc_last_error(NULL));
   }
 
   uint64_t params = zeroc_gpt_num_params(&gc);
@@ -626,7 +642,10 @@ int zeroc_cmd_train(int argc, char **argv) {
       printf("  data: %s, %d files, %llu tokens, %llu steps per epoch%s\n", o.data, di.num_files,
              (unsigned long long)di.num_tokens, (unsigned long long)di.steps_per_epoch,
              o.shuffle ? ", shuffled" : "");
-    printf("  predicted peak device memory per rank %s\n", fmt_bytes(predicted, b1, sizeof b1));
+    if (predicted > 0)
+      printf("  predicted peak device memory per rank %s\n", fmt_bytes(predicted, b1, sizeof b1));
+    else
+      printf("  no predicted peak device memory: the planner refused this layout (%s)\n", plan_err);
     fflush(stdout);
   }
 
@@ -762,7 +781,7 @@ int zeroc_cmd_train(int argc, char **argv) {
              "mem %s (pred %s)%s%s%s%s",
              tty ? "\r" : "", s + 1, o.steps, info.loss, info.grad_norm, tps, dt * 1e3,
              info.exposed_comm_ms, fmt_bytes((double)peak_dev, b1, sizeof b1),
-             fmt_bytes(predicted, b2, sizeof b2), info.skipped ? " | SKIPPED (non-finite)" : "",
+             fmt_pred(predicted, b2, sizeof b2), info.skipped ? " | SKIPPED (non-finite)" : "",
              spike ? " | SPIKE " : "", spike ? SPIKE_NAMES[spike] : "",
              pipe  ? ""
              : tty ? "   "
@@ -818,9 +837,10 @@ int zeroc_cmd_train(int argc, char **argv) {
     if (skipped_total || spikes_total)
       printf("      %d step(s) skipped (non-finite gradients), %d spike(s) reported (z > %g over %d steps)\n",
              skipped_total, spikes_total, o.spike_z, o.spike_window);
-    printf("      median step %.1f ms, %.0f tokens/s; peak device memory %s per rank (predicted %s)\n",
-           med * 1e3, tokens_per_step / med, fmt_bytes((double)peak_dev, b1, sizeof b1),
-           fmt_bytes(predicted, b2, sizeof b2));
+    printf(
+        "      median step %.1f ms, %.0f tokens/s; peak device memory %s per rank (predicted %s)\n",
+        med * 1e3, tokens_per_step / med, fmt_bytes((double)peak_dev, b1, sizeof b1),
+        fmt_pred(predicted, b2, sizeof b2));
     zeroc_mem_stats_t ms;
     zeroc_ctx_memory(ctx, &ms);
     double meas[6], pred[6] = {pr.device.params, pr.device.grads, pr.device.optimizer,
@@ -829,7 +849,7 @@ int zeroc_cmd_train(int argc, char **argv) {
     printf("      device memory by kind, measured peak / predicted:");
     for (int t = 0; t < 6; t++)
       printf(" %s %s/%s", zeroc_memtag_name((zeroc_memtag_t)t), fmt_bytes(meas[t], b1, sizeof b1),
-             fmt_bytes(predicted ? pred[t] : 0, b2, sizeof b2));
+             fmt_pred(predicted ? pred[t] : 0, b2, sizeof b2));
     printf("\n");
     if (o.save) printf("      checkpoint: %s/latest\n", o.save);
     if (o.export_path) printf("      exported: %s\n", o.export_path);

@@ -131,7 +131,8 @@ memory_prediction)
              "2 --pp 2 --pp-schedule interleaved --vpp 2 --microbatches 6 --vocab 16384" \
              "4 --pp 4 --pp-schedule interleaved --vpp 2 --microbatches 8 --layers 8" \
              "2 --pp 2 --zero 0 --recompute full --pp-schedule interleaved --vpp 2 --microbatches 4" \
-             "4 --pp 2 --microbatches 4 --zero 1 --batch 1"; do
+             "4 --pp 2 --microbatches 4 --zero 1 --batch 1" \
+             "3 --pp 3 --microbatches 3"; do  # uneven: 6 units over 3 stages (4 layers)
     np=${cfg%% *}; args=${cfg#* }
     run "$np" --model small --steps 2 $args --metrics "$WORK/m.jsonl" || fail "'$args' run"
     peak=$(field "$WORK/m.jsonl" peak_device_max | tail -1)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "zeroc/pipeline.h"
 #include "zeroc/plan.h"
 
 /* |x - printed| within half a unit of the printed figure's last digit. */
@@ -211,6 +212,40 @@ static void test_params_per_rank_hand(void) {
   ZT_ASSERT_MSG((r.stage == 0 && r.params_rank == 1560) || (r.stage == 1 && r.params_rank == 1448),
                 "tp 2 pp 2: stage %d params %g, hand 1560 (first) or 1448 (last)", r.stage,
                 r.params_rank);
+}
+
+/* Uneven pipeline stages, as zeroc train runs them: pp 3 over the 6 units of
+ * the same shape (embedding 640, four blocks of 872, head 64*8 + 16 = 528 at
+ * tp 1) is planned with the runtime's cut (zeroc_pipeline_partition): the
+ * stage the plan reports holds exactly its units' parameters, and no stage
+ * count beyond the units is accepted. */
+static void test_uneven_stages(void) {
+  zeroc_plan_config_t c = gpt(4, 8, 2, 50, 16, 1);
+  zeroc_plan_result_t r;
+  c.gpus = 3;
+  c.pp = 3;
+  c.zero = 0;
+  ZT_OK(zeroc_plan_compute(&c, &r));
+  double cost[6], size[6] = {640, 872, 872, 872, 872, 528};
+  int bounds[4];
+  zeroc_gpt_unit_costs(&c.model, cost);
+  ZT_OK(zeroc_pipeline_partition(cost, 6, 3, bounds));
+  double held = 0;
+  for (int u = bounds[r.stage]; u < bounds[r.stage + 1]; u++) held += size[u];
+  ZT_ASSERT_MSG(r.params_rank == held && r.device.total > 0,
+                "pp 3: stage %d (units %d..%d) params %g, the runtime's cut holds %g; total %g",
+                r.stage, bounds[r.stage], bounds[r.stage + 1] - 1, r.params_rank, held,
+                r.device.total);
+  c.pp = 7;
+  c.gpus = 7;
+  CU_ASSERT(zeroc_plan_compute(&c, &r) == ZEROC_ERR_INVALID_ARG);
+  c.pp = 3;
+  c.gpus = 3;
+  c.vpp = 2;
+  c.microbatches = 3;
+  ZT_OK(zeroc_plan_compute(&c, &r)); /* 6 stages, one unit each */
+  c.vpp = 3;
+  CU_ASSERT(zeroc_plan_compute(&c, &r) == ZEROC_ERR_INVALID_ARG); /* 9 stages, 6 units */
 }
 
 /* Buffers and workspace by hand, same shape, tp 1, 2 GPUs, bf16, following the
@@ -530,9 +565,9 @@ static void test_config_checks(void) {
   c.tp = 3;
   expect_invalid(&c, "tp 3");
   c.tp = 1;
-  c.pp = 5;
-  c.gpus = 10;
-  expect_invalid(&c, "pp 5");
+  c.pp = 15; /* more stages than the 14 units (embedding, 12 layers, head) */
+  c.gpus = 15;
+  expect_invalid(&c, "pp 15");
   c.pp = 1;
   c.gpus = 8;
   c.hsdp = 3;
@@ -645,7 +680,7 @@ static void test_cli_bad_values(void) {
       {{"--zero", "x"}, "--zero"},
       {{"--gpus", "8", "--tp", "3"}, "--tp"},
       {{"--gpus", "0"}, "--gpus"},
-      {{"--pp", "3", "--gpus", "3"}, "--pp"}, /* tiny has 2 layers */
+      {{"--pp", "5", "--gpus", "5"}, "--pp"}, /* tiny has 4 units: embedding, 2 layers, head */
       {{"--gpus", "8", "--hsdp", "3"}, "--hsdp"},
       {{"--gpus", "8", "--hsdp", "2", "--zero", "0"}, "--hsdp"},
       {{"--gpus", "4", "--pp", "2", "--zero", "2"}, "--zero"},
@@ -696,6 +731,7 @@ int main(int argc, char **argv) {
       {"Korthikanti activations by hand", test_act_megatron_hand},
       {"zeroc activations by hand", test_act_zeroc_hand},
       {"parameters per rank with TP and PP", test_params_per_rank_hand},
+      {"uneven pipeline stages, the runtime's cut", test_uneven_stages},
       {"buffers and workspace by hand", test_buffers_hand},
       {"ZeRO stages never grow memory", test_monotone_zero},
       {"more TP or PP never grows params", test_monotone_tp_pp},

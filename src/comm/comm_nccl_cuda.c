@@ -41,29 +41,39 @@ static ncclRedOp_t nccl_op(zeroc_redop_t op) {
   }
 }
 
-static zeroc_result_t nccl_ret(ncclResult_t r, const char *call, zeroc_group_t *g) {
-  if (r == ncclSuccess || r == ncclInProgress) return ZEROC_OK;
+/* Always an error: for calls where anything but ncclSuccess is a failure. */
+static zeroc_result_t nccl_fail(ncclResult_t r, const char *call, zeroc_group_t *g) {
   return ZEROC_FAIL(ZEROC_ERR_NCCL, "%s on group %s (%d ranks) failed: %s (%s)", call, g->name,
                     g->size, ncclGetErrorString(r), ncclGetLastError(NULL));
 }
 
-/* The NCCL communicator of group g for the stream's channel, created on first use. */
+/* A collective's result: one still in progress (non-blocking communicators) is issued. */
+static zeroc_result_t nccl_ret(ncclResult_t r, const char *call, zeroc_group_t *g) {
+  if (r == ncclSuccess || r == ncclInProgress) return ZEROC_OK;
+  return nccl_fail(r, call, g);
+}
+
+/* The NCCL communicator of group g for the stream's channel, created on first
+ * use. *out is NULL on failure. Creation must have completed (ncclSuccess), so
+ * ncclInProgress is a failure here: nccl_ret would return OK with no communicator. */
 static zeroc_result_t get_comm_ch(zeroc_group_t *g, int c, ncclComm_t *out) {
+  *out = NULL;
   if (g->nccl[c]) {
     *out = g->nccl[c];
     return ZEROC_OK;
   }
   ncclUniqueId id;
+  memset(&id, 0, sizeof id); /* filled by rank 0, then broadcast */
   if (g->rank == 0) {
     ncclResult_t r = ncclGetUniqueId(&id);
-    if (r != ncclSuccess) return nccl_ret(r, "ncclGetUniqueId", g);
+    if (r != ncclSuccess) return nccl_fail(r, "ncclGetUniqueId", g);
   }
   int e = MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, g->mpi[0]);
   if (e != MPI_SUCCESS)
     return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Bcast of the NCCL id for group %s: %d", g->name, e);
   ncclComm_t comm;
   ncclResult_t r = ncclCommInitRank(&comm, g->size, id, g->rank);
-  if (r != ncclSuccess) return nccl_ret(r, "ncclCommInitRank", g);
+  if (r != ncclSuccess) return nccl_fail(r, "ncclCommInitRank", g);
   ZINFO(COMM, "nccl communicator for group %s channel %d: rank %d of %d", g->name, c, g->rank,
         g->size);
   g->nccl[c] = comm;

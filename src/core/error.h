@@ -22,7 +22,16 @@ const char *zeroc__tls_error(void);
 void zeroc__tls_error_set(const char *msg);
 void zeroc__tls_error_clear(void);
 
-#define ZEROC_FAIL(r, ...) zeroc__fail((r), __FILE__, __LINE__, __VA_ARGS__)
+/* Its value is `r` itself rather than what zeroc__fail returns (the same), so
+ * the compiler sees that a failure path never yields ZEROC_OK: an out
+ * parameter written only on success is then not "maybe uninitialized" at
+ * -O2/-O3. `r` is evaluated twice: give it no side effects. */
+#define ZEROC_FAIL(r, ...) zeroc__failed(zeroc__fail((r), __FILE__, __LINE__, __VA_ARGS__), (r))
+/* (a function, not a comma expression: ZEROC_FAIL may stand alone as a statement) */
+static inline zeroc_result_t zeroc__failed(zeroc_result_t logged, zeroc_result_t r) {
+  (void)logged;
+  return r;
+}
 
 /* Returns from the enclosing function when `call` fails. */
 #define ZEROC_CHECK(call)                                                                         \

@@ -155,8 +155,13 @@ zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
   if (c->gpus % ((int64_t)c->tp * c->pp))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d x pp %d must divide gpus %d", c->tp, c->pp,
                       c->gpus);
-  if (m->layers % c->pp)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "pp %d must divide the layers %d", c->pp, m->layers);
+  /* Stages may be uneven: the runtime cuts the units (embedding, blocks, head)
+   * by cost (zeroc_pipeline_partition) and needs one per stage, no more. */
+  if (zeroc_gpt_num_units(m) < (int64_t)c->pp * c->vpp)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "pp %d x vpp %d = %lld stages need as many units; the model has %d "
+                      "(embedding, %d layers, head)",
+                      c->pp, c->vpp, (long long)c->pp * c->vpp, zeroc_gpt_num_units(m), m->layers);
   if (m->heads % c->tp)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d must divide the heads %d", c->tp, m->heads);
   int dp = c->gpus / (c->tp * c->pp);

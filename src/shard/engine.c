@@ -124,6 +124,7 @@ static void pool_fini(zeroc_model_t *m, zeroc__pool_t *p) {
 /* Takes a free slot; `consumer` (the stream that will write it) waits until the
  * previous user released it. */
 static zeroc_result_t slot_acquire(zeroc__pool_t *p, zeroc_stream_t *consumer, zeroc__slot_t **out) {
+  *out = NULL; /* written on every path: callers' slots are never left unset */
   for (int i = 0; i < p->n; i++) {
     if (!p->s[i].busy) {
       p->s[i].busy = 1;

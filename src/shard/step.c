@@ -263,12 +263,17 @@ static zeroc_result_t offloaded_state(zeroc_model_t *m, int unit, zeroc_state_ki
   float *p = kind == ZEROC_STATE_MASTER ? v.master : kind == ZEROC_STATE_ADAM_M ? v.m : v.v;
   size_t bytes = m->u[unit].f.S * 4;
   if (get) memcpy(get, p, bytes);
-  else memcpy(p, set, bytes);
+  else if (set)
+    memcpy(p, set, bytes);
   return zeroc__moff_state_done(m, unit);
 }
 
 zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float *buf) {
   float *p = NULL;
+  if (!m || !buf)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_model_get_shard: model %p, buf %p: neither may be NULL", (void *)m,
+                      (void *)buf);
   if (m->ostate && kind != ZEROC_STATE_GRAD && unit >= 0 && unit < m->n && (unsigned)kind < ZEROC_STATE_GRAD)
     return offloaded_state(m, unit, kind, buf, NULL);
   if (kind == ZEROC_STATE_GRAD) CHK(zeroc_stream_sync(m->reduce_s));
@@ -280,6 +285,10 @@ zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kin
 zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
                                      const float *buf) {
   float *p = NULL;
+  if (!m || !buf)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_model_set_shard: model %p, buf %p: neither may be NULL", (void *)m,
+                      (void *)buf);
   if (kind == ZEROC_STATE_GRAD)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "the gradient shard is read only");
   if (m->ostate && unit >= 0 && unit < m->n && (unsigned)kind < ZEROC_STATE_GRAD)

@@ -1,0 +1,9 @@
+# The installed library as a user meets it (tests/install_pc.sh): install into
+# a temporary prefix, then compile, link and run a program with pkg-config.
+find_program(ZEROC_PKG_CONFIG pkg-config)
+if(ZEROC_PKG_CONFIG)
+  add_test(NAME install_pkgconfig
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install_pc.sh ${PROJECT_BINARY_DIR} ${CMAKE_INSTALL_LIBDIR}
+            ${CMAKE_C_COMPILER})
+  set_tests_properties(install_pkgconfig PROPERTIES LABELS unit TIMEOUT 300)
+endif()
