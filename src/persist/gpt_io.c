@@ -1,5 +1,5 @@
 /*
- * io/gpt_io.c - the built-in GPT's weights as a safetensors file with Hugging
+ * persist/gpt_io.c - the built-in GPT's weights as a safetensors file with Hugging
  * Face GPT-2 names and layouts, so a trained model opens in the Python
  * ecosystem and GPT-2 weights can be fine-tuned here. Our linear weights are
  * (out, in); GPT-2's Conv1D stores (in, out), so 2-D block weights are
