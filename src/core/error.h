@@ -40,6 +40,9 @@ static inline zeroc_result_t zeroc__failed(zeroc_result_t logged, zeroc_result_t
     if (zeroc__r != ZEROC_OK) return zeroc__r;                                                    \
   } while (0)
 
+/* The short form of ZEROC_CHECK, for code that checks one call after another. */
+#define CHK(call) ZEROC_CHECK(call)
+
 /* Sets `res` and jumps to `fail` when `call` fails (one cleanup path). */
 #define ZEROC_TRY(call)                                                                           \
   do {                                                                                            \

@@ -23,8 +23,6 @@
 #include "tp/tp.h"
 #include "zeroc/gpt.h"
 
-#define CHK(call) ZEROC_CHECK(call)
-
 enum { BLOCK_PARAMS = 12 };
 /* parameter order inside a block unit */
 enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB };

@@ -25,8 +25,6 @@
 #include "tp/split.h"
 #include "zeroc/gpt.h"
 
-#define CHK(call) ZEROC_CHECK(call)
-
 /* Tags of the export transfer on the pipeline group (blocking, after every
  * pipeline message of the step has landed). */
 enum { TAG_HEADER = 32001, TAG_DATA = 32002 };

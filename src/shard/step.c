@@ -10,19 +10,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "shard/engine.h"
-
-#define CHK(call) ZEROC_CHECK(call)
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 /* The fp32 gradient shard of unit u: the shard itself, or a converted copy. */
 static zeroc_result_t grad_f32(zeroc_model_t *m, zeroc__unit_t *u, const float **g) {
@@ -148,9 +141,9 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
 
   /* every reduction of this step must have landed */
   if (m->compute->inline_) {
-    double t0 = now_ms();
+    double t0 = zeroc__now_ms();
     res = zeroc_stream_sync(m->reduce_s);
-    m->exposed_ms += now_ms() - t0;
+    m->exposed_ms += zeroc__now_ms() - t0;
   } else {
     zeroc_event_t *e = m->u[0].ev_reduced;
     res = zeroc_event_record(e, m->reduce_s);
