@@ -45,10 +45,6 @@ struct zeroc_ctx {
   char last_error[ZEROC_ERRMSG_MAX];
 };
 
-/* Records the calling thread's error text as the context's last error and
- * returns `r`: public functions end with `return zeroc__ctx_ret(ctx, r)`. */
-zeroc_result_t zeroc__ctx_ret(zeroc_ctx_t *ctx, zeroc_result_t r);
-
 /* Creates the mesh groups (world, tp, pp, dp, dp_shard, dp_replicate). */
 zeroc_result_t zeroc__mesh_create_groups(zeroc_ctx_t *ctx);
 
