@@ -9,9 +9,9 @@
  * and, when it was given a context or an object made on one (a model, a GPT),
  * in that context, so zeroc_last_error(ctx) names that failure. A call that
  * succeeds leaves the recorded message as it was (as errno is left): read it
- * right after a call returned something other than ZEROC_OK. A call given no
- * context (a NULL model, zeroc_ctx_create) reports through
- * zeroc_last_error(NULL).
+ * right after a call returned something other than ZEROC_OK. A call with no
+ * context to record in (zeroc_ctx_create, the data set calls of data.h, a
+ * NULL model) reports through zeroc_last_error(NULL) only.
  */
 #ifndef ZEROC_RESULT_H
 #define ZEROC_RESULT_H

@@ -99,7 +99,7 @@ zeroc_result_t zeroc__stream_create_p2p(zeroc_device_t *dev, int priority, zeroc
 
 zeroc_result_t zeroc_stream_create(zeroc_ctx_t *ctx, int priority, zeroc_stream_t **s) {
   if (!ctx || !s) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_stream_create: NULL argument");
-  return zeroc__stream_create(&ctx->dev, priority, 0, s);
+  return zeroc__ctx_ret(ctx, zeroc__stream_create(&ctx->dev, priority, 0, s));
 }
 
 void zeroc_stream_destroy(zeroc_stream_t *s) {
@@ -150,7 +150,7 @@ zeroc_result_t zeroc_memset_async(zeroc_stream_t *s, void *dst, int value, size_
 }
 
 zeroc_result_t zeroc_event_create(zeroc_ctx_t *ctx, zeroc_event_t **e) {
-  return ctx->dev.ops->event_create(&ctx->dev, e);
+  return zeroc__ctx_ret(ctx, ctx->dev.ops->event_create(&ctx->dev, e));
 }
 void zeroc_event_destroy(zeroc_event_t *e) {
   if (e) e->dev->ops->event_destroy(e);

@@ -304,10 +304,14 @@ zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kin
   return zeroc__ctx_ret(m ? m->ctx : NULL, set_shard(m, unit, kind, buf));
 }
 
-zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m) {
+static zeroc_result_t sync_params(zeroc_model_t *m) {
   CHK(zeroc__model_publish(m));
   CHK(zeroc_stream_sync(m->gather_s));
   return zeroc_stream_sync(m->compute);
+}
+
+zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m) {
+  return zeroc__ctx_ret(m->ctx, sync_params(m));
 }
 
 static zeroc_result_t gather_unit(zeroc_model_t *m, int unit, float *buf) {
