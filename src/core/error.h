@@ -22,6 +22,12 @@ const char *zeroc__tls_error(void);
 void zeroc__tls_error_set(const char *msg);
 void zeroc__tls_error_clear(void);
 
+/* A context begins with this head (core/ctx.h), so that the text of its last
+ * failure is kept and read here, without the context's other insides. */
+typedef struct zeroc__errhead {
+  char last_error[ZEROC_ERRMSG_MAX];
+} zeroc__errhead_t;
+
 /* Records the calling thread's error text as the context's last error when
  * `r` is a failure (and `ctx` not NULL), and returns `r`: every public
  * function that takes a context, or an object holding one, ends with
