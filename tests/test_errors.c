@@ -69,7 +69,8 @@ static void test_model_calls(void) {
 }
 
 static void test_gpt_create(void) {
-  zeroc_gpt_config_t cfg = {.layers = 0, .hidden = 8, .heads = 2, .vocab = 16, .seq = 4, .batch = 1};
+  zeroc_gpt_config_t cfg = {
+      .layers = 0, .hidden = 8, .heads = 2, .vocab = 16, .seq = 4, .batch = 1};
   zeroc_gpt_t *g = NULL;
   fail_first();
   CU_ASSERT_EQUAL(zeroc_gpt_create_ex(ctx, &cfg, NULL, &g), ZEROC_ERR_INVALID_ARG);

@@ -5,8 +5,8 @@
 #define ZEROC_CORE_CTX_H
 
 #include <hwloc.h>
-#include <stddef.h>
 #include <mpi.h>
+#include <stddef.h>
 
 #include "core/error.h"
 #include "core/mem.h"

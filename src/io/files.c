@@ -303,7 +303,8 @@ static zeroc_result_t next_entry(DIR *dir, const char *who, const char *shown, c
     errno = 0;
     *e = readdir(dir);
     if (!*e) {
-      if (errno) return ZEROC_FAIL(ZEROC_ERR_IO, "%sreaddir('%s'): %s", who, shown, strerror(errno));
+      if (errno)
+        return ZEROC_FAIL(ZEROC_ERR_IO, "%sreaddir('%s'): %s", who, shown, strerror(errno));
       return ZEROC_OK;
     }
   } while (!strcmp((*e)->d_name, ".") || !strcmp((*e)->d_name, ".."));

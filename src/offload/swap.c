@@ -872,8 +872,8 @@ void zeroc__swap_info(zeroc__swap_t *sw, zeroc__swap_info_t *out) {
 /* Every ticket is outstanding: the caller must wait for some first. */
 static zeroc_result_t no_ticket(const zeroc__swap_t *sw, const char *what) {
   return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                    "%s: all %d tickets are outstanding; wait for some (or raise max_tickets)", what,
-                    sw->max_tickets);
+                    "%s: all %d tickets are outstanding; wait for some (or raise max_tickets)",
+                    what, sw->max_tickets);
 }
 
 static zeroc_result_t submit(zeroc__swap_t *sw, int write, int slot, void *buf, uint64_t bytes,

@@ -15,11 +15,11 @@
 #include "zeroc/result.h"
 
 #define MANIFEST_MAX (64u << 20)
-#define STATES 3 /* master, m, v */
+#define STATES       3 /* master, m, v */
 /* Bounds on what a manifest may claim: far beyond any real run, low enough
  * that no product or sum of them below overflows 64 bits or wraps an int. */
-#define MAX_STEP (1ull << 48)  /* steps */
-#define MAX_MESH 65536ull      /* tp, pp and dp sizes, shards per checkpoint */
+#define MAX_STEP  (1ull << 48) /* steps */
+#define MAX_MESH  65536ull     /* tp, pp and dp sizes, shards per checkpoint */
 #define MAX_NUMEL (1ull << 40) /* elements of one unit or parameter (4 TiB of fp32) */
 #define MAX_BYTES (MAX_NUMEL * 4 * STATES)
 
@@ -35,8 +35,8 @@ zeroc_result_t zeroc__ckpt_seal_manifest(const char *text, size_t len, char **ou
 
 /* Checks the manifest's checksum field when it has one (root: its parsed
  * `text`); manifests written before the field existed load without it. */
-zeroc_result_t zeroc__ckpt_check_manifest_crc(const char *text, size_t len, const zeroc__json_t *root,
-                                              const char *what);
+zeroc_result_t zeroc__ckpt_check_manifest_crc(const char *text, size_t len,
+                                              const zeroc__json_t *root, const char *what);
 
 /* DIR/latest -> DIR/<name> in `out`, or `path` itself when it holds a manifest. */
 zeroc_result_t zeroc__ckpt_resolve(const char *path, char *out, size_t n);

@@ -43,8 +43,9 @@ static zeroc_result_t load_file(const char *dir, file_ent_t *fe, float **data) {
   if (r) return r;
   if (len != fe->bytes) {
     free(buf);
-    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "checkpoint file '%s' has %zu bytes, the manifest says %" PRIu64,
-                      path, len, fe->bytes);
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "checkpoint file '%s' has %zu bytes, the manifest says %" PRIu64, path, len,
+                      fe->bytes);
   }
   uint32_t crc = zeroc__crc32c(0, buf, len);
   if (crc != fe->crc) {
@@ -96,26 +97,32 @@ static zeroc_result_t old_split(const zeroc__json_t *pj, const zeroc_param_desc_
   int nd = 0, nf = 0;
   uint64_t groups = 0, dim = 0;
   if (!nm || nm->type != ZEROC_JSON_STRING || strcmp(nm->u.str.s, name))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: unit %d parameter %d is '%s' in the checkpoint, '%s' in this model",
-                      what, u, p, nm && nm->type == ZEROC_JSON_STRING ? nm->u.str.s : "?", name);
-  if (get_dims(pj, "shape", shape, &nd) || zeroc__ckpt_get_u64(pj, "tp_groups", what, MAX_MESH, &groups))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "%s: parameter '%s' has no tensor-parallel layout (shape, tp_groups): this "
-                      "checkpoint was saved with tp %d by an older zeroc and can only be loaded with tp %d",
-                      what, name, old_tp, old_tp);
+                      "%s: unit %d parameter %d is '%s' in the checkpoint, '%s' in this model",
+                      what, u, p, nm && nm->type == ZEROC_JSON_STRING ? nm->u.str.s : "?", name);
+  if (get_dims(pj, "shape", shape, &nd) ||
+      zeroc__ckpt_get_u64(pj, "tp_groups", what, MAX_MESH, &groups))
+    return ZEROC_FAIL(
+        ZEROC_ERR_INVALID_ARG,
+        "%s: parameter '%s' has no tensor-parallel layout (shape, tp_groups): this "
+        "checkpoint was saved with tp %d by an older zeroc and can only be loaded with tp %d",
+        what, name, old_tp, old_tp);
   memset(op->split.full, 0, sizeof op->split.full);
   op->split.ndim = nd;
   op->split.size = old_tp;
   op->split.groups = (int)groups;
   if (groups) {
-    if (zeroc__ckpt_get_u64(pj, "tp_dim", what, ZEROC_MAX_DIMS, &dim) || get_dims(pj, "tp_full", full, &nf) || nf != nd ||
-        (int)dim >= nd || groups > (uint64_t)full[dim])
-      return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: parameter '%s': malformed tp_dim / tp_full", what, name);
+    if (zeroc__ckpt_get_u64(pj, "tp_dim", what, ZEROC_MAX_DIMS, &dim) ||
+        get_dims(pj, "tp_full", full, &nf) || nf != nd || (int)dim >= nd ||
+        groups > (uint64_t)full[dim])
+      return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: parameter '%s': malformed tp_dim / tp_full", what,
+                        name);
     op->split.dim = (int)dim;
     for (int d = 0; d < nd; d++) {
       int64_t want = d == (int)dim ? full[d] / old_tp : full[d];
       if (shape[d] != want || (d == (int)dim && full[d] % ((int64_t)old_tp * (int64_t)groups)))
-        return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: parameter '%s': shape and tp_full disagree", what, name);
+        return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: parameter '%s': shape and tp_full disagree", what,
+                          name);
       op->split.full[d] = full[d];
     }
   } else {
@@ -190,7 +197,8 @@ static zeroc_result_t resplit_dropped(zeroc_model_t *m, int u, const old_param_t
     int shrinks = 0;
     for (int d = 0; d < ns.ndim; d++) shrinks |= op[p].split.full[d] > ns.full[d];
     if (!shrinks) continue;
-    uint64_t local = zeroc__split_full_numel(&op[p].split) / (uint64_t)(op[p].split.groups ? old_tp : 1);
+    uint64_t local =
+        zeroc__split_full_numel(&op[p].split) / (uint64_t)(op[p].split.groups ? old_tp : 1);
     for (int r = 0; r < (op[p].split.groups ? old_tp : 1); r++)
       for (uint64_t jo = 0; jo < local; jo++) {
         uint64_t g = zeroc__split_to_global(&op[p].split, r, jo), gn;
@@ -217,8 +225,9 @@ static zeroc_result_t check_unit(const zeroc__json_t *uj, const zeroc_unit_info_
   const char *un = ui->name ? ui->name : "";
   const zeroc__json_t *nm = zeroc__json_get(uj, "name");
   if (nm && nm->type == ZEROC_JSON_STRING && strcmp(nm->u.str.s, un))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: unit %d is '%s' in the checkpoint, '%s' in this model",
-                      what, u, nm->u.str.s, un);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: unit %d is '%s' in the checkpoint, '%s' in this model", what, u,
+                      nm->u.str.s, un);
   if (numel != ui->numel && !resplit)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "%s: unit %d ('%s') has %" PRIu64 " parameters in the checkpoint, %" PRIu64
@@ -226,8 +235,8 @@ static zeroc_result_t check_unit(const zeroc__json_t *uj, const zeroc_unit_info_
                       what, u, un, numel, ui->numel);
   const zeroc__json_t *pj = zeroc__json_get(uj, "params");
   if (!pj || pj->type != ZEROC_JSON_ARRAY)
-    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: unit %d ('%s'): field 'params' missing or not an array",
-                      what, u, un);
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "%s: unit %d ('%s'): field 'params' missing or not an array", what, u, un);
   if (pj->u.arr.n != (size_t)ui->nparams)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "%s: unit %d ('%s') has %zu parameter tensors in the checkpoint, %d in this "
@@ -245,19 +254,23 @@ static zeroc_result_t check_unit(const zeroc__json_t *uj, const zeroc_unit_info_
  * elements) against the model's pd at `offset`, when the tensor-parallel size
  * is unchanged: the same name, shape (when the manifest has one: older
  * manifests did not record it), place and size. */
-static zeroc_result_t check_param(const zeroc__json_t *pj, const zeroc_param_desc_t *pd, int u, int p,
-                                  uint64_t off, uint64_t pn, uint64_t offset, const char *what) {
+static zeroc_result_t check_param(const zeroc__json_t *pj, const zeroc_param_desc_t *pd, int u,
+                                  int p, uint64_t off, uint64_t pn, uint64_t offset,
+                                  const char *what) {
   const char *name = pd->name ? pd->name : "";
   const zeroc__json_t *nm = zeroc__json_get(pj, "name");
   if (!nm || nm->type != ZEROC_JSON_STRING || strcmp(nm->u.str.s, name))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: unit %d parameter %d is '%s' in the checkpoint, '%s' in this model",
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: unit %d parameter %d is '%s' in the checkpoint, '%s' in this model",
                       what, u, p, nm && nm->type == ZEROC_JSON_STRING ? nm->u.str.s : "?", name);
   if (zeroc__json_get(pj, "shape")) {
     int64_t shape[ZEROC_MAX_DIMS];
     int nd = 0, same;
     if (get_dims(pj, "shape", shape, &nd))
-      return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: parameter '%s': malformed shape (1..%d dimensions of "
-                        "1..%llu elements)", what, name, ZEROC_MAX_DIMS, MAX_NUMEL);
+      return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                        "%s: parameter '%s': malformed shape (1..%d dimensions of "
+                        "1..%llu elements)",
+                        what, name, ZEROC_MAX_DIMS, MAX_NUMEL);
     same = nd == pd->ndim;
     for (int d = 0; same && d < nd; d++) same = shape[d] == pd->shape[d];
     if (!same) {
@@ -265,10 +278,12 @@ static zeroc_result_t check_param(const zeroc__json_t *pj, const zeroc_param_des
       for (int d = 0; d < nd; d++)
         snprintf(a + strlen(a), sizeof a - strlen(a), "%s%lld", d ? "x" : "", (long long)shape[d]);
       for (int d = 0; d < pd->ndim; d++)
-        snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? "x" : "", (long long)pd->shape[d]);
-      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                        "%s: parameter '%s' (unit %d) has shape %s in the checkpoint, %s in this model",
-                        what, name, u, a, b);
+        snprintf(b + strlen(b), sizeof b - strlen(b), "%s%lld", d ? "x" : "",
+                 (long long)pd->shape[d]);
+      return ZEROC_FAIL(
+          ZEROC_ERR_INVALID_ARG,
+          "%s: parameter '%s' (unit %d) has shape %s in the checkpoint, %s in this model", what,
+          name, u, a, b);
     }
   }
   if (off != offset || pn != zeroc_param_numel(pd))
@@ -317,15 +332,16 @@ static zeroc_result_t read_manifest(load_t *L, const char *path) {
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: not a zeroc checkpoint (format field)", what);
   ZEROC_CHECK(zeroc__ckpt_get_u64(root, "version", what, UINT32_MAX, &version));
   if (version != 1)
-    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: version %" PRIu64 " (this zeroc reads version 1)", what, version);
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: version %" PRIu64 " (this zeroc reads version 1)",
+                      what, version);
   ZEROC_CHECK(zeroc__ckpt_check_manifest_crc(L->text, len, root, what));
   ZEROC_CHECK(zeroc__ckpt_get_u64(root, "step", what, MAX_STEP, &L->step));
   L->opt_steps = L->step; /* older manifests: no skipped steps recorded */
   if (zeroc__json_get(root, "optimizer_steps"))
     ZEROC_CHECK(zeroc__ckpt_get_u64(root, "optimizer_steps", what, MAX_STEP, &L->opt_steps));
   if (L->opt_steps > L->step)
-    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: optimizer_steps %" PRIu64 " exceeds step %" PRIu64, what,
-                      L->opt_steps, L->step);
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: optimizer_steps %" PRIu64 " exceeds step %" PRIu64,
+                      what, L->opt_steps, L->step);
   ZEROC_CHECK(zeroc__ckpt_get_u64(root, "shard_size", what, MAX_MESH, &L->old_shards));
   const zeroc__json_t *mj = zeroc__json_get(root, "mesh");
   if (mj) {
@@ -335,7 +351,8 @@ static zeroc_result_t read_manifest(load_t *L, const char *path) {
     const char *more[] = {"world", "dp", "dp_shard", "dp_replicate"};
     for (int i = 0; i < 4; i++) {
       uint64_t v;
-      if (zeroc__json_get(mj, more[i])) ZEROC_CHECK(zeroc__ckpt_get_u64(mj, more[i], what, MAX_MESH * MAX_MESH, &v));
+      if (zeroc__json_get(mj, more[i]))
+        ZEROC_CHECK(zeroc__ckpt_get_u64(mj, more[i], what, MAX_MESH * MAX_MESH, &v));
     }
   }
   if (old_pp != (uint64_t)mesh->pp || L->old_tp < 1)
@@ -357,7 +374,8 @@ static zeroc_result_t read_manifest(load_t *L, const char *path) {
         units = zeroc__json_get(e, "units");
     }
     if (!units)
-      return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: no unit list for pipeline stage %d", what, mesh->pp_rank);
+      return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: no unit list for pipeline stage %d", what,
+                        mesh->pp_rank);
   }
   if (L->old_shards < 1)
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: shard_size 0 (accepted 1..%llu)", what, MAX_MESH);
@@ -409,11 +427,11 @@ static zeroc_result_t read_layout(load_t *L) {
       op[p].numel = pn;
       if (L->resplit) {
         res = old_split(&pj->u.arr.items[p], pd, (int)L->old_tp, what, u, p, &op[p]);
-        if (!res && (off + pn > L->old_N[u] ||
-                     pn * (uint64_t)(op[p].split.groups ? L->old_tp : 1) !=
-                         zeroc__split_full_numel(&op[p].split)))
-          res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: unit %d parameter %d: offset or size out of place",
-                           what, u, p);
+        if (!res &&
+            (off + pn > L->old_N[u] || pn * (uint64_t)(op[p].split.groups ? L->old_tp : 1) !=
+                                           zeroc__split_full_numel(&op[p].split)))
+          res = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                           "%s: unit %d parameter %d: offset or size out of place", what, u, p);
       } else {
         res = check_param(&pj->u.arr.items[p], pd, u, p, off, pn, zeroc_model_param_offset(m, u, p),
                           what);
@@ -433,7 +451,8 @@ static zeroc_result_t read_files(load_t *L) {
   zeroc_result_t res = ZEROC_OK;
   int nfiles = 0;
   const zeroc__json_t *fj = zeroc__json_get(L->root, "files");
-  if (!fj || fj->type != ZEROC_JSON_ARRAY) return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: no files list", what);
+  if (!fj || fj->type != ZEROC_JSON_ARRAY)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: no files list", what);
   L->files = calloc((size_t)slots, sizeof *L->files);
   L->cache = calloc((size_t)slots, sizeof *L->cache);
   if (!L->files || !L->cache) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "checkpoint file table");
@@ -448,8 +467,7 @@ static zeroc_result_t read_files(load_t *L) {
     if (!res) res = zeroc__ckpt_get_u64(e, "bytes", what, MAX_BYTES, &bytes);
     if (!res) res = zeroc__ckpt_get_u64(e, "crc32c", what, UINT32_MAX, &crc);
     if (res) break;
-    if (!nm ||
-        nm->type != ZEROC_JSON_STRING || nm->u.str.len >= sizeof L->files[0].name ||
+    if (!nm || nm->type != ZEROC_JSON_STRING || nm->u.str.len >= sizeof L->files[0].name ||
         strchr(nm->u.str.s, '/') || sh >= L->old_shards || tp >= L->old_tp) {
       res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: files entry %zu is malformed", what, i);
       break;
@@ -469,11 +487,13 @@ static zeroc_result_t read_files(load_t *L) {
   uint64_t expect_bytes = 0;
   for (int u = 0; u < L->n && !res; u++)
     if (__builtin_add_overflow(expect_bytes, L->old_S[u] * 4 * STATES, &expect_bytes))
-      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: the units' shard sizes add up beyond 2^64 bytes", what);
+      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: the units' shard sizes add up beyond 2^64 bytes",
+                       what);
   for (uint64_t s = 0; !res && s < slots; s++)
     if (L->files[s].bytes != expect_bytes)
-      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: file '%s' should hold %" PRIu64 " bytes, listed %" PRIu64,
-                       what, L->files[s].name, expect_bytes, L->files[s].bytes);
+      res = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                       "%s: file '%s' should hold %" PRIu64 " bytes, listed %" PRIu64, what,
+                       L->files[s].name, expect_bytes, L->files[s].bytes);
   return res;
 }
 
@@ -494,7 +514,8 @@ static zeroc_result_t cut_shards(load_t *L) {
       break;
     }
     if (L->resplit) {
-      res = resplit_unit(m, u, L->oldp[u], oS, unit_base, L->dir, L->files, L->cache, L->old_shards, dst);
+      res = resplit_unit(m, u, L->oldp[u], oS, unit_base, L->dir, L->files, L->cache, L->old_shards,
+                         dst);
       if (!res && L->mesh->rank == 0)
         res = resplit_dropped(m, u, L->oldp[u], oS, unit_base, L->dir, L->files, L->cache,
                               L->old_shards, (int)L->old_tp, L->what);
@@ -524,7 +545,8 @@ static zeroc_result_t apply(load_t *L, uint64_t *step_out, char **app_out) {
     zeroc_unit_info_t ui;
     zeroc_model_unit_info(m, u, &ui);
     for (int k = 0; k < STATES && !res; k++)
-      res = zeroc_model_set_shard(m, u, (zeroc_state_kind_t)k, L->newstate[u] + (uint64_t)k * ui.shard_numel);
+      res = zeroc_model_set_shard(m, u, (zeroc_state_kind_t)k,
+                                  L->newstate[u] + (uint64_t)k * ui.shard_numel);
   }
   if (!res) res = zeroc_model_sync_params(m);
   if (!res) zeroc_model_set_steps(m, L->opt_steps);
@@ -537,8 +559,8 @@ static zeroc_result_t apply(load_t *L, uint64_t *step_out, char **app_out) {
   }
   if (!res) *step_out = L->step;
   if (!res && L->resplit)
-    ZINFO(IO, "checkpoint step %" PRIu64 " re-split from tp %" PRIu64 " to tp %d", L->step, L->old_tp,
-          L->mesh->tp);
+    ZINFO(IO, "checkpoint step %" PRIu64 " re-split from tp %" PRIu64 " to tp %d", L->step,
+          L->old_tp, L->mesh->tp);
   return res;
 }
 
@@ -559,7 +581,8 @@ static void load_free(load_t *L) {
 zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *step_out,
                                char **app_out) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
-  load_t L = {.m = m, .mesh = zeroc_ctx_mesh(ctx), .n = zeroc_model_num_units(m), .ntp = 1, .old_tp = 1};
+  load_t L = {
+      .m = m, .mesh = zeroc_ctx_mesh(ctx), .n = zeroc_model_num_units(m), .ntp = 1, .old_tp = 1};
   if (app_out) *app_out = NULL;
   zeroc__watchdog_phase(ctx, "loading checkpoint");
   ZEROC_FAULT_AT(ctx, "ckpt.load", 0, NULL);

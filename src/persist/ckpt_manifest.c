@@ -27,7 +27,8 @@
 #define CRC_KEY "\"manifest_crc32c\""
 
 /* `text` (a JSON object) with the checksum field appended: *out malloc'd. */
-zeroc_result_t zeroc__ckpt_seal_manifest(const char *text, size_t len, char **out, size_t *out_len) {
+zeroc_result_t zeroc__ckpt_seal_manifest(const char *text, size_t len, char **out,
+                                         size_t *out_len) {
   size_t e = len;
   while (e && text[e - 1] != '}') e--;
   if (!e) return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "manifest text is not a JSON object");
@@ -47,8 +48,8 @@ zeroc_result_t zeroc__ckpt_seal_manifest(const char *text, size_t len, char **ou
 /* Checks the manifest's checksum field when it has one; manifests written
  * before the field existed load without it (the shard files keep their own
  * CRC-32C either way). */
-zeroc_result_t zeroc__ckpt_check_manifest_crc(const char *text, size_t len, const zeroc__json_t *root,
-                                         const char *what) {
+zeroc_result_t zeroc__ckpt_check_manifest_crc(const char *text, size_t len,
+                                              const zeroc__json_t *root, const char *what) {
   if (!zeroc__json_get(root, "manifest_crc32c")) return ZEROC_OK;
   uint64_t want;
   ZEROC_CHECK(zeroc__ckpt_get_u64(root, "manifest_crc32c", what, UINT32_MAX, &want));
@@ -56,19 +57,22 @@ zeroc_result_t zeroc__ckpt_check_manifest_crc(const char *text, size_t len, cons
   for (size_t i = 0; i + kl <= len; i++)
     if (!memcmp(text + i, CRC_KEY, kl)) at = i;
   size_t e = at == SIZE_MAX ? 0 : at;
-  while (e && (text[e - 1] == '\n' || text[e - 1] == ' ' || text[e - 1] == '\r' || text[e - 1] == '\t')) e--;
+  while (e &&
+         (text[e - 1] == '\n' || text[e - 1] == ' ' || text[e - 1] == '\r' || text[e - 1] == '\t'))
+    e--;
   /* after the key only its number and the closing brace may follow */
   const char *t = at == SIZE_MAX ? text : text + at + kl, *end = text + len;
-  while (t < end && (*t == ' ' || *t == ':' || (*t >= '0' && *t <= '9') || *t == '\n' || *t == '}' ||
-                     *t == '\r' || *t == '\t'))
+  while (t < end && (*t == ' ' || *t == ':' || (*t >= '0' && *t <= '9') || *t == '\n' ||
+                     *t == '}' || *t == '\r' || *t == '\t'))
     t++;
   if (!e || text[e - 1] != ',' || t != end)
-    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: field 'manifest_crc32c' is not the manifest's last field",
-                      what);
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "%s: field 'manifest_crc32c' is not the manifest's last field", what);
   uint32_t got = zeroc__crc32c(0, text, e - 1);
   if (got != (uint32_t)want)
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
-                      "%s: fails its checksum (CRC-32C %08" PRIx32 " of its content, manifest_crc32c "
+                      "%s: fails its checksum (CRC-32C %08" PRIx32
+                      " of its content, manifest_crc32c "
                       "%08" PRIx32 "): it was not used",
                       what, got, (uint32_t)want);
   return ZEROC_OK;
@@ -124,18 +128,18 @@ zeroc_result_t zeroc__ckpt_resolve(const char *path, char *out, size_t n) {
  * integer of a manifest goes through here: a value that would wrap an int or
  * overflow a size computed from it is refused by name, never cast. */
 zeroc_result_t zeroc__ckpt_get_u64(const zeroc__json_t *o, const char *key, const char *what,
-                              uint64_t max, uint64_t *v) {
+                                   uint64_t max, uint64_t *v) {
   const zeroc__json_t *x = zeroc__json_get(o, key);
   if (!x || x->type != ZEROC_JSON_NUMBER || !x->u.num.is_int || x->u.num.i < 0)
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: field '%s' missing or not a non-negative integer",
                       what, key);
   if ((uint64_t)x->u.num.i > max)
-    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: field '%s' %" PRIu64 " is out of range (accepted 0..%" PRIu64 ")",
-                      what, key, (uint64_t)x->u.num.i, max);
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "%s: field '%s' %" PRIu64 " is out of range (accepted 0..%" PRIu64 ")", what,
+                      key, (uint64_t)x->u.num.i, max);
   *v = (uint64_t)x->u.num.i;
   return ZEROC_OK;
 }
-
 
 /* ---- resuming: the caller's own record ----------------------------------------------- */
 
@@ -155,18 +159,25 @@ static const zeroc__json_t *get_path(const zeroc__json_t *o, const char *path) {
 
 /* A scalar as the message shows it. */
 static const char *show(const zeroc__json_t *v, char *buf, size_t n) {
-  if (!v) snprintf(buf, n, "missing");
-  else if (v->type == ZEROC_JSON_NUMBER && v->u.num.is_u64) snprintf(buf, n, "%" PRIu64, v->u.num.u);
-  else if (v->type == ZEROC_JSON_NUMBER && v->u.num.is_int) snprintf(buf, n, "%lld", (long long)v->u.num.i);
-  else if (v->type == ZEROC_JSON_NUMBER) snprintf(buf, n, "%.9g", v->u.num.value);
-  else if (v->type == ZEROC_JSON_STRING) snprintf(buf, n, "'%.64s'", v->u.str.s);
-  else snprintf(buf, n, "not a number or string");
+  if (!v)
+    snprintf(buf, n, "missing");
+  else if (v->type == ZEROC_JSON_NUMBER && v->u.num.is_u64)
+    snprintf(buf, n, "%" PRIu64, v->u.num.u);
+  else if (v->type == ZEROC_JSON_NUMBER && v->u.num.is_int)
+    snprintf(buf, n, "%lld", (long long)v->u.num.i);
+  else if (v->type == ZEROC_JSON_NUMBER)
+    snprintf(buf, n, "%.9g", v->u.num.value);
+  else if (v->type == ZEROC_JSON_STRING)
+    snprintf(buf, n, "'%.64s'", v->u.str.s);
+  else
+    snprintf(buf, n, "not a number or string");
   return buf;
 }
 
 static int same_scalar(const zeroc__json_t *a, const zeroc__json_t *b) {
   if (!a || !b || a->type != b->type) return 0;
-  if (a->type == ZEROC_JSON_STRING) return a->u.str.len == b->u.str.len && !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
+  if (a->type == ZEROC_JSON_STRING)
+    return a->u.str.len == b->u.str.len && !memcmp(a->u.str.s, b->u.str.s, a->u.str.len);
   if (a->type != ZEROC_JSON_NUMBER || a->u.num.is_int != b->u.num.is_int ||
       a->u.num.is_u64 != b->u.num.is_u64)
     return 0;
@@ -175,17 +186,18 @@ static int same_scalar(const zeroc__json_t *a, const zeroc__json_t *b) {
 }
 
 static zeroc_result_t check_resume(const char *path, uint64_t step, uint64_t run_steps,
-                                   const char *saved, const char *current, const char *const *fields) {
+                                   const char *saved, const char *current,
+                                   const char *const *fields) {
   zeroc_result_t res = ZEROC_OK;
   zeroc__json_doc_t *sd = NULL, *cd = NULL;
   char what[4200];
   snprintf(what, sizeof what, "resume from '%s'", path ? path : "");
   if (step > run_steps)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "--steps %" PRIu64 " is below the checkpoint's step %" PRIu64 " ('%s'): a run "
-                      "must end at or after the step it resumes from (accepted --steps %" PRIu64
-                      " or more)",
-                      run_steps, step, path ? path : "", step);
+    return ZEROC_FAIL(
+        ZEROC_ERR_INVALID_ARG,
+        "--steps %" PRIu64 " is below the checkpoint's step %" PRIu64 " ('%s'): a run "
+        "must end at or after the step it resumes from (accepted --steps %" PRIu64 " or more)",
+        run_steps, step, path ? path : "", step);
   if (!fields || !*fields) return ZEROC_OK;
   if (!saved || !*saved)
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
@@ -196,7 +208,8 @@ static zeroc_result_t check_resume(const char *path, uint64_t step, uint64_t run
   ZEROC_TRY(zeroc__json_parse(current ? current : "{}", current ? strlen(current) : 2,
                               "this run's app object", &cd));
   for (const char *const *f = fields; *f && !res; f++) {
-    const zeroc__json_t *a = get_path(zeroc__json_root(sd), *f), *b = get_path(zeroc__json_root(cd), *f);
+    const zeroc__json_t *a = get_path(zeroc__json_root(sd), *f),
+                        *b = get_path(zeroc__json_root(cd), *f);
     char x[96], y[96];
     if (!a)
       res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "%s: the manifest's app object has no '%s'", what, *f);

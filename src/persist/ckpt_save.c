@@ -7,11 +7,11 @@
  * another tensor-parallel size; with pipeline parallelism it lists every
  * stage's units (gathered to rank 0). Reading it back: ckpt_load.c.
  */
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 
 #include "comm/comm.h"
 #include "core/ctx.h"
@@ -292,7 +292,8 @@ static zeroc_result_t check_splits(zeroc_model_t *m) {
   for (int u = 0; u < zeroc_model_num_units(m); u++) {
     zeroc_unit_info_t ui;
     ZEROC_CHECK(zeroc_model_unit_info(m, u, &ui));
-    for (int p = 0; p < ui.nparams; p++) ZEROC_CHECK(zeroc__split_check(zeroc_model_param_desc(m, u, p)));
+    for (int p = 0; p < ui.nparams; p++)
+      ZEROC_CHECK(zeroc__split_check(zeroc_model_param_desc(m, u, p)));
   }
   return ZEROC_OK;
 }
@@ -313,8 +314,10 @@ static void sweep_leftovers(const char *dir) {
     if (!stage && !latest) continue;
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     zeroc_result_t r = zeroc__rmtree(path);
-    if (r) ZWARN(IO, "could not remove '%s', left by an interrupted save: %s", path, zeroc__tls_error());
-    else ZINFO(IO, "removed '%s', left by an interrupted save", path);
+    if (r)
+      ZWARN(IO, "could not remove '%s', left by an interrupted save: %s", path, zeroc__tls_error());
+    else
+      ZINFO(IO, "removed '%s', left by an interrupted save", path);
   }
   closedir(d);
 }
@@ -385,4 +388,3 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
   free(stage_units);
   return zeroc_ctx_agree(ctx, r);
 }
-

@@ -135,10 +135,10 @@ typedef struct {
   const zeroc_gpt_t *g;
   zeroc_ctx_t *ctx;
   const zeroc_mesh_info_t *mesh;
-  int n, L, NU;  /* this stage's units; layers; units of the whole model */
-  MPI_Comm ppc;  /* the pipeline group's transfer channel */
-  float **full;  /* per unit of this stage: its flat values, then its consolidated tensors */
-  float **recv;  /* rank 0: what each other pipeline stage sent */
+  int n, L, NU; /* this stage's units; layers; units of the whole model */
+  MPI_Comm ppc; /* the pipeline group's transfer channel */
+  float **full; /* per unit of this stage: its flat values, then its consolidated tensors */
+  float **recv; /* rank 0: what each other pipeline stage sent */
   /* src[gu*12 + p]: the consolidated values of parameter p of global unit gu */
   const float **src;
   uint64_t maxp, count; /* the largest tensor; this stage's consolidated floats */
@@ -203,7 +203,8 @@ static zeroc_result_t send_stage(export_t *E) {
       at += zeroc__split_full_numel(&sp);
     }
   }
-  ZEROC_TRY(mpi_check(MPI_Send(hdr, n + 2, MPI_INT64_T, 0, TAG_HEADER, E->ppc), "sending the unit list", 0));
+  ZEROC_TRY(mpi_check(MPI_Send(hdr, n + 2, MPI_INT64_T, 0, TAG_HEADER, E->ppc),
+                      "sending the unit list", 0));
   ZEROC_TRY(send_floats(packed, E->count, 0, E->ppc));
 fail:
   free(packed);
@@ -230,7 +231,8 @@ static zeroc_result_t receive_stages(export_t *E) {
     uint64_t total = (uint64_t)hdr[1];
     float *vals = E->recv[s] = malloc(total * 4 + 4);
     if (!vals) {
-      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export: %" PRIu64 " floats from pipeline rank %d", total, s);
+      res =
+          ZEROC_FAIL(ZEROC_ERR_NOMEM, "export: %" PRIu64 " floats from pipeline rank %d", total, s);
       goto fail;
     }
     ZEROC_TRY(recv_floats(vals, total, s, E->ppc));
@@ -265,10 +267,12 @@ static zeroc_result_t write_file(export_t *E, const char *path) {
     zeroc_gpt_unit_params(E->g, gu, &np);
     for (int p = 0; p < np; p++)
       if (!E->src[gu * 12 + p])
-        return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p, gu);
+        return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p,
+                          gu);
   }
   tmp = malloc(E->maxp * 4 + 4);
-  if (!tmp) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transpose buffer of %" PRIu64 " floats", E->maxp);
+  if (!tmp)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transpose buffer of %" PRIu64 " floats", E->maxp);
   ZEROC_TRY(zeroc__st_writer_create(path, &w));
   ZEROC_TRY(zeroc__st_writer_metadata(w, "format", "pt"));
   ZEROC_TRY(zeroc__st_writer_metadata(w, "producer", "zeroc"));
@@ -308,8 +312,14 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
   int L = zeroc_gpt_config(g)->layers;
-  export_t E = {.m = m, .g = g, .ctx = ctx, .mesh = mesh, .n = zeroc_model_num_units(m), .L = L,
-                .NU = L + 2, .ppc = zeroc__ctx_group(ctx, ZEROC_GROUP_PP)->mpi[ZEROC_P2P_CHANNEL]};
+  export_t E = {.m = m,
+                .g = g,
+                .ctx = ctx,
+                .mesh = mesh,
+                .n = zeroc_model_num_units(m),
+                .L = L,
+                .NU = L + 2,
+                .ppc = zeroc__ctx_group(ctx, ZEROC_GROUP_PP)->mpi[ZEROC_P2P_CHANNEL]};
   int rep = mesh->dp_rank == 0 && mesh->tp_rank == 0; /* speaks for its pipeline stage */
   zeroc_result_t res = ZEROC_OK;
   E.full = calloc((size_t)E.n, sizeof *E.full);

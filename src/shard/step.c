@@ -279,7 +279,8 @@ static zeroc_result_t get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t k
   return zeroc_stream_sync(m->compute);
 }
 
-zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float *buf) {
+zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                     float *buf) {
   return zeroc__ctx_ret(m ? m->ctx : NULL, get_shard(m, unit, kind, buf));
 }
 
