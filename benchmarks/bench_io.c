@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "io/crc32c.h"
 #include "io/files.h"
 #include "io/json.h"
@@ -22,12 +23,6 @@
 #include "zeroc/data.h"
 
 #define REPS 5
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -55,16 +50,16 @@ static void bench_crc(void) {
   double t[REPS];
   volatile uint32_t sink = 0;
   for (int r = 0; r < REPS; r++) {
-    double t0 = now();
+    double t0 = zeroc__now_s();
     sink ^= zeroc__crc32c(0, buf, n);
-    t[r] = now() - t0;
+    t[r] = zeroc__now_s() - t0;
   }
   printf("crc32c %-9s %8.2f GB/s\n", zeroc__crc32c_hw() ? "(sse4.2)" : "(table)",
          n / median(t) / 1e9);
   for (int r = 0; r < REPS; r++) {
-    double t0 = now();
+    double t0 = zeroc__now_s();
     sink ^= zeroc__crc32c_sw(0, buf, n);
-    t[r] = now() - t0;
+    t[r] = zeroc__now_s() - t0;
   }
   printf("crc32c (table)    %8.2f GB/s\n", n / median(t) / 1e9);
   free(buf);
@@ -82,10 +77,10 @@ static void bench_data(const char *dir) {
   c.seq = T;
   c.global_batch = B;
   c.seed = 1;
-  double t0 = now();
+  double t0 = zeroc__now_s();
   int files;
   CHECK(zeroc_data_write_synthetic(&c, prefix, tokens, tokens / 4, &files));
-  double tw = now() - t0;
+  double tw = zeroc__now_s() - t0;
   printf("write synthetic shards   %8.1f M tokens/s (%d files, %llu M tokens, incl. fsync)\n",
          tokens / tw / 1e6, files, (unsigned long long)(tokens >> 20));
   int32_t *in = malloc(sizeof(int32_t) * B * T), *tg = malloc(sizeof(int32_t) * B * T);
@@ -97,9 +92,9 @@ static void bench_data(const char *dir) {
     CHECK(zeroc_data_create(&c, &d));
     double t[REPS];
     for (int r = 0; r < REPS; r++) {
-      double s0 = now();
+      double s0 = zeroc__now_s();
       for (uint64_t k = 0; k < 200; k++) CHECK(zeroc_data_batch(d, &l, k + 200 * r, 0, in, tg));
-      t[r] = now() - s0;
+      t[r] = zeroc__now_s() - s0;
     }
     printf("read shards (%s) %8.1f M tokens/s (micro-batch %d x %d, page cache)\n",
            shuffle ? "shuffled" : "in order", 200.0 * B * T / median(t) / 1e6, B, T);
@@ -107,14 +102,14 @@ static void bench_data(const char *dir) {
   }
   c.source = "synthetic";
   zeroc_data_t *d;
-  t0 = now();
+  t0 = zeroc__now_s();
   CHECK(zeroc_data_create(&c, &d));
-  double topen = now() - t0;
+  double topen = zeroc__now_s() - t0;
   double t[REPS];
   for (int r = 0; r < REPS; r++) {
-    double s0 = now();
+    double s0 = zeroc__now_s();
     for (uint64_t k = 0; k < 50; k++) CHECK(zeroc_data_batch(d, &l, k, 0, in, tg));
-    t[r] = now() - s0;
+    t[r] = zeroc__now_s() - s0;
   }
   printf("synthetic batches        %8.1f M tokens/s (V %d; building the source took %.3f s)\n",
          50.0 * B * T / median(t) / 1e6, V, topen);
@@ -146,7 +141,7 @@ static void bench_json(void) {
   for (int r = 0; r < REPS; r++) {
     zeroc__jw_t w;
     zeroc__jw_init(&w, 0);
-    double t0 = now();
+    double t0 = zeroc__now_s();
     zeroc__jw_array_begin(&w);
     for (int i = 0; i < 20000; i++) {
       zeroc__jw_object_begin(&w);
@@ -163,11 +158,11 @@ static void bench_json(void) {
     zeroc__jw_array_end(&w);
     const char *text;
     CHECK(zeroc__jw_finish(&w, &text, &bytes));
-    tw[r] = now() - t0;
+    tw[r] = zeroc__now_s() - t0;
     zeroc__json_doc_t *doc;
-    t0 = now();
+    t0 = zeroc__now_s();
     CHECK(zeroc__json_parse(text, bytes, "bench", &doc));
-    tp[r] = now() - t0;
+    tp[r] = zeroc__now_s() - t0;
     zeroc__json_free(doc);
     zeroc__jw_free(&w);
   }
@@ -185,7 +180,7 @@ static void bench_safetensors(const char *dir) {
   double tw[REPS], tr[REPS];
   size_t bytes = (size_t)NT * C * C * 4;
   for (int r = 0; r < REPS; r++) {
-    double t0 = now();
+    double t0 = zeroc__now_s();
     zeroc__st_writer_t *w;
     CHECK(zeroc__st_writer_create(path, &w));
     uint64_t shape[2] = {C, C};
@@ -197,14 +192,14 @@ static void bench_safetensors(const char *dir) {
     for (int t = 0; t < NT; t++) CHECK(zeroc__st_writer_write_f32(w, x, (size_t)C * C));
     CHECK(zeroc__st_writer_finish(w));
     zeroc__st_writer_destroy(w);
-    tw[r] = now() - t0;
-    t0 = now();
+    tw[r] = zeroc__now_s() - t0;
+    t0 = zeroc__now_s();
     zeroc__st_t *st;
     CHECK(zeroc__st_open(path, &st));
     for (size_t t = 0; t < zeroc__st_count(st); t++)
       CHECK(zeroc__st_read_f32(zeroc__st_tensor(st, t), x, (size_t)C * C));
     zeroc__st_close(st);
-    tr[r] = now() - t0;
+    tr[r] = zeroc__now_s() - t0;
   }
   printf("safetensors write        %8.1f MB/s (%zu MB, incl. fsync)\n", bytes / median(tw) / 1e6,
          bytes >> 20);

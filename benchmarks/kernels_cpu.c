@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "kernels/kernels.h"
 #include "zeroc/zeroc.h"
 
@@ -26,12 +27,6 @@
   } while (0)
 
 static int reps = 20;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
@@ -73,9 +68,9 @@ static void report(bench_t *b) {
   }
   for (int r = 0; r < reps; r++) {
     if (b->reset) b->reset(b);
-    const double t0 = now();
+    const double t0 = zeroc__now_s();
     b->run(b);
-    t[r] = now() - t0;
+    t[r] = zeroc__now_s() - t0;
   }
   qsort(t, (size_t)reps, sizeof *t, cmp_double);
   const double med = t[reps / 2], best = t[0];

@@ -22,15 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/ctx.h"
 #include "offload/offload.h"
 #include "zeroc/zeroc.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int usage(const char *why) {
   fprintf(stderr,
@@ -122,15 +117,15 @@ int main(int argc, char **argv) {
     zeroc__ticket_t t;
     /* A fresh, reserved file each time, as fio lays out a fresh one. */
     if ((r = zeroc__swap_slot_create(sw, "bw", n, &slot)) != ZEROC_OK) return fail("slot", r);
-    double t0 = now();
+    double t0 = zeroc__now_s();
     if ((r = zeroc__swap_write(sw, slot, src, n, &t)) != ZEROC_OK ||
         (r = zeroc__swap_wait(sw, t)) != ZEROC_OK)
       return fail("write", r);
-    double t1 = now();
+    double t1 = zeroc__now_s();
     if ((r = zeroc__swap_read(sw, slot, dst, n, &t)) != ZEROC_OK ||
         (r = zeroc__swap_wait(sw, t)) != ZEROC_OK)
       return fail("read", r);
-    double t2 = now();
+    double t2 = zeroc__now_s();
     if (memcmp(src, dst, n) != 0) {
       fprintf(stderr, "offload_bw: data read back differs from what was written\n");
       return 1;

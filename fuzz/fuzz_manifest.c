@@ -1,5 +1,5 @@
 /*
- * fuzz/fuzz_manifest.c - loading a checkpoint (io/ckpt.c) end to end: the
+ * fuzz/fuzz_manifest.c - loading a checkpoint (persist/) end to end: the
  * manifest parser and its layout checks, the file list, the size and CRC-32C
  * checks of the shard files and the re-cut onto another shard count, against
  * a real (one-rank) model on a real context.

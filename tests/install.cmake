@@ -7,3 +7,9 @@ if(ZEROC_PKG_CONFIG)
             ${CMAKE_C_COMPILER})
   set_tests_properties(install_pkgconfig PROPERTIES LABELS unit TIMEOUT 300)
 endif()
+
+# The shared library exports the public API and nothing else (tests/exports.sh).
+add_test(NAME exports
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/exports.sh $<TARGET_FILE:zeroc> ${CMAKE_C_COMPILER}
+          ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include)
+set_tests_properties(exports PROPERTIES LABELS unit TIMEOUT 60)

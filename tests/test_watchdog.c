@@ -11,14 +11,9 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "core/clock.h"
 #include "core/watchdog.h"
 #include "testutil.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 static zeroc_ctx_t *ctx_with_timeout(double t) {
   zeroc_ctx_config_t cfg = ZEROC_CTX_CONFIG_INIT;
@@ -44,10 +39,10 @@ static void test_timeout_names_the_late_rank(void) {
     ZT_OK(zeroc__allreduce(g, s, x, x, 16, ZEROC_FP32, ZEROC_SUM));
     ZT_OK(zeroc_stream_sync(s)); /* completes: the others' requests are still live */
   } else {
-    double t0 = now();
+    double t0 = zeroc__now_s();
     ZT_OK(zeroc__allreduce(g, s, x, x, 16, ZEROC_FP32, ZEROC_SUM));
     zeroc_result_t r = zeroc_stream_sync(s);
-    double dt = now() - t0;
+    double dt = zeroc__now_s() - t0;
     CU_ASSERT_EQUAL(r, ZEROC_ERR_TIMEOUT);
     const char *msg = zeroc_last_error(NULL);
     ZT_ASSERT_MSG(strstr(msg, "allreduce") && strstr(msg, "group world") &&
@@ -76,10 +71,10 @@ static void test_stopped_peer_detected(void) {
     ZT_OK(zeroc__allreduce(g, s, x, x, 16, ZEROC_FP32, ZEROC_SUM));
     ZT_OK(zeroc_stream_sync(s));
   } else {
-    double t0 = now();
+    double t0 = zeroc__now_s();
     ZT_OK(zeroc__allreduce(g, s, x, x, 16, ZEROC_FP32, ZEROC_SUM));
     zeroc_result_t r = zeroc_stream_sync(s);
-    double dt = now() - t0;
+    double dt = zeroc__now_s() - t0;
     const char *msg = zeroc_last_error(NULL);
     if (zt_rank() == 0) {
       CU_ASSERT_EQUAL(r, ZEROC_ERR_REMOTE);

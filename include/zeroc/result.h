@@ -4,6 +4,14 @@
  * ZEROC_OK is 0. zeroc_result_string() gives a sentence with a hint;
  * zeroc_last_error() gives the detailed message of the calling thread's (or the
  * context's) last failure, naming the call, the file and line, and the values.
+ *
+ * The contract: a call that fails records its message in the calling thread
+ * and, when it was given a context or an object made on one (a model, a GPT),
+ * in that context, so zeroc_last_error(ctx) names that failure. A call that
+ * succeeds leaves the recorded message as it was (as errno is left): read it
+ * right after a call returned something other than ZEROC_OK. A call with no
+ * context to record in (zeroc_ctx_create, the data set calls of data.h, a
+ * NULL model) reports through zeroc_last_error(NULL) only.
  */
 #ifndef ZEROC_RESULT_H
 #define ZEROC_RESULT_H

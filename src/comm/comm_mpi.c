@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "core/clock.h"
 #include "core/ctx.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -99,18 +100,12 @@ typedef struct {
 static const char *coll_name[ZEROC_COLL_COUNT] = {"allgather", "reduce_scatter", "allreduce",
                                                   "broadcast", "send",          "recv"};
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Polls `req` until it completes or the timeout passes. Spins briefly, then
  * yields, then sleeps with growing intervals up to 1 ms. */
 static zeroc_result_t wait_req(const mpi_op_t *o, MPI_Request *req) {
   zeroc_group_t *g = o->g;
   double timeout = g->ctx->comm_timeout;
-  double t0 = now_s(), next_check = t0 + 0.5;
+  double t0 = zeroc__now_s(), next_check = t0 + 0.5;
   long sleep_ns = 1000;
   for (unsigned spin = 0;; spin++) {
     int done = 0;
@@ -127,7 +122,7 @@ static zeroc_result_t wait_req(const mpi_op_t *o, MPI_Request *req) {
     struct timespec ts = {0, sleep_ns};
     nanosleep(&ts, NULL);
     if (sleep_ns < 1000000) sleep_ns += sleep_ns / 4 + 1000;
-    double t = now_s();
+    double t = zeroc__now_s();
     if (t < next_check) continue;
     next_check = t + 0.5;
     char why[512];

@@ -22,16 +22,6 @@
 #include "core/log.h"
 #include "core/watchdog.h"
 
-zeroc_result_t zeroc__ctx_ret(zeroc_ctx_t *ctx, zeroc_result_t r) {
-  if (r != ZEROC_OK && ctx) snprintf(ctx->last_error, sizeof ctx->last_error, "%s", zeroc__tls_error());
-  return r;
-}
-
-const char *zeroc_last_error(const zeroc_ctx_t *ctx) {
-  if (ctx && ctx->last_error[0]) return ctx->last_error;
-  return zeroc__tls_error();
-}
-
 /* Copies a caller's versioned config over the defaults: an older, smaller
  * struct keeps the defaults for the fields it lacks; a struct that was not
  * initialised with ZEROC_CTX_CONFIG_INIT is rejected. */

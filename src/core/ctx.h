@@ -6,6 +6,7 @@
 
 #include <hwloc.h>
 #include <mpi.h>
+#include <stddef.h>
 
 #include "core/error.h"
 #include "core/mem.h"
@@ -21,6 +22,7 @@ struct zeroc__heartbeat;
 struct zeroc__fault;
 
 struct zeroc_ctx {
+  zeroc__errhead_t err; /* first: the last failure's text (core/error.h) */
   zeroc_ctx_config_t cfg;
   int mpi_initialised_here;
   double comm_timeout; /* seconds */
@@ -42,12 +44,8 @@ struct zeroc_ctx {
   struct zeroc__fault *fault; /* test-only ZEROC_FAULT specs (core/fault.h); NULL when off */
   zeroc__mem_t mem;
   uint64_t device_limit; /* ZEROC_DEVICE_MEM_LIMIT: device bytes allowed (0: no limit) */
-  char last_error[ZEROC_ERRMSG_MAX];
 };
-
-/* Records the calling thread's error text as the context's last error and
- * returns `r`: public functions end with `return zeroc__ctx_ret(ctx, r)`. */
-zeroc_result_t zeroc__ctx_ret(zeroc_ctx_t *ctx, zeroc_result_t r);
+_Static_assert(offsetof(struct zeroc_ctx, err) == 0, "zeroc__ctx_ret finds the error head first");
 
 /* Creates the mesh groups (world, tp, pp, dp, dp_shard, dp_replicate). */
 zeroc_result_t zeroc__mesh_create_groups(zeroc_ctx_t *ctx);

@@ -22,6 +22,21 @@ const char *zeroc__tls_error(void);
 void zeroc__tls_error_set(const char *msg);
 void zeroc__tls_error_clear(void);
 
+/* A context begins with this head (core/ctx.h), so that the text of its last
+ * failure is kept and read here, without the context's other insides. */
+typedef struct zeroc__errhead {
+  char last_error[ZEROC_ERRMSG_MAX];
+} zeroc__errhead_t;
+
+/* Records the calling thread's error text as the context's last error when
+ * `r` is a failure (and `ctx` not NULL), and returns `r`: every public
+ * function that takes a context, or an object holding one, ends with
+ * `return zeroc__ctx_ret(ctx, r)`, so that zeroc_last_error(ctx) names its
+ * failure (include/zeroc/result.h states the contract). A success leaves the
+ * recorded text as it is. */
+struct zeroc_ctx;
+zeroc_result_t zeroc__ctx_ret(struct zeroc_ctx *ctx, zeroc_result_t r);
+
 /* Its value is `r` itself rather than what zeroc__fail returns (the same), so
  * the compiler sees that a failure path never yields ZEROC_OK: an out
  * parameter written only on success is then not "maybe uninitialized" at
@@ -39,6 +54,9 @@ static inline zeroc_result_t zeroc__failed(zeroc_result_t logged, zeroc_result_t
     zeroc_result_t zeroc__r = (call);                                                            \
     if (zeroc__r != ZEROC_OK) return zeroc__r;                                                    \
   } while (0)
+
+/* The short form of ZEROC_CHECK, for code that checks one call after another. */
+#define CHK(call) ZEROC_CHECK(call)
 
 /* Sets `res` and jumps to `fail` when `call` fails (one cleanup path). */
 #define ZEROC_TRY(call)                                                                           \

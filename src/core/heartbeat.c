@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/ctx.h"
 #include "core/env.h"
 #include "core/error.h"
@@ -59,12 +60,6 @@ struct zeroc__heartbeat {
   pthread_t thread;
   _Atomic int stop;
 };
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 zeroc_result_t zeroc__heartbeat_knob(double *timeout_s) {
   double t;
@@ -152,8 +147,8 @@ static void lost(struct zeroc__heartbeat *hb, const char *text, int tell) {
     for (int n = 0; n < hb->nnodes; n++)
       if (n != hb->me) send_to(hb, n, &m);
   }
-  double until = now_s() + GRACE_S;
-  while (!atomic_load(&hb->stop) && now_s() < until) {
+  double until = zeroc__now_s() + GRACE_S;
+  while (!atomic_load(&hb->stop) && zeroc__now_s() < until) {
     struct timespec ts = {0, 50000000};
     nanosleep(&ts, NULL);
   }
@@ -177,7 +172,7 @@ static int drain(struct zeroc__heartbeat *hb, double *heard, int *gone, char *te
     if (got != (ssize_t)sizeof m || m.magic != HB_MAGIC || m.tag != hb->tag || m.from < 0 ||
         m.from >= hb->nnodes || m.from == hb->me)
       continue;
-    if (m.kind == MSG_BEAT) heard[m.from] = now_s();
+    if (m.kind == MSG_BEAT) heard[m.from] = zeroc__now_s();
     if (m.kind == MSG_BYE) gone[m.from] = 1;
     if (m.kind == MSG_LOST) {
       m.text[sizeof m.text - 1] = 0;
@@ -198,7 +193,7 @@ static void *hb_main(void *arg) {
     free(gone);
     return NULL;
   }
-  double t0 = now_s(), next_beat = t0;
+  double t0 = zeroc__now_s(), next_beat = t0;
   for (int n = 0; n < hb->nnodes; n++) heard[n] = t0;
   char text[400];
   hb_msg_t beat;
@@ -210,7 +205,7 @@ static void *hb_main(void *arg) {
       lost(hb, text, 0);
       break;
     }
-    double t = now_s();
+    double t = zeroc__now_s();
     if (t >= next_beat) {
       for (int k = 0; k < hb->nnb; k++) send_to(hb, hb->nb[k], &beat);
       next_beat = t + hb->period;
@@ -317,7 +312,7 @@ zeroc_result_t zeroc__heartbeat_start(zeroc_ctx_t *ctx) {
     hb->timeout = ctx->hb_timeout;
     hb->period = hb->timeout / 10 < 0.05 ? 0.05 : hb->timeout / 10 > 0.5 ? 0.5 : hb->timeout / 10;
     MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, hb->nodes, (int)sizeof mine, MPI_BYTE, leaders);
-    uint64_t tag = ((uint64_t)getpid() << 32) ^ (uint64_t)(now_s() * 1e9);
+    uint64_t tag = ((uint64_t)getpid() << 32) ^ (uint64_t)(zeroc__now_s() * 1e9);
     MPI_Bcast(&tag, 1, MPI_UINT64_T, 0, leaders);
     hb->tag = tag;
     /* a ring: each leader beats to and watches the node before and after it */

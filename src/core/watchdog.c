@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "core/clock.h"
 #include "core/ctx.h"
 #include "core/log.h"
 #include "core/watchdog.h"
@@ -57,12 +58,6 @@ struct zeroc__watchdog {
   slot_t *mine;
 };
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 zeroc_result_t zeroc__watchdog_init(zeroc_ctx_t *ctx) {
   struct zeroc__watchdog *wd = calloc(1, sizeof *wd);
   if (!wd) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "watchdog");
@@ -91,7 +86,7 @@ zeroc_result_t zeroc__watchdog_init(zeroc_ctx_t *ctx) {
   atomic_store(&wd->mine->pid, (int32_t)getpid());
   atomic_store(&wd->mine->world_rank, ctx->mesh.rank);
   snprintf(wd->mine->phase, sizeof wd->mine->phase, "initialising");
-  atomic_store(&wd->mine->phase_ns, now_ns());
+  atomic_store(&wd->mine->phase_ns, zeroc__now_ns());
   atomic_store(&wd->mine->state, ST_RUNNING);
   MPI_Barrier(ctx->node_comm); /* every slot is filled before anyone reads it */
   ctx->wd = wd;
@@ -110,7 +105,7 @@ void zeroc__watchdog_finalizing(zeroc_ctx_t *ctx) {
   struct zeroc__watchdog *wd = ctx->wd;
   if (!wd) return;
   snprintf(wd->mine->phase, sizeof wd->mine->phase, "finalizing");
-  atomic_store(&wd->mine->phase_ns, now_ns());
+  atomic_store(&wd->mine->phase_ns, zeroc__now_ns());
   atomic_store(&wd->mine->state, ST_FINALIZING);
 }
 
@@ -137,7 +132,7 @@ void zeroc__watchdog_phase(zeroc_ctx_t *ctx, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(wd->mine->phase, sizeof wd->mine->phase, fmt, ap);
   va_end(ap);
-  atomic_store_explicit(&wd->mine->phase_ns, now_ns(), memory_order_relaxed);
+  atomic_store_explicit(&wd->mine->phase_ns, zeroc__now_ns(), memory_order_relaxed);
 }
 
 void zeroc__watchdog_enter(zeroc_ctx_t *ctx, struct zeroc_group *g, int channel, const char *op,
@@ -148,7 +143,7 @@ void zeroc__watchdog_enter(zeroc_ctx_t *ctx, struct zeroc_group *g, int channel,
   snprintf(c->op, sizeof c->op, "%s", op);
   snprintf(c->group, sizeof c->group, "%s", g->name);
   atomic_store_explicit(&c->seq, seq, memory_order_relaxed);
-  atomic_store_explicit(&c->since_ns, now_ns(), memory_order_release);
+  atomic_store_explicit(&c->since_ns, zeroc__now_ns(), memory_order_release);
 }
 
 void zeroc__watchdog_leave(zeroc_ctx_t *ctx, int channel) {
@@ -211,7 +206,7 @@ int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why
     /* A peer in (or past) finalize is no lost peer while this rank is there
      * too: it is waiting in the same final collective, or has completed it. */
     if ((st == ST_FINISHED || st == ST_FINALIZING) && !finalizing &&
-        now_ns() - atomic_load(&s->phase_ns) > FINALIZE_GRACE_NS) {
+        zeroc__now_ns() - atomic_load(&s->phase_ns) > FINALIZE_GRACE_NS) {
       snprintf(why, n, "rank %d (pid %d) has already finished and will not join", w, pid);
       return 1;
     }
@@ -233,7 +228,7 @@ void zeroc__watchdog_describe(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why
   struct zeroc__watchdog *wd = ctx->wd;
   size_t off = 0;
   int remote = 0, listed = 0;
-  uint64_t t = now_ns();
+  uint64_t t = zeroc__now_ns();
   why[0] = 0;
   for (int i = 0; i < g->size && off + 1 < n; i++) {
     int w = g->world_ranks[i];

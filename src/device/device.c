@@ -15,9 +15,8 @@ zeroc_device_t *zeroc__ctx_device(zeroc_ctx_t *ctx) { return &ctx->dev; }
 int zeroc__cuda_device_count(void) { return 0; }
 #endif
 
-zeroc_result_t zeroc_mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_memtag_t tag,
-                               size_t bytes, void **ptr) {
-  if (!ctx || !ptr) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_mem_alloc: NULL ctx or ptr");
+static zeroc_result_t mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_memtag_t tag,
+                                size_t bytes, void **ptr) {
   *ptr = NULL;
   if ((unsigned)kind >= ZEROC_MEM_KIND_COUNT || (unsigned)tag >= ZEROC_TAG_COUNT)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_mem_alloc: kind %d / tag %d out of range",
@@ -52,6 +51,12 @@ zeroc_result_t zeroc_mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_mem
          zeroc_memtag_name(tag), p);
   *ptr = p;
   return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_memtag_t tag,
+                               size_t bytes, void **ptr) {
+  if (!ctx || !ptr) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_mem_alloc: NULL ctx or ptr");
+  return zeroc__ctx_ret(ctx, mem_alloc(ctx, kind, tag, bytes, ptr));
 }
 
 void zeroc_mem_free(zeroc_ctx_t *ctx, void *ptr) {
@@ -94,7 +99,7 @@ zeroc_result_t zeroc__stream_create_p2p(zeroc_device_t *dev, int priority, zeroc
 
 zeroc_result_t zeroc_stream_create(zeroc_ctx_t *ctx, int priority, zeroc_stream_t **s) {
   if (!ctx || !s) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_stream_create: NULL argument");
-  return zeroc__stream_create(&ctx->dev, priority, 0, s);
+  return zeroc__ctx_ret(ctx, zeroc__stream_create(&ctx->dev, priority, 0, s));
 }
 
 void zeroc_stream_destroy(zeroc_stream_t *s) {
@@ -145,7 +150,7 @@ zeroc_result_t zeroc_memset_async(zeroc_stream_t *s, void *dst, int value, size_
 }
 
 zeroc_result_t zeroc_event_create(zeroc_ctx_t *ctx, zeroc_event_t **e) {
-  return ctx->dev.ops->event_create(&ctx->dev, e);
+  return zeroc__ctx_ret(ctx, ctx->dev.ops->event_create(&ctx->dev, e));
 }
 void zeroc_event_destroy(zeroc_event_t *e) {
   if (e) e->dev->ops->event_destroy(e);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "device/device.h"
@@ -124,17 +125,11 @@ static zeroc_result_t cuda_stream_create(zeroc_device_t *dev, int priority, int 
   return ZEROC_OK;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Waits for an event or a stream without blocking in the driver, so that a
  * collective whose peer died cannot hang the host: polls, checks the
  * communicators' asynchronous errors, and gives up at the timeout. */
 static zeroc_result_t poll_wait(zeroc_device_t *dev, cudaEvent_t ev, cudaStream_t st, const char *what) {
-  double t0 = now_s(), next = t0 + 0.5;
+  double t0 = zeroc__now_s(), next = t0 + 0.5;
   long ns = 2000;
   for (;;) {
     cudaError_t e = ev ? cudaEventQuery(ev) : cudaStreamQuery(st);
@@ -144,7 +139,7 @@ static zeroc_result_t poll_wait(zeroc_device_t *dev, cudaEvent_t ev, cudaStream_
     struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
     if (ns < 500000) ns += ns / 2;
-    double t = now_s();
+    double t = zeroc__now_s();
     if (t < next) continue;
     next = t + 0.5;
     char why[512];

@@ -294,6 +294,24 @@ zeroc_result_t zeroc__mkdir_p(const char *path, mode_t mode) {
   return ZEROC_OK;
 }
 
+/* The next entry of `dir` (shown as `shown`) other than "." and "..", its
+ * path written to `child` (PATH_MAX bytes); *e is NULL after the last one.
+ * `who` starts the message of a failed readdir. */
+static zeroc_result_t next_entry(DIR *dir, const char *who, const char *shown, char *child,
+                                 struct dirent **e) {
+  do {
+    errno = 0;
+    *e = readdir(dir);
+    if (!*e) {
+      if (errno)
+        return ZEROC_FAIL(ZEROC_ERR_IO, "%sreaddir('%s'): %s", who, shown, strerror(errno));
+      return ZEROC_OK;
+    }
+  } while (!strcmp((*e)->d_name, ".") || !strcmp((*e)->d_name, ".."));
+  snprintf(child, PATH_MAX, "%s/%s", shown, (*e)->d_name);
+  return ZEROC_OK;
+}
+
 /* Removes `name` in the directory `at_fd` (shown as `shown` in messages), recursing into
  * directories through file descriptors so a symbolic link is never followed. */
 static zeroc_result_t rm_at(int at_fd, const char *name, const char *shown, int depth) {
@@ -325,17 +343,9 @@ static zeroc_result_t rm_at(int at_fd, const char *name, const char *shown, int 
     goto fail;
   }
   for (;;) {
-    errno = 0;
-    struct dirent *e = readdir(dir);
-    if (!e) {
-      if (errno) {
-        res = ZEROC_FAIL(ZEROC_ERR_IO, "rmtree: readdir('%s'): %s", shown, strerror(errno));
-        goto fail;
-      }
-      break;
-    }
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(child, PATH_MAX, "%s/%s", shown, e->d_name);
+    struct dirent *e;
+    ZEROC_TRY(next_entry(dir, "rmtree: ", shown, child, &e));
+    if (!e) break;
     ZEROC_TRY(rm_at(dirfd(dir), e->d_name, child, depth + 1));
   }
   closedir(dir);
@@ -394,17 +404,9 @@ static zeroc_result_t sync_tree(int fd, const char *shown, int depth) {
     goto fail;
   }
   for (;;) {
-    errno = 0;
-    struct dirent *e = readdir(dir);
-    if (!e) {
-      if (errno) {
-        res = ZEROC_FAIL(ZEROC_ERR_IO, "readdir('%s'): %s", shown, strerror(errno));
-        goto fail;
-      }
-      break;
-    }
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(child, PATH_MAX, "%s/%s", shown, e->d_name);
+    struct dirent *e;
+    ZEROC_TRY(next_entry(dir, "", shown, child, &e));
+    if (!e) break;
     struct stat st;
     if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
       res = ZEROC_FAIL(ZEROC_ERR_IO, "stat('%s'): %s", child, strerror(errno));

@@ -23,8 +23,6 @@
 #include "tp/tp.h"
 #include "zeroc/gpt.h"
 
-#define CHK(call) ZEROC_CHECK(call)
-
 enum { BLOCK_PARAMS = 12 };
 /* parameter order inside a block unit */
 enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB };
@@ -473,8 +471,8 @@ static zeroc_result_t check_stage(const zeroc_gpt_stage_t *stage, int L) {
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
-                                   const zeroc_gpt_options_t *opts, zeroc_gpt_t **out) {
+static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
+                                 const zeroc_gpt_options_t *opts, zeroc_gpt_t **out) {
   zeroc_result_t res = ZEROC_OK;
   zeroc_gpt_options_t o;
   *out = NULL;
@@ -630,6 +628,11 @@ zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *c
 fail:
   zeroc_gpt_destroy(g);
   return res;
+}
+
+zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
+                                   const zeroc_gpt_options_t *opts, zeroc_gpt_t **out) {
+  return zeroc__ctx_ret(ctx, gpt_create(ctx, cfg, opts, out));
 }
 
 void zeroc_gpt_destroy(zeroc_gpt_t *g) {

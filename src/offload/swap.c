@@ -869,6 +869,13 @@ void zeroc__swap_info(zeroc__swap_t *sw, zeroc__swap_info_t *out) {
 
 /* ---- transfers ------------------------------------------------------------ */
 
+/* Every ticket is outstanding: the caller must wait for some first. */
+static zeroc_result_t no_ticket(const zeroc__swap_t *sw, const char *what) {
+  return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                    "%s: all %d tickets are outstanding; wait for some (or raise max_tickets)",
+                    what, sw->max_tickets);
+}
+
 static zeroc_result_t submit(zeroc__swap_t *sw, int write, int slot, void *buf, uint64_t bytes,
                              zeroc__ticket_t *ticket) {
   zeroc_result_t res = ZEROC_OK;
@@ -902,10 +909,7 @@ static zeroc_result_t submit(zeroc__swap_t *sw, int write, int slot, void *buf, 
     goto fail;
   }
   if (sw->nfree_tickets == 0) {
-    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                     "%s: all %d tickets are outstanding; wait for some "
-                     "(or raise max_tickets)",
-                     what, sw->max_tickets);
+    res = no_ticket(sw, what);
     goto fail;
   }
   if (write && sw->prealloc && pad(bytes) > s->reserved) {
@@ -927,10 +931,7 @@ static zeroc_result_t submit(zeroc__swap_t *sw, int write, int slot, void *buf, 
     }
     if (pad(bytes) > s->reserved) s->reserved = pad(bytes);
     if (sw->nfree_tickets == 0) {
-      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                       "%s: all %d tickets are outstanding; wait for some "
-                       "(or raise max_tickets)",
-                       what, sw->max_tickets);
+      res = no_ticket(sw, what);
       goto fail;
     }
   }

@@ -26,14 +26,13 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "core/clock.h"
 #include "core/ctx.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 #include "pp/schedule.h"
 #include "shard/engine.h"
-
-#define CHK(call) ZEROC_CHECK(call)
 
 /* the four streams, by message kind */
 enum { RA, RG, SA, SG, NSTREAMS };
@@ -55,12 +54,6 @@ struct zeroc_pipeline {
   void **out_ptr;
   zeroc_event_t **ev_ra, **ev_rg, **ev_sa, **ev_sg, **ev_fwd, **ev_bwd;
 };
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 /* ---- pure arithmetic ------------------------------------------------------------------- */
 
@@ -404,9 +397,9 @@ fail:
 static zeroc_result_t wait_comm(zeroc_pipeline_t *p, zeroc_event_t *e, double *wait_ms) {
   zeroc_stream_t *cs = p->m->compute;
   if (!cs->inline_) return zeroc_stream_wait_event(cs, e);
-  double t0 = now_ms();
+  double t0 = zeroc__now_ms();
   zeroc_result_t r = zeroc_event_sync(e);
-  *wait_ms += now_ms() - t0;
+  *wait_ms += zeroc__now_ms() - t0;
   return r;
 }
 
@@ -428,7 +421,7 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_run: NULL pipeline or batches");
   zeroc_model_t *m = p->m;
   zeroc_stream_t *cs = m->compute;
-  double t_run = now_ms(), compute = 0, wait = 0;
+  double t_run = zeroc__now_ms(), compute = 0, wait = 0;
   uint64_t sent = 0;
   size_t numel = p->cfg.act_numel;
   zeroc_dtype_t dt = p->cfg.act_dtype;
@@ -480,11 +473,11 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
       }
       /* the forward rewrites the output the slot's previous micro-batch sent */
       if (has_next) ZEROC_TRY(wait_comm(p, p->ev_sa[k], &wait));
-      double t0 = now_ms();
+      double t0 = zeroc__now_ms();
       void *y = NULL;
       ZEROC_TRY(
           zeroc__model_forward_units(m, p->cfirst[ch], p->clast[ch], sl, mb, batches[mb], in, &y));
-      compute += now_ms() - t0;
+      compute += zeroc__now_ms() - t0;
       if (has_next && !y) {
         res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                          "unit %d, the last of pipeline stage %d, returned no output to send",
@@ -506,7 +499,7 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
         ZEROC_TRY(wait_comm(p, p->ev_sa[k], &wait));
       }
       if (has_prev) ZEROC_TRY(wait_comm(p, p->ev_sg[k], &wait));
-      double t0 = now_ms();
+      double t0 = zeroc__now_ms();
       void *din = NULL;
       ZEROC_TRY(zeroc__model_backward_units(m, p->cfirst[ch], p->clast[ch], sl, mb, batches[mb],
                                             dout, &din));
@@ -520,7 +513,7 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
         /* the layer's gradient buffer is scratch its next backward reuses */
         ZEROC_TRY(zeroc_memcpy_async(cs, p->grad_out[k], din, p->bytes));
       }
-      compute += now_ms() - t0;
+      compute += zeroc__now_ms() - t0;
       ZEROC_TRY(zeroc_event_record(p->ev_bwd[k], cs));
       break;
     }
@@ -537,12 +530,12 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
     }
   }
   /* the last sends are complete when their peers have received them */
-  double t0 = now_ms();
+  double t0 = zeroc__now_ms();
   for (int s = 0; s < NSTREAMS; s++) ZEROC_TRY(zeroc_stream_sync(p->s[s]));
-  wait += now_ms() - t0;
+  wait += zeroc__now_ms() - t0;
   if (!cs->inline_) ZEROC_TRY(zeroc_stream_sync(cs));
   if (stats) {
-    stats->run_ms = now_ms() - t_run;
+    stats->run_ms = zeroc__now_ms() - t_run;
     stats->compute_ms = compute;
     stats->wait_ms = wait;
     stats->bubble = stats->run_ms > 0 ? (stats->run_ms - compute) / stats->run_ms : 0;

@@ -8,19 +8,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "shard/engine.h"
-
-#define CHK(call) ZEROC_CHECK(call)
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 static size_t esz(zeroc_dtype_t dt) { return zeroc_dtype_size(dt); }
 
@@ -148,9 +141,9 @@ zeroc_result_t zeroc__model_wait_comm(zeroc_model_t *m, zeroc_event_t *e) {
     int done = 0;
     CHK(zeroc_event_query(e, &done));
     if (done) return zeroc_event_sync(e); /* still returns the comm's error, if any */
-    double t0 = now_ms();
+    double t0 = zeroc__now_ms();
     zeroc_result_t r = zeroc_event_sync(e);
-    m->exposed_ms += now_ms() - t0;
+    m->exposed_ms += zeroc__now_ms() - t0;
     return r;
   }
   return zeroc_stream_wait_event(m->compute, e);

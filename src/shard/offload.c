@@ -21,8 +21,6 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "shard/engine.h"
 
-#define CHK(call) ZEROC_CHECK(call)
-
 static size_t esz(zeroc_dtype_t dt) { return zeroc_dtype_size(dt); }
 
 static int any_nvme(const zeroc_model_t *m) {

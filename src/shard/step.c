@@ -10,19 +10,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/watchdog.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "shard/engine.h"
-
-#define CHK(call) ZEROC_CHECK(call)
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
 
 /* The fp32 gradient shard of unit u: the shard itself, or a converted copy. */
 static zeroc_result_t grad_f32(zeroc_model_t *m, zeroc__unit_t *u, const float **g) {
@@ -148,9 +141,9 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
 
   /* every reduction of this step must have landed */
   if (m->compute->inline_) {
-    double t0 = now_ms();
+    double t0 = zeroc__now_ms();
     res = zeroc_stream_sync(m->reduce_s);
-    m->exposed_ms += now_ms() - t0;
+    m->exposed_ms += zeroc__now_ms() - t0;
   } else {
     zeroc_event_t *e = m->u[0].ev_reduced;
     res = zeroc_event_record(e, m->reduce_s);
@@ -209,7 +202,7 @@ fail:
 
 int zeroc_model_num_units(const zeroc_model_t *m) { return m->n; }
 
-zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit, zeroc_unit_info_t *out) {
+static zeroc_result_t unit_info(const zeroc_model_t *m, int unit, zeroc_unit_info_t *out) {
   if (unit < 0 || unit >= m->n)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "unit %d not in [0, %d)", unit, m->n);
   const zeroc__unit_t *u = &m->u[unit];
@@ -220,6 +213,10 @@ zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit, zeroc_uni
   out->shard_offset = u->f.shard_off;
   out->nparams = u->f.n;
   return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit, zeroc_unit_info_t *out) {
+  return zeroc__ctx_ret(m->ctx, unit_info(m, unit, out));
 }
 
 uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p) {
@@ -268,7 +265,7 @@ static zeroc_result_t offloaded_state(zeroc_model_t *m, int unit, zeroc_state_ki
   return zeroc__moff_state_done(m, unit);
 }
 
-zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float *buf) {
+static zeroc_result_t get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float *buf) {
   float *p = NULL;
   if (!m || !buf)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
@@ -282,8 +279,13 @@ zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kin
   return zeroc_stream_sync(m->compute);
 }
 
-zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
-                                     const float *buf) {
+zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                     float *buf) {
+  return zeroc__ctx_ret(m ? m->ctx : NULL, get_shard(m, unit, kind, buf));
+}
+
+static zeroc_result_t set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                const float *buf) {
   float *p = NULL;
   if (!m || !buf)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
@@ -298,13 +300,22 @@ zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kin
   return zeroc_stream_sync(m->compute);
 }
 
-zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m) {
+zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                     const float *buf) {
+  return zeroc__ctx_ret(m ? m->ctx : NULL, set_shard(m, unit, kind, buf));
+}
+
+static zeroc_result_t sync_params(zeroc_model_t *m) {
   CHK(zeroc__model_publish(m));
   CHK(zeroc_stream_sync(m->gather_s));
   return zeroc_stream_sync(m->compute);
 }
 
-zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf) {
+zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m) {
+  return zeroc__ctx_ret(m->ctx, sync_params(m));
+}
+
+static zeroc_result_t gather_unit(zeroc_model_t *m, int unit, float *buf) {
   if (unit < 0 || unit >= m->n)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "unit %d not in [0, %d)", unit, m->n);
   zeroc__unit_t *u = &m->u[unit];
@@ -314,7 +325,7 @@ zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf) {
   const float *master = u->master;
   if (m->ostate) { /* the shard from wherever it is offloaded, staged in the caller's buffer */
     float *mine = buf + u->f.shard_off;
-    CHK(zeroc_model_get_shard(m, unit, ZEROC_STATE_MASTER, mine));
+    CHK(get_shard(m, unit, ZEROC_STATE_MASTER, mine));
     master = mine;
   }
   if (m->compute->inline_) {
@@ -328,6 +339,10 @@ zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf) {
   if (!r) r = zeroc_stream_sync(m->compute);
   zeroc_mem_free(m->ctx, dev);
   return r;
+}
+
+zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf) {
+  return zeroc__ctx_ret(m->ctx, gather_unit(m, unit, buf));
 }
 
 uint64_t zeroc_model_steps(const zeroc_model_t *m) { return m->steps; }

@@ -9,8 +9,6 @@
 #include "core/ctx.h"
 #include "core/error.h"
 
-#define CHK(call) ZEROC_CHECK(call)
-
 static int split(const zeroc__tp_t *tp) { return tp->size > 1; }
 static int seqsplit(const zeroc__tp_t *tp) { return tp->sp && tp->size > 1; }
 

@@ -1,5 +1,5 @@
 /*
- * io/gpt_io.c - the built-in GPT's weights as a safetensors file with Hugging
+ * persist/gpt_io.c - the built-in GPT's weights as a safetensors file with Hugging
  * Face GPT-2 names and layouts, so a trained model opens in the Python
  * ecosystem and GPT-2 weights can be fine-tuned here. Our linear weights are
  * (out, in); GPT-2's Conv1D stores (in, out), so 2-D block weights are
@@ -24,8 +24,6 @@
 #include "io/safetensors.h"
 #include "tp/split.h"
 #include "zeroc/gpt.h"
-
-#define CHK(call) ZEROC_CHECK(call)
 
 /* Tags of the export transfer on the pipeline group (blocking, after every
  * pipeline message of the step has landed). */
@@ -129,93 +127,101 @@ static zeroc_result_t consolidate(zeroc_ctx_t *ctx, const zeroc_param_desc_t *pd
                                ZEROC_SUM);
 }
 
-zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path) {
-  zeroc_ctx_t *ctx = zeroc_model_ctx(m);
-  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
-  int root = mesh->rank == 0, n = zeroc_model_num_units(m);
-  int L = zeroc_gpt_config(g)->layers, NU = L + 2, vocab = zeroc_gpt_config(g)->vocab;
-  int rep = mesh->dp_rank == 0 && mesh->tp_rank == 0; /* speaks for its pipeline stage */
-  MPI_Comm ppc = zeroc__ctx_group(ctx, ZEROC_GROUP_PP)->mpi[ZEROC_P2P_CHANNEL];
-  zeroc_result_t res = ZEROC_OK;
-  float **full = calloc((size_t)n, sizeof *full);
-  float *tmp = NULL, *packed = NULL, **recv = calloc((size_t)mesh->pp, sizeof *recv);
-  int64_t *hdr = NULL;
+/* ---- export: consolidate, collect on rank 0, write -------------------------------------- */
+
+/* What an export holds on its way to the file. */
+typedef struct {
+  zeroc_model_t *m;
+  const zeroc_gpt_t *g;
+  zeroc_ctx_t *ctx;
+  const zeroc_mesh_info_t *mesh;
+  int n, L, NU; /* this stage's units; layers; units of the whole model */
+  MPI_Comm ppc; /* the pipeline group's transfer channel */
+  float **full; /* per unit of this stage: its flat values, then its consolidated tensors */
+  float **recv; /* rank 0: what each other pipeline stage sent */
   /* src[gu*12 + p]: the consolidated values of parameter p of global unit gu */
-  const float **src = calloc((size_t)NU * 12, sizeof *src);
-  zeroc__st_writer_t *w = NULL;
-  if (!full || !src || !recv) {
-    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export tables");
-    goto fail;
-  }
-  /* every rank takes part in the gathers and the tp sums of its stage's units,
-   * each parameter consolidated in place of its unit's flat values (a tied copy
-   * of wte is the embedding's and is left out) */
-  uint64_t maxp = 0, count = 0;
-  for (int u = 0; u < n; u++) {
+  const float **src;
+  uint64_t maxp, count; /* the largest tensor; this stage's consolidated floats */
+} export_t;
+
+/* Every rank takes part in the gathers and the tp sums of its stage's units,
+ * each parameter consolidated in place of its unit's flat values (a tied copy
+ * of wte is the embedding's and is left out). */
+static zeroc_result_t consolidate_units(export_t *E) {
+  zeroc_model_t *m = E->m;
+  for (int u = 0; u < E->n; u++) {
     zeroc_unit_info_t ui;
-    ZEROC_TRY(zeroc_model_unit_info(m, u, &ui));
+    CHK(zeroc_model_unit_info(m, u, &ui));
     uint64_t cons = 0;
     for (int p = 0; p < ui.nparams; p++) {
       zeroc__split_t sp;
       zeroc__split_of(zeroc_model_param_desc(m, u, p), &sp);
       cons += zeroc__split_full_numel(&sp);
-      if (zeroc__split_full_numel(&sp) > maxp) maxp = zeroc__split_full_numel(&sp);
+      if (zeroc__split_full_numel(&sp) > E->maxp) E->maxp = zeroc__split_full_numel(&sp);
     }
-    full[u] = malloc((ui.flat_numel + cons) * 4 + 4);
-    if (!full[u]) {
-      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export buffer of unit %d", u);
-      goto fail;
-    }
-    ZEROC_TRY(zeroc_model_gather_unit(m, u, full[u]));
-    int gu = zeroc_gpt_global_unit(g, u);
-    float *at = full[u] + ui.flat_numel;
+    E->full[u] = malloc((ui.flat_numel + cons) * 4 + 4);
+    if (!E->full[u]) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "export buffer of unit %d", u);
+    CHK(zeroc_model_gather_unit(m, u, E->full[u]));
+    int gu = zeroc_gpt_global_unit(E->g, u);
+    float *at = E->full[u] + ui.flat_numel;
     for (int p = 0; p < ui.nparams; p++) {
       const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
       if (is_tied_copy(pd, gu)) continue;
       zeroc__split_t sp;
       zeroc__split_of(pd, &sp);
-      ZEROC_TRY(consolidate(ctx, pd, &sp, full[u] + zeroc_model_param_offset(m, u, p), at));
-      src[gu * 12 + p] = at;
+      CHK(consolidate(E->ctx, pd, &sp, E->full[u] + zeroc_model_param_offset(m, u, p), at));
+      E->src[gu * 12 + p] = at;
       at += zeroc__split_full_numel(&sp);
-      count += zeroc__split_full_numel(&sp);
+      E->count += zeroc__split_full_numel(&sp);
     }
   }
-  /* the other stages' first ranks send theirs to rank 0: [units, floats, global
-   * unit of each] then the consolidated values, unit after unit */
-  if (mesh->pp > 1 && rep && mesh->pp_rank > 0) {
-    hdr = malloc(sizeof(int64_t) * (size_t)(n + 2));
-    packed = malloc(count * 4 + 4);
-    if (!hdr || !packed) {
-      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transfer of %" PRIu64 " floats", count);
-      goto fail;
-    }
-    hdr[0] = n, hdr[1] = (int64_t)count;
-    uint64_t at = 0;
-    for (int u = 0; u < n; u++) {
-      int gu = zeroc_gpt_global_unit(g, u), np;
-      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
-      hdr[2 + u] = gu;
-      for (int p = 0; p < np; p++) {
-        zeroc__split_t sp;
-        zeroc__split_of(&pds[p], &sp);
-        memcpy(packed + at, src[gu * 12 + p], zeroc__split_full_numel(&sp) * 4);
-        at += zeroc__split_full_numel(&sp);
-      }
-    }
-    ZEROC_TRY(mpi_check(MPI_Send(hdr, n + 2, MPI_INT64_T, 0, TAG_HEADER, ppc), "sending the unit list", 0));
-    ZEROC_TRY(send_floats(packed, count, 0, ppc));
-  }
-  if (!root) goto fail; /* done: only the agreement below is left */
-  /* rank 0: every other stage's tensors, then the file in global order */
-  hdr = malloc(sizeof(int64_t) * (size_t)(NU + 2));
-  if (!hdr) {
-    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export unit list");
+  return ZEROC_OK;
+}
+
+/* The first rank of a later pipeline stage sends its tensors to rank 0:
+ * [units, floats, global unit of each] then the consolidated values, unit
+ * after unit. */
+static zeroc_result_t send_stage(export_t *E) {
+  zeroc_result_t res = ZEROC_OK;
+  int n = E->n;
+  int64_t *hdr = malloc(sizeof(int64_t) * (size_t)(n + 2));
+  float *packed = malloc(E->count * 4 + 4);
+  if (!hdr || !packed) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transfer of %" PRIu64 " floats", E->count);
     goto fail;
   }
-  for (int s = 1; s < mesh->pp; s++) {
+  hdr[0] = n, hdr[1] = (int64_t)E->count;
+  uint64_t at = 0;
+  for (int u = 0; u < n; u++) {
+    int gu = zeroc_gpt_global_unit(E->g, u), np;
+    const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(E->g, gu, &np);
+    hdr[2 + u] = gu;
+    for (int p = 0; p < np; p++) {
+      zeroc__split_t sp;
+      zeroc__split_of(&pds[p], &sp);
+      memcpy(packed + at, E->src[gu * 12 + p], zeroc__split_full_numel(&sp) * 4);
+      at += zeroc__split_full_numel(&sp);
+    }
+  }
+  ZEROC_TRY(mpi_check(MPI_Send(hdr, n + 2, MPI_INT64_T, 0, TAG_HEADER, E->ppc),
+                      "sending the unit list", 0));
+  ZEROC_TRY(send_floats(packed, E->count, 0, E->ppc));
+fail:
+  free(packed);
+  free(hdr);
+  return res;
+}
+
+/* Rank 0: every other pipeline stage's tensors. */
+static zeroc_result_t receive_stages(export_t *E) {
+  zeroc_result_t res = ZEROC_OK;
+  int NU = E->NU;
+  int64_t *hdr = malloc(sizeof(int64_t) * (size_t)(NU + 2));
+  if (!hdr) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "export unit list");
+  for (int s = 1; s < E->mesh->pp; s++) {
     MPI_Status st;
     int got = 0;
-    ZEROC_TRY(mpi_check(MPI_Recv(hdr, NU + 2, MPI_INT64_T, s, TAG_HEADER, ppc, &st),
+    ZEROC_TRY(mpi_check(MPI_Recv(hdr, NU + 2, MPI_INT64_T, s, TAG_HEADER, E->ppc, &st),
                         "receiving the unit list", s));
     MPI_Get_count(&st, MPI_INT64_T, &got);
     if (got < 2 || hdr[0] != got - 2 || hdr[1] < 0) {
@@ -223,60 +229,69 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       goto fail;
     }
     uint64_t total = (uint64_t)hdr[1];
-    float *vals = recv[s] = malloc(total * 4 + 4);
+    float *vals = E->recv[s] = malloc(total * 4 + 4);
     if (!vals) {
-      res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export: %" PRIu64 " floats from pipeline rank %d", total, s);
+      res =
+          ZEROC_FAIL(ZEROC_ERR_NOMEM, "export: %" PRIu64 " floats from pipeline rank %d", total, s);
       goto fail;
     }
-    ZEROC_TRY(recv_floats(vals, total, s, ppc));
+    ZEROC_TRY(recv_floats(vals, total, s, E->ppc));
     uint64_t at = 0;
     for (int64_t k = 0; k < hdr[0]; k++) {
       int gu = (int)hdr[2 + k], np;
-      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
+      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(E->g, gu, &np);
       for (int p = 0; p < np && pds; p++) {
         zeroc__split_t sp;
         zeroc__split_of(&pds[p], &sp);
         uint64_t ne = zeroc__split_full_numel(&sp);
         if (at + ne > total) break;
-        src[gu * 12 + p] = vals + at;
-        if (ne > maxp) maxp = ne;
+        E->src[gu * 12 + p] = vals + at;
+        if (ne > E->maxp) E->maxp = ne;
         at += ne;
       }
     }
   }
-  for (int gu = 0; gu < NU; gu++) {
+fail:
+  free(hdr);
+  return res;
+}
+
+/* Rank 0: the file, every tensor of the model in global order. */
+static zeroc_result_t write_file(export_t *E, const char *path) {
+  zeroc_result_t res = ZEROC_OK;
+  int vocab = zeroc_gpt_config(E->g)->vocab;
+  float *tmp = NULL;
+  zeroc__st_writer_t *w = NULL;
+  for (int gu = 0; gu < E->NU; gu++) {
     int np;
-    zeroc_gpt_unit_params(g, gu, &np);
+    zeroc_gpt_unit_params(E->g, gu, &np);
     for (int p = 0; p < np; p++)
-      if (!src[gu * 12 + p]) {
-        res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p, gu);
-        goto fail;
-      }
+      if (!E->src[gu * 12 + p])
+        return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p,
+                          gu);
   }
-  tmp = malloc(maxp * 4 + 4);
-  if (!tmp) {
-    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transpose buffer of %" PRIu64 " floats", maxp);
-    goto fail;
-  }
+  tmp = malloc(E->maxp * 4 + 4);
+  if (!tmp)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transpose buffer of %" PRIu64 " floats", E->maxp);
   ZEROC_TRY(zeroc__st_writer_create(path, &w));
   ZEROC_TRY(zeroc__st_writer_metadata(w, "format", "pt"));
   ZEROC_TRY(zeroc__st_writer_metadata(w, "producer", "zeroc"));
   /* the header lists every tensor first, then the values follow in the same order */
   for (int pass = 0; pass < 2; pass++) {
-    for (int gu = 0; gu < NU; gu++) {
+    for (int gu = 0; gu < E->NU; gu++) {
       int np;
-      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
+      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(E->g, gu, &np);
       for (int p = 0; p < np; p++) {
         char name[128];
         int nd, tr;
         uint64_t shape[2];
         zeroc__split_t sp;
-        hf_name(&pds[p], gu, L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
+        hf_name(&pds[p], gu, E->L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
         if (!pass) {
           ZEROC_TRY(zeroc__st_writer_add(w, name, ZEROC_ST_F32, nd, shape));
           continue;
         }
-        const float *v = src[gu * 12 + p];
+        const float *v = E->src[gu * 12 + p];
         uint64_t cnt = nd == 2 ? shape[0] * shape[1] : shape[0];
         if (tr) {
           transpose(tmp, v, shape[1], shape[0]);
@@ -290,13 +305,37 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
 fail:
   zeroc__st_writer_destroy(w);
   free(tmp);
-  free(packed);
-  free(hdr);
-  for (int s = 0; recv && s < mesh->pp; s++) free(recv[s]);
-  free(recv);
-  for (int u = 0; full && u < n; u++) free(full[u]);
-  free(full);
-  free(src);
+  return res;
+}
+
+zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path) {
+  zeroc_ctx_t *ctx = zeroc_model_ctx(m);
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  int L = zeroc_gpt_config(g)->layers;
+  export_t E = {.m = m,
+                .g = g,
+                .ctx = ctx,
+                .mesh = mesh,
+                .n = zeroc_model_num_units(m),
+                .L = L,
+                .NU = L + 2,
+                .ppc = zeroc__ctx_group(ctx, ZEROC_GROUP_PP)->mpi[ZEROC_P2P_CHANNEL]};
+  int rep = mesh->dp_rank == 0 && mesh->tp_rank == 0; /* speaks for its pipeline stage */
+  zeroc_result_t res = ZEROC_OK;
+  E.full = calloc((size_t)E.n, sizeof *E.full);
+  E.recv = calloc((size_t)mesh->pp, sizeof *E.recv);
+  E.src = calloc((size_t)E.NU * 12, sizeof *E.src);
+  if (!E.full || !E.src || !E.recv) res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export tables");
+  if (!res) res = consolidate_units(&E);
+  if (!res && mesh->pp > 1 && rep && mesh->pp_rank > 0) res = send_stage(&E);
+  /* only rank 0 goes on; the others wait in the agreement below */
+  if (!res && mesh->rank == 0) res = receive_stages(&E);
+  if (!res && mesh->rank == 0) res = write_file(&E, path);
+  for (int s = 0; E.recv && s < mesh->pp; s++) free(E.recv[s]);
+  free(E.recv);
+  for (int u = 0; E.full && u < E.n; u++) free(E.full[u]);
+  free(E.full);
+  free(E.src);
   return zeroc__ctx_ret(ctx, zeroc_ctx_agree(ctx, res));
 }
 
