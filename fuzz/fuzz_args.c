@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_REQUIRE(isfinite(o.eps) && o.eps > 0 && o.eps <= 1, "--eps %g", o.eps);
     FUZZ_REQUIRE(isfinite(o.comm_timeout) && o.comm_timeout > 0, "--comm-timeout %g",
                  o.comm_timeout);
-    FUZZ_REQUIRE(o.spike_window >= 2 && o.spike_window <= ZSPIKE_MAX_WINDOW && o.spike_z > 0,
+    FUZZ_REQUIRE(o.spike_window >= 2 && o.spike_window <= ZEROC_SPIKE_MAX_WINDOW && o.spike_z > 0,
                  "spike flags");
     FUZZ_REQUIRE(!o.data || o.data[0], "an empty --data was accepted");
   }
