@@ -533,7 +533,9 @@ static zeroc_result_t open_metrics(const opts_t *o, zeroc_ctx_t *ctx, int root, 
   return zeroc_ctx_agree(ctx, r);
 }
 
-int zeroc_cmd_train(int argc, char **argv) {
+int zeroc_cmd_train(int argc, char **argv) { return zeroc_train_run(argc, argv, NULL, NULL); }
+
+int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *user) {
   for (int i = 0; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       usage();
@@ -628,6 +630,7 @@ int zeroc_cmd_train(int argc, char **argv) {
     if (root && !o.quiet &&
         (tty || s == start || s == steps - 1 || (s + 1) % every == 0 || m.skipped || m.spike))
       print_progress(&m, &in, tty);
+    if (on_step) on_step(user, &m);
     if (numeric_stop) goto fail; /* r kept: ZEROC_ERR_NUMERIC */
   }
   double t_total = now_s() - t_run;
