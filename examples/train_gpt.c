@@ -17,14 +17,15 @@ int main(int argc, char **argv) {
   int rank = zeroc_ctx_mesh(ctx)->rank;
 
   zeroc_train_config_t cfg = ZEROC_TRAIN_CONFIG_INIT; /* unset fields: the library's defaults */
-  cfg.model = "tiny";     /* the synthetic Markov corpus is the default data */
+  cfg.model = "tiny"; /* the synthetic Markov corpus is the default data */
   cfg.steps = 30;
   cfg.lr = 3e-3;
   cfg.warmup = 3;
   cfg.save = argc > 1 ? argv[1] : NULL;
   zeroc_trainer_t *tr;
   if (zeroc_trainer_create(ctx, &cfg, &tr)) { /* agreed on by every rank */
-    if (rank == 0) fprintf(stderr, "setup (%s): %s\n", zeroc_trainer_create_phase(), zeroc_last_error(ctx));
+    if (rank == 0)
+      fprintf(stderr, "setup (%s): %s\n", zeroc_trainer_create_phase(), zeroc_last_error(ctx));
     zeroc_ctx_finalize(ctx);
     return 1;
   }

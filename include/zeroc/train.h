@@ -72,15 +72,15 @@ typedef struct zeroc_train_config {
   int64_t seed;                 /* initialisation, dropout and data order; < 0: 1 */
   int max_skipped;              /* consecutive non-finite steps tolerated; < 0: 5 */
   /* layout and memory (tp, pp, hsdp come from the context's mesh) */
-  int zero;                     /* ZeRO stage; -1: 3, or 1 with a pipeline */
-  int param_dtype;              /* -1: bf16 on cuda, fp32 on cpu; else ZEROC_FP32 / ZEROC_BF16 */
-  int recompute;                /* 1: recompute activations in backward */
-  int prefetch;                 /* gathers in flight; -1: 2 */
-  int sequence_parallel;        /* with tp > 1 */
+  int zero;              /* ZeRO stage; -1: 3, or 1 with a pipeline */
+  int param_dtype;       /* -1: bf16 on cuda, fp32 on cpu; else ZEROC_FP32 / ZEROC_BF16 */
+  int recompute;         /* 1: recompute activations in backward */
+  int prefetch;          /* gathers in flight; -1: 2 */
+  int sequence_parallel; /* with tp > 1 */
   zeroc_offload_t offload_optimizer, offload_params;
-  const char *nvme_dir;         /* required with nvme offload */
+  const char *nvme_dir;                  /* required with nvme offload */
   zeroc_pipeline_schedule_t pp_schedule; /* 1F1B or INTERLEAVED; default 1F1B */
-  int vpp;                      /* model chunks per pipeline rank; 0: 1 */
+  int vpp;                               /* model chunks per pipeline rank; 0: 1 */
   /* data */
   const char *data; /* "synthetic", or a path or glob of llm.c shards; NULL: synthetic */
   int shuffle;
@@ -97,12 +97,12 @@ typedef struct zeroc_train_config {
                         pp_compute_max_ms): one more small all-reduce per step */
 } zeroc_train_config_t;
 
-#define ZEROC_TRAIN_CONFIG_INIT                                                                   \
-  {                                                                                               \
-    sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 0, 0, 0, 0, -1, -1.0, 0,     \
-        ZEROC_LR_DEFAULT, 0.0, -1.0, -1.0, -1.0, -1.0, -1, -1, -1, -1, 0, -1, 0,                  \
-        ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_1F1B, 0, NULL, 0, NULL,     \
-        NULL, NULL, 0, NULL, 0, -1.0, 0                                                           \
+#define ZEROC_TRAIN_CONFIG_INIT                                                                    \
+  {                                                                                                \
+    sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 0, 0, 0, 0, -1, -1.0, 0,      \
+        ZEROC_LR_DEFAULT, 0.0, -1.0, -1.0, -1.0, -1.0, -1, -1, -1, -1, 0, -1, 0,                   \
+        ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_1F1B, 0, NULL, 0, NULL, NULL, \
+        NULL, 0, NULL, 0, -1.0, 0                                                                  \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */
@@ -118,24 +118,25 @@ const char *zeroc_spike_name(zeroc_spike_t s);
 
 /* The figures of one optimizer step. */
 typedef struct zeroc_train_metrics {
-  int step;               /* 1-based number of this step in the run */
-  int done;               /* 1: this was the run's last step (or no step was left) */
-  double loss;            /* mean over the global batch (NaN on a skipped step) */
-  double lr;              /* the learning rate used */
-  double grad_norm;       /* global, before clipping */
-  double tokens;          /* tokens in the global batch */
-  double step_ms;         /* wall time of the step on this rank */
+  int step;         /* 1-based number of this step in the run */
+  int done;         /* 1: this was the run's last step (or no step was left) */
+  double loss;      /* mean over the global batch (NaN on a skipped step) */
+  double lr;        /* the learning rate used */
+  double grad_norm; /* global, before clipping */
+  double tokens;    /* tokens in the global batch */
+  double step_ms;   /* wall time of the step on this rank */
   double tokens_per_s;
   double mfu;             /* model FLOPs utilisation on cuda; 0 where the peak is unknown */
   uint64_t comm_bytes;    /* bytes this rank sent in collectives */
   double exposed_comm_ms; /* time compute waited on communication */
   uint64_t peak_device;   /* this rank's peak device bytes so far */
   uint64_t peak_host;     /* pinned + pageable host */
-  int64_t peak_device_max;/* the maximum of peak_device over ranks (reduce_maxima), else this rank's */
+  int64_t
+      peak_device_max; /* the maximum of peak_device over ranks (reduce_maxima), else this rank's */
   uint64_t peak_by_tag[ZEROC_TAG_COUNT]; /* this rank's device peak by tag */
-  int skipped;            /* 1: non-finite gradients, the step was skipped on every rank */
-  int skipped_total;      /* skipped steps in this run so far */
-  int spikes_total;       /* spike steps in this run so far */
+  int skipped;       /* 1: non-finite gradients, the step was skipped on every rank */
+  int skipped_total; /* skipped steps in this run so far */
+  int spikes_total;  /* spike steps in this run so far */
   zeroc_spike_t spike;
   double loss_z, grad_norm_z; /* the z-scores (NaN while the window fills or when skipped) */
   /* with a pipeline (pipeline = 1): this rank's share of the step's schedule */
@@ -152,15 +153,15 @@ typedef struct zeroc_train_info {
   zeroc_dtype_t dtype;         /* parameter dtype */
   zeroc_device_kind_t device;
   zeroc_data_info_t data;
-  int global_batch;            /* sequences per step: batch x grad_accum x dp */
+  int global_batch; /* sequences per step: batch x grad_accum x dp */
   double tokens_per_step;
   double flops_per_step;
-  double peak_flops;           /* the world's peak (cuda; ZEROC_PEAK_TFLOPS), 0 when unknown */
-  int start_step;              /* steps already done (from the checkpoint resumed) */
+  double peak_flops; /* the world's peak (cuda; ZEROC_PEAK_TFLOPS), 0 when unknown */
+  int start_step;    /* steps already done (from the checkpoint resumed) */
   /* the planner's per-rank prediction for this layout; predicted 0 when it refused one */
   double predicted_device, predicted_host;
   double predicted_by_tag[ZEROC_TAG_COUNT];
-  char plan_error[256];        /* why the planner refused, or "" */
+  char plan_error[256]; /* why the planner refused, or "" */
 } zeroc_train_info_t;
 
 /*

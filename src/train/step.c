@@ -44,7 +44,8 @@ static zeroc_result_t run_batches(zeroc_trainer_t *tr, int s, zeroc_pipeline_sta
   for (int u = 0; u < c->grad_accum; u++) {
     /* a pipeline takes the whole step's micro-batches at once, one slot each */
     size_t at = tr->pipe ? (size_t)u * ntok : 0;
-    ZEROC_CHECK(zeroc_data_batch(tr->data, &lay, (uint64_t)s, u, tr->inputs + at, tr->targets + at));
+    ZEROC_CHECK(
+        zeroc_data_batch(tr->data, &lay, (uint64_t)s, u, tr->inputs + at, tr->targets + at));
     zeroc_gpt_batch_t b = {c->batch, c->seq, tr->inputs + at, tr->targets + at};
     if (tr->dev_in) {
       zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);
@@ -67,8 +68,8 @@ static zeroc_result_t run_batches(zeroc_trainer_t *tr, int s, zeroc_pipeline_sta
 
 /* The step's figures beyond the optimizer's: time, memory, spikes, maxima. */
 static zeroc_result_t fill_metrics(zeroc_trainer_t *tr, int s, double dt,
-                                   const zeroc_step_info_t *info,
-                                   const zeroc_pipeline_stats_t *pst, zeroc_train_metrics_t *m) {
+                                   const zeroc_step_info_t *info, const zeroc_pipeline_stats_t *pst,
+                                   zeroc_train_metrics_t *m) {
   const zeroc_train_info_t *in = &tr->info;
   zeroc_mem_stats_t ms;
   zeroc_ctx_memory(tr->ctx, &ms);

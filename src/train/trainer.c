@@ -208,26 +208,28 @@ static zeroc_result_t build_model(zeroc_trainer_t *tr) {
 /* What a resumed run must share with its checkpoint's app object: the model's
  * whole shape and the data stream (the step is checked against steps). */
 static const char *const RESUME_FIELDS[] = {
-    "model.layers", "model.hidden", "model.heads", "model.vocab", "model.seq", "data.seed",
-    "data.shuffle", "data.seq", "data.global_batch", "data.num_sequences", "data.fingerprint", NULL};
+    "model.layers",      "model.hidden",       "model.heads",      "model.vocab",
+    "model.seq",         "data.seed",          "data.shuffle",     "data.seq",
+    "data.global_batch", "data.num_sequences", "data.fingerprint", NULL};
 
 void zeroc__train_app_json(const zeroc_trainer_t *tr, uint64_t step, char *buf, size_t n) {
   const zeroc_train_config_t *c = &tr->info.config;
   const zeroc_gpt_config_t *g = &tr->info.model;
   zeroc_data_position_t pos;
   zeroc_data_position(tr->data, step, &pos);
-  snprintf(buf, n,
-           "{\"model\": {\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"vocab\": %d, \"seq\": %d}, "
-           "\"train\": {\"lr\": %.9g, \"steps\": %d, \"warmup\": %d, \"schedule\": \"%s\", "
-           "\"seed\": %lld, \"zero\": %d, \"dtype\": \"%s\"}, "
-           "\"data\": {\"step\": %llu, \"epoch\": %llu, \"seed\": %llu, \"shuffle\": %d, "
-           "\"seq\": %d, \"global_batch\": %d, \"num_sequences\": %llu, \"fingerprint\": %llu}}",
-           g->layers, g->hidden, g->heads, g->vocab, g->seq, c->lr, c->steps, c->warmup,
-           c->schedule == ZEROC_LR_CONSTANT ? "constant" : "cosine", (long long)c->seed, c->zero,
-           tr->dtype_given < 0 ? "auto" : zeroc_dtype_name((zeroc_dtype_t)tr->dtype_given), (unsigned long long)pos.step,
-           (unsigned long long)pos.epoch, (unsigned long long)pos.seed, pos.shuffle, pos.seq,
-           pos.global_batch, (unsigned long long)pos.num_sequences,
-           (unsigned long long)pos.fingerprint);
+  snprintf(
+      buf, n,
+      "{\"model\": {\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"vocab\": %d, \"seq\": %d}, "
+      "\"train\": {\"lr\": %.9g, \"steps\": %d, \"warmup\": %d, \"schedule\": \"%s\", "
+      "\"seed\": %lld, \"zero\": %d, \"dtype\": \"%s\"}, "
+      "\"data\": {\"step\": %llu, \"epoch\": %llu, \"seed\": %llu, \"shuffle\": %d, "
+      "\"seq\": %d, \"global_batch\": %d, \"num_sequences\": %llu, \"fingerprint\": %llu}}",
+      g->layers, g->hidden, g->heads, g->vocab, g->seq, c->lr, c->steps, c->warmup,
+      c->schedule == ZEROC_LR_CONSTANT ? "constant" : "cosine", (long long)c->seed, c->zero,
+      tr->dtype_given < 0 ? "auto" : zeroc_dtype_name((zeroc_dtype_t)tr->dtype_given),
+      (unsigned long long)pos.step, (unsigned long long)pos.epoch, (unsigned long long)pos.seed,
+      pos.shuffle, pos.seq, pos.global_batch, (unsigned long long)pos.num_sequences,
+      (unsigned long long)pos.fingerprint);
 }
 
 zeroc_result_t zeroc__train_save(zeroc_trainer_t *tr, const char *dir, uint64_t step) {
@@ -248,8 +250,7 @@ static zeroc_result_t start_point(zeroc_trainer_t *tr) {
     /* the same model and data stream, at the same place; nothing written yet */
     char cur[1024];
     zeroc__train_app_json(tr, k, cur, sizeof cur);
-    r = zeroc_ckpt_check_resume(tr->ctx, c->resume, k, (uint64_t)c->steps, app, cur,
-                                RESUME_FIELDS);
+    r = zeroc_ckpt_check_resume(tr->ctx, c->resume, k, (uint64_t)c->steps, app, cur, RESUME_FIELDS);
   }
   free(app);
   if (r == ZEROC_OK) tr->next = tr->info.start_step = (int)k; /* <= steps, checked above */
@@ -316,9 +317,9 @@ static void predict(zeroc_trainer_t *tr) {
   }
   in->params = zeroc_gpt_num_params(&in->model);
   in->tokens_per_step = (double)in->global_batch * in->model.seq;
-  in->flops_per_step = 6.0 * (double)in->params * in->tokens_per_step +
-                       12.0 * in->model.layers * in->model.hidden * (double)in->model.seq *
-                           in->tokens_per_step;
+  in->flops_per_step =
+      6.0 * (double)in->params * in->tokens_per_step +
+      12.0 * in->model.layers * in->model.hidden * (double)in->model.seq * in->tokens_per_step;
   in->peak_flops = 0;
   if (in->device == ZEROC_DEVICE_CUDA) {
     double tf = zeroc_ctx_peak_tflops(tr->ctx); /* ZEROC_PEAK_TFLOPS: checked by zeroc_ctx_create */
@@ -435,7 +436,6 @@ zeroc_result_t zeroc_trainer_save(zeroc_trainer_t *tr, const char *dir) {
 }
 
 zeroc_result_t zeroc_trainer_export(zeroc_trainer_t *tr, const char *path) {
-  if (!tr || !path)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_export: NULL argument");
+  if (!tr || !path) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_export: NULL argument");
   return zeroc__ctx_ret(tr->ctx, zeroc_gpt_export(tr->model, tr->gpt, path));
 }

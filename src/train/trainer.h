@@ -11,19 +11,19 @@
 struct zeroc_trainer {
   zeroc_ctx_t *ctx;
   zeroc_train_info_t info; /* info.config: the resolved config */
-  int dtype_given;          /* param_dtype as configured: -1 for "auto" */
+  int dtype_given;         /* param_dtype as configured: -1 for "auto" */
   int dp, dp_rank, pp, pp_rank, tp;
   zeroc_data_t *data;
   zeroc_gpt_t *gpt;
   zeroc_model_t *model;
   zeroc_pipeline_t *pipe;
-  int *bounds;              /* with a pipeline: the cut into pp x vpp stages */
-  zeroc_gpt_batch_t *mbs;   /* with a pipeline: the step's micro-batches */
+  int *bounds;            /* with a pipeline: the cut into pp x vpp stages */
+  zeroc_gpt_batch_t *mbs; /* with a pipeline: the step's micro-batches */
   const void **mbp;
-  size_t ntok;              /* tokens of one micro-batch: B x T */
+  size_t ntok; /* tokens of one micro-batch: B x T */
   int32_t *inputs, *targets, *dev_in, *dev_tg;
-  int next;                 /* 0-based index of the next step */
-  int save_pending;         /* the cadence's checkpoint after step `next` is due */
+  int next;         /* 0-based index of the next step */
+  int save_pending; /* the cadence's checkpoint after step `next` is due */
   int skipped_total, spikes_total;
   zeroc__spike_t spike_loss, spike_norm;
 };
