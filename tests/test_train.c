@@ -3,7 +3,8 @@
  * ZEROC_TRAIN_CONFIG_INIT and an inconsistent one are refused with a message,
  * unset fields get the library's defaults, the step loop numbers and ends its
  * steps and follows the LR schedule, and a run saved half-way and resumed
- * gives bitwise the losses of the run that went straight through.
+ * gives bitwise the losses of the run that went straight through; the
+ * held-out loss of zeroc_trainer_evaluate.
  */
 #include <math.h>
 #include <mpi.h>
@@ -140,11 +141,46 @@ static void test_resume_bitwise(void) {
   if (zt_rank() == 0) zt_rmtree(dir);
 }
 
+/* After a few steps the held-out loss is finite, the same on every rank, and
+ * near the training loss (the same source); without val_data it is refused. */
+static void test_evaluate(void) {
+  zeroc_ctx_t *ctx = zt_ctx(1, 1, 1);
+  if (!ctx) return;
+  zeroc_train_config_t c = small_config(4);
+  zeroc_trainer_t *tr = NULL;
+  double loss = 0;
+  ZT_OK(zeroc_trainer_create(ctx, &c, &tr));
+  if (tr) CU_ASSERT_EQUAL(zeroc_trainer_evaluate(tr, &loss), ZEROC_ERR_INVALID_ARG);
+  zeroc_trainer_destroy(tr);
+  c.val_data = "synthetic";
+  c.val_batches = 4;
+  tr = NULL;
+  ZT_OK(zeroc_trainer_create(ctx, &c, &tr));
+  if (tr) {
+    zeroc_train_metrics_t m;
+    do ZT_OK(zeroc_trainer_step(tr, &m));
+    while (!m.done && m.step > 0);
+    ZT_OK(zeroc_trainer_evaluate(tr, &loss));
+    double hi = loss, lo = loss;
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    CU_ASSERT_EQUAL(hi, lo);
+    ZT_ASSERT_MSG(isfinite(loss) && fabs(loss - m.loss) < 0.3, "held-out loss %g, training %g",
+                  loss, m.loss);
+    double again = 0; /* nothing of the training state changed */
+    ZT_OK(zeroc_trainer_evaluate(tr, &again));
+    CU_ASSERT_EQUAL(again, loss);
+  }
+  zeroc_trainer_destroy(tr);
+  zeroc_ctx_finalize(ctx);
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"a config not from the initializer, or inconsistent, is refused", test_config_refused},
       {"unset fields get defaults; steps are numbered and end", test_defaults_and_steps},
       {"saved half-way and resumed gives the straight run's losses", test_resume_bitwise},
+      {"evaluation: held-out loss, the same on every rank", test_evaluate},
       ZT_END,
   };
   return zt_run_mpi(argc, argv, "train", tests, 1, 0);

@@ -95,6 +95,10 @@ typedef struct zeroc_train_config {
   double spike_z;    /* z-score above which a step is a spike; <= 0: 6 */
   int reduce_maxima; /* 1: each step also takes maxima over ranks (peak_device_max,
                         pp_compute_max_ms): one more small all-reduce per step */
+  /* evaluation (zeroc_trainer_evaluate) */
+  const char *val_data; /* held-out data: a path or glob of llm.c shards, or "synthetic"
+                           (sequences from step 2^32 on, which no run reaches); NULL: none */
+  int val_batches;      /* global batches per evaluation; 0: 8 */
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -102,7 +106,7 @@ typedef struct zeroc_train_config {
     sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 0, 0, 0, 0, -1, -1.0, 0,      \
         ZEROC_LR_DEFAULT, 0.0, -1.0, -1.0, -1.0, -1.0, -1, -1, -1, -1, 0, -1, 0,                   \
         ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_1F1B, 0, NULL, 0, NULL, NULL, \
-        NULL, 0, NULL, 0, -1.0, 0                                                                  \
+        NULL, 0, NULL, 0, -1.0, 0, NULL, 0                                                         \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */
@@ -203,6 +207,16 @@ void zeroc_trainer_info(const zeroc_trainer_t *tr, zeroc_train_info_t *out);
  * job with zeroc_ctx_abort).
  */
 zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m);
+
+/*
+ * The mean loss over `val_batches` global batches of `val_data` (each rank its
+ * slices; forward only, nothing of the training state changes); the same on
+ * every rank. Collective.
+ * Returns ZEROC_ERR_INVALID_ARG when the config has no val_data,
+ * ZEROC_ERR_UNSUPPORTED with a pipeline (pp > 1), the data's and the model's
+ * errors.
+ */
+zeroc_result_t zeroc_trainer_evaluate(zeroc_trainer_t *tr, double *loss);
 
 /* Writes a sharded checkpoint of the current step to `dir` (its manifest
  * carries what a resume checks). Collective. */

@@ -72,6 +72,7 @@ static zeroc_result_t resolve_defaults(zeroc_trainer_t *tr, zeroc_train_config_t
   if (!c->data) c->data = "synthetic";
   if (c->spike_window <= 0) c->spike_window = 50;
   if (c->spike_z <= 0) c->spike_z = 6.0;
+  if (c->val_batches <= 0) c->val_batches = 8;
   return ZEROC_OK; /* the shape itself is checked where the GPT is built */
 }
 
@@ -419,6 +420,7 @@ void zeroc_trainer_destroy(zeroc_trainer_t *tr) {
   zeroc_model_destroy(tr->model);
   zeroc_gpt_destroy(tr->gpt);
   zeroc_data_destroy(tr->data);
+  zeroc_data_destroy(tr->val);
   free(tr);
 }
 

@@ -14,6 +14,7 @@ struct zeroc_trainer {
   int dtype_given;         /* param_dtype as configured: -1 for "auto" */
   int dp, dp_rank, pp, pp_rank, tp;
   zeroc_data_t *data;
+  zeroc_data_t *val; /* val_data, opened by the first evaluation */
   zeroc_gpt_t *gpt;
   zeroc_model_t *model;
   zeroc_pipeline_t *pipe;
