@@ -5,11 +5,13 @@
  * bench.csv, bench.md (a table with the machine and build) and bench.png
  * (gnuplot: throughput and peak memory per layout).
  *
- * Each layout is one in-process run of `zeroc train` with its own metrics
- * file, so bench measures exactly what users run. Warm-up steps are excluded
- * and figures are medians of the rest.
+ * Each layout is one in-process run of `zeroc train` (with its own metrics
+ * file), so bench measures exactly what users run; the figures come from the
+ * trainer's per-step metrics structs through train's step hook. Warm-up steps
+ * are excluded and figures are medians of the rest.
  */
 #include <errno.h>
+#include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,41 +48,38 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* A number after "key": in one of train's metrics lines. */
-static int num_field(const char *line, const char *key, double *out) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\": ", key);
-  const char *p = strstr(line, pat);
-  return p && sscanf(p + strlen(pat), "%lf", out) == 1 ? 0 : -1;
+/* What a layout's run gave, step by step (the trainer's figures, no text). */
+typedef struct {
+  int warmup, seen, n;
+  double ms[4096], tps[4096], ex[4096], cb[4096], peak, loss;
+} figures_t;
+
+/* train's per-step hook: the steps after warm-up (a skipped step, whose loss
+ * is not finite, is never counted as warm-up) */
+static void on_step(void *user, const zeroc_train_metrics_t *m) {
+  figures_t *f = user;
+  if (isfinite(m->loss)) {
+    f->loss = m->loss;
+    if (f->seen++ < f->warmup) return;
+  }
+  if (f->n >= 4096) return;
+  f->ms[f->n] = m->step_ms;
+  f->tps[f->n] = m->tokens_per_s;
+  f->ex[f->n] = m->exposed_comm_ms;
+  f->cb[f->n] = (double)m->comm_bytes;
+  if ((double)m->peak_device_max > f->peak) f->peak = (double)m->peak_device_max;
+  f->n++;
 }
 
-/* Reads a layout's metrics: medians over the steps after warm-up. */
-static void read_metrics(const char *path, int warmup, layout_t *l) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    l->status = 1;
-    return;
-  }
-  double ms[4096], tps[4096], ex[4096], cb[4096], peak = 0, loss = 0;
-  int n = 0, k = 0;
-  char line[4096];
-  while (fgets(line, sizeof line, f) && n < 4096) {
-    double v;
-    if (num_field(line, "loss", &loss) == 0 && k++ < warmup) continue;
-    if (num_field(line, "step_ms", &ms[n]) || num_field(line, "tokens_per_s", &tps[n]) ||
-        num_field(line, "exposed_comm_ms", &ex[n]) || num_field(line, "comm_bytes", &cb[n]))
-      continue;
-    if (num_field(line, "peak_device_max", &v) == 0 && v > peak) peak = v;
-    n++;
-  }
-  fclose(f);
-  l->steps_measured = n;
-  l->step_ms = median(ms, n);
-  l->tokens_s = median(tps, n);
-  l->exposed_ms = median(ex, n);
-  l->comm_mb = median(cb, n) / 1048576.0;
-  l->peak_mib = peak / 1048576.0;
-  l->loss_last = loss;
+/* A layout's figures: medians over the steps after warm-up. */
+static void summarise(figures_t *f, layout_t *l) {
+  l->steps_measured = f->n;
+  l->step_ms = median(f->ms, f->n);
+  l->tokens_s = median(f->tps, f->n);
+  l->exposed_ms = median(f->ex, f->n);
+  l->comm_mb = median(f->cb, f->n) / 1048576.0;
+  l->peak_mib = f->peak / 1048576.0;
+  l->loss_last = f->loss;
 }
 
 /* Every layout of `world` ranks worth comparing: ZeRO stages, HSDP splits,
@@ -334,7 +333,7 @@ static int prepare_out(const char *out) {
 /* One layout, as `zeroc train` with bench's flags, the layout's and --train's.
  * Returns train's exit status, the same on every rank. */
 static int run_layout(const layout_t *l, const char *model, const char *device, int steps,
-                      const char *metrics, const char *extra) {
+                      const char *metrics, const char *extra, figures_t *fig) {
   char buf[2048], *targv[ARGV_MAX];
   int k =
       snprintf(buf, sizeof buf,
@@ -348,7 +347,7 @@ static int run_layout(const layout_t *l, const char *model, const char *device, 
     k += snprintf(buf + k, sizeof buf - (size_t)k, " --grad-accum %d", l->micro);
   snprintf(buf + k, sizeof buf - (size_t)k, " %s", extra);
   int targc = split_words(buf, targv, ARGV_MAX); /* checked: --train leaves room */
-  int rc = targc < 0 ? 2 : zeroc_cmd_train(targc, targv);
+  int rc = targc < 0 ? 2 : zeroc_train_run(targc, targv, on_step, fig);
   MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   return rc;
 }
@@ -405,6 +404,7 @@ int zeroc_cmd_bench(int argc, char **argv) {
   }
   char info[512];
   machine_info(info, sizeof info, world);
+  static figures_t fig[1];
   const char *dev = zarg_devices[device];
   if (rank == 0)
     printf("zeroc bench: %s on %s, %d ranks, global batch %d sequences x %d tokens, %d steps per "
@@ -418,9 +418,11 @@ int zeroc_cmd_bench(int argc, char **argv) {
       printf("  %-24s ...", l->name);
       fflush(stdout);
     }
-    l->status = run_layout(l, MODELS[model], dev, steps, metrics, extra);
+    memset(fig, 0, sizeof *fig);
+    fig->warmup = warmup;
+    l->status = run_layout(l, MODELS[model], dev, steps, metrics, extra, fig);
     if (rank == 0) {
-      if (l->status == 0) read_metrics(metrics, warmup, l);
+      if (l->status == 0) summarise(fig, l);
       if (l->status == 0)
         printf(" %9.0f tokens/s, %7.1f ms/step, %6.1f ms exposed comm, %7.2f MiB peak\n", l->tokens_s,
                l->step_ms, l->exposed_ms, l->peak_mib);

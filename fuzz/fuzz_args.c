@@ -1,11 +1,14 @@
 /*
  * fuzz/fuzz_args.c - the command-line flag parser (apps/args.c) with the real
- * flag table of `zeroc train` (apps/train.c is compiled into this harness so
- * its static table is the one fuzzed). The input is split at NUL bytes into
+ * flag table of `zeroc train` (apps/train_flags.c, linked into this harness). The input is split at NUL bytes into
  * argv. Properties: the parser returns 0 or 2, and an accepted command line
  * leaves every flag inside its documented range.
  */
-#include "apps/train.c"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/train_flags.h"
 
 #include "fuzz_util.h"
 
@@ -21,14 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     i += strlen(buf + i) + 1;
   }
   argv[argc] = NULL;
-  opts_t o;
+  ztrain_opts_t o;
   memset(&o, 0, sizeof o);
-  o.eps = 1e-8; /* the defaults the ranges below assume (train.c sets the same) */
+  o.eps = 1e-8; /* the values the trainer resolves unset ones to: the ranges below assume them */
   o.comm_timeout = 300;
   o.spike_window = 50;
   o.spike_z = 6;
   o.hsdp = o.tp = o.pp = o.vpp = 1;
-  int rc = parse(argc, argv, &o);
+  int rc = ztrain_parse(argc, argv, &o);
   FUZZ_REQUIRE(rc == 0 || rc == 2, "parse returned %d", rc);
   if (rc == 0) {
     FUZZ_REQUIRE(o.device >= 0 && o.device <= 2 && o.model >= 0 && o.model <= 6,
@@ -42,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_REQUIRE(isfinite(o.eps) && o.eps > 0 && o.eps <= 1, "--eps %g", o.eps);
     FUZZ_REQUIRE(isfinite(o.comm_timeout) && o.comm_timeout > 0, "--comm-timeout %g",
                  o.comm_timeout);
-    FUZZ_REQUIRE(o.spike_window >= 2 && o.spike_window <= ZSPIKE_MAX_WINDOW && o.spike_z > 0,
+    FUZZ_REQUIRE(o.spike_window >= 2 && o.spike_window <= ZEROC_SPIKE_MAX_WINDOW && o.spike_z > 0,
                  "spike flags");
     FUZZ_REQUIRE(!o.data || o.data[0], "an empty --data was accepted");
   }

@@ -2,9 +2,7 @@
 # end-to-end failure tests of tests/reliability.sh (dead, stopped and stuck
 # ranks; crashes during checkpoint saves; determinism).
 zeroc_test(NAME test_reliability_fault SOURCES test_reliability_fault.c LABELS unit)
-zeroc_test(NAME test_reliability_spike SOURCES test_reliability_spike.c ${PROJECT_SOURCE_DIR}/apps/spike.c
-           LABELS unit)
-target_include_directories(test_reliability_spike PRIVATE ${PROJECT_SOURCE_DIR})
+zeroc_test(NAME test_reliability_spike SOURCES test_reliability_spike.c LABELS unit)
 zeroc_test(NAME test_reliability_numeric SOURCES test_reliability_numeric.c NP 1 4 LABELS mpi)
 
 # zeroc train under injected faults, end to end (tests/reliability.sh).

@@ -1,12 +1,12 @@
 /*
  * tests/test_reliability_spike.c - the loss / grad-norm spike detector of
- * `zeroc train` (apps/spike.c): z-scores against a double-precision reference
+ * the trainer (src/train/spike.c): z-scores against a double-precision reference
  * computed here, warm-up, upward-only flags, the window sliding, non-finite
  * values ignored, and no false alarm on noisy or flat series.
  */
 #include <math.h>
 
-#include "apps/spike.h"
+#include "train/spike.h"
 #include "testutil.h"
 
 /* The reference: z of x against vals[0..n) with the same spread floor. */
@@ -20,15 +20,15 @@ static double ref_z(const double *vals, int n, double x) {
 }
 
 static void test_matches_reference(void) {
-  zspike_t s;
-  zspike_init(&s, 20, 4.0);
+  zeroc__spike_t s;
+  zeroc__spike_init(&s, 20, 4.0);
   double hist[400];
   float noise[400];
   zt_fill_normal(noise, 400, 3, 1.0f);
   for (int i = 0; i < 400; i++) {
     double x = 3.0 * exp(-i / 150.0) + 0.05 * noise[i]; /* a falling, noisy loss */
     double z;
-    int flag = zspike_push(&s, x, &z);
+    int flag = zeroc__spike_push(&s, x, &z);
     if (i < 8) {
       CU_ASSERT(isnan(z)); /* warm-up: min(window, 8) values first */
       CU_ASSERT_EQUAL(flag, 0);
@@ -44,8 +44,8 @@ static void test_matches_reference(void) {
 }
 
 static void test_flags_spikes_upward_only(void) {
-  zspike_t s;
-  zspike_init(&s, 50, 6.0);
+  zeroc__spike_t s;
+  zeroc__spike_init(&s, 50, 6.0);
   float noise[300];
   zt_fill_normal(noise, 300, 11, 1.0f);
   int flags = 0, flagged_at = -1;
@@ -54,7 +54,7 @@ static void test_flags_spikes_upward_only(void) {
     if (i == 200) x = 2.5; /* +25 sigma: a spike */
     if (i == 250) x = 1.5; /* -25 sigma: a drop is not a spike */
     double z;
-    if (zspike_push(&s, x, &z)) flags++, flagged_at = i;
+    if (zeroc__spike_push(&s, x, &z)) flags++, flagged_at = i;
     if (i == 250) CU_ASSERT(z < -6);
   }
   CU_ASSERT_EQUAL(flags, 1);
@@ -62,44 +62,44 @@ static void test_flags_spikes_upward_only(void) {
 }
 
 static void test_nonfinite_ignored(void) {
-  zspike_t s;
-  zspike_init(&s, 10, 3.0);
+  zeroc__spike_t s;
+  zeroc__spike_init(&s, 10, 3.0);
   double z;
-  for (int i = 0; i < 10; i++) zspike_push(&s, 1.0 + 0.01 * (i % 3), &z);
-  CU_ASSERT_EQUAL(zspike_push(&s, NAN, &z), 0);
+  for (int i = 0; i < 10; i++) zeroc__spike_push(&s, 1.0 + 0.01 * (i % 3), &z);
+  CU_ASSERT_EQUAL(zeroc__spike_push(&s, NAN, &z), 0);
   CU_ASSERT(isnan(z));
-  CU_ASSERT_EQUAL(zspike_push(&s, INFINITY, &z), 0);
+  CU_ASSERT_EQUAL(zeroc__spike_push(&s, INFINITY, &z), 0);
   CU_ASSERT_EQUAL(s.n, 10);
   /* the window is as before: the next ordinary value scores normally */
-  CU_ASSERT_EQUAL(zspike_push(&s, 1.01, &z), 0);
+  CU_ASSERT_EQUAL(zeroc__spike_push(&s, 1.01, &z), 0);
   CU_ASSERT(isfinite(z) && fabs(z) < 3);
 }
 
 /* A flat series: rounding-sized wiggles are no spike, a real jump is. */
 static void test_flat_series(void) {
-  zspike_t s;
-  zspike_init(&s, 16, 6.0);
+  zeroc__spike_t s;
+  zeroc__spike_init(&s, 16, 6.0);
   double z;
-  for (int i = 0; i < 40; i++) CU_ASSERT_EQUAL(zspike_push(&s, 4.0 + 1e-9 * (i % 2), &z), 0);
-  CU_ASSERT_EQUAL(zspike_push(&s, 4.0 + 1e-6, &z), 0);
-  CU_ASSERT_EQUAL(zspike_push(&s, 4.1, &z), 1); /* 0.1 / (1e-3 x 4) = 25 sigma */
+  for (int i = 0; i < 40; i++) CU_ASSERT_EQUAL(zeroc__spike_push(&s, 4.0 + 1e-9 * (i % 2), &z), 0);
+  CU_ASSERT_EQUAL(zeroc__spike_push(&s, 4.0 + 1e-6, &z), 0);
+  CU_ASSERT_EQUAL(zeroc__spike_push(&s, 4.1, &z), 1); /* 0.1 / (1e-3 x 4) = 25 sigma */
 }
 
 /* The window slides: after `window` values at a new level it is the norm. */
 static void test_window_slides(void) {
-  zspike_t s;
-  zspike_init(&s, 12, 5.0);
+  zeroc__spike_t s;
+  zeroc__spike_init(&s, 12, 5.0);
   double z;
   float noise[100];
   zt_fill_normal(noise, 100, 5, 1.0f);
-  for (int i = 0; i < 30; i++) zspike_push(&s, 1.0 + 0.01 * noise[i], &z);
-  CU_ASSERT_EQUAL(zspike_push(&s, 2.0, &z), 1);
-  for (int i = 0; i < 12; i++) zspike_push(&s, 2.0 + 0.01 * noise[30 + i], &z);
-  CU_ASSERT_EQUAL(zspike_push(&s, 2.0 + 0.01 * noise[50], &z), 0);
+  for (int i = 0; i < 30; i++) zeroc__spike_push(&s, 1.0 + 0.01 * noise[i], &z);
+  CU_ASSERT_EQUAL(zeroc__spike_push(&s, 2.0, &z), 1);
+  for (int i = 0; i < 12; i++) zeroc__spike_push(&s, 2.0 + 0.01 * noise[30 + i], &z);
+  CU_ASSERT_EQUAL(zeroc__spike_push(&s, 2.0 + 0.01 * noise[50], &z), 0);
   CU_ASSERT(fabs(z) < 5);
-  zspike_init(&s, 100000, 5.0);
-  CU_ASSERT_EQUAL(s.window, ZSPIKE_MAX_WINDOW);
-  zspike_init(&s, 0, 5.0);
+  zeroc__spike_init(&s, 100000, 5.0);
+  CU_ASSERT_EQUAL(s.window, ZEROC_SPIKE_MAX_WINDOW);
+  zeroc__spike_init(&s, 0, 5.0);
   CU_ASSERT_EQUAL(s.window, 2);
 }
 

@@ -1,25 +1,25 @@
 /*
- * apps/spike.h - loss and gradient-norm spike detection for `zeroc train`:
+ * train/spike.h - loss and gradient-norm spike detection for the trainer:
  * the z-score of each new value against the mean and standard deviation of a
  * trailing window of earlier values. Only upward excursions are spikes (a loss
  * that falls fast is training working).
  */
-#ifndef ZEROC_APPS_SPIKE_H
-#define ZEROC_APPS_SPIKE_H
+#ifndef ZEROC_TRAIN_SPIKE_H
+#define ZEROC_TRAIN_SPIKE_H
 
-#define ZSPIKE_MAX_WINDOW 1024
+#include "zeroc/train.h"
 
-typedef struct zspike {
-  int window;       /* trailing values compared against (2..ZSPIKE_MAX_WINDOW) */
+typedef struct zeroc__spike {
+  int window;       /* trailing values compared against (2..ZEROC_SPIKE_MAX_WINDOW) */
   int min_count;    /* values needed before a z-score is given */
   double threshold; /* z above this is a spike */
   int n, head;      /* values held, next slot */
-  double v[ZSPIKE_MAX_WINDOW];
-} zspike_t;
+  double v[ZEROC_SPIKE_MAX_WINDOW];
+} zeroc__spike_t;
 
-/* window clamped to 2..ZSPIKE_MAX_WINDOW; a z-score is given once
+/* window clamped to 2..ZEROC_SPIKE_MAX_WINDOW; a z-score is given once
  * min(window, 8) values are held. */
-void zspike_init(zspike_t *s, int window, double threshold);
+void zeroc__spike_init(zeroc__spike_t *s, int window, double threshold);
 
 /*
  * The z-score of `x` against the window, then `x` joins the window. Returns
@@ -28,6 +28,6 @@ void zspike_init(zspike_t *s, int window, double threshold);
  * The spread is floored at 1e-3 of the mean's magnitude (and 1e-12), so a
  * flat series does not turn rounding noise into a spike.
  */
-int zspike_push(zspike_t *s, double x, double *z);
+int zeroc__spike_push(zeroc__spike_t *s, double x, double *z);
 
 #endif

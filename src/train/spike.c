@@ -1,14 +1,14 @@
 /*
- * apps/spike.c - trailing-window z-scores for the loss and gradient-norm spike
- * report of `zeroc train` (see spike.h).
+ * train/spike.c - trailing-window z-scores for the loss and gradient-norm spike
+ * report of the trainer (see spike.h).
  */
-#include "apps/spike.h"
+#include "train/spike.h"
 
 #include <math.h>
 
-void zspike_init(zspike_t *s, int window, double threshold) {
+void zeroc__spike_init(zeroc__spike_t *s, int window, double threshold) {
   if (window < 2) window = 2;
-  if (window > ZSPIKE_MAX_WINDOW) window = ZSPIKE_MAX_WINDOW;
+  if (window > ZEROC_SPIKE_MAX_WINDOW) window = ZEROC_SPIKE_MAX_WINDOW;
   s->window = window;
   s->min_count = window < 8 ? window : 8;
   s->threshold = threshold;
@@ -16,7 +16,7 @@ void zspike_init(zspike_t *s, int window, double threshold) {
   s->head = 0;
 }
 
-int zspike_push(zspike_t *s, double x, double *z) {
+int zeroc__spike_push(zeroc__spike_t *s, double x, double *z) {
   *z = NAN;
   if (!isfinite(x)) return 0;
   int spike = 0;

@@ -1,0 +1,320 @@
+/*
+ * apps/train_flags.c - the flags of `zeroc train`: the table, the checks that
+ * run before MPI starts (one line, exit 2, nothing written), --print-schedule,
+ * and the trainer's config made from the flags (see train_flags.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "apps/args.h"
+#include "apps/cli.h"
+#include "apps/train_flags.h"
+#include "io/files.h"
+#include "zeroc/zeroc.h"
+
+/* shared with zeroc plan and bench (apps/args.c) */
+#define DEVICES      zarg_devices
+#define MODELS       zarg_models
+#define DTYPES       zarg_dtypes
+#define RECOMPUTES   zarg_recomputes
+#define OFFLOADS     zarg_offloads
+#define SCHEDULES    ztrain_schedules
+#define PP_SCHEDULES ztrain_pp_schedules
+
+const char *const ztrain_schedules[] = {"constant", "cosine", NULL};
+const char *const ztrain_pp_schedules[] = {"1f1b", "interleaved", NULL};
+
+void ztrain_opts_init(ztrain_opts_t *o) {
+  /* -1 / 0: unset, the trainer's default; the layout flags' defaults are needed
+   * by the checks that run before MPI starts */
+  memset(o, 0, sizeof *o);
+  o->steps = o->max_skipped = -1;
+  o->lr = o->clip = o->beta1 = o->beta2 = o->eps = o->spike_z = -1;
+  o->seed = -1;
+  o->schedule = 1;
+  o->zero = 3;
+  o->hsdp = o->tp = o->pp = o->vpp = o->grad_accum = 1;
+  o->prefetch = 2;
+  o->comm_timeout = 0; /* unset: the context takes ZEROC_COMM_TIMEOUT, else 300 */
+}
+
+void ztrain_usage(void) {
+  printf("usage: mpirun -np N zeroc train [flags]   (a plain `zeroc train` is one rank)\n"
+         "model:   --model tiny|small|gpt2-124m|gpt2-350m|gpt2-774m|gpt2-1558m|custom (tiny)\n"
+         "         --layers --hidden --heads --vocab --seq  override the model's shape\n"
+         "batch:   --batch B (micro-batch per dp rank), --grad-accum A; global batch B x A x dp\n"
+         "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine (cosine)\n"
+         "         --weight-decay (0) --clip (1, 0 = off) --beta1 (0.9) --beta2 (0.95) --eps (1e-8)\n"
+         "layout:  --zero 0|1|2|3 (3; 1 with --pp) --hsdp R (1) --tp (1) --prefetch K (2)\n"
+         "         --recompute none|full --dtype fp32|bf16 --device cpu|cuda\n"
+         "         --offload-optimizer none|cpu|nvme --offload-params none|cpu|nvme --nvme-dir DIR\n"
+         "pipeline: --pp P (1) --pp-schedule 1f1b|interleaved (1f1b) --vpp V (1, chunks per rank)\n"
+         "         --microbatches M (P; replaces --grad-accum) --print-schedule (print, then exit)\n"
+         "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
+         "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
+         "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
+         "other:   --comm-timeout SECONDS (ZEROC_COMM_TIMEOUT or 300) --max-skipped N (5)\n"
+         "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
+         "See shared/CLI.md for the contract.\n");
+}
+
+int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
+  const zarg_t args[] = {
+      {"--device", ARG_CHOICE, &o->device, 0, 0, 0, DEVICES, NULL},
+      {"--model", ARG_CHOICE, &o->model, 0, 0, 0, MODELS, NULL},
+      {"--layers", ARG_INT, &o->layers, ZARG_LIM_LAYERS, 0, NULL, &o->set_layers},
+      {"--hidden", ARG_INT, &o->hidden, ZARG_LIM_HIDDEN, 0, NULL, &o->set_hidden},
+      {"--heads", ARG_INT, &o->heads, ZARG_LIM_HEADS, 0, NULL, &o->set_heads},
+      {"--vocab", ARG_INT, &o->vocab, ZARG_LIM_VOCAB, 0, NULL, &o->set_vocab},
+      {"--seq", ARG_INT, &o->seq, ZARG_LIM_SEQ, 0, NULL, &o->set_seq},
+      {"--batch", ARG_INT, &o->batch, ZARG_LIM_BATCH, 0, NULL, &o->set_batch},
+      {"--grad-accum", ARG_INT, &o->grad_accum, 1, 1 << 16, 0, NULL, &o->set_grad_accum},
+      {"--steps", ARG_INT, &o->steps, 0, 1e9, 0, NULL, NULL},
+      {"--lr", ARG_DOUBLE, &o->lr, 0, 10, 0, NULL, NULL},
+      {"--warmup", ARG_INT, &o->warmup, 0, 1e9, 0, NULL, NULL},
+      {"--weight-decay", ARG_DOUBLE, &o->weight_decay, 0, 10, 0, NULL, NULL},
+      {"--clip", ARG_DOUBLE, &o->clip, 0, 1e9, 0, NULL, NULL},
+      {"--beta1", ARG_DOUBLE, &o->beta1, 0, 0.999999, 0, NULL, NULL},
+      {"--beta2", ARG_DOUBLE, &o->beta2, 0, 0.999999, 0, NULL, NULL},
+      {"--eps", ARG_DOUBLE, &o->eps, 0, 1, 1, NULL, NULL},
+      {"--schedule", ARG_CHOICE, &o->schedule, 0, 0, 0, SCHEDULES, &o->set_schedule},
+      {"--seed", ARG_I64, &o->seed, 0, 9e18, 0, NULL, NULL},
+      {"--zero", ARG_INT, &o->zero, ZARG_LIM_ZERO, 0, NULL, &o->set_zero},
+      {"--hsdp", ARG_INT, &o->hsdp, ZARG_LIM_HSDP, 0, NULL, NULL},
+      {"--tp", ARG_INT, &o->tp, ZARG_LIM_TP, 0, NULL, NULL},
+      {"--pp", ARG_INT, &o->pp, ZARG_LIM_PP, 0, NULL, NULL},
+      {"--pp-schedule", ARG_CHOICE, &o->pp_schedule, 0, 0, 0, PP_SCHEDULES, &o->set_pp_schedule},
+      {"--vpp", ARG_INT, &o->vpp, ZARG_LIM_VPP, 0, NULL, &o->set_vpp},
+      {"--microbatches", ARG_INT, &o->microbatches, ZARG_LIM_MICROBATCHES, 0, NULL,
+       &o->set_microbatches},
+      {"--dtype", ARG_CHOICE, &o->dtype, 0, 0, 0, DTYPES, NULL},
+      {"--recompute", ARG_CHOICE, &o->recompute, 0, 0, 0, RECOMPUTES, NULL},
+      {"--prefetch", ARG_INT, &o->prefetch, ZARG_LIM_PREFETCH, 0, NULL, NULL},
+      {"--offload-optimizer", ARG_CHOICE, &o->off_opt, 0, 0, 0, OFFLOADS, NULL},
+      {"--offload-params", ARG_CHOICE, &o->off_par, 0, 0, 0, OFFLOADS, NULL},
+      {"--nvme-dir", ARG_STRING, &o->nvme_dir, 0, 0, 0, NULL, NULL},
+      {"--data", ARG_STRING, &o->data, 0, 0, 0, NULL, NULL},
+      {"--shuffle", ARG_SWITCH, &o->shuffle, 0, 0, 0, NULL, NULL},
+      {"--save", ARG_STRING, &o->save, 0, 0, 0, NULL, NULL},
+      {"--save-every", ARG_INT, &o->save_every, 1, 1e9, 0, NULL, NULL},
+      {"--resume", ARG_STRING, &o->resume, 0, 0, 0, NULL, NULL},
+      {"--export", ARG_STRING, &o->export_path, 0, 0, 0, NULL, NULL},
+      {"--init", ARG_STRING, &o->init, 0, 0, 0, NULL, NULL},
+      {"--metrics", ARG_STRING, &o->metrics, 0, 0, 0, NULL, NULL},
+      {"--comm-timeout", ARG_DOUBLE, &o->comm_timeout, 0, 1e7, 1, NULL, NULL},
+      {"--max-skipped", ARG_INT, &o->max_skipped, 0, 1e6, 0, NULL, NULL},
+      {"--spike-window", ARG_INT, &o->spike_window, 2, ZEROC_SPIKE_MAX_WINDOW, 0, NULL, NULL},
+      {"--spike-z", ARG_DOUBLE, &o->spike_z, 0, 1e6, 1, NULL, NULL},
+      {"--quiet", ARG_SWITCH, &o->quiet, 0, 0, 0, NULL, NULL},
+      {"--print-topology", ARG_SWITCH, &o->print_topology, 0, 0, 0, NULL, NULL},
+      {"--print-schedule", ARG_SWITCH, &o->print_schedule, 0, 0, 0, NULL, NULL},
+      {"--sequence-parallel", ARG_SWITCH, &o->sequence_parallel, 0, 0, 0, NULL, NULL},
+  };
+  return zarg_parse("train", argc, argv, args, (int)(sizeof args / sizeof args[0]));
+}
+
+int zeroc_train_check_flags(int argc, char **argv) {
+  ztrain_opts_t o;
+  ztrain_opts_init(&o);
+  return ztrain_parse(argc, argv, &o);
+}
+
+/* ---- pipeline parallelism: --print-schedule ----------------------------------------------- */
+
+static zeroc_pipeline_config_t pipe_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *g,
+                                           zeroc_dtype_t dt) {
+  zeroc_pipeline_config_t pc = ZEROC_PIPELINE_CONFIG_INIT;
+  pc.schedule = o->pp_schedule == 1 ? ZEROC_PIPELINE_INTERLEAVED : ZEROC_PIPELINE_1F1B;
+  pc.microbatches = o->grad_accum;
+  pc.chunks = o->vpp;
+  /* the residual stream between stages: (B*T, C), or this tp rank's B*T/tp rows
+   * of it with sequence parallelism */
+  size_t rows = (size_t)g->batch * (size_t)g->seq / (size_t)(o->sequence_parallel ? o->tp : 1);
+  pc.act_numel = rows * (size_t)g->hidden;
+  pc.act_dtype = dt;
+  return pc;
+}
+
+/* The cut of the unit list into pp x vpp stages: bounds[s] .. bounds[s+1]. */
+static int pipe_partition(const ztrain_opts_t *o, const zeroc_gpt_config_t *g, int *bounds) {
+  int nu = zeroc_gpt_num_units(g);
+  double *cost = malloc(sizeof(double) * (size_t)nu);
+  if (!cost) return -1;
+  zeroc_gpt_unit_costs(g, cost);
+  zeroc_result_t r = zeroc_pipeline_partition(cost, nu, o->pp * o->vpp, bounds);
+  free(cost);
+  return r == ZEROC_OK ? 0 : -1;
+}
+
+static void unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
+  if (u == 0)
+    snprintf(buf, n, "embedding");
+  else if (u == g->layers + 1)
+    snprintf(buf, n, "head");
+  else
+    snprintf(buf, n, "block %d", u - 1);
+}
+
+/* --print-schedule: the stages and every rank's actions; no MPI, nothing trained. */
+static int print_schedule(const ztrain_opts_t *o, const zeroc_gpt_config_t *g, zeroc_dtype_t dt) {
+  if (!zarg_launch_rank0()) return 0;
+  int S = o->pp * o->vpp, *bounds = malloc(sizeof(int) * (size_t)(S + 1));
+  double *cost = malloc(sizeof(double) * (size_t)zeroc_gpt_num_units(g));
+  if (!bounds || !cost || pipe_partition(o, g, bounds)) {
+    fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
+    free(bounds);
+    free(cost);
+    return 1;
+  }
+  zeroc_gpt_unit_costs(g, cost);
+  zeroc_pipeline_config_t pc = pipe_config(o, g, dt);
+  printf("pipeline: %s, %d ranks x %d chunks = %d stages, %d micro-batches of %d sequences\n",
+         PP_SCHEDULES[o->pp_schedule], o->pp, o->vpp, S, o->grad_accum, g->batch);
+  for (int st = 0; st < S; st++) {
+    char a[32], b[32];
+    double c = 0;
+    for (int u = bounds[st]; u < bounds[st + 1]; u++) c += cost[u];
+    unit_name(g, bounds[st], a, sizeof a);
+    unit_name(g, bounds[st + 1] - 1, b, sizeof b);
+    printf("  stage %d (rank %d, chunk %d): units %d..%d (%s%s%s), cost %.1f%% (FLOPs and "
+           "parameters)%s\n",
+           st, st % o->pp, st / o->pp, bounds[st], bounds[st + 1] - 1, a,
+           bounds[st + 1] - 1 > bounds[st] ? " .. " : "", bounds[st + 1] - 1 > bounds[st] ? b : "",
+           100 * c, st == S - 1 && S > 1 ? " + a tied copy of wte" : "");
+  }
+  zeroc_result_t r = zeroc_pipeline_print_schedule(stdout, &pc, o->pp, 1);
+  if (r) fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
+  free(bounds);
+  free(cost);
+  return r ? 1 : 0;
+}
+
+/* ---- the flags: what can be checked before MPI starts ------------------------------------ */
+
+/* One line and exit 2, nothing written; or --print-schedule's output. Returns
+ * -1 to go on training, else the exit status. Resolves the model's shape and,
+ * with --pp, --zero and the micro-batches. */
+int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
+  zeroc_gpt_preset(o->model == 6 ? "tiny" : MODELS[o->model], gc);
+  if (o->model == 6 && !(o->set_layers && o->set_hidden && o->set_heads && o->set_vocab && o->set_seq))
+    return zarg_fail("train", "--model custom needs --layers, --hidden, --heads, --vocab and --seq");
+  if (o->set_layers) gc->layers = o->layers;
+  if (o->set_hidden) gc->hidden = o->hidden;
+  if (o->set_heads) gc->heads = o->heads;
+  if (o->set_vocab) gc->vocab = o->vocab;
+  if (o->set_seq) gc->seq = o->seq;
+  if (o->set_batch) gc->batch = o->batch;
+  if (gc->hidden % gc->heads)
+    return zarg_fail("train", "--heads %d must divide --hidden %d", gc->heads, gc->hidden);
+  if (gc->heads % o->tp)
+    return zarg_fail("train", "--tp %d must divide the %d attention heads (--heads)", o->tp, gc->heads);
+  if (o->sequence_parallel && o->tp < 2)
+    return zarg_fail("train", "--sequence-parallel needs --tp > 1 (it splits the tensor-parallel "
+                              "ranks' LayerNorm regions)");
+  if (o->sequence_parallel && ((int64_t)gc->batch * gc->seq) % o->tp)
+    return zarg_fail("train", "--sequence-parallel with --tp %d needs --batch x --seq (%d x %d) to be "
+                              "a multiple of %d",
+                     o->tp, gc->batch, gc->seq, o->tp);
+  if (o->pp == 1) {
+    if (o->print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1");
+    if (o->set_microbatches)
+      return zarg_fail("train", "--microbatches is for --pp > 1; use --grad-accum");
+    if (o->set_vpp || o->set_pp_schedule)
+      return zarg_fail("train", "--%s is for --pp > 1", o->set_vpp ? "vpp" : "pp-schedule");
+  } else {
+    /* with a pipeline the micro-batches play the role of gradient accumulation */
+    if (o->set_grad_accum)
+      return zarg_fail("train",
+                       "--grad-accum with --pp %d: use --microbatches (micro-batches per "
+                       "step through the pipeline)",
+                       o->pp);
+    if (o->set_zero && o->zero > 1)
+      return zarg_fail("train",
+                       "--zero %d with --pp %d: pipeline parallelism keeps every "
+                       "micro-batch's gradients on its stage and reduces them once per "
+                       "step; accepted --zero 0 or 1 (default 1 with --pp)",
+                       o->zero, o->pp);
+    if (!o->set_zero) o->zero = 1;
+    o->grad_accum = o->set_microbatches ? o->microbatches : o->pp;
+    int interleaved = o->pp_schedule == 1;
+    if (interleaved && o->vpp < 2)
+      return zarg_fail("train", "--pp-schedule interleaved needs --vpp >= 2 (model chunks per "
+                                "pipeline rank)");
+    if (!interleaved && o->vpp > 1)
+      return zarg_fail("train", "--vpp %d needs --pp-schedule interleaved", o->vpp);
+    if (interleaved && o->grad_accum % o->pp)
+      return zarg_fail("train",
+                       "--microbatches %d with --pp-schedule interleaved: accepted a "
+                       "multiple of --pp %d",
+                       o->grad_accum, o->pp);
+    int nu = zeroc_gpt_num_units(gc);
+    if (nu < o->pp * o->vpp)
+      return zarg_fail("train",
+                       "--pp %d x --vpp %d = %d pipeline stages need as many units; the "
+                       "model has %d (embedding, %d layers, head): use more --layers",
+                       o->pp, o->vpp, o->pp * o->vpp, nu, gc->layers);
+    if (o->print_schedule) return print_schedule(o, gc, o->dtype == 2 ? ZEROC_BF16 : ZEROC_FP32);
+  }
+  if (o->off_par != 0 && o->zero != 3)
+    return zarg_fail("train", "--offload-params %s needs --zero 3 (got --zero %d)", OFFLOADS[o->off_par], o->zero);
+  if ((o->off_opt == 2 || o->off_par == 2) && !o->nvme_dir)
+    return zarg_fail("train", "--nvme-dir is required with nvme offload");
+  if (o->nvme_dir) {
+    struct stat sb;
+    if (stat(o->nvme_dir, &sb))
+      return zarg_fail("train", "--nvme-dir '%s': no such directory", o->nvme_dir);
+    if (!S_ISDIR(sb.st_mode))
+      return zarg_fail("train", "--nvme-dir '%s' is a %s, not a directory", o->nvme_dir,
+                       S_ISREG(sb.st_mode) ? "file" : zeroc__file_kind(sb.st_mode));
+    if (access(o->nvme_dir, W_OK))
+      return zarg_fail("train", "--nvme-dir '%s': directory not writable", o->nvme_dir);
+  }
+  if (o->save_every && !o->save) return zarg_fail("train", "--save-every needs --save DIR");
+  if (o->resume && o->init) return zarg_fail("train", "--resume and --init exclude each other");
+  if (o->init && access(o->init, R_OK))
+    return zarg_fail("train", "--init '%s': file not readable", o->init);
+  if (o->resume && access(o->resume, R_OK))
+    return zarg_fail("train", "--resume '%s': no such checkpoint directory", o->resume);
+  return -1;
+}
+
+/* The trainer's config from the flags; what was not given stays "unset" and
+ * the library picks its default. */
+void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_train_config_t *c) {
+  c->model = o->model == 6 ? "tiny" : MODELS[o->model]; /* custom: every size is given */
+  c->layers = gc->layers, c->hidden = gc->hidden, c->heads = gc->heads;
+  c->vocab = gc->vocab, c->seq = gc->seq, c->batch = gc->batch;
+  c->grad_accum = o->grad_accum;
+  c->steps = o->steps;
+  c->lr = o->lr;
+  c->warmup = o->warmup;
+  c->schedule = !o->set_schedule ? ZEROC_LR_DEFAULT : o->schedule ? ZEROC_LR_COSINE : ZEROC_LR_CONSTANT;
+  c->weight_decay = o->weight_decay;
+  c->clip = o->clip;
+  c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps;
+  c->seed = o->seed;
+  c->max_skipped = o->max_skipped;
+  c->zero = o->zero;
+  c->param_dtype = o->dtype == 0 ? -1 : o->dtype == 1 ? ZEROC_FP32 : ZEROC_BF16;
+  c->recompute = o->recompute;
+  c->prefetch = o->prefetch;
+  c->sequence_parallel = o->sequence_parallel;
+  c->offload_optimizer = (zeroc_offload_t)o->off_opt;
+  c->offload_params = (zeroc_offload_t)o->off_par;
+  c->nvme_dir = o->nvme_dir;
+  c->pp_schedule = o->pp_schedule == 1 ? ZEROC_PIPELINE_INTERLEAVED : ZEROC_PIPELINE_1F1B;
+  c->vpp = o->vpp;
+  c->data = o->data;
+  c->shuffle = o->shuffle;
+  c->init = o->init;
+  c->resume = o->resume;
+  c->save = o->save;
+  c->save_every = o->save_every;
+  c->export_path = o->export_path;
+  c->spike_window = o->spike_window;
+  c->spike_z = o->spike_z;
+  c->reduce_maxima = o->metrics != NULL;
+}

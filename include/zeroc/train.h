@@ -1,0 +1,243 @@
+/*
+ * zeroc/train.h - the trainer: a whole training run of the built-in GPT,
+ * owned by the library.
+ *
+ *   zeroc_train_config_t cfg = ZEROC_TRAIN_CONFIG_INIT;   // every field "unset"
+ *   cfg.model = "tiny"; cfg.steps = 200;
+ *   zeroc_trainer_t *tr;
+ *   zeroc_trainer_create(ctx, &cfg, &tr);     // data, model, pipeline, resume
+ *   zeroc_train_metrics_t m;
+ *   while (zeroc_trainer_step(tr, &m) == ZEROC_OK && !m.done) printf("%g\n", m.loss);
+ *   zeroc_trainer_save(tr, "ckpt");
+ *   zeroc_trainer_destroy(tr);
+ *
+ * The trainer wires the data stream, the GPT, its shards and (with pp > 1 in
+ * the context's mesh) the pipeline; runs the learning-rate schedule; reports
+ * loss and gradient-norm spikes; writes checkpoints at the configured cadence;
+ * and checks on resume that the checkpoint belongs to the same model and data.
+ * The layout (tp, pp, hsdp, dp) is the context's mesh. Every call but the
+ * inspection ones is collective over the context's world.
+ */
+#ifndef ZEROC_TRAIN_H
+#define ZEROC_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/ctx.h"
+#include "zeroc/data.h"
+#include "zeroc/gpt.h"
+#include "zeroc/mem.h"
+#include "zeroc/pipeline.h"
+#include "zeroc/plan.h"
+#include "zeroc/shard.h"
+#include "zeroc/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zeroc_trainer zeroc_trainer_t;
+
+/* The longest trailing window the spike report keeps (spike_window). */
+#define ZEROC_SPIKE_MAX_WINDOW 1024
+
+typedef enum zeroc_lr_schedule {
+  ZEROC_LR_DEFAULT = 0,  /* unset: cosine */
+  ZEROC_LR_CONSTANT = 1, /* lr after the warm-up */
+  ZEROC_LR_COSINE = 2,   /* cosine from lr down to 10% of lr at the last step */
+} zeroc_lr_schedule_t;
+
+/*
+ * A training run. Initialise with ZEROC_TRAIN_CONFIG_INIT: every field starts
+ * "unset" (the value in brackets is what the library then uses), so a default
+ * can change without recompiling the caller.
+ */
+typedef struct zeroc_train_config {
+  size_t size;    /* sizeof(zeroc_train_config_t), set by the initializer */
+  uint32_t magic; /* ZEROC_CONFIG_MAGIC */
+  /* the model: a GPT preset ("tiny", "small", "gpt2-124m", ...) with overrides */
+  const char *model;                     /* NULL: "tiny" */
+  int layers, hidden, heads, vocab, seq; /* 0: the preset's */
+  int batch;                             /* micro-batch per data-parallel rank; 0: the preset's */
+  int grad_accum; /* micro-steps per step; with a pipeline the micro-batches; 0: 1, or pp */
+  /* optimisation */
+  int steps;                    /* optimizer steps of the run; -1: 100 */
+  double lr;                    /* peak learning rate; < 0: 3e-4 */
+  int warmup;                   /* linear warm-up steps; 0 */
+  zeroc_lr_schedule_t schedule; /* DEFAULT: cosine */
+  double weight_decay;          /* 0 */
+  double clip;                  /* global grad-norm clip, 0 off; < 0: 1.0 */
+  double beta1, beta2, eps;     /* AdamW; < 0: 0.9, 0.95; <= 0: 1e-8 */
+  int64_t seed;                 /* initialisation, dropout and data order; < 0: 1 */
+  int max_skipped;              /* consecutive non-finite steps tolerated; < 0: 5 */
+  /* layout and memory (tp, pp, hsdp come from the context's mesh) */
+  int zero;              /* ZeRO stage; -1: 3, or 1 with a pipeline */
+  int param_dtype;       /* -1: bf16 on cuda, fp32 on cpu; else ZEROC_FP32 / ZEROC_BF16 */
+  int recompute;         /* 1: recompute activations in backward */
+  int prefetch;          /* gathers in flight; -1: 2 */
+  int sequence_parallel; /* with tp > 1 */
+  zeroc_offload_t offload_optimizer, offload_params;
+  const char *nvme_dir;                  /* required with nvme offload */
+  zeroc_pipeline_schedule_t pp_schedule; /* 1F1B or INTERLEAVED; default 1F1B */
+  int vpp;                               /* model chunks per pipeline rank; 0: 1 */
+  /* data */
+  const char *data; /* "synthetic", or a path or glob of llm.c shards; NULL: synthetic */
+  int shuffle;
+  /* state */
+  const char *init;        /* safetensors weights to start from, or NULL */
+  const char *resume;      /* checkpoint directory to resume from, or NULL */
+  const char *save;        /* checkpoint directory (checked writable at create), or NULL */
+  int save_every;          /* with save: a checkpoint every N steps; 0: only at the end */
+  const char *export_path; /* checked writable at create; written by zeroc_trainer_export */
+  /* reporting */
+  int spike_window;  /* trailing steps a spike is measured against, 2..1024; 0: 50 */
+  double spike_z;    /* z-score above which a step is a spike; <= 0: 6 */
+  int reduce_maxima; /* 1: each step also takes maxima over ranks (peak_device_max,
+                        pp_compute_max_ms): one more small all-reduce per step */
+  /* evaluation (zeroc_trainer_evaluate) */
+  const char *val_data; /* held-out data: a path or glob of llm.c shards, or "synthetic"
+                           (sequences from step 2^32 on, which no run reaches); NULL: none */
+  int val_batches;      /* global batches per evaluation; 0: 8 */
+} zeroc_train_config_t;
+
+#define ZEROC_TRAIN_CONFIG_INIT                                                                    \
+  {                                                                                                \
+    sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 0, 0, 0, 0, -1, -1.0, 0,      \
+        ZEROC_LR_DEFAULT, 0.0, -1.0, -1.0, -1.0, -1.0, -1, -1, -1, -1, 0, -1, 0,                   \
+        ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_1F1B, 0, NULL, 0, NULL, NULL, \
+        NULL, 0, NULL, 0, -1.0, 0, NULL, 0                                                         \
+  }
+
+/* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */
+typedef enum zeroc_spike {
+  ZEROC_SPIKE_NONE = 0,
+  ZEROC_SPIKE_LOSS = 1,
+  ZEROC_SPIKE_GRAD_NORM = 2,
+  ZEROC_SPIKE_BOTH = 3,
+} zeroc_spike_t;
+
+/* "none", "loss", "grad_norm", "loss+grad_norm". */
+const char *zeroc_spike_name(zeroc_spike_t s);
+
+/* The figures of one optimizer step. */
+typedef struct zeroc_train_metrics {
+  int step;         /* 1-based number of this step in the run */
+  int done;         /* 1: this was the run's last step (or no step was left) */
+  double loss;      /* mean over the global batch (NaN on a skipped step) */
+  double lr;        /* the learning rate used */
+  double grad_norm; /* global, before clipping */
+  double tokens;    /* tokens in the global batch */
+  double step_ms;   /* wall time of the step on this rank */
+  double tokens_per_s;
+  double mfu;             /* model FLOPs utilisation on cuda; 0 where the peak is unknown */
+  uint64_t comm_bytes;    /* bytes this rank sent in collectives */
+  double exposed_comm_ms; /* time compute waited on communication */
+  uint64_t peak_device;   /* this rank's peak device bytes so far */
+  uint64_t peak_host;     /* pinned + pageable host */
+  int64_t
+      peak_device_max; /* the maximum of peak_device over ranks (reduce_maxima), else this rank's */
+  uint64_t peak_by_tag[ZEROC_TAG_COUNT]; /* this rank's device peak by tag */
+  int skipped;       /* 1: non-finite gradients, the step was skipped on every rank */
+  int skipped_total; /* skipped steps in this run so far */
+  int spikes_total;  /* spike steps in this run so far */
+  zeroc_spike_t spike;
+  double loss_z, grad_norm_z; /* the z-scores (NaN while the window fills or when skipped) */
+  /* with a pipeline (pipeline = 1): this rank's share of the step's schedule */
+  int pipeline;
+  double pp_bubble, pp_compute_ms, pp_run_ms;
+  double pp_compute_max_ms; /* the slowest stage's compute (reduce_maxima), else this rank's */
+} zeroc_train_metrics_t;
+
+/* What the trainer resolved: the run's shape, data and the planner's prediction. */
+typedef struct zeroc_train_info {
+  zeroc_train_config_t config; /* every "unset" field resolved */
+  zeroc_gpt_config_t model;    /* the model's shape and micro-batch */
+  uint64_t params;             /* parameters of the whole model */
+  zeroc_dtype_t dtype;         /* parameter dtype */
+  zeroc_device_kind_t device;
+  zeroc_data_info_t data;
+  int global_batch; /* sequences per step: batch x grad_accum x dp */
+  double tokens_per_step;
+  double flops_per_step;
+  double peak_flops; /* the world's peak (cuda; ZEROC_PEAK_TFLOPS), 0 when unknown */
+  int start_step;    /* steps already done (from the checkpoint resumed) */
+  /* the planner's per-rank prediction for this layout; predicted 0 when it refused one */
+  double predicted_device, predicted_host;
+  double predicted_by_tag[ZEROC_TAG_COUNT];
+  char plan_error[256]; /* why the planner refused, or "" */
+} zeroc_train_info_t;
+
+/*
+ * Builds a training run on `ctx`: checks the outputs (save, export_path),
+ * opens the data, builds and shards the model (and the pipeline when the mesh
+ * has pp > 1), imports `init` or resumes from `resume` (checking that the
+ * checkpoint's model shape and data stream are this run's), and allocates the
+ * token buffers. Collective; every failure is agreed on by all ranks.
+ *   ctx: a live context; cfg: from ZEROC_TRAIN_CONFIG_INIT; out: the trainer.
+ * Returns ZEROC_ERR_INVALID_ARG (an uninitialised or inconsistent config, a
+ * checkpoint of another run), ZEROC_ERR_IO, ZEROC_ERR_CORRUPT, ZEROC_ERR_NOMEM,
+ * ZEROC_ERR_REMOTE (another rank failed), and the errors of the layers below.
+ * zeroc_last_error(ctx) names the failure; zeroc_trainer_create_phase() the
+ * part of the set-up that failed.
+ */
+zeroc_result_t zeroc_trainer_create(zeroc_ctx_t *ctx, const zeroc_train_config_t *cfg,
+                                    zeroc_trainer_t **out);
+
+/* The part of the set-up the calling thread's last zeroc_trainer_create was
+ * in: "config", "outputs", "data", "model", "start" or "ready". */
+const char *zeroc_trainer_create_phase(void);
+
+/* Frees everything the trainer holds (local; the context stays). destroy(NULL)
+ * does nothing. */
+void zeroc_trainer_destroy(zeroc_trainer_t *tr);
+
+/* Fills `out` with what the trainer resolved. */
+void zeroc_trainer_info(const zeroc_trainer_t *tr, zeroc_train_info_t *out);
+
+/*
+ * Runs the next optimizer step: the checkpoint the cadence asked for after
+ * the previous step (save_every), then every micro-batch's forward and
+ * backward (or the pipeline's schedule) and the optimizer step. `m` receives
+ * the step's figures; m->done is 1 after the run's last step (a call after it
+ * does nothing and returns ZEROC_OK with m->done set and m->step 0).
+ * Returns ZEROC_ERR_NUMERIC after more than max_skipped consecutive non-finite
+ * steps, with `m` still filled for this step (every rank agrees on it); the
+ * errors of the layers below otherwise (then only this rank may know: stop the
+ * job with zeroc_ctx_abort).
+ */
+zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m);
+
+/*
+ * The mean loss over `val_batches` global batches of `val_data` (each rank its
+ * slices; forward only, nothing of the training state changes); the same on
+ * every rank. Collective.
+ * Returns ZEROC_ERR_INVALID_ARG when the config has no val_data,
+ * ZEROC_ERR_UNSUPPORTED with a pipeline (pp > 1), the data's and the model's
+ * errors.
+ */
+zeroc_result_t zeroc_trainer_evaluate(zeroc_trainer_t *tr, double *loss);
+
+/* Writes a sharded checkpoint of the current step to `dir` (its manifest
+ * carries what a resume checks). Collective. */
+zeroc_result_t zeroc_trainer_save(zeroc_trainer_t *tr, const char *dir);
+
+/* Writes the consolidated weights to `path` (safetensors, Hugging Face GPT-2
+ * names). Collective. */
+zeroc_result_t zeroc_trainer_export(zeroc_trainer_t *tr, const char *path);
+
+/* Steps done so far in this run's numbering (start_step + steps taken). */
+int zeroc_trainer_steps_done(const zeroc_trainer_t *tr);
+
+/* The model and the GPT the trainer built (owned by the trainer). */
+zeroc_model_t *zeroc_trainer_model(const zeroc_trainer_t *tr);
+zeroc_gpt_t *zeroc_trainer_gpt(const zeroc_trainer_t *tr);
+
+/* The learning rate of 0-based step `s` for a resolved config: linear warm-up
+ * over `warmup` steps, then constant or cosine down to 10% at the last step. */
+float zeroc_train_lr_at(const zeroc_train_config_t *cfg, int s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

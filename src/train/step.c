@@ -1,0 +1,150 @@
+/*
+ * train/step.c - one optimizer step of the trainer: the cadence's pending
+ * checkpoint, the micro-batches through the model (or the pipeline), the
+ * optimizer step at the schedule's learning rate, and the step's figures
+ * (throughput, memory, spikes).
+ */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/ctx.h"
+#include "core/error.h"
+#include "train/trainer.h"
+#include "zeroc/device.h"
+
+float zeroc_train_lr_at(const zeroc_train_config_t *c, int s) {
+  double lr = c->lr;
+  if (c->warmup > 0 && s < c->warmup) return (float)(lr * (s + 1) / c->warmup);
+  if (c->schedule == ZEROC_LR_CONSTANT) return (float)lr;
+  int span = c->steps - 1 - c->warmup;
+  double p = span > 0 ? (double)(s - c->warmup) / span : 1.0;
+  if (p > 1) p = 1;
+  double lo = 0.1 * lr;
+  return (float)(lo + 0.5 * (lr - lo) * (1.0 + cos(M_PI * p)));
+}
+
+const char *zeroc_spike_name(zeroc_spike_t s) {
+  static const char *const NAMES[] = {"none", "loss", "grad_norm", "loss+grad_norm"};
+  return (unsigned)s < 4 ? NAMES[s] : "?";
+}
+
+/* Every micro-batch of step `s`: forward and backward, or (with a pipeline)
+ * the whole step's micro-batches through the schedule at once. */
+static zeroc_result_t run_batches(zeroc_trainer_t *tr, int s, zeroc_pipeline_stats_t *pst) {
+  const zeroc_train_config_t *c = &tr->info.config;
+  zeroc_data_layout_t lay = {tr->dp, tr->dp_rank, c->batch, c->grad_accum};
+  size_t ntok = tr->ntok;
+  for (int u = 0; u < c->grad_accum; u++) {
+    /* a pipeline takes the whole step's micro-batches at once, one slot each */
+    size_t at = tr->pipe ? (size_t)u * ntok : 0;
+    ZEROC_CHECK(
+        zeroc_data_batch(tr->data, &lay, (uint64_t)s, u, tr->inputs + at, tr->targets + at));
+    zeroc_gpt_batch_t b = {c->batch, c->seq, tr->inputs + at, tr->targets + at};
+    if (tr->dev_in) {
+      zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);
+      ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_in + at, tr->inputs + at, ntok * 4));
+      ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_tg + at, tr->targets + at, ntok * 4));
+      b.inputs = tr->dev_in + at;
+      b.targets = tr->dev_tg + at;
+    }
+    if (tr->pipe) {
+      tr->mbs[u] = b;
+      tr->mbp[u] = &tr->mbs[u];
+      continue;
+    }
+    ZEROC_CHECK(zeroc_model_forward(tr->model, &b));
+    ZEROC_CHECK(zeroc_model_backward(tr->model));
+  }
+  if (tr->pipe) ZEROC_CHECK(zeroc_pipeline_run(tr->pipe, tr->mbp, pst));
+  return ZEROC_OK;
+}
+
+/* The step's figures beyond the optimizer's: time, memory, spikes, maxima. */
+static zeroc_result_t fill_metrics(zeroc_trainer_t *tr, int s, double dt,
+                                   const zeroc_step_info_t *info, const zeroc_pipeline_stats_t *pst,
+                                   zeroc_train_metrics_t *m) {
+  const zeroc_train_info_t *in = &tr->info;
+  zeroc_mem_stats_t ms;
+  zeroc_ctx_memory(tr->ctx, &ms);
+  m->step = s + 1;
+  m->loss = info->loss;
+  m->lr = zeroc_train_lr_at(&in->config, s);
+  m->grad_norm = info->grad_norm;
+  m->tokens = in->tokens_per_step;
+  m->step_ms = dt * 1e3;
+  m->tokens_per_s = in->tokens_per_step / dt;
+  m->mfu = in->peak_flops > 0 ? in->flops_per_step / dt / in->peak_flops : 0;
+  m->comm_bytes = info->comm_bytes;
+  m->exposed_comm_ms = info->exposed_comm_ms;
+  m->peak_device = ms.peak_total[ZEROC_MEM_DEVICE];
+  m->peak_host = ms.peak_total[ZEROC_MEM_PINNED] + ms.peak_total[ZEROC_MEM_HOST];
+  for (int t = 0; t < ZEROC_TAG_COUNT; t++) m->peak_by_tag[t] = ms.peak[ZEROC_MEM_DEVICE][t];
+  /* a skipped step's figures are not finite and never enter the windows */
+  double z_loss = NAN, z_norm = NAN;
+  int spike = 0;
+  m->skipped = info->skipped;
+  if (info->skipped) {
+    tr->skipped_total++;
+  } else {
+    spike |= zeroc__spike_push(&tr->spike_loss, info->loss, &z_loss);
+    spike |= zeroc__spike_push(&tr->spike_norm, info->grad_norm, &z_norm) << 1;
+  }
+  if (spike) tr->spikes_total++;
+  m->spike = (zeroc_spike_t)spike;
+  m->loss_z = z_loss;
+  m->grad_norm_z = z_norm;
+  m->skipped_total = tr->skipped_total;
+  m->spikes_total = tr->spikes_total;
+  m->pipeline = tr->pipe != NULL;
+  m->pp_bubble = pst->bubble;
+  m->pp_compute_ms = pst->compute_ms;
+  m->pp_run_ms = pst->run_ms;
+  /* the peak over ranks too (pipeline stages and TP ranks differ), and the
+   * slowest pipeline stage's compute (what the other stages wait for) */
+  int64_t peak_max = (int64_t)m->peak_device, compute_max_us = (int64_t)(pst->compute_ms * 1e3);
+  if (in->config.reduce_maxima) {
+    ZEROC_CHECK(zeroc_ctx_max_i64(tr->ctx, &peak_max));
+    if (tr->pipe) ZEROC_CHECK(zeroc_ctx_max_i64(tr->ctx, &compute_max_us));
+  }
+  m->peak_device_max = peak_max;
+  m->pp_compute_max_ms = compute_max_us * 1e-3;
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m) {
+  if (!tr || !m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_step: NULL argument");
+  const zeroc_train_config_t *c = &tr->info.config;
+  memset(m, 0, sizeof *m);
+  m->loss_z = m->grad_norm_z = NAN;
+  if (tr->next >= c->steps) {
+    m->done = 1;
+    return ZEROC_OK;
+  }
+  zeroc_result_t r = ZEROC_OK;
+  if (tr->save_pending) {
+    tr->save_pending = 0;
+    r = zeroc__train_save(tr, c->save, (uint64_t)tr->next);
+    if (r) return zeroc__ctx_ret(tr->ctx, r);
+  }
+  int s = tr->next;
+  double t0 = zeroc__now_s();
+  zeroc_pipeline_stats_t pst = {0};
+  r = run_batches(tr, s, &pst);
+  if (r) return zeroc__ctx_ret(tr->ctx, r);
+  zeroc_step_info_t info;
+  r = zeroc_model_step(tr->model, zeroc_train_lr_at(c, s), &info);
+  /* too many skipped steps: this step's figures are still reported, then stop */
+  int numeric_stop = r == ZEROC_ERR_NUMERIC;
+  if (r && !numeric_stop) return zeroc__ctx_ret(tr->ctx, r);
+  double dt = zeroc__now_s() - t0;
+  zeroc_result_t rm = fill_metrics(tr, s, dt, &info, &pst, m);
+  if (rm) return zeroc__ctx_ret(tr->ctx, rm);
+  tr->next = s + 1;
+  m->done = tr->next >= c->steps;
+  if (numeric_stop) return zeroc__ctx_ret(tr->ctx, ZEROC_ERR_NUMERIC);
+  if (c->save && c->save_every && (s + 1) % c->save_every == 0 && s + 1 < c->steps)
+    tr->save_pending = 1;
+  return ZEROC_OK;
+}
