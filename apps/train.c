@@ -3,7 +3,7 @@
  * under any layout the mesh allows, with a live progress line, JSON metrics,
  * sharded checkpoints, and safetensors export/import. The flags are
  * apps/train_flags.c; the run is the library's trainer (zeroc/train.h); this
- * file prints. The contract is shared/CLI.md: flag names and the metrics
+ * file prints. The contract is docs/cli.md: flag names and the metrics
  * fields are stable.
  */
 #include <errno.h>
@@ -117,7 +117,7 @@ static void print_header(const ztrain_opts_t *o, const zeroc_train_info_t *in, c
   fflush(stdout);
 }
 
-/* One --metrics line: the fields of shared/CLI.md and those added since. */
+/* One --metrics line: the fields docs/cli.md lists. */
 static void write_metrics(FILE *f, const zeroc_train_metrics_t *m, const zeroc_train_info_t *in) {
   char jl[32], jn[32], zl[32] = "null", zn[32] = "null";
   if (isfinite(m->loss_z)) snprintf(zl, sizeof zl, "%.3f", m->loss_z);

@@ -58,7 +58,7 @@ void ztrain_usage(void) {
          "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
          "other:   --comm-timeout SECONDS (ZEROC_COMM_TIMEOUT or 300) --max-skipped N (5)\n"
          "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
-         "See shared/CLI.md for the contract.\n");
+         "docs/cli.md says which flags, outputs and exit codes are stable.\n");
 }
 
 int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {

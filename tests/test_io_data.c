@@ -344,7 +344,7 @@ static void test_batching_rule(void) {
       CU_ASSERT_EQUAL(layout_ids(d, 1, 1, k, info.num_sequences, ref), G);
       for (int i = 0; i < G; i++) CU_ASSERT(ref[i] >= 0);
       if (!shuffle) {
-        /* CLI.md: step k takes sequences k*G .. k*G+G-1 (wrapping per epoch) */
+        /* the data contract: step k takes sequences k*G .. k*G+G-1 (wrapping per epoch) */
         uint64_t base = (k % info.steps_per_epoch) * G;
         for (int i = 0; i < G; i++) CU_ASSERT_EQUAL(ref[i], (int64_t)(base + (uint64_t)i));
         if (k < info.steps_per_epoch)

@@ -2,7 +2,7 @@
  * shard/engine.c - zeroc_shard() and the per-unit schedule of forward and
  * backward: gather (prefetched K units ahead on the gather stream), compute,
  * release; backward, then reduce-scatter on the reduce stream while the next
- * unit computes. See DESIGN.md "One training step" and shard/engine.h.
+ * unit computes. The buffers each stage keeps are tabled in shard/engine.h.
  */
 #include <stdlib.h>
 #include <string.h>

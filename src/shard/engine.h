@@ -2,7 +2,7 @@
  * shard/engine.h - the sharded model's insides: units, their buffers per ZeRO
  * stage, the buffer pools and the streams. Shared by the files of src/shard.
  *
- * Buffers per unit (N flat length, S = N / shard size; see DESIGN.md):
+ * Buffers per unit (N flat length, S = N / shard size; see the README, "The engine API"):
  *   stage | master,m,v | compute params          | full grads               | grad shard
  *   0     | N fp32     | full N (persistent)     | N (persistent)           | = full grads
  *   1     | S fp32     | full N (persistent)     | N (persistent)           | view of full grads
