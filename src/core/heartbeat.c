@@ -61,34 +61,70 @@ struct zeroc__heartbeat {
   _Atomic int stop;
 };
 
+static int filter_entry(char *tok, int *subnet, uint32_t *net, uint32_t *mask);
+
 zeroc_result_t zeroc__heartbeat_knob(double *timeout_s) {
   double t;
   ZEROC_CHECK(zeroc__env_f64("ZEROC_HEARTBEAT_TIMEOUT", 3.0, &t));
   if (!(t == 0 || t >= 0.2)) /* the table's range is 0..3600; (0, 0.2) is too short to be safe */
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "ZEROC_HEARTBEAT_TIMEOUT %g: accepted 0 (off) or 0.2 to 3600 seconds", t);
+  /* the interface filter, judged here so that a typo fails every rank at
+   * start-up, also on one node where no heartbeat runs */
+  const char *f = zeroc__env_str("ZEROC_HEARTBEAT_IF", NULL);
+  char buf[256];
+  if (f && strlen(f) >= sizeof buf)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "ZEROC_HEARTBEAT_IF is %zu characters: accepted at most %zu",
+                      strlen(f), sizeof buf - 1);
+  if (f) {
+    snprintf(buf, sizeof buf, "%s", f);
+    char *save = NULL, *tok = strtok_r(buf, ",", &save);
+    for (; tok; tok = strtok_r(NULL, ",", &save)) {
+      int subnet;
+      uint32_t net, mask;
+      if (filter_entry(tok, &subnet, &net, &mask))
+        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                          "ZEROC_HEARTBEAT_IF entry '%.64s': accepted interface names or a.b.c.d/n "
+                          "subnets (n 0..32), comma-separated",
+                          tok);
+    }
+  }
   *timeout_s = t;
   return ZEROC_OK;
 }
 
+/* One entry of an interface filter: a name, or a.b.c.d/n (net and mask in host
+ * order, *subnet set). -1 if it is neither: an empty entry, a bad address or n
+ * outside 0..32. */
+static int filter_entry(char *tok, int *subnet, uint32_t *net, uint32_t *mask) {
+  char *slash = strchr(tok, '/');
+  *subnet = slash != NULL;
+  if (!*tok || tok == slash) return -1;
+  if (!slash) return 0;
+  *slash = 0;
+  struct in_addr in;
+  char *end;
+  errno = 0;
+  long bits = strtol(slash + 1, &end, 10);
+  int bad = errno || end == slash + 1 || *end || bits < 0 || bits > 32 ||
+            inet_pton(AF_INET, tok, &in) != 1;
+  *slash = '/';
+  if (bad) return -1;
+  *mask = bits ? ~0u << (32 - bits) : 0;
+  *net = ntohl(in.s_addr) & *mask;
+  return 0;
+}
+
 /* Does interface `name` with address `a` (host order) match one entry of the
- * comma list `filter` (interface names or a.b.c.d/n)? */
+ * comma list `filter` (checked by zeroc__heartbeat_knob when it is ours)? */
 static int if_matches(const char *filter, const char *name, uint32_t a) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", filter);
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-    char *slash = strchr(tok, '/');
-    if (!slash) {
-      if (!strcmp(tok, name)) return 1;
-      continue;
-    }
-    *slash = 0;
-    struct in_addr net;
-    char *end;
-    long bits = strtol(slash + 1, &end, 10);
-    if (*end || bits < 0 || bits > 32 || inet_pton(AF_INET, tok, &net) != 1) continue;
-    uint32_t mask = bits ? ~0u << (32 - bits) : 0;
-    if ((a & mask) == (ntohl(net.s_addr) & mask)) return 1;
+    int subnet;
+    uint32_t net, mask;
+    if (filter_entry(tok, &subnet, &net, &mask)) continue;
+    if (subnet ? (a & mask) == net : !strcmp(tok, name)) return 1;
   }
   return 0;
 }

@@ -34,3 +34,7 @@ probe "ZEROC_FAULT rank beyond the job" 2 "rank=5, but the job has ranks 0..0" 2
   ev ZEROC_FAULT=kill@forward:rank=5 zt train "${TINY[@]}"
 probe "ZEROC_FAULT filter given twice" 2 "filter 'rank=1'.*each at most once" 20 -- \
   ev ZEROC_FAULT=kill@forward:rank=0:rank=1 zt train "${TINY[@]}"
+probe "ZEROC_HEARTBEAT_TIMEOUT=0.1 (below 0.2)" 2 "ZEROC_HEARTBEAT_TIMEOUT 0.1: accepted 0 \(off\) or 0.2 to 3600" 30 -- ev ZEROC_HEARTBEAT_TIMEOUT=0.1 zt train "${TINY[@]}"
+probe "ZEROC_HEARTBEAT_TIMEOUT=1e9" 2 "ZEROC_HEARTBEAT_TIMEOUT='1e9': accepted a number 0 to 3600" 30 -- ev ZEROC_HEARTBEAT_TIMEOUT=1e9 zt train "${TINY[@]}"
+probe "ZEROC_HEARTBEAT_IF with a /33 subnet" 2 "ZEROC_HEARTBEAT_IF entry '10.0.0.0/33': accepted interface names" 30 -- ev ZEROC_HEARTBEAT_IF=eth0,10.0.0.0/33 zt train "${TINY[@]}"
+probe "ZEROC_HEARTBEAT_IF of names and a subnet is used" 0 "" 60 -- ev ZEROC_HEARTBEAT_IF=lo,10.1.0.0/16 zt train "${TINY[@]}"
