@@ -13,6 +13,7 @@
 #include "apps/cli.h"
 #include "apps/train_flags.h"
 #include "io/files.h"
+#include "train/trainer.h"
 #include "zeroc/zeroc.h"
 
 /* shared with zeroc plan and bench (apps/args.c) */
@@ -124,31 +125,6 @@ int zeroc_train_check_flags(int argc, char **argv) {
 
 /* ---- pipeline parallelism: --print-schedule ----------------------------------------------- */
 
-static zeroc_pipeline_config_t pipe_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *g,
-                                           zeroc_dtype_t dt) {
-  zeroc_pipeline_config_t pc = ZEROC_PIPELINE_CONFIG_INIT;
-  pc.schedule = o->pp_schedule == 1 ? ZEROC_PIPELINE_INTERLEAVED : ZEROC_PIPELINE_1F1B;
-  pc.microbatches = o->grad_accum;
-  pc.chunks = o->vpp;
-  /* the residual stream between stages: (B*T, C), or this tp rank's B*T/tp rows
-   * of it with sequence parallelism */
-  size_t rows = (size_t)g->batch * (size_t)g->seq / (size_t)(o->sequence_parallel ? o->tp : 1);
-  pc.act_numel = rows * (size_t)g->hidden;
-  pc.act_dtype = dt;
-  return pc;
-}
-
-/* The cut of the unit list into pp x vpp stages: bounds[s] .. bounds[s+1]. */
-static int pipe_partition(const ztrain_opts_t *o, const zeroc_gpt_config_t *g, int *bounds) {
-  int nu = zeroc_gpt_num_units(g);
-  double *cost = malloc(sizeof(double) * (size_t)nu);
-  if (!cost) return -1;
-  zeroc_gpt_unit_costs(g, cost);
-  zeroc_result_t r = zeroc_pipeline_partition(cost, nu, o->pp * o->vpp, bounds);
-  free(cost);
-  return r == ZEROC_OK ? 0 : -1;
-}
-
 static void unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
   if (u == 0)
     snprintf(buf, n, "embedding");
@@ -163,14 +139,16 @@ static int print_schedule(const ztrain_opts_t *o, const zeroc_gpt_config_t *g, z
   if (!zarg_launch_rank0()) return 0;
   int S = o->pp * o->vpp, *bounds = malloc(sizeof(int) * (size_t)(S + 1));
   double *cost = malloc(sizeof(double) * (size_t)zeroc_gpt_num_units(g));
-  if (!bounds || !cost || pipe_partition(o, g, bounds)) {
+  if (!bounds || !cost || zeroc__train_partition(g, S, bounds)) {
     fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
     free(bounds);
     free(cost);
     return 1;
   }
   zeroc_gpt_unit_costs(g, cost);
-  zeroc_pipeline_config_t pc = pipe_config(o, g, dt);
+  zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
+  ztrain_config(o, g, &tc);
+  zeroc_pipeline_config_t pc = zeroc__train_pipe_config(&tc, o->tp, dt);
   printf("pipeline: %s, %d ranks x %d chunks = %d stages, %d micro-batches of %d sequences\n",
          PP_SCHEDULES[o->pp_schedule], o->pp, o->vpp, S, o->grad_accum, g->batch);
   for (int st = 0; st < S; st++) {

@@ -14,14 +14,7 @@
 
 /* The held-out stream: the training data's shape and order, val_data's tokens. */
 static zeroc_result_t open_val(zeroc_trainer_t *tr) {
-  const zeroc_train_config_t *c = &tr->info.config;
-  zeroc_data_config_t dcfg = ZEROC_DATA_CONFIG_INIT;
-  dcfg.source = c->val_data;
-  dcfg.vocab = c->vocab;
-  dcfg.seq = c->seq;
-  dcfg.global_batch = tr->info.global_batch;
-  dcfg.seed = (uint64_t)c->seed;
-  dcfg.shuffle = 0;
+  zeroc_data_config_t dcfg = zeroc__train_data_config(tr, tr->info.config.val_data, 0);
   return zeroc_ctx_agree(tr->ctx, zeroc_data_create(&dcfg, &tr->val));
 }
 

@@ -125,18 +125,41 @@ static zeroc_result_t check_config(const zeroc_trainer_t *tr, const zeroc_train_
 
 /* ---- the model and the pipeline ---------------------------------------------------- */
 
-static zeroc_pipeline_config_t pipe_config(const zeroc_trainer_t *tr, zeroc_dtype_t act_dtype) {
+zeroc_data_config_t zeroc__train_data_config(const zeroc_trainer_t *tr, const char *source,
+                                             int shuffle) {
   const zeroc_train_config_t *c = &tr->info.config;
+  zeroc_data_config_t dcfg = ZEROC_DATA_CONFIG_INIT;
+  dcfg.source = source;
+  dcfg.vocab = c->vocab;
+  dcfg.seq = c->seq;
+  dcfg.global_batch = tr->info.global_batch;
+  dcfg.seed = (uint64_t)c->seed;
+  dcfg.shuffle = shuffle;
+  return dcfg;
+}
+
+zeroc_pipeline_config_t zeroc__train_pipe_config(const zeroc_train_config_t *c, int tp,
+                                                 zeroc_dtype_t act_dtype) {
   zeroc_pipeline_config_t pc = ZEROC_PIPELINE_CONFIG_INIT;
   pc.schedule = c->pp_schedule;
   pc.microbatches = c->grad_accum;
   pc.chunks = c->vpp;
   /* the residual stream between stages: (B*T, C), or this tp rank's B*T/tp rows
    * of it with sequence parallelism */
-  size_t rows = (size_t)c->batch * (size_t)c->seq / (size_t)(c->sequence_parallel ? tr->tp : 1);
+  size_t rows = (size_t)c->batch * (size_t)c->seq / (size_t)(c->sequence_parallel ? tp : 1);
   pc.act_numel = rows * (size_t)c->hidden;
   pc.act_dtype = act_dtype;
   return pc;
+}
+
+zeroc_result_t zeroc__train_partition(const zeroc_gpt_config_t *g, int stages, int *bounds) {
+  int nu = zeroc_gpt_num_units(g);
+  double *cost = malloc(sizeof(double) * (size_t)nu);
+  if (!cost) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "pipeline partition (%d units)", nu);
+  zeroc_gpt_unit_costs(g, cost);
+  zeroc_result_t r = zeroc_pipeline_partition(cost, nu, stages, bounds);
+  free(cost);
+  return r;
 }
 
 /* The GPT (this rank's chunks with a pipeline), its shards and the pipeline. */
@@ -148,7 +171,7 @@ static zeroc_result_t build_model(zeroc_trainer_t *tr) {
   /* the model computes in the kernels' dtype: fp32 on cpu (bf16 parameters are
    * converted for compute by the engine), the parameter dtype on cuda */
   zeroc_dtype_t act_dtype = tr->info.device == ZEROC_DEVICE_CPU ? ZEROC_FP32 : dtype;
-  zeroc_pipeline_config_t pcfg = pipe_config(tr, act_dtype);
+  zeroc_pipeline_config_t pcfg = zeroc__train_pipe_config(c, tr->tp, act_dtype);
   zeroc_gpt_options_t go = ZEROC_GPT_OPTIONS_INIT;
   go.batch = g->batch;
   go.recompute = c->recompute;
@@ -159,13 +182,10 @@ static zeroc_result_t build_model(zeroc_trainer_t *tr) {
   zeroc_result_t r = ZEROC_OK;
   if (tr->pp > 1) {
     /* this rank's chunks: stage c*pp + pp_rank of the balanced cut */
-    int S = tr->pp * c->vpp, nu = zeroc_gpt_num_units(g);
-    double *cost = malloc(sizeof(double) * (size_t)nu);
+    int S = tr->pp * c->vpp;
     tr->bounds = malloc(sizeof(int) * (size_t)(S + 1));
-    if (!cost || !tr->bounds) r = ZEROC_FAIL(ZEROC_ERR_NOMEM, "pipeline partition (%d units)", nu);
-    if (!r) zeroc_gpt_unit_costs(g, cost);
-    if (!r) r = zeroc_pipeline_partition(cost, nu, S, tr->bounds);
-    free(cost);
+    r = tr->bounds ? zeroc__train_partition(g, S, tr->bounds)
+                   : ZEROC_FAIL(ZEROC_ERR_NOMEM, "pipeline partition (%d stages)", S);
     for (int k = 0; !r && k < c->vpp; k++) {
       first[k] = tr->bounds[k * tr->pp + tr->pp_rank];
       count[k] = tr->bounds[k * tr->pp + tr->pp_rank + 1] - first[k];
@@ -342,13 +362,7 @@ static zeroc_result_t build(zeroc_trainer_t *tr) {
   ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
 
   create_phase = "data";
-  zeroc_data_config_t dcfg = ZEROC_DATA_CONFIG_INIT;
-  dcfg.source = c->data;
-  dcfg.vocab = c->vocab;
-  dcfg.seq = c->seq;
-  dcfg.global_batch = tr->info.global_batch;
-  dcfg.seed = (uint64_t)c->seed;
-  dcfg.shuffle = c->shuffle;
+  zeroc_data_config_t dcfg = zeroc__train_data_config(tr, c->data, c->shuffle);
   r = zeroc_data_create(&dcfg, &tr->data);
   ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
   zeroc_data_info(tr->data, &tr->info.data);

@@ -6,6 +6,8 @@
 #define ZEROC_TRAIN_TRAINER_H
 
 #include "train/spike.h"
+#include "zeroc/gpt.h"
+#include "zeroc/pipeline.h"
 #include "zeroc/train.h"
 
 struct zeroc_trainer {
@@ -34,5 +36,19 @@ void zeroc__train_app_json(const zeroc_trainer_t *tr, uint64_t step, char *buf, 
 
 /* Writes the checkpoint of step `step` into `dir`. */
 zeroc_result_t zeroc__train_save(zeroc_trainer_t *tr, const char *dir, uint64_t step);
+
+/* The data stream of the trainer's shape and order (vocab, seq, global
+ * batch, seed) over `source`: the training data and the held-out data differ
+ * only in source and shuffle. */
+zeroc_data_config_t zeroc__train_data_config(const zeroc_trainer_t *tr, const char *source,
+                                             int shuffle);
+
+/* The pipeline of config `c` (tp: its tensor-parallel size), activations
+ * crossing stages in `act_dtype`; and the balanced cut of `g`'s units into
+ * `stages` stages, bounds[0..stages]. The trainer and --print-schedule share
+ * them, so the schedule printed is the one that runs. */
+zeroc_pipeline_config_t zeroc__train_pipe_config(const zeroc_train_config_t *c, int tp,
+                                                 zeroc_dtype_t act_dtype);
+zeroc_result_t zeroc__train_partition(const zeroc_gpt_config_t *g, int stages, int *bounds);
 
 #endif
