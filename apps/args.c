@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const char *const zarg_devices[] = {"auto", "cpu", "cuda", NULL};
 const char *const zarg_models[] = {"tiny",      "small",      "gpt2-124m", "gpt2-350m",
@@ -33,8 +34,25 @@ int zarg_launch_rank0(void) {
   return 1;
 }
 
+/* A usage error every rank sees alike is printed by rank 0 only. A rank other
+ * than 0 that exited at once could make the launcher (mpirun, srun) tear the job
+ * down before rank 0 had written its line, and the user would see no reason at
+ * all (seen under load: 1 run in ~10 on 2 busy cores). So it waits, bounded, for
+ * rank 0 to exit first: the launcher then ends it straight away, and if it does
+ * not (srun without --kill-on-bad-exit), the rank exits 2 on its own after
+ * ZARG_LINGER_S. */
+#define ZARG_LINGER_S 5
+static void linger_for_rank0(void) {
+  struct timespec t = {ZARG_LINGER_S, 0};
+  while (nanosleep(&t, &t) == -1 && errno == EINTR) {
+  }
+}
+
 int zarg_fail(const char *cmd, const char *fmt, ...) {
-  if (!zarg_launch_rank0()) return 2;
+  if (!zarg_launch_rank0()) {
+    linger_for_rank0();
+    return 2;
+  }
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
