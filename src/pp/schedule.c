@@ -288,6 +288,126 @@ void zeroc__pp_index_free(zeroc_pp_index_t *ix) {
 #define ACT_FMT     "rank %d action #%zu (%s mb %d chunk %d)"
 #define ACT_ARGS(a) r, li, op_names[(a)->op], (a)->mb, (a)->chunk
 
+/* Pass 1, one action (#i, of rank r): its range and flags, and its slot in the tables. */
+static zeroc_result_t index_action(const zeroc_pp_schedule_t *s, zeroc_pp_index_t *ix, int r,
+                                   size_t i) {
+  const int p = s->p, m = s->m, v = s->v, S = ix->S;
+  const zeroc_pp_action_t *a = &s->actions[i];
+  size_t li = i - s->offset[r];
+  ix->rank[i] = r;
+  ix->match[i] = -1;
+  if (a->op >= ZEROC_PP_OP_COUNT)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "pp schedule check: rank %d action #%zu has op %d; accepted: 0..%d", r, li,
+                      a->op, ZEROC_PP_OP_COUNT - 1);
+  if (a->mb < 0 || a->mb >= m || a->chunk < 0 || a->chunk >= v)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "pp schedule check: " ACT_FMT " is out of range; accepted: mb 0..%d, "
+                      "chunk 0..%d",
+                      ACT_ARGS(a), m - 1, v - 1);
+  if (a->flags & ~ZEROC_PP_WITH_NEXT)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "pp schedule check: " ACT_FMT " has flags 0x%x; accepted: "
+                      "ZEROC_PP_WITH_NEXT (0x1)",
+                      ACT_ARGS(a), a->flags);
+  if ((a->flags & ZEROC_PP_WITH_NEXT) && (!zeroc__pp_is_comm(a->op) || i + 1 >= s->offset[r + 1] ||
+                                          !zeroc__pp_is_comm(s->actions[i + 1].op)))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "pp schedule check: " ACT_FMT " is marked WITH_NEXT; only a comm action "
+                      "followed by another comm action of the same rank may be",
+                      ACT_ARGS(a));
+  int st = a->chunk * p + r;
+  size_t key = (size_t)a->mb * S + st;
+  if (a->op == ZEROC_PP_FORWARD || a->op == ZEROC_PP_BACKWARD) {
+    int64_t *slot = a->op == ZEROC_PP_FORWARD ? &ix->fpos[key] : &ix->bpos[key];
+    if (*slot >= 0)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "pp schedule check: " ACT_FMT " appears twice (first at #%zu)", ACT_ARGS(a),
+                        (size_t)*slot - s->offset[r]);
+    *slot = (int64_t)i;
+    return ZEROC_OK;
+  }
+  /* comm: which boundary, and who must be on the other side */
+  int to_prev = a->op == ZEROC_PP_RECV_ACT || a->op == ZEROC_PP_SEND_GRAD;
+  int other = to_prev ? st - 1 : st + 1;
+  if (p == 1 || other < 0 || other >= S)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "pp schedule check: " ACT_FMT " is at stage %d of %d and has no %s stage "
+                      "on another rank to talk to",
+                      ACT_ARGS(a), st, S, to_prev ? "previous" : "next");
+  if (a->peer != other % p || a->peer_chunk != other / p)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "pp schedule check: " ACT_FMT " names peer rank %d chunk %d; stage %d "
+                      "is rank %d chunk %d",
+                      ACT_ARGS(a), a->peer, a->peer_chunk, other, other % p, other / p);
+  int b = to_prev ? st - 1 : st;
+  int64_t *slot = &ix->comm[a->op - ZEROC_PP_RECV_ACT][(size_t)a->mb * (S - 1) + b];
+  if (*slot >= 0)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "pp schedule check: " ACT_FMT " appears twice (first at #%zu)", ACT_ARGS(a),
+                      (size_t)*slot - s->offset[r]);
+  *slot = (int64_t)i;
+  return ZEROC_OK;
+}
+
+/* Pass 2, one micro-batch: completeness, and the order inside each rank. */
+static zeroc_result_t index_check_mb(const zeroc_pp_schedule_t *s, zeroc_pp_index_t *ix, int mb) {
+  const int p = s->p, S = ix->S;
+  for (int st = 0; st < S; st++) {
+    size_t key = (size_t)mb * S + st;
+    if (ix->fpos[key] < 0 || ix->bpos[key] < 0)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "pp schedule check: the %s of mb %d at stage %d (rank %d chunk %d) is "
+                        "missing",
+                        ix->fpos[key] < 0 ? "FORWARD" : "BACKWARD", mb, st, st % p, st / p);
+    if (ix->bpos[key] < ix->fpos[key])
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "pp schedule check: rank %d runs BACKWARD of mb %d chunk %d (#%zu) "
+                        "before its FORWARD (#%zu)",
+                        st % p, mb, st / p, (size_t)ix->bpos[key] - s->offset[st % p],
+                        (size_t)ix->fpos[key] - s->offset[st % p]);
+  }
+  /* p = 1: chunk handoffs stay on the rank, FORWARD/BACKWARD order alone carries them */
+  for (int b = 0; p > 1 && b + 1 < S; b++) {
+    size_t key = (size_t)mb * (S - 1) + b;
+    /* lo is stage b (rank b%p), hi is stage b+1 */
+    size_t flo = (size_t)mb * S + b, fhi = flo + 1;
+    const struct {
+      int op;
+      int64_t compute; /* the compute it must precede (recv) or follow (send) */
+    } need[4] = {
+        {ZEROC_PP_RECV_ACT, ix->fpos[fhi]},
+        {ZEROC_PP_SEND_ACT, ix->fpos[flo]},
+        {ZEROC_PP_RECV_GRAD, ix->bpos[flo]},
+        {ZEROC_PP_SEND_GRAD, ix->bpos[fhi]},
+    };
+    for (int k = 0; k < 4; k++) {
+      int64_t at = ix->comm[k][key];
+      if (at < 0)
+        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                          "pp schedule check: the %s of mb %d across stages %d|%d is missing "
+                          "(rank %d)",
+                          op_names[need[k].op], mb, b, b + 1, ix->rank[need[k].compute]);
+      int recv = !zeroc__pp_is_send(need[k].op);
+      if (recv ? at > need[k].compute : at < need[k].compute) {
+        int r = ix->rank[at];
+        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                          "pp schedule check: rank %d posts %s of mb %d (#%zu) %s the compute "
+                          "it %s (#%zu)",
+                          r, op_names[need[k].op], mb, (size_t)at - s->offset[r],
+                          recv ? "after" : "before", recv ? "feeds" : "carries the result of",
+                          (size_t)need[k].compute - s->offset[r]);
+      }
+    }
+    /* RECV_ACT pairs with SEND_ACT, RECV_GRAD with SEND_GRAD */
+    ix->match[ix->comm[0][key]] = ix->comm[1][key];
+    ix->match[ix->comm[1][key]] = ix->comm[0][key];
+    ix->match[ix->comm[2][key]] = ix->comm[3][key];
+    ix->match[ix->comm[3][key]] = ix->comm[2][key];
+  }
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc__pp_index_build(const zeroc_pp_schedule_t *s, zeroc_pp_index_t *ix) {
   zeroc_result_t res = ZEROC_OK;
   if (!ix) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc__pp_index_build: NULL index");
@@ -325,146 +445,12 @@ zeroc_result_t zeroc__pp_index_build(const zeroc_pp_schedule_t *s, zeroc_pp_inde
     for (size_t i = 0; i < nb; i++) ix->comm[k][i] = -1;
 
   /* Pass 1: ranges, flags, and one slot per action in the tables. */
-  for (int r = 0; r < p; r++) {
-    for (size_t i = s->offset[r]; i < s->offset[r + 1]; i++) {
-      const zeroc_pp_action_t *a = &s->actions[i];
-      size_t li = i - s->offset[r];
-      ix->rank[i] = r;
-      ix->match[i] = -1;
-      if (a->op >= ZEROC_PP_OP_COUNT) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "pp schedule check: rank %d action #%zu has op %d; accepted: 0..%d", r, li,
-                         a->op, ZEROC_PP_OP_COUNT - 1);
-        goto fail;
-      }
-      if (a->mb < 0 || a->mb >= m || a->chunk < 0 || a->chunk >= v) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "pp schedule check: " ACT_FMT " is out of range; accepted: mb 0..%d, "
-                         "chunk 0..%d",
-                         ACT_ARGS(a), m - 1, v - 1);
-        goto fail;
-      }
-      if (a->flags & ~ZEROC_PP_WITH_NEXT) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "pp schedule check: " ACT_FMT " has flags 0x%x; accepted: "
-                         "ZEROC_PP_WITH_NEXT (0x1)",
-                         ACT_ARGS(a), a->flags);
-        goto fail;
-      }
-      if ((a->flags & ZEROC_PP_WITH_NEXT) &&
-          (!zeroc__pp_is_comm(a->op) || i + 1 >= s->offset[r + 1] ||
-           !zeroc__pp_is_comm(s->actions[i + 1].op))) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "pp schedule check: " ACT_FMT " is marked WITH_NEXT; only a comm action "
-                         "followed by another comm action of the same rank may be",
-                         ACT_ARGS(a));
-        goto fail;
-      }
-      int st = a->chunk * p + r;
-      size_t key = (size_t)a->mb * S + st;
-      if (a->op == ZEROC_PP_FORWARD || a->op == ZEROC_PP_BACKWARD) {
-        int64_t *slot = a->op == ZEROC_PP_FORWARD ? &ix->fpos[key] : &ix->bpos[key];
-        if (*slot >= 0) {
-          res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                           "pp schedule check: " ACT_FMT " appears twice (first at #%zu)",
-                           ACT_ARGS(a), (size_t)*slot - s->offset[r]);
-          goto fail;
-        }
-        *slot = (int64_t)i;
-        continue;
-      }
-      /* comm: which boundary, and who must be on the other side */
-      int to_prev = a->op == ZEROC_PP_RECV_ACT || a->op == ZEROC_PP_SEND_GRAD;
-      int other = to_prev ? st - 1 : st + 1;
-      if (p == 1 || other < 0 || other >= S) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "pp schedule check: " ACT_FMT " is at stage %d of %d and has no %s stage "
-                         "on another rank to talk to",
-                         ACT_ARGS(a), st, S, to_prev ? "previous" : "next");
-        goto fail;
-      }
-      if (a->peer != other % p || a->peer_chunk != other / p) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "pp schedule check: " ACT_FMT " names peer rank %d chunk %d; stage %d "
-                         "is rank %d chunk %d",
-                         ACT_ARGS(a), a->peer, a->peer_chunk, other, other % p, other / p);
-        goto fail;
-      }
-      int b = to_prev ? st - 1 : st;
-      int64_t *slot = &ix->comm[a->op - ZEROC_PP_RECV_ACT][(size_t)a->mb * (S - 1) + b];
-      if (*slot >= 0) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "pp schedule check: " ACT_FMT " appears twice (first at #%zu)",
-                         ACT_ARGS(a), (size_t)*slot - s->offset[r]);
-        goto fail;
-      }
-      *slot = (int64_t)i;
-    }
-  }
-
+  for (int r = 0; r < p && res == ZEROC_OK; r++)
+    for (size_t i = s->offset[r]; i < s->offset[r + 1] && res == ZEROC_OK; i++)
+      res = index_action(s, ix, r, i);
   /* Pass 2: completeness, and the order inside each rank. */
-  for (int mb = 0; mb < m; mb++) {
-    for (int st = 0; st < S; st++) {
-      size_t key = (size_t)mb * S + st;
-      if (ix->fpos[key] < 0 || ix->bpos[key] < 0) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "pp schedule check: the %s of mb %d at stage %d (rank %d chunk %d) is "
-                         "missing",
-                         ix->fpos[key] < 0 ? "FORWARD" : "BACKWARD", mb, st, st % p, st / p);
-        goto fail;
-      }
-      if (ix->bpos[key] < ix->fpos[key]) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "pp schedule check: rank %d runs BACKWARD of mb %d chunk %d (#%zu) "
-                         "before its FORWARD (#%zu)",
-                         st % p, mb, st / p, (size_t)ix->bpos[key] - s->offset[st % p],
-                         (size_t)ix->fpos[key] - s->offset[st % p]);
-        goto fail;
-      }
-    }
-    /* p = 1: chunk handoffs stay on the rank, FORWARD/BACKWARD order alone carries them */
-    for (int b = 0; p > 1 && b + 1 < S; b++) {
-      size_t key = (size_t)mb * (S - 1) + b;
-      /* lo is stage b (rank b%p), hi is stage b+1 */
-      size_t flo = (size_t)mb * S + b, fhi = flo + 1;
-      const struct {
-        int op;
-        int64_t compute; /* the compute it must precede (recv) or follow (send) */
-      } need[4] = {
-          {ZEROC_PP_RECV_ACT, ix->fpos[fhi]},
-          {ZEROC_PP_SEND_ACT, ix->fpos[flo]},
-          {ZEROC_PP_RECV_GRAD, ix->bpos[flo]},
-          {ZEROC_PP_SEND_GRAD, ix->bpos[fhi]},
-      };
-      for (int k = 0; k < 4; k++) {
-        int64_t at = ix->comm[k][key];
-        if (at < 0) {
-          res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                           "pp schedule check: the %s of mb %d across stages %d|%d is missing "
-                           "(rank %d)",
-                           op_names[need[k].op], mb, b, b + 1, ix->rank[need[k].compute]);
-          goto fail;
-        }
-        int recv = !zeroc__pp_is_send(need[k].op);
-        if (recv ? at > need[k].compute : at < need[k].compute) {
-          int r = ix->rank[at];
-          res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                           "pp schedule check: rank %d posts %s of mb %d (#%zu) %s the compute "
-                           "it %s (#%zu)",
-                           r, op_names[need[k].op], mb, (size_t)at - s->offset[r],
-                           recv ? "after" : "before", recv ? "feeds" : "carries the result of",
-                           (size_t)need[k].compute - s->offset[r]);
-          goto fail;
-        }
-      }
-      /* RECV_ACT pairs with SEND_ACT, RECV_GRAD with SEND_GRAD */
-      ix->match[ix->comm[0][key]] = ix->comm[1][key];
-      ix->match[ix->comm[1][key]] = ix->comm[0][key];
-      ix->match[ix->comm[2][key]] = ix->comm[3][key];
-      ix->match[ix->comm[3][key]] = ix->comm[2][key];
-    }
-  }
-  return ZEROC_OK;
+  for (int mb = 0; mb < m && res == ZEROC_OK; mb++) res = index_check_mb(s, ix, mb);
+  if (res == ZEROC_OK) return ZEROC_OK;
 fail:
   zeroc__pp_index_free(ix);
   return res;
