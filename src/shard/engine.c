@@ -425,22 +425,25 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
     if (m->u[i].f.N > maxN) maxN = m->u[i].f.N;
     if (!m->u[i].pinned && m->u[i].f.N > maxNp) maxNp = m->u[i].f.N;
   }
-  if (m->conv && maxNp) {
-    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxNp * 4, (void **)&m->conv_view));
-    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxNp * 4, (void **)&m->conv_cgrad));
-  }
+  /* the bytes of the shared buffers (shard/sizes.c, which the planner calls too) */
   zeroc__pool_bytes_t pb;
   zeroc__shard_pool_bytes(st, m->K, n, m->cfg.grad_accum, (double)maxNp, (double)maxN,
                           m->shard_g->size, (int)esz(m->pdt), (int)esz(m->rdt), &pb);
+  if (m->conv && maxNp) {
+    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_copy, (void **)&m->conv_view));
+    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_copy, (void **)&m->conv_cgrad));
+  }
   if (maxNp) ZEROC_TRY(pool_init(m, &m->gpool, pb.gather_n, (size_t)pb.gather, ZEROC_TAG_BUFFERS));
   if (maxNp) ZEROC_TRY(pool_init(m, &m->fgpool, pb.fgrad_n, (size_t)pb.fgrad, ZEROC_TAG_BUFFERS));
   ZEROC_TRY(pool_init(m, &m->tpool, pb.rs_n, (size_t)pb.rs, ZEROC_TAG_BUFFERS));
   if (maxws) ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxws, &m->ws));
-  if (m->rdt != ZEROC_FP32) ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxS * 4, (void **)&m->adam_tmp));
+  if (m->rdt != ZEROC_FP32)
+    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_shard, (void **)&m->adam_tmp));
   ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, sizeof(double), (void **)&m->norm_acc));
   ZEROC_TRY(zeroc__moff_init(m, maxS));
   if (m->cfg.offload_params != ZEROC_OFFLOAD_NONE && !m->host_grad)
-    ZEROC_TRY(zeroc__pinned_get(m->pool, maxS * 4 + 64, ZEROC_TAG_BUFFERS, (void **)&m->host_grad));
+    ZEROC_TRY(zeroc__pinned_get(m->pool, (size_t)zeroc__shard_staging_bytes((double)maxS, 4),
+                                ZEROC_TAG_BUFFERS, (void **)&m->host_grad));
   for (int i = 0; i < n; i++) ZEROC_TRY(unit_alloc(m, &m->u[i]));
   for (int i = 0; i < n; i++) ZEROC_TRY(unit_init(m, i));
   /* allocation can fail on one rank only: agree before the first collective */

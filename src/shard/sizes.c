@@ -31,4 +31,8 @@ void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
   out->gather = pb * max_unpinned;
   out->fgrad = rb * max_unpinned;
   out->rs = rb * max_unit / (stage == 0 ? 1 : nd);
+  out->fp32_copy = 4.0 * max_unpinned;
+  out->fp32_shard = 4.0 * max_unit / (stage == 0 ? 1 : nd);
 }
+
+double zeroc__shard_staging_bytes(double shard_numel, int elem) { return shard_numel * elem + 64; }

@@ -32,12 +32,14 @@ void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, in
 /* The engine's pools shared by the units that are not pinned: slot counts
  * and the bytes of one slot. */
 typedef struct zeroc__pool_bytes {
-  int gather_n;  /* stage 3: min(prefetch + 1, units) slots of gathered params */
-  int fgrad_n;   /* stages 2-3: two full-gradient slots */
-  int rs_n;      /* stage 1, or 2-3 accumulating micro-steps: two reduce-scatter outputs */
-  double gather; /* the largest unpinned unit in the param dtype */
-  double fgrad;  /* the largest unpinned unit in the reduce dtype */
-  double rs;     /* the largest unit's shard in the reduce dtype */
+  int gather_n;      /* stage 3: min(prefetch + 1, units) slots of gathered params */
+  int fgrad_n;       /* stages 2-3: two full-gradient slots */
+  int rs_n;          /* stage 1, or 2-3 accumulating micro-steps: two reduce-scatter outputs */
+  double gather;     /* the largest unpinned unit in the param dtype */
+  double fgrad;      /* the largest unpinned unit in the reduce dtype */
+  double rs;         /* the largest unit's shard in the reduce dtype */
+  double fp32_copy;  /* fp32 compute copy of the largest unpinned unit (params or grads) */
+  double fp32_shard; /* fp32 copy of the largest shard (AdamW on a 16-bit grad shard) */
 } zeroc__pool_bytes_t;
 
 /* units: units on the rank; max_unpinned, max_unit: the largest flat length
@@ -45,5 +47,10 @@ typedef struct zeroc__pool_bytes {
 void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
                              double max_unpinned, double max_unit, int nd, int pb, int rb,
                              zeroc__pool_bytes_t *out);
+
+/* A host or device staging copy of a shard of `shard_numel` elements of
+ * `elem` bytes (offloaded state moving through PCIe), with 64 bytes of slack
+ * so the copy may start aligned. */
+double zeroc__shard_staging_bytes(double shard_numel, int elem);
 
 #endif
