@@ -365,7 +365,8 @@ static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double f
     /* Activation forward and gradient backward per micro-batch per stage; the
      * slowest boundary sets the pace, across nodes if the mesh spans nodes. */
     link_of(c, c->gpus, &bw, &lat);
-    double xb = c->sequence_parallel && t > 1 ? x / t : x;
+    double rows = (double)m->seq * m->batch / (c->sequence_parallel && t > 1 ? t : 1);
+    double xb = zeroc__pp_boundary_bytes(rows * m->hidden, (int)e); /* one message (pp/sizes.c) */
     tm->pp = 2.0 * mb * (lat + xb / bw);
   }
   if (dp > 1) {
