@@ -315,14 +315,7 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
     mem->buffers += zeroc__pp_grad_buffer_bytes(st->inflight, st->chunks_in, st->chunks_out, x);
   }
   mem->activations = act;
-  /* Backward scratch of the model (src/model/gpt.c): the MLP's two
-   * intermediate gradients (B,T,4C/t) each, one (B,T,C) reused for the
-   * LayerNorm and attention-output gradients, and the residual gradient in
-   * and out (B,T,C); plus the fixed workspace. With sequence parallelism the
-   * residual gradients and the LayerNorm gradient hold N/t rows (and the
-   * attention-output gradient (B,T,C/t) shares that buffer), two (B,T,C)
-   * buffers take the all-gathered inputs and the partial sums to
-   * reduce-scatter, and 4C the LayerNorm weights' gradients summed over tp. */
+  /* The model's backward scratch (gpt_sizes.c lists it), plus the fixed workspace. */
   mem->workspace = z.scratch + c->workspace_mib * MIB;
   mem->total =
       mem->params + mem->grads + mem->optimizer + mem->activations + mem->buffers + mem->workspace;
