@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "kernels/kernels.h"
+#include "model/gpt_sizes.h"
 #include "tp/split.h"
 #include "tp/tp.h"
 #include "zeroc/gpt.h"
@@ -60,6 +61,7 @@ struct zeroc_gpt {
   int Bmax, Vp, recompute;
   int t, Cl, NHl, Vl; /* tp size; channels, heads and vocabulary rows per tp rank */
   size_t es; /* activation element size */
+  zeroc__gpt_bytes_t sz; /* the bytes of each buffer (gpt_sizes.c, which the planner calls too) */
   zeroc_layer_t *layers; /* this rank's units */
   int nlayers;
   int *gunit;            /* (nlayers) global unit index of each local unit */
@@ -115,20 +117,20 @@ static size_t split_rows(const zeroc_gpt_t *g) {
 }
 
 static zeroc_result_t saved_alloc(zeroc_gpt_t *g, saved_t *s) {
-  size_t BT = (size_t)g->Bmax * (size_t)g->cfg.seq, C = (size_t)g->cfg.hidden, e = g->es;
-  size_t Cl = (size_t)g->Cl, Nl = split_rows(g);
-  CHK(act_alloc(g, Nl * C * e, &s->ln1));
-  CHK(act_alloc(g, BT * 3 * Cl * e, &s->qkv));
-  CHK(act_alloc(g, BT * Cl * e, &s->atty));
-  CHK(act_alloc(g, Nl * C * e, &s->res2));
-  CHK(act_alloc(g, Nl * C * e, &s->ln2));
-  CHK(act_alloc(g, BT * 4 * Cl * e, &s->fch));
-  CHK(act_alloc(g, BT * 4 * Cl * e, &s->fchg));
-  CHK(act_alloc(g, Nl * 4, (void **)&s->ln1_mean));
-  CHK(act_alloc(g, Nl * 4, (void **)&s->ln1_rstd));
-  CHK(act_alloc(g, Nl * 4, (void **)&s->ln2_mean));
-  CHK(act_alloc(g, Nl * 4, (void **)&s->ln2_rstd));
-  CHK(act_alloc(g, BT * 4 * (size_t)g->NHl, (void **)&s->lse));
+  const zeroc__gpt_bytes_t *z = &g->sz;
+  size_t resid = (size_t)z->resid, stat = (size_t)z->stat, fch = (size_t)z->fch;
+  CHK(act_alloc(g, resid, &s->ln1));
+  CHK(act_alloc(g, (size_t)z->qkv, &s->qkv));
+  CHK(act_alloc(g, (size_t)z->atty, &s->atty));
+  CHK(act_alloc(g, resid, &s->res2));
+  CHK(act_alloc(g, resid, &s->ln2));
+  CHK(act_alloc(g, fch, &s->fch));
+  CHK(act_alloc(g, fch, &s->fchg));
+  CHK(act_alloc(g, stat, (void **)&s->ln1_mean));
+  CHK(act_alloc(g, stat, (void **)&s->ln1_rstd));
+  CHK(act_alloc(g, stat, (void **)&s->ln2_mean));
+  CHK(act_alloc(g, stat, (void **)&s->ln2_rstd));
+  CHK(act_alloc(g, (size_t)z->lse, (void **)&s->lse));
   return ZEROC_OK;
 }
 
@@ -417,9 +419,11 @@ int zeroc_gpt_num_units(const zeroc_gpt_config_t *c) { return c->layers + 2; }
  * whenever it sits on another rank than the embedding), averaged, so a stage
  * is balanced in time and in memory alike. */
 void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost) {
-  double C = c->hidden, T = c->seq, L = c->layers, Vp = (double)((c->vocab + 63) / 64 * 64);
+  double C = c->hidden, T = c->seq, L = c->layers, Vp = zeroc__gpt_padded_vocab(c->vocab, 1);
   double f_embed = 2 * C, f_block = 24 * C * C + 4 * T * C, f_head = 2 * C * Vp + 8 * C;
-  double p_embed = Vp * C + T * C, p_block = 12 * C * C + 13 * C, p_head = 2 * C + Vp * C;
+  /* parameters at tp 1, the head with its own wte copy */
+  double p_embed = zeroc__gpt_unit_params(c, 1, 0, 0), p_block = zeroc__gpt_unit_params(c, 1, 1, 0);
+  double p_head = zeroc__gpt_unit_params(c, 1, c->layers + 1, 1);
   double F = f_embed + L * f_block + f_head, P = p_embed + L * p_block + p_head;
   cost[0] = 0.5 * (f_embed / F + p_embed / P);
   for (int l = 0; l < c->layers; l++) cost[1 + l] = 0.5 * (f_block / F + p_block / P);
@@ -430,22 +434,21 @@ void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost) {
  * largest micro-batch, Nl of them in the sequence-split regions (the residual
  * stream, the LayerNorms). */
 static zeroc_result_t slot_alloc(zeroc_gpt_t *g, slot_act_t *A, int has_embed, int has_head) {
-  size_t BT = (size_t)g->Bmax * (size_t)g->cfg.seq, C = (size_t)g->cfg.hidden, e = g->es;
-  size_t Nl = split_rows(g);
-  if (has_embed) CHK(act_alloc(g, Nl * C * e, &A->x0));
+  size_t resid = (size_t)g->sz.resid, stat = (size_t)g->sz.stat;
+  if (has_embed) CHK(act_alloc(g, resid, &A->x0));
   A->xout = calloc((size_t)g->nblocks + 1, sizeof *A->xout);
   A->saved = g->recompute ? NULL : calloc((size_t)g->nblocks + 1, sizeof *A->saved);
   if (!A->xout || (!g->recompute && !A->saved)) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt slot tables");
   for (int l = 0; l < g->nblocks; l++) {
-    CHK(act_alloc(g, Nl * C * e, &A->xout[l]));
+    CHK(act_alloc(g, resid, &A->xout[l]));
     if (!g->recompute) CHK(saved_alloc(g, &A->saved[l]));
   }
   if (has_head) {
-    CHK(act_alloc(g, Nl * C * e, &A->lnf));
-    CHK(act_alloc(g, Nl * 4, (void **)&A->lnf_mean));
-    CHK(act_alloc(g, Nl * 4, (void **)&A->lnf_rstd));
-    CHK(act_alloc(g, BT * (size_t)g->Vl * e, &A->logits));
-    CHK(act_alloc(g, BT * 4, (void **)&A->losses));
+    CHK(act_alloc(g, resid, &A->lnf));
+    CHK(act_alloc(g, stat, (void **)&A->lnf_mean));
+    CHK(act_alloc(g, stat, (void **)&A->lnf_rstd));
+    CHK(act_alloc(g, (size_t)g->sz.logits, &A->logits));
+    CHK(act_alloc(g, (size_t)g->sz.losses, (void **)&A->losses));
   }
   return ZEROC_OK;
 }
@@ -504,7 +507,7 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   g->nchunks = stage->nchunks;
   /* the vocabulary padded to a multiple of 64 per tp rank: every rank holds an
    * equal, 64-row-aligned slice (the planner assumes Vp/t = 64 ceil(V / 64t)) */
-  g->Vp = (cfg->vocab + 64 * t - 1) / (64 * t) * (64 * t);
+  g->Vp = zeroc__gpt_padded_vocab(cfg->vocab, t);
   g->Vl = g->Vp / t;
   g->Cl = cfg->hidden / t;
   g->NHl = cfg->heads / t;
@@ -596,26 +599,28 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
 
   /* BT tokens of the largest micro-batch; Nl of them in the sequence-split
    * regions (the residual stream, the LayerNorms) */
-  size_t BT = (size_t)batch * (size_t)T, e = g->es, Cl = (size_t)g->Cl, Nl = split_rows(g);
+  size_t BT = (size_t)batch * (size_t)T;
+  zeroc__gpt_shape_t shape = {(double)BT, (double)split_rows(g), (double)C, g->Cl, g->NHl,
+                              g->Vl,      (double)g->es,         t,         tp->sp};
+  zeroc__gpt_buffer_bytes(&shape, &g->sz);
   for (int sl = 0; sl < g->slots; sl++) ZEROC_TRY(slot_alloc(g, &g->act[sl], has_embed, has_head));
   if (g->recompute && g->nblocks) ZEROC_TRY(saved_alloc(g, &g->shared_saved));
-  if (t > 1 && has_head) ZEROC_TRY(act_alloc(g, 3 * BT * 4, (void **)&g->ce_stats));
+  if (t > 1 && has_head) ZEROC_TRY(act_alloc(g, (size_t)g->sz.ce_stats, (void **)&g->ce_stats));
   /* Backward scratch: a block's gradients live one after the other, so datty
    * (B,T,Cl) reuses dln (consumed by ln_2's backward before datty is written)
    * and dqkv (B,T,3Cl) reuses dfch (dead after the MLP's first matmul). dln
    * holds (B,T,C) summed over tp ranks, or (Nl,C) with sequence parallelism. */
-  ZEROC_TRY(scratch_alloc(g, BT * 4 * Cl * e, &g->dfch));
-  ZEROC_TRY(scratch_alloc(g, BT * 4 * Cl * e, &g->dfchg));
-  size_t dln = tp->sp ? (Nl * C > BT * Cl ? Nl * C : BT * Cl) : BT * C;
-  ZEROC_TRY(scratch_alloc(g, dln * e, &g->dln));
+  ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.fch, &g->dfch));
+  ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.fch, &g->dfchg));
+  ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.dln, &g->dln));
   g->datty = g->dln;
   g->dqkv = g->dfch;
-  ZEROC_TRY(scratch_alloc(g, Nl * C * e, &g->dres[0]));
-  ZEROC_TRY(scratch_alloc(g, Nl * C * e, &g->dres[1]));
+  ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.resid, &g->dres[0]));
+  ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.resid, &g->dres[1]));
   if (tp->sp) {
-    ZEROC_TRY(scratch_alloc(g, BT * C * e, &g->gath));
-    ZEROC_TRY(scratch_alloc(g, BT * C * e, &g->part));
-    ZEROC_TRY(scratch_alloc(g, 4 * C * e, &g->lngrad));
+    ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.gath, &g->gath));
+    ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.gath, &g->part));
+    ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.lngrad, &g->lngrad));
   }
   g->losses_host = malloc(BT * sizeof(float));
   if (!g->losses_host) {

@@ -9,8 +9,11 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "model/gpt_sizes.h"
 #include "plan/plan_internal.h"
 #include "pp/schedule.h"
+#include "pp/sizes.h"
+#include "shard/sizes.h"
 #include "zeroc/pipeline.h"
 #include "zeroc/plan.h"
 
@@ -41,11 +44,12 @@ zeroc_result_t zeroc_plan_model_states(double psi, int zero, int shard, int pb,
                       "accepted psi >= 0, zero 0..3, shard >= 1, param_bytes 2 or 4, out not NULL",
                       psi, zero, shard, pb, (void *)out);
   memset(out, 0, sizeof *out);
-  double nd = shard;
-  /* Master, m and v are fp32 whatever the compute dtype: 12 bytes. */
-  out->params = zero >= 3 ? pb * psi / nd : pb * psi;
-  out->grads = zero >= 2 ? pb * psi / nd : pb * psi;
-  out->optimizer = zero >= 1 ? 12.0 * psi / nd : 12.0 * psi;
+  /* the engine's buffers of a unit of psi parameters (shard/sizes.c) */
+  zeroc__unit_bytes_t u;
+  zeroc__shard_unit_bytes(zero, psi, shard, 0, pb, pb, pb, &u);
+  out->params = u.params;
+  out->grads = u.grads;
+  out->optimizer = u.optimizer;
   out->total = out->params + out->grads + out->optimizer;
   return ZEROC_OK;
 }
@@ -62,14 +66,17 @@ double zeroc_plan_act_megatron(double s, double b, double h, double a, int t, in
 double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t, int sp,
                             zeroc_recompute_t rc, int e, int flash) {
   double n = s * b, r = sp && t > 1 ? t : 1;
-  if (rc == ZEROC_RECOMPUTE_FULL) return e * n * h / r;
-  double x = 4.0 * e * n * h / r    /* ln_1 in/out, ln_2 in/out (B,T,C) */
-             + 12.0 * e * n * h / t /* qkv (B,T,3C), atty (B,T,C), fch, fch_gelu (B,T,4C) */
-             + 16.0 * n / r;        /* mean, rstd of both LayerNorms, fp32 (B,T) */
-  if (flash)
-    x += 4.0 * b * a * s / t; /* lse (B,NH,T) fp32 */
-  else
-    x += e * b * a * s * s / t; /* softmax probabilities (B,NH,T,T) */
+  /* the buffers src/model/gpt.c allocates for a block (no vocabulary needed) */
+  zeroc__gpt_shape_t shape = {n, n / r, h, h / t, a / t, 0, e, t, sp && t > 1};
+  zeroc__gpt_bytes_t z;
+  zeroc__gpt_buffer_bytes(&shape, &z);
+  if (rc == ZEROC_RECOMPUTE_FULL) return z.resid; /* the block's output, the next one's input */
+  /* the block's output (B,T,C) and what it saves: ln_1, res2, ln_2 (B,T,C), qkv (B,T,3C),
+   * atty (B,T,C), fch, fch_gelu (B,T,4C), mean and rstd of both LayerNorms fp32 (B,T), and
+   * the attention's lse (B,NH,T) fp32 with flash, else its softmax probabilities (B,NH,T,T),
+   * which gpt.c never keeps */
+  double x = z.resid + z.saved - z.lse;
+  x += flash ? z.lse : e * b * a * s * s / t;
   return x;
 }
 
@@ -210,27 +217,19 @@ typedef struct stage {
  * otherwise. */
 static zeroc_result_t stage_of(const zeroc_plan_config_t *c, const int *bounds,
                                const zeroc_pp_schedule_t *sch, int r, stage_t *st) {
-  double C = c->model.hidden, T = c->model.seq, t = c->tp;
   int p = c->pp, L = c->model.layers, S = c->pp * c->vpp;
-  /* wte rows: the vocabulary padded to a multiple of 64 (x tp), split over tp */
-  double Vt = ceil((double)c->model.vocab / (64.0 * t)) * 64.0;
-  /* A block on one TP rank: qkv and fc (column-parallel) and attention-proj and
-   * MLP-proj weights (row-parallel) are split; the row-parallel biases (2C) and
-   * both LayerNorms (4C) are replicated: (12 C^2 + 7 C) / t + 6 C. */
-  double block = (12.0 * C * C + 7.0 * C) / t + 6.0 * C;
-  double emb = Vt * C + T * C; /* wte split over the vocabulary, wpe replicated */
-  /* The head: ln_f, plus, on another rank than the embedding, its own copy of
-   * wte for the tied projection (its gradient is all-reduced with the
-   * embedding's). With one stage the embedding is pinned: the head shares it. */
-  double head = p == 1 ? 2.0 * C : Vt * C + 2.0 * C;
+  /* Units' parameters as src/model declares them (gpt_sizes.c). The head has
+   * its own copy of wte on another rank than the embedding (its gradient is
+   * all-reduced with the embedding's); with one stage the embedding is
+   * pinned: the head shares it. */
   memset(st, 0, sizeof *st);
-  st->pinned = p == 1 ? emb : 0;
+  st->pinned = p == 1 ? zeroc__gpt_unit_params(&c->model, c->tp, 0, 0) : 0;
   for (int ch = 0; ch < c->vpp; ch++) {
     int s = ch * p + r;
     st->chunks_in += s > 0;
     st->chunks_out += s < S - 1;
     for (int u = bounds[s]; u < bounds[s + 1]; u++) {
-      double n = u == 0 ? emb : u == L + 1 ? head : block;
+      double n = zeroc__gpt_unit_params(&c->model, c->tp, u, p > 1);
       st->params += n;
       st->units += 1;
       st->blocks += u > 0 && u <= L;
@@ -252,7 +251,6 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
                                    zeroc_plan_memory_t *mem, double *host, double *nvme) {
   const zeroc_gpt_config_t *m = &c->model;
   double s = m->seq, b = m->batch, C = m->hidden, a = m->heads, n = s * b;
-  double Vt = ceil((double)m->vocab / (64.0 * c->tp)) * 64.0;
   int t = c->tp, sp = c->sequence_parallel && t > 1, e = c->act_bytes, pb = c->param_bytes;
   int nd = c->zero == 0 ? 1 : dp / c->hsdp;
   ZEROC_CHECK(zeroc_plan_model_states(st->params, c->zero, nd, pb, mem));
@@ -265,19 +263,23 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   if (c->offload_params == ZEROC_OFFLOAD_NVME) *nvme += mem->params;
   if (c->offload_params != ZEROC_OFFLOAD_NONE) mem->params = 0;
 
-  /* The engine's buffer policy (src/shard/engine.c): units used by a later
-   * unit (the embedding tied to the head) are pinned and keep a dedicated
-   * gather buffer and full-gradient buffer; the others share pools sized for
-   * the largest of them: ZeRO-3 min(prefetch + 1, units) gather slots and two
-   * full-gradient slots, ZeRO-2 the two full-gradient slots; ZeRO-1 (and
-   * gradient accumulation at 2/3) two reduce-scatter outputs of a shard. */
-  double rb = pb; /* gradients are reduced in the parameter dtype */
-  double slots = fmin(c->prefetch + 1.0, st->units);
-  double S_max = fmax(st->unit_max, st->pinned) / nd;
-  if (c->zero == 3)
-    mem->buffers = slots * st->unit_max * pb + st->pinned * pb + 2.0 * st->unit_max * rb + st->pinned * rb;
-  if (c->zero == 2) mem->buffers = 2.0 * st->unit_max * rb + st->pinned * rb;
-  if (c->zero == 1 || (c->zero >= 2 && c->microbatches > 1 && c->pp == 1)) mem->buffers += 2.0 * S_max * rb;
+  /* The engine's buffers (src/shard/sizes.c): units used by a later unit
+   * (the embedding tied to the head) are pinned and keep dedicated gather
+   * and full-gradient buffers; the others share pools sized for the largest
+   * of them. Gradients are reduced in the parameter dtype. */
+  zeroc__pool_bytes_t pool;
+  zeroc__unit_bytes_t pin;
+  zeroc__shard_pool_bytes(c->zero, c->prefetch, (int)st->units, c->microbatches, st->unit_max,
+                          fmax(st->unit_max, st->pinned), nd, pb, pb, &pool);
+  zeroc__shard_unit_bytes(c->zero, st->pinned, nd, 1, pb, pb, pb, &pin);
+  mem->buffers = pool.gather_n * pool.gather + pin.own_gather + pool.fgrad_n * pool.fgrad +
+                 pin.own_fgrad + pool.rs_n * pool.rs;
+
+  /* src/model/gpt.c's buffers for this shape (gpt_sizes.c) */
+  double r = sp ? t : 1, Vt = zeroc__gpt_padded_vocab(m->vocab, t) / t;
+  zeroc__gpt_shape_t shape = {n, n / r, C, C / t, a / t, Vt, e, t, sp};
+  zeroc__gpt_bytes_t z;
+  zeroc__gpt_buffer_bytes(&shape, &z);
 
   double layer, layer_full;
   if (c->act_model == ZEROC_ACT_MEGATRON) {
@@ -294,13 +296,12 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
    * input is one of the layer inputs already counted. */
   if (c->recompute == ZEROC_RECOMPUTE_FULL) act += layer_full - layer;
   if (st->output) {
-    double r = sp ? t : 1;
     /* ln_f input and output (B,T,C), its mean/rstd, the logits (B,T,V/t)
      * (the fused cross-entropy overwrites them with their gradient) and the
      * per-token losses (B,T) fp32; with tp the vocabulary-parallel
      * cross-entropy's three per-token statistics (max, target logit, sum of
      * exp) fp32; per activation slot. */
-    double head = 2.0 * e * n * C / r + 8.0 * n / r + e * n * Vt + 4.0 * n + (t > 1 ? 12.0 * n : 0.0);
+    double head = 2.0 * z.resid + 2.0 * z.stat + z.logits + z.losses + z.ce_stats;
     act += st->inflight * head;
   }
   /* The pipeline's boundary tensors (src/pp/pipeline.c), one residual-stream
@@ -309,23 +310,13 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
    * receives its input (the first layer's input, counted above) sends back
    * the gradient from another buffer. */
   if (c->pp > 1) {
-    double x = e * n * C / (sp ? t : 1);
+    double x = zeroc__pp_boundary_bytes(shape.Nl * C, e);
     act += (double)st->inflight * st->chunks_out * x;
-    mem->buffers += (double)st->inflight * (st->chunks_in + st->chunks_out) * x;
+    mem->buffers += zeroc__pp_grad_buffer_bytes(st->inflight, st->chunks_in, st->chunks_out, x);
   }
   mem->activations = act;
-  /* Backward scratch of the model (src/model/gpt.c): the MLP's two
-   * intermediate gradients (B,T,4C/t) each, one (B,T,C) reused for the
-   * LayerNorm and attention-output gradients, and the residual gradient in
-   * and out (B,T,C); plus the fixed workspace. With sequence parallelism the
-   * residual gradients and the LayerNorm gradient hold N/t rows (and the
-   * attention-output gradient (B,T,C/t) shares that buffer), two (B,T,C)
-   * buffers take the all-gathered inputs and the partial sums to
-   * reduce-scatter, and 4C the LayerNorm weights' gradients summed over tp. */
-  if (sp)
-    mem->workspace = e * n * (11.0 * C / t + 2.0 * C) + 4.0 * e * C + c->workspace_mib * MIB;
-  else
-    mem->workspace = e * n * (8.0 * C / t + 3.0 * C) + c->workspace_mib * MIB;
+  /* The model's backward scratch (gpt_sizes.c lists it), plus the fixed workspace. */
+  mem->workspace = z.scratch + c->workspace_mib * MIB;
   mem->total =
       mem->params + mem->grads + mem->optimizer + mem->activations + mem->buffers + mem->workspace;
   return ZEROC_OK;
@@ -367,7 +358,8 @@ static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double f
     /* Activation forward and gradient backward per micro-batch per stage; the
      * slowest boundary sets the pace, across nodes if the mesh spans nodes. */
     link_of(c, c->gpus, &bw, &lat);
-    double xb = c->sequence_parallel && t > 1 ? x / t : x;
+    double rows = (double)m->seq * m->batch / (c->sequence_parallel && t > 1 ? t : 1);
+    double xb = zeroc__pp_boundary_bytes(rows * m->hidden, (int)e); /* one message (pp/sizes.c) */
     tm->pp = 2.0 * mb * (lat + xb / bw);
   }
   if (dp > 1) {

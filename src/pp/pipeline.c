@@ -32,6 +32,7 @@
 #include "core/log.h"
 #include "core/watchdog.h"
 #include "pp/schedule.h"
+#include "pp/sizes.h"
 #include "shard/engine.h"
 
 /* the four streams, by message kind */
@@ -303,7 +304,8 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first,
   CHK(zeroc__model_set_slots(m, p->W));
   /* buffers and events per (chunk, slot) */
   int cells = p->v * p->W;
-  p->bytes = c->act_numel * zeroc_dtype_size(c->act_dtype);
+  p->bytes =
+      (size_t)zeroc__pp_boundary_bytes((double)c->act_numel, (int)zeroc_dtype_size(c->act_dtype));
   p->act_in = calloc((size_t)cells, sizeof(void *));
   p->grad_in = calloc((size_t)cells, sizeof(void *));
   p->grad_out = calloc((size_t)cells, sizeof(void *));

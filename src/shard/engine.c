@@ -14,6 +14,7 @@
 #include "core/watchdog.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "shard/engine.h"
+#include "shard/sizes.h"
 
 static size_t esz(zeroc_dtype_t dt) { return zeroc_dtype_size(dt); }
 
@@ -173,48 +174,52 @@ static zeroc_result_t alloc_dev(zeroc_model_t *m, zeroc_memtag_t tag, size_t byt
 
 static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   int st = m->cfg.stage;
-  size_t N = u->f.N, S = u->f.S;
+  size_t S = u->f.S;
+  /* the bytes of each buffer (shard/sizes.c, which the planner calls too) */
+  u->gshard_dt = st <= 1 || m->cfg.grad_accum == 1 ? m->rdt : ZEROC_FP32;
+  zeroc__unit_bytes_t b;
+  zeroc__shard_unit_bytes(st, (double)u->f.N, m->shard_g->size, u->pinned, (int)esz(m->pdt),
+                          (int)esz(m->rdt), (int)esz(u->gshard_dt), &b);
   if (m->cfg.offload_optimizer == ZEROC_OFFLOAD_NONE) {
-    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, S * 4, (void **)&u->master));
-    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, S * 4, (void **)&u->m));
-    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, S * 4, (void **)&u->v));
-    m->state_bytes += 12 * S;
+    size_t ob = (size_t)b.opt_buffer;
+    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, ob, (void **)&u->master));
+    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, ob, (void **)&u->m));
+    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, ob, (void **)&u->v));
+    m->state_bytes += (size_t)b.optimizer;
     CHK(zeroc_memset_async(m->compute, u->m, 0, S * 4));
     CHK(zeroc_memset_async(m->compute, u->v, 0, S * 4));
   } /* else: master, m and v live in the offload state (shard/offload.c) */
   if (st <= 2) {
-    CHK(alloc_dev(m, ZEROC_TAG_PARAMS, N * esz(m->pdt), &u->full_own));
+    CHK(alloc_dev(m, ZEROC_TAG_PARAMS, (size_t)b.params, &u->full_own));
     u->full = u->full_own;
     u->cshard = (char *)u->full_own + u->f.shard_off * esz(m->pdt);
   } else {
     if (m->cfg.offload_params == ZEROC_OFFLOAD_NONE)
-      CHK(alloc_dev(m, ZEROC_TAG_PARAMS, S * esz(m->pdt), &u->cshard));
+      CHK(alloc_dev(m, ZEROC_TAG_PARAMS, (size_t)b.params, &u->cshard));
     else if (m->cfg.offload_params == ZEROC_OFFLOAD_CPU)
-      CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_PINNED, ZEROC_TAG_PARAMS, S * esz(m->pdt), &u->cshard));
+      CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_PINNED, ZEROC_TAG_PARAMS, (size_t)b.params, &u->cshard));
     /* nvme: the shard lives in its swap file */
     if (u->pinned) {
-      CHK(alloc_dev(m, ZEROC_TAG_BUFFERS, N * esz(m->pdt), &u->full_own));
+      CHK(alloc_dev(m, ZEROC_TAG_BUFFERS, (size_t)b.own_gather, &u->full_own));
       u->own_pslot.ptr = u->full_own;
       CHK(zeroc_event_create(m->ctx, &u->own_pslot.free_ev));
     }
   }
   if (st <= 1) {
-    CHK(alloc_dev(m, ZEROC_TAG_GRADS, N * esz(m->rdt), &u->fgrad_own));
-    u->gshard_dt = m->rdt;
+    CHK(alloc_dev(m, ZEROC_TAG_GRADS, (size_t)b.grads, &u->fgrad_own));
     u->gshard = st == 0 ? u->fgrad_own : (char *)u->fgrad_own + u->f.shard_off * esz(m->rdt);
   } else {
-    u->gshard_dt = m->cfg.grad_accum == 1 ? m->rdt : ZEROC_FP32;
-    CHK(alloc_dev(m, ZEROC_TAG_GRADS, S * esz(u->gshard_dt), &u->gshard));
+    CHK(alloc_dev(m, ZEROC_TAG_GRADS, (size_t)b.grads, &u->gshard));
     if (u->pinned) {
-      CHK(alloc_dev(m, ZEROC_TAG_BUFFERS, N * esz(m->rdt), &u->fgrad_own));
+      CHK(alloc_dev(m, ZEROC_TAG_BUFFERS, (size_t)b.own_fgrad, &u->fgrad_own));
       u->own_gslot.ptr = u->fgrad_own;
       CHK(zeroc_event_create(m->ctx, &u->own_gslot.free_ev));
     }
   }
   if (m->conv) {
     if (u->pinned) {
-      CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, N * 4, (void **)&u->view));
-      CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, N * 4, (void **)&u->cgrad));
+      CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)b.fp32_copy, (void **)&u->view));
+      CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)b.fp32_copy, (void **)&u->cgrad));
     } else {
       u->view = m->conv_view;
       u->cgrad = m->conv_cgrad;
@@ -420,23 +425,25 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
     if (m->u[i].f.N > maxN) maxN = m->u[i].f.N;
     if (!m->u[i].pinned && m->u[i].f.N > maxNp) maxNp = m->u[i].f.N;
   }
+  /* the bytes of the shared buffers (shard/sizes.c, which the planner calls too) */
+  zeroc__pool_bytes_t pb;
+  zeroc__shard_pool_bytes(st, m->K, n, m->cfg.grad_accum, (double)maxNp, (double)maxN,
+                          m->shard_g->size, (int)esz(m->pdt), (int)esz(m->rdt), &pb);
   if (m->conv && maxNp) {
-    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxNp * 4, (void **)&m->conv_view));
-    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxNp * 4, (void **)&m->conv_cgrad));
+    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_copy, (void **)&m->conv_view));
+    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_copy, (void **)&m->conv_cgrad));
   }
-  if (st == 3 && maxNp) {
-    int slots = m->K + 1 < n ? m->K + 1 : n;
-    ZEROC_TRY(pool_init(m, &m->gpool, slots, maxNp * esz(m->pdt), ZEROC_TAG_BUFFERS));
-  }
-  if (st >= 2 && maxNp) ZEROC_TRY(pool_init(m, &m->fgpool, 2, maxNp * esz(m->rdt), ZEROC_TAG_BUFFERS));
-  if (st >= 1 && (st == 1 || m->cfg.grad_accum > 1))
-    ZEROC_TRY(pool_init(m, &m->tpool, 2, maxS * esz(m->rdt), ZEROC_TAG_BUFFERS));
+  if (maxNp) ZEROC_TRY(pool_init(m, &m->gpool, pb.gather_n, (size_t)pb.gather, ZEROC_TAG_BUFFERS));
+  if (maxNp) ZEROC_TRY(pool_init(m, &m->fgpool, pb.fgrad_n, (size_t)pb.fgrad, ZEROC_TAG_BUFFERS));
+  ZEROC_TRY(pool_init(m, &m->tpool, pb.rs_n, (size_t)pb.rs, ZEROC_TAG_BUFFERS));
   if (maxws) ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxws, &m->ws));
-  if (m->rdt != ZEROC_FP32) ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxS * 4, (void **)&m->adam_tmp));
+  if (m->rdt != ZEROC_FP32)
+    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_shard, (void **)&m->adam_tmp));
   ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, sizeof(double), (void **)&m->norm_acc));
   ZEROC_TRY(zeroc__moff_init(m, maxS));
   if (m->cfg.offload_params != ZEROC_OFFLOAD_NONE && !m->host_grad)
-    ZEROC_TRY(zeroc__pinned_get(m->pool, maxS * 4 + 64, ZEROC_TAG_BUFFERS, (void **)&m->host_grad));
+    ZEROC_TRY(zeroc__pinned_get(m->pool, (size_t)zeroc__shard_staging_bytes((double)maxS, 4),
+                                ZEROC_TAG_BUFFERS, (void **)&m->host_grad));
   for (int i = 0; i < n; i++) ZEROC_TRY(unit_alloc(m, &m->u[i]));
   for (int i = 0; i < n; i++) ZEROC_TRY(unit_init(m, i));
   /* allocation can fail on one rank only: agree before the first collective */

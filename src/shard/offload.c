@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "shard/engine.h"
+#include "shard/sizes.h"
 
 static size_t esz(zeroc_dtype_t dt) { return zeroc_dtype_size(dt); }
 
@@ -30,6 +31,8 @@ static int any_nvme(const zeroc_model_t *m) {
 zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
   int oo = m->cfg.offload_optimizer, op = m->cfg.offload_params;
   if (oo == ZEROC_OFFLOAD_NONE && op == ZEROC_OFFLOAD_NONE) return ZEROC_OK;
+  /* a staging copy of the largest compute shard (shard/sizes.c) */
+  size_t stage_bytes = (size_t)zeroc__shard_staging_bytes((double)maxS, (int)esz(m->pdt));
   CHK(zeroc__pinned_pool_create(m->ctx, &m->pool));
   if (any_nvme(m)) {
     zeroc__swap_config_t sc = ZEROC__SWAP_CONFIG_INIT;
@@ -54,8 +57,9 @@ zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
     free(numel);
     CHK(r);
     /* host copies of the gradient shard (and, on cuda, of the new compute shard) */
-    CHK(zeroc__pinned_get(m->pool, maxS * 4 + 64, ZEROC_TAG_BUFFERS, (void **)&m->host_grad));
-    CHK(zeroc__pinned_get(m->pool, maxS * esz(m->pdt) + 64, ZEROC_TAG_BUFFERS, &m->host_param));
+    CHK(zeroc__pinned_get(m->pool, (size_t)zeroc__shard_staging_bytes((double)maxS, 4),
+                          ZEROC_TAG_BUFFERS, (void **)&m->host_grad));
+    CHK(zeroc__pinned_get(m->pool, stage_bytes, ZEROC_TAG_BUFFERS, &m->host_param));
   }
   if (op != ZEROC_OFFLOAD_NONE) {
     /* the ring: K + 2 staging buffers (unit being gathered, K gathers in flight,
@@ -74,9 +78,9 @@ zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
     for (int b = 0; b < m->nstage; b++) {
       m->stage_owner[b] = -1;
       if (op == ZEROC_OFFLOAD_NVME)
-        CHK(zeroc__pinned_get(m->pool, maxS * esz(m->pdt) + 64, ZEROC_TAG_BUFFERS, &m->stage_buf[b]));
+        CHK(zeroc__pinned_get(m->pool, stage_bytes, ZEROC_TAG_BUFFERS, &m->stage_buf[b]));
       if (on_device)
-        CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, maxS * esz(m->pdt) + 64,
+        CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, stage_bytes,
                             &m->stage_dev[b]));
     }
     if (op == ZEROC_OFFLOAD_NVME) {

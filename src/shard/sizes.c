@@ -1,0 +1,38 @@
+/*
+ * shard/sizes.c - bytes of the engine's buffers per ZeRO stage (sizes.h).
+ */
+#include "shard/sizes.h"
+
+#include <string.h>
+
+void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, int rb, int gb,
+                             zeroc__unit_bytes_t *out) {
+  memset(out, 0, sizeof *out);
+  if (stage == 0) nd = 1; /* the degenerate shard group of one */
+  /* master, m and v are fp32 whatever the compute dtype */
+  out->opt_buffer = 4.0 * N / nd;
+  out->optimizer = 12.0 * N / nd;
+  out->params = stage >= 3 ? pb * N / nd : pb * N;
+  out->grads = stage >= 2 ? gb * N / nd : gb * N;
+  if (pinned && stage == 3) out->own_gather = pb * N;
+  if (pinned && stage >= 2) out->own_fgrad = rb * N;
+  if (pinned) out->fp32_copy = 4.0 * N;
+}
+
+void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
+                             double max_unpinned, double max_unit, int nd, int pb, int rb,
+                             zeroc__pool_bytes_t *out) {
+  memset(out, 0, sizeof *out);
+  /* at most prefetch gathers in flight ahead of the one in use, and never
+   * more slots than units */
+  if (stage == 3) out->gather_n = prefetch + 1 < units ? prefetch + 1 : units;
+  if (stage >= 2) out->fgrad_n = 2;
+  if (stage == 1 || (stage >= 2 && grad_accum > 1)) out->rs_n = 2;
+  out->gather = pb * max_unpinned;
+  out->fgrad = rb * max_unpinned;
+  out->rs = rb * max_unit / (stage == 0 ? 1 : nd);
+  out->fp32_copy = 4.0 * max_unpinned;
+  out->fp32_shard = 4.0 * max_unit / (stage == 0 ? 1 : nd);
+}
+
+double zeroc__shard_staging_bytes(double shard_numel, int elem) { return shard_numel * elem + 64; }

@@ -1,0 +1,56 @@
+/*
+ * shard/sizes.h - the bytes of every buffer the engine allocates (engine.c),
+ * as pure functions of the shape: the engine sizes its allocations with them
+ * and the planner (src/plan) predicts with them, so the two cannot drift.
+ *
+ * Sizes are doubles: the planner passes a stage's parameter count, whose
+ * share N / nd need not be whole; the engine passes padded flat lengths (nd
+ * divides N) and gets whole byte counts, exact below 2^53.
+ */
+#ifndef ZEROC_SHARD_SIZES_H
+#define ZEROC_SHARD_SIZES_H
+
+/* One unit's buffers (the table in shard/engine.h): N flat elements, sharded
+ * over nd ranks (stage 0 shards nothing). Per buffer, its bytes; 0 when the
+ * stage does not keep it. */
+typedef struct zeroc__unit_bytes {
+  double opt_buffer; /* each of the fp32 master, Adam m and Adam v: 4 N / nd */
+  double optimizer;  /* the three together: 12 N / nd */
+  double params;     /* compute params: N (stages 0-2) or the shard N / nd (3) */
+  double grads;      /* full grads N (stages 0-1) or the grad shard N / nd (2-3) */
+  double own_gather; /* stage 3, pinned unit: its dedicated gathered params, N */
+  double own_fgrad;  /* stages 2-3, pinned unit: its dedicated full grads, N */
+  double fp32_copy;  /* a pinned unit's fp32 compute copy (params or grads), N */
+} zeroc__unit_bytes_t;
+
+/* pb, rb, gb: bytes of a parameter, of a reduced gradient and of an element
+ * of the gradient buffer the stage keeps (the grad shard may be fp32 to
+ * accumulate micro-steps); pinned: a later unit shares its parameters. */
+void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, int rb, int gb,
+                             zeroc__unit_bytes_t *out);
+
+/* The engine's pools shared by the units that are not pinned: slot counts
+ * and the bytes of one slot. */
+typedef struct zeroc__pool_bytes {
+  int gather_n;      /* stage 3: min(prefetch + 1, units) slots of gathered params */
+  int fgrad_n;       /* stages 2-3: two full-gradient slots */
+  int rs_n;          /* stage 1, or 2-3 accumulating micro-steps: two reduce-scatter outputs */
+  double gather;     /* the largest unpinned unit in the param dtype */
+  double fgrad;      /* the largest unpinned unit in the reduce dtype */
+  double rs;         /* the largest unit's shard in the reduce dtype */
+  double fp32_copy;  /* fp32 compute copy of the largest unpinned unit (params or grads) */
+  double fp32_shard; /* fp32 copy of the largest shard (AdamW on a 16-bit grad shard) */
+} zeroc__pool_bytes_t;
+
+/* units: units on the rank; max_unpinned, max_unit: the largest flat length
+ * among the unpinned units and among all of them. */
+void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
+                             double max_unpinned, double max_unit, int nd, int pb, int rb,
+                             zeroc__pool_bytes_t *out);
+
+/* A host or device staging copy of a shard of `shard_numel` elements of
+ * `elem` bytes (offloaded state moving through PCIe), with 64 bytes of slack
+ * so the copy may start aligned. */
+double zeroc__shard_staging_bytes(double shard_numel, int elem);
+
+#endif
