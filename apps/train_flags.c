@@ -125,48 +125,14 @@ int zeroc_train_check_flags(int argc, char **argv) {
 
 /* ---- pipeline parallelism: --print-schedule ----------------------------------------------- */
 
-static void unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
-  if (u == 0)
-    snprintf(buf, n, "embedding");
-  else if (u == g->layers + 1)
-    snprintf(buf, n, "head");
-  else
-    snprintf(buf, n, "block %d", u - 1);
-}
-
-/* --print-schedule: the stages and every rank's actions; no MPI, nothing trained. */
-static int print_schedule(const ztrain_opts_t *o, const zeroc_gpt_config_t *g, zeroc_dtype_t dt) {
+/* --print-schedule: the stages and every rank's actions (train/print_schedule.c);
+ * no MPI, nothing trained. */
+static int print_schedule(const ztrain_opts_t *o, const zeroc_train_config_t *tc,
+                          const zeroc_gpt_config_t *g) {
   if (!zarg_launch_rank0()) return 0;
-  int S = o->pp * o->vpp, *bounds = malloc(sizeof(int) * (size_t)(S + 1));
-  double *cost = malloc(sizeof(double) * (size_t)zeroc_gpt_num_units(g));
-  if (!bounds || !cost || zeroc__train_partition(g, S, bounds)) {
-    fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
-    free(bounds);
-    free(cost);
-    return 1;
-  }
-  zeroc_gpt_unit_costs(g, cost);
-  zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
-  ztrain_config(o, g, &tc);
-  zeroc_pipeline_config_t pc = zeroc__train_pipe_config(&tc, o->tp, dt);
-  printf("pipeline: %s, %d ranks x %d chunks = %d stages, %d micro-batches of %d sequences\n",
-         PP_SCHEDULES[o->pp_schedule], o->pp, o->vpp, S, o->grad_accum, g->batch);
-  for (int st = 0; st < S; st++) {
-    char a[32], b[32];
-    double c = 0;
-    for (int u = bounds[st]; u < bounds[st + 1]; u++) c += cost[u];
-    unit_name(g, bounds[st], a, sizeof a);
-    unit_name(g, bounds[st + 1] - 1, b, sizeof b);
-    printf("  stage %d (rank %d, chunk %d): units %d..%d (%s%s%s), cost %.1f%% (FLOPs and "
-           "parameters)%s\n",
-           st, st % o->pp, st / o->pp, bounds[st], bounds[st + 1] - 1, a,
-           bounds[st + 1] - 1 > bounds[st] ? " .. " : "", bounds[st + 1] - 1 > bounds[st] ? b : "",
-           100 * c, st == S - 1 && S > 1 ? " + a tied copy of wte" : "");
-  }
-  zeroc_result_t r = zeroc_pipeline_print_schedule(stdout, &pc, o->pp, 1);
+  zeroc_dtype_t dt = o->dtype == 2 ? ZEROC_BF16 : ZEROC_FP32;
+  zeroc_result_t r = zeroc__train_print_schedule(stdout, tc, g, o->pp, o->tp, dt);
   if (r) fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
-  free(bounds);
-  free(cost);
   return r ? 1 : 0;
 }
 
@@ -235,7 +201,7 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
   }
   ztrain_config(o, gc, &tc); /* again: --zero and the micro-batches may have changed */
   if (zeroc__train_check_pipeline(&tc, gc, o->pp, &FLAG_NAMES)) return rule_fail();
-  if (o->print_schedule) return print_schedule(o, gc, o->dtype == 2 ? ZEROC_BF16 : ZEROC_FP32);
+  if (o->print_schedule) return print_schedule(o, &tc, gc);
   if (zeroc__train_check_outputs(&tc, &FLAG_NAMES)) return rule_fail();
   if (o->nvme_dir) {
     struct stat sb;

@@ -53,6 +53,15 @@ zeroc_pipeline_config_t zeroc__train_pipe_config(const zeroc_train_config_t *c, 
                                                  zeroc_dtype_t act_dtype);
 zeroc_result_t zeroc__train_partition(const zeroc_gpt_config_t *g, int stages, int *bounds);
 
+/* --print-schedule (print_schedule.c): writes to `f` the cut of `g` into
+ * pp x c->vpp stages with each stage's units and share of the cost, then
+ * every rank's actions (zeroc_pipeline_print_schedule with communication).
+ * `c` is the command's config with grad_accum the micro-batches; tp and
+ * act_dtype as zeroc__train_pipe_config takes them. Errors: the partition's
+ * and the schedule's, ZEROC_ERR_NOMEM, ZEROC_ERR_IO. */
+zeroc_result_t zeroc__train_print_schedule(FILE *f, const zeroc_train_config_t *c,
+                                           const zeroc_gpt_config_t *g, int pp, int tp,
+                                           zeroc_dtype_t act_dtype);
 
 /* ---- the config's rules (check.c), shared with `zeroc train`'s pre-MPI checks ---- */
 
