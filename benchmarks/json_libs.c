@@ -104,7 +104,8 @@ static int dcmp(const void *a, const void *b) {
 
 static void measure(const char *label, const char *buf, size_t len, int runs, int iters) {
   printf("\n%s (%zu bytes)\n", label, len);
-  printf("| parser | median parse us | min us | peak heap bytes | mallocs |\n|---|---|---|---|---|\n");
+  printf(
+      "| parser | median parse us | min us | peak heap bytes | mallocs |\n|---|---|---|---|---|\n");
   for (int l = 0; l < NLIBS; l++) {
     char msg[512];
     double t[64];
@@ -144,8 +145,8 @@ static int ours_u64(const char *text, uint64_t *v, char *msg, size_t n) {
   return bad;
 }
 
-static int (*const U64[])(const char *, uint64_t *, char *, size_t) = {
-    ours_u64, bjl_jansson_u64, bjl_cjson_u64, bjl_jsonc_u64};
+static int (*const U64[])(const char *, uint64_t *, char *,
+                          size_t) = {ours_u64, bjl_jansson_u64, bjl_cjson_u64, bjl_jsonc_u64};
 
 static void verdicts(const char *what, const char *text, size_t len) {
   printf("| %s ", what);
@@ -219,7 +220,8 @@ static char *slurp(const char *path, size_t *len) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s MANIFEST.json MODEL.safetensors [runs (9)] [iters (200)]\n", argv[0]);
+    fprintf(stderr, "usage: %s MANIFEST.json MODEL.safetensors [runs (9)] [iters (200)]\n",
+            argv[0]);
     return 2;
   }
   int runs = argc > 3 ? atoi(argv[3]) : 9, iters = argc > 4 ? atoi(argv[4]) : 200;

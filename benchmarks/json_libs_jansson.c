@@ -10,7 +10,8 @@ int bjl_jansson_u64(const char *text, uint64_t *v, char *msg, size_t n);
 int bjl_jansson_parse(const char *buf, size_t len, char *msg, size_t n) {
   json_error_t e;
   json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
-  if (!j) snprintf(msg, n, "line %d column %d position %d: %s", e.line, e.column, e.position, e.text);
+  if (!j)
+    snprintf(msg, n, "line %d column %d position %d: %s", e.line, e.column, e.position, e.text);
   json_decref(j);
   return !j;
 }

@@ -45,8 +45,8 @@ zeroc_result_t zeroc__train_print_schedule(FILE *f, const zeroc_train_config_t *
     fprintf(f,
             "  stage %d (rank %d, chunk %d): units %d..%d (%s%s%s), cost %.1f%% (FLOPs and "
             "parameters)%s\n",
-            st, st % pp, st / pp, first, last, a, last > first ? " .. " : "",
-            last > first ? b : "", 100 * sum, st == S - 1 && S > 1 ? " + a tied copy of wte" : "");
+            st, st % pp, st / pp, first, last, a, last > first ? " .. " : "", last > first ? b : "",
+            100 * sum, st == S - 1 && S > 1 ? " + a tied copy of wte" : "");
   }
   r = zeroc_pipeline_print_schedule(f, &pc, pp, 1);
 exit:
