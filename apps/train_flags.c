@@ -1,7 +1,9 @@
 /*
  * apps/train_flags.c - the flags of `zeroc train`: the table, the checks that
  * run before MPI starts (one line, exit 2, nothing written), --print-schedule,
- * and the trainer's config made from the flags (see train_flags.h).
+ * and the trainer's config made from the flags (see train_flags.h). The rules
+ * the trainer checks too are the library's (src/train/check.c), and so is the
+ * schedule printed (src/train/print_schedule.c): here they get the flags' names.
  */
 #include <stdio.h>
 #include <stdlib.h>
