@@ -1,7 +1,9 @@
 /*
  * apps/train_flags.c - the flags of `zeroc train`: the table, the checks that
  * run before MPI starts (one line, exit 2, nothing written), --print-schedule,
- * and the trainer's config made from the flags (see train_flags.h).
+ * and the trainer's config made from the flags (see train_flags.h). The rules
+ * the trainer checks too are the library's (src/train/check.c), and so is the
+ * schedule printed (src/train/print_schedule.c): here they get the flags' names.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,52 +127,46 @@ int zeroc_train_check_flags(int argc, char **argv) {
 
 /* ---- pipeline parallelism: --print-schedule ----------------------------------------------- */
 
-static void unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
-  if (u == 0)
-    snprintf(buf, n, "embedding");
-  else if (u == g->layers + 1)
-    snprintf(buf, n, "head");
-  else
-    snprintf(buf, n, "block %d", u - 1);
-}
-
-/* --print-schedule: the stages and every rank's actions; no MPI, nothing trained. */
-static int print_schedule(const ztrain_opts_t *o, const zeroc_gpt_config_t *g, zeroc_dtype_t dt) {
+/* --print-schedule: the stages and every rank's actions (train/print_schedule.c);
+ * no MPI, nothing trained. */
+static int print_schedule(const ztrain_opts_t *o, const zeroc_train_config_t *tc,
+                          const zeroc_gpt_config_t *g) {
   if (!zarg_launch_rank0()) return 0;
-  int S = o->pp * o->vpp, *bounds = malloc(sizeof(int) * (size_t)(S + 1));
-  double *cost = malloc(sizeof(double) * (size_t)zeroc_gpt_num_units(g));
-  if (!bounds || !cost || zeroc__train_partition(g, S, bounds)) {
-    fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
-    free(bounds);
-    free(cost);
-    return 1;
-  }
-  zeroc_gpt_unit_costs(g, cost);
-  zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
-  ztrain_config(o, g, &tc);
-  zeroc_pipeline_config_t pc = zeroc__train_pipe_config(&tc, o->tp, dt);
-  printf("pipeline: %s, %d ranks x %d chunks = %d stages, %d micro-batches of %d sequences\n",
-         PP_SCHEDULES[o->pp_schedule], o->pp, o->vpp, S, o->grad_accum, g->batch);
-  for (int st = 0; st < S; st++) {
-    char a[32], b[32];
-    double c = 0;
-    for (int u = bounds[st]; u < bounds[st + 1]; u++) c += cost[u];
-    unit_name(g, bounds[st], a, sizeof a);
-    unit_name(g, bounds[st + 1] - 1, b, sizeof b);
-    printf("  stage %d (rank %d, chunk %d): units %d..%d (%s%s%s), cost %.1f%% (FLOPs and "
-           "parameters)%s\n",
-           st, st % o->pp, st / o->pp, bounds[st], bounds[st + 1] - 1, a,
-           bounds[st + 1] - 1 > bounds[st] ? " .. " : "", bounds[st + 1] - 1 > bounds[st] ? b : "",
-           100 * c, st == S - 1 && S > 1 ? " + a tied copy of wte" : "");
-  }
-  zeroc_result_t r = zeroc_pipeline_print_schedule(stdout, &pc, o->pp, 1);
+  zeroc_dtype_t dt = o->dtype == 2 ? ZEROC_BF16 : ZEROC_FP32;
+  zeroc_result_t r = zeroc__train_print_schedule(stdout, tc, g, o->pp, o->tp, dt);
   if (r) fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
-  free(bounds);
-  free(cost);
   return r ? 1 : 0;
 }
 
 /* ---- the flags: what can be checked before MPI starts ------------------------------------ */
+
+/* What the library's rules (train/check.c) call each setting here. */
+static const zeroc__train_names_t FLAG_NAMES = {
+    .tp = "--tp",
+    .pp = "--pp",
+    .heads = "--heads",
+    .hidden = "--hidden",
+    .batch = "--batch",
+    .seq = "--seq",
+    .layers = "--layers",
+    .zero = "--zero",
+    .vpp = "--vpp",
+    .microbatches = "--microbatches",
+    .interleaved = "--pp-schedule interleaved",
+    .sequence_parallel = "--sequence-parallel",
+    .offload_params = "--offload-params",
+    .nvme_dir = "--nvme-dir",
+    .save_every = "--save-every",
+    .save = "--save DIR",
+    .resume = "--resume",
+    .init = "--init",
+};
+
+/* A broken rule's message, without the library's "file:line: " in front. */
+static int rule_fail(void) {
+  const char *e = zeroc_last_error(NULL), *colon = strstr(e, ": ");
+  return zarg_fail("train", "%s", colon ? colon + 2 : e);
+}
 
 /* One line and exit 2, nothing written; or --print-schedule's output. Returns
  * -1 to go on training, else the exit status. Resolves the model's shape and,
@@ -185,17 +181,10 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
   if (o->set_vocab) gc->vocab = o->vocab;
   if (o->set_seq) gc->seq = o->seq;
   if (o->set_batch) gc->batch = o->batch;
-  if (gc->hidden % gc->heads)
-    return zarg_fail("train", "--heads %d must divide --hidden %d", gc->heads, gc->hidden);
-  if (gc->heads % o->tp)
-    return zarg_fail("train", "--tp %d must divide the %d attention heads (--heads)", o->tp, gc->heads);
-  if (o->sequence_parallel && o->tp < 2)
-    return zarg_fail("train", "--sequence-parallel needs --tp > 1 (it splits the tensor-parallel "
-                              "ranks' LayerNorm regions)");
-  if (o->sequence_parallel && ((int64_t)gc->batch * gc->seq) % o->tp)
-    return zarg_fail("train", "--sequence-parallel with --tp %d needs --batch x --seq (%d x %d) to be "
-                              "a multiple of %d",
-                     o->tp, gc->batch, gc->seq, o->tp);
+  /* the rules the trainer checks too (train/check.c), worded with the flags */
+  zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
+  ztrain_config(o, gc, &tc);
+  if (zeroc__train_check_shape(&tc, gc, o->tp, &FLAG_NAMES)) return rule_fail();
   if (o->pp == 1) {
     if (o->print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1");
     if (o->set_microbatches)
@@ -209,37 +198,13 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
                        "--grad-accum with --pp %d: use --microbatches (micro-batches per "
                        "step through the pipeline)",
                        o->pp);
-    if (o->set_zero && o->zero > 1)
-      return zarg_fail("train",
-                       "--zero %d with --pp %d: pipeline parallelism keeps every "
-                       "micro-batch's gradients on its stage and reduces them once per "
-                       "step; accepted --zero 0 or 1 (default 1 with --pp)",
-                       o->zero, o->pp);
     if (!o->set_zero) o->zero = 1;
     o->grad_accum = o->set_microbatches ? o->microbatches : o->pp;
-    int interleaved = o->pp_schedule == 1;
-    if (interleaved && o->vpp < 2)
-      return zarg_fail("train", "--pp-schedule interleaved needs --vpp >= 2 (model chunks per "
-                                "pipeline rank)");
-    if (!interleaved && o->vpp > 1)
-      return zarg_fail("train", "--vpp %d needs --pp-schedule interleaved", o->vpp);
-    if (interleaved && o->grad_accum % o->pp)
-      return zarg_fail("train",
-                       "--microbatches %d with --pp-schedule interleaved: accepted a "
-                       "multiple of --pp %d",
-                       o->grad_accum, o->pp);
-    int nu = zeroc_gpt_num_units(gc);
-    if (nu < o->pp * o->vpp)
-      return zarg_fail("train",
-                       "--pp %d x --vpp %d = %d pipeline stages need as many units; the "
-                       "model has %d (embedding, %d layers, head): use more --layers",
-                       o->pp, o->vpp, o->pp * o->vpp, nu, gc->layers);
-    if (o->print_schedule) return print_schedule(o, gc, o->dtype == 2 ? ZEROC_BF16 : ZEROC_FP32);
   }
-  if (o->off_par != 0 && o->zero != 3)
-    return zarg_fail("train", "--offload-params %s needs --zero 3 (got --zero %d)", OFFLOADS[o->off_par], o->zero);
-  if ((o->off_opt == 2 || o->off_par == 2) && !o->nvme_dir)
-    return zarg_fail("train", "--nvme-dir is required with nvme offload");
+  ztrain_config(o, gc, &tc); /* again: --zero and the micro-batches may have changed */
+  if (zeroc__train_check_pipeline(&tc, gc, o->pp, &FLAG_NAMES)) return rule_fail();
+  if (o->print_schedule) return print_schedule(o, &tc, gc);
+  if (zeroc__train_check_outputs(&tc, &FLAG_NAMES)) return rule_fail();
   if (o->nvme_dir) {
     struct stat sb;
     if (stat(o->nvme_dir, &sb))
@@ -250,8 +215,6 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
     if (access(o->nvme_dir, W_OK))
       return zarg_fail("train", "--nvme-dir '%s': directory not writable", o->nvme_dir);
   }
-  if (o->save_every && !o->save) return zarg_fail("train", "--save-every needs --save DIR");
-  if (o->resume && o->init) return zarg_fail("train", "--resume and --init exclude each other");
   if (o->init && access(o->init, R_OK))
     return zarg_fail("train", "--init '%s': file not readable", o->init);
   if (o->resume && access(o->resume, R_OK))

@@ -1,90 +1,29 @@
 /*
- * io/json.c - the strict JSON parser (recursive descent into an arena-backed
- * tree) and the JSON writer (a growing buffer with a nesting stack).
+ * io/json.c - the strict JSON parser: recursive descent into a tree whose
+ * values, keys and strings live in one arena per document; and the tree's
+ * accessors. The writer is json_write.c, the shared UTF-8 and C-locale
+ * helpers json_text.c.
  *
- * Numbers are converted in the C locale whatever the program's locale is, so
- * a manifest written in one locale reads back in another.
+ * Why our own parser and not a packaged library (jansson, cJSON, json-c):
+ * docs/json.md, with the measurements (benchmarks/json_libs.c). In short:
+ * cJSON rounds integers above 2^53 silently and accepts duplicate keys;
+ * jansson refuses integers above 2^63 and has no run-time depth limit; json-c
+ * accepts duplicate keys; the three copy every string with one malloc each
+ * (3500-4500 mallocs for a GPT-2 124M manifest, against ~600 here), json-c
+ * and jansson take about 2x as long, and each is one more shared library to
+ * carry to GPU machines that have none installed.
  */
 #include "io/json.h"
 
 #include <errno.h>
-#include <locale.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
-
-/* ---- the C locale ------------------------------------------------------------- */
-
-static locale_t c_locale;
-static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
-static void make_c_locale(void) { c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0); }
-static locale_t get_c_locale(void) {
-  pthread_once(&c_locale_once, make_c_locale);
-  return c_locale;
-}
-
-/* ---- UTF-8 -------------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence starting at p (1..4), or 0 when the bytes
- * there are not one (overlong forms, surrogates and values above U+10FFFF are
- * invalid, per RFC 3629). */
-static size_t utf8_len(const unsigned char *p, size_t avail) {
-  unsigned char c = p[0];
-  if (c < 0x80) return 1;
-  size_t n;
-  unsigned char lo = 0x80, hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf)
-    n = 2;
-  else if (c == 0xe0)
-    n = 3, lo = 0xa0;
-  else if (c >= 0xe1 && c <= 0xec)
-    n = 3;
-  else if (c == 0xed)
-    n = 3, hi = 0x9f;
-  else if (c >= 0xee && c <= 0xef)
-    n = 3;
-  else if (c == 0xf0)
-    n = 4, lo = 0x90;
-  else if (c >= 0xf1 && c <= 0xf3)
-    n = 4;
-  else if (c == 0xf4)
-    n = 4, hi = 0x8f;
-  else
-    return 0;
-  if (avail < n) return 0;
-  if (p[1] < lo || p[1] > hi) return 0;
-  for (size_t i = 2; i < n; i++)
-    if (p[i] < 0x80 || p[i] > 0xbf) return 0;
-  return n;
-}
-
-static size_t utf8_put(char *out, uint32_t cp) {
-  if (cp < 0x80) {
-    out[0] = (char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = (char)(0xc0 | (cp >> 6));
-    out[1] = (char)(0x80 | (cp & 0x3f));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = (char)(0xe0 | (cp >> 12));
-    out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-    out[2] = (char)(0x80 | (cp & 0x3f));
-    return 3;
-  }
-  out[0] = (char)(0xf0 | (cp >> 18));
-  out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-  out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-  out[3] = (char)(0x80 | (cp & 0x3f));
-  return 4;
-}
+#include "io/json_internal.h"
 
 /* ---- arena -------------------------------------------------------------------- */
 
@@ -213,7 +152,7 @@ static zeroc_result_t parse_string(parser_t *P, const char **out, size_t *out_le
       return PERR(P, i, "control character 0x%02x in a string must be escaped (\\n, \\t, \\u00XX)",
                   c);
     if (c != '\\') {
-      size_t k = utf8_len(P->s + i, end - i);
+      size_t k = zeroc__json_utf8_len(P->s + i, end - i);
       if (!k) return PERR(P, i, "invalid UTF-8 byte 0x%02x in a string", c);
       memcpy(dst + n, P->s + i, k);
       n += k;
@@ -262,7 +201,7 @@ static zeroc_result_t parse_string(parser_t *P, const char **out, size_t *out_le
         cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
         i += 6;
       }
-      n += utf8_put(dst + n, cp);
+      n += zeroc__json_utf8_put(dst + n, cp);
       i += 6;
       continue;
     }
@@ -320,7 +259,7 @@ static zeroc_result_t parse_number(parser_t *P, zeroc__json_t *v) {
   memcpy(txt, s + start, n);
   txt[n] = 0;
   errno = 0;
-  double d = strtod_l(txt, NULL, get_c_locale());
+  double d = strtod_l(txt, NULL, zeroc__json_c_locale());
   int range_err = errno == ERANGE && isinf(d);
   int64_t iv = 0;
   uint64_t uv = 0;
@@ -566,271 +505,4 @@ const zeroc__json_t *zeroc__json_get(const zeroc__json_t *obj, const char *key) 
 const char *zeroc__json_type_name(zeroc__json_type_t t) {
   static const char *const names[] = {"null", "bool", "number", "string", "array", "object"};
   return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
-}
-
-/* ---- writer ------------------------------------------------------------------- */
-
-void zeroc__jw_init(zeroc__jw_t *w, int indent) {
-  memset(w, 0, sizeof *w);
-  w->indent = indent < 0 ? 0 : indent;
-}
-
-void zeroc__jw_free(zeroc__jw_t *w) {
-  free(w->buf);
-  w->buf = NULL;
-  w->len = w->cap = 0;
-}
-
-static void put(zeroc__jw_t *w, const char *s, size_t n) {
-  if (w->err) return;
-  if (w->len + n + 1 > w->cap) {
-    size_t cap = w->cap ? w->cap : 256;
-    while (cap < w->len + n + 1) cap *= 2;
-    char *nb = realloc(w->buf, cap);
-    if (!nb) {
-      w->err = ZEROC_FAIL(ZEROC_ERR_NOMEM, "JSON writer: out of host memory at %zu bytes", w->len);
-      return;
-    }
-    w->buf = nb;
-    w->cap = cap;
-  }
-  memcpy(w->buf + w->len, s, n);
-  w->len += n;
-  w->buf[w->len] = 0;
-}
-
-static void puts_(zeroc__jw_t *w, const char *s) { put(w, s, strlen(s)); }
-
-static void newline(zeroc__jw_t *w, int depth) {
-  if (!w->indent) return;
-  put(w, "\n", 1);
-  for (int i = 0; i < depth * w->indent; i++) put(w, " ", 1);
-}
-
-static zeroc_result_t misuse(zeroc__jw_t *w, int line, const char *what) {
-  if (!w->err)
-    w->err = zeroc__fail(ZEROC_ERR_INTERNAL, __FILE__, line, "JSON writer misuse: %s", what);
-  return w->err;
-}
-
-/* Separator and checks before any value (scalar or container). */
-static zeroc_result_t before_value(zeroc__jw_t *w) {
-  if (w->err) return w->err;
-  if (w->done) return misuse(w, __LINE__, "a second top-level value");
-  if (w->depth > 0 && w->in_object[w->depth] && !w->want_value)
-    return misuse(w, __LINE__, "a value inside an object without a key before it");
-  if (w->want_value) return ZEROC_OK; /* the key wrote the ": " */
-  if (w->depth > 0) {
-    if (w->count_nonzero[w->depth]) puts_(w, w->indent ? "," : ", ");
-    newline(w, w->depth);
-    w->count_nonzero[w->depth] = 1;
-  }
-  return w->err;
-}
-
-static void after_value(zeroc__jw_t *w) {
-  w->want_value = 0;
-  if (w->depth == 0) w->done = 1;
-}
-
-static zeroc_result_t begin(zeroc__jw_t *w, int is_obj) {
-  ZEROC_CHECK(before_value(w));
-  if (w->depth >= ZEROC_JSON_MAX_DEPTH)
-    return misuse(w, __LINE__, "nesting deeper than ZEROC_JSON_MAX_DEPTH");
-  put(w, is_obj ? "{" : "[", 1);
-  w->want_value = 0;
-  w->depth++;
-  w->in_object[w->depth] = (unsigned char)is_obj;
-  w->count_nonzero[w->depth] = 0;
-  return w->err;
-}
-
-static zeroc_result_t end(zeroc__jw_t *w, int is_obj) {
-  if (w->err) return w->err;
-  if (w->depth == 0 || w->in_object[w->depth] != is_obj)
-    return misuse(w, __LINE__,
-                  is_obj ? "object_end without a matching object_begin"
-                         : "array_end without a matching array_begin");
-  if (w->want_value) return misuse(w, __LINE__, "object_end right after a key (no value)");
-  if (w->count_nonzero[w->depth]) newline(w, w->depth - 1);
-  put(w, is_obj ? "}" : "]", 1);
-  w->depth--;
-  after_value(w);
-  return w->err;
-}
-
-zeroc_result_t zeroc__jw_object_begin(zeroc__jw_t *w) { return begin(w, 1); }
-zeroc_result_t zeroc__jw_object_end(zeroc__jw_t *w) { return end(w, 1); }
-zeroc_result_t zeroc__jw_array_begin(zeroc__jw_t *w) { return begin(w, 0); }
-zeroc_result_t zeroc__jw_array_end(zeroc__jw_t *w) { return end(w, 0); }
-
-static void put_string(zeroc__jw_t *w, const char *s, size_t n) {
-  static const char hex[] = "0123456789abcdef";
-  put(w, "\"", 1);
-  const unsigned char *p = (const unsigned char *)s;
-  size_t run = 0; /* bytes copied as they are, flushed in one put */
-  for (size_t i = 0; i < n;) {
-    unsigned char c = p[i];
-    const char *esc = NULL;
-    char ubuf[7];
-    size_t k = 1;
-    if (c == '"')
-      esc = "\\\"";
-    else if (c == '\\')
-      esc = "\\\\";
-    else if (c == '\n')
-      esc = "\\n";
-    else if (c == '\r')
-      esc = "\\r";
-    else if (c == '\t')
-      esc = "\\t";
-    else if (c == '\b')
-      esc = "\\b";
-    else if (c == '\f')
-      esc = "\\f";
-    else if (c < 0x20) {
-      snprintf(ubuf, sizeof ubuf, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-      esc = ubuf;
-    } else if (c >= 0x80) {
-      k = utf8_len(p + i, n - i);
-      if (!k) {
-        esc = "\\ufffd"; /* invalid UTF-8 byte: keep the output valid JSON */
-        k = 1;
-      }
-    }
-    if (esc) {
-      put(w, s + i - run, run);
-      run = 0;
-      puts_(w, esc);
-    } else {
-      run += k;
-    }
-    i += k;
-  }
-  put(w, s + n - run, run);
-  put(w, "\"", 1);
-}
-
-zeroc_result_t zeroc__jw_key(zeroc__jw_t *w, const char *key) {
-  if (w->err) return w->err;
-  if (w->depth == 0 || !w->in_object[w->depth])
-    return misuse(w, __LINE__, "a key outside an object");
-  if (w->want_value) return misuse(w, __LINE__, "two keys in a row");
-  if (w->count_nonzero[w->depth]) puts_(w, w->indent ? "," : ", ");
-  newline(w, w->depth);
-  w->count_nonzero[w->depth] = 1;
-  put_string(w, key, strlen(key));
-  put(w, ": ", 2);
-  w->want_value = 1;
-  return w->err;
-}
-
-zeroc_result_t zeroc__jw_stringn(zeroc__jw_t *w, const char *s, size_t n) {
-  ZEROC_CHECK(before_value(w));
-  put_string(w, s, n);
-  after_value(w);
-  return w->err;
-}
-
-zeroc_result_t zeroc__jw_string(zeroc__jw_t *w, const char *s) {
-  return zeroc__jw_stringn(w, s, strlen(s));
-}
-
-static zeroc_result_t put_scalar(zeroc__jw_t *w, const char *text) {
-  ZEROC_CHECK(before_value(w));
-  puts_(w, text);
-  after_value(w);
-  return w->err;
-}
-
-zeroc_result_t zeroc__jw_int(zeroc__jw_t *w, int64_t v) {
-  char b[32];
-  snprintf(b, sizeof b, "%lld", (long long)v);
-  return put_scalar(w, b);
-}
-
-zeroc_result_t zeroc__jw_uint(zeroc__jw_t *w, uint64_t v) {
-  char b[32];
-  snprintf(b, sizeof b, "%llu", (unsigned long long)v);
-  return put_scalar(w, b);
-}
-
-/* The shortest %.<p>g (p <= 9 for a float, 17 for a double) that reads back to
- * exactly `v`, formatted in the C locale. More digits never round-trip worse,
- * so p is found by bisection; the answer is always a tested p, so it always
- * round-trips. */
-static int round_trips(char *b, size_t n, double v, int is_float, int p) {
-  snprintf(b, n, "%.*g", p, v);
-  return is_float ? strtof(b, NULL) == (float)v : strtod(b, NULL) == v;
-}
-
-static void format_real(char *b, size_t n, double v, int is_float) {
-  locale_t old = uselocale(get_c_locale());
-  int lo = 1, hi = is_float ? 9 : 17; /* hi always round-trips */
-  while (lo < hi) {
-    int mid = (lo + hi) / 2;
-    if (round_trips(b, n, v, is_float, mid))
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  snprintf(b, n, "%.*g", lo, v);
-  uselocale(old);
-}
-
-zeroc_result_t zeroc__jw_double(zeroc__jw_t *w, double v) {
-  char b[40];
-  if (!isfinite(v)) return put_scalar(w, "null");
-  format_real(b, sizeof b, v, 0);
-  return put_scalar(w, b);
-}
-
-zeroc_result_t zeroc__jw_float(zeroc__jw_t *w, float v) {
-  char b[40];
-  if (!isfinite(v)) return put_scalar(w, "null");
-  format_real(b, sizeof b, (double)v, 1);
-  return put_scalar(w, b);
-}
-
-zeroc_result_t zeroc__jw_bool(zeroc__jw_t *w, int v) { return put_scalar(w, v ? "true" : "false"); }
-zeroc_result_t zeroc__jw_null(zeroc__jw_t *w) { return put_scalar(w, "null"); }
-
-zeroc_result_t zeroc__jw_value(zeroc__jw_t *w, const zeroc__json_t *v) {
-  switch (v->type) {
-  case ZEROC_JSON_OBJECT:
-    zeroc__jw_object_begin(w);
-    for (size_t i = 0; i < v->u.obj.n; i++) {
-      zeroc__jw_key(w, v->u.obj.members[i].key);
-      zeroc__jw_value(w, &v->u.obj.members[i].value);
-    }
-    return zeroc__jw_object_end(w);
-  case ZEROC_JSON_ARRAY:
-    zeroc__jw_array_begin(w);
-    for (size_t i = 0; i < v->u.arr.n; i++) zeroc__jw_value(w, &v->u.arr.items[i]);
-    return zeroc__jw_array_end(w);
-  case ZEROC_JSON_STRING:
-    return zeroc__jw_stringn(w, v->u.str.s, v->u.str.len);
-  case ZEROC_JSON_NUMBER:
-    return v->u.num.is_int   ? zeroc__jw_int(w, v->u.num.i)
-           : v->u.num.is_u64 ? zeroc__jw_uint(w, v->u.num.u)
-                             : zeroc__jw_double(w, v->u.num.value);
-  case ZEROC_JSON_BOOL:
-    return zeroc__jw_bool(w, v->u.boolean);
-  case ZEROC_JSON_NULL:
-    break;
-  }
-  return zeroc__jw_null(w);
-}
-
-zeroc_result_t zeroc__jw_finish(zeroc__jw_t *w, const char **text, size_t *len) {
-  if (w->err) return w->err;
-  if (!w->done) {
-    char what[96];
-    snprintf(what, sizeof what, "finish with %d container(s) still open%s", w->depth,
-             w->depth == 0 ? " (nothing written)" : "");
-    return misuse(w, __LINE__, what);
-  }
-  if (text) *text = w->buf;
-  if (len) *len = w->len;
-  return ZEROC_OK;
 }

@@ -4,12 +4,12 @@
  * slot space, and sweeping what swappers that crashed left behind.
  */
 #include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -81,7 +81,8 @@ static int sweep_rank_dir(const char *rk) {
   DIR *d = opendir(rk);
   struct dirent *e;
   while (d && (e = readdir(d))) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".lock")) continue;
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".lock"))
+      continue;
     snprintf(p, sizeof p, "%s/%s", rk, e->d_name);
     if (lstat(p, &st) == 0 && S_ISREG(st.st_mode) && unlink(p) == 0) n++;
   }
@@ -89,8 +90,9 @@ static int sweep_rank_dir(const char *rk) {
   unlink(lock);
   close(fd);
   int gone = rmdir(rk) == 0;
-  ZWARN(OFFLOAD, "removed %d swap file(s) in %s, left by a swapper that did not close (crash or kill)",
-        n, rk);
+  ZWARN(OFFLOAD,
+        "removed %d swap file(s) in %s, left by a swapper that did not close (crash or kill)", n,
+        rk);
   return gone;
 }
 
@@ -106,7 +108,8 @@ void zeroc__swap_sweep_stale(const char *dir) {
     int swept = 0;
     while (jd && (re = readdir(jd))) {
       const char *num = re->d_name + 4;
-      if (strncmp(re->d_name, "rank", 4) || !*num || strspn(num, "0123456789") != strlen(num)) continue;
+      if (strncmp(re->d_name, "rank", 4) || !*num || strspn(num, "0123456789") != strlen(num))
+        continue;
       snprintf(rk, sizeof rk, "%s/%s", job, re->d_name);
       swept |= sweep_rank_dir(rk);
     }
@@ -140,7 +143,7 @@ int zeroc__swap_open_file(zeroc__swap_t *sw, const char *path, int flags) {
  * for a file system without fallocate (e.g. ramfs): the caller then stops
  * reserving, and writes find out about a full disk themselves. */
 zeroc_result_t zeroc__swap_reserve(int fd, const char *path, uint64_t from, uint64_t to,
-                              int *unsupported) {
+                                   int *unsupported) {
   *unsupported = 0;
   if (to <= from) return ZEROC_OK;
   if (fallocate(fd, 0, (off_t)from, (off_t)(to - from)) == 0) return ZEROC_OK;

@@ -13,7 +13,6 @@
 #include "core/ctx.h"
 #include "offload/offload.h"
 
-
 #define PAGE        ZEROC_OFFLOAD_ALIGN
 #define MAX_BLOCK   ((size_t)64 << 20)
 #define MAX_QD      1024

@@ -2,8 +2,8 @@
  * offload/swap_slot.c - the swapper's caller side: slots (one file each),
  * submitting reads and writes as tickets, and waiting for or polling them.
  */
-#include <pthread.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -78,10 +78,12 @@ static zeroc_result_t resolve_defaults(zeroc_trainer_t *tr, zeroc_train_config_t
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
 
-/* What the mesh and the model allow; the messages name the config's fields. */
+/* What the fields allow on their own, then what the mesh and the model allow
+ * (train/check.c, the rules `zeroc train` checks before MPI starts); the
+ * messages name the config's fields. */
 static zeroc_result_t check_config(const zeroc_trainer_t *tr, const zeroc_train_config_t *c,
                                    const zeroc_gpt_config_t *g) {
-  int pp = tr->pp, tp = tr->tp, il = c->pp_schedule == ZEROC_PIPELINE_INTERLEAVED;
+  int pp = tr->pp, il = c->pp_schedule == ZEROC_PIPELINE_INTERLEAVED;
   if (c->steps < 0 || c->warmup < 0 || !(c->lr >= 0) || c->save_every < 0)
     return BAD("steps %d, warmup %d, lr %g, save_every %d: none may be negative", c->steps,
                c->warmup, c->lr, c->save_every);
@@ -89,38 +91,14 @@ static zeroc_result_t check_config(const zeroc_trainer_t *tr, const zeroc_train_
     return BAD("spike_window %d: accepted 2..%d", c->spike_window, ZEROC_SPIKE_MAX_WINDOW);
   if (c->param_dtype != ZEROC_FP32 && c->param_dtype != ZEROC_BF16)
     return BAD("param_dtype %d: accepted ZEROC_FP32, ZEROC_BF16", c->param_dtype);
-  if (g->heads % tp) return BAD("tp %d must divide the %d attention heads", tp, g->heads);
-  if (c->sequence_parallel && tp < 2) return BAD("sequence_parallel needs tp > 1");
-  if (c->sequence_parallel && ((int64_t)g->batch * g->seq) % tp)
-    return BAD("sequence_parallel with tp %d needs batch x seq (%d x %d) to be a multiple of %d",
-               tp, g->batch, g->seq, tp);
+  if (c->zero < 0 || c->zero > 3) return BAD("zero %d: accepted 0..3", c->zero);
   if (c->vpp > 64) return BAD("vpp %d: accepted 1..64", c->vpp);
   if (pp == 1 && c->vpp > 1) return BAD("vpp %d is for a pipeline (pp > 1)", c->vpp);
-  if (pp > 1) {
-    if (c->zero > 1)
-      return BAD("zero %d with pp %d: a pipeline reduces gradients once per step; accepted 0 or 1",
-                 c->zero, pp);
-    if (il && c->vpp < 2) return BAD("the interleaved pipeline schedule needs vpp >= 2");
-    if (!il && c->pp_schedule != ZEROC_PIPELINE_1F1B)
-      return BAD("pp_schedule %d: accepted 1F1B, INTERLEAVED", (int)c->pp_schedule);
-    if (!il && c->vpp > 1) return BAD("vpp %d needs the interleaved schedule", c->vpp);
-    if (il && c->grad_accum % pp)
-      return BAD("grad_accum %d with the interleaved schedule: accepted a multiple of pp %d",
-                 c->grad_accum, pp);
-    int nu = zeroc_gpt_num_units(g);
-    if (nu < pp * c->vpp)
-      return BAD("pp %d x vpp %d = %d pipeline stages need as many units; the model has %d", pp,
-                 c->vpp, pp * c->vpp, nu);
-  }
-  if (c->zero < 0 || c->zero > 3) return BAD("zero %d: accepted 0..3", c->zero);
-  if (c->offload_params != ZEROC_OFFLOAD_NONE && c->zero != 3)
-    return BAD("offload_params needs zero 3 (got %d)", c->zero);
-  if ((c->offload_optimizer == ZEROC_OFFLOAD_NVME || c->offload_params == ZEROC_OFFLOAD_NVME) &&
-      !c->nvme_dir)
-    return BAD("nvme_dir is required with nvme offload");
-  if (c->save_every && !c->save) return BAD("save_every needs save");
-  if (c->resume && c->init) return BAD("resume and init exclude each other");
-  return ZEROC_OK;
+  if (pp > 1 && !il && c->pp_schedule != ZEROC_PIPELINE_1F1B)
+    return BAD("pp_schedule %d: accepted 1F1B, INTERLEAVED", (int)c->pp_schedule);
+  ZEROC_CHECK(zeroc__train_check_shape(c, g, tr->tp, &zeroc__train_field_names));
+  ZEROC_CHECK(zeroc__train_check_pipeline(c, g, pp, &zeroc__train_field_names));
+  return zeroc__train_check_outputs(c, &zeroc__train_field_names);
 }
 
 /* ---- the model and the pipeline ---------------------------------------------------- */

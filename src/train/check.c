@@ -1,0 +1,88 @@
+/*
+ * train/check.c - the rules a training config must meet that the model
+ * shape, the tensor- and pipeline-parallel sizes and the outputs impose, each
+ * with its one message. The trainer runs them after filling in its defaults;
+ * `zeroc train` runs the same ones before MPI starts, so a bad flag fails
+ * once, on rank 0, with the flag's name (the caller passes the names).
+ * They need no MPI and no context: only the config, the shape and pp, tp.
+ */
+#include <stdint.h>
+
+#include "core/error.h"
+#include "train/trainer.h"
+
+const zeroc__train_names_t zeroc__train_field_names = {
+    .tp = "tp",
+    .pp = "pp",
+    .heads = "heads",
+    .hidden = "hidden",
+    .batch = "batch",
+    .seq = "seq",
+    .layers = "layers",
+    .zero = "zero",
+    .vpp = "vpp",
+    .microbatches = "grad_accum",
+    .interleaved = "pp_schedule INTERLEAVED",
+    .sequence_parallel = "sequence_parallel",
+    .offload_params = "offload_params",
+    .nvme_dir = "nvme_dir",
+    .save_every = "save_every",
+    .save = "save",
+    .resume = "resume",
+    .init = "init",
+};
+
+#define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
+
+zeroc_result_t zeroc__train_check_shape(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
+                                        int tp, const zeroc__train_names_t *n) {
+  if (g->heads < 1 || g->hidden % g->heads)
+    return BAD("%s %d must divide %s %d", n->heads, g->heads, n->hidden, g->hidden);
+  if (g->heads % tp)
+    return BAD("%s %d must divide the %d attention heads (%s)", n->tp, tp, g->heads, n->heads);
+  if (c->sequence_parallel && tp < 2)
+    return BAD("%s needs %s > 1 (it splits the tensor-parallel ranks' LayerNorm regions)",
+               n->sequence_parallel, n->tp);
+  if (c->sequence_parallel && ((int64_t)g->batch * g->seq) % tp)
+    return BAD("%s with %s %d needs %s x %s (%d x %d) to be a multiple of %d", n->sequence_parallel,
+               n->tp, tp, n->batch, n->seq, g->batch, g->seq, tp);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__train_check_pipeline(const zeroc_train_config_t *c,
+                                           const zeroc_gpt_config_t *g, int pp,
+                                           const zeroc__train_names_t *n) {
+  int il = c->pp_schedule == ZEROC_PIPELINE_INTERLEAVED;
+  if (pp == 1) return ZEROC_OK;
+  if (c->zero > 1)
+    return BAD("%s %d with %s %d: pipeline parallelism keeps every micro-batch's gradients on its "
+               "stage and reduces them once per step; accepted %s 0 or 1 (default 1 with %s)",
+               n->zero, c->zero, n->pp, pp, n->zero, n->pp);
+  if (il && c->vpp < 2)
+    return BAD("%s needs %s >= 2 (model chunks per pipeline rank)", n->interleaved, n->vpp);
+  if (!il && c->vpp > 1) return BAD("%s %d needs %s", n->vpp, c->vpp, n->interleaved);
+  if (il && c->grad_accum % pp)
+    return BAD("%s %d with %s: accepted a multiple of %s %d", n->microbatches, c->grad_accum,
+               n->interleaved, n->pp, pp);
+  int nu = zeroc_gpt_num_units(g);
+  if (nu < pp * c->vpp)
+    return BAD("%s %d x %s %d = %d pipeline stages need as many units; the model has %d "
+               "(embedding, %d layers, head): use more %s",
+               n->pp, pp, n->vpp, c->vpp, pp * c->vpp, nu, g->layers, n->layers);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__train_check_outputs(const zeroc_train_config_t *c,
+                                          const zeroc__train_names_t *n) {
+  static const char *const offloads[] = {"none", "cpu", "nvme"};
+  if (c->offload_params != ZEROC_OFFLOAD_NONE && c->zero != 3)
+    return BAD("%s %s needs %s 3 (got %s %d)", n->offload_params,
+               (unsigned)c->offload_params < 3 ? offloads[c->offload_params] : "?", n->zero,
+               n->zero, c->zero);
+  if ((c->offload_optimizer == ZEROC_OFFLOAD_NVME || c->offload_params == ZEROC_OFFLOAD_NVME) &&
+      !c->nvme_dir)
+    return BAD("%s is required with nvme offload", n->nvme_dir);
+  if (c->save_every && !c->save) return BAD("%s needs %s", n->save_every, n->save);
+  if (c->resume && c->init) return BAD("%s and %s exclude each other", n->resume, n->init);
+  return ZEROC_OK;
+}
