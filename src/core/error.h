@@ -22,7 +22,7 @@ const char *zeroc__tls_error(void);
 void zeroc__tls_error_set(const char *msg);
 void zeroc__tls_error_clear(void);
 
-/* A context begins with this head (core/ctx.h), so that the text of its last
+/* A context begins with this head (runtime/ctx.h), so that the text of its last
  * failure is kept and read here, without the context's other insides. */
 typedef struct zeroc__errhead {
   char last_error[ZEROC_ERRMSG_MAX];

@@ -127,7 +127,7 @@ void zeroc__tls_error_clear(void) { tls_err[0] = 0; }
 
 /* ---- a context's last failure ------------------------------------------------ */
 
-/* A context begins with its error head (core/ctx.h checks that), so a context
+/* A context begins with its error head (runtime/ctx.h checks that), so a context
  * pointer is a pointer to the head. */
 zeroc_result_t zeroc__ctx_ret(struct zeroc_ctx *ctx, zeroc_result_t r) {
   if (r != ZEROC_OK && ctx) {

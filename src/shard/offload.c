@@ -30,7 +30,7 @@ static int any_nvme(const zeroc_model_t *m) {
 zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
   int oo = m->cfg.offload_optimizer, op = m->cfg.offload_params;
   if (oo == ZEROC_OFFLOAD_NONE && op == ZEROC_OFFLOAD_NONE) return ZEROC_OK;
-  CHK(zeroc__pinned_pool_create(m->ctx, &m->pool));
+  CHK(zeroc__pinned_pool_create(zeroc__ctx_pool_env(m->ctx), &m->pool));
   if (any_nvme(m)) {
     zeroc__swap_config_t sc = ZEROC__SWAP_CONFIG_INIT;
     char job[64];
