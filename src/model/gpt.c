@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "kernels/kernels.h"
+#include "runtime/runtime.h"
 #include "tp/split.h"
 #include "tp/tp.h"
 #include "zeroc/gpt.h"

@@ -23,7 +23,7 @@
 /* Copies a caller's versioned config over the defaults: an older, smaller
  * struct keeps the defaults for the fields it lacks; a struct that was not
  * initialised with ZEROC_CTX_CONFIG_INIT is rejected. */
-static zeroc_result_t read_config(const zeroc_ctx_config_t *in, zeroc_ctx_config_t *out) {
+static zeroc_result_t read_ctx_config(const zeroc_ctx_config_t *in, zeroc_ctx_config_t *out) {
   const zeroc_ctx_config_t dflt = ZEROC_CTX_CONFIG_INIT;
   *out = dflt;
   if (!in) return ZEROC_OK;
@@ -205,7 +205,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
                      "MPI provides thread level %d; zeroc needs MPI_THREAD_MULTIPLE (%d) for its "
                      "communication threads (initialise MPI with MPI_Init_thread)",
                      provided, MPI_THREAD_MULTIPLE);
-  if (res == ZEROC_OK) res = read_config(cfg, &ctx->cfg);
+  if (res == ZEROC_OK) res = read_ctx_config(cfg, &ctx->cfg);
   if (res == ZEROC_OK)
     res = zeroc_mesh_layout(ctx->mesh.world, ctx->cfg.tp, ctx->cfg.pp, ctx->cfg.hsdp,
                             ctx->mesh.rank, &ctx->mesh);

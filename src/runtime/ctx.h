@@ -25,7 +25,7 @@
 #include "zeroc/mesh.h"
 
 struct zeroc_ctx {
-  zeroc__errhead_t err; /* first: the last failure's text (core/error.h) */
+  char last_error[ZEROC_ERRMSG_MAX]; /* the last failure's text (zeroc__ctx_ret) */
   zeroc_ctx_config_t cfg;
   int mpi_initialised_here;
   double comm_timeout; /* seconds */
@@ -53,7 +53,6 @@ struct zeroc_ctx {
   zeroc__comm_env_t comm_env; /* groups: backend, world rank, timeout, watchdog */
   zeroc__pool_env_t pool_env; /* pinned pool: accountant, topology, NUMA node, device */
 };
-_Static_assert(offsetof(struct zeroc_ctx, err) == 0, "zeroc__ctx_ret finds the error head first");
 
 /* Creates the mesh groups (world, tp, pp, dp, dp_shard, dp_replicate) from
  * ctx->mesh, ctx->wcomm and ctx->comm_env (runtime/groups.c). */

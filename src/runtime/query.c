@@ -82,6 +82,18 @@ zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out) {
   return ZEROC_OK;
 }
 
+/* ---- the context's last failure ------------------------------------------------ */
+
+zeroc_result_t zeroc__ctx_ret(zeroc_ctx_t *ctx, zeroc_result_t r) {
+  if (r != ZEROC_OK && ctx) snprintf(ctx->last_error, sizeof ctx->last_error, "%s", zeroc__tls_error());
+  return r;
+}
+
+const char *zeroc_last_error(const zeroc_ctx_t *ctx) {
+  if (ctx && ctx->last_error[0]) return ctx->last_error;
+  return zeroc__tls_error();
+}
+
 /* ---- accessors for the layers above (runtime/runtime.h) ---------------------- */
 
 zeroc_group_t *zeroc__ctx_group(zeroc_ctx_t *ctx, zeroc_group_kind_t kind) {
@@ -97,7 +109,7 @@ const zeroc__pool_env_t *zeroc__ctx_pool_env(zeroc_ctx_t *ctx) { return &ctx->po
 struct zeroc__fault *zeroc__ctx_fault(zeroc_ctx_t *ctx) { return ctx->fault; }
 
 void zeroc__ctx_error_set(zeroc_ctx_t *ctx, const char *msg) {
-  snprintf(ctx->err.last_error, sizeof ctx->err.last_error, "%s", msg ? msg : "");
+  snprintf(ctx->last_error, sizeof ctx->last_error, "%s", msg ? msg : "");
 }
 
 int zeroc__ctx_fault_at(zeroc_ctx_t *ctx, const char *point, uint64_t step, double *value) {

@@ -18,6 +18,17 @@
 #include "zeroc/ctx.h"
 #include "zeroc/mesh.h"
 
+/* Records the calling thread's error text as the context's last error when
+ * `r` is a failure (and `ctx` not NULL), and returns `r`: every public
+ * function that takes a context, or an object holding one, ends with
+ * `return zeroc__ctx_ret(ctx, r)`, so that zeroc_last_error(ctx) names its
+ * failure (include/zeroc/result.h states the contract). A success leaves the
+ * recorded text as it is. */
+zeroc_result_t zeroc__ctx_ret(zeroc_ctx_t *ctx, zeroc_result_t r);
+/* Replaces the context's last-error text (a message that must outlive a
+ * clean-up which may fail in its own way). */
+void zeroc__ctx_error_set(zeroc_ctx_t *ctx, const char *msg);
+
 /* The context's group of a kind (never NULL for a live ctx). */
 zeroc_group_t *zeroc__ctx_group(zeroc_ctx_t *ctx, zeroc_group_kind_t kind);
 /* The device of a context. */
@@ -28,10 +39,6 @@ zeroc__mem_t *zeroc__ctx_mem(zeroc_ctx_t *ctx);
 const zeroc__pool_env_t *zeroc__ctx_pool_env(zeroc_ctx_t *ctx);
 /* The test-only ZEROC_FAULT specs (core/fault.h); NULL when nothing is armed. */
 struct zeroc__fault *zeroc__ctx_fault(zeroc_ctx_t *ctx);
-/* Replaces the context's last-error text (a message that must outlive a
- * clean-up which may fail in its own way). */
-void zeroc__ctx_error_set(zeroc_ctx_t *ctx, const char *msg);
-
 /* zeroc__fault_hit with the context's faults and world rank; 0 at once when
  * nothing is armed. */
 int zeroc__ctx_fault_at(zeroc_ctx_t *ctx, const char *point, uint64_t step, double *value);
