@@ -133,13 +133,6 @@ void zeroc__watchdog_vphase(zeroc__watchdog_t *wd, const char *fmt, va_list ap) 
   atomic_store_explicit(&wd->mine->phase_ns, zeroc__now_ns(), memory_order_relaxed);
 }
 
-void zeroc__watchdog_set_phase(zeroc__watchdog_t *wd, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  zeroc__watchdog_vphase(wd, fmt, ap);
-  va_end(ap);
-}
-
 void zeroc__watchdog_enter(zeroc__watchdog_t *wd, struct zeroc_group *g, int channel,
                            const char *op, uint64_t seq) {
   if (!wd || channel < 0 || channel >= ZEROC_MAX_CHANNELS) return;

@@ -53,9 +53,8 @@ void zeroc__watchdog_fini(zeroc__watchdog_t *wd, int failed, const char *cause);
 void zeroc__watchdog_free(zeroc__watchdog_t *wd, int collective);
 /* Records what this rank is doing now ("forward unit 3"), for others' messages.
  * (Upper layers use the context's zeroc__watchdog_phase, runtime/runtime.h.) */
-void zeroc__watchdog_set_phase(zeroc__watchdog_t *wd, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void zeroc__watchdog_vphase(zeroc__watchdog_t *wd, const char *fmt, va_list ap);
+void zeroc__watchdog_vphase(zeroc__watchdog_t *wd, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 void zeroc__watchdog_enter(zeroc__watchdog_t *wd, struct zeroc_group *g, int channel,
                            const char *op, uint64_t seq);
 void zeroc__watchdog_leave(zeroc__watchdog_t *wd, int channel);
