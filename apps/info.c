@@ -9,7 +9,7 @@
 
 #include "apps/cli.h"
 #include "comm/comm.h"
-#include "core/ctx.h"
+#include "runtime/runtime.h"
 #include "zeroc/zeroc.h"
 
 static double now(void) {

@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "core/ctx.h"
 #include "offload/offload.h"
+#include "runtime/runtime.h"
 #include "zeroc/zeroc.h"
 
 static int usage(const char *why) {
@@ -79,7 +79,8 @@ int main(int argc, char **argv) {
   zeroc_result_t r = zeroc_ctx_create(&ctx, &cfg);
   if (r != ZEROC_OK) return fail("zeroc_ctx_create", r);
   zeroc__pinned_pool_t *pool = NULL;
-  if ((r = zeroc__pinned_pool_create(ctx, &pool)) != ZEROC_OK) return fail("pool", r);
+  if ((r = zeroc__pinned_pool_create(zeroc__ctx_pool_env(ctx), &pool)) != ZEROC_OK)
+    return fail("pool", r);
   zeroc__swap_config_t sc = ZEROC__SWAP_CONFIG_INIT;
   char job[64];
   snprintf(job, sizeof job, "offload_bw.%d", (int)getpid());

@@ -12,7 +12,7 @@
 
 #include "comm/comm.h"
 #include "core/clock.h"
-#include "core/ctx.h"
+#include "runtime/runtime.h"
 #include "testutil.h"
 
 static zeroc_ctx_t *ctx; /* flat: dp = world */

@@ -10,6 +10,7 @@
 
 #include "comm/comm.h"
 #include "device/device.h"
+#include "runtime/runtime.h"
 #include "testutil.h"
 
 static zeroc_ctx_t *ctx;
@@ -106,10 +107,10 @@ static void test_grouped_ring(void) {
   for (int j = 0; j < 256; j++) h[j] = r * 1000 + j;
   int32_t *out = dev_alloc(sizeof h), *in = dev_alloc(sizeof h);
   to_dev(out, h, sizeof h);
-  ZT_OK(zeroc__comm_group_start(ctx));
+  ZT_OK(zeroc__comm_group_start(g));
   ZT_OK(zeroc__send(g, s, out, 256, ZEROC_INT32, (r + 1) % n, 7));
   ZT_OK(zeroc__recv(g, s, in, 256, ZEROC_INT32, (r + n - 1) % n, 7));
-  ZT_OK(zeroc__comm_group_end(ctx));
+  ZT_OK(zeroc__comm_group_end(g));
   to_host(h, in, sizeof h);
   int bad = 0, from = (r + n - 1) % n;
   for (int j = 0; j < 256; j++) bad += h[j] != from * 1000 + j;

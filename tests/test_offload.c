@@ -16,8 +16,8 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "core/ctx.h"
 #include "offload/offload.h"
+#include "runtime/runtime.h"
 #include "testutil.h"
 
 #define KiB      ((size_t)1024)
@@ -221,7 +221,7 @@ static void test_pool_threads(void) {
 static void test_pool_numa(void) {
   zeroc__pinned_stats_t s;
   zeroc__pinned_stats(pool, &s);
-  CU_ASSERT_EQUAL(s.numa, ctx->binding.numa);
+  CU_ASSERT_EQUAL(s.numa, zeroc__ctx_pool_env(ctx)->numa);
   printf("\n    rank's NUMA node: %d\n", s.numa);
   if (s.numa < 0) return; /* no NUMA information: plain aligned memory, nothing to check */
   void *b;
@@ -229,7 +229,7 @@ static void test_pool_numa(void) {
   ZT_OK(zeroc__pinned_get(pool, n, ZEROC_TAG_BUFFERS, &b));
   memset(b, 1, n); /* pages exist only once touched */
   hwloc_nodeset_t where = hwloc_bitmap_alloc();
-  int r = hwloc_get_area_memlocation(ctx->topo, b, n, where, HWLOC_MEMBIND_BYNODESET);
+  int r = hwloc_get_area_memlocation(zeroc__ctx_pool_env(ctx)->topo, b, n, where, HWLOC_MEMBIND_BYNODESET);
   if (r == 0) {
     char str[128];
     hwloc_bitmap_snprintf(str, sizeof str, where);
@@ -880,7 +880,7 @@ int main(int argc, char **argv) {
                  sf.f_type == 0x9123683E /* btrfs */;
   printf("offload tests in %s (file system magic %#lx, O_DIRECT %s)\n", tmp,
          (unsigned long)sf.f_type, tmp_direct ? "expected" : "not asserted");
-  if (zeroc__pinned_pool_create(ctx, &pool) != ZEROC_OK) {
+  if (zeroc__pinned_pool_create(zeroc__ctx_pool_env(ctx), &pool) != ZEROC_OK) {
     fprintf(stderr, "pool: %s\n", zeroc_last_error(NULL));
     return 1;
   }

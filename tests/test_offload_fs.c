@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "offload/offload.h"
+#include "runtime/runtime.h"
 #include "testutil.h"
 
 #define KiB ((size_t)1024)
@@ -300,7 +301,7 @@ int main(int argc, char **argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ctx = zt_ctx(1, 1, 1);
   if (!ctx) return 1;
-  if (zeroc__pinned_pool_create(ctx, &pool) != ZEROC_OK) return 1;
+  if (zeroc__pinned_pool_create(zeroc__ctx_pool_env(ctx), &pool) != ZEROC_OK) return 1;
   int rc = zt_run("offload_fs", tests);
   zeroc__pinned_pool_destroy(pool);
   zt_rmtree(tmp);

@@ -32,21 +32,28 @@ typedef enum zeroc_device_kind {
 /* Marks an initialised config struct; an uninitialised one is rejected. */
 #define ZEROC_CONFIG_MAGIC 0x7a65726fu /* "zero" */
 
+/*
+ * The context's settings. Initialise with ZEROC_CTX_CONFIG_INIT: every field
+ * starts "unset" (0, or -1 where 0 is a value one may ask for; the value after
+ * the colon is what zeroc_ctx_create then uses), so a default can change
+ * without recompiling the caller. A field the caller sets keeps its meaning.
+ */
 typedef struct zeroc_ctx_config {
   size_t size;                /* sizeof(zeroc_ctx_config_t), set by the initializer */
   uint32_t magic;             /* ZEROC_CONFIG_MAGIC */
-  zeroc_device_kind_t device; /* default AUTO */
-  int tp, pp, hsdp;           /* mesh sizes; 0 means 1. dp = world / (tp x pp) */
+  zeroc_device_kind_t device; /* AUTO (unset): cuda when a GPU is visible, else cpu */
+  int tp, pp, hsdp;           /* mesh sizes; 0 (unset): 1. dp = world / (tp x pp) */
   double comm_timeout_s;      /* a collective waiting longer aborts; 0: ZEROC_COMM_TIMEOUT or 300 */
-  int bind;                   /* bind rank to cores: 1 yes, 0 no, -1 ZEROC_BIND or yes */
+  int bind;                   /* bind rank to cores: 1 yes, 0 no; -1: ZEROC_BIND or yes */
   int threads;                /* compute threads per rank; 0: from the topology / ZEROC_THREADS */
   int gpu;                    /* GPU ordinal; -1: nearest to the rank's cores (local rank) */
   const void *mpi_comm;       /* an MPI_Comm* whose ranks form this context's world (e.g. to
                                  run zeroc on part of a job); NULL: MPI_COMM_WORLD */
 } zeroc_ctx_config_t;
 
+/* Every field "unset" (see above); the library resolves them at create. */
 #define ZEROC_CTX_CONFIG_INIT                                                    \
-  { sizeof(zeroc_ctx_config_t), ZEROC_CONFIG_MAGIC, ZEROC_DEVICE_AUTO, 1, 1, 1, 0.0, -1, 0, -1, NULL }
+  { sizeof(zeroc_ctx_config_t), ZEROC_CONFIG_MAGIC, ZEROC_DEVICE_AUTO, 0, 0, 0, 0.0, -1, 0, -1, NULL }
 
 /*
  * Creates a context on MPI_COMM_WORLD (or cfg->mpi_comm).

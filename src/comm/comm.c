@@ -6,16 +6,15 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "core/ctx.h"
 #include "core/error.h"
 #include "core/log.h"
 
-zeroc_result_t zeroc__group_create(zeroc_ctx_t *ctx, MPI_Comm comm, int kind, const char *name,
-                                   zeroc_group_t **out) {
+zeroc_result_t zeroc__group_create(const zeroc__comm_env_t *env, MPI_Comm comm, int kind,
+                                   const char *name, zeroc_group_t **out) {
   zeroc_result_t res = ZEROC_OK;
   zeroc_group_t *g = calloc(1, sizeof *g);
   if (!g) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "group struct");
-  g->ctx = ctx;
+  g->env = *env;
   g->kind = kind;
   snprintf(g->name, sizeof g->name, "%s", name);
   for (int c = 0; c < ZEROC_MAX_CHANNELS; c++) g->mpi[c] = MPI_COMM_NULL;
@@ -26,7 +25,7 @@ zeroc_result_t zeroc__group_create(zeroc_ctx_t *ctx, MPI_Comm comm, int kind, co
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "group rank table");
     goto fail;
   }
-  int me = ctx->mesh.rank;
+  int me = env->world_rank;
   int e = MPI_Allgather(&me, 1, MPI_INT, g->world_ranks, 1, MPI_INT, comm);
   if (e != MPI_SUCCESS) {
     res = ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Allgather of world ranks for group %s: error %d", name, e);
@@ -40,7 +39,7 @@ zeroc_result_t zeroc__group_create(zeroc_ctx_t *ctx, MPI_Comm comm, int kind, co
       goto fail;
     }
   }
-  g->ops = ctx->comm_ops;
+  g->ops = env->ops;
   if (g->ops->group_init) ZEROC_TRY(g->ops->group_init(g));
   ZINFO(COMM, "group %s: rank %d of %d, %d channels, backend %s", name, g->rank, g->size,
         ZEROC_MAX_CHANNELS, g->ops->name);
@@ -61,7 +60,7 @@ zeroc_result_t zeroc__group_split(zeroc_group_t *parent, int color, int key, con
     return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Comm_split of group %s for %s: error %d", parent->name,
                       name, e);
   if (c == MPI_COMM_NULL) return ZEROC_OK;
-  return zeroc__group_create(parent->ctx, c, -1, name, out);
+  return zeroc__group_create(&parent->env, c, -1, name, out);
 }
 
 void zeroc__group_destroy(zeroc_group_t *g) {
@@ -71,10 +70,6 @@ void zeroc__group_destroy(zeroc_group_t *g) {
     if (g->mpi[c] != MPI_COMM_NULL) MPI_Comm_free(&g->mpi[c]);
   free(g->world_ranks);
   free(g);
-}
-
-zeroc_group_t *zeroc__ctx_group(zeroc_ctx_t *ctx, zeroc_group_kind_t kind) {
-  return ctx->groups[kind];
 }
 
 static void count(zeroc_group_t *g, zeroc_coll_t c, uint64_t bytes, uint64_t bus) {
@@ -165,10 +160,10 @@ void zeroc__group_counters_reset(zeroc_group_t *g) {
   }
 }
 
-zeroc_result_t zeroc__comm_group_start(zeroc_ctx_t *ctx) {
-  return ctx->comm_ops->group_start ? ctx->comm_ops->group_start() : ZEROC_OK;
+zeroc_result_t zeroc__comm_group_start(const zeroc_group_t *g) {
+  return g->ops->group_start ? g->ops->group_start() : ZEROC_OK;
 }
 
-zeroc_result_t zeroc__comm_group_end(zeroc_ctx_t *ctx) {
-  return ctx->comm_ops->group_end ? ctx->comm_ops->group_end() : ZEROC_OK;
+zeroc_result_t zeroc__comm_group_end(const zeroc_group_t *g) {
+  return g->ops->group_end ? g->ops->group_end() : ZEROC_OK;
 }

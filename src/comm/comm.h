@@ -43,10 +43,20 @@ typedef struct zeroc_comm_counters {
 
 typedef struct zeroc_group zeroc_group_t;
 struct zeroc_comm_ops;
+struct zeroc__watchdog;
+
+/* What a group needs of its surroundings, handed over by the context (and
+ * copied into every group split from it). */
+typedef struct zeroc__comm_env {
+  const struct zeroc_comm_ops *ops; /* the backend matching the device */
+  int world_rank;                   /* this rank in the context's world */
+  double timeout;                   /* seconds a collective may wait */
+  struct zeroc__watchdog *wd;       /* the node's status board; NULL: none */
+} zeroc__comm_env_t;
 
 struct zeroc_group {
-  zeroc_ctx_t *ctx;
-  const struct zeroc_comm_ops *ops;
+  zeroc__comm_env_t env;
+  const struct zeroc_comm_ops *ops; /* env.ops, or NULL while half built */
   int kind; /* zeroc_group_kind_t, or -1 for a custom split */
   char name[32];
   int size, rank;
@@ -88,15 +98,12 @@ extern const zeroc_comm_ops_t zeroc__nccl_comm_ops;
  * Creates a group from an MPI communicator of its members (taken over: freed by
  * zeroc__group_destroy), duplicating it once per channel. Collective over `comm`.
  */
-zeroc_result_t zeroc__group_create(zeroc_ctx_t *ctx, MPI_Comm comm, int kind, const char *name,
-                                   zeroc_group_t **out);
+zeroc_result_t zeroc__group_create(const zeroc__comm_env_t *env, MPI_Comm comm, int kind,
+                                   const char *name, zeroc_group_t **out);
 /* Splits `parent` like MPI_Comm_split (color < 0: not a member, *out = NULL). */
 zeroc_result_t zeroc__group_split(zeroc_group_t *parent, int color, int key, const char *name,
                                   zeroc_group_t **out);
 void zeroc__group_destroy(zeroc_group_t *g);
-
-/* The context's group of a kind. */
-zeroc_group_t *zeroc__ctx_group(zeroc_ctx_t *ctx, zeroc_group_kind_t kind);
 
 /*
  * The collectives. `count` is per rank for all-gather (send count) and
@@ -121,8 +128,8 @@ zeroc_result_t zeroc__recv(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_
 /* Brackets calls that must be issued together (a send and a receive of a
  * pipeline exchange, several collectives at once): ncclGroupStart/End on
  * nccl; nothing on mpi, whose operations never block their issuer. */
-zeroc_result_t zeroc__comm_group_start(zeroc_ctx_t *ctx);
-zeroc_result_t zeroc__comm_group_end(zeroc_ctx_t *ctx);
+zeroc_result_t zeroc__comm_group_start(const zeroc_group_t *g);
+zeroc_result_t zeroc__comm_group_end(const zeroc_group_t *g);
 
 /* Sums of the counters of every group of the context (tp, pp, dp_shard, ...). */
 void zeroc__group_counters(const zeroc_group_t *g, zeroc_comm_counters_t *out);

@@ -8,7 +8,7 @@
  * ranks leave the cores to compute. A collective that does not complete within
  * the context's timeout fails with ZEROC_ERR_TIMEOUT and a message naming the
  * operation, the group and the ranks that never arrived (when they share this
- * node; see core/watchdog.c), instead of hanging. bf16 reductions use
+ * node; see comm/watchdog.c), instead of hanging. bf16 reductions use
  * user-defined MPI operations that accumulate in fp32; AVG is a SUM scaled on
  * completion.
  */
@@ -19,11 +19,10 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "comm/watchdog.h"
 #include "core/clock.h"
-#include "core/ctx.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/watchdog.h"
 
 static MPI_Op bf16_ops[ZEROC_REDOP_COUNT];
 static int bf16_ops_ready;
@@ -104,7 +103,7 @@ static const char *coll_name[ZEROC_COLL_COUNT] = {"allgather", "reduce_scatter",
  * yields, then sleeps with growing intervals up to 1 ms. */
 static zeroc_result_t wait_req(const mpi_op_t *o, MPI_Request *req) {
   zeroc_group_t *g = o->g;
-  double timeout = g->ctx->comm_timeout;
+  double timeout = g->env.timeout;
   double t0 = zeroc__now_s(), next_check = t0 + 0.5;
   long sleep_ns = 1000;
   for (unsigned spin = 0;; spin++) {
@@ -127,12 +126,12 @@ static zeroc_result_t wait_req(const mpi_op_t *o, MPI_Request *req) {
     next_check = t + 0.5;
     char why[512];
     /* A peer this node can see that died or stopped: fail now, not at the timeout. */
-    if (zeroc__watchdog_peer_lost(g->ctx, g, why, sizeof why))
+    if (zeroc__watchdog_peer_lost(g->env.wd, g, why, sizeof why))
       return ZEROC_FAIL(ZEROC_ERR_REMOTE, "%s #%llu on group %s (%d ranks, %zu elements of %s): %s",
                         coll_name[o->coll], (unsigned long long)o->seq, g->name, g->size,
                         o->count, zeroc_dtype_name(o->dt), why);
     if (t - t0 > timeout) {
-      zeroc__watchdog_describe(g->ctx, g, why, sizeof why);
+      zeroc__watchdog_describe(g->env.wd, g, why, sizeof why);
       return ZEROC_FAIL(ZEROC_ERR_TIMEOUT,
                         "%s #%llu on group %s (%d ranks, %zu elements of %s) did not complete "
                         "within %.0f s: %s",
@@ -174,7 +173,7 @@ static zeroc_result_t run_op(void *payload) {
     return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "%s on group %s: %zu elements exceed MPI's int count",
                       coll_name[o->coll], g->name, o->count);
   int n = (int)o->count;
-  zeroc__watchdog_enter(g->ctx, g, o->wd, coll_name[o->coll], o->seq);
+  zeroc__watchdog_enter(g->env.wd, g, o->wd, coll_name[o->coll], o->seq);
   switch (o->coll) {
   case ZEROC_COLL_ALLGATHER:
     if (g->size == 1) {
@@ -214,21 +213,21 @@ static zeroc_result_t run_op(void *payload) {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
     MPI_Error_string(e, msg, &len);
-    zeroc__watchdog_leave(g->ctx, o->wd);
+    zeroc__watchdog_leave(g->env.wd, o->wd);
     return ZEROC_FAIL(ZEROC_ERR_MPI, "starting %s #%llu on group %s (%zu elements): %s",
                       coll_name[o->coll], (unsigned long long)o->seq, g->name, o->count, msg);
   }
   zeroc_result_t r = wait_req(o, &req);
   if (r != ZEROC_OK) {
     /* no longer waiting: peers describing a hang must not count this rank as present */
-    zeroc__watchdog_leave(g->ctx, o->wd);
+    zeroc__watchdog_leave(g->env.wd, o->wd);
     return r;
   }
 done:
   if (o->op == ZEROC_AVG &&
       (o->coll == ZEROC_COLL_ALLREDUCE || o->coll == ZEROC_COLL_REDUCE_SCATTER) && g->size > 1)
     scale_avg(o->recv, o->count, (zeroc_dtype_t)o->dt, g->size);
-  zeroc__watchdog_leave(g->ctx, o->wd);
+  zeroc__watchdog_leave(g->env.wd, o->wd);
   return ZEROC_OK;
 }
 

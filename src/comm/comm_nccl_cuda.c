@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "core/ctx.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"

@@ -22,20 +22,8 @@ const char *zeroc__tls_error(void);
 void zeroc__tls_error_set(const char *msg);
 void zeroc__tls_error_clear(void);
 
-/* A context begins with this head (core/ctx.h), so that the text of its last
- * failure is kept and read here, without the context's other insides. */
-typedef struct zeroc__errhead {
-  char last_error[ZEROC_ERRMSG_MAX];
-} zeroc__errhead_t;
-
-/* Records the calling thread's error text as the context's last error when
- * `r` is a failure (and `ctx` not NULL), and returns `r`: every public
- * function that takes a context, or an object holding one, ends with
- * `return zeroc__ctx_ret(ctx, r)`, so that zeroc_last_error(ctx) names its
- * failure (include/zeroc/result.h states the contract). A success leaves the
- * recorded text as it is. */
-struct zeroc_ctx;
-zeroc_result_t zeroc__ctx_ret(struct zeroc_ctx *ctx, zeroc_result_t r);
+/* (zeroc__ctx_ret, which records this text as a context's last error, is in
+ * runtime/runtime.h.) */
 
 /* Its value is `r` itself rather than what zeroc__fail returns (the same), so
  * the compiler sees that a failure path never yields ZEROC_OK: an out

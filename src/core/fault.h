@@ -25,7 +25,7 @@
 
 #include <stdint.h>
 
-#include "zeroc/ctx.h"
+#include "zeroc/result.h"
 
 typedef struct zeroc__fault zeroc__fault_t;
 
@@ -50,8 +50,6 @@ int zeroc__fault_count(const zeroc__fault_t *f);
  */
 int zeroc__fault_hit(zeroc__fault_t *f, int rank, const char *point, uint64_t step, double *value);
 
-/* zeroc__fault_hit with the context's faults and rank; free when nothing is armed. */
-#define ZEROC_FAULT_AT(ctx, point, step, value)                                                    \
-  ((ctx)->fault ? zeroc__fault_hit((ctx)->fault, (ctx)->mesh.rank, (point), (step), (value)) : 0)
+/* (ZEROC_FAULT_AT, the same with a context's faults and rank, is in runtime/runtime.h.) */
 
 #endif

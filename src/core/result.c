@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "zeroc/ctx.h"
 #include "zeroc/mem.h"
 #include "zeroc/types.h"
 
@@ -124,24 +123,6 @@ void zeroc__tls_error_set(const char *msg) {
 }
 
 void zeroc__tls_error_clear(void) { tls_err[0] = 0; }
-
-/* ---- a context's last failure ------------------------------------------------ */
-
-/* A context begins with its error head (core/ctx.h checks that), so a context
- * pointer is a pointer to the head. */
-zeroc_result_t zeroc__ctx_ret(struct zeroc_ctx *ctx, zeroc_result_t r) {
-  if (r != ZEROC_OK && ctx) {
-    zeroc__errhead_t *h = (zeroc__errhead_t *)ctx;
-    snprintf(h->last_error, sizeof h->last_error, "%s", tls_err);
-  }
-  return r;
-}
-
-const char *zeroc_last_error(const zeroc_ctx_t *ctx) {
-  const zeroc__errhead_t *h = (const zeroc__errhead_t *)ctx;
-  if (h && h->last_error[0]) return h->last_error;
-  return tls_err;
-}
 
 /* ---- types ----------------------------------------------------------------- */
 

@@ -1,50 +1,48 @@
 /*
- * device/device.c - the public memory/stream/event API, dispatching to the
- * context's backend table and counting every allocation in the accountant.
+ * device/device.c - the memory/stream/event API, dispatching to the device's
+ * backend table and counting every allocation in the accountant. The public
+ * functions that take a context unpack it in runtime/device_api.c.
  */
 #include <stdlib.h>
 
-#include "core/ctx.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "device/device.h"
-
-zeroc_device_t *zeroc__ctx_device(zeroc_ctx_t *ctx) { return &ctx->dev; }
 
 #ifndef ZEROC_HAVE_CUDA
 int zeroc__cuda_device_count(void) { return 0; }
 #endif
 
-static zeroc_result_t mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_memtag_t tag,
-                                size_t bytes, void **ptr) {
+zeroc_result_t zeroc__device_alloc(const zeroc__devmem_t *h, zeroc_memkind_t kind,
+                                   zeroc_memtag_t tag, size_t bytes, void **ptr) {
   *ptr = NULL;
   if ((unsigned)kind >= ZEROC_MEM_KIND_COUNT || (unsigned)tag >= ZEROC_TAG_COUNT)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_mem_alloc: kind %d / tag %d out of range",
                       (int)kind, (int)tag);
   size_t n = bytes ? bytes : 1;
   void *p = NULL;
-  if (kind == ZEROC_MEM_DEVICE && ctx->device_limit) {
+  if (kind == ZEROC_MEM_DEVICE && h->limit) {
     zeroc_mem_stats_t st;
-    zeroc__mem_stats(&ctx->mem, &st);
-    if (st.current_total[ZEROC_MEM_DEVICE] + bytes > ctx->device_limit)
+    zeroc__mem_stats(h->mem, &st);
+    if (st.current_total[ZEROC_MEM_DEVICE] + bytes > h->limit)
       return ZEROC_FAIL(ZEROC_ERR_NOMEM,
                         "device memory limit reached: %zu more bytes for %s on top of %llu in use "
                         "exceed ZEROC_DEVICE_MEM_LIMIT=%llu",
                         bytes, zeroc_memtag_name(tag),
                         (unsigned long long)st.current_total[ZEROC_MEM_DEVICE],
-                        (unsigned long long)ctx->device_limit);
+                        (unsigned long long)h->limit);
   }
-  zeroc_result_t r = ctx->dev.ops->alloc(&ctx->dev, kind, n, &p);
+  zeroc_result_t r = h->dev->ops->alloc(h->dev, kind, n, &p);
   if (r != ZEROC_OK) {
     zeroc_mem_stats_t st;
-    zeroc__mem_stats(&ctx->mem, &st);
+    zeroc__mem_stats(h->mem, &st);
     return ZEROC_FAIL(r, "%s (%zu bytes of %s memory for %s; %llu bytes of %s memory in use)",
                       zeroc__tls_error(), bytes, zeroc_memkind_name(kind), zeroc_memtag_name(tag),
                       (unsigned long long)st.current_total[kind], zeroc_memkind_name(kind));
   }
-  r = zeroc__mem_track(&ctx->mem, p, kind, tag, bytes);
+  r = zeroc__mem_track(h->mem, p, kind, tag, bytes);
   if (r != ZEROC_OK) {
-    ctx->dev.ops->free(&ctx->dev, kind, p, n);
+    h->dev->ops->free(h->dev, kind, p, n);
     return r;
   }
   ZTRACE(MEM, "alloc %zu bytes %s/%s at %p", bytes, zeroc_memkind_name(kind),
@@ -53,23 +51,15 @@ static zeroc_result_t mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_me
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc_mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_memtag_t tag,
-                               size_t bytes, void **ptr) {
-  if (!ctx || !ptr) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_mem_alloc: NULL ctx or ptr");
-  return zeroc__ctx_ret(ctx, mem_alloc(ctx, kind, tag, bytes, ptr));
-}
-
-void zeroc_mem_free(zeroc_ctx_t *ctx, void *ptr) {
-  if (!ptr || !ctx) return;
+void zeroc__device_free(const zeroc__devmem_t *h, void *ptr) {
+  if (!ptr) return;
   zeroc__mem_rec_t rec;
-  if (!zeroc__mem_untrack(&ctx->mem, ptr, &rec)) {
+  if (!zeroc__mem_untrack(h->mem, ptr, &rec)) {
     ZWARN(MEM, "zeroc_mem_free(%p): pointer not allocated by zeroc_mem_alloc; ignored", ptr);
     return;
   }
-  ctx->dev.ops->free(&ctx->dev, (zeroc_memkind_t)rec.kind, ptr, rec.bytes ? rec.bytes : 1);
+  h->dev->ops->free(h->dev, (zeroc_memkind_t)rec.kind, ptr, rec.bytes ? rec.bytes : 1);
 }
-
-zeroc_stream_t *zeroc_ctx_compute_stream(zeroc_ctx_t *ctx) { return ctx ? ctx->compute : NULL; }
 
 zeroc_result_t zeroc__stream_create(zeroc_device_t *dev, int priority, int inline_,
                                     zeroc_stream_t **s) {
@@ -95,11 +85,6 @@ zeroc_result_t zeroc__stream_create_p2p(zeroc_device_t *dev, int priority, zeroc
   if (r != ZEROC_OK) return r;
   (*s)->channel = ZEROC_P2P_CHANNEL;
   return ZEROC_OK;
-}
-
-zeroc_result_t zeroc_stream_create(zeroc_ctx_t *ctx, int priority, zeroc_stream_t **s) {
-  if (!ctx || !s) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_stream_create: NULL argument");
-  return zeroc__ctx_ret(ctx, zeroc__stream_create(&ctx->dev, priority, 0, s));
 }
 
 void zeroc_stream_destroy(zeroc_stream_t *s) {
@@ -149,8 +134,8 @@ zeroc_result_t zeroc_memset_async(zeroc_stream_t *s, void *dst, int value, size_
   return s->dev->ops->memset_async(s, dst, value, bytes);
 }
 
-zeroc_result_t zeroc_event_create(zeroc_ctx_t *ctx, zeroc_event_t **e) {
-  return zeroc__ctx_ret(ctx, ctx->dev.ops->event_create(&ctx->dev, e));
+zeroc_result_t zeroc__event_create(zeroc_device_t *dev, zeroc_event_t **e) {
+  return dev->ops->event_create(dev, e);
 }
 void zeroc_event_destroy(zeroc_event_t *e) {
   if (e) e->dev->ops->event_destroy(e);

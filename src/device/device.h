@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/mem.h"
 #include "zeroc/device.h"
 
 /* An operation run in stream order; its payload is copied into the queue. */
@@ -109,8 +110,25 @@ zeroc_result_t zeroc__stream_create(zeroc_device_t *dev, int priority, int inlin
  * stream takes no collective channel and any number of them can exist. */
 zeroc_result_t zeroc__stream_create_p2p(zeroc_device_t *dev, int priority, zeroc_stream_t **s);
 
-/* The device of a context. */
-zeroc_device_t *zeroc__ctx_device(zeroc_ctx_t *ctx);
+/* What allocating needs (the context hands it over): the device, the
+ * accountant that sees every byte, and the cap on device bytes
+ * (ZEROC_DEVICE_MEM_LIMIT; 0: none). */
+typedef struct zeroc__devmem {
+  zeroc_device_t *dev;
+  zeroc__mem_t *mem;
+  uint64_t limit;
+} zeroc__devmem_t;
+
+/* zeroc_mem_alloc / zeroc_mem_free on a handle: allocates on the device's
+ * backend and tracks the block in the accountant under (kind, tag). Returns
+ * ZEROC_ERR_INVALID_ARG (kind or tag out of range), ZEROC_ERR_NOMEM (the cap,
+ * or the backend's own failure code with the bytes in use named). */
+zeroc_result_t zeroc__device_alloc(const zeroc__devmem_t *h, zeroc_memkind_t kind,
+                                   zeroc_memtag_t tag, size_t bytes, void **ptr);
+/* Frees a block from zeroc__device_alloc; an unknown pointer is ignored with a warning. */
+void zeroc__device_free(const zeroc__devmem_t *h, void *ptr);
+/* Creates an event on the device. */
+zeroc_result_t zeroc__event_create(zeroc_device_t *dev, zeroc_event_t **e);
 
 #define ZEROC_MAX_CHANNELS 8
 /* Point-to-point messages match only on one communicator, whatever stream each

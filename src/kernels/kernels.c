@@ -4,7 +4,6 @@
  */
 #include <stdlib.h>
 
-#include "core/ctx.h"
 #include "core/error.h"
 #include "device/device.h"
 #include "kernels/cpu/cpu_kernels.h"

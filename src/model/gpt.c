@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "kernels/kernels.h"
 #include "model/gpt_sizes.h"
+#include "runtime/runtime.h"
 #include "tp/split.h"
 #include "tp/tp.h"
 #include "zeroc/gpt.h"

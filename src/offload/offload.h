@@ -9,9 +9,11 @@
 #ifndef ZEROC_OFFLOAD_OFFLOAD_H
 #define ZEROC_OFFLOAD_OFFLOAD_H
 
+#include <hwloc.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/mem.h"
 #include "zeroc/ctx.h"
 #include "zeroc/mem.h"
 #include "zeroc/result.h"
@@ -45,9 +47,18 @@ typedef struct zeroc__pinned_stats {
  * (4 KiB multiples; at most 12.5% above the request beyond 32 KiB). 0 for 0. */
 size_t zeroc__pinned_class_size(size_t bytes);
 
-/* Creates a pool on `ctx` (its topology, NUMA node, device and accountant).
- * Returns ZEROC_ERR_INVALID_ARG (ctx NULL), ZEROC_ERR_NOMEM. */
-zeroc_result_t zeroc__pinned_pool_create(zeroc_ctx_t *ctx, zeroc__pinned_pool_t **out);
+/* What a pool needs of the rank's place; the context hands it over
+ * (zeroc__ctx_pool_env, runtime/runtime.h) and it must outlive the pool. */
+typedef struct zeroc__pool_env {
+  zeroc__mem_t *mem;          /* the accountant pinned buffers are counted in */
+  hwloc_topology_t topo;      /* NUMA-bound buffers come from here; NULL: none */
+  int numa;                   /* the rank's NUMA node (OS index); -1: unknown */
+  zeroc_device_kind_t device; /* cuda: buffers are page-locked for the GPU */
+} zeroc__pool_env_t;
+
+/* Creates a pool from `env` (its accountant, topology, NUMA node and device).
+ * Returns ZEROC_ERR_INVALID_ARG (env NULL), ZEROC_ERR_NOMEM. */
+zeroc_result_t zeroc__pinned_pool_create(const zeroc__pool_env_t *env, zeroc__pinned_pool_t **out);
 /* Frees every buffer, cached or still handed out (those are reported with a
  * warning: their owner still points at them). destroy(NULL) does nothing. */
 void zeroc__pinned_pool_destroy(zeroc__pinned_pool_t *p);

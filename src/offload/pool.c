@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/ctx.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "offload/offload.h"
@@ -33,7 +32,8 @@ typedef struct rec {
 } rec_t;
 
 struct zeroc__pinned_pool {
-  zeroc_ctx_t *ctx;
+  zeroc__mem_t *mem;
+  hwloc_topology_t topo;
   pthread_mutex_t mu;
   hwloc_nodeset_t nodeset; /* the rank's NUMA node, NULL when unknown */
   int numa;
@@ -64,34 +64,35 @@ static int class_index(size_t cs) {
   return 8 + (p - 15) * 8 + (j - 1);
 }
 
-zeroc_result_t zeroc__pinned_pool_create(zeroc_ctx_t *ctx, zeroc__pinned_pool_t **out) {
+zeroc_result_t zeroc__pinned_pool_create(const zeroc__pool_env_t *env, zeroc__pinned_pool_t **out) {
   zeroc_result_t res = ZEROC_OK;
   zeroc__pinned_pool_t *p = NULL;
-  if (!ctx || !out)
+  if (!env || !out)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "zeroc__pinned_pool_create(ctx %p, out %p): both are required", (void *)ctx,
-                      (void *)out);
+                      "zeroc__pinned_pool_create(env %p, out %p): both are required",
+                      (const void *)env, (void *)out);
   *out = NULL;
   p = calloc(1, sizeof *p);
   if (!p) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "pinned pool struct of %zu bytes", sizeof *p);
-  p->ctx = ctx;
+  p->mem = env->mem;
+  p->topo = env->topo;
   p->numa = -1;
   if (pthread_mutex_init(&p->mu, NULL)) {
     free(p);
     return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "pthread_mutex_init for the pinned pool failed");
   }
-  if (ctx->topo && ctx->binding.numa >= 0) {
+  if (env->topo && env->numa >= 0) {
     p->nodeset = hwloc_bitmap_alloc();
     if (!p->nodeset) {
       res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "hwloc_bitmap_alloc for the pool's nodeset");
       goto fail;
     }
-    hwloc_bitmap_only(p->nodeset, (unsigned)ctx->binding.numa);
-    p->numa = ctx->binding.numa;
+    hwloc_bitmap_only(p->nodeset, (unsigned)env->numa);
+    p->numa = env->numa;
   }
   p->st.numa = p->numa;
 #ifdef ZEROC_HAVE_CUDA
-  p->cuda = ctx->dev.kind == ZEROC_DEVICE_CUDA;
+  p->cuda = env->device == ZEROC_DEVICE_CUDA;
 #endif
   ZINFO(OFFLOAD, "pinned pool: NUMA node %d%s", p->numa,
         p->cuda ? ", page-locked for the GPU" : "");
@@ -121,9 +122,9 @@ static void sys_free(zeroc__pinned_pool_t *p, rec_t *r) {
 #ifdef ZEROC_HAVE_CUDA
   if (r->cuda) zeroc__offload_cuda_unregister(r->ptr);
 #endif
-  zeroc__mem_untrack(&p->ctx->mem, r->ptr, NULL);
+  zeroc__mem_untrack(p->mem, r->ptr, NULL);
   if (r->how == FROM_HWLOC)
-    hwloc_free(p->ctx->topo, r->ptr, r->cap);
+    hwloc_free(p->topo, r->ptr, r->cap);
   else
     free(r->ptr);
   p->st.frees++;
@@ -145,8 +146,8 @@ static zeroc_result_t sys_alloc(zeroc__pinned_pool_t *p, size_t cs, int cls, zer
   if (p->nodeset) {
     /* Without HWLOC_MEMBIND_STRICT hwloc falls back to a plain allocation
      * where binding is not supported, which is what we want. */
-    r.ptr = hwloc_alloc_membind(p->ctx->topo, cs, p->nodeset, HWLOC_MEMBIND_BIND,
-                                HWLOC_MEMBIND_BYNODESET);
+    r.ptr =
+        hwloc_alloc_membind(p->topo, cs, p->nodeset, HWLOC_MEMBIND_BIND, HWLOC_MEMBIND_BYNODESET);
     r.how = FROM_HWLOC;
   } else {
     r.ptr = aligned_alloc(ZEROC_OFFLOAD_ALIGN, cs);
@@ -161,7 +162,7 @@ static zeroc_result_t sys_alloc(zeroc__pinned_pool_t *p, size_t cs, int cls, zer
    * per request) scattered 4 KiB pages cost 2-3x in bandwidth (RESULTS.md,
    * issue 6). A hint: where THP is off it changes nothing. */
   if (cs >= HUGE_MIN) madvise(r.ptr, cs, MADV_HUGEPAGE);
-  ZEROC_TRY(zeroc__mem_track(&p->ctx->mem, r.ptr, ZEROC_MEM_PINNED, tag, cs));
+  ZEROC_TRY(zeroc__mem_track(p->mem, r.ptr, ZEROC_MEM_PINNED, tag, cs));
   tracked = 1;
 #ifdef ZEROC_HAVE_CUDA
   if (p->cuda) {
@@ -178,9 +179,9 @@ static zeroc_result_t sys_alloc(zeroc__pinned_pool_t *p, size_t cs, int cls, zer
   *buf = r.ptr;
   return ZEROC_OK;
 fail:
-  if (tracked) zeroc__mem_untrack(&p->ctx->mem, r.ptr, NULL);
+  if (tracked) zeroc__mem_untrack(p->mem, r.ptr, NULL);
   if (r.how == FROM_HWLOC)
-    hwloc_free(p->ctx->topo, r.ptr, cs);
+    hwloc_free(p->topo, r.ptr, cs);
   else
     free(r.ptr);
   return res;
@@ -213,8 +214,8 @@ zeroc_result_t zeroc__pinned_get(zeroc__pinned_pool_t *p, size_t bytes, zeroc_me
     if (r->tag != tag) {
       /* Re-counted under the new owner's tag, so the accountant's split by
        * purpose stays right when a staging buffer changes hands. */
-      zeroc__mem_untrack(&p->ctx->mem, b, NULL);
-      res = zeroc__mem_track(&p->ctx->mem, b, ZEROC_MEM_PINNED, tag, r->cap);
+      zeroc__mem_untrack(p->mem, b, NULL);
+      res = zeroc__mem_track(p->mem, b, ZEROC_MEM_PINNED, tag, r->cap);
       if (res != ZEROC_OK) {
         r->out = 0;
         *(void **)b = p->head[cls];

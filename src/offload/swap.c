@@ -20,11 +20,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/ctx.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "offload/swap_internal.h"
+#include "runtime/runtime.h"
 
 /* ---- create / destroy ---------------------------------------------------- */
 
@@ -38,7 +38,7 @@ static zeroc_result_t read_config(zeroc__swap_t *sw, zeroc_ctx_t *ctx,
                       "swapper config: job '%s'; accepted: 1..64 of "
                       "[A-Za-z0-9._-], not starting with '.'",
                       c->job ? c->job : "(null)");
-  *rank = c->rank >= 0 ? c->rank : ctx ? ctx->mesh.rank : -1;
+  *rank = c->rank >= 0 ? c->rank : ctx ? zeroc_ctx_mesh(ctx)->rank : -1;
   if (*rank < 0)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "swapper config: rank %d without a context; "
@@ -153,8 +153,8 @@ zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *
     goto fail;
   }
   if (ctx)
-    ZEROC_TRY(
-        zeroc__mem_track(&ctx->mem, sw->bounce_area, ZEROC_MEM_HOST, ZEROC_TAG_BUFFERS, nt * PAGE));
+    ZEROC_TRY(zeroc__mem_track(zeroc__ctx_mem(ctx), sw->bounce_area, ZEROC_MEM_HOST,
+                               ZEROC_TAG_BUFFERS, nt * PAGE));
   for (int i = 0; i < sw->max_tickets; i++) {
     sw->tickets[i].gen = 1;
     sw->tickets[i].bounce = sw->bounce_area + (size_t)i * PAGE;
@@ -214,7 +214,8 @@ void zeroc__swap_destroy(zeroc__swap_t *sw) {
   free(sw->slots);
   if (sw->tickets)
     for (int i = 0; i < sw->max_tickets; i++) free(sw->tickets[i].msg);
-  if (sw->bounce_area && sw->ctx) zeroc__mem_untrack(&sw->ctx->mem, sw->bounce_area, NULL);
+  if (sw->bounce_area && sw->ctx)
+    zeroc__mem_untrack(zeroc__ctx_mem(sw->ctx), sw->bounce_area, NULL);
   free(sw->bounce_area);
   free(sw->tickets);
   free(sw->free_tickets);

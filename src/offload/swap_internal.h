@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "core/ctx.h"
+#include "runtime/runtime.h"
 #include "offload/offload.h"
 
 #define PAGE        ZEROC_OFFLOAD_ALIGN

@@ -14,15 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ctx.h"
 #include "core/error.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "core/watchdog.h"
 #include "io/crc32c.h"
 #include "io/files.h"
 #include "io/json.h"
 #include "persist/ckpt.h"
+#include "runtime/runtime.h"
 #include "tp/split.h"
 #include "zeroc/ckpt.h"
 

@@ -10,12 +10,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/ctx.h"
 #include "core/error.h"
 #include "io/crc32c.h"
 #include "io/files.h"
 #include "io/json.h"
 #include "persist/ckpt.h"
+#include "runtime/runtime.h"
 #include "zeroc/ckpt.h"
 
 /* ---- the manifest's own checksum ------------------------------------------------------- */

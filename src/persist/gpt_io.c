@@ -19,9 +19,9 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "core/ctx.h"
 #include "core/error.h"
 #include "io/safetensors.h"
+#include "runtime/runtime.h"
 #include "tp/split.h"
 #include "zeroc/gpt.h"
 

@@ -27,12 +27,11 @@
 
 #include "comm/comm.h"
 #include "core/clock.h"
-#include "core/ctx.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "core/watchdog.h"
 #include "pp/schedule.h"
 #include "pp/sizes.h"
+#include "runtime/runtime.h"
 #include "shard/engine.h"
 
 /* the four streams, by message kind */
@@ -433,7 +432,7 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
     int stage = ch * p->p + p->r, has_prev = stage > 0, has_next = stage < p->S - 1;
     int tag = (int)zeroc__pp_action_tag(p->sched, p->r, a);
     if (zeroc__pp_is_comm(a->op) && !in_group) {
-      ZEROC_TRY(zeroc__comm_group_start(p->ctx));
+      ZEROC_TRY(zeroc__comm_group_start(p->pp_g));
       in_group = 1;
     }
     if (npend == MAX_GROUP) {
@@ -526,7 +525,7 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
     if (in_group && !(a->flags & ZEROC_PP_WITH_NEXT)) {
       /* the group is complete: post it, then mark its transfers */
       in_group = 0;
-      ZEROC_TRY(zeroc__comm_group_end(p->ctx));
+      ZEROC_TRY(zeroc__comm_group_end(p->pp_g));
       for (int j = 0; j < npend; j++) ZEROC_TRY(zeroc_event_record(pend[j].e, pend[j].s));
       npend = 0;
     }
@@ -545,6 +544,6 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
   }
   return ZEROC_OK;
 fail:
-  if (in_group) zeroc__comm_group_end(p->ctx); /* the failure is the one reported */
+  if (in_group) zeroc__comm_group_end(p->pp_g); /* the failure is the one reported */
   return zeroc__ctx_ret(p->ctx, res);
 }

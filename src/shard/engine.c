@@ -11,7 +11,7 @@
 #include "core/clock.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "core/watchdog.h"
+#include "runtime/ctx.h" /* m->ctx->fault, until it asks zeroc__ctx_fault */
 #include "kernels/cpu/cpu_kernels.h"
 #include "shard/engine.h"
 #include "shard/sizes.h"

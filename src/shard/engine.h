@@ -16,9 +16,9 @@
 #define ZEROC_SHARD_ENGINE_H
 
 #include "comm/comm.h"
-#include "core/ctx.h"
 #include "kernels/kernels.h"
 #include "offload/offload.h"
+#include "runtime/runtime.h"
 #include "shard/flat.h"
 #include "zeroc/shard.h"
 

@@ -33,7 +33,7 @@ zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
   if (oo == ZEROC_OFFLOAD_NONE && op == ZEROC_OFFLOAD_NONE) return ZEROC_OK;
   /* a staging copy of the largest compute shard (shard/sizes.c) */
   size_t stage_bytes = (size_t)zeroc__shard_staging_bytes((double)maxS, (int)esz(m->pdt));
-  CHK(zeroc__pinned_pool_create(m->ctx, &m->pool));
+  CHK(zeroc__pinned_pool_create(zeroc__ctx_pool_env(m->ctx), &m->pool));
   if (any_nvme(m)) {
     zeroc__swap_config_t sc = ZEROC__SWAP_CONFIG_INIT;
     char job[64];

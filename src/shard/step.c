@@ -13,8 +13,8 @@
 #include "core/clock.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "core/watchdog.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "runtime/runtime.h"
 #include "shard/engine.h"
 
 /* The fp32 gradient shard of unit u: the shard itself, or a converted copy. */

@@ -6,8 +6,8 @@
  */
 #include "tp/tp.h"
 
-#include "core/ctx.h"
 #include "core/error.h"
+#include "runtime/runtime.h"
 
 static int split(const zeroc__tp_t *tp) { return tp->size > 1; }
 static int seqsplit(const zeroc__tp_t *tp) { return tp->sp && tp->size > 1; }

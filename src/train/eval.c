@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "comm/comm.h"
-#include "core/ctx.h"
 #include "core/error.h"
+#include "runtime/runtime.h"
 #include "train/trainer.h"
 #include "zeroc/device.h"
 

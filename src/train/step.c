@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "core/clock.h"
-#include "core/ctx.h"
 #include "core/error.h"
+#include "runtime/runtime.h"
 #include "train/trainer.h"
 #include "zeroc/device.h"
 

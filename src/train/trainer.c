@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ctx.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "io/files.h"
+#include "runtime/runtime.h"
 #include "train/trainer.h"
 #include "zeroc/ckpt.h"
 
@@ -389,9 +389,9 @@ zeroc_result_t zeroc_trainer_create(zeroc_ctx_t *ctx, const zeroc_train_config_t
     /* the message outlives the clean-up, which may fail in its own way */
     char msg[ZEROC_ERRMSG_MAX];
     zeroc__ctx_ret(ctx, r);
-    snprintf(msg, sizeof msg, "%s", ctx->err.last_error);
+    snprintf(msg, sizeof msg, "%s", zeroc_last_error(ctx));
     zeroc_trainer_destroy(tr);
-    snprintf(ctx->err.last_error, sizeof ctx->err.last_error, "%s", msg);
+    zeroc__ctx_error_set(ctx, msg);
     zeroc__tls_error_set(msg);
     return r;
   }

@@ -1,6 +1,6 @@
 /*
- * core/heartbeat.c - node leaders watching each other over UDP (what and why:
- * core/heartbeat.h). UDP, not TCP: a datagram that does not come is the whole
+ * comm/heartbeat.c - node leaders watching each other over UDP (what and why:
+ * comm/heartbeat.h). UDP, not TCP: a datagram that does not come is the whole
  * signal, there is no connection whose own timeouts (minutes, on a cut link)
  * would stand between us and the answer.
  */
@@ -20,13 +20,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comm/heartbeat.h"
+#include "comm/watchdog.h"
 #include "core/clock.h"
-#include "core/ctx.h"
 #include "core/env.h"
 #include "core/error.h"
-#include "core/heartbeat.h"
 #include "core/log.h"
-#include "core/watchdog.h"
 
 #define HB_MAGIC 0x7a686231u /* "zhb1" */
 #define MAX_ADDRS 4
@@ -51,7 +50,7 @@ typedef struct {
 } node_info_t;
 
 struct zeroc__heartbeat {
-  zeroc_ctx_t *ctx; /* for the board only: the thread reads no other field */
+  zeroc__watchdog_t *wd; /* the node's board, where a lost node is posted */
   int fd, me, nnodes, world_rank;
   double timeout, period;
   uint64_t tag;
@@ -175,7 +174,7 @@ static void msg_init(struct zeroc__heartbeat *hb, hb_msg_t *m, int kind) {
  * tell every other leader, and give the process GRACE_S to end through its
  * failing collectives before ending it here. */
 static void lost(struct zeroc__heartbeat *hb, const char *text, int tell) {
-  zeroc__watchdog_post(hb->ctx, text);
+  zeroc__watchdog_post(hb->wd, text);
   if (tell) {
     hb_msg_t m;
     msg_init(hb, &m, MSG_LOST);
@@ -268,14 +267,14 @@ static void *hb_main(void *arg) {
 
 /* This leader's half of the set-up: its socket and what the others need to
  * know about it. Runs on node leaders only. */
-static zeroc_result_t leader_prepare(zeroc_ctx_t *ctx, struct zeroc__heartbeat *hb,
+static zeroc_result_t leader_prepare(const zeroc__place_t *pl, struct zeroc__heartbeat *hb,
                                      node_info_t *mine) {
   memset(mine, 0, sizeof *mine);
-  snprintf(mine->host, sizeof mine->host, "%s", ctx->host);
-  mine->leader = ctx->mesh.rank;
+  snprintf(mine->host, sizeof mine->host, "%s", pl->host);
+  mine->leader = pl->world_rank;
   size_t off = 0;
-  for (int w = 0; w < ctx->mesh.world && off + 12 < sizeof mine->ranks; w++)
-    if (ctx->local_of_world[w] >= 0)
+  for (int w = 0; w < pl->world_size && off + 12 < sizeof mine->ranks; w++)
+    if (pl->local_of_world[w] >= 0)
       off += (size_t)snprintf(mine->ranks + off, sizeof mine->ranks - off, "%s%d", off ? "," : "", w);
   if (off + 12 >= sizeof mine->ranks) snprintf(mine->ranks + off, sizeof mine->ranks - off, ",...");
   ZEROC_CHECK(local_addrs(mine));
@@ -285,16 +284,16 @@ static zeroc_result_t leader_prepare(zeroc_ctx_t *ctx, struct zeroc__heartbeat *
   socklen_t len = sizeof sa;
   if (bind(hb->fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
       getsockname(hb->fd, (struct sockaddr *)&sa, &len) != 0)
-    return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "heartbeat socket bind on %s: %s", ctx->host,
+    return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "heartbeat socket bind on %s: %s", pl->host,
                       strerror(errno));
   mine->port = sa.sin_port;
   return ZEROC_OK;
 }
 
 /* The lowest world rank whose `res` failed, or the world size; collective. */
-static int first_failed(zeroc_ctx_t *ctx, zeroc_result_t res) {
-  int mine = res != ZEROC_OK ? ctx->mesh.rank : ctx->mesh.world, first = ctx->mesh.world;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, ctx->wcomm);
+static int first_failed(const zeroc__place_t *pl, zeroc_result_t res) {
+  int mine = res != ZEROC_OK ? pl->world_rank : pl->world_size, first = pl->world_size;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, pl->world_comm);
   return first;
 }
 
@@ -305,17 +304,19 @@ static void hb_free(struct zeroc__heartbeat *hb) {
   free(hb);
 }
 
-zeroc_result_t zeroc__heartbeat_start(zeroc_ctx_t *ctx) {
-  int lead = ctx->local_rank == 0, v[2] = {0, 0};
+zeroc_result_t zeroc__heartbeat_start(const zeroc__place_t *pl, double timeout,
+                                      zeroc__watchdog_t *wd, zeroc__heartbeat_t **out) {
+  *out = NULL;
+  int lead = pl->local_rank == 0, v[2] = {0, 0};
   MPI_Comm leaders = MPI_COMM_NULL;
-  MPI_Comm_split(ctx->wcomm, lead ? 0 : MPI_UNDEFINED, ctx->mesh.rank, &leaders);
+  MPI_Comm_split(pl->world_comm, lead ? 0 : MPI_UNDEFINED, pl->world_rank, &leaders);
   if (lead) {
     MPI_Comm_rank(leaders, &v[0]);
     MPI_Comm_size(leaders, &v[1]);
   }
-  MPI_Bcast(v, 2, MPI_INT, 0, ctx->node_comm);
-  int on = v[1] > 1 && ctx->hb_timeout > 0, all_on = 0;
-  MPI_Allreduce(&on, &all_on, 1, MPI_INT, MPI_MIN, ctx->wcomm); /* the knob may differ per rank */
+  MPI_Bcast(v, 2, MPI_INT, 0, pl->node_comm);
+  int on = v[1] > 1 && timeout > 0, all_on = 0;
+  MPI_Allreduce(&on, &all_on, 1, MPI_INT, MPI_MIN, pl->world_comm); /* the knob may differ per rank */
   if (!all_on) {
     if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
     if (v[1] > 1)
@@ -331,21 +332,21 @@ zeroc_result_t zeroc__heartbeat_start(zeroc_ctx_t *ctx) {
     if (hb) hb->fd = -1;
     if (hb) hb->nodes = calloc((size_t)v[1], sizeof *hb->nodes);
     res = !hb || !hb->nodes ? ZEROC_FAIL(ZEROC_ERR_NOMEM, "heartbeat tables")
-                            : leader_prepare(ctx, hb, &mine);
+                            : leader_prepare(pl, hb, &mine);
   }
-  int first = first_failed(ctx, res);
-  if (first < ctx->mesh.world) {
+  int first = first_failed(pl, res);
+  if (first < pl->world_size) {
     if (res == ZEROC_OK)
       res = ZEROC_FAIL(ZEROC_ERR_REMOTE, "rank %d could not start the node heartbeat (its "
                                          "message gives the cause)", first);
     goto fail;
   }
   if (lead) {
-    hb->ctx = ctx;
+    hb->wd = wd;
     hb->me = v[0];
     hb->nnodes = v[1];
-    hb->world_rank = ctx->mesh.rank;
-    hb->timeout = ctx->hb_timeout;
+    hb->world_rank = pl->world_rank;
+    hb->timeout = timeout;
     hb->period = hb->timeout / 10 < 0.05 ? 0.05 : hb->timeout / 10 > 0.5 ? 0.5 : hb->timeout / 10;
     MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, hb->nodes, (int)sizeof mine, MPI_BYTE, leaders);
     uint64_t tag = ((uint64_t)getpid() << 32) ^ (uint64_t)(zeroc__now_s() * 1e9);
@@ -355,11 +356,11 @@ zeroc_result_t zeroc__heartbeat_start(zeroc_ctx_t *ctx) {
     hb->nb[hb->nnb++] = (hb->me + 1) % hb->nnodes;
     if (hb->nnodes > 2) hb->nb[hb->nnb++] = (hb->me + hb->nnodes - 1) % hb->nnodes;
     if (pthread_create(&hb->thread, NULL, hb_main, hb) != 0)
-      res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "heartbeat thread on %s: %s", ctx->host, strerror(errno));
+      res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "heartbeat thread on %s: %s", pl->host, strerror(errno));
   }
   /* a leader without its thread would be found silent: every rank fails together */
-  first = first_failed(ctx, res);
-  if (first < ctx->mesh.world) {
+  first = first_failed(pl, res);
+  if (first < pl->world_size) {
     if (res == ZEROC_OK) {
       if (hb) {
         atomic_store(&hb->stop, 1);
@@ -371,10 +372,10 @@ zeroc_result_t zeroc__heartbeat_start(zeroc_ctx_t *ctx) {
     goto fail;
   }
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
-  ctx->hb = hb;
+  *out = hb;
   if (lead)
     ZINFO(COMM, "heartbeat: node %d of %d (%s), UDP port %d, every %.2f s, lost after %.1f s",
-          hb->me, hb->nnodes, ctx->host, ntohs(mine.port), hb->period, hb->timeout);
+          hb->me, hb->nnodes, pl->host, ntohs(mine.port), hb->period, hb->timeout);
   return ZEROC_OK;
 fail:
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
@@ -382,8 +383,7 @@ fail:
   return res;
 }
 
-void zeroc__heartbeat_stop(zeroc_ctx_t *ctx, int bye) {
-  struct zeroc__heartbeat *hb = ctx->hb;
+void zeroc__heartbeat_stop(zeroc__heartbeat_t *hb, int bye) {
   if (!hb) return;
   atomic_store(&hb->stop, 1);
   pthread_join(hb->thread, NULL);
@@ -394,5 +394,4 @@ void zeroc__heartbeat_stop(zeroc_ctx_t *ctx, int bye) {
       for (int k = 0; k < hb->nnb; k++) send_to(hb, hb->nb[k], &m);
   }
   hb_free(hb);
-  ctx->hb = NULL;
 }

@@ -1,5 +1,5 @@
 /*
- * core/watchdog.c - the node-local status board behind hang diagnostics.
+ * comm/watchdog.c - the node-local status board behind hang diagnostics.
  *
  * One slot per node-local rank in an MPI shared-memory window. Writers are the
  * owning rank's threads (each stream channel writes only its own entry);
@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "comm/comm.h"
+#include "comm/watchdog.h"
 #include "core/clock.h"
-#include "core/ctx.h"
+#include "core/error.h"
 #include "core/log.h"
-#include "core/watchdog.h"
 
 /* FINALIZING: inside the final collective of zeroc_ctx_finalize; FINISHED:
  * past it (every rank has then entered finalize, so nobody waits on this one). */
@@ -45,7 +45,7 @@ typedef struct {
   _Atomic uint64_t phase_ns;
   char phase[80];
   char cause[240]; /* why this rank failed (ST_FAILED), for its peers' messages */
-  /* Set by the node leader's heartbeat (core/heartbeat.c) when another node
+  /* Set by the node leader's heartbeat (comm/heartbeat.c) when another node
    * is lost: every rank of this node fails its collective with this text. */
   _Atomic int32_t alarm;
   char alarm_text[400];
@@ -56,18 +56,22 @@ struct zeroc__watchdog {
   MPI_Win win;
   slot_t **slots; /* by node-local rank */
   slot_t *mine;
+  int world_rank;
+  const int *local_of_world; /* the context's table (zeroc__place_t) */
+  char host[64];
 };
 
-zeroc_result_t zeroc__watchdog_init(zeroc_ctx_t *ctx) {
+zeroc_result_t zeroc__watchdog_create(const zeroc__place_t *pl, zeroc__watchdog_t **out) {
+  *out = NULL;
   struct zeroc__watchdog *wd = calloc(1, sizeof *wd);
   if (!wd) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "watchdog");
-  wd->slots = calloc((size_t)ctx->local_size, sizeof *wd->slots);
+  wd->slots = calloc((size_t)pl->local_size, sizeof *wd->slots);
   if (!wd->slots) {
     free(wd);
     return ZEROC_FAIL(ZEROC_ERR_NOMEM, "watchdog slots");
   }
   void *base = NULL;
-  int e = MPI_Win_allocate_shared((MPI_Aint)sizeof(slot_t), 1, MPI_INFO_NULL, ctx->node_comm, &base,
+  int e = MPI_Win_allocate_shared((MPI_Aint)sizeof(slot_t), 1, MPI_INFO_NULL, pl->node_comm, &base,
                                   &wd->win);
   if (e != MPI_SUCCESS) {
     /* Diagnostics degrade to the plain timeout; training is unaffected. */
@@ -76,68 +80,61 @@ zeroc_result_t zeroc__watchdog_init(zeroc_ctx_t *ctx) {
     free(wd);
     return ZEROC_OK;
   }
-  for (int l = 0; l < ctx->local_size; l++) {
+  for (int l = 0; l < pl->local_size; l++) {
     MPI_Aint sz;
     int du;
     MPI_Win_shared_query(wd->win, l, &sz, &du, (void **)&wd->slots[l]);
   }
-  wd->mine = wd->slots[ctx->local_rank];
+  wd->mine = wd->slots[pl->local_rank];
   memset(wd->mine, 0, sizeof *wd->mine);
   atomic_store(&wd->mine->pid, (int32_t)getpid());
-  atomic_store(&wd->mine->world_rank, ctx->mesh.rank);
+  atomic_store(&wd->mine->world_rank, pl->world_rank);
   snprintf(wd->mine->phase, sizeof wd->mine->phase, "initialising");
   atomic_store(&wd->mine->phase_ns, zeroc__now_ns());
   atomic_store(&wd->mine->state, ST_RUNNING);
-  MPI_Barrier(ctx->node_comm); /* every slot is filled before anyone reads it */
-  ctx->wd = wd;
+  MPI_Barrier(pl->node_comm); /* every slot is filled before anyone reads it */
+  wd->world_rank = pl->world_rank;
+  wd->local_of_world = pl->local_of_world;
+  snprintf(wd->host, sizeof wd->host, "%s", pl->host);
+  *out = wd;
   return ZEROC_OK;
 }
 
-void zeroc__watchdog_fini(zeroc_ctx_t *ctx, int failed) {
-  struct zeroc__watchdog *wd = ctx->wd;
+void zeroc__watchdog_fini(zeroc__watchdog_t *wd, int failed, const char *cause) {
   if (!wd) return;
   /* The window stays mapped until MPI_Finalize: peers may still read it. */
-  if (failed) snprintf(wd->mine->cause, sizeof wd->mine->cause, "%s", zeroc_last_error(ctx));
+  if (failed) snprintf(wd->mine->cause, sizeof wd->mine->cause, "%s", cause ? cause : "");
   atomic_store(&wd->mine->state, failed ? ST_FAILED : ST_FINISHED);
 }
 
-void zeroc__watchdog_finalizing(zeroc_ctx_t *ctx) {
-  struct zeroc__watchdog *wd = ctx->wd;
+void zeroc__watchdog_finalizing(zeroc__watchdog_t *wd) {
   if (!wd) return;
   snprintf(wd->mine->phase, sizeof wd->mine->phase, "finalizing");
   atomic_store(&wd->mine->phase_ns, zeroc__now_ns());
   atomic_store(&wd->mine->state, ST_FINALIZING);
 }
 
-void zeroc__watchdog_post(zeroc_ctx_t *ctx, const char *text) {
-  struct zeroc__watchdog *wd = ctx->wd;
+void zeroc__watchdog_post(zeroc__watchdog_t *wd, const char *text) {
   if (!wd || atomic_load(&wd->slots[0]->alarm)) return; /* the first cause stays */
   snprintf(wd->slots[0]->alarm_text, sizeof wd->slots[0]->alarm_text, "%s", text);
   atomic_store_explicit(&wd->slots[0]->alarm, 1, memory_order_release);
 }
 
-void zeroc__watchdog_free(zeroc_ctx_t *ctx, int collective) {
-  struct zeroc__watchdog *wd = ctx->wd;
+void zeroc__watchdog_free(zeroc__watchdog_t *wd, int collective) {
   if (!wd) return;
   if (collective) MPI_Win_free(&wd->win);
   free(wd->slots);
   free(wd);
-  ctx->wd = NULL;
 }
 
-void zeroc__watchdog_phase(zeroc_ctx_t *ctx, const char *fmt, ...) {
-  struct zeroc__watchdog *wd = ctx ? ctx->wd : NULL;
+void zeroc__watchdog_vphase(zeroc__watchdog_t *wd, const char *fmt, va_list ap) {
   if (!wd) return;
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(wd->mine->phase, sizeof wd->mine->phase, fmt, ap);
-  va_end(ap);
   atomic_store_explicit(&wd->mine->phase_ns, zeroc__now_ns(), memory_order_relaxed);
 }
 
-void zeroc__watchdog_enter(zeroc_ctx_t *ctx, struct zeroc_group *g, int channel, const char *op,
-                          uint64_t seq) {
-  struct zeroc__watchdog *wd = ctx->wd;
+void zeroc__watchdog_enter(zeroc__watchdog_t *wd, struct zeroc_group *g, int channel,
+                           const char *op, uint64_t seq) {
   if (!wd || channel < 0 || channel >= ZEROC_MAX_CHANNELS) return;
   chan_t *c = &wd->mine->ch[channel];
   snprintf(c->op, sizeof c->op, "%s", op);
@@ -146,8 +143,7 @@ void zeroc__watchdog_enter(zeroc_ctx_t *ctx, struct zeroc_group *g, int channel,
   atomic_store_explicit(&c->since_ns, zeroc__now_ns(), memory_order_release);
 }
 
-void zeroc__watchdog_leave(zeroc_ctx_t *ctx, int channel) {
-  struct zeroc__watchdog *wd = ctx->wd;
+void zeroc__watchdog_leave(zeroc__watchdog_t *wd, int channel) {
   if (!wd || channel < 0 || channel >= ZEROC_MAX_CHANNELS) return;
   atomic_store_explicit(&wd->mine->ch[channel].since_ns, 0, memory_order_release);
 }
@@ -165,8 +161,7 @@ static char proc_state(int pid) {
   return rp && rp[1] == ' ' ? rp[2] : '?';
 }
 
-int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why, size_t n) {
-  struct zeroc__watchdog *wd = ctx->wd;
+int zeroc__watchdog_peer_lost(zeroc__watchdog_t *wd, struct zeroc_group *g, char *why, size_t n) {
   if (!wd) return 0;
   /* A peer that died or stopped is the first cause; a peer that failed has
    * usually only noticed it, so it is named only when no first cause is seen. */
@@ -183,8 +178,8 @@ int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why
   int finalizing = atomic_load(&wd->mine->state) == ST_FINALIZING;
   for (int i = 0; i < g->size; i++) {
     int w = g->world_ranks[i];
-    int l = ctx->local_of_world[w];
-    if (l < 0 || w == ctx->mesh.rank) continue;
+    int l = wd->local_of_world[w];
+    if (l < 0 || w == wd->world_rank) continue;
     slot_t *s = wd->slots[l];
     int pid = atomic_load(&s->pid);
     int st = atomic_load(&s->state);
@@ -195,12 +190,12 @@ int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why
     if (st == ST_FINISHED && finalizing) continue; /* it completed the final collective */
     char ps = proc_state(pid);
     if (ps == 0 || ps == 'Z' || ps == 'X' || (kill(pid, 0) != 0 && errno == ESRCH)) {
-      snprintf(why, n, "rank %d (pid %d) has exited on host %s", w, pid, ctx->host);
+      snprintf(why, n, "rank %d (pid %d) has exited on host %s", w, pid, wd->host);
       return 1;
     }
     if (ps == 'T' || ps == 't') {
       snprintf(why, n, "rank %d (pid %d) is stopped (signal or debugger) on host %s while '%s'",
-               w, pid, ctx->host, s->phase);
+               w, pid, wd->host, s->phase);
       return 1;
     }
     /* A peer in (or past) finalize is no lost peer while this rank is there
@@ -213,7 +208,7 @@ int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why
   }
   if (failed >= 0) {
     int w = g->world_ranks[failed];
-    slot_t *s = wd->slots[ctx->local_of_world[w]];
+    slot_t *s = wd->slots[wd->local_of_world[w]];
     char cause[sizeof s->cause];
     memcpy(cause, s->cause, sizeof cause); /* a peer's text: copy, then terminate */
     cause[sizeof cause - 1] = 0;
@@ -224,16 +219,15 @@ int zeroc__watchdog_peer_lost(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why
   return 0;
 }
 
-void zeroc__watchdog_describe(zeroc_ctx_t *ctx, struct zeroc_group *g, char *why, size_t n) {
-  struct zeroc__watchdog *wd = ctx->wd;
+void zeroc__watchdog_describe(zeroc__watchdog_t *wd, struct zeroc_group *g, char *why, size_t n) {
   size_t off = 0;
   int remote = 0, listed = 0;
   uint64_t t = zeroc__now_ns();
   why[0] = 0;
   for (int i = 0; i < g->size && off + 1 < n; i++) {
     int w = g->world_ranks[i];
-    int l = ctx->local_of_world[w];
-    if (w == ctx->mesh.rank) continue;
+    int l = wd ? wd->local_of_world[w] : -1;
+    if (i == g->rank) continue; /* this rank */
     if (!wd || l < 0) {
       remote++;
       continue;

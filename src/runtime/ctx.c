@@ -1,10 +1,12 @@
 /*
- * core/ctx.c - creating and tearing down a context: MPI (thread level
+ * runtime/ctx.c - creating and tearing down a context: MPI (thread level
  * MULTIPLE), the mesh and its groups, hwloc binding and thread counts, the
- * device and its compute stream, the watchdog board.
+ * device and its compute stream, the watchdog board and the heartbeat.
  *
- * The context is the composition root: it is the one place in src/core that
- * reaches up into device/ and comm/ to assemble them.
+ * The context is the composition root: it assembles core, device, comm and
+ * offload, and hands each only the handles it needs (ctx->place,
+ * ctx->devmem, ctx->comm_env, ctx->pool_env). Its queries and the public
+ * functions that unpack it live in runtime/query.c and runtime/device_api.c.
  */
 #include <cblas.h>
 #include <omp.h>
@@ -13,19 +15,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm/comm.h"
-#include "core/ctx.h"
 #include "core/env.h"
 #include "core/error.h"
-#include "core/fault.h"
-#include "core/heartbeat.h"
 #include "core/log.h"
-#include "core/watchdog.h"
+#include "runtime/ctx.h"
 
 /* Copies a caller's versioned config over the defaults: an older, smaller
  * struct keeps the defaults for the fields it lacks; a struct that was not
  * initialised with ZEROC_CTX_CONFIG_INIT is rejected. */
-static zeroc_result_t read_config(const zeroc_ctx_config_t *in, zeroc_ctx_config_t *out) {
+static zeroc_result_t read_ctx_config(const zeroc_ctx_config_t *in, zeroc_ctx_config_t *out) {
   const zeroc_ctx_config_t dflt = ZEROC_CTX_CONFIG_INIT;
   *out = dflt;
   if (!in) return ZEROC_OK;
@@ -207,7 +205,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
                      "MPI provides thread level %d; zeroc needs MPI_THREAD_MULTIPLE (%d) for its "
                      "communication threads (initialise MPI with MPI_Init_thread)",
                      provided, MPI_THREAD_MULTIPLE);
-  if (res == ZEROC_OK) res = read_config(cfg, &ctx->cfg);
+  if (res == ZEROC_OK) res = read_ctx_config(cfg, &ctx->cfg);
   if (res == ZEROC_OK)
     res = zeroc_mesh_layout(ctx->mesh.world, ctx->cfg.tp, ctx->cfg.pp, ctx->cfg.hsdp,
                             ctx->mesh.rank, &ctx->mesh);
@@ -249,13 +247,25 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
   for (int i = 0; i < ctx->mesh.world; i++) ctx->local_of_world[i] = -1;
   for (int i = 0; i < ctx->local_size; i++) ctx->local_of_world[node_world[i]] = i;
   free(node_world);
+  ctx->place = (zeroc__place_t){.world_comm = ctx->wcomm,
+                                .node_comm = ctx->node_comm,
+                                .world_rank = ctx->mesh.rank,
+                                .world_size = ctx->mesh.world,
+                                .local_rank = ctx->local_rank,
+                                .local_size = ctx->local_size,
+                                .local_of_world = ctx->local_of_world,
+                                .host = ctx->host};
 
   res = setup_topology(ctx);
   if (res == ZEROC_OK) res = setup_device(ctx);
   ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, res));
+  ctx->devmem = (zeroc__devmem_t){&ctx->dev, &ctx->mem, ctx->device_limit};
+  ctx->pool_env = (zeroc__pool_env_t){&ctx->mem, ctx->topo, ctx->binding.numa, ctx->dev.kind};
+  /* the board first: every group's collectives report to it */
+  ZEROC_TRY(zeroc__watchdog_create(&ctx->place, &ctx->wd));
+  ctx->comm_env = (zeroc__comm_env_t){ctx->comm_ops, ctx->mesh.rank, ctx->comm_timeout, ctx->wd};
   ZEROC_TRY(zeroc__mesh_create_groups(ctx));
-  ZEROC_TRY(zeroc__watchdog_init(ctx));
-  ZEROC_TRY(zeroc__heartbeat_start(ctx));
+  ZEROC_TRY(zeroc__heartbeat_start(&ctx->place, ctx->hb_timeout, ctx->wd, &ctx->hb));
   ZINFO(INIT, "context ready: %d ranks, device %s (%s), comm %s, timeout %.0f s", ctx->mesh.world,
         ctx->dev.ops->name, ctx->dev.name, ctx->comm_ops->name, ctx->comm_timeout);
   *out = ctx;
@@ -283,8 +293,10 @@ fail:
 /* `collective`: every node-local rank is here too (finalize), so the
  * watchdog's shared window can be freed; otherwise MPI_Finalize frees it. */
 static void ctx_free(zeroc_ctx_t *ctx, int collective) {
-  zeroc__heartbeat_stop(ctx, collective); /* before the board it posts to goes */
-  zeroc__watchdog_free(ctx, collective);
+  zeroc__heartbeat_stop(ctx->hb, collective); /* before the board it posts to goes */
+  ctx->hb = NULL;
+  zeroc__watchdog_free(ctx->wd, collective);
+  ctx->wd = NULL;
   for (int k = 0; k < ZEROC_GROUP_COUNT; k++) zeroc__group_destroy(ctx->groups[k]);
   if (ctx->compute) zeroc_stream_destroy(ctx->compute);
   if (ctx->dev.ops) ctx->dev.ops->close(&ctx->dev);
@@ -304,7 +316,7 @@ static void ctx_free(zeroc_ctx_t *ctx, int collective) {
 
 void zeroc_ctx_destroy(zeroc_ctx_t *ctx) {
   if (!ctx) return;
-  zeroc__watchdog_fini(ctx, 1);
+  zeroc__watchdog_fini(ctx->wd, 1, zeroc_last_error(ctx));
   ctx_free(ctx, 0);
 }
 
@@ -315,13 +327,13 @@ zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
   /* Peers that arrive first wait for this one in the final collective; the
    * board says they are finalizing, not finished, so they do not count each
    * other as lost. Finished is set only once that collective completed. */
-  zeroc__watchdog_finalizing(ctx);
+  zeroc__watchdog_finalizing(ctx->wd);
   /* Wait for every rank, with the timeout, before freeing communicators. */
   int one = 1;
   zeroc_result_t r = zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], &one, 1, ZEROC_INT32,
                                            ZEROC_SUM);
   if (r != ZEROC_OK) zeroc__ctx_ret(ctx, r);
-  zeroc__watchdog_fini(ctx, r != ZEROC_OK);
+  zeroc__watchdog_fini(ctx->wd, r != ZEROC_OK, zeroc_last_error(ctx));
   int here = ctx->mpi_initialised_here;
   ctx_free(ctx, r == ZEROC_OK);
   if (r == ZEROC_OK && here) MPI_Finalize();
@@ -335,81 +347,10 @@ void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why) {
   fprintf(stderr, "zeroc: rank %d (%s:%d) aborting the job: %s\n", rank, host, (int)getpid(),
           why ? why : "");
   fflush(stderr);
-  if (ctx) zeroc__watchdog_fini(ctx, 1);
+  if (ctx) zeroc__watchdog_fini(ctx->wd, 1, zeroc_last_error(ctx));
   /* MPI_Abort waits on the launcher; on a node cut off from it, it may wait
    * for ever: SIGALRM's default action ends the process then. */
   alarm(5);
   MPI_Abort(ctx ? ctx->wcomm : MPI_COMM_WORLD, code ? code : 1);
   _exit(code ? code : 1);
-}
-
-zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r) {
-  zeroc_group_t *w = ctx->groups[ZEROC_GROUP_WORLD];
-  char saved[ZEROC_ERRMSG_MAX];
-  snprintf(saved, sizeof saved, "%s", zeroc__tls_error());
-  int32_t first = r != ZEROC_OK ? ctx->mesh.rank : ctx->mesh.world;
-  zeroc_result_t e = zeroc__allreduce_host(w, &first, 1, ZEROC_INT32, ZEROC_MIN);
-  if (e != ZEROC_OK) return zeroc__ctx_ret(ctx, e);
-  zeroc__tls_error_set(saved);
-  if (first == ctx->mesh.world) return ZEROC_OK;
-  /* The message travels as a sum of bytes that are zero everywhere but on
-   * the failing rank: an all-reduce polled with the timeout, where a blocking
-   * broadcast would hang if that rank died right after the vote. */
-  uint8_t msg[ZEROC_ERRMSG_MAX] = {0};
-  if (ctx->mesh.rank == first) snprintf((char *)msg, sizeof msg, "%s", saved);
-  e = zeroc__allreduce_host(w, msg, sizeof msg, ZEROC_UINT8, ZEROC_SUM);
-  if (e != ZEROC_OK) return zeroc__ctx_ret(ctx, e);
-  msg[sizeof msg - 1] = 0;
-  zeroc__tls_error_set(saved);
-  if (r != ZEROC_OK) return zeroc__ctx_ret(ctx, r);
-  return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_REMOTE, "rank %d failed: %s", first, (char *)msg));
-}
-
-zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v) {
-  return zeroc__ctx_ret(ctx, zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], v, 1, ZEROC_INT64,
-                                                   ZEROC_MAX));
-}
-
-const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx) { return &ctx->mesh; }
-
-zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx) { return ctx->dev.kind; }
-
-void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size) {
-  if (local_rank) *local_rank = ctx->local_rank;
-  if (local_size) *local_size = ctx->local_size;
-}
-
-double zeroc_ctx_comm_timeout(const zeroc_ctx_t *ctx) { return ctx->comm_timeout; }
-
-double zeroc_ctx_peak_tflops(const zeroc_ctx_t *ctx) { return ctx->dev.peak_tflops_bf16; }
-
-void zeroc_ctx_memory(const zeroc_ctx_t *ctx, zeroc_mem_stats_t *out) {
-  zeroc__mem_stats((zeroc__mem_t *)&ctx->mem, out);
-}
-
-void zeroc_ctx_memory_reset_peak(zeroc_ctx_t *ctx) { zeroc__mem_reset_peak(&ctx->mem); }
-
-zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out) {
-  char line[512];
-  snprintf(line, sizeof line, "rank %3d  %s  local %d/%d  cores %-8s NUMA %d  threads %d  device %s%s",
-           ctx->mesh.rank, ctx->host, ctx->local_rank, ctx->local_size, ctx->binding.cores,
-           ctx->binding.numa, ctx->binding.threads, ctx->dev.name,
-           ctx->binding.shared ? "  (core shared)" : "");
-  char *all = NULL;
-  if (ctx->mesh.rank == 0) {
-    all = malloc(sizeof line * (size_t)ctx->mesh.world);
-    if (!all) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "topology lines"));
-  }
-  int e = MPI_Gather(line, (int)sizeof line, MPI_CHAR, all, (int)sizeof line, MPI_CHAR, 0,
-                     ctx->groups[ZEROC_GROUP_WORLD]->mpi[0]);
-  if (e != MPI_SUCCESS) {
-    free(all);
-    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Gather of topology lines: %d", e));
-  }
-  if (all) {
-    for (int r = 0; r < ctx->mesh.world; r++) fprintf(out, "%s\n", all + (size_t)r * sizeof line);
-    fflush(out);
-  }
-  free(all);
-  return ZEROC_OK;
 }
