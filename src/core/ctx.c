@@ -374,6 +374,8 @@ const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx) { return &ctx->m
 
 zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx) { return ctx->dev.kind; }
 
+struct zeroc__fault *zeroc__ctx_fault(zeroc_ctx_t *ctx) { return ctx->fault; }
+
 void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size) {
   if (local_rank) *local_rank = ctx->local_rank;
   if (local_size) *local_size = ctx->local_size;

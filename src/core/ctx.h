@@ -47,6 +47,9 @@ struct zeroc_ctx {
 };
 _Static_assert(offsetof(struct zeroc_ctx, err) == 0, "zeroc__ctx_ret finds the error head first");
 
+/* The context's test-only fault specs (core/fault.h); NULL when none are armed. */
+struct zeroc__fault *zeroc__ctx_fault(zeroc_ctx_t *ctx);
+
 /* Creates the mesh groups (world, tp, pp, dp, dp_shard, dp_replicate). */
 zeroc_result_t zeroc__mesh_create_groups(zeroc_ctx_t *ctx);
 
