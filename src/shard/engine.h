@@ -71,6 +71,8 @@ typedef struct zeroc__state_view {
 
 struct zeroc_model {
   zeroc_ctx_t *ctx;
+  struct zeroc__fault *fault; /* test-only fault injection (core/fault.h); NULL: off */
+  int rank;                   /* world rank, for the fault specs */
   zeroc_shard_config_t cfg;
   int n;
   zeroc__unit_t *u;

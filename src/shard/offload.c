@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "kernels/cpu/cpu_kernels.h"
 #include "shard/engine.h"
 #include "shard/sizes.h"
 
@@ -74,14 +73,12 @@ zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
     if (!m->stage_buf || !m->stage_dev || !m->stage_owner || !m->stage_ticket || !m->pslot_id ||
         !m->stage_used)
       return ZEROC_FAIL(ZEROC_ERR_NOMEM, "parameter staging tables");
-    int on_device = !m->compute->inline_;
     for (int b = 0; b < m->nstage; b++) {
       m->stage_owner[b] = -1;
       if (op == ZEROC_OFFLOAD_NVME)
         CHK(zeroc__pinned_get(m->pool, stage_bytes, ZEROC_TAG_BUFFERS, &m->stage_buf[b]));
-      if (on_device)
-        CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, stage_bytes,
-                            &m->stage_dev[b]));
+      /* device staging for the gathers: none where device memory is host memory */
+      CHK(zeroc__staging_alloc(m->ctx, ZEROC_TAG_BUFFERS, stage_bytes, &m->stage_dev[b]));
     }
     if (op == ZEROC_OFFLOAD_NVME) {
       for (int i = 0; i < m->n; i++) {
@@ -208,18 +205,16 @@ zeroc_result_t zeroc__moff_param_src(zeroc_model_t *m, int i, int next, const vo
     m->stage_used[b] = 1;
     CHK(start_read(m, next)); /* one read ahead, overlapping this unit's gather */
   }
-  if (m->compute->inline_) {
-    *src = host;
-    return ZEROC_OK;
-  }
-  /* cuda: stage the host shard on the device, in the gather stream's order */
+  /* a device view of the host shard, in the gather stream's order (staged in
+   * the buffer's device twin where device memory is not host memory) */
   if (b < 0) {
     CHK(free_stage(m, &b));
     m->stage_owner[b] = i;
     m->stage_used[b] = 1;
   }
-  CHK(zeroc_memcpy_async(m->gather_s, m->stage_dev[b], host, bytes));
-  *src = m->stage_dev[b];
+  zeroc__view_t dv; /* no end: staged in our own buffer, read only */
+  CHK(zeroc__view_device(m->ctx, m->gather_s, (void *)host, bytes, ZEROC_VIEW_IN, m->stage_dev[b], &dv));
+  *src = dv.ptr;
   return ZEROC_OK;
 }
 
@@ -227,14 +222,12 @@ zeroc_result_t zeroc__moff_param_store(zeroc_model_t *m, int i, const float *mas
   zeroc__unit_t *u = &m->u[i];
   int op = m->cfg.offload_params;
   size_t S = u->f.S, bytes = S * esz(m->pdt);
-  if (op == ZEROC_OFFLOAD_CPU) { /* the shard is host memory */
-    zeroc__cpu_cast(u->cshard, m->pdt, master, ZEROC_FP32, S);
-    return ZEROC_OK;
-  }
+  if (op == ZEROC_OFFLOAD_CPU) /* the shard is host memory */
+    return zeroc_k_host_cast(u->cshard, m->pdt, master, ZEROC_FP32, S);
   /* nvme: through a staging buffer into the unit's swap file */
   int b;
   CHK(free_stage(m, &b));
-  zeroc__cpu_cast(m->stage_buf[b], m->pdt, master, ZEROC_FP32, S);
+  CHK(zeroc_k_host_cast(m->stage_buf[b], m->pdt, master, ZEROC_FP32, S));
   CHK(zeroc__swap_write(m->swap, m->pslot_id[i], m->stage_buf[b], bytes, &m->stage_ticket[b]));
   /* the buffer holds unit i's new values: a gather of i may use it at once */
   m->stage_owner[b] = i;
