@@ -393,7 +393,7 @@ zeroc_result_t zeroc_pipeline_create(zeroc_model_t *m, const int *chunk_first,
   *out = p;
   return ZEROC_OK;
 fail:
-  if (p->tie_g && m->tie_g == p->tie_g) zeroc__model_tie(m, NULL, 0);
+  if (p->tie_g && m->tie.g == p->tie_g) zeroc__model_tie(m, NULL, 0);
   zeroc_pipeline_destroy(p);
   return zeroc__ctx_ret(ctx, res);
 }

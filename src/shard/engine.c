@@ -363,8 +363,8 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   zeroc_model_t *m = calloc(1, sizeof *m);
   if (!m) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "model struct"));
   m->ctx = ctx;
-  m->fault = zeroc__ctx_fault(ctx);
-  m->rank = zeroc_ctx_mesh(ctx)->rank;
+  m->inject.specs = zeroc__ctx_fault(ctx);
+  m->inject.rank = zeroc_ctx_mesh(ctx)->rank;
   m->conv_owner = -1;
   m->slots = 1;
   m->cfg = c;
@@ -445,7 +445,7 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   ZEROC_TRY(zeroc_ctx_agree(ctx, ZEROC_OK));
   ZEROC_TRY(zeroc__model_publish(m));
   ZEROC_TRY(zeroc_stream_sync(m->gather_s));
-  m->bytes_mark = zeroc__model_comm_bytes(m);
+  m->run.bytes_mark = zeroc__model_comm_bytes(m);
   ZINFO(SHARD, "model: %d units, stage %d, shard group %d, replicas %d, prefetch %d, params %s, "
                "reduce %s%s",
         n, st, m->shard_g->size, m->rep_g->size, m->K, zeroc_dtype_name(m->pdt),

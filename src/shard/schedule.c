@@ -30,7 +30,8 @@ typedef struct pass {
 
 /* Takes a free slot; `consumer` (the stream that will write it) waits until the
  * previous user released it. */
-static zeroc_result_t slot_acquire(zeroc__pool_t *p, zeroc_stream_t *consumer, zeroc__slot_t **out) {
+static zeroc_result_t slot_acquire(zeroc__pool_t *p, zeroc_stream_t *consumer,
+                                   zeroc__slot_t **out) {
   *out = NULL; /* written on every path: callers' slots are never left unset */
   for (int i = 0; i < p->n; i++) {
     if (!p->s[i].busy) {
@@ -55,7 +56,7 @@ zeroc_result_t zeroc__model_wait_comm(zeroc_model_t *m, zeroc_event_t *e) {
    * its time is the exposed communication; elsewhere it is stream order */
   double t0 = zeroc__now_ms();
   zeroc_result_t r = zeroc_stream_wait_event(m->compute, e);
-  m->exposed_ms += zeroc__now_ms() - t0;
+  m->run.exposed_ms += zeroc__now_ms() - t0;
   return r;
 }
 
@@ -74,7 +75,7 @@ static zeroc_result_t issue_gather(zeroc_model_t *m, int i) {
   u->full = u->pslot->ptr;
   zeroc__watchdog_phase(m->ctx, "gathering unit %d", i);
   const void *src;
-  int next = i + m->pass_dir;
+  int next = i + m->run.pass_dir;
   CHK(zeroc__moff_param_src(m, i, next >= 0 && next < m->n ? next : -1, &src));
   CHK(zeroc__allgather(m->shard_g, m->gather_s, src, u->full, u->f.S, m->pdt));
   CHK(zeroc_event_record(u->ev_gathered, m->gather_s));
@@ -154,7 +155,8 @@ static zeroc_result_t ready_grads(zeroc_model_t *m, int i) {
  * over micro-steps where the stage keeps full grads. */
 static zeroc_result_t conv_grads_out(zeroc_model_t *m, zeroc__unit_t *u) {
   size_t n = u->f.N;
-  if (m->cfg.stage <= 1 && u->nbwd > 0) return zeroc_k_add_to(m->k, m->compute, u->fgrad, m->rdt, u->cgrad, n);
+  if (m->cfg.stage <= 1 && u->nbwd > 0)
+    return zeroc_k_add_to(m->k, m->compute, u->fgrad, m->rdt, u->cgrad, n);
   return zeroc_k_cast(m->k, m->compute, u->fgrad, m->rdt, u->cgrad, ZEROC_FP32, n);
 }
 
@@ -168,13 +170,13 @@ static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
   if (st <= 1 && !last) return ZEROC_OK; /* full grads accumulate locally */
   CHK(zeroc_event_record(u->ev_bwd, m->compute));
   CHK(zeroc_stream_wait_event(rs, u->ev_bwd));
-  if (u->tied && m->tie_g && m->tie_g->size > 1) {
+  if (u->tied && m->tie.g && m->tie.g->size > 1) {
     /* every copy of a tied parameter gets the sum of all copies' gradients
      * before the data-parallel reduction (sums commute), so all copies step alike */
     for (int j = 0; j < u->f.n; j++) {
       if (!(u->f.p[j].flags & ZEROC_PARAM_TIED)) continue;
       void *g = (char *)u->fgrad + u->f.p[j].off * esz(m->rdt);
-      CHK(zeroc__allreduce(m->tie_g, rs, g, g, u->f.p[j].numel, m->rdt, ZEROC_SUM));
+      CHK(zeroc__allreduce(m->tie.g, rs, g, g, u->f.p[j].numel, m->rdt, ZEROC_SUM));
     }
   }
   if (st == 0) {
@@ -184,7 +186,8 @@ static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
     zeroc__slot_t *t;
     CHK(slot_acquire(&m->tpool, rs, &t));
     CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, t->ptr, S, m->rdt, ZEROC_SUM));
-    if (m->rep_g->size > 1) CHK(zeroc__allreduce(m->rep_g, rs, t->ptr, t->ptr, S, m->rdt, ZEROC_SUM));
+    if (m->rep_g->size > 1)
+      CHK(zeroc__allreduce(m->rep_g, rs, t->ptr, t->ptr, S, m->rdt, ZEROC_SUM));
     CHK(zeroc_k_cast(m->k, rs, u->gshard, m->rdt, t->ptr, m->rdt, S));
     CHK(slot_release(t, rs));
   } else if (m->cfg.grad_accum == 1) {
@@ -226,7 +229,7 @@ static void fill_io(zeroc_model_t *m, int i, const pass_t *p, zeroc_layer_io_t *
   io->workspace = m->ws;
   io->user = u->L.user;
   io->grad_scale = 1.0f / ((float)m->cfg.grad_accum * (float)zeroc_ctx_mesh(m->ctx)->dp);
-  io->loss = &m->loss_micro;
+  io->loss = &m->run.loss_micro;
   if (u->L.shares >= 0) io->shared_params = m->u[u->L.shares].pviews;
 }
 
@@ -240,7 +243,7 @@ static zeroc_result_t run_forward(zeroc_model_t *m, int i, const pass_t *p, cons
   io.recompute = recompute;
   zeroc__watchdog_phase(m->ctx, "%s unit %d ('%s')", recompute ? "recompute" : "forward", i,
                         u->L.name ? u->L.name : "");
-  ZEROC_FAULT_IN(m->fault, m->rank, "forward", m->steps + 1, NULL);
+  ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "forward", m->run.steps + 1, NULL);
   zeroc_result_t r = u->L.forward(&io);
   if (r != ZEROC_OK) return r;
   *out = io.out;
@@ -252,7 +255,7 @@ static zeroc_result_t run_forward(zeroc_model_t *m, int i, const pass_t *p, cons
  * reduction, so it travels to every rank as a real fault would. */
 static zeroc_result_t inject_grad(zeroc_model_t *m, zeroc__unit_t *u) {
   double v = 0;
-  if (!ZEROC_FAULT_IN(m->fault, m->rank, "grad", m->steps + 1, &v)) return ZEROC_OK;
+  if (!ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "grad", m->run.steps + 1, &v)) return ZEROC_OK;
   float f = (float)v;
   uint16_t h = zeroc_f32_to_bf16(f);
   const void *src = m->rdt == ZEROC_BF16 ? (const void *)&h : (const void *)&f;
@@ -284,7 +287,7 @@ static zeroc_result_t forward_pass(zeroc_model_t *m, const pass_t *p, const void
   int st = m->cfg.stage, next = p->first;
   const void *x = in ? in : p->batch;
   float pass_loss = 0;
-  m->pass_dir = 1;
+  m->run.pass_dir = 1;
   for (int i = p->first; i <= p->last; i++) {
     zeroc__unit_t *u = &m->u[i];
     if (st == 3) {
@@ -296,11 +299,13 @@ static zeroc_result_t forward_pass(zeroc_model_t *m, const pass_t *p, const void
     u->saved_in[p->slot] = x;
     int save = !p->eval && !(m->cfg.recompute && i < m->n - 1);
     void *y = NULL;
-    m->loss_micro = 0;
+    m->run.loss_micro = 0;
     ZEROC_TRY(run_forward(m, i, p, x, save, 0, &y));
     /* only a loss unit writes it */
-    if (p->eval) pass_loss += m->loss_micro;
-    else m->loss_sum += m->loss_micro;
+    if (p->eval)
+      pass_loss += m->run.loss_micro;
+    else
+      m->run.loss_sum += m->run.loss_micro;
     x = y;
     if (st == 3 && !u->pinned && (p->eval || i < p->last)) ZEROC_TRY(release_params(m, i));
   }
@@ -321,7 +326,7 @@ static zeroc_result_t backward_pass(zeroc_model_t *m, const pass_t *p, const voi
   zeroc_result_t res = ZEROC_OK;
   int st = m->cfg.stage, next = p->last;
   const void *d = dout;
-  m->pass_dir = -1;
+  m->run.pass_dir = -1;
   for (int i = p->first; i <= p->last; i++) m->u[i].grads_ready = 0;
   for (int i = p->last; i >= p->first; i--) {
     zeroc__unit_t *u = &m->u[i];
@@ -353,12 +358,12 @@ static zeroc_result_t backward_pass(zeroc_model_t *m, const pass_t *p, const voi
     io.dout = d;
     zeroc__watchdog_phase(m->ctx, "backward unit %d ('%s') micro-batch %d", i,
                           u->L.name ? u->L.name : "", p->micro);
-    ZEROC_FAULT_IN(m->fault, m->rank, "backward", m->steps + 1, NULL);
+    ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "backward", m->run.steps + 1, NULL);
     ZEROC_TRY(u->L.backward(&io));
     d = io.din;
     /* a pinned unit's gradients are complete only after its own backward */
     if (m->conv) ZEROC_TRY(conv_grads_out(m, u));
-    if (m->fault) ZEROC_TRY(inject_grad(m, u));
+    if (m->inject.specs) ZEROC_TRY(inject_grad(m, u));
     ZEROC_TRY(reduce_unit(m, i));
     u->nbwd++;
     if (st == 3) ZEROC_TRY(release_params(m, i));
@@ -373,10 +378,11 @@ fail:
 
 zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss) {
   if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_eval: NULL model");
-  if (m->in_forward)
-    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "zeroc_model_eval while a forward waits for its backward"));
-  pass_t p = {0, m->n - 1, 0, m->micro, input, 1};
+  if (m->run.in_forward)
+    return zeroc__ctx_ret(m->ctx,
+                          ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                     "zeroc_model_eval while a forward waits for its backward"));
+  pass_t p = {0, m->n - 1, 0, m->run.micro, input, 1};
   float l = 0;
   zeroc_result_t r = forward_pass(m, &p, NULL, NULL, &l);
   if (loss) *loss = l;
@@ -385,33 +391,33 @@ zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss
 
 zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input) {
   if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_forward: NULL model");
-  if (m->in_forward)
+  if (m->run.in_forward)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                              "zeroc_model_forward called twice without "
                                              "zeroc_model_backward in between"));
-  if (m->micro >= m->cfg.grad_accum)
+  if (m->run.micro >= m->cfg.grad_accum)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                              "%d micro-steps already ran (grad_accum %d): call "
                                              "zeroc_model_step first",
-                                             m->micro, m->cfg.grad_accum));
-  pass_t p = {0, m->n - 1, 0, m->micro, input, 0};
+                                             m->run.micro, m->cfg.grad_accum));
+  pass_t p = {0, m->n - 1, 0, m->run.micro, input, 0};
   zeroc_result_t r = forward_pass(m, &p, NULL, NULL, NULL);
   if (r) return zeroc__ctx_ret(m->ctx, r);
-  m->batch = input;
-  m->in_forward = 1;
+  m->run.batch = input;
+  m->run.in_forward = 1;
   return ZEROC_OK;
 }
 
 zeroc_result_t zeroc_model_backward(zeroc_model_t *m) {
   if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_backward: NULL model");
-  if (!m->in_forward)
-    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "zeroc_model_backward without a forward"));
-  pass_t p = {0, m->n - 1, 0, m->micro, m->batch, 0};
+  if (!m->run.in_forward)
+    return zeroc__ctx_ret(
+        m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_backward without a forward"));
+  pass_t p = {0, m->n - 1, 0, m->run.micro, m->run.batch, 0};
   zeroc_result_t r = backward_pass(m, &p, NULL, NULL);
   if (r) return zeroc__ctx_ret(m->ctx, r);
-  m->micro++;
-  m->in_forward = 0;
+  m->run.micro++;
+  m->run.in_forward = 0;
   return ZEROC_OK;
 }
 
@@ -421,7 +427,7 @@ zeroc_result_t zeroc__model_set_slots(zeroc_model_t *m, int slots) {
   if (slots < 1 || slots > 4096)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "micro-batch slots %d: accepted 1..4096", slots);
   for (int i = 0; i < m->n; i++)
-    if (m->in_forward || m->micro || m->u[i].nbwd)
+    if (m->run.in_forward || m->run.micro || m->u[i].nbwd)
       return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                         "micro-batch slots can change only between optimizer steps");
   for (int i = 0; i < m->n; i++) {
@@ -435,14 +441,14 @@ zeroc_result_t zeroc__model_set_slots(zeroc_model_t *m, int slots) {
 }
 
 void zeroc__model_tie(zeroc_model_t *m, zeroc_group_t *g, int owner) {
-  m->tie_g = g;
-  m->tie_owner = owner;
+  m->tie.g = g;
+  m->tie.owner = owner;
 }
 
 /* What a range of units may be run with; the same checks for both directions. */
 static zeroc_result_t range_check(zeroc_model_t *m, const char *what, int first, int last, int slot,
                                   int micro) {
-  if (m->in_forward)
+  if (m->run.in_forward)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "%s while a whole-model forward waits for its backward", what);
   if (first < 0 || last >= m->n || first > last)

@@ -43,7 +43,7 @@ static zeroc_result_t local_sumsq(zeroc_model_t *m, double *out) {
       const zeroc__flat_param_t *p = &u->f.p[j];
       if (p->lo == p->hi) continue;
       if ((p->flags & ZEROC_PARAM_TP_REPLICATED) && mesh->tp_rank != 0) continue;
-      if ((p->flags & ZEROC_PARAM_TIED) && m->tie_g && !m->tie_owner) continue;
+      if ((p->flags & ZEROC_PARAM_TIED) && m->tie.g && !m->tie.owner) continue;
       CHK(zeroc_k_sumsq(m->k, m->compute, acc, g + (p->lo - u->f.shard_off), p->hi - p->lo));
     }
   }
@@ -84,7 +84,7 @@ static zeroc_result_t adamw_host(zeroc_model_t *m, const zeroc_adamw_args_t *a0)
 
 static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef) {
   const zeroc_shard_config_t *c = &m->cfg;
-  double t = (double)(m->steps + 1);
+  double t = (double)(m->run.steps + 1);
   zeroc_adamw_args_t a = {lr, c->beta1, c->beta2, c->eps, c->weight_decay, clip_coef,
                           (float)(1.0 - pow(c->beta1, t)), (float)(1.0 - pow(c->beta2, t))};
   if (m->ostate) return adamw_host(m, &a);
@@ -106,7 +106,7 @@ static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef) {
 zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info) {
   zeroc_result_t res = ZEROC_OK;
   if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_step: NULL model");
-  if (m->in_forward)
+  if (m->run.in_forward)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                              "zeroc_model_step while a forward is waiting for its "
                                              "backward"));
@@ -120,8 +120,8 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
   if (!(lr >= 0) || !isfinite(lr))
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "learning rate %g: must be finite and >= 0", lr));
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
-  zeroc__watchdog_phase(m->ctx, "optimizer step %llu", (unsigned long long)m->steps + 1);
-  ZEROC_FAULT_IN(m->fault, m->rank, "step", m->steps + 1, NULL);
+  zeroc__watchdog_phase(m->ctx, "optimizer step %llu", (unsigned long long)m->run.steps + 1);
+  ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "step", m->run.steps + 1, NULL);
 
   /* every reduction of this step must have landed */
   zeroc_event_t *e = m->u[0].ev_reduced;
@@ -132,44 +132,44 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
   ZEROC_TRY(local_sumsq(m, &sums[0]));
   /* the loss: the last unit's mean, averaged over micro-steps and data-parallel ranks */
   if (mesh->tp_rank == 0 && mesh->pp_rank == mesh->pp - 1)
-    sums[1] = m->loss_sum / m->cfg.grad_accum / mesh->dp;
+    sums[1] = m->run.loss_sum / m->cfg.grad_accum / mesh->dp;
   ZEROC_TRY(zeroc__allreduce_host(zeroc__ctx_group(m->ctx, ZEROC_GROUP_WORLD), sums, 2, ZEROC_FP64,
                                   ZEROC_SUM));
   double norm = sqrt(sums[0]);
   int skipped = !isfinite(norm);
   if (skipped) {
-    m->consecutive_skips++;
+    m->run.consecutive_skips++;
     if (mesh->rank == 0) /* the verdict is global: one line per job, not per rank */
       ZWARN(SHARD, "step %llu skipped: gradient norm is %g (non-finite) [%d in a row]",
-          (unsigned long long)m->steps + 1, norm, m->consecutive_skips);
+          (unsigned long long)m->run.steps + 1, norm, m->run.consecutive_skips);
   } else {
     float coef = 1.0f;
     if (m->cfg.clip > 0 && norm > m->cfg.clip) coef = (float)(m->cfg.clip / (norm + 1e-6));
     ZEROC_TRY(adamw_all(m, lr, coef));
     if (!m->ostate) ZEROC_TRY(zeroc__model_publish(m)); /* the host path publishes as it goes */
-    m->steps++;
-    m->consecutive_skips = 0;
+    m->run.steps++;
+    m->run.consecutive_skips = 0;
   }
   uint64_t bytes = zeroc__model_comm_bytes(m);
   if (info) {
-    info->step = m->steps;
+    info->step = m->run.steps;
     info->loss = (float)sums[1];
     info->grad_norm = (float)norm;
     info->skipped = skipped;
-    info->consecutive_skips = m->consecutive_skips;
-    info->comm_bytes = bytes - m->bytes_mark;
-    info->exposed_comm_ms = m->exposed_ms;
+    info->consecutive_skips = m->run.consecutive_skips;
+    info->comm_bytes = bytes - m->run.bytes_mark;
+    info->exposed_comm_ms = m->run.exposed_ms;
   }
-  m->bytes_mark = bytes;
-  m->exposed_ms = 0;
-  m->micro = 0;
+  m->run.bytes_mark = bytes;
+  m->run.exposed_ms = 0;
+  m->run.micro = 0;
   for (int i = 0; i < m->n; i++) m->u[i].nbwd = 0;
-  m->loss_sum = 0;
-  if (m->consecutive_skips > m->cfg.max_skipped)
+  m->run.loss_sum = 0;
+  if (m->run.consecutive_skips > m->cfg.max_skipped)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_NUMERIC,
                                              "%d consecutive steps had a non-finite gradient norm "
                                              "(limit %d): stopping",
-                                             m->consecutive_skips, m->cfg.max_skipped));
+                                             m->run.consecutive_skips, m->cfg.max_skipped));
   return ZEROC_OK;
 fail:
   return zeroc__ctx_ret(m->ctx, res);
@@ -320,7 +320,7 @@ zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf) {
   return zeroc__ctx_ret(m->ctx, gather_unit(m, unit, buf));
 }
 
-uint64_t zeroc_model_steps(const zeroc_model_t *m) { return m->steps; }
-void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps) { m->steps = steps; }
+uint64_t zeroc_model_steps(const zeroc_model_t *m) { return m->run.steps; }
+void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps) { m->run.steps = steps; }
 zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m) { return m->ctx; }
 uint64_t zeroc_model_state_bytes(const zeroc_model_t *m) { return m->state_bytes; }
