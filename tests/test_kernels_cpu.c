@@ -683,6 +683,27 @@ static void test_cast(void) {
   release();
 }
 
+/* add_to: fp32 adds exactly; bf16 adds in fp32 and rounds once, to nearest even. */
+static void test_add_to(void) {
+  const size_t n = 1001;
+  float *d = frand(n, 93, -1, 1), *src = frand(n, 94, -2, 2), *d0 = fcopy(d, n);
+  ZT_OK(zeroc_k_add_to(K, NULL, d, ZEROC_FP32, src, n));
+  for (size_t i = 0; i < n; i++) CU_ASSERT_EQUAL(d[i], d0[i] + src[i]);
+  uint16_t *h = talloc(n * sizeof *h);
+  for (size_t i = 0; i < n; i++) h[i] = ref_bf16(d0[i]);
+  uint16_t *h0 = talloc(n * sizeof *h0);
+  memcpy(h0, h, n * sizeof *h);
+  ZT_OK(zeroc_k_add_to(K, NULL, h, ZEROC_BF16, src, n));
+  for (size_t i = 0; i < n; i++) {
+    const uint32_t u = (uint32_t)h0[i] << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    CU_ASSERT_EQUAL(h[i], ref_bf16(f + src[i]));
+  }
+  CU_ASSERT_EQUAL(zeroc_k_add_to(K, NULL, h, ZEROC_INT32, src, n), ZEROC_ERR_INVALID_ARG);
+  release();
+}
+
 static void test_accumulate_scale(void) {
   const size_t n = 1001;
   float *d = frand(n, 91, -1, 1), *src = frand(n, 92, -2, 2), *d0 = fcopy(d, n);
@@ -919,6 +940,7 @@ int main(int argc, char **argv) {
       {"crossentropy with a target >= V gives NaN", test_crossentropy_bad_target},
       {"cast fp32 <-> bf16", test_cast},
       {"accumulate and scale", test_accumulate_scale},
+      {"add_to into fp32 and bf16", test_add_to},
       {"sumsq, NaN and Inf propagate", test_sumsq},
       {"adamw vs reference over 5 steps", test_adamw},
       {"bad shapes are rejected", test_bad_shapes},

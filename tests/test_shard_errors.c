@@ -100,6 +100,37 @@ static void test_call_order(void) {
   zeroc_model_destroy(m);
 }
 
+/* The initializer leaves every field unset; the library resolves each to its
+ * default, so an unset config builds the same model as the explicit defaults,
+ * and one rank's unset field agrees with another's explicit default. */
+static void test_unset_defaults(void) {
+  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_shard_config_t unset = ZEROC_SHARD_CONFIG_INIT, given = ZEROC_SHARD_CONFIG_INIT;
+  CU_ASSERT_EQUAL(unset.stage, ZEROC_UNSET);
+  CU_ASSERT_EQUAL(unset.param_dtype, ZEROC_DTYPE_UNSET);
+  given.stage = 3, given.param_dtype = given.reduce_dtype = ZEROC_FP32, given.prefetch = 2;
+  given.recompute = 0, given.grad_accum = 1, given.beta1 = 0.9f, given.beta2 = 0.95f;
+  given.eps = 1e-8f, given.weight_decay = 0, given.clip = 1, given.seed = 1, given.max_skipped = 5;
+  zeroc_model_t *a = NULL, *b = NULL;
+  ZT_OK(zeroc_shard(ctx, L, 1, &unset, &a));
+  ZT_OK(zeroc_shard(ctx, L, 1, zt_rank() == 1 ? &unset : &given, &b));
+  if (!a || !b) goto out;
+  CU_ASSERT_EQUAL(zeroc_model_state_bytes(a), zeroc_model_state_bytes(b));
+  zeroc_unit_info_t ia, ib;
+  ZT_OK(zeroc_model_unit_info(a, 0, &ia));
+  ZT_OK(zeroc_model_unit_info(b, 0, &ib));
+  CU_ASSERT_EQUAL(ia.shard_numel, ib.shard_numel);
+  float xa[64], xb[64];
+  if (ia.shard_numel <= 64) { /* the same seed: the same initial values */
+    ZT_OK(zeroc_model_get_shard(a, 0, ZEROC_STATE_MASTER, xa));
+    ZT_OK(zeroc_model_get_shard(b, 0, ZEROC_STATE_MASTER, xb));
+    CU_ASSERT_EQUAL(memcmp(xa, xb, ia.shard_numel * sizeof(float)), 0);
+  }
+out:
+  zeroc_model_destroy(a);
+  zeroc_model_destroy(b);
+}
+
 /* Models come and go in one context: each gives its streams' communicator
  * channels back, so there is no limit on how many are built one after another. */
 static void test_many_models(void) {
@@ -136,6 +167,7 @@ int main(int argc, char **argv) {
       {"an uninitialised config struct", test_bad_config_struct},
       {"calls out of order", test_call_order},
       {"twelve models one after another in one context", test_many_models},
+      {"unset fields take the library's defaults", test_unset_defaults},
       {"HSDP replicas that do not divide dp", test_hsdp_not_dividing},
       ZT_END,
   };

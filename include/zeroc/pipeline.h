@@ -32,24 +32,35 @@ extern "C" {
 #endif
 
 typedef enum zeroc_pipeline_schedule {
+  ZEROC_PIPELINE_DEFAULT = ZEROC_UNSET, /* unset: 1F1B */
   ZEROC_PIPELINE_GPIPE = 0,       /* all forwards, then all backwards (m activations alive) */
   ZEROC_PIPELINE_1F1B = 1,        /* one forward, one backward (at most p alive) */
   ZEROC_PIPELINE_INTERLEAVED = 2, /* v chunks per rank, m a multiple of p: bubble / v */
 } zeroc_pipeline_schedule_t;
 
+/*
+ * A pipeline's settings. Initialise with ZEROC_PIPELINE_CONFIG_INIT: every
+ * field starts "unset" (ZEROC_UNSET, see zeroc/types.h) and the library
+ * resolves it to the default in brackets when the pipeline is created (or the
+ * config is read by zeroc_pipeline_slots / _print_schedule); act_numel has no
+ * default and must be set.
+ */
 typedef struct zeroc_pipeline_config {
   size_t size;                        /* sizeof(zeroc_pipeline_config_t), set by the initializer */
   uint32_t magic;                     /* ZEROC_CONFIG_MAGIC */
-  zeroc_pipeline_schedule_t schedule; /* default 1F1B */
-  int microbatches;                   /* m >= 1 micro-batches per step (the model's grad_accum) */
-  int chunks;       /* v chunks per rank: 1, or > 1 with the interleaved schedule */
+  zeroc_pipeline_schedule_t schedule; /* [1F1B] */
+  int microbatches;                   /* m >= 1 micro-batches per step (the model's grad_accum) [1] */
+  int chunks;       /* v chunks per rank: 1, or > 1 with the interleaved schedule [1] */
   size_t act_numel; /* elements of the activation crossing every stage boundary (its
-                       gradient has the same shape), e.g. B*T*C */
-  zeroc_dtype_t act_dtype;
+                       gradient has the same shape), e.g. B*T*C [0: must be set] */
+  zeroc_dtype_t act_dtype; /* [fp32] */
 } zeroc_pipeline_config_t;
 
 #define ZEROC_PIPELINE_CONFIG_INIT                                                                 \
-  { sizeof(zeroc_pipeline_config_t), ZEROC_CONFIG_MAGIC, ZEROC_PIPELINE_1F1B, 1, 1, 0, ZEROC_FP32 }
+  {                                                                                                \
+    sizeof(zeroc_pipeline_config_t), ZEROC_CONFIG_MAGIC, ZEROC_PIPELINE_DEFAULT, ZEROC_UNSET,      \
+        ZEROC_UNSET, 0, ZEROC_DTYPE_UNSET                                                          \
+  }
 
 /* "gpipe", "1f1b", "interleaved"; ZEROC_ERR_INVALID_ARG naming the accepted ones. */
 zeroc_result_t zeroc_pipeline_schedule_parse(const char *name, zeroc_pipeline_schedule_t *out);

@@ -31,28 +31,37 @@ extern "C" {
 
 typedef struct zeroc_model zeroc_model_t;
 
+/*
+ * The settings of zeroc_shard(). Initialise with ZEROC_SHARD_CONFIG_INIT: every
+ * field starts "unset" (ZEROC_UNSET, see zeroc/types.h; offloads start NONE,
+ * nvme_dir NULL) and the library resolves it to the default in brackets when
+ * the model is created, so a default can change without recompiling the
+ * caller. Any other value is used as given.
+ */
 typedef struct zeroc_shard_config {
   size_t size;    /* sizeof(zeroc_shard_config_t), set by the initializer */
   uint32_t magic; /* ZEROC_CONFIG_MAGIC */
-  int stage;      /* ZeRO stage 0-3; default 3 */
-  zeroc_dtype_t param_dtype;  /* gathered/compute params: fp32 or bf16; default fp32 */
-  zeroc_dtype_t reduce_dtype; /* full gradients and their reduction; default = param_dtype */
-  int prefetch;   /* gathers in flight ahead of compute (stage 3); 0 disables; default 2 */
-  int recompute;  /* 1: run each unit's forward again inside backward */
-  int grad_accum; /* micro-steps per optimizer step; default 1 */
-  zeroc_offload_t offload_optimizer; /* master, m, v: device (none), host (cpu) or nvme */
-  zeroc_offload_t offload_params;    /* stage 3 parameter shards: none, cpu or nvme */
-  const char *nvme_dir;              /* required with nvme */
-  float beta1, beta2, eps, weight_decay; /* AdamW; defaults 0.9, 0.95, 1e-8, 0 */
-  float clip;          /* global gradient-norm clip; 0 turns clipping off; default 1 */
-  uint64_t seed;       /* initialisation seed; default 1 */
-  int max_skipped;     /* consecutive non-finite steps tolerated; default 5 */
+  int stage;      /* ZeRO stage 0-3 [3] */
+  zeroc_dtype_t param_dtype;  /* gathered/compute params: fp32 or bf16 [fp32] */
+  zeroc_dtype_t reduce_dtype; /* full gradients and their reduction: fp32 or bf16 [fp32] */
+  int prefetch;   /* gathers in flight ahead of compute (stage 3); 0 disables [2] */
+  int recompute;  /* 1: run each unit's forward again inside backward [0] */
+  int grad_accum; /* micro-steps per optimizer step [1] */
+  zeroc_offload_t offload_optimizer; /* master, m, v: device (none), host (cpu) or nvme [none] */
+  zeroc_offload_t offload_params;    /* stage 3 parameter shards: none, cpu or nvme [none] */
+  const char *nvme_dir;              /* required with nvme [NULL] */
+  float beta1, beta2, eps, weight_decay; /* AdamW [0.9, 0.95, 1e-8, 0] */
+  float clip;          /* global gradient-norm clip; 0 turns clipping off [1] */
+  uint64_t seed;       /* initialisation seed [1] */
+  int max_skipped;     /* consecutive non-finite steps tolerated [5] */
 } zeroc_shard_config_t;
 
 #define ZEROC_SHARD_CONFIG_INIT                                                                   \
   {                                                                                               \
-    sizeof(zeroc_shard_config_t), ZEROC_CONFIG_MAGIC, 3, ZEROC_FP32, ZEROC_FP32, 2, 0, 1,         \
-        ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, 0.9f, 0.95f, 1e-8f, 0.0f, 1.0f, 1, 5        \
+    sizeof(zeroc_shard_config_t), ZEROC_CONFIG_MAGIC, ZEROC_UNSET, ZEROC_DTYPE_UNSET,             \
+        ZEROC_DTYPE_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_OFFLOAD_NONE,             \
+        ZEROC_OFFLOAD_NONE, NULL, (float)ZEROC_UNSET, (float)ZEROC_UNSET, (float)ZEROC_UNSET,     \
+        (float)ZEROC_UNSET, (float)ZEROC_UNSET, (uint64_t)ZEROC_UNSET, ZEROC_UNSET                \
   }
 
 /*

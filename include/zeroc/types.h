@@ -11,7 +11,19 @@
 extern "C" {
 #endif
 
+/*
+ * "Unset": the value the config initializers (ZEROC_SHARD_CONFIG_INIT,
+ * ZEROC_PIPELINE_CONFIG_INIT) give a field whose default the library decides;
+ * the library replaces it by the default when the object is created, so a
+ * default can change without recompiling the caller. An int field holds
+ * ZEROC_UNSET, a float field (float)ZEROC_UNSET, a uint64_t field
+ * (uint64_t)ZEROC_UNSET, an enum field its *_UNSET or *_DEFAULT value. It is
+ * INT_MIN: never a meaningful setting.
+ */
+#define ZEROC_UNSET (-2147483647 - 1)
+
 typedef enum zeroc_dtype {
+  ZEROC_DTYPE_UNSET = ZEROC_UNSET, /* a config's "unset" (the library picks); not a type */
   ZEROC_FP32 = 0,
   ZEROC_BF16 = 1,
   ZEROC_INT32 = 2,

@@ -50,6 +50,10 @@ int zeroc__fault_count(const zeroc__fault_t *f);
  */
 int zeroc__fault_hit(zeroc__fault_t *f, int rank, const char *point, uint64_t step, double *value);
 
+/* zeroc__fault_hit with faults `f` (may be NULL: nothing armed, free) and world rank `rank`. */
+#define ZEROC_FAULT_IN(f, rank, point, step, value)                                                \
+  ((f) ? zeroc__fault_hit((f), (rank), (point), (step), (value)) : 0)
+
 /* (ZEROC_FAULT_AT, the same with a context's faults and rank, is in runtime/runtime.h.) */
 
 #endif

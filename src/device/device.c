@@ -150,3 +150,61 @@ zeroc_result_t zeroc_event_sync(zeroc_event_t *e) { return e->dev->ops->event_sy
 zeroc_result_t zeroc_event_query(zeroc_event_t *e, int *done) {
   return e->dev->ops->event_query(e, done);
 }
+
+/* ---- views across the host/device boundary ---------------------------------------- */
+
+zeroc_result_t zeroc__memcpy_sync(zeroc_stream_t *s, void *dst, const void *src, size_t bytes) {
+  ZEROC_CHECK(zeroc_memcpy_async(s, dst, src, bytes));
+  return zeroc_stream_sync(s);
+}
+
+zeroc_result_t zeroc__staging_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag, size_t bytes,
+                                    void **p) {
+  *p = NULL;
+  if (h->dev->ops->host_memory) return ZEROC_OK;
+  return zeroc__device_alloc(h, ZEROC_MEM_DEVICE, tag, bytes, p);
+}
+
+zeroc_result_t zeroc__view_host(zeroc_stream_t *s, void *dev, size_t bytes, int flags,
+                                void *staging, zeroc__view_t *v) {
+  *v = (zeroc__view_t){.ptr = dev, .mem = dev, .bytes = bytes, .flags = flags, .to_host = 1, .s = s};
+  ZEROC_CHECK(zeroc_stream_sync(s)); /* the host reads what the stream wrote */
+  if (s->dev->ops->host_memory) return ZEROC_OK;
+  v->ptr = staging;
+  if (!staging) {
+    v->ptr = malloc(bytes ? bytes : 1);
+    if (!v->ptr) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "host view of %zu bytes", bytes);
+    v->owned = 1;
+  }
+  if (flags & ZEROC_VIEW_IN) return zeroc__memcpy_sync(s, v->ptr, dev, bytes);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__view_device(const zeroc__devmem_t *h, zeroc_stream_t *s, void *host, size_t bytes,
+                                  int flags, void *staging, zeroc__view_t *v) {
+  *v = (zeroc__view_t){.ptr = host, .mem = host, .bytes = bytes, .flags = flags, .s = s};
+  if (s->dev->ops->host_memory) return ZEROC_OK;
+  v->ptr = staging;
+  if (!staging) {
+    ZEROC_CHECK(zeroc__device_alloc(h, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, bytes, &v->ptr));
+    v->owned = 1;
+    v->h = h;
+  }
+  if (flags & ZEROC_VIEW_IN) return zeroc_memcpy_async(s, v->ptr, host, bytes);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__view_end(zeroc__view_t *v) {
+  zeroc_result_t r = ZEROC_OK;
+  if (!v->s) return ZEROC_OK;
+  if (v->ptr != v->mem && (v->flags & ZEROC_VIEW_OUT)) {
+    r = zeroc_memcpy_async(v->s, v->mem, v->ptr, v->bytes);
+    if (!r) r = zeroc_stream_sync(v->s);
+  } else if (v->owned || (v->flags & ZEROC_VIEW_OUT)) {
+    r = zeroc_stream_sync(v->s); /* the view's last user is done before it goes */
+  }
+  if (v->owned && v->to_host) free(v->ptr);
+  else if (v->owned) zeroc__device_free(v->h, v->ptr);
+  *v = (zeroc__view_t){0};
+  return r;
+}

@@ -36,6 +36,10 @@ struct zeroc_event {
 
 typedef struct zeroc_device_ops {
   const char *name;
+  /* 1: device memory is host memory (cpu), so a view across the boundary
+   * (zeroc__view_host, zeroc__view_device) is the memory itself; 0 (cuda): a
+   * view is a copy staged in stream order. Read by device/device.c only. */
+  int host_memory;
   zeroc_result_t (*open)(zeroc_device_t *dev, int ordinal);
   void (*close)(zeroc_device_t *dev);
   zeroc_result_t (*alloc)(zeroc_device_t *dev, zeroc_memkind_t kind, size_t bytes, void **p);
@@ -129,6 +133,59 @@ zeroc_result_t zeroc__device_alloc(const zeroc__devmem_t *h, zeroc_memkind_t kin
 void zeroc__device_free(const zeroc__devmem_t *h, void *ptr);
 /* Creates an event on the device. */
 zeroc_result_t zeroc__event_create(zeroc_device_t *dev, zeroc_event_t **e);
+
+/* ---- crossing the host/device boundary ------------------------------------------
+ * The layers above never ask which device they run on: host code that reads or
+ * writes device memory, and device work on host memory, go through a view.
+ * Where device memory is host memory (cpu) a view is the memory itself and
+ * nothing is copied; otherwise (cuda) it is a copy made in stream order. */
+
+enum {
+  ZEROC_VIEW_IN = 1,  /* the view starts with the viewed memory's bytes */
+  ZEROC_VIEW_OUT = 2, /* ending the view writes it back to the viewed memory */
+};
+
+typedef struct zeroc__view {
+  void *ptr;  /* the view: a host address (view_host) or a device address (view_device) */
+  void *mem;  /* the memory viewed */
+  size_t bytes;
+  int flags;  /* ZEROC_VIEW_IN | ZEROC_VIEW_OUT */
+  int to_host; /* 1: a host view of device memory; 0: a device view of host memory */
+  zeroc_stream_t *s;
+  int owned;        /* ptr was allocated for the view (freed by zeroc__view_end) */
+  const zeroc__devmem_t *h; /* device views: where an allocated ptr came from */
+} zeroc__view_t;
+
+/* A host view of `bytes` of device memory `dev`, usable at once on the calling
+ * thread: the work enqueued on `s` so far is finished first. `staging`: host
+ * memory (>= bytes, pinned for speed) a copy may use; NULL: allocated here
+ * and freed by zeroc__view_end. End it with zeroc__view_end (with
+ * ZEROC_VIEW_OUT it writes the host bytes back and waits for that). */
+zeroc_result_t zeroc__view_host(zeroc_stream_t *s, void *dev, size_t bytes, int flags,
+                                void *staging, zeroc__view_t *v);
+
+/* A device view of `bytes` of host memory `host` for work enqueued on `s`
+ * after this call. `staging`: device memory (>= bytes) a copy may use, from
+ * zeroc__staging_alloc; NULL: allocated from `h` (tag workspace) when a copy
+ * is needed. With ZEROC_VIEW_IN the copy is enqueued on s (the caller keeps
+ * `host` unchanged until s has run it). A view with neither ZEROC_VIEW_OUT nor
+ * an allocated buffer needs no zeroc__view_end; otherwise zeroc__view_end
+ * copies back (OUT), waits for s, and frees. */
+zeroc_result_t zeroc__view_device(const zeroc__devmem_t *h, zeroc_stream_t *s, void *host, size_t bytes,
+                                  int flags, void *staging, zeroc__view_t *v);
+
+/* Ends a view (see above); a zeroed or already ended view is a no-op. */
+zeroc_result_t zeroc__view_end(zeroc__view_t *v);
+
+/* Device memory to stage host data through (tag `tag`), or *p = NULL where
+ * device memory is host memory and no staging is needed. Free with
+ * zeroc_mem_free (NULL is fine). */
+zeroc_result_t zeroc__staging_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag, size_t bytes,
+                                    void **p);
+
+/* Copies `bytes` in `s`'s order and returns when they have arrived (host or device memory on
+ * either side). */
+zeroc_result_t zeroc__memcpy_sync(zeroc_stream_t *s, void *dst, const void *src, size_t bytes);
 
 #define ZEROC_MAX_CHANNELS 8
 /* Point-to-point messages match only on one communicator, whatever stream each

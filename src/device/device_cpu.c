@@ -281,6 +281,7 @@ static zeroc_result_t cpu_event_query(zeroc_event_t *be, int *done) {
 
 const zeroc_device_ops_t zeroc__cpu_device_ops = {
     .name = "cpu",
+    .host_memory = 1,
     .open = cpu_open,
     .close = cpu_close,
     .alloc = cpu_alloc,

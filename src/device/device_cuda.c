@@ -282,6 +282,7 @@ static zeroc_result_t cuda_event_query(zeroc_event_t *be, int *done) {
 
 const zeroc_device_ops_t zeroc__cuda_device_ops = {
     .name = "cuda",
+    .host_memory = 0,
     .open = cuda_open,
     .close = cuda_close,
     .alloc = cuda_alloc,

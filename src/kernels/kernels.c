@@ -239,77 +239,111 @@ zeroc_result_t zeroc_k_vocab_ce_finish(zeroc_kernels_t *k, zeroc_stream_t *s, fl
 }
 
 /* ---- engine kernels -------------------------------------------------------------
- * These also run on the gather and reduce streams. On cpu those streams are
- * worker threads, so a kernel called for such a stream is enqueued on it (in
- * stream order) instead of running on the calling thread. */
+ * These also run on the gather and reduce streams. The cpu twins are handed
+ * to the stream (zeroc__stream_enqueue), which runs them in its order: at once
+ * on the calling thread for the inline compute stream, on the worker thread
+ * for the others. A NULL stream runs them on the calling thread. */
 
 typedef struct {
-  int op; /* 0 cast, 1 accumulate, 2 scale */
+  enum { OP_CAST, OP_ACCUMULATE, OP_SCALE, OP_ADD_TO, OP_SUMSQ, OP_ADAMW } op;
   void *dst;
   const void *src;
   int dst_dt, src_dt;
   size_t n;
   float a;
+  float *m, *v; /* adamw */
+  zeroc_adamw_args_t adam;
 } eng_op_t;
 
 static zeroc_result_t run_eng_op(void *p) {
   eng_op_t *o = p;
-  if (o->op == 0) zeroc__cpu_cast(o->dst, o->dst_dt, o->src, o->src_dt, o->n);
-  else if (o->op == 1) zeroc__cpu_accumulate(o->dst, o->src, o->src_dt, o->n, o->a);
-  else zeroc__cpu_scale(o->dst, o->n, o->a);
+  const zeroc_adamw_args_t *a = &o->adam;
+  switch (o->op) {
+  case OP_CAST: zeroc__cpu_cast(o->dst, o->dst_dt, o->src, o->src_dt, o->n); break;
+  case OP_ACCUMULATE: zeroc__cpu_accumulate(o->dst, o->src, o->src_dt, o->n, o->a); break;
+  case OP_SCALE: zeroc__cpu_scale(o->dst, o->n, o->a); break;
+  case OP_ADD_TO: zeroc__cpu_add_to(o->dst, o->dst_dt, o->src, o->n); break;
+  case OP_SUMSQ: *(double *)o->dst += zeroc__cpu_sumsq(o->src, o->n); break;
+  case OP_ADAMW:
+    zeroc__cpu_adamw(o->dst, o->m, o->v, o->src, o->n, a->lr, a->beta1, a->beta2, a->eps,
+                     a->weight_decay, a->grad_scale, a->bias_corr1, a->bias_corr2);
+    break;
+  }
   return ZEROC_OK;
 }
 
-static int on_worker(const zeroc_stream_t *s) { return s && !s->inline_; }
+/* Runs a cpu engine kernel in `s`'s order. */
+static zeroc_result_t cpu_in_order(zeroc_stream_t *s, const eng_op_t *o) {
+  if (!s) return run_eng_op((void *)o);
+  return zeroc__stream_enqueue(s, run_eng_op, o, sizeof *o);
+}
+
+static int fp32_or_bf16(zeroc_dtype_t dt) { return dt == ZEROC_FP32 || dt == ZEROC_BF16; }
 
 zeroc_result_t zeroc_k_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
                             zeroc_dtype_t dst_dt, const void *src, zeroc_dtype_t src_dt, size_t n) {
-  if ((dst_dt != ZEROC_FP32 && dst_dt != ZEROC_BF16) || (src_dt != ZEROC_FP32 && src_dt != ZEROC_BF16))
+  if (!fp32_or_bf16(dst_dt) || !fp32_or_bf16(src_dt))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cast %s -> %s: accepted fp32 and bf16",
                       zeroc_dtype_name(src_dt), zeroc_dtype_name(dst_dt));
   CUDA_OR_CPU(cast, k, s, dst, dst_dt, src, src_dt, n);
-  if (on_worker(s)) {
-    eng_op_t o = {0, dst, src, dst_dt, src_dt, n, 0};
-    return zeroc__stream_enqueue(s, run_eng_op, &o, sizeof o);
-  }
-  zeroc__cpu_cast(dst, dst_dt, src, src_dt, n);
-  return ZEROC_OK;
+  return cpu_in_order(s, &(eng_op_t){.op = OP_CAST, .dst = dst, .src = src, .dst_dt = dst_dt,
+                                     .src_dt = src_dt, .n = n});
 }
 
 zeroc_result_t zeroc_k_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst,
                                   const void *src, zeroc_dtype_t src_dt, size_t n, float scale) {
-  if (src_dt != ZEROC_FP32 && src_dt != ZEROC_BF16)
+  if (!fp32_or_bf16(src_dt))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "accumulate from %s: accepted fp32, bf16", zeroc_dtype_name(src_dt));
   CUDA_OR_CPU(accumulate, k, s, dst, src, src_dt, n, scale);
-  if (on_worker(s)) {
-    eng_op_t o = {1, dst, src, 0, src_dt, n, scale};
-    return zeroc__stream_enqueue(s, run_eng_op, &o, sizeof o);
-  }
-  zeroc__cpu_accumulate(dst, src, src_dt, n, scale);
-  return ZEROC_OK;
+  return cpu_in_order(s, &(eng_op_t){.op = OP_ACCUMULATE, .dst = dst, .src = src,
+                                     .src_dt = src_dt, .n = n, .a = scale});
 }
 
 zeroc_result_t zeroc_k_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x, size_t n, float a) {
   CUDA_OR_CPU(scale, k, s, x, n, a);
-  if (on_worker(s)) {
-    eng_op_t o = {2, x, NULL, 0, 0, n, a};
-    return zeroc__stream_enqueue(s, run_eng_op, &o, sizeof o);
-  }
-  zeroc__cpu_scale(x, n, a);
-  return ZEROC_OK;
+  return cpu_in_order(s, &(eng_op_t){.op = OP_SCALE, .dst = x, .n = n, .a = a});
+}
+
+zeroc_result_t zeroc_k_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
+                              zeroc_dtype_t dst_dt, const float *src, size_t n) {
+  if (!fp32_or_bf16(dst_dt))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "add_to into %s: accepted fp32, bf16", zeroc_dtype_name(dst_dt));
+  CUDA_OR_CPU(add_to, k, s, dst, dst_dt, src, n);
+  return cpu_in_order(s, &(eng_op_t){.op = OP_ADD_TO, .dst = dst, .dst_dt = dst_dt, .src = src, .n = n});
 }
 
 zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x,
                              size_t n) {
   CUDA_OR_CPU(sumsq, k, s, out, x, n);
-  *out += zeroc__cpu_sumsq(x, n);
-  return ZEROC_OK;
+  return cpu_in_order(s, &(eng_op_t){.op = OP_SUMSQ, .dst = out, .src = x, .n = n});
 }
 
 zeroc_result_t zeroc_k_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m,
                              float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a) {
   CUDA_OR_CPU(adamw, k, s, param, m, v, grad, n, a);
+  return cpu_in_order(s, &(eng_op_t){.op = OP_ADAMW, .dst = param, .m = m, .v = v, .src = grad,
+                                     .n = n, .adam = *a});
+}
+
+/* ---- host kernels ----------------------------------------------------------------- */
+
+zeroc_result_t zeroc_k_host_cast(void *dst, zeroc_dtype_t dst_dt, const void *src,
+                                 zeroc_dtype_t src_dt, size_t n) {
+  if (!fp32_or_bf16(dst_dt) || !fp32_or_bf16(src_dt))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "host cast %s -> %s: accepted fp32 and bf16",
+                      zeroc_dtype_name(src_dt), zeroc_dtype_name(dst_dt));
+  zeroc__cpu_cast(dst, dst_dt, src, src_dt, n);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_host_adamw(float *param, float *m, float *v, const float *grad, size_t n,
+                                  const zeroc_adamw_args_t *a) {
   zeroc__cpu_adamw(param, m, v, grad, n, a->lr, a->beta1, a->beta2, a->eps, a->weight_decay,
                    a->grad_scale, a->bias_corr1, a->bias_corr2);
   return ZEROC_OK;
+}
+
+zeroc_dtype_t zeroc_kernels_compute_dtype(zeroc_ctx_t *ctx, zeroc_dtype_t param_dtype) {
+  /* the cpu kernels compute in fp32 only; cuda computes in the parameters' dtype */
+  return zeroc_ctx_device(ctx) == ZEROC_DEVICE_CPU ? ZEROC_FP32 : param_dtype;
 }

@@ -2,10 +2,15 @@
  * kernels/kernels.h - every numeric kernel behind one dispatch.
  *
  * The model and the engine call zeroc_k_*(k, s, ...) and the device of `k`
- * decides: cpu kernels (kernels/cpu/, OpenBLAS + OpenMP, fp32, run inline on the
- * calling thread, `s` ignored) or cuda kernels (kernels/cuda/, launched on `s`;
- * activations and parameters in k->dtype, fp32 or bf16, accumulating in fp32).
- * Kernels know nothing of sharding.
+ * decides: cpu kernels (kernels/cpu/, OpenBLAS + OpenMP, fp32) or cuda kernels
+ * (kernels/cuda/, launched on `s`; activations and parameters in k->dtype, fp32
+ * or bf16, accumulating in fp32). Kernels know nothing of sharding.
+ * On cpu, where `s` runs: the model kernels run on the calling thread, so they
+ * take the compute stream (inline on cpu: its work runs on the caller) or NULL;
+ * the engine kernels (cast .. adamw below) run in `s`'s order, on the calling
+ * thread for the compute stream or NULL, enqueued on the worker thread of any
+ * other stream (the engine's gather and reduce streams). The host kernels at
+ * the end run on the calling thread on host memory, whatever the device.
  *
  * Conventions:
  * - Dimension letters: B batch, T sequence, C channels, OC output channels,
@@ -149,6 +154,9 @@ zeroc_result_t zeroc_k_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *
                                   const void *src, zeroc_dtype_t src_dt, size_t n, float scale);
 /* x (n) fp32 *= a */
 zeroc_result_t zeroc_k_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x, size_t n, float a);
+/* dst (n, dst_dt) = dst + src (n) fp32, added in fp32 and rounded to dst_dt (nearest even). */
+zeroc_result_t zeroc_k_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
+                              zeroc_dtype_t dst_dt, const float *src, size_t n);
 /* *out (one fp64, device memory) += sum of x[i]^2 (NaN/Inf propagate). */
 zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x,
                              size_t n);
@@ -165,5 +173,21 @@ typedef struct zeroc_adamw_args {
  * param -= lr * (m/bc1 / (sqrt(v/bc2) + eps) + wd * param). */
 zeroc_result_t zeroc_k_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m,
                              float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a);
+
+/* ---- host kernels (host memory, calling thread, any device) ---------------------
+ * For state kept on the host (optimizer offload): the same arithmetic as the
+ * cpu twins of zeroc_k_cast and zeroc_k_adamw, bit for bit. */
+
+/* dst (n, dst_dt) = src (n, src_dt); fp32 <-> bf16 or a copy; host memory. */
+zeroc_result_t zeroc_k_host_cast(void *dst, zeroc_dtype_t dst_dt, const void *src,
+                                 zeroc_dtype_t src_dt, size_t n);
+/* zeroc_k_adamw on host memory. */
+zeroc_result_t zeroc_k_host_adamw(float *param, float *m, float *v, const float *grad, size_t n,
+                                  const zeroc_adamw_args_t *a);
+
+/* The dtype the kernels of ctx's device compute in for parameters of
+ * `param_dtype`: that dtype on cuda, fp32 on cpu (bf16 parameters are then
+ * converted to fp32 compute copies). */
+zeroc_dtype_t zeroc_kernels_compute_dtype(zeroc_ctx_t *ctx, zeroc_dtype_t param_dtype);
 
 #endif

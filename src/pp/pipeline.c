@@ -115,6 +115,8 @@ fail:
   return res;
 }
 
+/* Copies the caller's config and resolves the fields left unset (ZEROC_UNSET)
+ * to the library's defaults. */
 static zeroc_result_t read_config(const zeroc_pipeline_config_t *in, zeroc_pipeline_config_t *out) {
   if (!in || in->magic != ZEROC_CONFIG_MAGIC || in->size < sizeof(zeroc_pipeline_config_t) ||
       in->size > 65536)
@@ -123,6 +125,10 @@ static zeroc_result_t read_config(const zeroc_pipeline_config_t *in, zeroc_pipel
         "zeroc_pipeline_config_t was not initialised with ZEROC_PIPELINE_CONFIG_INIT");
   *out = *in;
   out->size = sizeof *out;
+  if (out->schedule == ZEROC_PIPELINE_DEFAULT) out->schedule = ZEROC_PIPELINE_1F1B;
+  if (out->microbatches == ZEROC_UNSET) out->microbatches = 1;
+  if (out->chunks == ZEROC_UNSET) out->chunks = 1;
+  if (out->act_dtype == ZEROC_DTYPE_UNSET) out->act_dtype = ZEROC_FP32;
   return ZEROC_OK;
 }
 
@@ -386,7 +392,7 @@ zeroc_result_t zeroc_pipeline_create(zeroc_model_t *m, const int *chunk_first,
   *out = p;
   return ZEROC_OK;
 fail:
-  if (p->tie_g && m->tie_g == p->tie_g) zeroc__model_tie(m, NULL, 0);
+  if (p->tie_g && m->tie.g == p->tie_g) zeroc__model_tie(m, NULL, 0);
   zeroc_pipeline_destroy(p);
   return zeroc__ctx_ret(ctx, res);
 }
@@ -394,12 +400,12 @@ fail:
 /* ---- one step ----------------------------------------------------------------------------------
  */
 
-/* Compute waits for a communication event; the time counts as waiting. */
+/* Compute waits for a communication event; the time counts as waiting (where
+ * compute runs on the host, cpu, the wait blocks here; elsewhere it is stream
+ * order and costs nothing). */
 static zeroc_result_t wait_comm(zeroc_pipeline_t *p, zeroc_event_t *e, double *wait_ms) {
-  zeroc_stream_t *cs = p->m->compute;
-  if (!cs->inline_) return zeroc_stream_wait_event(cs, e);
   double t0 = zeroc__now_ms();
-  zeroc_result_t r = zeroc_event_sync(e);
+  zeroc_result_t r = zeroc_stream_wait_event(p->m->compute, e);
   *wait_ms += zeroc__now_ms() - t0;
   return r;
 }
@@ -534,7 +540,7 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
   double t0 = zeroc__now_ms();
   for (int s = 0; s < NSTREAMS; s++) ZEROC_TRY(zeroc_stream_sync(p->s[s]));
   wait += zeroc__now_ms() - t0;
-  if (!cs->inline_) ZEROC_TRY(zeroc_stream_sync(cs));
+  ZEROC_TRY(zeroc_stream_sync(cs));
   if (stats) {
     stats->run_ms = zeroc__now_ms() - t_run;
     stats->compute_ms = compute;

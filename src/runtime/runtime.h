@@ -35,6 +35,8 @@ zeroc_group_t *zeroc__ctx_group(zeroc_ctx_t *ctx, zeroc_group_kind_t kind);
 zeroc_device_t *zeroc__ctx_device(zeroc_ctx_t *ctx);
 /* The memory accountant of a context. */
 zeroc__mem_t *zeroc__ctx_mem(zeroc_ctx_t *ctx);
+/* What device allocations need: the device, the accountant and the cap. */
+const zeroc__devmem_t *zeroc__ctx_devmem(zeroc_ctx_t *ctx);
 /* What a pinned pool needs (zeroc__pinned_pool_create); lives as long as ctx. */
 const zeroc__pool_env_t *zeroc__ctx_pool_env(zeroc_ctx_t *ctx);
 /* The test-only ZEROC_FAULT specs (core/fault.h); NULL when nothing is armed. */

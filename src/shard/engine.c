@@ -1,8 +1,9 @@
 /*
- * shard/engine.c - zeroc_shard() and the per-unit schedule of forward and
- * backward: gather (prefetched K units ahead on the gather stream), compute,
- * release; backward, then reduce-scatter on the reduce stream while the next
- * unit computes. The buffers each stage keeps are tabled in shard/engine.h.
+ * shard/engine.c - zeroc_shard(): the settings and their defaults, the
+ * agreement between ranks, each unit's buffers for its ZeRO stage (tabled in
+ * shard/engine.h), initial values and publishing the parameters; and
+ * zeroc_model_destroy. The per-unit schedule is shard/schedule.c, the
+ * optimizer step shard/step.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,7 @@
 #include "core/clock.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "runtime/ctx.h" /* m->ctx->fault, until it asks zeroc__ctx_fault */
-#include "kernels/cpu/cpu_kernels.h"
+#include "runtime/runtime.h"
 #include "shard/engine.h"
 #include "shard/sizes.h"
 
@@ -20,9 +20,32 @@ static size_t esz(zeroc_dtype_t dt) { return zeroc_dtype_size(dt); }
 
 /* ---- config ------------------------------------------------------------------ */
 
+/* The library's defaults for the fields a caller left unset (ZEROC_UNSET). */
+static void resolve_defaults(zeroc_shard_config_t *c) {
+  const float unset = (float)ZEROC_UNSET;
+  if (c->stage == ZEROC_UNSET) c->stage = 3;
+  if (c->param_dtype == ZEROC_DTYPE_UNSET) c->param_dtype = ZEROC_FP32;
+  if (c->reduce_dtype == ZEROC_DTYPE_UNSET) c->reduce_dtype = ZEROC_FP32;
+  if (c->prefetch == ZEROC_UNSET) c->prefetch = 2;
+  if (c->recompute == ZEROC_UNSET) c->recompute = 0;
+  if (c->grad_accum == ZEROC_UNSET) c->grad_accum = 1;
+  if (c->beta1 == unset) c->beta1 = 0.9f;
+  if (c->beta2 == unset) c->beta2 = 0.95f;
+  if (c->eps == unset) c->eps = 1e-8f;
+  if (c->weight_decay == unset) c->weight_decay = 0.0f;
+  if (c->clip == unset) c->clip = 1.0f;
+  if (c->seed == (uint64_t)ZEROC_UNSET) c->seed = 1;
+  if (c->max_skipped == ZEROC_UNSET) c->max_skipped = 5;
+}
+
+/* Copies a caller's versioned config over the "unset" initializer (an older,
+ * smaller struct keeps the sentinels for the fields it lacks; NULL: all
+ * unset) and resolves the defaults; *out is usable even when the struct is
+ * rejected. Then checks the values. */
 static zeroc_result_t read_config(const zeroc_shard_config_t *in, zeroc_shard_config_t *out) {
   const zeroc_shard_config_t dflt = ZEROC_SHARD_CONFIG_INIT;
   *out = dflt;
+  resolve_defaults(out);
   if (!in) return ZEROC_OK;
   if (in->magic != ZEROC_CONFIG_MAGIC || in->size < offsetof(zeroc_shard_config_t, stage) + sizeof(int) ||
       in->size > 65536)
@@ -30,8 +53,10 @@ static zeroc_result_t read_config(const zeroc_shard_config_t *in, zeroc_shard_co
                       "zeroc_shard_config_t was not initialised with ZEROC_SHARD_CONFIG_INIT "
                       "(size %zu, magic 0x%x)",
                       in->size, in->magic);
+  *out = dflt;
   memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
   out->size = sizeof *out;
+  resolve_defaults(out);
   if (out->stage < 0 || out->stage > 3)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "ZeRO stage %d: accepted 0, 1, 2, 3", out->stage);
   if (out->param_dtype != ZEROC_FP32 && out->param_dtype != ZEROC_BF16)
@@ -90,6 +115,53 @@ static uint64_t layers_checksum(const zeroc_layer_t *layers, int n) {
   return h;
 }
 
+/* Agreement before anything can fail on one rank only: with identical inputs
+ * every later check fails identically everywhere. The settings must agree over
+ * the world; the layer list only over the data-parallel group, since pipeline
+ * stages hold different units. Hashes are cut to 62 bits so that their
+ * negation (max via min) cannot overflow. */
+static zeroc_result_t agree_on_inputs(zeroc_ctx_t *ctx, const zeroc_shard_config_t *c,
+                                      const zeroc_layer_t *layers, int n) {
+  int v[8] = {c->stage,     (int)c->param_dtype, (int)c->reduce_dtype,        c->prefetch,
+              c->recompute, c->grad_accum,       (int)c->offload_optimizer, (int)c->offload_params};
+  uint64_t hs = fnv(0xcbf29ce484222325ULL, v, sizeof v);
+  int64_t hl = (int64_t)(layers_checksum(layers, n) >> 2), hw = (int64_t)(hs >> 2);
+  int64_t dl[2] = {hl, -hl}, wl[3];
+  CHK(zeroc__allreduce_host(zeroc__ctx_group(ctx, ZEROC_GROUP_DP), dl, 2, ZEROC_INT64, ZEROC_MIN));
+  wl[0] = hw, wl[1] = -hw, wl[2] = dl[0] != -dl[1] ? -1 : 0;
+  CHK(zeroc__allreduce_host(zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD), wl, 3, ZEROC_INT64, ZEROC_MIN));
+  if (wl[0] != -wl[1])
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "the shard settings differ between ranks (checksums %015llx and %015llx): "
+                      "every rank must pass the same stage, dtypes, accumulation, recompute and "
+                      "prefetch",
+                      (unsigned long long)wl[0], (unsigned long long)-wl[1]);
+  if (wl[2])
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "the layer lists differ between ranks of a data-parallel group (this rank's "
+                      "group: checksums %015llx and %015llx): every data-parallel rank must pass "
+                      "the same units, parameter names, shapes and flags",
+                      (unsigned long long)dl[0], (unsigned long long)-dl[1]);
+  return ZEROC_OK;
+}
+
+/* What the unit list must satisfy before it is flattened. */
+static zeroc_result_t check_layers(const zeroc_layer_t *layers, int n) {
+  if (n < 1 || !layers)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_shard: %d units; need at least one", n);
+  for (int i = 0; i < n; i++) {
+    const char *name = layers[i].name ? layers[i].name : "?";
+    if (!layers[i].forward || !layers[i].backward)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "unit %d ('%s') has no forward or backward callback",
+                        i, name);
+    if (layers[i].shares >= i || layers[i].shares < -1)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "unit %d ('%s') shares %d: must be -1 or the index of an earlier unit", i,
+                        name, layers[i].shares);
+  }
+  return ZEROC_OK;
+}
+
 /* ---- pools ---------------------------------------------------------------------- */
 
 static zeroc_result_t pool_init(zeroc_model_t *m, zeroc__pool_t *p, int n, size_t bytes,
@@ -113,41 +185,6 @@ static void pool_fini(zeroc_model_t *m, zeroc__pool_t *p) {
   }
   free(p->s);
   p->s = NULL;
-}
-
-/* Takes a free slot; `consumer` (the stream that will write it) waits until the
- * previous user released it. */
-static zeroc_result_t slot_acquire(zeroc__pool_t *p, zeroc_stream_t *consumer, zeroc__slot_t **out) {
-  *out = NULL; /* written on every path: callers' slots are never left unset */
-  for (int i = 0; i < p->n; i++) {
-    if (!p->s[i].busy) {
-      p->s[i].busy = 1;
-      if (consumer) CHK(zeroc_stream_wait_event(consumer, p->s[i].free_ev));
-      *out = &p->s[i];
-      return ZEROC_OK;
-    }
-  }
-  return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "no free buffer slot among %d (schedule bug)", p->n);
-}
-
-/* Gives a slot back once the work enqueued so far on `last_user` is done. */
-static zeroc_result_t slot_release(zeroc__slot_t *s, zeroc_stream_t *last_user) {
-  if (!s) return ZEROC_OK;
-  s->busy = 0;
-  return zeroc_event_record(s->free_ev, last_user);
-}
-
-zeroc_result_t zeroc__model_wait_comm(zeroc_model_t *m, zeroc_event_t *e) {
-  if (m->compute->inline_) {
-    int done = 0;
-    CHK(zeroc_event_query(e, &done));
-    if (done) return zeroc_event_sync(e); /* still returns the comm's error, if any */
-    double t0 = zeroc__now_ms();
-    zeroc_result_t r = zeroc_event_sync(e);
-    m->exposed_ms += zeroc__now_ms() - t0;
-    return r;
-  }
-  return zeroc_stream_wait_event(m->compute, e);
 }
 
 uint64_t zeroc__model_comm_bytes(const zeroc_model_t *m) {
@@ -248,30 +285,23 @@ static zeroc_result_t unit_init(zeroc_model_t *m, int i) {
     memset(v.v, 0, u->f.S * 4);
     return zeroc__moff_state_done(m, i);
   }
-  if (m->compute->inline_) {
-    zeroc__flat_init_shard(&u->L, i, &u->f, m->cfg.seed, u->master);
-    return ZEROC_OK;
-  }
-  float *tmp = malloc(u->f.S * 4);
-  if (!tmp) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "init staging of %llu floats", (unsigned long long)u->f.S);
-  zeroc__flat_init_shard(&u->L, i, &u->f, m->cfg.seed, tmp);
-  zeroc_result_t r = zeroc_memcpy_async(m->compute, u->master, tmp, u->f.S * 4);
-  if (!r) r = zeroc_stream_sync(m->compute);
-  free(tmp);
-  return r;
+  zeroc__view_t hv;
+  CHK(zeroc__view_host(m->compute, u->master, u->f.S * 4, ZEROC_VIEW_OUT, NULL, &hv));
+  zeroc__flat_init_shard(&u->L, i, &u->f, m->cfg.seed, hv.ptr);
+  return zeroc__view_end(&hv);
 }
 
 zeroc_result_t zeroc__model_store_params_from_host(zeroc_model_t *m, int i, const float *master) {
   zeroc__unit_t *u = &m->u[i];
   if (m->cfg.offload_params != ZEROC_OFFLOAD_NONE) return zeroc__moff_param_store(m, i, master);
-  if (m->compute->inline_) { /* cpu: the compute shard is host memory */
-    zeroc__cpu_cast(u->cshard, m->pdt, master, ZEROC_FP32, u->f.S);
-    return ZEROC_OK;
-  }
-  /* cuda: cast on the host, copy up, and wait before the staging is reused */
-  zeroc__cpu_cast(m->host_param, m->pdt, master, ZEROC_FP32, u->f.S);
-  CHK(zeroc_memcpy_async(m->compute, u->cshard, m->host_param, u->f.S * esz(m->pdt)));
-  return zeroc_stream_sync(m->compute);
+  /* cast on the host into a host view of the compute shard (staged through
+   * the pinned host_param where the shard is not host memory) */
+  zeroc__view_t hv;
+  CHK(zeroc__view_host(m->compute, u->cshard, u->f.S * esz(m->pdt), ZEROC_VIEW_OUT, m->host_param,
+                       &hv));
+  zeroc_result_t r = zeroc_k_host_cast(hv.ptr, m->pdt, master, ZEROC_FP32, u->f.S);
+  zeroc_result_t e = zeroc__view_end(&hv);
+  return r ? r : e;
 }
 
 zeroc_result_t zeroc__model_publish(zeroc_model_t *m) {
@@ -290,10 +320,11 @@ zeroc_result_t zeroc__model_publish(zeroc_model_t *m) {
       zeroc__unit_t *u = &m->u[i];
       if (m->cfg.offload_params != ZEROC_OFFLOAD_NONE) {
         /* offloaded parameters with the optimizer on the device: through the host */
-        float *h = m->host_grad; /* S floats of pinned staging */
-        CHK(zeroc_memcpy_async(m->compute, h, u->master, u->f.S * 4));
-        CHK(zeroc_stream_sync(m->compute));
-        CHK(zeroc__moff_param_store(m, i, h));
+        zeroc__view_t hv; /* staged in host_grad: S floats of pinned memory */
+        CHK(zeroc__view_host(m->compute, u->master, u->f.S * 4, ZEROC_VIEW_IN, m->host_grad, &hv));
+        zeroc_result_t r = zeroc__moff_param_store(m, i, hv.ptr);
+        zeroc_result_t e = zeroc__view_end(&hv);
+        CHK(r ? r : e);
       } else {
         CHK(zeroc_k_cast(m->k, m->compute, u->cshard, m->pdt, u->master, ZEROC_FP32, u->f.S));
       }
@@ -323,61 +354,25 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   zeroc_result_t res = ZEROC_OK;
   if (!ctx || !out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_shard: NULL ctx or output");
   *out = NULL;
-  /* The checksums come first, before any check that could fail on one rank
-   * only: with identical lists every later check fails identically everywhere.
-   * The settings must agree over the world; the layer list only over the
-   * data-parallel group, since pipeline stages hold different units. Hashes
-   * are cut to 62 bits so that their negation (max via min) cannot overflow. */
-  uint64_t hs = 0xcbf29ce484222325ULL;
-  if (cfg) { /* the settings every rank must share */
-    int v[8] = {cfg->stage,     (int)cfg->param_dtype, (int)cfg->reduce_dtype,
-                cfg->prefetch,  cfg->recompute,        cfg->grad_accum,
-                (int)cfg->offload_optimizer, (int)cfg->offload_params};
-    hs = fnv(hs, v, sizeof v);
-  }
-  int64_t hl = (int64_t)(layers_checksum(layers, n) >> 2), hw = (int64_t)(hs >> 2);
-  int64_t dl[2] = {hl, -hl}, wl[3];
-  zeroc_group_t *world = zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD);
-  CHK(zeroc__ctx_ret(ctx, zeroc__allreduce_host(zeroc__ctx_group(ctx, ZEROC_GROUP_DP), dl, 2,
-                                                ZEROC_INT64, ZEROC_MIN)));
-  wl[0] = hw, wl[1] = -hw, wl[2] = dl[0] != -dl[1] ? -1 : 0;
-  CHK(zeroc__ctx_ret(ctx, zeroc__allreduce_host(world, wl, 3, ZEROC_INT64, ZEROC_MIN)));
-  if (wl[0] != -wl[1])
-    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                          "the shard settings differ between ranks (checksums "
-                                          "%015llx and %015llx): every rank must pass the same "
-                                          "stage, dtypes, accumulation, recompute and prefetch",
-                                          (unsigned long long)wl[0], (unsigned long long)-wl[1]));
-  if (wl[2])
-    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                          "the layer lists differ between ranks of a data-parallel "
-                                          "group (this rank's group: checksums %015llx and "
-                                          "%015llx): every data-parallel rank must pass the same "
-                                          "units, parameter names, shapes and flags",
-                                          (unsigned long long)dl[0], (unsigned long long)-dl[1]));
+  /* the settings, resolved; a rejected config is reported after the agreement */
+  zeroc_shard_config_t c;
+  char cfg_err[ZEROC_ERRMSG_MAX] = "";
+  zeroc_result_t cfg_res = read_config(cfg, &c);
+  if (cfg_res) snprintf(cfg_err, sizeof cfg_err, "%s", zeroc__tls_error());
+  CHK(zeroc__ctx_ret(ctx, agree_on_inputs(ctx, &c, layers, n)));
   zeroc_model_t *m = calloc(1, sizeof *m);
   if (!m) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "model struct"));
   m->ctx = ctx;
+  m->inject.specs = zeroc__ctx_fault(ctx);
+  m->inject.rank = zeroc_ctx_mesh(ctx)->rank;
   m->conv_owner = -1;
   m->slots = 1;
-  ZEROC_TRY(read_config(cfg, &m->cfg));
-  if (n < 1 || !layers) {
-    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_shard: %d units; need at least one", n);
-    goto fail;
+  m->cfg = c;
+  if (cfg_res) {
+    zeroc__tls_error_set(cfg_err);
+    ZEROC_TRY(cfg_res);
   }
-  for (int i = 0; i < n; i++) {
-    if (!layers[i].forward || !layers[i].backward) {
-      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "unit %d ('%s') has no forward or backward callback",
-                       i, layers[i].name ? layers[i].name : "?");
-      goto fail;
-    }
-    if (layers[i].shares >= i || layers[i].shares < -1) {
-      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                       "unit %d ('%s') shares %d: must be -1 or the index of an earlier unit", i,
-                       layers[i].name ? layers[i].name : "?", layers[i].shares);
-      goto fail;
-    }
-  }
+  ZEROC_TRY(check_layers(layers, n));
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
   int st = m->cfg.stage;
   if (st == 0 && mesh->dp_replicate > 1 && mesh->dp_shard > 1) {
@@ -390,12 +385,12 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   m->n = n;
   m->pdt = m->cfg.param_dtype;
   m->rdt = m->cfg.reduce_dtype;
-  m->cdt = zeroc_ctx_device(ctx) == ZEROC_DEVICE_CPU ? ZEROC_FP32 : m->pdt;
+  m->cdt = zeroc_kernels_compute_dtype(ctx, m->pdt);
   m->conv = m->cdt != m->pdt || m->cdt != m->rdt;
   m->K = m->cfg.prefetch;
   m->compute = zeroc_ctx_compute_stream(ctx);
   if (st == 0) {
-    ZEROC_TRY(zeroc__group_split(world, mesh->rank, 0, "self", &m->self_g));
+    ZEROC_TRY(zeroc__group_split(zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD), mesh->rank, 0, "self", &m->self_g));
     m->shard_g = m->self_g;
     m->rep_g = zeroc__ctx_group(ctx, ZEROC_GROUP_DP);
   } else {
@@ -450,7 +445,7 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   ZEROC_TRY(zeroc_ctx_agree(ctx, ZEROC_OK));
   ZEROC_TRY(zeroc__model_publish(m));
   ZEROC_TRY(zeroc_stream_sync(m->gather_s));
-  m->bytes_mark = zeroc__model_comm_bytes(m);
+  m->run.bytes_mark = zeroc__model_comm_bytes(m);
   ZINFO(SHARD, "model: %d units, stage %d, shard group %d, replicas %d, prefetch %d, params %s, "
                "reduce %s%s",
         n, st, m->shard_g->size, m->rep_g->size, m->K, zeroc_dtype_name(m->pdt),
@@ -514,450 +509,4 @@ void zeroc_model_destroy(zeroc_model_t *m) {
   zeroc__group_destroy(m->self_g);
   zeroc_kernels_destroy(m->k);
   free(m);
-}
-
-/* ---- parameters in use ------------------------------------------------------------- */
-
-/* Stage 3: starts the all-gather of unit i (no-op if it is already gathered). */
-static zeroc_result_t issue_gather(zeroc_model_t *m, int i) {
-  zeroc__unit_t *u = &m->u[i];
-  if (m->cfg.stage != 3 || u->gathered) return ZEROC_OK;
-  if (u->pinned) {
-    u->pslot = &u->own_pslot;
-    CHK(zeroc_stream_wait_event(m->gather_s, u->own_pslot.free_ev));
-  } else {
-    CHK(slot_acquire(&m->gpool, m->gather_s, &u->pslot));
-  }
-  u->full = u->pslot->ptr;
-  zeroc__watchdog_phase(m->ctx, "gathering unit %d", i);
-  const void *src;
-  int next = i + m->pass_dir;
-  CHK(zeroc__moff_param_src(m, i, next >= 0 && next < m->n ? next : -1, &src));
-  CHK(zeroc__allgather(m->shard_g, m->gather_s, src, u->full, u->f.S, m->pdt));
-  CHK(zeroc_event_record(u->ev_gathered, m->gather_s));
-  u->gathered = 1;
-  u->view_ready = 0;
-  return ZEROC_OK;
-}
-
-/* Stage 3: unit i's gathered params are no longer needed after the work
- * enqueued so far on the compute stream. */
-static zeroc_result_t release_params(zeroc_model_t *m, int i) {
-  zeroc__unit_t *u = &m->u[i];
-  if (m->cfg.stage != 3 || !u->gathered) return ZEROC_OK;
-  CHK(slot_release(u->pslot, m->compute));
-  u->pslot = NULL;
-  u->full = NULL;
-  u->gathered = 0;
-  u->view_ready = 0;
-  if (m->conv_owner == i) m->conv_owner = -1;
-  return ZEROC_OK;
-}
-
-/* Makes unit i's parameters usable by the compute stream and fills pviews. */
-static zeroc_result_t ready_params(zeroc_model_t *m, int i) {
-  zeroc__unit_t *u = &m->u[i];
-  CHK(zeroc__model_wait_comm(m, u->ev_gathered));
-  if (!u->full) return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "unit %d used before it was gathered", i);
-  char *base = u->full;
-  size_t e = esz(m->pdt);
-  if (m->conv) {
-    int shared_view = !u->pinned;
-    if (!u->view_ready || (shared_view && m->conv_owner != i)) {
-      CHK(zeroc_k_cast(m->k, m->compute, u->view, ZEROC_FP32, u->full, m->pdt, u->f.N));
-      u->view_ready = 1;
-      if (shared_view) {
-        if (m->conv_owner >= 0) m->u[m->conv_owner].view_ready = 0;
-        m->conv_owner = i;
-      }
-    }
-    base = (char *)u->view;
-    e = 4;
-  }
-  for (int j = 0; j < u->f.n; j++) u->pviews[j] = base + u->f.p[j].off * e;
-  return ZEROC_OK;
-}
-
-/* Makes unit i's full gradient buffer ready for this micro-step (zeroed on
- * first touch) and fills gviews. */
-static zeroc_result_t ready_grads(zeroc_model_t *m, int i) {
-  zeroc__unit_t *u = &m->u[i];
-  int st = m->cfg.stage;
-  if (!u->grads_ready) {
-    if (st <= 1) {
-      u->fgrad = u->fgrad_own;
-      if (u->nbwd == 0 && !m->conv)
-        CHK(zeroc_memset_async(m->compute, u->fgrad, 0, u->f.N * esz(m->rdt)));
-    } else {
-      if (u->pinned)
-        u->gslot = &u->own_gslot;
-      else
-        CHK(slot_acquire(&m->fgpool, NULL, &u->gslot));
-      /* the slot's previous reduction must finish first: exposed communication */
-      CHK(zeroc__model_wait_comm(m, u->gslot->free_ev));
-      u->fgrad = u->gslot->ptr;
-      if (!m->conv) CHK(zeroc_memset_async(m->compute, u->fgrad, 0, u->f.N * esz(m->rdt)));
-    }
-    if (m->conv) CHK(zeroc_memset_async(m->compute, u->cgrad, 0, u->f.N * 4));
-    u->grads_ready = 1;
-  }
-  char *base = m->conv ? (char *)u->cgrad : (char *)u->fgrad;
-  size_t e = m->conv ? 4 : esz(m->rdt);
-  for (int j = 0; j < u->f.n; j++) u->gviews[j] = base + u->f.p[j].off * e;
-  return ZEROC_OK;
-}
-
-/* fp32 compute grads -> reduce-dtype full grads (cpu with bf16), accumulating
- * over micro-steps where the stage keeps full grads. */
-static void conv_grads_out(zeroc_model_t *m, zeroc__unit_t *u) {
-  size_t n = u->f.N;
-  if (m->cfg.stage <= 1 && u->nbwd > 0) {
-    if (m->rdt == ZEROC_FP32) {
-      zeroc__cpu_add(u->fgrad, u->cgrad, n);
-    } else {
-      uint16_t *g = u->fgrad;
-      for (size_t j = 0; j < n; j++) g[j] = zeroc_f32_to_bf16(zeroc_bf16_to_f32(g[j]) + u->cgrad[j]);
-    }
-  } else {
-    zeroc__cpu_cast(u->fgrad, m->rdt, u->cgrad, ZEROC_FP32, n);
-  }
-}
-
-/* Enqueues unit i's gradient reduction on the reduce stream (u->nbwd counts
- * the unit's earlier backward passes of this step). */
-static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
-  zeroc__unit_t *u = &m->u[i];
-  int st = m->cfg.stage, last = u->nbwd == m->cfg.grad_accum - 1;
-  size_t S = u->f.S;
-  zeroc_stream_t *rs = m->reduce_s;
-  if (st <= 1 && !last) return ZEROC_OK; /* full grads accumulate locally */
-  CHK(zeroc_event_record(u->ev_bwd, m->compute));
-  CHK(zeroc_stream_wait_event(rs, u->ev_bwd));
-  if (u->tied && m->tie_g && m->tie_g->size > 1) {
-    /* every copy of a tied parameter gets the sum of all copies' gradients
-     * before the data-parallel reduction (sums commute), so all copies step alike */
-    for (int j = 0; j < u->f.n; j++) {
-      if (!(u->f.p[j].flags & ZEROC_PARAM_TIED)) continue;
-      void *g = (char *)u->fgrad + u->f.p[j].off * esz(m->rdt);
-      CHK(zeroc__allreduce(m->tie_g, rs, g, g, u->f.p[j].numel, m->rdt, ZEROC_SUM));
-    }
-  }
-  if (st == 0) {
-    if (m->rep_g->size > 1)
-      CHK(zeroc__allreduce(m->rep_g, rs, u->fgrad, u->fgrad, u->f.N, m->rdt, ZEROC_SUM));
-  } else if (st == 1) {
-    zeroc__slot_t *t;
-    CHK(slot_acquire(&m->tpool, rs, &t));
-    CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, t->ptr, S, m->rdt, ZEROC_SUM));
-    if (m->rep_g->size > 1) CHK(zeroc__allreduce(m->rep_g, rs, t->ptr, t->ptr, S, m->rdt, ZEROC_SUM));
-    CHK(zeroc_k_cast(m->k, rs, u->gshard, m->rdt, t->ptr, m->rdt, S));
-    CHK(slot_release(t, rs));
-  } else if (m->cfg.grad_accum == 1) {
-    CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, u->gshard, S, m->rdt, ZEROC_SUM));
-    if (m->rep_g->size > 1)
-      CHK(zeroc__allreduce(m->rep_g, rs, u->gshard, u->gshard, S, m->rdt, ZEROC_SUM));
-  } else {
-    zeroc__slot_t *t;
-    CHK(slot_acquire(&m->tpool, rs, &t));
-    CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, t->ptr, S, m->rdt, ZEROC_SUM));
-    if (u->nbwd == 0)
-      CHK(zeroc_k_cast(m->k, rs, u->gshard, ZEROC_FP32, t->ptr, m->rdt, S));
-    else
-      CHK(zeroc_k_accumulate(m->k, rs, u->gshard, t->ptr, m->rdt, S, 1.0f));
-    CHK(slot_release(t, rs));
-    if (last && m->rep_g->size > 1)
-      CHK(zeroc__allreduce(m->rep_g, rs, u->gshard, u->gshard, S, ZEROC_FP32, ZEROC_SUM));
-  }
-  CHK(zeroc_event_record(u->ev_reduced, rs));
-  if (st >= 2) {
-    CHK(slot_release(u->gslot, rs));
-    u->gslot = NULL;
-    u->fgrad = NULL;
-  }
-  return ZEROC_OK;
-}
-
-/* ---- forward and backward ---------------------------------------------------------- */
-
-static void fill_io(zeroc_model_t *m, int i, int slot, int micro, const void *batch,
-                    zeroc_layer_io_t *io) {
-  zeroc__unit_t *u = &m->u[i];
-  memset(io, 0, sizeof *io);
-  io->unit = i;
-  io->micro = micro;
-  io->slot = slot;
-  io->batch = batch;
-  io->params = u->pviews;
-  io->stream = m->compute;
-  io->workspace = m->ws;
-  io->user = u->L.user;
-  io->grad_scale = 1.0f / ((float)m->cfg.grad_accum * (float)zeroc_ctx_mesh(m->ctx)->dp);
-  io->loss = &m->loss_micro;
-  if (u->L.shares >= 0) io->shared_params = m->u[u->L.shares].pviews;
-}
-
-static zeroc_result_t run_forward(zeroc_model_t *m, int i, int slot, int micro, const void *batch,
-                                  const void *in, int save, int recompute, void **out) {
-  zeroc__unit_t *u = &m->u[i];
-  zeroc_layer_io_t io;
-  fill_io(m, i, slot, micro, batch, &io);
-  io.in = in;
-  io.save = save;
-  io.recompute = recompute;
-  zeroc__watchdog_phase(m->ctx, "%s unit %d ('%s')", recompute ? "recompute" : "forward", i,
-                        u->L.name ? u->L.name : "");
-  ZEROC_FAULT_AT(m->ctx, "forward", m->steps + 1, NULL);
-  zeroc_result_t r = u->L.forward(&io);
-  if (r != ZEROC_OK) return r;
-  *out = io.out;
-  return ZEROC_OK;
-}
-
-/* Test-only (ZEROC_FAULT nan|inf|set=X@grad): the first element of the
- * unit's first parameter in its full gradient takes the value, before the
- * reduction, so it travels to every rank as a real fault would. */
-static zeroc_result_t inject_grad(zeroc_model_t *m, zeroc__unit_t *u) {
-  double v = 0;
-  if (!ZEROC_FAULT_AT(m->ctx, "grad", m->steps + 1, &v)) return ZEROC_OK;
-  float f = (float)v;
-  uint16_t h = zeroc_f32_to_bf16(f);
-  const void *src = m->rdt == ZEROC_BF16 ? (const void *)&h : (const void *)&f;
-  CHK(zeroc_memcpy_async(m->compute, (char *)u->fgrad + u->f.p[0].off * esz(m->rdt), src,
-                         esz(m->rdt)));
-  return zeroc_stream_sync(m->compute); /* the host value must outlive the copy */
-}
-
-/* The forward pass; `eval` runs it without a backward to follow. */
-static zeroc_result_t forward_pass(zeroc_model_t *m, const void *input, int eval) {
-  zeroc_result_t res = ZEROC_OK;
-  int n = m->n, K = m->K, next = 0;
-  const void *x = input;
-  m->loss_micro = 0;
-  m->pass_dir = 1;
-  for (int i = 0; i < n; i++) {
-    zeroc__unit_t *u = &m->u[i];
-    if (m->cfg.stage == 3) {
-      if (next <= i) next = i;
-      for (; next < n && next <= i + K; next++) ZEROC_TRY(issue_gather(m, next));
-    }
-    ZEROC_TRY(ready_params(m, i));
-    if (u->L.shares >= 0) ZEROC_TRY(ready_params(m, u->L.shares));
-    u->saved_in[0] = x;
-    int save = !eval && !(m->cfg.recompute && i < n - 1);
-    void *out = NULL;
-    ZEROC_TRY(run_forward(m, i, 0, m->micro, input, x, save, 0, &out));
-    x = out;
-    if (m->cfg.stage == 3 && !u->pinned && (eval || i < n - 1)) ZEROC_TRY(release_params(m, i));
-  }
-  if (eval && m->cfg.stage == 3)
-    for (int i = 0; i < n; i++) ZEROC_TRY(release_params(m, i));
-  return ZEROC_OK;
-fail:
-  return res;
-}
-
-zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss) {
-  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_eval: NULL model");
-  if (m->in_forward)
-    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "zeroc_model_eval while a forward waits for its backward"));
-  float saved = m->loss_micro;
-  zeroc_result_t r = forward_pass(m, input, 1);
-  if (loss) *loss = m->loss_micro;
-  m->loss_micro = saved;
-  return zeroc__ctx_ret(m->ctx, r);
-}
-
-zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input) {
-  zeroc_result_t res = ZEROC_OK;
-  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_forward: NULL model");
-  if (m->in_forward)
-    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "zeroc_model_forward called twice without "
-                                             "zeroc_model_backward in between"));
-  if (m->micro >= m->cfg.grad_accum)
-    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "%d micro-steps already ran (grad_accum %d): call "
-                                             "zeroc_model_step first",
-                                             m->micro, m->cfg.grad_accum));
-  ZEROC_TRY(forward_pass(m, input, 0));
-  m->batch = input;
-  m->in_forward = 1;
-  return ZEROC_OK;
-fail:
-  return zeroc__ctx_ret(m->ctx, res);
-}
-
-zeroc_result_t zeroc_model_backward(zeroc_model_t *m) {
-  zeroc_result_t res = ZEROC_OK;
-  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_backward: NULL model");
-  if (!m->in_forward)
-    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "zeroc_model_backward without a forward"));
-  int n = m->n, K = m->K, next = n - 1;
-  const void *dout = NULL;
-  m->pass_dir = -1;
-  for (int i = 0; i < n; i++) m->u[i].grads_ready = 0;
-  for (int i = n - 1; i >= 0; i--) {
-    zeroc__unit_t *u = &m->u[i];
-    if (m->cfg.stage == 3) {
-      if (next >= i) next = i;
-      for (; next >= 0 && next >= i - K; next--) ZEROC_TRY(issue_gather(m, next));
-    }
-    ZEROC_TRY(ready_params(m, i));
-    int sh = u->L.shares;
-    if (sh >= 0) ZEROC_TRY(ready_params(m, sh));
-    ZEROC_TRY(ready_grads(m, i));
-    if (sh >= 0) ZEROC_TRY(ready_grads(m, sh));
-    if (m->cfg.recompute && i < n - 1) {
-      void *out = NULL;
-      ZEROC_TRY(run_forward(m, i, 0, m->micro, m->batch, u->saved_in[0], 1, 1, &out));
-    }
-    zeroc_layer_io_t io;
-    fill_io(m, i, 0, m->micro, m->batch, &io);
-    io.grads = u->gviews;
-    if (sh >= 0) io.shared_grads = m->u[sh].gviews;
-    io.in = u->saved_in[0];
-    io.dout = dout;
-    zeroc__watchdog_phase(m->ctx, "backward unit %d ('%s')", i, u->L.name ? u->L.name : "");
-    ZEROC_FAULT_AT(m->ctx, "backward", m->steps + 1, NULL);
-    res = u->L.backward(&io);
-    if (res != ZEROC_OK) goto fail;
-    dout = io.din;
-    /* a pinned unit's gradients are complete only after its own backward */
-    if (m->conv) conv_grads_out(m, u);
-    if (m->ctx->fault) ZEROC_TRY(inject_grad(m, u));
-    ZEROC_TRY(reduce_unit(m, i));
-    u->nbwd++;
-    if (m->cfg.stage == 3) ZEROC_TRY(release_params(m, i));
-  }
-  m->loss_sum += m->loss_micro;
-  m->micro++;
-  m->in_forward = 0;
-  return ZEROC_OK;
-fail:
-  return zeroc__ctx_ret(m->ctx, res);
-}
-
-/* ---- running parts of the model (pipeline parallelism) ----------------------------- */
-
-zeroc_result_t zeroc__model_set_slots(zeroc_model_t *m, int slots) {
-  if (slots < 1 || slots > 4096)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "micro-batch slots %d: accepted 1..4096", slots);
-  for (int i = 0; i < m->n; i++)
-    if (m->in_forward || m->micro || m->u[i].nbwd)
-      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                        "micro-batch slots can change only between optimizer steps");
-  for (int i = 0; i < m->n; i++) {
-    const void **s = calloc((size_t)slots, sizeof *s);
-    if (!s) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "saved inputs of %d slots", slots);
-    free(m->u[i].saved_in);
-    m->u[i].saved_in = s;
-  }
-  m->slots = slots;
-  return ZEROC_OK;
-}
-
-void zeroc__model_tie(zeroc_model_t *m, zeroc_group_t *g, int owner) {
-  m->tie_g = g;
-  m->tie_owner = owner;
-}
-
-/* What a range of units may be run with; the same checks for both directions. */
-static zeroc_result_t range_check(zeroc_model_t *m, const char *what, int first, int last, int slot,
-                                  int micro) {
-  if (m->in_forward)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "%s while a whole-model forward waits for its backward", what);
-  if (first < 0 || last >= m->n || first > last)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: units [%d, %d]; accepted 0 <= first <= last < %d",
-                      what, first, last, m->n);
-  if (slot < 0 || slot >= m->slots)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: slot %d; accepted 0..%d (zeroc__model_set_slots)",
-                      what, slot, m->slots - 1);
-  if (micro < 0 || micro >= m->cfg.grad_accum)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: micro-batch %d; accepted 0..%d (grad_accum %d)",
-                      what, micro, m->cfg.grad_accum - 1, m->cfg.grad_accum);
-  if (m->cfg.stage > 1)
-    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
-                      "%s needs ZeRO stage 0 or 1 (stage is %d): with several micro-batches in "
-                      "flight the parameters must stay gathered and the gradients are reduced "
-                      "once, after the last micro-batch",
-                      what, m->cfg.stage);
-  for (int i = first; i <= last; i++)
-    if (m->u[i].L.shares >= 0 || m->u[i].pinned)
-      return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
-                        "%s: unit %d ('%s') shares parameters with another unit; a range needs "
-                        "units without `shares` (tie copies across ranks with ZEROC_PARAM_TIED)",
-                        what, i, m->u[i].L.name ? m->u[i].L.name : "");
-  return ZEROC_OK;
-}
-
-zeroc_result_t zeroc__model_forward_units(zeroc_model_t *m, int first, int last, int slot,
-                                          int micro, const void *batch, const void *in,
-                                          void **out) {
-  zeroc_result_t res = ZEROC_OK;
-  ZEROC_TRY(range_check(m, "forward of a unit range", first, last, slot, micro));
-  const void *x = in ? in : batch;
-  for (int i = first; i <= last; i++) {
-    zeroc__unit_t *u = &m->u[i];
-    ZEROC_TRY(ready_params(m, i));
-    u->saved_in[slot] = x;
-    int save = !(m->cfg.recompute && i < m->n - 1);
-    void *y = NULL;
-    m->loss_micro = 0;
-    ZEROC_TRY(run_forward(m, i, slot, micro, batch, x, save, 0, &y));
-    /* only a loss unit writes it; every micro-batch's loss counts once, here */
-    m->loss_sum += m->loss_micro;
-    x = y;
-  }
-  *out = (void *)x;
-  return ZEROC_OK;
-fail:
-  return res;
-}
-
-zeroc_result_t zeroc__model_backward_units(zeroc_model_t *m, int first, int last, int slot,
-                                           int micro, const void *batch, const void *dout,
-                                           void **din) {
-  zeroc_result_t res = ZEROC_OK;
-  ZEROC_TRY(range_check(m, "backward of a unit range", first, last, slot, micro));
-  const void *d = dout;
-  for (int i = last; i >= first; i--) {
-    zeroc__unit_t *u = &m->u[i];
-    if (u->nbwd >= m->cfg.grad_accum) {
-      res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                       "backward of unit %d: already %d backward passes this step (grad_accum "
-                       "%d); call zeroc_model_step",
-                       i, u->nbwd, m->cfg.grad_accum);
-      goto fail;
-    }
-    ZEROC_TRY(ready_params(m, i));
-    u->grads_ready = 0;
-    ZEROC_TRY(ready_grads(m, i));
-    /* the loss unit (no incoming gradient) kept its activations; any other
-     * unit, the last of a pipeline chunk included, is recomputed */
-    if (m->cfg.recompute && !(i == last && !dout)) {
-      void *y = NULL;
-      ZEROC_TRY(run_forward(m, i, slot, micro, batch, u->saved_in[slot], 1, 1, &y));
-    }
-    zeroc_layer_io_t io;
-    fill_io(m, i, slot, micro, batch, &io);
-    io.grads = u->gviews;
-    io.in = u->saved_in[slot];
-    io.dout = d;
-    zeroc__watchdog_phase(m->ctx, "backward unit %d ('%s') micro-batch %d", i,
-                          u->L.name ? u->L.name : "", micro);
-    ZEROC_FAULT_AT(m->ctx, "backward", m->steps + 1, NULL);
-    ZEROC_TRY(u->L.backward(&io));
-    d = io.din;
-    if (m->conv) conv_grads_out(m, u);
-    if (m->ctx->fault) ZEROC_TRY(inject_grad(m, u));
-    ZEROC_TRY(reduce_unit(m, i));
-    u->nbwd++;
-  }
-  *din = (void *)d;
-  return ZEROC_OK;
-fail:
-  return res;
 }

@@ -90,20 +90,30 @@ struct zeroc_model {
   double *norm_acc;              /* device double for sum of squares */
   zeroc_event_t *ev_published;
   int slots;                     /* micro-batches in flight (saved inputs per unit); 1 */
-  const void *batch;             /* whole-model path: the input of the running micro-step */
-  zeroc_group_t *tie_g;          /* ranks holding a copy of the ZEROC_PARAM_TIED params */
-  int tie_owner;                 /* 1: this rank's copy counts in the gradient norm */
+  uint64_t state_bytes;          /* persistent params + grads + optimizer bytes */
 
-  /* progress of the current step */
-  int micro;          /* micro-steps whose backward completed */
-  int in_forward;     /* a forward ran, its backward has not */
-  double loss_sum;    /* sum over micro-steps of the last unit's loss */
-  float loss_micro;
-  uint64_t steps;
-  int consecutive_skips;
-  double exposed_ms;
-  uint64_t bytes_mark; /* comm bus bytes at the start of the step */
-  uint64_t state_bytes; /* persistent params + grads + optimizer bytes */
+  struct {
+    zeroc_group_t *g; /* ranks holding a copy of the ZEROC_PARAM_TIED params */
+    int owner;        /* 1: this rank's copy counts in the gradient norm */
+  } tie;
+
+  struct { /* test-only fault injection (core/fault.h), fetched at creation */
+    struct zeroc__fault *specs; /* NULL: off */
+    int rank;                   /* world rank the specs name */
+  } inject;
+
+  struct { /* progress of the current step (shard/schedule.c, shard/step.c) */
+    int micro;          /* whole-model micro-steps whose backward completed */
+    int in_forward;     /* a whole-model forward ran, its backward has not */
+    const void *batch;  /* whole-model path: the input of the running micro-step */
+    int pass_dir;       /* +1 forward, -1 backward: which unit a read-ahead fetches */
+    double loss_sum;    /* sum over micro-batches of the loss units' losses */
+    float loss_micro;   /* the loss a unit's forward writes */
+    uint64_t steps;
+    int consecutive_skips;
+    double exposed_ms;
+    uint64_t bytes_mark; /* comm bus bytes at the start of the step */
+  } run;
 
   /* offload (shard/offload.c) */
   zeroc__pinned_pool_t *pool;
@@ -111,11 +121,15 @@ struct zeroc_model {
   zeroc__offload_t *ostate; /* optimizer state off the device */
   float *host_grad;         /* pinned copy of a gradient shard (cuda, or bf16 grads) */
   void *host_param;         /* pinned staging of a new compute shard (cuda) */
-  int nstage;               /* parameter staging ring (offloaded ZeRO-3 shards) */
-  void **stage_buf, **stage_dev;
-  int *stage_owner, *stage_used, *pslot_id;
-  zeroc__ticket_t *stage_ticket;
-  int pass_dir;             /* +1 forward, -1 backward: which unit a read-ahead fetches */
+  struct { /* the staging ring of offloaded ZeRO-3 parameter shards (shard/offload.c) */
+    int n;
+    void **buf;               /* pinned host buffers (nvme) */
+    void **dev;               /* their device twins for the gathers (NULL where not needed) */
+    int *owner;               /* unit whose shard a buffer holds, -1 none */
+    int *used;                /* a gather has been issued from it */
+    zeroc__ticket_t *ticket;  /* its swap transfer in flight, 0 none */
+    int *swap_slot;           /* per unit: its swap file slot */
+  } pstage;
 };
 
 zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS);
@@ -148,7 +162,9 @@ zeroc_result_t zeroc__model_publish(zeroc_model_t *m);
 /* Sum of bus bytes over the model's groups (for per-step figures). */
 uint64_t zeroc__model_comm_bytes(const zeroc_model_t *m);
 
-/* ---- running parts of the model (pipeline parallelism) ------------------------------ */
+/* ---- running parts of the model (pipeline parallelism) ------------------------------
+ * A unit range runs the same per-unit schedule as zeroc_model_forward/backward
+ * (shard/schedule.c); what a range adds is the checks below. */
 
 /* Keeps `slots` saved inputs per unit, so that `slots` micro-batches can be
  * between their forward and their backward at once (forward_units and

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "kernels/cpu/cpu_kernels.h"
 #include "shard/engine.h"
 #include "shard/sizes.h"
 
@@ -64,30 +63,28 @@ zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
   if (op != ZEROC_OFFLOAD_NONE) {
     /* the ring: K + 2 staging buffers (unit being gathered, K gathers in flight,
      * one read ahead) */
-    m->nstage = m->K + 2;
-    m->stage_buf = calloc((size_t)m->nstage, sizeof *m->stage_buf);
-    m->stage_dev = calloc((size_t)m->nstage, sizeof *m->stage_dev);
-    m->stage_owner = calloc((size_t)m->nstage, sizeof *m->stage_owner);
-    m->stage_ticket = calloc((size_t)m->nstage, sizeof *m->stage_ticket);
-    m->stage_used = calloc((size_t)m->nstage, sizeof *m->stage_used);
-    m->pslot_id = calloc((size_t)m->n, sizeof *m->pslot_id);
-    if (!m->stage_buf || !m->stage_dev || !m->stage_owner || !m->stage_ticket || !m->pslot_id ||
-        !m->stage_used)
+    m->pstage.n = m->K + 2;
+    m->pstage.buf = calloc((size_t)m->pstage.n, sizeof *m->pstage.buf);
+    m->pstage.dev = calloc((size_t)m->pstage.n, sizeof *m->pstage.dev);
+    m->pstage.owner = calloc((size_t)m->pstage.n, sizeof *m->pstage.owner);
+    m->pstage.ticket = calloc((size_t)m->pstage.n, sizeof *m->pstage.ticket);
+    m->pstage.used = calloc((size_t)m->pstage.n, sizeof *m->pstage.used);
+    m->pstage.swap_slot = calloc((size_t)m->n, sizeof *m->pstage.swap_slot);
+    if (!m->pstage.buf || !m->pstage.dev || !m->pstage.owner || !m->pstage.ticket || !m->pstage.swap_slot ||
+        !m->pstage.used)
       return ZEROC_FAIL(ZEROC_ERR_NOMEM, "parameter staging tables");
-    int on_device = !m->compute->inline_;
-    for (int b = 0; b < m->nstage; b++) {
-      m->stage_owner[b] = -1;
+    for (int b = 0; b < m->pstage.n; b++) {
+      m->pstage.owner[b] = -1;
       if (op == ZEROC_OFFLOAD_NVME)
-        CHK(zeroc__pinned_get(m->pool, stage_bytes, ZEROC_TAG_BUFFERS, &m->stage_buf[b]));
-      if (on_device)
-        CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, stage_bytes,
-                            &m->stage_dev[b]));
+        CHK(zeroc__pinned_get(m->pool, stage_bytes, ZEROC_TAG_BUFFERS, &m->pstage.buf[b]));
+      /* device staging for the gathers: none where device memory is host memory */
+      CHK(zeroc__staging_alloc(zeroc__ctx_devmem(m->ctx), ZEROC_TAG_BUFFERS, stage_bytes, &m->pstage.dev[b]));
     }
     if (op == ZEROC_OFFLOAD_NVME) {
       for (int i = 0; i < m->n; i++) {
         char name[32];
         snprintf(name, sizeof name, "u%d.param", i);
-        CHK(zeroc__swap_slot_create(m->swap, name, m->u[i].f.S * esz(m->pdt), &m->pslot_id[i]));
+        CHK(zeroc__swap_slot_create(m->swap, name, m->u[i].f.S * esz(m->pdt), &m->pstage.swap_slot[i]));
       }
     }
   }
@@ -97,19 +94,19 @@ zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
 }
 
 void zeroc__moff_fini(zeroc_model_t *m) {
-  if (m->stage_buf) {
-    for (int b = 0; b < m->nstage; b++) {
-      if (m->stage_ticket[b]) zeroc__swap_wait(m->swap, m->stage_ticket[b]);
-      if (m->stage_buf[b]) zeroc__pinned_put(m->pool, m->stage_buf[b]);
-      zeroc_mem_free(m->ctx, m->stage_dev[b]);
+  if (m->pstage.buf) {
+    for (int b = 0; b < m->pstage.n; b++) {
+      if (m->pstage.ticket[b]) zeroc__swap_wait(m->swap, m->pstage.ticket[b]);
+      if (m->pstage.buf[b]) zeroc__pinned_put(m->pool, m->pstage.buf[b]);
+      zeroc_mem_free(m->ctx, m->pstage.dev[b]);
     }
   }
-  free(m->stage_buf);
-  free(m->stage_dev);
-  free(m->stage_owner);
-  free(m->stage_ticket);
-  free(m->stage_used);
-  free(m->pslot_id);
+  free(m->pstage.buf);
+  free(m->pstage.dev);
+  free(m->pstage.owner);
+  free(m->pstage.ticket);
+  free(m->pstage.used);
+  free(m->pstage.swap_slot);
   zeroc__offload_destroy(m->ostate);
   if (m->host_grad) zeroc__pinned_put(m->pool, m->host_grad);
   if (m->host_param) zeroc__pinned_put(m->pool, m->host_param);
@@ -152,27 +149,27 @@ zeroc_result_t zeroc__moff_flush(zeroc_model_t *m) {
  * or a write-back (once its transfer is done). */
 static zeroc_result_t free_stage(zeroc_model_t *m, int *out) {
   int pick = -1;
-  for (int b = 0; b < m->nstage && pick < 0; b++)
-    if (m->stage_owner[b] < 0) pick = b;
-  for (int b = 0; b < m->nstage && pick < 0; b++)
-    if (m->stage_used[b]) pick = b;
-  for (int b = 0; b < m->nstage && pick < 0; b++) pick = b;
+  for (int b = 0; b < m->pstage.n && pick < 0; b++)
+    if (m->pstage.owner[b] < 0) pick = b;
+  for (int b = 0; b < m->pstage.n && pick < 0; b++)
+    if (m->pstage.used[b]) pick = b;
+  for (int b = 0; b < m->pstage.n && pick < 0; b++) pick = b;
   if (pick < 0) return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "no parameter staging buffers");
-  int owner = m->stage_owner[pick];
-  if (owner >= 0 && m->stage_used[pick]) CHK(zeroc_event_sync(m->u[owner].ev_gathered));
-  if (m->stage_ticket[pick]) {
-    CHK(zeroc__swap_wait(m->swap, m->stage_ticket[pick]));
-    m->stage_ticket[pick] = 0;
+  int owner = m->pstage.owner[pick];
+  if (owner >= 0 && m->pstage.used[pick]) CHK(zeroc_event_sync(m->u[owner].ev_gathered));
+  if (m->pstage.ticket[pick]) {
+    CHK(zeroc__swap_wait(m->swap, m->pstage.ticket[pick]));
+    m->pstage.ticket[pick] = 0;
   }
-  m->stage_owner[pick] = -1;
-  m->stage_used[pick] = 0;
+  m->pstage.owner[pick] = -1;
+  m->pstage.used[pick] = 0;
   *out = pick;
   return ZEROC_OK;
 }
 
 static int stage_of(const zeroc_model_t *m, int i) {
-  for (int b = 0; b < m->nstage; b++)
-    if (m->stage_owner[b] == i) return b;
+  for (int b = 0; b < m->pstage.n; b++)
+    if (m->pstage.owner[b] == i) return b;
   return -1;
 }
 
@@ -181,9 +178,9 @@ static zeroc_result_t start_read(zeroc_model_t *m, int i) {
   if (i < 0 || i >= m->n || m->u[i].gathered || stage_of(m, i) >= 0) return ZEROC_OK;
   int b;
   CHK(free_stage(m, &b));
-  CHK(zeroc__swap_read(m->swap, m->pslot_id[i], m->stage_buf[b], m->u[i].f.S * esz(m->pdt),
-                       &m->stage_ticket[b]));
-  m->stage_owner[b] = i;
+  CHK(zeroc__swap_read(m->swap, m->pstage.swap_slot[i], m->pstage.buf[b], m->u[i].f.S * esz(m->pdt),
+                       &m->pstage.ticket[b]));
+  m->pstage.owner[b] = i;
   return ZEROC_OK;
 }
 
@@ -200,26 +197,24 @@ zeroc_result_t zeroc__moff_param_src(zeroc_model_t *m, int i, int next, const vo
   if (op == ZEROC_OFFLOAD_NVME) {
     CHK(start_read(m, i));
     b = stage_of(m, i);
-    if (m->stage_ticket[b]) {
-      CHK(zeroc__swap_wait(m->swap, m->stage_ticket[b]));
-      m->stage_ticket[b] = 0;
+    if (m->pstage.ticket[b]) {
+      CHK(zeroc__swap_wait(m->swap, m->pstage.ticket[b]));
+      m->pstage.ticket[b] = 0;
     }
-    host = m->stage_buf[b];
-    m->stage_used[b] = 1;
+    host = m->pstage.buf[b];
+    m->pstage.used[b] = 1;
     CHK(start_read(m, next)); /* one read ahead, overlapping this unit's gather */
   }
-  if (m->compute->inline_) {
-    *src = host;
-    return ZEROC_OK;
-  }
-  /* cuda: stage the host shard on the device, in the gather stream's order */
+  /* a device view of the host shard, in the gather stream's order (staged in
+   * the buffer's device twin where device memory is not host memory) */
   if (b < 0) {
     CHK(free_stage(m, &b));
-    m->stage_owner[b] = i;
-    m->stage_used[b] = 1;
+    m->pstage.owner[b] = i;
+    m->pstage.used[b] = 1;
   }
-  CHK(zeroc_memcpy_async(m->gather_s, m->stage_dev[b], host, bytes));
-  *src = m->stage_dev[b];
+  zeroc__view_t dv; /* no end: staged in our own buffer, read only */
+  CHK(zeroc__view_device(zeroc__ctx_devmem(m->ctx), m->gather_s, (void *)host, bytes, ZEROC_VIEW_IN, m->pstage.dev[b], &dv));
+  *src = dv.ptr;
   return ZEROC_OK;
 }
 
@@ -227,16 +222,14 @@ zeroc_result_t zeroc__moff_param_store(zeroc_model_t *m, int i, const float *mas
   zeroc__unit_t *u = &m->u[i];
   int op = m->cfg.offload_params;
   size_t S = u->f.S, bytes = S * esz(m->pdt);
-  if (op == ZEROC_OFFLOAD_CPU) { /* the shard is host memory */
-    zeroc__cpu_cast(u->cshard, m->pdt, master, ZEROC_FP32, S);
-    return ZEROC_OK;
-  }
+  if (op == ZEROC_OFFLOAD_CPU) /* the shard is host memory */
+    return zeroc_k_host_cast(u->cshard, m->pdt, master, ZEROC_FP32, S);
   /* nvme: through a staging buffer into the unit's swap file */
   int b;
   CHK(free_stage(m, &b));
-  zeroc__cpu_cast(m->stage_buf[b], m->pdt, master, ZEROC_FP32, S);
-  CHK(zeroc__swap_write(m->swap, m->pslot_id[i], m->stage_buf[b], bytes, &m->stage_ticket[b]));
+  CHK(zeroc_k_host_cast(m->pstage.buf[b], m->pdt, master, ZEROC_FP32, S));
+  CHK(zeroc__swap_write(m->swap, m->pstage.swap_slot[i], m->pstage.buf[b], bytes, &m->pstage.ticket[b]));
   /* the buffer holds unit i's new values: a gather of i may use it at once */
-  m->stage_owner[b] = i;
+  m->pstage.owner[b] = i;
   return ZEROC_OK;
 }

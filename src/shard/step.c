@@ -13,7 +13,6 @@
 #include "core/clock.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "kernels/cpu/cpu_kernels.h"
 #include "runtime/runtime.h"
 #include "shard/engine.h"
 
@@ -34,10 +33,8 @@ static zeroc_result_t local_sumsq(zeroc_model_t *m, double *out) {
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
   *out = 0;
   if (m->rep_g->rank != 0) return ZEROC_OK;
-  int on_host = m->compute->inline_;
-  double *acc = m->norm_acc;
-  if (on_host) *acc = 0;
-  else CHK(zeroc_memset_async(m->compute, acc, 0, sizeof(double)));
+  double *acc = m->norm_acc; /* device memory */
+  CHK(zeroc_memset_async(m->compute, acc, 0, sizeof(double)));
   for (int i = 0; i < m->n; i++) {
     zeroc__unit_t *u = &m->u[i];
     const float *g;
@@ -46,17 +43,11 @@ static zeroc_result_t local_sumsq(zeroc_model_t *m, double *out) {
       const zeroc__flat_param_t *p = &u->f.p[j];
       if (p->lo == p->hi) continue;
       if ((p->flags & ZEROC_PARAM_TP_REPLICATED) && mesh->tp_rank != 0) continue;
-      if ((p->flags & ZEROC_PARAM_TIED) && m->tie_g && !m->tie_owner) continue;
+      if ((p->flags & ZEROC_PARAM_TIED) && m->tie.g && !m->tie.owner) continue;
       CHK(zeroc_k_sumsq(m->k, m->compute, acc, g + (p->lo - u->f.shard_off), p->hi - p->lo));
     }
   }
-  if (on_host) {
-    *out = *acc;
-  } else {
-    CHK(zeroc_memcpy_async(m->compute, out, acc, sizeof(double)));
-    CHK(zeroc_stream_sync(m->compute));
-  }
-  return ZEROC_OK;
+  return zeroc__memcpy_sync(m->compute, out, acc, sizeof(double));
 }
 
 /* AdamW on the host for offloaded optimizer state, unit by unit: with NVMe,
@@ -70,28 +61,21 @@ static zeroc_result_t adamw_host(zeroc_model_t *m, const zeroc_adamw_args_t *a0)
     zeroc__unit_t *u = &m->u[i];
     zeroc__state_view_t v;
     CHK(zeroc__moff_state_prefetch(m, i + 1));
-    /* the gradient shard, as fp32 host memory */
-    const float *g = u->gshard;
-    if (!m->compute->inline_ || u->gshard_dt != ZEROC_FP32) {
-      if (m->compute->inline_) {
-        zeroc__cpu_cast(m->host_grad, ZEROC_FP32, u->gshard, u->gshard_dt, u->f.S);
-      } else {
-        const float *g32;
-        CHK(grad_f32(m, u, &g32));
-        CHK(zeroc_memcpy_async(m->compute, m->host_grad, g32, u->f.S * 4));
-        CHK(zeroc_stream_sync(m->compute));
-      }
-      g = m->host_grad;
-    }
+    /* the fp32 gradient shard, viewed from the host (staged in host_grad) */
+    const float *g32;
+    zeroc__view_t gv;
+    CHK(grad_f32(m, u, &g32));
+    CHK(zeroc__view_host(m->compute, (void *)g32, u->f.S * 4, ZEROC_VIEW_IN, m->host_grad, &gv));
+    const float *g = gv.ptr;
     CHK(zeroc__moff_state(m, i, &v));
     for (int j = 0; j < u->f.n; j++) {
       const zeroc__flat_param_t *p = &u->f.p[j];
       if (p->lo == p->hi) continue;
       size_t off = p->lo - u->f.shard_off, n = p->hi - p->lo;
       a.weight_decay = (p->flags & ZEROC_PARAM_NO_DECAY) ? 0.0f : c->weight_decay;
-      zeroc__cpu_adamw(v.master + off, v.m + off, v.v + off, g + off, n, a.lr, a.beta1, a.beta2,
-                       a.eps, a.weight_decay, a.grad_scale, a.bias_corr1, a.bias_corr2);
+      CHK(zeroc_k_host_adamw(v.master + off, v.m + off, v.v + off, g + off, n, &a));
     }
+    CHK(zeroc__view_end(&gv));
     CHK(zeroc__model_store_params_from_host(m, i, v.master));
     CHK(zeroc__moff_state_done(m, i));
   }
@@ -100,7 +84,7 @@ static zeroc_result_t adamw_host(zeroc_model_t *m, const zeroc_adamw_args_t *a0)
 
 static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef) {
   const zeroc_shard_config_t *c = &m->cfg;
-  double t = (double)(m->steps + 1);
+  double t = (double)(m->run.steps + 1);
   zeroc_adamw_args_t a = {lr, c->beta1, c->beta2, c->eps, c->weight_decay, clip_coef,
                           (float)(1.0 - pow(c->beta1, t)), (float)(1.0 - pow(c->beta2, t))};
   if (m->ostate) return adamw_host(m, &a);
@@ -122,7 +106,7 @@ static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef) {
 zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info) {
   zeroc_result_t res = ZEROC_OK;
   if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_step: NULL model");
-  if (m->in_forward)
+  if (m->run.in_forward)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                              "zeroc_model_step while a forward is waiting for its "
                                              "backward"));
@@ -136,63 +120,56 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
   if (!(lr >= 0) || !isfinite(lr))
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "learning rate %g: must be finite and >= 0", lr));
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
-  zeroc__watchdog_phase(m->ctx, "optimizer step %llu", (unsigned long long)m->steps + 1);
-  ZEROC_FAULT_AT(m->ctx, "step", m->steps + 1, NULL);
+  zeroc__watchdog_phase(m->ctx, "optimizer step %llu", (unsigned long long)m->run.steps + 1);
+  ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "step", m->run.steps + 1, NULL);
 
   /* every reduction of this step must have landed */
-  if (m->compute->inline_) {
-    double t0 = zeroc__now_ms();
-    res = zeroc_stream_sync(m->reduce_s);
-    m->exposed_ms += zeroc__now_ms() - t0;
-  } else {
-    zeroc_event_t *e = m->u[0].ev_reduced;
-    res = zeroc_event_record(e, m->reduce_s);
-    if (!res) res = zeroc_stream_wait_event(m->compute, e);
-  }
-  if (res) goto fail;
+  zeroc_event_t *e = m->u[0].ev_reduced;
+  ZEROC_TRY(zeroc_event_record(e, m->reduce_s));
+  ZEROC_TRY(zeroc__model_wait_comm(m, e));
 
   double sums[2] = {0, 0};
   ZEROC_TRY(local_sumsq(m, &sums[0]));
   /* the loss: the last unit's mean, averaged over micro-steps and data-parallel ranks */
   if (mesh->tp_rank == 0 && mesh->pp_rank == mesh->pp - 1)
-    sums[1] = m->loss_sum / m->cfg.grad_accum / mesh->dp;
+    sums[1] = m->run.loss_sum / m->cfg.grad_accum / mesh->dp;
   ZEROC_TRY(zeroc__allreduce_host(zeroc__ctx_group(m->ctx, ZEROC_GROUP_WORLD), sums, 2, ZEROC_FP64,
                                   ZEROC_SUM));
   double norm = sqrt(sums[0]);
   int skipped = !isfinite(norm);
   if (skipped) {
-    m->consecutive_skips++;
+    m->run.consecutive_skips++;
     if (mesh->rank == 0) /* the verdict is global: one line per job, not per rank */
       ZWARN(SHARD, "step %llu skipped: gradient norm is %g (non-finite) [%d in a row]",
-          (unsigned long long)m->steps + 1, norm, m->consecutive_skips);
+          (unsigned long long)m->run.steps + 1, norm, m->run.consecutive_skips);
   } else {
     float coef = 1.0f;
     if (m->cfg.clip > 0 && norm > m->cfg.clip) coef = (float)(m->cfg.clip / (norm + 1e-6));
     ZEROC_TRY(adamw_all(m, lr, coef));
     if (!m->ostate) ZEROC_TRY(zeroc__model_publish(m)); /* the host path publishes as it goes */
-    m->steps++;
-    m->consecutive_skips = 0;
+    m->run.steps++;
+    m->run.consecutive_skips = 0;
   }
   uint64_t bytes = zeroc__model_comm_bytes(m);
   if (info) {
-    info->step = m->steps;
+    info->step = m->run.steps;
     info->loss = (float)sums[1];
     info->grad_norm = (float)norm;
     info->skipped = skipped;
-    info->consecutive_skips = m->consecutive_skips;
-    info->comm_bytes = bytes - m->bytes_mark;
-    info->exposed_comm_ms = m->exposed_ms;
+    info->consecutive_skips = m->run.consecutive_skips;
+    info->comm_bytes = bytes - m->run.bytes_mark;
+    info->exposed_comm_ms = m->run.exposed_ms;
   }
-  m->bytes_mark = bytes;
-  m->exposed_ms = 0;
-  m->micro = 0;
+  m->run.bytes_mark = bytes;
+  m->run.exposed_ms = 0;
+  m->run.micro = 0;
   for (int i = 0; i < m->n; i++) m->u[i].nbwd = 0;
-  m->loss_sum = 0;
-  if (m->consecutive_skips > m->cfg.max_skipped)
+  m->run.loss_sum = 0;
+  if (m->run.consecutive_skips > m->cfg.max_skipped)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_NUMERIC,
                                              "%d consecutive steps had a non-finite gradient norm "
                                              "(limit %d): stopping",
-                                             m->consecutive_skips, m->cfg.max_skipped));
+                                             m->run.consecutive_skips, m->cfg.max_skipped));
   return ZEROC_OK;
 fail:
   return zeroc__ctx_ret(m->ctx, res);
@@ -328,24 +305,22 @@ static zeroc_result_t gather_unit(zeroc_model_t *m, int unit, float *buf) {
     CHK(get_shard(m, unit, ZEROC_STATE_MASTER, mine));
     master = mine;
   }
-  if (m->compute->inline_) {
-    /* cpu: gather straight into the caller's buffer (in place when staged there) */
-    return zeroc__allgather(m->shard_g, m->compute, master, buf, S, ZEROC_FP32);
-  }
-  r = zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, N * 4, (void **)&dev);
-  if (!r && m->ostate) r = zeroc_memcpy_async(m->compute, dev + u->f.shard_off, master, S * 4);
-  if (!r) r = zeroc__allgather(m->shard_g, m->compute, m->ostate ? dev + u->f.shard_off : master, dev, S, ZEROC_FP32);
-  if (!r) r = zeroc_memcpy_async(m->compute, buf, dev, N * 4);
-  if (!r) r = zeroc_stream_sync(m->compute);
-  zeroc_mem_free(m->ctx, dev);
-  return r;
+  /* gather into a device view of the caller's buffer (the buffer itself where
+   * device memory is host memory: then in place when the shard is staged there) */
+  zeroc__view_t dv;
+  CHK(zeroc__view_device(zeroc__ctx_devmem(m->ctx), m->compute, buf, N * 4, ZEROC_VIEW_OUT | (m->ostate ? ZEROC_VIEW_IN : 0),
+                         NULL, &dv));
+  dev = dv.ptr;
+  r = zeroc__allgather(m->shard_g, m->compute, m->ostate ? dev + u->f.shard_off : master, dev, S, ZEROC_FP32);
+  zeroc_result_t e = zeroc__view_end(&dv);
+  return r ? r : e;
 }
 
 zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf) {
   return zeroc__ctx_ret(m->ctx, gather_unit(m, unit, buf));
 }
 
-uint64_t zeroc_model_steps(const zeroc_model_t *m) { return m->steps; }
-void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps) { m->steps = steps; }
+uint64_t zeroc_model_steps(const zeroc_model_t *m) { return m->run.steps; }
+void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps) { m->run.steps = steps; }
 zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m) { return m->ctx; }
 uint64_t zeroc_model_state_bytes(const zeroc_model_t *m) { return m->state_bytes; }

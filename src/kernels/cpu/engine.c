@@ -48,6 +48,18 @@ void zeroc__cpu_scale(float *x, size_t n, float a) {
   for (size_t i = 0; i < n; i++) x[i] *= a;
 }
 
+void zeroc__cpu_add_to(void *dst, int dst_dt, const float *src, size_t n) {
+  if (dst_dt == ZEROC_FP32) {
+    float *d = dst;
+#pragma omp parallel for if (n > PAR_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++) d[i] += src[i];
+  } else {
+    uint16_t *d = dst;
+#pragma omp parallel for if (n > PAR_MIN) schedule(static)
+    for (size_t i = 0; i < n; i++) d[i] = zeroc_f32_to_bf16(zeroc_bf16_to_f32(d[i]) + src[i]);
+  }
+}
+
 /* Summed in double. Each thread sums one block of a fixed split and the blocks
  * are added in thread order, so a given thread count always gives the same
  * bits; an OpenMP reduction clause would combine partials in arrival order. */

@@ -46,6 +46,20 @@ struct Scale {
   }
 };
 
+// dst (n, D) = dst + src (n) fp32, added in fp32, rounded to D
+template <typename D> struct AddTo {
+  D *dst;
+  const float *src;
+  __device__ void operator()(size_t i, size_t n, bool vec) const {
+    float d[8], x[8];
+    zc_load8(dst, i, n, vec, d);
+    zc_load8(src, i, n, vec, x);
+#pragma unroll
+    for (int e = 0; e < 8; e++) d[e] = __fadd_rn(d[e], x[e]);
+    zc_store8(dst, i, n, vec, d);
+  }
+};
+
 /* The AdamW constants, derived on the host exactly as the cpu twin derives them. */
 struct AdamW {
   float *param, *m, *v;
@@ -120,6 +134,20 @@ extern "C" zeroc_result_t zeroc__cuda_scale(zeroc_kernels_t *k, zeroc_stream_t *
   if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("scale", x);
   return zc_launch_packs(k, zc_stream(k, s), "scale", Scale{x, a}, n, zc_aligned16(x));
+}
+
+extern "C" zeroc_result_t zeroc__cuda_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
+                                             zeroc_dtype_t dst_dt, const float *src, size_t n) {
+  if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
+  ZC_NONNULL("add_to", dst);
+  ZC_NONNULL("add_to", src);
+  const bool vec = zc_aligned16(dst) && zc_aligned16(src);
+  if (dst_dt == ZEROC_BF16)
+    return zc_launch_packs(k, zc_stream(k, s), "add_to<bf16>", AddTo<bf16>{(bf16 *)dst, src}, n, vec);
+  if (dst_dt == ZEROC_FP32)
+    return zc_launch_packs(k, zc_stream(k, s), "add_to<fp32>", AddTo<float>{(float *)dst, src}, n, vec);
+  return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "add_to into %s: accepted fp32, bf16",
+                    zeroc_dtype_name(dst_dt));
 }
 
 extern "C" zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param,
