@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "kernels/kernels.h"
+#include "runtime/runtime.h"
 #include "zeroc/zeroc.h"
 
 #define CHECK(call)                                                                                \
@@ -172,7 +173,8 @@ int main(int argc, char **argv) {
   cfg.device = ZEROC_DEVICE_CPU;
   zeroc_ctx_t *ctx = NULL;
   CHECK(zeroc_ctx_create(&ctx, &cfg));
-  CHECK(zeroc_kernels_create(ctx, ZEROC_FP32, &K));
+  CHECK(
+      zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), ZEROC_FP32, &K));
 
   const int B = batch ? batch : g.batch, T = g.seq, C = g.hidden, NH = g.heads, V = g.vocab;
   const int Vp = (V + 127) / 128 * 128, N = B * T, L = g.layers;

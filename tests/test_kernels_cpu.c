@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "runtime/runtime.h"
 #include "testutil.h"
 
 /* Tolerances (relative, on the norm of the whole tensor): fp32 kernels against
@@ -826,7 +827,9 @@ static void test_bad_shapes(void) {
   /* a rejected call touches nothing */
   CU_ASSERT_EQUAL(memcmp(buf, keep, 4096 * sizeof *buf), 0);
   zeroc_kernels_t *k2 = NULL;
-  CU_ASSERT_EQUAL(zeroc_kernels_create(ctx, ZEROC_BF16, &k2), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(
+      zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), ZEROC_BF16, &k2),
+      ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_PTR_NULL(k2);
   release();
 }
@@ -954,7 +957,8 @@ int main(int argc, char **argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   ctx = zt_ctx(1, 1, 1);
   if (!ctx) return 1;
-  if (zeroc_kernels_create(ctx, ZEROC_FP32, &K) != ZEROC_OK) {
+  if (zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), ZEROC_FP32, &K) !=
+      ZEROC_OK) {
     fprintf(stderr, "zeroc_kernels_create: %s\n", zeroc_last_error(NULL));
     return 1;
   }

@@ -18,6 +18,7 @@
 #include "device/device.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
+#include "runtime/runtime.h"
 #include "testutil.h"
 
 static zeroc_ctx_t *ctx;
@@ -550,7 +551,10 @@ static int setup(void) {
     return 1;
   }
   st = zeroc_ctx_compute_stream(ctx);
-  if (zeroc_kernels_create(ctx, ZEROC_FP32, &kf) || zeroc_kernels_create(ctx, ZEROC_BF16, &kb)) {
+  if (zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), ZEROC_FP32,
+                           &kf) ||
+      zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), ZEROC_BF16,
+                           &kb)) {
     fprintf(stderr, "cuda kernels: %s\n", zeroc_last_error(NULL));
     return 1;
   }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "runtime/runtime.h"
 #include "testutil.h"
 #include "tp/split.h"
 #include "tp/tp.h"
@@ -34,7 +35,8 @@ static int fx_open(fx_t *f, int sp) {
   memset(f, 0, sizeof *f);
   f->ctx = zt_ctx(zt_world(), 1, 1);
   if (!f->ctx) return -1;
-  ZT_OK(zeroc_kernels_create(f->ctx, ZEROC_FP32, &f->k));
+  ZT_OK(zeroc_kernels_create(zeroc__ctx_devmem(f->ctx), zeroc_ctx_compute_stream(f->ctx),
+                             ZEROC_FP32, &f->k));
   if (!f->k) return -1;
   ZT_OK(zeroc__tp_init(&f->tp, f->ctx, f->k, sp));
   f->s = zeroc_ctx_compute_stream(f->ctx);

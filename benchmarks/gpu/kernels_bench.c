@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "runtime/runtime.h"
 #include "zeroc/zeroc.h"
 
 #define B     8
@@ -205,7 +206,7 @@ static void b_adamw(void *p) {
 
 static void model_kernels(zeroc_dtype_t dt) {
   zeroc_kernels_t *k;
-  CK(zeroc_kernels_create(ctx, dt, &k));
+  CK(zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), dt, &k));
   const double es = (double)zeroc_dtype_size(dt), nc = (double)N * C;
   const double gemm_ceiling = dt == ZEROC_BF16 ? bf16_tflops : fp32_tflops;
   args_t a = {.k = k};
@@ -329,7 +330,7 @@ static void model_kernels(zeroc_dtype_t dt) {
 
 static void engine_kernels(void) {
   zeroc_kernels_t *k;
-  CK(zeroc_kernels_create(ctx, ZEROC_FP32, &k));
+  CK(zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), ZEROC_FP32, &k));
   args_t a = {.k = k, .len = SHARD};
   a.a = dbuf(k, ZEROC_BF16, SHARD, 30, -1, 1);
   a.b = dbuf(k, ZEROC_FP32, SHARD, 31, -1, 1);

@@ -17,6 +17,11 @@
 #include "core/mem.h"
 #include "zeroc/device.h"
 
+/* C linkage for the cuda kernels (C++), which allocate their workspace here */
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* An operation run in stream order; its payload is copied into the queue. */
 typedef zeroc_result_t (*zeroc__op_fn)(void *payload);
 #define ZEROC_OP_PAYLOAD_MAX 224
@@ -192,5 +197,9 @@ zeroc_result_t zeroc__memcpy_sync(zeroc_stream_t *s, void *dst, const void *src,
  * side issues them on: send/recv always use this channel, told apart by tag.
  * Streams get channels 0 .. ZEROC_P2P_CHANNEL-1. */
 #define ZEROC_P2P_CHANNEL (ZEROC_MAX_CHANNELS - 1)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,11 +10,11 @@
 #include "kernels/kernels.h"
 #ifdef ZEROC_HAVE_CUDA
 #include "kernels/cuda/cuda_kernels.h"
-#define CUDA_OR_CPU(name, ...)                                                                    \
+#define CUDA_OR_CPU(name, ...)                                                                     \
   if (k->device == ZEROC_DEVICE_CUDA) return zeroc__cuda_##name(__VA_ARGS__)
 #else
-#define CUDA_OR_CPU(name, ...)                                                                    \
-  if (k->device == ZEROC_DEVICE_CUDA)                                                             \
+#define CUDA_OR_CPU(name, ...)                                                                     \
+  if (k->device == ZEROC_DEVICE_CUDA)                                                              \
   return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "%s: built without CUDA", #name)
 #endif
 
@@ -25,20 +25,24 @@ static zeroc_result_t positive(const char *fn, const long *v, const char *names)
   int n = 1;
   for (const char *p = names; *p; p++) n += *p == ',';
   for (int i = 0; i < n; i++)
-    if (v[i] < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: shape (%s) has %ld", fn, names, v[i]);
+    if (v[i] < 1)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: shape (%s) has %ld", fn, names, v[i]);
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc_kernels_create(zeroc_ctx_t *ctx, zeroc_dtype_t dtype, zeroc_kernels_t **out) {
-  zeroc_device_kind_t dev = zeroc_ctx_device(ctx);
+zeroc_result_t zeroc_kernels_create(const zeroc__devmem_t *mem, zeroc_stream_t *compute,
+                                    zeroc_dtype_t dtype, zeroc_kernels_t **out) {
+  zeroc_device_kind_t dev = mem->dev->kind;
   if (dtype != ZEROC_FP32 && dtype != ZEROC_BF16)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "kernel dtype %s: accepted fp32, bf16", zeroc_dtype_name(dtype));
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "kernel dtype %s: accepted fp32, bf16",
+                      zeroc_dtype_name(dtype));
   if (dev == ZEROC_DEVICE_CPU && dtype != ZEROC_FP32)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "cpu kernels compute in fp32 (bf16 parameters are converted for compute)");
   zeroc_kernels_t *k = calloc(1, sizeof *k);
   if (!k) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "kernels");
-  k->ctx = ctx;
+  k->mem = mem;
+  k->compute = compute;
   k->device = dev;
   k->dtype = dtype;
 #ifdef ZEROC_HAVE_CUDA
@@ -182,8 +186,8 @@ zeroc_result_t zeroc_k_crossentropy_forward_backward(zeroc_kernels_t *k, zeroc_s
 /* The slice [v0, v0+Vl) must be a valid range of rows. */
 static zeroc_result_t vocab_slice(const char *fn, int v0, int Vl) {
   if (v0 < 0 || Vl < 1)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: vocabulary slice v0 %d, Vl %d: accepted v0 >= 0, Vl >= 1",
-                      fn, v0, Vl);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: vocabulary slice v0 %d, Vl %d: accepted v0 >= 0, Vl >= 1", fn, v0, Vl);
   return ZEROC_OK;
 }
 
@@ -198,8 +202,8 @@ zeroc_result_t zeroc_k_vocab_embed_forward(zeroc_kernels_t *k, zeroc_stream_t *s
 }
 
 zeroc_result_t zeroc_k_vocab_embed_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte,
-                                            void *dwpe, const void *dout, const int32_t *inp,
-                                            int B, int T, int C, int v0, int Vl) {
+                                            void *dwpe, const void *dout, const int32_t *inp, int B,
+                                            int T, int C, int v0, int Vl) {
   POSITIVE(B, T, C);
   ZEROC_CHECK(vocab_slice(__func__, v0, Vl));
   CUDA_OR_CPU(vocab_embed_backward, k, s, dwte, dwpe, dout, inp, B, T, C, v0, Vl);
@@ -259,11 +263,21 @@ static zeroc_result_t run_eng_op(void *p) {
   eng_op_t *o = p;
   const zeroc_adamw_args_t *a = &o->adam;
   switch (o->op) {
-  case OP_CAST: zeroc__cpu_cast(o->dst, o->dst_dt, o->src, o->src_dt, o->n); break;
-  case OP_ACCUMULATE: zeroc__cpu_accumulate(o->dst, o->src, o->src_dt, o->n, o->a); break;
-  case OP_SCALE: zeroc__cpu_scale(o->dst, o->n, o->a); break;
-  case OP_ADD_TO: zeroc__cpu_add_to(o->dst, o->dst_dt, o->src, o->n); break;
-  case OP_SUMSQ: *(double *)o->dst += zeroc__cpu_sumsq(o->src, o->n); break;
+  case OP_CAST:
+    zeroc__cpu_cast(o->dst, o->dst_dt, o->src, o->src_dt, o->n);
+    break;
+  case OP_ACCUMULATE:
+    zeroc__cpu_accumulate(o->dst, o->src, o->src_dt, o->n, o->a);
+    break;
+  case OP_SCALE:
+    zeroc__cpu_scale(o->dst, o->n, o->a);
+    break;
+  case OP_ADD_TO:
+    zeroc__cpu_add_to(o->dst, o->dst_dt, o->src, o->n);
+    break;
+  case OP_SUMSQ:
+    *(double *)o->dst += zeroc__cpu_sumsq(o->src, o->n);
+    break;
   case OP_ADAMW:
     zeroc__cpu_adamw(o->dst, o->m, o->v, o->src, o->n, a->lr, a->beta1, a->beta2, a->eps,
                      a->weight_decay, a->grad_scale, a->bias_corr1, a->bias_corr2);
@@ -280,23 +294,26 @@ static zeroc_result_t cpu_in_order(zeroc_stream_t *s, const eng_op_t *o) {
 
 static int fp32_or_bf16(zeroc_dtype_t dt) { return dt == ZEROC_FP32 || dt == ZEROC_BF16; }
 
-zeroc_result_t zeroc_k_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
-                            zeroc_dtype_t dst_dt, const void *src, zeroc_dtype_t src_dt, size_t n) {
+zeroc_result_t zeroc_k_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst, zeroc_dtype_t dst_dt,
+                            const void *src, zeroc_dtype_t src_dt, size_t n) {
   if (!fp32_or_bf16(dst_dt) || !fp32_or_bf16(src_dt))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cast %s -> %s: accepted fp32 and bf16",
                       zeroc_dtype_name(src_dt), zeroc_dtype_name(dst_dt));
   CUDA_OR_CPU(cast, k, s, dst, dst_dt, src, src_dt, n);
-  return cpu_in_order(s, &(eng_op_t){.op = OP_CAST, .dst = dst, .src = src, .dst_dt = dst_dt,
-                                     .src_dt = src_dt, .n = n});
+  return cpu_in_order(
+      s, &(eng_op_t){
+             .op = OP_CAST, .dst = dst, .src = src, .dst_dt = dst_dt, .src_dt = src_dt, .n = n});
 }
 
 zeroc_result_t zeroc_k_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst,
                                   const void *src, zeroc_dtype_t src_dt, size_t n, float scale) {
   if (!fp32_or_bf16(src_dt))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "accumulate from %s: accepted fp32, bf16", zeroc_dtype_name(src_dt));
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "accumulate from %s: accepted fp32, bf16",
+                      zeroc_dtype_name(src_dt));
   CUDA_OR_CPU(accumulate, k, s, dst, src, src_dt, n, scale);
-  return cpu_in_order(s, &(eng_op_t){.op = OP_ACCUMULATE, .dst = dst, .src = src,
-                                     .src_dt = src_dt, .n = n, .a = scale});
+  return cpu_in_order(
+      s, &(eng_op_t){
+             .op = OP_ACCUMULATE, .dst = dst, .src = src, .src_dt = src_dt, .n = n, .a = scale});
 }
 
 zeroc_result_t zeroc_k_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x, size_t n, float a) {
@@ -307,9 +324,11 @@ zeroc_result_t zeroc_k_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x, si
 zeroc_result_t zeroc_k_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
                               zeroc_dtype_t dst_dt, const float *src, size_t n) {
   if (!fp32_or_bf16(dst_dt))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "add_to into %s: accepted fp32, bf16", zeroc_dtype_name(dst_dt));
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "add_to into %s: accepted fp32, bf16",
+                      zeroc_dtype_name(dst_dt));
   CUDA_OR_CPU(add_to, k, s, dst, dst_dt, src, n);
-  return cpu_in_order(s, &(eng_op_t){.op = OP_ADD_TO, .dst = dst, .dst_dt = dst_dt, .src = src, .n = n});
+  return cpu_in_order(
+      s, &(eng_op_t){.op = OP_ADD_TO, .dst = dst, .dst_dt = dst_dt, .src = src, .n = n});
 }
 
 zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x,
@@ -321,8 +340,9 @@ zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out,
 zeroc_result_t zeroc_k_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m,
                              float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a) {
   CUDA_OR_CPU(adamw, k, s, param, m, v, grad, n, a);
-  return cpu_in_order(s, &(eng_op_t){.op = OP_ADAMW, .dst = param, .m = m, .v = v, .src = grad,
-                                     .n = n, .adam = *a});
+  return cpu_in_order(
+      s,
+      &(eng_op_t){.op = OP_ADAMW, .dst = param, .m = m, .v = v, .src = grad, .n = n, .adam = *a});
 }
 
 /* ---- host kernels ----------------------------------------------------------------- */
@@ -343,7 +363,7 @@ zeroc_result_t zeroc_k_host_adamw(float *param, float *m, float *v, const float 
   return ZEROC_OK;
 }
 
-zeroc_dtype_t zeroc_kernels_compute_dtype(zeroc_ctx_t *ctx, zeroc_dtype_t param_dtype) {
+zeroc_dtype_t zeroc_kernels_compute_dtype(zeroc_device_kind_t dev, zeroc_dtype_t param_dtype) {
   /* the cpu kernels compute in fp32 only; cuda computes in the parameters' dtype */
-  return zeroc_ctx_device(ctx) == ZEROC_DEVICE_CPU ? ZEROC_FP32 : param_dtype;
+  return dev == ZEROC_DEVICE_CPU ? ZEROC_FP32 : param_dtype;
 }

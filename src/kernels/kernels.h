@@ -30,23 +30,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device/device.h"
 #include "zeroc/device.h"
 #include "zeroc/types.h"
 
 typedef struct zeroc_kernels {
-  zeroc_ctx_t *ctx;
+  const zeroc__devmem_t *mem; /* where workspace comes from (cuda) */
+  zeroc_stream_t *compute;    /* the stream a NULL `s` means */
   zeroc_device_kind_t device;
   zeroc_dtype_t dtype; /* activations and compute parameters */
   void *cuda;          /* cuda: cuBLASLt handle, workspace (kernels/cuda) */
 } zeroc_kernels_t;
 
-/* Creates the kernel context for ctx's device; dtype fp32 (cpu, cuda) or bf16 (cuda). */
-zeroc_result_t zeroc_kernels_create(zeroc_ctx_t *ctx, zeroc_dtype_t dtype, zeroc_kernels_t **k);
+/* Creates the kernels for the device of `mem` (which also supplies their
+ * workspace) with `compute` as the stream a NULL `s` stands for; dtype fp32
+ * (cpu, cuda) or bf16 (cuda). The context hands both over:
+ * zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx). */
+zeroc_result_t zeroc_kernels_create(const zeroc__devmem_t *mem, zeroc_stream_t *compute,
+                                    zeroc_dtype_t dtype, zeroc_kernels_t **k);
 void zeroc_kernels_destroy(zeroc_kernels_t *k);
 
 /* ---- model kernels (GPT-2) ------------------------------------------------------ */
 
-/* out (B,T,C) act = wte[inp[b,t]] + wpe[t]; inp (B,T) int32 in [0, V); wte (V,C), wpe (>=T,C) act */
+/* out (B,T,C) act = wte[inp[b,t]] + wpe[t]; inp (B,T) int32 in [0, V); wte (V,C), wpe (>=T,C) act
+ */
 zeroc_result_t zeroc_k_encoder_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
                                        const int32_t *inp, const void *wte, const void *wpe, int B,
                                        int T, int C);
@@ -97,8 +104,7 @@ zeroc_result_t zeroc_k_gelu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void
 zeroc_result_t zeroc_k_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
                                         const void *a, const void *b, size_t N);
 /* y (N) += x */
-zeroc_result_t zeroc_k_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y, const void *x,
-                           size_t N);
+zeroc_result_t zeroc_k_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y, const void *x, size_t N);
 
 /* Fused softmax + cross-entropy + gradient, in place on the logits:
  * logits (N,Vp) act; the first V columns are real, the rest padding (ignored).
@@ -124,8 +130,8 @@ zeroc_result_t zeroc_k_vocab_embed_forward(zeroc_kernels_t *k, zeroc_stream_t *s
 /* dwte (Vl,C) += dout rows of tokens in [v0, v0+Vl); dwpe (T,C) += sum over b, when not
  * NULL. Deterministic. */
 zeroc_result_t zeroc_k_vocab_embed_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte,
-                                            void *dwpe, const void *dout, const int32_t *inp,
-                                            int B, int T, int C, int v0, int Vl);
+                                            void *dwpe, const void *dout, const int32_t *inp, int B,
+                                            int T, int C, int v0, int Vl);
 /* logits (N,Vl) act -> mx (N) fp32 = max over this slice's real columns (-inf if none);
  * xt (N) fp32 = logits[n, targets[n] - v0] when the target is a real column of this
  * slice, else 0. */
@@ -147,8 +153,8 @@ zeroc_result_t zeroc_k_vocab_ce_finish(zeroc_kernels_t *k, zeroc_stream_t *s, fl
 /* ---- engine kernels (flat shards) --------------------------------------------- */
 
 /* dst (n, dst_dt) = src (n, src_dt); fp32 <-> bf16 (round to nearest even), or a copy. */
-zeroc_result_t zeroc_k_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
-                            zeroc_dtype_t dst_dt, const void *src, zeroc_dtype_t src_dt, size_t n);
+zeroc_result_t zeroc_k_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst, zeroc_dtype_t dst_dt,
+                            const void *src, zeroc_dtype_t src_dt, size_t n);
 /* dst (n) fp32 += scale * src (n, src_dt) */
 zeroc_result_t zeroc_k_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst,
                                   const void *src, zeroc_dtype_t src_dt, size_t n, float scale);
@@ -163,9 +169,9 @@ zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out,
 
 typedef struct zeroc_adamw_args {
   float lr, beta1, beta2, eps, weight_decay;
-  float grad_scale;  /* multiplies the gradient first (clipping) */
-  float bias_corr1;  /* 1 - beta1^t */
-  float bias_corr2;  /* 1 - beta2^t */
+  float grad_scale; /* multiplies the gradient first (clipping) */
+  float bias_corr1; /* 1 - beta1^t */
+  float bias_corr2; /* 1 - beta2^t */
 } zeroc_adamw_args_t;
 
 /* AdamW (decoupled weight decay) on n fp32 elements:
@@ -188,6 +194,6 @@ zeroc_result_t zeroc_k_host_adamw(float *param, float *m, float *v, const float 
 /* The dtype the kernels of ctx's device compute in for parameters of
  * `param_dtype`: that dtype on cuda, fp32 on cpu (bf16 parameters are then
  * converted to fp32 compute copies). */
-zeroc_dtype_t zeroc_kernels_compute_dtype(zeroc_ctx_t *ctx, zeroc_dtype_t param_dtype);
+zeroc_dtype_t zeroc_kernels_compute_dtype(zeroc_device_kind_t dev, zeroc_dtype_t param_dtype);
 
 #endif

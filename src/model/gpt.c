@@ -50,8 +50,8 @@ typedef struct {
   saved_t *saved; /* per local block (recompute: NULL, the model's one shared set) */
   void *lnf;      /* head: final LayerNorm output (Nl,C) */
   float *lnf_mean, *lnf_rstd;
-  void *logits;   /* (B,T,Vl): this rank's logits, then their gradient in place */
-  float *losses;  /* (B,T) */
+  void *logits;  /* (B,T,Vl): this rank's logits, then their gradient in place */
+  float *losses; /* (B,T) */
 } slot_act_t;
 
 struct zeroc_gpt {
@@ -60,14 +60,14 @@ struct zeroc_gpt {
   zeroc_kernels_t *k;
   zeroc__tp_t tp;
   int Bmax, Vp, recompute;
-  int t, Cl, NHl, Vl; /* tp size; channels, heads and vocabulary rows per tp rank */
-  size_t es; /* activation element size */
+  int t, Cl, NHl, Vl;    /* tp size; channels, heads and vocabulary rows per tp rank */
+  size_t es;             /* activation element size */
   zeroc__gpt_bytes_t sz; /* the bytes of each buffer (gpt_sizes.c, which the planner calls too) */
   zeroc_layer_t *layers; /* this rank's units */
   int nlayers;
-  int *gunit;            /* (nlayers) global unit index of each local unit */
+  int *gunit;                              /* (nlayers) global unit index of each local unit */
   int nchunks, *chunk_first, *chunk_count; /* local unit ranges of the chunks */
-  int nblocks;           /* blocks held here */
+  int nblocks;                             /* blocks held here */
   zeroc_param_desc_t embed_p[2], head_p[3];
   zeroc_param_desc_t *block_p; /* L x 12 */
   /* activations, one set per slot */
@@ -83,7 +83,10 @@ struct zeroc_gpt {
    * LayerNorm gradients (4C) summed over the tp ranks before they are added */
   void *gath, *part, *lngrad;
   int dres_next;
-  struct blockref { struct zeroc_gpt *g; int l, lb; } *refs; /* per local block: global and local index */
+  struct blockref {
+    struct zeroc_gpt *g;
+    int l, lb;
+  } * refs; /* per local block: global and local index */
   uint64_t act_bytes;
   void **allocs;
   int nallocs;
@@ -152,8 +155,13 @@ static void init_wte(float *dst, uint64_t first, size_t n, const zeroc_param_des
 
 static zeroc_param_desc_t pdesc(const char *name, int64_t d0, int64_t d1, zeroc_init_kind_t init,
                                 float scale, uint32_t flags, uint64_t stream) {
-  zeroc_param_desc_t p = {.name = name, .ndim = d1 ? 2 : 1, .shape = {d0, d1}, .init = init,
-                          .init_scale = scale, .flags = flags, .init_stream = stream};
+  zeroc_param_desc_t p = {.name = name,
+                          .ndim = d1 ? 2 : 1,
+                          .shape = {d0, d1},
+                          .init = init,
+                          .init_scale = scale,
+                          .flags = flags,
+                          .init_stream = stream};
   return p;
 }
 
@@ -182,8 +190,9 @@ static zeroc_result_t io_batch(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
                                const zeroc_gpt_batch_t **out) {
   const zeroc_gpt_batch_t *b = io->batch;
   if (!b || b->B < 1 || b->B > g->Bmax || b->T < 1 || b->T > g->cfg.seq)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt batch B %d T %d: accepted 1 <= B <= %d, 1 <= T <= %d",
-                      b ? b->B : 0, b ? b->T : 0, g->Bmax, g->cfg.seq);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "gpt batch B %d T %d: accepted 1 <= B <= %d, 1 <= T <= %d", b ? b->B : 0,
+                      b ? b->T : 0, g->Bmax, g->cfg.seq);
   if (io->slot < 0 || io->slot >= g->slots)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt activation slot %d: accepted 0..%d", io->slot,
                       g->slots - 1);
@@ -222,11 +231,11 @@ static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
 /* A block's user pointer names the model, the block's global index (its
  * parameters' names) and its index among the blocks this rank holds (its
  * activations), so the unit list can be cut into pipeline stages. */
-#define BLOCK_CTX(io, g, l)                                                                       \
-  struct blockref *ref_ = (io)->user;                                                            \
-  zeroc_gpt_t *g = ref_->g;                                                                       \
-  int l = ref_->lb;                                                                               \
-  const zeroc_gpt_batch_t *batch_;                                                                \
+#define BLOCK_CTX(io, g, l)                                                                        \
+  struct blockref *ref_ = (io)->user;                                                              \
+  zeroc_gpt_t *g = ref_->g;                                                                        \
+  int l = ref_->lb;                                                                                \
+  const zeroc_gpt_batch_t *batch_;                                                                 \
   CHK(io_batch(g, (io), &batch_))
 
 static saved_t *block_saved(zeroc_gpt_t *g, int slot, int lb) {
@@ -246,13 +255,15 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   CHK(zeroc__tp_rows(tp, N, &Nl));
   void *const *p = io->params;
   saved_t *a = block_saved(g, io->slot, l);
-  CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B], Nl, C));
+  CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B],
+                                Nl, C));
   CHK(zeroc__tp_column_forward(tp, s, a->qkv, a->ln1, g->gath, p[QKVW], p[QKVB], N, C, 3 * Cl));
   CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, Cl, g->NHl));
   /* attention projection, then the residual, into res2 */
   CHK(zeroc__tp_row_forward(tp, s, a->res2, a->atty, g->part, p[ATTPROJW], p[ATTPROJB], N, Cl, C));
   CHK(zeroc_k_add(k, s, a->res2, io->in, (size_t)Nl * C));
-  CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B], Nl, C));
+  CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B],
+                                Nl, C));
   CHK(zeroc__tp_column_forward(tp, s, a->fch, a->ln2, g->gath, p[FCW], p[FCB], N, C, 4 * Cl));
   CHK(zeroc_k_gelu_forward(k, s, a->fchg, a->fch, (size_t)N * 4 * Cl));
   void *out = g->act[io->slot].xout[l];
@@ -275,7 +286,8 @@ static zeroc_result_t ln_grads_reduce(zeroc_gpt_t *g, zeroc_stream_t *s, void *c
   size_t C = (size_t)g->cfg.hidden;
   if (!g->tp.sp) return ZEROC_OK;
   CHK(zeroc__tp_allreduce(&g->tp, s, g->lngrad, (size_t)n * C, g->tp.dt, ZEROC_SUM));
-  for (int i = 0; i < n; i++) CHK(zeroc_k_add(g->k, s, dst[i], (char *)g->lngrad + i * C * g->es, C));
+  for (int i = 0; i < n; i++)
+    CHK(zeroc_k_add(g->k, s, dst[i], (char *)g->lngrad + i * C * g->es, C));
   return ZEROC_OK;
 }
 
@@ -311,7 +323,8 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   CHK(zeroc__tp_row_backward(tp, s, g->datty, d[ATTPROJW], d[ATTPROJB], dx, a->atty, g->gath,
                              p[ATTPROJW], N, Cl, C));
   CHK(zeroc_memset_async(s, g->dqkv, 0, (size_t)N * 3 * Cl * e));
-  CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl, g->NHl));
+  CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl,
+                                 g->NHl));
   CHK(zeroc__tp_column_backward(tp, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, g->gath, g->part,
                                 p[QKVW], N, C, 3 * Cl));
   CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN1W, 0), ln_grad(g, d, LN1B, 1), g->dln,
@@ -392,8 +405,8 @@ static zeroc_result_t read_options(const zeroc_gpt_options_t *in, zeroc_gpt_opti
   const zeroc_gpt_options_t dflt = ZEROC_GPT_OPTIONS_INIT;
   *out = dflt;
   if (!in) return ZEROC_OK;
-  if (in->magic != ZEROC_CONFIG_MAGIC || in->size < offsetof(zeroc_gpt_options_t, batch) + sizeof(int) ||
-      in->size > 65536)
+  if (in->magic != ZEROC_CONFIG_MAGIC ||
+      in->size < offsetof(zeroc_gpt_options_t, batch) + sizeof(int) || in->size > 65536)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "zeroc_gpt_options_t was not initialised with ZEROC_GPT_OPTIONS_INIT (size "
                       "%zu, magic 0x%x)",
@@ -439,7 +452,8 @@ static zeroc_result_t slot_alloc(zeroc_gpt_t *g, slot_act_t *A, int has_embed, i
   if (has_embed) CHK(act_alloc(g, resid, &A->x0));
   A->xout = calloc((size_t)g->nblocks + 1, sizeof *A->xout);
   A->saved = g->recompute ? NULL : calloc((size_t)g->nblocks + 1, sizeof *A->saved);
-  if (!A->xout || (!g->recompute && !A->saved)) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt slot tables");
+  if (!A->xout || (!g->recompute && !A->saved))
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt slot tables");
   for (int l = 0; l < g->nblocks; l++) {
     CHK(act_alloc(g, resid, &A->xout[l]));
     if (!g->recompute) CHK(saved_alloc(g, &A->saved[l]));
@@ -483,7 +497,8 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   CHK(read_options(opts, &o));
   CHK(zeroc_gpt_config_check(cfg));
   int batch = o.batch ? o.batch : cfg->batch, recompute = o.recompute;
-  if (batch < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt micro-batch %d: must be >= 1", batch);
+  if (batch < 1)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt micro-batch %d: must be >= 1", batch);
   int t = zeroc_ctx_mesh(ctx)->tp;
   /* heads divide hidden (checked above), so tp | heads gives tp | C, 3C, 4C */
   if (cfg->heads % t)
@@ -513,7 +528,8 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   g->Cl = cfg->hidden / t;
   g->NHl = cfg->heads / t;
   g->es = zeroc_dtype_size(o.dtype);
-  ZEROC_TRY(zeroc_kernels_create(ctx, o.dtype, &g->k));
+  ZEROC_TRY(
+      zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), o.dtype, &g->k));
   ZEROC_TRY(zeroc__tp_init(&g->tp, ctx, g->k, o.sequence_parallel));
   zeroc__tp_t *tp = &g->tp;
   int64_t C = cfg->hidden, T = cfg->seq;
@@ -530,7 +546,8 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   /* init streams name each tensor of the unsplit model, so any layout draws the
    * same values (the head's wte copy draws wte's); shapes are given unsplit and
    * cut by tp_split */
-  g->embed_p[0] = pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, tied ? ZEROC_PARAM_TIED : 0, 1);
+  g->embed_p[0] =
+      pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, tied ? ZEROC_PARAM_TIED : 0, 1);
   g->embed_p[0].init_fn = init_wte;
   g->embed_p[0].init_user = (void *)(uintptr_t)cfg->vocab;
   tp_split(&g->embed_p[0], tp, 0, 1);
@@ -583,16 +600,20 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
       g->gunit[li] = u;
       if (u == 0) {
         embed_local = li;
-        g->layers[li] = (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
+        g->layers[li] =
+            (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
       } else if (u == NU - 1) {
         /* beside the embedding the head shares its wte; elsewhere it has its copy */
-        g->layers[li] = (zeroc_layer_t){"head", tied ? 3 : 2, g->head_p, tied ? -1 : embed_local,
-                                        head_forward, head_backward, 0, g};
+        g->layers[li] =
+            (zeroc_layer_t){"head",       tied ? 3 : 2,  g->head_p, tied ? -1 : embed_local,
+                            head_forward, head_backward, 0,         g};
       } else {
         int l = u - 1, lb = g->nblocks++;
         g->refs[lb] = (struct blockref){g, l, lb};
-        g->layers[li] = (zeroc_layer_t){"block", BLOCK_PARAMS, &g->block_p[(size_t)l * BLOCK_PARAMS],
-                                        -1, block_forward, block_backward, 0, &g->refs[lb]};
+        g->layers[li] =
+            (zeroc_layer_t){"block", BLOCK_PARAMS,  &g->block_p[(size_t)l * BLOCK_PARAMS],
+                            -1,      block_forward, block_backward,
+                            0,       &g->refs[lb]};
       }
     }
   }

@@ -47,8 +47,8 @@ static zeroc_result_t read_config(const zeroc_shard_config_t *in, zeroc_shard_co
   *out = dflt;
   resolve_defaults(out);
   if (!in) return ZEROC_OK;
-  if (in->magic != ZEROC_CONFIG_MAGIC || in->size < offsetof(zeroc_shard_config_t, stage) + sizeof(int) ||
-      in->size > 65536)
+  if (in->magic != ZEROC_CONFIG_MAGIC ||
+      in->size < offsetof(zeroc_shard_config_t, stage) + sizeof(int) || in->size > 65536)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "zeroc_shard_config_t was not initialised with ZEROC_SHARD_CONFIG_INIT "
                       "(size %zu, magic 0x%x)",
@@ -77,7 +77,8 @@ static zeroc_result_t read_config(const zeroc_shard_config_t *in, zeroc_shard_co
                       out->beta1, out->beta2, out->eps, out->weight_decay, out->clip);
   if (out->max_skipped < 0)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "max_skipped %d: must be >= 0", out->max_skipped);
-  if ((unsigned)out->offload_optimizer > ZEROC_OFFLOAD_NVME || (unsigned)out->offload_params > ZEROC_OFFLOAD_NVME)
+  if ((unsigned)out->offload_optimizer > ZEROC_OFFLOAD_NVME ||
+      (unsigned)out->offload_params > ZEROC_OFFLOAD_NVME)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "offload choice: accepted none, cpu, nvme");
   if (out->offload_params != ZEROC_OFFLOAD_NONE && out->stage != 3)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "parameter offload needs ZeRO stage 3 (stage is %d)",
@@ -107,7 +108,8 @@ static uint64_t layers_checksum(const zeroc_layer_t *layers, int n) {
       const zeroc_param_desc_t *p = &L->params[j];
       if (p->name) h = fnv(h, p->name, strlen(p->name));
       h = fnv(h, &p->ndim, sizeof p->ndim);
-      for (int d = 0; d < p->ndim && d < ZEROC_MAX_DIMS; d++) h = fnv(h, &p->shape[d], sizeof p->shape[d]);
+      for (int d = 0; d < p->ndim && d < ZEROC_MAX_DIMS; d++)
+        h = fnv(h, &p->shape[d], sizeof p->shape[d]);
       h = fnv(h, &p->flags, sizeof p->flags);
       h = fnv(h, &p->init, sizeof p->init);
     }
@@ -122,14 +124,15 @@ static uint64_t layers_checksum(const zeroc_layer_t *layers, int n) {
  * negation (max via min) cannot overflow. */
 static zeroc_result_t agree_on_inputs(zeroc_ctx_t *ctx, const zeroc_shard_config_t *c,
                                       const zeroc_layer_t *layers, int n) {
-  int v[8] = {c->stage,     (int)c->param_dtype, (int)c->reduce_dtype,        c->prefetch,
+  int v[8] = {c->stage,     (int)c->param_dtype, (int)c->reduce_dtype,      c->prefetch,
               c->recompute, c->grad_accum,       (int)c->offload_optimizer, (int)c->offload_params};
   uint64_t hs = fnv(0xcbf29ce484222325ULL, v, sizeof v);
   int64_t hl = (int64_t)(layers_checksum(layers, n) >> 2), hw = (int64_t)(hs >> 2);
   int64_t dl[2] = {hl, -hl}, wl[3];
   CHK(zeroc__allreduce_host(zeroc__ctx_group(ctx, ZEROC_GROUP_DP), dl, 2, ZEROC_INT64, ZEROC_MIN));
   wl[0] = hw, wl[1] = -hw, wl[2] = dl[0] != -dl[1] ? -1 : 0;
-  CHK(zeroc__allreduce_host(zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD), wl, 3, ZEROC_INT64, ZEROC_MIN));
+  CHK(zeroc__allreduce_host(zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD), wl, 3, ZEROC_INT64,
+                            ZEROC_MIN));
   if (wl[0] != -wl[1])
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "the shard settings differ between ranks (checksums %015llx and %015llx): "
@@ -234,7 +237,8 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
     if (m->cfg.offload_params == ZEROC_OFFLOAD_NONE)
       CHK(alloc_dev(m, ZEROC_TAG_PARAMS, (size_t)b.params, &u->cshard));
     else if (m->cfg.offload_params == ZEROC_OFFLOAD_CPU)
-      CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_PINNED, ZEROC_TAG_PARAMS, (size_t)b.params, &u->cshard));
+      CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_PINNED, ZEROC_TAG_PARAMS, (size_t)b.params,
+                          &u->cshard));
     /* nvme: the shard lives in its swap file */
     if (u->pinned) {
       CHK(alloc_dev(m, ZEROC_TAG_BUFFERS, (size_t)b.own_gather, &u->full_own));
@@ -385,19 +389,21 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   m->n = n;
   m->pdt = m->cfg.param_dtype;
   m->rdt = m->cfg.reduce_dtype;
-  m->cdt = zeroc_kernels_compute_dtype(ctx, m->pdt);
+  m->cdt = zeroc_kernels_compute_dtype(zeroc_ctx_device(ctx), m->pdt);
   m->conv = m->cdt != m->pdt || m->cdt != m->rdt;
   m->K = m->cfg.prefetch;
   m->compute = zeroc_ctx_compute_stream(ctx);
   if (st == 0) {
-    ZEROC_TRY(zeroc__group_split(zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD), mesh->rank, 0, "self", &m->self_g));
+    ZEROC_TRY(zeroc__group_split(zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD), mesh->rank, 0, "self",
+                                 &m->self_g));
     m->shard_g = m->self_g;
     m->rep_g = zeroc__ctx_group(ctx, ZEROC_GROUP_DP);
   } else {
     m->shard_g = zeroc__ctx_group(ctx, ZEROC_GROUP_DP_SHARD);
     m->rep_g = zeroc__ctx_group(ctx, ZEROC_GROUP_DP_REPLICATE);
   }
-  ZEROC_TRY(zeroc_kernels_create(ctx, m->cdt, &m->k));
+  ZEROC_TRY(
+      zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), m->cdt, &m->k));
   ZEROC_TRY(zeroc_stream_create(ctx, 1, &m->gather_s));
   ZEROC_TRY(zeroc_stream_create(ctx, 0, &m->reduce_s));
   ZEROC_TRY(zeroc_event_create(ctx, &m->ev_published));
@@ -446,8 +452,9 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   ZEROC_TRY(zeroc__model_publish(m));
   ZEROC_TRY(zeroc_stream_sync(m->gather_s));
   m->run.bytes_mark = zeroc__model_comm_bytes(m);
-  ZINFO(SHARD, "model: %d units, stage %d, shard group %d, replicas %d, prefetch %d, params %s, "
-               "reduce %s%s",
+  ZINFO(SHARD,
+        "model: %d units, stage %d, shard group %d, replicas %d, prefetch %d, params %s, "
+        "reduce %s%s",
         n, st, m->shard_g->size, m->rep_g->size, m->K, zeroc_dtype_name(m->pdt),
         zeroc_dtype_name(m->rdt), m->conv ? " (fp32 compute copies)" : "");
   res = ZEROC_OK;
@@ -475,7 +482,8 @@ void zeroc_model_destroy(zeroc_model_t *m) {
     zeroc_mem_free(m->ctx, u->master);
     zeroc_mem_free(m->ctx, u->m);
     zeroc_mem_free(m->ctx, u->v);
-    if (m->cfg.stage == 3 && m->cfg.offload_params != ZEROC_OFFLOAD_NVME) zeroc_mem_free(m->ctx, u->cshard);
+    if (m->cfg.stage == 3 && m->cfg.offload_params != ZEROC_OFFLOAD_NVME)
+      zeroc_mem_free(m->ctx, u->cshard);
     zeroc_mem_free(m->ctx, u->full_own);
     zeroc_mem_free(m->ctx, u->fgrad_own);
     if (m->cfg.stage >= 2) zeroc_mem_free(m->ctx, u->gshard);

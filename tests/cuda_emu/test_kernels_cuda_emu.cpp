@@ -47,15 +47,14 @@ const char *zeroc_dtype_name(zeroc_dtype_t dt) {
 size_t zeroc_dtype_size(zeroc_dtype_t dt) {
   return dt == ZEROC_FP32 ? 4 : dt == ZEROC_BF16 ? 2 : 0;
 }
-zeroc_stream_t *zeroc_ctx_compute_stream(zeroc_ctx_t *) { return nullptr; }
 void *zeroc_stream_native(zeroc_stream_t *) { return nullptr; }
-zeroc_result_t zeroc_mem_alloc(zeroc_ctx_t *, zeroc_memkind_t, zeroc_memtag_t, size_t bytes,
-                               void **p) {
+zeroc_result_t zeroc__device_alloc(const zeroc__devmem_t *, zeroc_memkind_t, zeroc_memtag_t,
+                                   size_t bytes, void **p) {
   *p = aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (*p) memset(*p, 0xff, bytes); /* like fresh device memory: not zeros */
   return *p ? ZEROC_OK : ZEROC_ERR_NOMEM;
 }
-void zeroc_mem_free(zeroc_ctx_t *, void *p) { free(p); }
+void zeroc__device_free(const zeroc__devmem_t *, void *p) { free(p); }
 }
 
 /* ---- checks and data ----------------------------------------------------------------- */

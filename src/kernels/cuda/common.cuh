@@ -55,7 +55,7 @@ static inline zc_state_t *zc_state(zeroc_kernels_t *k) { return (zc_state_t *)k-
 
 /* The cudaStream_t of `s`, or of the context's compute stream when `s` is NULL. */
 static inline cudaStream_t zc_stream(zeroc_kernels_t *k, zeroc_stream_t *s) {
-  if (!s) s = zeroc_ctx_compute_stream(k->ctx);
+  if (!s) s = k->compute;
   return (cudaStream_t)zeroc_stream_native(s);
 }
 

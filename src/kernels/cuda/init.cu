@@ -48,12 +48,12 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   }
   st->lt_ws_bytes = LT_WORKSPACE_BYTES;
   st->scratch_bytes = (size_t)scratch_mb << 20;
-  ZEROC_TRY(
-      zeroc_mem_alloc(k->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->lt_ws_bytes, &st->lt_ws));
-  ZEROC_TRY(zeroc_mem_alloc(k->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->scratch_bytes,
-                            &st->scratch));
-  ZEROC_TRY(zeroc_mem_alloc(k->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE,
-                            ZC_SUMSQ_BLOCKS * sizeof(double), (void **)&st->sumsq_part));
+  ZEROC_TRY(zeroc__device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->lt_ws_bytes,
+                                &st->lt_ws));
+  ZEROC_TRY(zeroc__device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->scratch_bytes,
+                                &st->scratch));
+  ZEROC_TRY(zeroc__device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE,
+                                ZC_SUMSQ_BLOCKS * sizeof(double), (void **)&st->sumsq_part));
   return ZEROC_OK;
 fail:
   zeroc__cuda_kernels_fini(k);
@@ -66,9 +66,9 @@ extern "C" void zeroc__cuda_kernels_fini(zeroc_kernels_t *k) {
   /* Work still queued may use the buffers, and the pool would hand them out again. */
   cudaDeviceSynchronize();
   if (st->lt) cublasLtDestroy(st->lt);
-  zeroc_mem_free(k->ctx, st->lt_ws);
-  zeroc_mem_free(k->ctx, st->scratch);
-  zeroc_mem_free(k->ctx, st->sumsq_part);
+  zeroc__device_free(k->mem, st->lt_ws);
+  zeroc__device_free(k->mem, st->scratch);
+  zeroc__device_free(k->mem, st->sumsq_part);
   free(st);
   k->cuda = NULL;
 }
