@@ -82,6 +82,7 @@ int main(int argc, char **argv) {
   if ((r = zeroc__pinned_pool_create(zeroc__ctx_pool_env(ctx), &pool)) != ZEROC_OK)
     return fail("pool", r);
   zeroc__swap_config_t sc = ZEROC__SWAP_CONFIG_INIT;
+  sc.rank = zeroc_ctx_mesh(ctx)->rank;
   char job[64];
   snprintf(job, sizeof job, "offload_bw.%d", (int)getpid());
   sc.dir = dir;
@@ -89,7 +90,8 @@ int main(int argc, char **argv) {
   sc.block_bytes = (size_t)block_kib * 1024;
   sc.queue_depth = (int)qd;
   zeroc__swap_t *sw = NULL;
-  if ((r = zeroc__swap_create(ctx, &sc, &sw)) != ZEROC_OK) return fail("zeroc__swap_create", r);
+  if ((r = zeroc__swap_create(zeroc__ctx_mem(ctx), &sc, &sw)) != ZEROC_OK)
+    return fail("zeroc__swap_create", r);
   zeroc__swap_info_t info;
   zeroc__swap_info(sw, &info);
   if (!info.direct) fprintf(stderr, "offload_bw: note: %s is not using O_DIRECT\n", dir);

@@ -56,13 +56,14 @@ static int exists(const char *path) {
 
 static zeroc__swap_t *open_swap(const char *job, size_t block, int qd, int direct) {
   zeroc__swap_config_t c = ZEROC__SWAP_CONFIG_INIT;
+  c.rank = zeroc_ctx_mesh(ctx)->rank;
   c.dir = tmp;
   c.job = job;
   c.block_bytes = block;
   c.queue_depth = qd;
   c.direct = direct;
   zeroc__swap_t *sw = NULL;
-  ZT_OK(zeroc__swap_create(ctx, &c, &sw));
+  ZT_OK(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw));
   return sw;
 }
 
@@ -229,7 +230,8 @@ static void test_pool_numa(void) {
   ZT_OK(zeroc__pinned_get(pool, n, ZEROC_TAG_BUFFERS, &b));
   memset(b, 1, n); /* pages exist only once touched */
   hwloc_nodeset_t where = hwloc_bitmap_alloc();
-  int r = hwloc_get_area_memlocation(zeroc__ctx_pool_env(ctx)->topo, b, n, where, HWLOC_MEMBIND_BYNODESET);
+  int r = hwloc_get_area_memlocation(zeroc__ctx_pool_env(ctx)->topo, b, n, where,
+                                     HWLOC_MEMBIND_BYNODESET);
   if (r == 0) {
     char str[128];
     hwloc_bitmap_snprintf(str, sizeof str, where);
@@ -508,11 +510,12 @@ static void test_swap_poll_and_tickets(void) {
 
 static void test_swap_ticket_limit(void) {
   zeroc__swap_config_t c = ZEROC__SWAP_CONFIG_INIT;
+  c.rank = zeroc_ctx_mesh(ctx)->rank;
   c.dir = tmp;
   c.job = "limit";
   c.max_tickets = 3;
   zeroc__swap_t *sw = NULL;
-  ZT_OK(zeroc__swap_create(ctx, &c, &sw));
+  ZT_OK(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw));
   if (!sw) return;
   void *b;
   ZT_OK(zeroc__pinned_get(pool, 64 * KiB, ZEROC_TAG_BUFFERS, &b));
@@ -536,12 +539,13 @@ static void test_swap_ticket_limit(void) {
 static void test_swap_short_read(void) {
   for (int check = 1; check >= 0; check--) {
     zeroc__swap_config_t c = ZEROC__SWAP_CONFIG_INIT;
+    c.rank = zeroc_ctx_mesh(ctx)->rank;
     c.dir = tmp;
     c.job = "short";
     c.block_bytes = 256 * KiB;
     c.check_size = check;
     zeroc__swap_t *sw = NULL;
-    ZT_OK(zeroc__swap_create(ctx, &c, &sw));
+    ZT_OK(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw));
     if (!sw) return;
     size_t n = MiB + 3;
     void *src, *dst;
@@ -588,10 +592,11 @@ static void test_swap_short_read(void) {
 
 static void test_swap_bad_dirs(void) {
   zeroc__swap_config_t c = ZEROC__SWAP_CONFIG_INIT;
+  c.rank = zeroc_ctx_mesh(ctx)->rank;
   zeroc__swap_t *sw = NULL;
   c.job = "j";
   c.dir = "/nonexistent-zeroc-dir/nvme";
-  CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_IO);
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw), ZEROC_ERR_IO);
   const char *msg = zeroc_last_error(NULL);
   ZT_ASSERT_MSG(strstr(msg, c.dir) && strstr(msg, "No such file or directory"), "%s", msg);
   CU_ASSERT_PTR_NULL(sw);
@@ -602,12 +607,12 @@ static void test_swap_bad_dirs(void) {
   CU_ASSERT_PTR_NOT_NULL(f);
   if (f) fclose(f);
   c.dir = file;
-  CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_IO);
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw), ZEROC_ERR_IO);
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "is not a directory"), "%s", zeroc_last_error(NULL));
   /* A job name that is a file: the job directory cannot be made. */
   c.dir = tmp;
   c.job = "plainfile";
-  CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_IO);
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw), ZEROC_ERR_IO);
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "rank directory") &&
                     strstr(zeroc_last_error(NULL), "Not a directory"),
                 "%s", zeroc_last_error(NULL));
@@ -616,25 +621,26 @@ static void test_swap_bad_dirs(void) {
 
 static void test_swap_bad_args(void) {
   zeroc__swap_config_t c = ZEROC__SWAP_CONFIG_INIT;
+  c.rank = zeroc_ctx_mesh(ctx)->rank;
   zeroc__swap_t *sw = NULL;
   c.dir = tmp;
   c.job = "../escape";
-  CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw), ZEROC_ERR_INVALID_ARG);
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "accepted"), "%s", zeroc_last_error(NULL));
   c.job = "args";
   c.block_bytes = 1000;
-  CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw), ZEROC_ERR_INVALID_ARG);
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "block size 1000") &&
                     strstr(zeroc_last_error(NULL), "multiple of 4096"),
                 "%s", zeroc_last_error(NULL));
   c.block_bytes = 0;
   c.queue_depth = 5000;
-  CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw), ZEROC_ERR_INVALID_ARG);
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "queue depth 5000; accepted: 1..1024"), "%s",
                 zeroc_last_error(NULL));
   setenv("ZEROC_OFFLOAD_QD", "0", 1);
   c.queue_depth = 0;
-  CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw), ZEROC_ERR_INVALID_ARG);
   unsetenv("ZEROC_OFFLOAD_QD");
   CU_ASSERT_PTR_NULL(sw);
   /* The rank directory made by the refused attempts is gone again. */
@@ -642,7 +648,7 @@ static void test_swap_bad_args(void) {
   snprintf(rd, sizeof rd, "%s/args", tmp);
   CU_ASSERT(!exists(rd));
 
-  ZT_OK(zeroc__swap_create(ctx, &c, &sw));
+  ZT_OK(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw));
   if (!sw) return;
   /* The defaults are the documented ones. */
   zeroc__swap_info_t info;
@@ -677,17 +683,18 @@ static void test_swap_bad_args(void) {
 
 static void test_swap_cleanup(void) {
   zeroc__swap_config_t c = ZEROC__SWAP_CONFIG_INIT;
+  c.rank = zeroc_ctx_mesh(ctx)->rank;
   c.dir = tmp;
   c.job = "cleanup";
   c.rank = 3;
   zeroc__swap_t *a = NULL, *b = NULL, *again = NULL;
-  ZT_OK(zeroc__swap_create(ctx, &c, &a));
+  ZT_OK(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &a));
   /* The same rank twice is refused: the lock keeps two jobs off one directory. */
-  CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &again), ZEROC_ERR_IO);
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &again), ZEROC_ERR_IO);
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "another swapper uses this directory"), "%s",
                 zeroc_last_error(NULL));
   c.rank = 4;
-  ZT_OK(zeroc__swap_create(ctx, &c, &b));
+  ZT_OK(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &b));
   if (!a || !b) return;
   void *buf;
   ZT_OK(zeroc__pinned_get(pool, 20000, ZEROC_TAG_BUFFERS, &buf));
@@ -728,7 +735,7 @@ static void test_swap_cleanup(void) {
   rmdir(job);
   /* With nothing foreign, the job directory goes with the last rank. */
   c.rank = 0;
-  ZT_OK(zeroc__swap_create(ctx, &c, &a));
+  ZT_OK(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &a));
   zeroc__swap_destroy(a);
   CU_ASSERT(!exists(job));
   ZT_OK(zeroc__pinned_put(pool, buf));

@@ -53,13 +53,14 @@ static void unmount_fs(const char *path) {
 
 static zeroc__swap_t *open_swap(const char *dir, int prealloc) {
   zeroc__swap_config_t c = ZEROC__SWAP_CONFIG_INIT;
+  c.rank = zeroc_ctx_mesh(ctx)->rank;
   c.dir = dir;
   c.job = "fs";
   c.block_bytes = 256 * KiB;
   c.queue_depth = 8;
   c.prealloc = prealloc;
   zeroc__swap_t *sw = NULL;
-  ZT_OK(zeroc__swap_create(ctx, &c, &sw));
+  ZT_OK(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw));
   return sw;
 }
 
@@ -237,10 +238,11 @@ static void test_readonly(void) {
   char dirc[4200];
   snprintf(dirc, sizeof dirc, "%s", dir);
   zeroc__swap_config_t c = ZEROC__SWAP_CONFIG_INIT;
+  c.rank = zeroc_ctx_mesh(ctx)->rank;
   c.dir = dirc;
   c.job = "fs";
   zeroc__swap_t *sw = NULL;
-  CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_IO);
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw), ZEROC_ERR_IO);
   const char *msg = zeroc_last_error(NULL);
   printf("\n    %s", msg);
   ZT_ASSERT_MSG(strstr(msg, "Read-only file system") && strstr(msg, dirc), "%s", msg);
@@ -259,7 +261,7 @@ static void test_readonly(void) {
   mkdir(p, 0755);
   CU_ASSERT_EQUAL(mount(NULL, dirc, NULL, MS_REMOUNT | MS_RDONLY, NULL), 0);
   c.dir = dirc;
-  CU_ASSERT_EQUAL(zeroc__swap_create(ctx, &c, &sw), ZEROC_ERR_IO);
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw), ZEROC_ERR_IO);
   msg = zeroc_last_error(NULL);
   printf("\n    %s", msg);
   ZT_ASSERT_MSG(strstr(msg, "Read-only file system") && strstr(msg, "rank0/.lock"), "%s", msg);

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "core/mem.h"
-#include "zeroc/ctx.h"
+#include "zeroc/ctx.h" /* zeroc_device_kind_t */
 #include "zeroc/mem.h"
 #include "zeroc/result.h"
 
@@ -131,7 +131,7 @@ typedef uint64_t zeroc__ticket_t;
 typedef struct zeroc__swap_config {
   const char *dir;    /* an existing directory (--nvme-dir) */
   const char *job;    /* job name: [A-Za-z0-9._-], 1..64 characters, not starting with '.' */
-  int rank;           /* world rank; -1: the context's */
+  int rank;           /* world rank (>= 0; -1: unset, refused) */
   size_t block_bytes; /* bytes per request, a 4 KiB multiple <= 64 MiB;
                          0: ZEROC_OFFLOAD_BLOCK_KIB or the default */
   int queue_depth;    /* requests in flight, 1..1024; 0: ZEROC_OFFLOAD_QD or the default */
@@ -151,12 +151,13 @@ typedef struct zeroc__swap_config {
 /*
  * Creates the rank directory <dir>/<job>/rank<r>/ (and <job>/ if needed), takes
  * an exclusive lock in it (a second swapper on the same directory fails) and
- * starts the I/O thread. `ctx` gives the rank and the accountant.
+ * starts the I/O thread. `mem`: the accountant its bounce buffers are counted in
+ * (NULL: not counted).
  * Returns ZEROC_ERR_INVALID_ARG (bad config, naming the field and what is
  * accepted), ZEROC_ERR_IO (directory missing, read-only, locked; io_uring
  * unavailable), ZEROC_ERR_NOMEM, ZEROC_ERR_INTERNAL (thread creation).
  */
-zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *cfg,
+zeroc_result_t zeroc__swap_create(zeroc__mem_t *mem, const zeroc__swap_config_t *cfg,
                                   zeroc__swap_t **out);
 /* Waits for every transfer in flight, closes and removes the slot files, then
  * the rank directory and the job directory when they are empty.

@@ -24,12 +24,10 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "offload/swap_internal.h"
-#include "runtime/runtime.h"
 
 /* ---- create / destroy ---------------------------------------------------- */
 
-static zeroc_result_t read_config(zeroc__swap_t *sw, zeroc_ctx_t *ctx,
-                                  const zeroc__swap_config_t *c, int *rank) {
+static zeroc_result_t read_config(zeroc__swap_t *sw, const zeroc__swap_config_t *c, int *rank) {
   if (!c->dir || !*c->dir)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "swapper config: dir is required (the NVMe directory)");
@@ -38,12 +36,10 @@ static zeroc_result_t read_config(zeroc__swap_t *sw, zeroc_ctx_t *ctx,
                       "swapper config: job '%s'; accepted: 1..64 of "
                       "[A-Za-z0-9._-], not starting with '.'",
                       c->job ? c->job : "(null)");
-  *rank = c->rank >= 0 ? c->rank : ctx ? zeroc_ctx_mesh(ctx)->rank : -1;
+  *rank = c->rank;
   if (*rank < 0)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "swapper config: rank %d without a context; "
-                      "accepted: a rank >= 0, or -1 with a context",
-                      c->rank);
+                      "swapper config: rank %d; accepted: the world rank, >= 0", c->rank);
   /* the knob is in KiB and range-checked before the multiplication, which
    * could otherwise wrap */
   int64_t block = (int64_t)c->block_bytes;
@@ -84,7 +80,7 @@ static zeroc_result_t read_config(zeroc__swap_t *sw, zeroc_ctx_t *ctx,
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *cfg,
+zeroc_result_t zeroc__swap_create(zeroc__mem_t *mem, const zeroc__swap_config_t *cfg,
                                   zeroc__swap_t **out) {
   zeroc_result_t res = ZEROC_OK;
   zeroc__swap_t *sw = NULL;
@@ -96,12 +92,12 @@ zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *
   *out = NULL;
   sw = calloc(1, sizeof *sw);
   if (!sw) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "swapper struct of %zu bytes", sizeof *sw);
-  sw->ctx = ctx;
+  sw->mem = mem;
   sw->efd = -1;
   sw->lock_fd = -1;
   pthread_mutex_init(&sw->mu, NULL);
   pthread_cond_init(&sw->done_cv, NULL);
-  ZEROC_TRY(read_config(sw, ctx, cfg, &rank));
+  ZEROC_TRY(read_config(sw, cfg, &rank));
   for (int attempt = 0;; attempt++) {
     ZEROC_TRY(zeroc__swap_make_dirs(sw, cfg->dir, cfg->job, rank));
 
@@ -152,9 +148,8 @@ zeroc_result_t zeroc__swap_create(zeroc_ctx_t *ctx, const zeroc__swap_config_t *
                      sw->qd);
     goto fail;
   }
-  if (ctx)
-    ZEROC_TRY(zeroc__mem_track(zeroc__ctx_mem(ctx), sw->bounce_area, ZEROC_MEM_HOST,
-                               ZEROC_TAG_BUFFERS, nt * PAGE));
+  if (mem)
+    ZEROC_TRY(zeroc__mem_track(mem, sw->bounce_area, ZEROC_MEM_HOST, ZEROC_TAG_BUFFERS, nt * PAGE));
   for (int i = 0; i < sw->max_tickets; i++) {
     sw->tickets[i].gen = 1;
     sw->tickets[i].bounce = sw->bounce_area + (size_t)i * PAGE;
@@ -214,8 +209,7 @@ void zeroc__swap_destroy(zeroc__swap_t *sw) {
   free(sw->slots);
   if (sw->tickets)
     for (int i = 0; i < sw->max_tickets; i++) free(sw->tickets[i].msg);
-  if (sw->bounce_area && sw->ctx)
-    zeroc__mem_untrack(zeroc__ctx_mem(sw->ctx), sw->bounce_area, NULL);
+  if (sw->bounce_area && sw->mem) zeroc__mem_untrack(sw->mem, sw->bounce_area, NULL);
   free(sw->bounce_area);
   free(sw->tickets);
   free(sw->free_tickets);

@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "runtime/runtime.h"
+#include "core/mem.h"
 #include "offload/offload.h"
 
 #define PAGE        ZEROC_OFFLOAD_ALIGN
@@ -56,7 +56,7 @@ typedef struct req {
 } req_t;
 
 struct zeroc__swap {
-  zeroc_ctx_t *ctx;
+  zeroc__mem_t *mem; /* the accountant the bounce area is counted in; NULL: none */
   pthread_mutex_t mu;
   pthread_cond_t done_cv;
   pthread_t thread;

@@ -24,7 +24,8 @@
 static size_t esz(zeroc_dtype_t dt) { return zeroc_dtype_size(dt); }
 
 static int any_nvme(const zeroc_model_t *m) {
-  return m->cfg.offload_optimizer == ZEROC_OFFLOAD_NVME || m->cfg.offload_params == ZEROC_OFFLOAD_NVME;
+  return m->cfg.offload_optimizer == ZEROC_OFFLOAD_NVME ||
+         m->cfg.offload_params == ZEROC_OFFLOAD_NVME;
 }
 
 zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
@@ -45,14 +46,15 @@ zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
     snprintf(job, sizeof job, "zeroc-%lld-%d", (long long)pid0, models++);
     sc.dir = m->cfg.nvme_dir;
     sc.job = job;
-    CHK(zeroc__swap_create(m->ctx, &sc, &m->swap));
+    sc.rank = zeroc_ctx_mesh(m->ctx)->rank;
+    CHK(zeroc__swap_create(zeroc__ctx_mem(m->ctx), &sc, &m->swap));
   }
   if (oo != ZEROC_OFFLOAD_NONE) {
     size_t *numel = calloc((size_t)m->n, sizeof *numel);
     if (!numel) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "offload sizes");
     for (int i = 0; i < m->n; i++) numel[i] = m->u[i].f.S;
-    zeroc_result_t r = zeroc__offload_create(m->pool, oo == ZEROC_OFFLOAD_NVME ? m->swap : NULL, m->n,
-                                             numel, 3, &m->ostate);
+    zeroc_result_t r = zeroc__offload_create(m->pool, oo == ZEROC_OFFLOAD_NVME ? m->swap : NULL,
+                                             m->n, numel, 3, &m->ostate);
     free(numel);
     CHK(r);
     /* host copies of the gradient shard (and, on cuda, of the new compute shard) */
@@ -70,26 +72,34 @@ zeroc_result_t zeroc__moff_init(zeroc_model_t *m, size_t maxS) {
     m->pstage.ticket = calloc((size_t)m->pstage.n, sizeof *m->pstage.ticket);
     m->pstage.used = calloc((size_t)m->pstage.n, sizeof *m->pstage.used);
     m->pstage.swap_slot = calloc((size_t)m->n, sizeof *m->pstage.swap_slot);
-    if (!m->pstage.buf || !m->pstage.dev || !m->pstage.owner || !m->pstage.ticket || !m->pstage.swap_slot ||
-        !m->pstage.used)
+    if (!m->pstage.buf || !m->pstage.dev || !m->pstage.owner || !m->pstage.ticket ||
+        !m->pstage.swap_slot || !m->pstage.used)
       return ZEROC_FAIL(ZEROC_ERR_NOMEM, "parameter staging tables");
     for (int b = 0; b < m->pstage.n; b++) {
       m->pstage.owner[b] = -1;
       if (op == ZEROC_OFFLOAD_NVME)
         CHK(zeroc__pinned_get(m->pool, stage_bytes, ZEROC_TAG_BUFFERS, &m->pstage.buf[b]));
       /* device staging for the gathers: none where device memory is host memory */
-      CHK(zeroc__staging_alloc(zeroc__ctx_devmem(m->ctx), ZEROC_TAG_BUFFERS, stage_bytes, &m->pstage.dev[b]));
+      CHK(zeroc__staging_alloc(zeroc__ctx_devmem(m->ctx), ZEROC_TAG_BUFFERS, stage_bytes,
+                               &m->pstage.dev[b]));
     }
     if (op == ZEROC_OFFLOAD_NVME) {
       for (int i = 0; i < m->n; i++) {
         char name[32];
         snprintf(name, sizeof name, "u%d.param", i);
-        CHK(zeroc__swap_slot_create(m->swap, name, m->u[i].f.S * esz(m->pdt), &m->pstage.swap_slot[i]));
+        CHK(zeroc__swap_slot_create(m->swap, name, m->u[i].f.S * esz(m->pdt),
+                                    &m->pstage.swap_slot[i]));
       }
     }
   }
-  ZINFO(OFFLOAD, "offload: optimizer %s, parameters %s%s", oo == 2 ? "nvme" : oo == 1 ? "cpu" : "device",
-        op == 2 ? "nvme" : op == 1 ? "cpu" : "device", m->swap ? " (io_uring swap files)" : "");
+  ZINFO(OFFLOAD, "offload: optimizer %s, parameters %s%s",
+        oo == 2   ? "nvme"
+        : oo == 1 ? "cpu"
+                  : "device",
+        op == 2   ? "nvme"
+        : op == 1 ? "cpu"
+                  : "device",
+        m->swap ? " (io_uring swap files)" : "");
   return ZEROC_OK;
 }
 
@@ -134,7 +144,8 @@ zeroc_result_t zeroc__moff_state_done(zeroc_model_t *m, int i) {
 }
 
 zeroc_result_t zeroc__moff_state_prefetch(zeroc_model_t *m, int i) {
-  if (!m->ostate || i < 0 || i >= m->n || m->cfg.offload_optimizer != ZEROC_OFFLOAD_NVME) return ZEROC_OK;
+  if (!m->ostate || i < 0 || i >= m->n || m->cfg.offload_optimizer != ZEROC_OFFLOAD_NVME)
+    return ZEROC_OK;
   return zeroc__offload_prefetch(m->ostate, i);
 }
 
@@ -213,7 +224,8 @@ zeroc_result_t zeroc__moff_param_src(zeroc_model_t *m, int i, int next, const vo
     m->pstage.used[b] = 1;
   }
   zeroc__view_t dv; /* no end: staged in our own buffer, read only */
-  CHK(zeroc__view_device(zeroc__ctx_devmem(m->ctx), m->gather_s, (void *)host, bytes, ZEROC_VIEW_IN, m->pstage.dev[b], &dv));
+  CHK(zeroc__view_device(zeroc__ctx_devmem(m->ctx), m->gather_s, (void *)host, bytes, ZEROC_VIEW_IN,
+                         m->pstage.dev[b], &dv));
   *src = dv.ptr;
   return ZEROC_OK;
 }
@@ -228,7 +240,8 @@ zeroc_result_t zeroc__moff_param_store(zeroc_model_t *m, int i, const float *mas
   int b;
   CHK(free_stage(m, &b));
   CHK(zeroc_k_host_cast(m->pstage.buf[b], m->pdt, master, ZEROC_FP32, S));
-  CHK(zeroc__swap_write(m->swap, m->pstage.swap_slot[i], m->pstage.buf[b], bytes, &m->pstage.ticket[b]));
+  CHK(zeroc__swap_write(m->swap, m->pstage.swap_slot[i], m->pstage.buf[b], bytes,
+                        &m->pstage.ticket[b]));
   /* the buffer holds unit i's new values: a gather of i may use it at once */
   m->pstage.owner[b] = i;
   return ZEROC_OK;
