@@ -315,8 +315,9 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
     mem->buffers += zeroc__pp_grad_buffer_bytes(st->inflight, st->chunks_in, st->chunks_out, x);
   }
   mem->activations = act;
-  /* The model's backward scratch (gpt_sizes.c lists it), plus the fixed workspace. */
-  mem->workspace = z.scratch + c->workspace_mib * MIB;
+  /* The model's backward scratch (gpt_sizes.c lists it), the engine's step
+   * accumulator (shard/sizes.c), plus the fixed workspace. */
+  mem->workspace = z.scratch + zeroc__shard_step_bytes() + c->workspace_mib * MIB;
   mem->total =
       mem->params + mem->grads + mem->optimizer + mem->activations + mem->buffers + mem->workspace;
   return ZEROC_OK;

@@ -440,7 +440,8 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   if (maxws) ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxws, &m->ws));
   if (m->rdt != ZEROC_FP32)
     ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_shard, (void **)&m->adam_tmp));
-  ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, sizeof(double), (void **)&m->norm_acc));
+  ZEROC_TRY(
+      alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)zeroc__shard_step_bytes(), (void **)&m->norm_acc));
   ZEROC_TRY(zeroc__moff_init(m, maxS));
   if (m->cfg.offload_params != ZEROC_OFFLOAD_NONE && !m->host_grad)
     ZEROC_TRY(zeroc__pinned_get(m->pool, (size_t)zeroc__shard_staging_bytes((double)maxS, 4),

@@ -36,3 +36,5 @@ void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
 }
 
 double zeroc__shard_staging_bytes(double shard_numel, int elem) { return shard_numel * elem + 64; }
+
+double zeroc__shard_step_bytes(void) { return (double)sizeof(double); }

@@ -48,6 +48,10 @@ void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
                              double max_unpinned, double max_unit, int nd, int pb, int rb,
                              zeroc__pool_bytes_t *out);
 
+/* The optimizer step's global gradient-norm accumulator: one device double
+ * (tag workspace), whatever the model. */
+double zeroc__shard_step_bytes(void);
+
 /* A host or device staging copy of a shard of `shard_numel` elements of
  * `elem` bytes (offloaded state moving through PCIe), with 64 bytes of slack
  * so the copy may start aligned. */
