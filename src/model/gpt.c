@@ -489,6 +489,105 @@ static zeroc_result_t check_stage(const zeroc_gpt_stage_t *stage, int L) {
   return ZEROC_OK;
 }
 
+/* Block l's twelve parameters, named and initialised as in the unsplit model
+ * and cut by tp_split. */
+static void block_params(zeroc_gpt_t *g, int l, float std, float proj_std) {
+  const int64_t C = g->cfg.hidden;
+  const uint32_t nd = ZEROC_PARAM_NO_DECAY, rep = ZEROC_PARAM_TP_REPLICATED;
+  zeroc__tp_t *tp = &g->tp;
+  zeroc_param_desc_t *p = &g->block_p[(size_t)l * BLOCK_PARAMS];
+  uint64_t st = 16 + (uint64_t)l * 16;
+  p[LN1W] = pdesc("ln_1.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 0);
+  p[LN1B] = pdesc("ln_1.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 1);
+  p[QKVW] = pdesc("attn.c_attn.weight", 3 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 2);
+  p[QKVB] = pdesc("attn.c_attn.bias", 3 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 3);
+  p[ATTPROJW] = pdesc("attn.c_proj.weight", C, C, ZEROC_INIT_NORMAL, proj_std, 0, st + 4);
+  p[ATTPROJB] = pdesc("attn.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 5);
+  p[LN2W] = pdesc("ln_2.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 6);
+  p[LN2B] = pdesc("ln_2.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 7);
+  p[FCW] = pdesc("mlp.c_fc.weight", 4 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 8);
+  p[FCB] = pdesc("mlp.c_fc.bias", 4 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 9);
+  p[FCPROJW] = pdesc("mlp.c_proj.weight", C, 4 * C, ZEROC_INIT_NORMAL, proj_std, 0, st + 10);
+  p[FCPROJB] = pdesc("mlp.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 11);
+  /* column-parallel: output rows (qkv as three groups q | k | v, so each rank
+   * holds whole heads of each); row-parallel: input columns */
+  tp_split(&p[QKVW], tp, 0, 3);
+  tp_split(&p[QKVB], tp, 0, 3);
+  tp_split(&p[ATTPROJW], tp, 1, 1);
+  tp_split(&p[FCW], tp, 0, 1);
+  tp_split(&p[FCB], tp, 0, 1);
+  tp_split(&p[FCPROJW], tp, 1, 1);
+}
+
+/* This rank's units, chunk after chunk: the layer list the engine shards. A
+ * head without the embedding beside it (`tied`) carries its own wte. */
+static void wire_units(zeroc_gpt_t *g, const zeroc_gpt_stage_t *stage, int tied) {
+  const int NU = g->cfg.layers + 2;
+  int li = 0, embed_local = -1;
+  for (int c = 0; c < stage->nchunks; c++) {
+    g->chunk_first[c] = li;
+    g->chunk_count[c] = stage->count[c];
+    for (int u = stage->first[c]; u < stage->first[c] + stage->count[c]; u++, li++) {
+      g->gunit[li] = u;
+      if (u == 0) {
+        embed_local = li;
+        g->layers[li] =
+            (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
+      } else if (u == NU - 1) {
+        /* beside the embedding the head shares its wte; elsewhere it has its copy */
+        g->layers[li] =
+            (zeroc_layer_t){"head",       tied ? 3 : 2,  g->head_p, tied ? -1 : embed_local,
+                            head_forward, head_backward, 0,         g};
+      } else {
+        int l = u - 1, lb = g->nblocks++;
+        g->refs[lb] = (struct blockref){g, l, lb};
+        g->layers[li] =
+            (zeroc_layer_t){"block", BLOCK_PARAMS,  &g->block_p[(size_t)l * BLOCK_PARAMS],
+                            -1,      block_forward, block_backward,
+                            0,       &g->refs[lb]};
+      }
+    }
+  }
+}
+
+/* The activation slots, the recompute copy, the backward scratch and the
+ * host losses, for micro-batches of up to `batch` sequences (sizes from
+ * gpt_sizes.c, which the planner calls too). */
+static zeroc_result_t alloc_buffers(zeroc_gpt_t *g, int batch, int has_embed, int has_head) {
+  const int t = g->t;
+  const int64_t C = g->cfg.hidden, T = g->cfg.seq;
+  zeroc__tp_t *tp = &g->tp;
+  /* BT tokens of the largest micro-batch; Nl of them in the sequence-split
+   * regions (the residual stream, the LayerNorms) */
+  size_t BT = (size_t)batch * (size_t)T;
+  zeroc__gpt_shape_t shape = {(double)BT, (double)split_rows(g), (double)C, g->Cl, g->NHl,
+                              g->Vl,      (double)g->es,         t,         tp->sp};
+  zeroc__gpt_buffer_bytes(&shape, &g->sz);
+  for (int sl = 0; sl < g->slots; sl++) CHK(slot_alloc(g, &g->act[sl], has_embed, has_head));
+  if (g->recompute && g->nblocks) CHK(saved_alloc(g, &g->shared_saved));
+  if (t > 1 && has_head) CHK(act_alloc(g, (size_t)g->sz.ce_stats, (void **)&g->ce_stats));
+  /* Backward scratch: a block's gradients live one after the other, so datty
+   * (B,T,Cl) reuses dln (consumed by ln_2's backward before datty is written)
+   * and dqkv (B,T,3Cl) reuses dfch (dead after the MLP's first matmul). dln
+   * holds (B,T,C) summed over tp ranks, or (Nl,C) with sequence parallelism. */
+  CHK(scratch_alloc(g, (size_t)g->sz.fch, &g->dfch));
+  CHK(scratch_alloc(g, (size_t)g->sz.fch, &g->dfchg));
+  CHK(scratch_alloc(g, (size_t)g->sz.dln, &g->dln));
+  g->datty = g->dln;
+  g->dqkv = g->dfch;
+  CHK(scratch_alloc(g, (size_t)g->sz.resid, &g->dres[0]));
+  CHK(scratch_alloc(g, (size_t)g->sz.resid, &g->dres[1]));
+  if (tp->sp) {
+    CHK(scratch_alloc(g, (size_t)g->sz.gath, &g->gath));
+    CHK(scratch_alloc(g, (size_t)g->sz.gath, &g->part));
+    CHK(scratch_alloc(g, (size_t)g->sz.lngrad, &g->lngrad));
+  }
+  g->losses_host = malloc(BT * sizeof(float));
+  if (!g->losses_host) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "host losses");
+  if (has_head) g->last_losses = g->act[0].losses;
+  return ZEROC_OK;
+}
+
 static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
                                  const zeroc_gpt_options_t *opts, zeroc_gpt_t **out) {
   zeroc_result_t res = ZEROC_OK;
@@ -567,89 +666,11 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt tables");
     goto fail;
   }
-  for (int l = 0; l < L; l++) {
-    zeroc_param_desc_t *p = &g->block_p[(size_t)l * BLOCK_PARAMS];
-    uint64_t st = 16 + (uint64_t)l * 16;
-    p[LN1W] = pdesc("ln_1.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 0);
-    p[LN1B] = pdesc("ln_1.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 1);
-    p[QKVW] = pdesc("attn.c_attn.weight", 3 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 2);
-    p[QKVB] = pdesc("attn.c_attn.bias", 3 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 3);
-    p[ATTPROJW] = pdesc("attn.c_proj.weight", C, C, ZEROC_INIT_NORMAL, proj_std, 0, st + 4);
-    p[ATTPROJB] = pdesc("attn.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 5);
-    p[LN2W] = pdesc("ln_2.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 6);
-    p[LN2B] = pdesc("ln_2.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 7);
-    p[FCW] = pdesc("mlp.c_fc.weight", 4 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 8);
-    p[FCB] = pdesc("mlp.c_fc.bias", 4 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 9);
-    p[FCPROJW] = pdesc("mlp.c_proj.weight", C, 4 * C, ZEROC_INIT_NORMAL, proj_std, 0, st + 10);
-    p[FCPROJB] = pdesc("mlp.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 11);
-    /* column-parallel: output rows (qkv as three groups q | k | v, so each rank
-     * holds whole heads of each); row-parallel: input columns */
-    tp_split(&p[QKVW], tp, 0, 3);
-    tp_split(&p[QKVB], tp, 0, 3);
-    tp_split(&p[ATTPROJW], tp, 1, 1);
-    tp_split(&p[FCW], tp, 0, 1);
-    tp_split(&p[FCB], tp, 0, 1);
-    tp_split(&p[FCPROJW], tp, 1, 1);
-  }
-  /* this rank's units, chunk after chunk */
-  int li = 0, embed_local = -1;
-  for (int c = 0; c < stage->nchunks; c++) {
-    g->chunk_first[c] = li;
-    g->chunk_count[c] = stage->count[c];
-    for (int u = stage->first[c]; u < stage->first[c] + stage->count[c]; u++, li++) {
-      g->gunit[li] = u;
-      if (u == 0) {
-        embed_local = li;
-        g->layers[li] =
-            (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
-      } else if (u == NU - 1) {
-        /* beside the embedding the head shares its wte; elsewhere it has its copy */
-        g->layers[li] =
-            (zeroc_layer_t){"head",       tied ? 3 : 2,  g->head_p, tied ? -1 : embed_local,
-                            head_forward, head_backward, 0,         g};
-      } else {
-        int l = u - 1, lb = g->nblocks++;
-        g->refs[lb] = (struct blockref){g, l, lb};
-        g->layers[li] =
-            (zeroc_layer_t){"block", BLOCK_PARAMS,  &g->block_p[(size_t)l * BLOCK_PARAMS],
-                            -1,      block_forward, block_backward,
-                            0,       &g->refs[lb]};
-      }
-    }
-  }
+  for (int l = 0; l < L; l++) block_params(g, l, std, proj_std);
+  wire_units(g, stage, tied);
   g->nlayers = nl;
 
-  /* BT tokens of the largest micro-batch; Nl of them in the sequence-split
-   * regions (the residual stream, the LayerNorms) */
-  size_t BT = (size_t)batch * (size_t)T;
-  zeroc__gpt_shape_t shape = {(double)BT, (double)split_rows(g), (double)C, g->Cl, g->NHl,
-                              g->Vl,      (double)g->es,         t,         tp->sp};
-  zeroc__gpt_buffer_bytes(&shape, &g->sz);
-  for (int sl = 0; sl < g->slots; sl++) ZEROC_TRY(slot_alloc(g, &g->act[sl], has_embed, has_head));
-  if (g->recompute && g->nblocks) ZEROC_TRY(saved_alloc(g, &g->shared_saved));
-  if (t > 1 && has_head) ZEROC_TRY(act_alloc(g, (size_t)g->sz.ce_stats, (void **)&g->ce_stats));
-  /* Backward scratch: a block's gradients live one after the other, so datty
-   * (B,T,Cl) reuses dln (consumed by ln_2's backward before datty is written)
-   * and dqkv (B,T,3Cl) reuses dfch (dead after the MLP's first matmul). dln
-   * holds (B,T,C) summed over tp ranks, or (Nl,C) with sequence parallelism. */
-  ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.fch, &g->dfch));
-  ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.fch, &g->dfchg));
-  ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.dln, &g->dln));
-  g->datty = g->dln;
-  g->dqkv = g->dfch;
-  ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.resid, &g->dres[0]));
-  ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.resid, &g->dres[1]));
-  if (tp->sp) {
-    ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.gath, &g->gath));
-    ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.gath, &g->part));
-    ZEROC_TRY(scratch_alloc(g, (size_t)g->sz.lngrad, &g->lngrad));
-  }
-  g->losses_host = malloc(BT * sizeof(float));
-  if (!g->losses_host) {
-    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "host losses");
-    goto fail;
-  }
-  if (has_head) g->last_losses = g->act[0].losses;
+  ZEROC_TRY(alloc_buffers(g, batch, has_embed, has_head));
   *out = g;
   return ZEROC_OK;
 fail:
