@@ -13,3 +13,9 @@ add_test(NAME exports
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/exports.sh $<TARGET_FILE:zeroc> ${CMAKE_C_COMPILER}
           ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include)
 set_tests_properties(exports PROPERTIES LABELS unit TIMEOUT 60)
+
+# The layers of src/ point down (scripts/layers: no include of, and no call
+# into, a layer above; the order is README.md's "Layout").
+add_test(NAME layers COMMAND python3 ${PROJECT_SOURCE_DIR}/scripts/layers
+                             ${PROJECT_SOURCE_DIR})
+set_tests_properties(layers PROPERTIES LABELS unit TIMEOUT 60)
