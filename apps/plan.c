@@ -12,6 +12,7 @@
 
 #include "apps/args.h"
 #include "apps/cli.h"
+#include "plan/plan_internal.h"
 #include "zeroc/plan.h"
 
 #define GIB 1073741824.0
@@ -511,11 +512,13 @@ static void json_layout(const zeroc_plan_result_t *r) {
   const zeroc_plan_config_t *c = &r->cfg;
   const zeroc_plan_memory_t *d = &r->device;
   const zeroc_plan_time_t *t = &r->time;
-  printf("{\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"vpp\": %d, \"dp\": %d, \"hsdp\": %d, "
-         "\"shard\": %d, \"zero\": %d, \"batch\": %d, \"microbatches\": %d, \"global_batch\": %lld, "
-         "\"tokens_per_step\": %.0f, \"flops_per_step\": %.6e, \"flops_per_token\": %.6e,\n",
-         c->gpus, c->tp, c->pp, c->vpp, r->dp, c->hsdp, r->shard, c->zero, c->model.batch, c->microbatches,
-         (long long)r->global_batch, r->tokens_per_step, r->flops_per_step, r->flops_per_token);
+  printf(
+      "{\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"vpp\": %d, \"dp\": %d, \"hsdp\": %d, "
+      "\"shard\": %d, \"zero\": %d, \"batch\": %d, \"microbatches\": %d, \"global_batch\": %lld, "
+      "\"tokens_per_step\": %.0f, \"flops_per_step\": %.6e, \"flops_per_token\": %.6e,\n",
+      c->gpus, c->tp, c->pp, c->vpp, r->dp, c->hsdp, r->shard, c->zero, c->model.batch,
+      c->microbatches, (long long)r->global_batch, r->tokens_per_step, r->flops_per_step,
+      r->flops_per_token);
   printf("   \"memory\": {\"stage\": %d, \"params_rank\": %.0f, \"params\": %.0f, \"grads\": %.0f, "
          "\"optimizer\": %.0f, \"activations\": %.0f, \"buffers\": %.0f, \"workspace\": %.0f, "
          "\"total\": %.0f, \"host\": %.0f, \"nvme\": %.0f, \"gpu_mem\": %.0f, \"fits\": %s},\n",
@@ -574,7 +577,9 @@ int zeroc_cmd_plan(int argc, char **argv) {
   opts_t o;
   const zeroc_plan_config_t dflt = ZEROC_PLAN_CONFIG_INIT;
   memset(&o, 0, sizeof o);
-  o.cfg = dflt;
+  /* the library's defaults, resolved: the checks below read them */
+  if (zeroc__plan_read_config(&dflt, &o.cfg) != ZEROC_OK) return 1;
+  o.cfg.act_bytes = 0; /* follows param_bytes, which --dtype sets */
   o.model = "tiny";
   o.layers = o.hidden = o.heads = o.vocab = o.seq = o.batch = -1;
   o.top = 20;

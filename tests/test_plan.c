@@ -407,9 +407,10 @@ static void test_plan_activations(void) {
   ZT_OK(zeroc_plan_compute(&c, &r));
   /* per micro-batch in flight: 2 layers and the stage's output, kept for the send */
   double x = 2.0 * n * 256;
-  ZT_ASSERT_MSG(r.stage == 0 && fabs(r.device.activations - 4 * (2 * layer + x)) < 1e-6,
-                "pp 4, m 8: stage %d activations %g, expected %g (4 in flight x (2 layers + output))",
-                r.stage, r.device.activations, 4 * (2 * layer + x));
+  ZT_ASSERT_MSG(
+      r.stage == 0 && fabs(r.device.activations - 4 * (2 * layer + x)) < 1e-6,
+      "pp 4, m 8: stage %d activations %g, expected %g (4 in flight x (2 layers + output))",
+      r.stage, r.device.activations, 4 * (2 * layer + x));
   c.act_model = ZEROC_ACT_MEGATRON;
   c.pp = 1;
   c.gpus = 1;
@@ -470,7 +471,9 @@ static void check_list(const zeroc_plan_config_t *c, int64_t G, const zeroc_plan
                        size_t n) {
   for (size_t i = 0; i < n; i++) {
     const zeroc_plan_result_t *r = &v[i];
-    ZT_ASSERT_MSG(r->fits && r->device.total <= c->gpu_mem_gib * 1073741824.0,
+    /* the device size as the library resolved it (the caller's field may be unset) */
+    ZT_ASSERT_MSG(r->fits && r->device.total <= r->cfg.gpu_mem_gib * 1073741824.0 &&
+                      r->cfg.gpu_mem_gib == 80.0,
                   "#%zu does not fit: %g bytes", i, r->device.total);
     ZT_ASSERT_MSG(i == 0 || v[i - 1].time.total <= r->time.total, "#%zu slower than #%zu", i - 1,
                   i);
@@ -557,6 +560,24 @@ static void test_config_checks(void) {
   old.gpus = 999; /* beyond the old size: ignored */
   ZT_OK(zeroc_plan_compute(&old, &r));
   CU_ASSERT(r.cfg.gpus == 1 && r.cfg.size == sizeof(zeroc_plan_config_t));
+  /* Unset fields take the library's defaults (plan.h), the same as setting them. */
+  zeroc_plan_config_t unset = ZEROC_PLAN_CONFIG_INIT, set = ZEROC_PLAN_CONFIG_INIT;
+  zeroc_plan_result_t ru, rs;
+  ZT_OK(zeroc_plan_compute(&unset, &ru));
+  CU_ASSERT(unset.gpus == ZEROC_UNSET && unset.gpu_mem_gib == (double)ZEROC_UNSET);
+  CU_ASSERT(
+      ru.cfg.model.layers == 12 && ru.cfg.model.hidden == 768 && ru.cfg.model.vocab == 50257 &&
+      ru.cfg.model.batch == 4 && ru.cfg.gpus == 1 && ru.cfg.zero == 3 && ru.cfg.tp == 1 &&
+      ru.cfg.pp == 1 && ru.cfg.hsdp == 1 && ru.cfg.param_bytes == 2 && ru.cfg.act_bytes == 2 &&
+      ru.cfg.prefetch == 2 && ru.cfg.flash_attention == 1 && ru.cfg.gpu_mem_gib == 80.0 &&
+      ru.cfg.workspace_mib == 64.0 && ru.cfg.gpus_per_node == 8 && ru.cfg.peak_tflops == 989.0 &&
+      ru.cfg.mfu == 0.5 && ru.cfg.bw_nvme_gbs == 3.0 && ru.cfg.vpp == 1);
+  set.model = (zeroc_gpt_config_t){12, 768, 12, 50257, 1024, 4};
+  set.gpus = 1, set.zero = 3, set.tp = set.pp = set.hsdp = 1, set.param_bytes = 2;
+  set.prefetch = 2, set.flash_attention = 1, set.gpu_mem_gib = 80, set.workspace_mib = 64;
+  set.gpus_per_node = 8, set.peak_tflops = 989, set.mfu = 0.5, set.vpp = 1;
+  ZT_OK(zeroc_plan_compute(&set, &rs));
+  CU_ASSERT(ru.device.total == rs.device.total && ru.time.total == rs.time.total);
   c = gpt(12, 768, 12, 50257, 1024, 4);
   c.gpus = 8;
   c.zero = 4;

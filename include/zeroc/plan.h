@@ -65,18 +65,22 @@ typedef struct zeroc_plan_config {
   int vpp; /* model chunks per pipeline rank: 1 (1F1B) or more (interleaved schedule) */
 } zeroc_plan_config_t;
 
-/* gpt2-124m on 1 GPU, ZeRO-3, bf16, no recompute, zeroc activation model with
+/* Every number "unset" (ZEROC_UNSET, zeroc/types.h; the enums none/zeroc):
+ * zeroc_plan_compute gives each unset field the library's default, which is
+ * gpt2-124m on 1 GPU, ZeRO-3, bf16, no recompute, zeroc activation model with
  * flash attention, 80 GiB GPUs, 64 MiB workspace; 8 GPUs per node at 989
  * TFLOP/s and MFU 0.5, 300 GB/s / 10 us inside a node, 25 GB/s / 20 us across,
- * PCIe 25 GB/s, NVMe 3 GB/s per GPU. */
+ * PCIe 25 GB/s, NVMe 3 GB/s per GPU (the resolved config is in the result's
+ * `cfg`). */
 #define ZEROC_PLAN_CONFIG_INIT                                                                     \
   {                                                                                                \
-    sizeof(zeroc_plan_config_t), ZEROC_CONFIG_MAGIC, {12, 768, 12, 50257, 1024, 4},                \
-        /* gpus zero tp pp hsdp microbatches param_bytes act_bytes */ 1, 3, 1, 1, 1, 0, 2, 0,      \
-        ZEROC_RECOMPUTE_NONE, 0, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, 2, ZEROC_ACT_ZEROC, 1,    \
-        /* gpu_mem_gib workspace_mib */ 80.0, 64.0,                                                \
-        /* gpus_per_node peak mfu bw lat pcie nvme */ 8, 989.0, 0.5, 300.0, 25.0, 10.0, 20.0,      \
-        25.0, 3.0, /* vpp */ 1                                                                     \
+    sizeof(zeroc_plan_config_t), ZEROC_CONFIG_MAGIC,                                               \
+        {ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET},            \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, \
+        ZEROC_UNSET, ZEROC_RECOMPUTE_NONE, ZEROC_UNSET, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE,    \
+        ZEROC_UNSET, ZEROC_ACT_ZEROC, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET,          \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, \
+        ZEROC_UNSET, ZEROC_UNSET                                                                   \
   }
 
 /* Bytes per rank on the device, by the memory accountant's tags. */

@@ -82,9 +82,58 @@ double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t, int s
 
 /* ---- the config ---------------------------------------------------------------- */
 
+/* The defaults of every field ZEROC_PLAN_CONFIG_INIT leaves unset (plan.h
+ * says them in words). */
+static const zeroc_plan_config_t DEFAULTS = {
+    .size = sizeof(zeroc_plan_config_t),
+    .magic = ZEROC_CONFIG_MAGIC,
+    .model = {12, 768, 12, 50257, 1024, 4}, /* gpt2-124m, micro-batch 4 */
+    .gpus = 1,
+    .zero = 3,
+    .tp = 1,
+    .pp = 1,
+    .hsdp = 1,
+    .microbatches = 0, /* pp (or 1) */
+    .param_bytes = 2,
+    .act_bytes = 0, /* param_bytes */
+    .recompute = ZEROC_RECOMPUTE_NONE,
+    .sequence_parallel = 0,
+    .offload_optimizer = ZEROC_OFFLOAD_NONE,
+    .offload_params = ZEROC_OFFLOAD_NONE,
+    .prefetch = 2,
+    .act_model = ZEROC_ACT_ZEROC,
+    .flash_attention = 1,
+    .gpu_mem_gib = 80.0,
+    .workspace_mib = 64.0,
+    .gpus_per_node = 8,
+    .peak_tflops = 989.0,
+    .mfu = 0.5,
+    .bw_intra_gbs = 300.0,
+    .bw_inter_gbs = 25.0,
+    .lat_intra_us = 10.0,
+    .lat_inter_us = 20.0,
+    .bw_pcie_gbs = 25.0,
+    .bw_nvme_gbs = 3.0,
+    .vpp = 1,
+};
+
+#define UNSET_D      ((double)ZEROC_UNSET)
+#define RESOLVE(f)   (out->f = out->f == ZEROC_UNSET ? DEFAULTS.f : out->f)
+#define RESOLVE_D(f) (out->f = out->f == UNSET_D ? DEFAULTS.f : out->f)
+
+static void resolve_unset(zeroc_plan_config_t *out) {
+  RESOLVE(model.layers), RESOLVE(model.hidden), RESOLVE(model.heads);
+  RESOLVE(model.vocab), RESOLVE(model.seq), RESOLVE(model.batch);
+  RESOLVE(gpus), RESOLVE(zero), RESOLVE(tp), RESOLVE(pp), RESOLVE(hsdp), RESOLVE(microbatches);
+  RESOLVE(param_bytes), RESOLVE(act_bytes), RESOLVE(sequence_parallel), RESOLVE(prefetch);
+  RESOLVE(flash_attention), RESOLVE(gpus_per_node), RESOLVE(vpp);
+  RESOLVE_D(gpu_mem_gib), RESOLVE_D(workspace_mib), RESOLVE_D(peak_tflops), RESOLVE_D(mfu);
+  RESOLVE_D(bw_intra_gbs), RESOLVE_D(bw_inter_gbs), RESOLVE_D(lat_intra_us);
+  RESOLVE_D(lat_inter_us), RESOLVE_D(bw_pcie_gbs), RESOLVE_D(bw_nvme_gbs);
+}
+
 zeroc_result_t zeroc__plan_read_config(const zeroc_plan_config_t *in, zeroc_plan_config_t *out) {
-  const zeroc_plan_config_t dflt = ZEROC_PLAN_CONFIG_INIT;
-  *out = dflt;
+  *out = DEFAULTS;
   if (!in || in->magic != ZEROC_CONFIG_MAGIC || in->size < offsetof(zeroc_plan_config_t, gpus) ||
       in->size > 65536)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
@@ -94,6 +143,7 @@ zeroc_result_t zeroc__plan_read_config(const zeroc_plan_config_t *in, zeroc_plan
   /* An older, smaller struct keeps the defaults for the fields it lacks. */
   memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
   out->size = sizeof *out;
+  resolve_unset(out);
   if (out->act_bytes == 0) out->act_bytes = out->param_bytes;
   return ZEROC_OK;
 }
@@ -423,7 +473,8 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
   double *cost = malloc(sizeof(double) * (size_t)nu);
   int *bounds = malloc(sizeof(int) * (size_t)(S + 1));
   zeroc_pp_schedule_t *sch = NULL;
-  zeroc_result_t res = cost && bounds ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NOMEM, "plan: stage tables");
+  zeroc_result_t res =
+      cost && bounds ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NOMEM, "plan: stage tables");
   if (!res) {
     zeroc_gpt_unit_costs(&c->model, cost);
     res = zeroc_pipeline_partition(cost, nu, S, bounds);
