@@ -22,6 +22,7 @@
 
 #include "zeroc/ctx.h"
 #include "zeroc/result.h"
+#include "zeroc/types.h" /* ZEROC_UNSET */
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,7 +47,8 @@ typedef struct zeroc_data_config {
   int vocab;            /* V: every token must be < V (2..65536) */
   int seq;              /* T: tokens per sequence (>= 1) */
   int global_batch;     /* G: sequences per optimizer step (>= 1) */
-  uint64_t seed;        /* the shuffle order and the synthetic source */
+  uint64_t seed;        /* the shuffle order and the synthetic source; unset
+                           ((uint64_t)ZEROC_UNSET, the initializer's): 1 */
   int shuffle;          /* 1: seeded permutation of the sequences in each epoch */
   int synth_successors; /* synthetic: most likely successors per token, 1..64; 0: 8 */
   double synth_noise;   /* synthetic: probability spread evenly over all V tokens, in
@@ -54,7 +56,10 @@ typedef struct zeroc_data_config {
 } zeroc_data_config_t;
 
 #define ZEROC_DATA_CONFIG_INIT                                                                     \
-  { sizeof(zeroc_data_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 1, 0, 0, 0.0 }
+  {                                                                                                \
+    sizeof(zeroc_data_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, (uint64_t)ZEROC_UNSET, 0, 0,   \
+        0.0                                                                                        \
+  }
 
 typedef struct zeroc_data_info {
   zeroc_data_kind_t kind;

@@ -66,6 +66,7 @@ static zeroc_result_t read_config(const zeroc_data_config_t *in, zeroc_data_conf
                       in ? in->size : 0, in ? in->magic : 0);
   memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
   out->size = sizeof *out;
+  if (out->seed == (uint64_t)ZEROC_UNSET) out->seed = 1;
   if (out->synth_successors == 0) out->synth_successors = SYNTH_DEFAULT_SUCCESSORS;
   if (out->synth_noise == 0) out->synth_noise = SYNTH_DEFAULT_NOISE;
   if (out->vocab < 2 || out->vocab > 65536)
