@@ -579,7 +579,7 @@ int zeroc_cmd_plan(int argc, char **argv) {
   memset(&o, 0, sizeof o);
   /* the library's defaults, resolved: the checks below read them */
   if (zeroc__plan_read_config(&dflt, &o.cfg) != ZEROC_OK) return 1;
-  o.cfg.act_bytes = 0; /* follows param_bytes, which --dtype sets */
+  o.cfg.act_bytes = o.cfg.compute_bytes = 0; /* follow param_bytes, which --dtype sets */
   o.model = "tiny";
   o.layers = o.hidden = o.heads = o.vocab = o.seq = o.batch = -1;
   o.top = 20;

@@ -258,7 +258,9 @@ static void test_uneven_stages(void) {
  *   ZeRO-2: 2 grad slots + pinned grads = 2*872*2 + 640*2 = 4768
  *   ZeRO-1: 2 reduce-scatter outputs of the largest shard 872/2: 2*436*2 = 1744
  * Workspace, micro-batch 3 (N = 48 tokens): 2 * 48 * (8*8 + 3*8) = 8448, plus
- * the optimizer step's 8-byte gradient-norm accumulator, plus the fixed 64 MiB. */
+ * the optimizer step's 8-byte gradient-norm accumulator, plus AdamW's fp32
+ * copy of the largest bf16 gradient shard, 4 * 872 / nd (nd = 2; 1 at ZeRO-0),
+ * plus the fixed 64 MiB. */
 static void test_buffers_hand(void) {
   zeroc_plan_config_t c = gpt(4, 8, 2, 50, 16, 3);
   zeroc_plan_result_t r;
@@ -273,9 +275,20 @@ static void test_buffers_hand(void) {
     ZT_OK(zeroc_plan_compute(&c, &r));
     ZT_ASSERT_MSG(r.device.buffers == t[i].want, "ZeRO-%d prefetch %d: buffers %g, hand %g",
                   t[i].zero, t[i].prefetch, r.device.buffers, t[i].want);
-    ZT_ASSERT_MSG(r.device.workspace == 8448 + 8 + 64 * 1048576.0, "workspace %g, hand %g",
-                  r.device.workspace, 8448 + 8 + 64 * 1048576.0);
+    double ws = 8448 + 8 + 4 * 872 / (t[i].zero ? 2 : 1) + 64 * 1048576.0;
+    ZT_ASSERT_MSG(r.device.workspace == ws, "ZeRO-%d: workspace %.0f, hand %.0f", t[i].zero,
+                  r.device.workspace, ws);
   }
+  /* Kernels computing in fp32 on bf16 parameters (cpu): fp32 activations and
+   * scratch (2 * 8448), and fp32 views of the gathered parameters and their
+   * gradients, shared by the unpinned units (2 * 4 * 872) and owned by the
+   * pinned one (2 * 4 * 640). */
+  c.zero = 3;
+  c.compute_bytes = 4;
+  ZT_OK(zeroc_plan_compute(&c, &r));
+  double ws = 2 * 8448 + 8 + 4 * 872 / 2 + 2 * 4 * 872 + 2 * 4 * 640 + 64 * 1048576.0;
+  ZT_ASSERT_MSG(r.device.workspace == ws, "fp32 compute: workspace %.0f, hand %.0f",
+                r.device.workspace, ws);
 }
 
 /* ---- sanity of the model --------------------------------------------------------- */

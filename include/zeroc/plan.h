@@ -43,7 +43,7 @@ typedef struct zeroc_plan_config {
   int hsdp;                 /* replica count R (divides dp); shards span dp / R ranks */
   int microbatches;         /* micro-batches per step (PP's m, else grad accumulation); 0: pp */
   int param_bytes;          /* bytes of a parameter and of a gradient: 2 (bf16) or 4 (fp32) */
-  int act_bytes;            /* bytes of an activation element; 0: param_bytes */
+  int act_bytes;            /* bytes of an activation element; 0: compute_bytes */
   zeroc_recompute_t recompute;
   int sequence_parallel;             /* 1: LayerNorm/residual activations split over tp as well */
   zeroc_offload_t offload_optimizer; /* master + Adam m, v off the device */
@@ -62,7 +62,9 @@ typedef struct zeroc_plan_config {
   double lat_intra_us, lat_inter_us; /* per ring step */
   double bw_pcie_gbs;                /* device <-> host per GPU (offload to cpu) */
   double bw_nvme_gbs;                /* NVMe read or write per GPU (offload to nvme) */
-  int vpp; /* model chunks per pipeline rank: 1 (1F1B) or more (interleaved schedule) */
+  int vpp;           /* model chunks per pipeline rank: 1 (1F1B) or more (interleaved schedule) */
+  int compute_bytes; /* bytes the kernels compute in: param_bytes on cuda (0), 4 on cpu, whose
+                        kernels are fp32 (16-bit parameters then get fp32 compute copies) */
 } zeroc_plan_config_t;
 
 /* Every number "unset" (ZEROC_UNSET, zeroc/types.h; the enums none/zeroc):
@@ -80,7 +82,7 @@ typedef struct zeroc_plan_config {
         ZEROC_UNSET, ZEROC_RECOMPUTE_NONE, ZEROC_UNSET, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE,    \
         ZEROC_UNSET, ZEROC_ACT_ZEROC, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET,          \
         ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, \
-        ZEROC_UNSET, ZEROC_UNSET                                                                   \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET                                                      \
   }
 
 /* Bytes per rank on the device, by the memory accountant's tags. */

@@ -115,6 +115,7 @@ static const zeroc_plan_config_t DEFAULTS = {
     .bw_pcie_gbs = 25.0,
     .bw_nvme_gbs = 3.0,
     .vpp = 1,
+    .compute_bytes = 0, /* param_bytes */
 };
 
 #define UNSET_D      ((double)ZEROC_UNSET)
@@ -126,7 +127,7 @@ static void resolve_unset(zeroc_plan_config_t *out) {
   RESOLVE(model.vocab), RESOLVE(model.seq), RESOLVE(model.batch);
   RESOLVE(gpus), RESOLVE(zero), RESOLVE(tp), RESOLVE(pp), RESOLVE(hsdp), RESOLVE(microbatches);
   RESOLVE(param_bytes), RESOLVE(act_bytes), RESOLVE(sequence_parallel), RESOLVE(prefetch);
-  RESOLVE(flash_attention), RESOLVE(gpus_per_node), RESOLVE(vpp);
+  RESOLVE(flash_attention), RESOLVE(gpus_per_node), RESOLVE(vpp), RESOLVE(compute_bytes);
   RESOLVE_D(gpu_mem_gib), RESOLVE_D(workspace_mib), RESOLVE_D(peak_tflops), RESOLVE_D(mfu);
   RESOLVE_D(bw_intra_gbs), RESOLVE_D(bw_inter_gbs), RESOLVE_D(lat_intra_us);
   RESOLVE_D(lat_inter_us), RESOLVE_D(bw_pcie_gbs), RESOLVE_D(bw_nvme_gbs);
@@ -144,7 +145,8 @@ zeroc_result_t zeroc__plan_read_config(const zeroc_plan_config_t *in, zeroc_plan
   memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
   out->size = sizeof *out;
   resolve_unset(out);
-  if (out->act_bytes == 0) out->act_bytes = out->param_bytes;
+  if (out->compute_bytes == 0) out->compute_bytes = out->param_bytes;
+  if (out->act_bytes == 0) out->act_bytes = out->compute_bytes;
   return ZEROC_OK;
 }
 
@@ -163,6 +165,10 @@ zeroc_result_t zeroc__plan_check_common(const zeroc_plan_config_t *c) {
   if (c->param_bytes != 2 && c->param_bytes != 4)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "param_bytes %d: accepted 2 (bf16) or 4 (fp32)",
                       c->param_bytes);
+  if (c->compute_bytes != 2 && c->compute_bytes != 4)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "compute_bytes %d: accepted 0 (= param_bytes), 2 (bf16) or 4 (fp32)",
+                      c->compute_bytes);
   if (c->act_bytes != 2 && c->act_bytes != 4)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "act_bytes %d: accepted 0 (= param_bytes), 2 or 4",
                       c->act_bytes);
@@ -304,6 +310,13 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   int t = c->tp, sp = c->sequence_parallel && t > 1, e = c->act_bytes, pb = c->param_bytes;
   int nd = c->zero == 0 ? 1 : dp / c->hsdp;
   ZEROC_CHECK(zeroc_plan_model_states(st->params, c->zero, nd, pb, mem));
+  /* ZeRO-2/3 accumulating micro-steps keep the gradient shard in fp32
+   * (shard/sizes.c, the engine's gshard dtype) */
+  if (c->zero >= 2 && c->microbatches > 1 && pb != 4) {
+    zeroc__unit_bytes_t g;
+    zeroc__shard_unit_bytes(c->zero, st->params, nd, 0, pb, pb, 4, &g);
+    mem->grads = g.grads;
+  }
   *host = *nvme = 0;
   double opt = mem->optimizer;
   if (c->offload_optimizer == ZEROC_OFFLOAD_CPU) *host += opt;
@@ -368,6 +381,14 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   /* The model's backward scratch (gpt_sizes.c lists it), the engine's step
    * accumulator (shard/sizes.c), plus the fixed workspace. */
   mem->workspace = z.scratch + zeroc__shard_step_bytes() + c->workspace_mib * MIB;
+  /* The engine's fp32 side buffers (shard/sizes.c): where the kernels compute
+   * in another dtype than the parameters (cpu, bf16), an fp32 view of the
+   * gathered parameters and an fp32 gradient, shared by the unpinned units
+   * and owned by each pinned one; with 16-bit gradients, AdamW's fp32 copy of
+   * the largest shard. */
+  if (c->compute_bytes != pb)
+    mem->workspace += 2 * (st->unit_max > 0 ? pool.fp32_copy : 0) + 2 * pin.fp32_copy;
+  if (pb != 4) mem->workspace += pool.fp32_shard;
   mem->total =
       mem->params + mem->grads + mem->optimizer + mem->activations + mem->buffers + mem->workspace;
   return ZEROC_OK;

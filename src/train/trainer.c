@@ -13,6 +13,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "io/files.h"
+#include "kernels/kernels.h"
 #include "runtime/runtime.h"
 #include "train/trainer.h"
 #include "zeroc/ckpt.h"
@@ -297,6 +298,7 @@ static void predict(zeroc_trainer_t *tr) {
   pc.microbatches = c->grad_accum;
   pc.vpp = c->vpp;
   pc.param_bytes = (int)zeroc_dtype_size(in->dtype);
+  pc.compute_bytes = (int)zeroc_dtype_size(zeroc_kernels_compute_dtype(in->device, in->dtype));
   pc.recompute = c->recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE;
   pc.sequence_parallel = c->sequence_parallel;
   pc.offload_optimizer = c->offload_optimizer;
