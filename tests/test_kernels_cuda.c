@@ -489,6 +489,21 @@ static void check_engine(size_t n, size_t off) {
   ZT_OK(zeroc_k_scale(kf, st, da, n, 0.3f));
   zeroc__cpu_scale(a, n, 0.3f);
   expect_close("scale", ZEROC_FP32, da, a, n, 1e-6);
+  /* add_to against its cpu twin, into fp32 and into bf16 (bitwise: one rounding) */
+  float *dw = dev_from(ZEROC_FP32, b, n, off);
+  ZT_OK(zeroc_k_add_to(kf, st, da, ZEROC_FP32, dw, n));
+  zeroc__cpu_add_to(a, ZEROC_FP32, b, n);
+  ZT_OK(zeroc_memcpy_async(st, hb, bf, n * sizeof *hb)); /* the cast values above, NaN and all */
+  ZT_OK(zeroc_stream_sync(st));
+  ZT_OK(zeroc_k_add_to(kf, st, bf, ZEROC_BF16, dw, n));
+  zeroc__cpu_add_to(hb, ZEROC_BF16, b, n);
+  dev_get(ZEROC_FP32, hback, da, n);
+  ZT_ASSERT_MSG(!memcmp(hback, a, n * sizeof(float)), "add_to fp32 differs from the cpu");
+  uint16_t *hb2 = malloc(n * sizeof *hb2);
+  ZT_OK(zeroc_memcpy_async(st, hb2, bf, n * sizeof *hb2));
+  ZT_OK(zeroc_stream_sync(st));
+  ZT_ASSERT_MSG(!memcmp(hb2, hb, n * sizeof *hb2), "add_to bf16 differs from the cpu");
+  free(hb2);
 
   double init = 2.5, *dsum = dev_alloc(ZEROC_FP64, 1, 0), got = 0;
   ZT_OK(zeroc_memcpy_async(st, dsum, &init, sizeof init));

@@ -573,6 +573,23 @@ static void t_engine(size_t n, size_t off) {
   for (size_t i = 0; i < n; i++) bad += pa[i] != (a[i] + 0.37f * b[i]) * -1.7f;
   CHECK(bad == 0, "accumulate + scale n %zu: %zu differ", n, bad);
 
+  /* add_to, against the cpu twin's rule: fp32 adds exactly; bf16 adds in fp32
+   * and rounds once, to nearest even */
+  vec w = randv(ZEROC_FP32, n), y = randv(ZEROC_FP32, n);
+  const float *pw = (const float *)d.put(ZEROC_FP32, w, off);
+  float *py = (float *)d.put(ZEROC_FP32, y, off);
+  uint16_t *pz = (uint16_t *)d.put(ZEROC_BF16, randv(ZEROC_BF16, n), off);
+  std::vector<uint16_t> z0(pz, pz + n);
+  OK(zeroc__cuda_add_to(&K.k, NULL, py, ZEROC_FP32, pw, n));
+  OK(zeroc__cuda_add_to(&K.k, NULL, pz, ZEROC_BF16, pw, n));
+  bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    float f = y[i] + w[i];
+    bad += memcmp(&f, &py[i], 4) != 0;
+    bad += pz[i] != zeroc_f32_to_bf16(zeroc_bf16_to_f32(z0[i]) + w[i]);
+  }
+  CHECK(bad == 0, "add_to fp32 and bf16 n %zu: %zu differ", n, bad);
+
   double *acc = d.raw<double>(1, 2.5), want = 2.5;
   OK(zeroc__cuda_sumsq(&K.k, NULL, acc, pa, n));
   for (size_t i = 0; i < n; i++) want += (double)pa[i] * pa[i];
