@@ -16,6 +16,7 @@
 #include "zeroc/plan.h"
 #include "zeroc/result.h"
 #include "zeroc/shard.h"
+#include "zeroc/tokenizer.h"
 #include "zeroc/train.h"
 #include "zeroc/types.h"
 #include "zeroc/version.h"
