@@ -315,6 +315,58 @@ static void test_large_ids(void) {
   zeroc_tokenizer_destroy(t);
 }
 
+/* BPE options, with the ids tokenizers 0.23.3 gives (checked by hand, see
+ * docs/tokenizer.md): ignore_merges takes a word that is a token whole; a
+ * byte without a token becomes unk_token (fused with fuse_unk) or is dropped;
+ * a repeated merge takes its later rank. */
+static void test_options(void) {
+#define OPT_HEAD HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", "
+  static const struct {
+    const char *name, *json, *text;
+    int n;
+    int32_t ids[8];
+  } cases[] = {
+      {"ignore.json",
+       OPT_HEAD "\"ignore_merges\": true, \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, "
+                "\"bc\": 4, \"abc\": 5}, \"merges\": [\"b c\", \"a b\"]}}",
+       "abc abcab", 4, {5, 0, 4, 3}},
+      {"noignore.json",
+       OPT_HEAD "\"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"bc\": 4, \"abc\": 5}, "
+                "\"merges\": [\"b c\", \"a b\"]}}",
+       "abc", 2, {0, 4}},
+      {"unk.json",
+       OPT_HEAD "\"unk_token\": \"<unk>\", \"vocab\": {\"<unk>\": 0, \"a\": 1, \"b\": 2, \"ab\": "
+                "3}, \"merges\": [\"a b\"]}}",
+       "xxaby", 4, {0, 0, 3, 0}},
+      {"fuse.json",
+       OPT_HEAD "\"unk_token\": \"<unk>\", \"fuse_unk\": true, \"vocab\": {\"<unk>\": 0, \"a\": "
+                "1, \"b\": 2, \"ab\": 3}, \"merges\": [\"a b\"]}}",
+       "xxaby", 3, {0, 3, 0}},
+      {"drop.json", OPT_HEAD "\"vocab\": {\"a\": 1, \"b\": 2, \"ab\": 3}, \"merges\": [\"a b\"]}}",
+       "abbc", 2, {3, 2}},
+      {"dupmerge.json",
+       OPT_HEAD "\"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"bc\": 4}, \"merges\": "
+                "[\"a b\", \"b c\", \"a b\"]}}",
+       "abc", 2, {0, 4}},
+  };
+#undef OPT_HEAD
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char path[1024];
+    put(cases[i].name, cases[i].json);
+    snprintf(path, sizeof path, "%s/%s", g_dir, cases[i].name);
+    zeroc_tokenizer_t *t = NULL;
+    ZT_OK(zeroc_tokenizer_load(path, &t));
+    if (!t) continue;
+    int32_t ids[16];
+    size_t n = 0;
+    ZT_OK(zeroc_tokenizer_encode(t, cases[i].text, strlen(cases[i].text), ids, &n));
+    ZT_ASSERT_MSG(n == (size_t)cases[i].n && !memcmp(ids, cases[i].ids, n * sizeof *ids),
+                  "%s: %zu ids (first %d), tokenizers %d (first %d)", cases[i].name, n,
+                  n ? ids[0] : -1, cases[i].n, cases[i].ids[0]);
+    zeroc_tokenizer_destroy(t);
+  }
+}
+
 typedef struct {
   const zeroc_tokenizer_t *t;
   const char *s;
@@ -361,6 +413,7 @@ static const zt_test_t tests[] = {
     {"invalid UTF-8 and long words", test_invalid_utf8},
     {"malformed files refused", test_errors},
     {"ids above 65535", test_large_ids},
+    {"BPE options", test_options},
     {"threads", test_threads},
     ZT_END,
 };

@@ -214,13 +214,12 @@ zeroc_result_t zeroc__bpe_builder_merge(zeroc__bpe_builder_t *b, const char *a, 
                                         const char *c, size_t nc, const char *where) {
   zeroc_tokenizer_t *t = b->t;
   int32_t ia = zeroc__tok_find(t, a, na), ic = zeroc__tok_find(t, c, nc);
-  char cat[512];
-  int32_t im = -1;
-  if (na + nc <= sizeof cat) {
-    memcpy(cat, a, na);
-    memcpy(cat + na, c, nc);
-    im = zeroc__tok_find(t, cat, na + nc);
-  }
+  char small[512], *cat = na + nc <= sizeof small ? small : malloc(na + nc);
+  if (!cat) return nomem(b->path);
+  memcpy(cat, a, na);
+  memcpy(cat + na, c, nc);
+  int32_t im = zeroc__tok_find(t, cat, na + nc);
+  if (cat != small) free(cat);
   if (ia < 0 || ic < 0 || im < 0) {
     const char *miss = ia < 0 ? a : ic < 0 ? c : NULL;
     size_t nm = ia < 0 ? na : nc;
