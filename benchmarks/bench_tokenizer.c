@@ -21,10 +21,10 @@
 typedef struct {
   const zeroc_tokenizer_t *t;
   const char *text;
-  size_t lo, hi;     /* the thread's bytes: whole documents */
-  int32_t *ids;      /* room for hi - lo ids */
-  size_t n;          /* ids written */
-  char *back;        /* decode output */
+  size_t lo, hi; /* the thread's bytes: whole documents */
+  int32_t *ids;  /* room for hi - lo ids */
+  size_t n;      /* ids written */
+  char *back;    /* decode output */
   size_t back_len;
   int failed;
 } part_t;
@@ -101,8 +101,8 @@ int main(int argc, char **argv) {
     if (hi < lo) hi = lo;
     const char *e = i + 1 == threads ? NULL : memmem(text + hi, len - hi, "<|endoftext|>", 13);
     if (i + 1 < threads) hi = e ? (size_t)(e - text) + 13 : len;
-    parts[i] = (part_t){t, text, lo, hi, malloc((hi - lo + 1) * sizeof(int32_t)), 0,
-                        malloc(hi - lo + 1), 0, 0};
+    parts[i] = (part_t){
+        t, text, lo, hi, malloc((hi - lo + 1) * sizeof(int32_t)), 0, malloc(hi - lo + 1), 0, 0};
     lo = hi;
   }
   double enc = 1e30, dec = 1e30;

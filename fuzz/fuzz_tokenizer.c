@@ -20,10 +20,11 @@ static zeroc_tokenizer_t *g_tok;
 static zeroc_tokenizer_t *builtin(void) {
   static char json[8192];
   size_t w = 0;
-  w += (size_t)snprintf(json + w, sizeof json - w,
-                        "{\"added_tokens\": [{\"id\": 260, \"content\": \"<|endoftext|>\", "
-                        "\"special\": true}], \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
-                        "\"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", \"vocab\": {");
+  w +=
+      (size_t)snprintf(json + w, sizeof json - w,
+                       "{\"added_tokens\": [{\"id\": 260, \"content\": \"<|endoftext|>\", "
+                       "\"special\": true}], \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+                       "\"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", \"vocab\": {");
   for (unsigned b = 0; b < 256; b++) {
     uint32_t cp = zeroc__byte_to_cp(b);
     if (cp == '"' || cp == '\\')

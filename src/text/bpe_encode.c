@@ -45,8 +45,8 @@ static size_t gpt2_word(const unsigned char *p, size_t n) {
   if (p[0] == '\'' && n >= 2) {
     unsigned c1 = p[1];
     if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
-    if (n >= 3 && ((c1 == 'r' && p[2] == 'e') || (c1 == 'v' && p[2] == 'e') ||
-                   (c1 == 'l' && p[2] == 'l')))
+    if (n >= 3 &&
+        ((c1 == 'r' && p[2] == 'e') || (c1 == 'v' && p[2] == 'e') || (c1 == 'l' && p[2] == 'l')))
       return 3;
   }
   size_t l0;

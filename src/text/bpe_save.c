@@ -80,8 +80,8 @@ static void model(zeroc__jw_t *w, const zeroc_tokenizer_t *t) {
   zeroc__jw_key(w, "vocab");
   zeroc__jw_object_begin(w);
   for (int32_t id = 0; id < t->vocab; id++) {
-    if (t->entry[id] == ZEROC_TOK_GAP || zeroc__tok_find(t, t->strs + t->soff[id],
-                                                         (size_t)(t->soff[id + 1] - t->soff[id])) != id)
+    if (t->entry[id] == ZEROC_TOK_GAP ||
+        zeroc__tok_find(t, t->strs + t->soff[id], (size_t)(t->soff[id + 1] - t->soff[id])) != id)
       continue; /* only the model's own tokens */
     zeroc__jw_keyn(w, t->strs + t->soff[id], (size_t)(t->soff[id + 1] - t->soff[id]));
     zeroc__jw_int(w, id);
