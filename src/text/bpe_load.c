@@ -369,7 +369,7 @@ static zeroc_result_t load_gpt2(const char *path, const zeroc__json_t *vocab,
     res = ZEROC_FAIL(res,
                      "tokenizer '%s': no merges file beside it: %s (accepted: a vocab.json with "
                      "merges.txt, or X-vocab.json with X-merges.txt, in the same folder)",
-                     path, zeroc__tls_error());
+                     path, zeroc__tok_inner(zeroc__tls_error()));
     free(mpath);
     return res;
   }

@@ -59,7 +59,7 @@ zeroc_result_t zeroc_tokenizer_load(const char *spec, zeroc_tokenizer_t **out) {
     return ZEROC_FAIL(r,
                       "tokenizer '%s': %s (accepted: \"bytes\", a tokenizer.json, a GPT-2 "
                       "vocab.json with merges.txt beside it)",
-                      spec, zeroc__tls_error());
+                      spec, zeroc__tok_inner(zeroc__tls_error()));
   size_t i = 0;
   while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')) i++;
   if (i == len || buf[i] != '{')
