@@ -94,9 +94,11 @@ static size_t merge_small(const zeroc_tokenizer_t *t, int32_t *s, size_t n) {
       if (r[i] < r[best]) best = i;
     if (r[best] == INT32_MAX) break;
     s[best] = m[best];
-    memmove(s + best + 1, s + best + 2, (n - best - 2) * sizeof *s);
-    memmove(r + best + 1, r + best + 2, (n - best - 2) * sizeof *r);
-    memmove(m + best + 1, m + best + 2, (n - best - 2) * sizeof *m);
+    for (size_t i = best + 1; i + 1 < n; i++) { /* short: a loop beats three memmove calls */
+      s[i] = s[i + 1];
+      r[i] = r[i + 1];
+      m[i] = m[i + 1];
+    }
     n--;
     if (best > 0) r[best - 1] = pair_lookup(t, s[best - 1], s[best], &m[best - 1]);
     if (best + 1 < n) r[best] = pair_lookup(t, s[best], s[best + 1], &m[best]);
@@ -212,44 +214,88 @@ static zeroc_result_t encode_word(const zeroc_tokenizer_t *t, const unsigned cha
   return ZEROC_OK;
 }
 
-/* Encodes a piece of text between added tokens: pre-tokenized, each word
- * merged. ids has room for cap ids in all. */
-static zeroc_result_t encode_piece(const zeroc_tokenizer_t *t, const unsigned char *p, size_t n,
-                                   int32_t *ids, size_t cap, size_t *k) {
+/* The state of one encode call. A document repeats its words: the call keeps
+ * a direct-mapped cache of short words -> ids (its own, so calls from several
+ * threads share nothing); made only for texts long enough to pay for it. */
+#define CACHE_SLOTS    4096
+#define CACHE_WORD_MAX 22
+#define CACHE_IDS_MAX  8
+#define CACHE_MIN_TEXT 4096
+
+typedef struct {
+  uint8_t wlen, nids; /* wlen 0: empty */
+  unsigned char word[CACHE_WORD_MAX];
+  int32_t ids[CACHE_IDS_MAX];
+} cache_ent_t;
+
+typedef struct {
+  const zeroc_tokenizer_t *t;
+  cache_ent_t *cache; /* NULL: none */
+  int32_t *ids;
+  size_t cap, k;
+} enc_t;
+
+static zeroc_result_t too_many(size_t cap) {
+  return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                    "zeroc_tokenizer_encode: more tokens than the %zu ids the buffer holds "
+                    "(add_prefix_space adds a space to every piece of text)",
+                    cap);
+}
+
+/* One word into e->ids, through the cache when it is short. */
+static zeroc_result_t put_word(enc_t *e, const unsigned char *w, size_t wl) {
+  cache_ent_t *c = NULL;
+  if (e->cache && wl <= CACHE_WORD_MAX) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < wl; i++) h = (h ^ w[i]) * 16777619u;
+    c = &e->cache[(h ^ (h >> 15)) & (CACHE_SLOTS - 1)];
+    if (c->wlen == wl && memcmp(c->word, w, wl) == 0) {
+      if (e->k + c->nids > e->cap) return too_many(e->cap);
+      memcpy(e->ids + e->k, c->ids, c->nids * sizeof *c->ids);
+      e->k += c->nids;
+      return ZEROC_OK;
+    }
+  }
+  size_t got = 0;
+  int32_t *out = e->ids + e->k, *tmp = NULL;
+  if (e->k + wl > e->cap) { /* only with add_prefix_space: the word may still fit once merged */
+    tmp = out = malloc(wl * sizeof *tmp);
+    if (!tmp) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory");
+  }
+  zeroc_result_t r = encode_word(e->t, w, wl, out, &got);
+  if (r == ZEROC_OK && tmp && e->k + got <= e->cap) memcpy(e->ids + e->k, tmp, got * sizeof *tmp);
+  free(tmp);
+  ZEROC_CHECK(r);
+  if (e->k + got > e->cap) return too_many(e->cap);
+  if (c && got <= CACHE_IDS_MAX) {
+    c->wlen = (uint8_t)wl;
+    c->nids = (uint8_t)got;
+    memcpy(c->word, w, wl);
+    memcpy(c->ids, e->ids + e->k, got * sizeof *c->ids);
+  }
+  e->k += got;
+  return ZEROC_OK;
+}
+
+/* Encodes a piece of text between added tokens: pre-tokenized, each word merged. */
+static zeroc_result_t encode_piece(enc_t *e, const unsigned char *p, size_t n) {
   size_t i = 0;
   while (i < n) {
-    size_t wl = t->use_regex ? gpt2_word(p + i, n - i) : n - i;
-    size_t got = 0;
-    if (*k + wl <= cap) {
-      ZEROC_CHECK(encode_word(t, p + i, wl, ids + *k, &got));
-    } else { /* only with add_prefix_space: the word may still fit once merged */
-      int32_t *tmp = malloc(wl * sizeof *tmp);
-      if (!tmp) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory");
-      zeroc_result_t r = encode_word(t, p + i, wl, tmp, &got);
-      if (r == ZEROC_OK && *k + got <= cap) memcpy(ids + *k, tmp, got * sizeof *tmp);
-      free(tmp);
-      ZEROC_CHECK(r);
-      if (*k + got > cap)
-        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                          "zeroc_tokenizer_encode: more tokens than the %zu ids the buffer holds "
-                          "(add_prefix_space adds a space to every piece of text)",
-                          cap);
-    }
-    *k += got;
+    size_t wl = e->t->use_regex ? gpt2_word(p + i, n - i) : n - i;
+    ZEROC_CHECK(put_word(e, p + i, wl));
     i += wl;
   }
   return ZEROC_OK;
 }
 
 /* A piece with add_prefix_space: a space before it unless it starts with one. */
-static zeroc_result_t encode_prefixed(const zeroc_tokenizer_t *t, const unsigned char *p, size_t n,
-                                      int32_t *ids, size_t cap, size_t *k) {
-  if (!t->add_prefix_space || p[0] == ' ') return encode_piece(t, p, n, ids, cap, k);
+static zeroc_result_t encode_prefixed(enc_t *e, const unsigned char *p, size_t n) {
+  if (!e->t->add_prefix_space || p[0] == ' ') return encode_piece(e, p, n);
   unsigned char *q = malloc(n + 1);
   if (!q) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory for %zu bytes", n);
   q[0] = ' ';
   memcpy(q + 1, p, n);
-  zeroc_result_t r = encode_piece(t, q, n + 1, ids, cap, k);
+  zeroc_result_t r = encode_piece(e, q, n + 1);
   free(q);
   return r;
 }
@@ -270,22 +316,23 @@ static const zeroc__tok_added_t *added_at(const zeroc_tokenizer_t *t, const unsi
 zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
                                  int32_t *ids, size_t *n) {
   const unsigned char *p = (const unsigned char *)text;
-  size_t k = 0, start = 0;
-  for (size_t i = 0; t->n_added && i < len; i++) {
+  enc_t e = {t, len >= CACHE_MIN_TEXT ? calloc(CACHE_SLOTS, sizeof(cache_ent_t)) : NULL, ids, len,
+             0};
+  zeroc_result_t r = ZEROC_OK;
+  size_t start = 0;
+  for (size_t i = 0; t->n_added && i < len && r == ZEROC_OK; i++) {
     if (!t->added_first[p[i]]) continue;
     const zeroc__tok_added_t *a = added_at(t, p + i, len - i);
     if (!a) continue;
-    if (i > start) ZEROC_CHECK(encode_prefixed(t, p + start, i - start, ids, len, &k));
-    if (k >= len)
-      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                        "zeroc_tokenizer_encode: more tokens than the %zu ids the buffer holds "
-                        "(a tokenizer with add_prefix_space adds a space to every piece of text)",
-                        len);
-    ids[k++] = a->id;
+    if (i > start) r = encode_prefixed(&e, p + start, i - start);
+    if (r == ZEROC_OK && e.k >= len) r = too_many(len);
+    if (r != ZEROC_OK) break;
+    ids[e.k++] = a->id;
     i += a->len - 1;
     start = i + 1;
   }
-  if (start < len) ZEROC_CHECK(encode_prefixed(t, p + start, len - start, ids, len, &k));
-  *n = k;
-  return ZEROC_OK;
+  if (r == ZEROC_OK && start < len) r = encode_prefixed(&e, p + start, len - start);
+  free(e.cache);
+  if (r == ZEROC_OK) *n = e.k;
+  return r;
 }
