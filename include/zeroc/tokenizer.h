@@ -38,7 +38,10 @@ int32_t zeroc_tokenizer_eot(const zeroc_tokenizer_t *t);
 const char *zeroc_tokenizer_kind(const zeroc_tokenizer_t *t);
 /* ids must hold at least len entries (never more tokens than bytes). *n: tokens
  * written. Any bytes are accepted: a byte that is not part of valid UTF-8 is
- * pre-tokenized as a punctuation character and encoded as its byte. */
+ * pre-tokenized as a punctuation character and encoded as its byte. (Only a
+ * tokenizer.json with add_prefix_space, which puts a space before the text,
+ * can need more ids than bytes on a very short text: ZEROC_ERR_INVALID_ARG
+ * then, nothing written past ids[len - 1].) */
 zeroc_result_t zeroc_tokenizer_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
                                       int32_t *ids, size_t *n);
 /* Writes at most cap bytes of the text of ids[0..n) to out; *len gets the
