@@ -6,6 +6,8 @@ Hugging Face `tokenizers` on the Python documentation sources
 
   * equality: the ids of the whole corpus, token for token, and
     decode(encode(text)) == text;
+  * a differential check: random strings over every Unicode plane encoded,
+    random id lists decoded, by both libraries;
   * speed: encode and decode MB/s, one thread and all cores: zeroc's
     bench_tokenizer (pthreads over whole documents) against tokenizers'
     encode_batch / decode_batch with RAYON_NUM_THREADS=1 and unset.
@@ -112,6 +114,50 @@ def check_saved(build, spec):
     return True
 
 
+def differential(build, specs, n, seed=7):
+    """Random strings (ASCII, contractions, every Unicode plane, <|endoftext|>)
+    encoded by both libraries, and random id lists decoded by both (zeroc's
+    bytes read as tokenizers reads them: invalid UTF-8 -> U+FFFD). Returns the
+    count of differences."""
+    import ctypes
+    import random
+    lib = ctypes.CDLL(os.path.join(build, "libzeroc.so"))
+    rng = random.Random(seed)
+
+    def rchar():
+        r = rng.random()
+        if r < 0.5:
+            return rng.choice("abc XYZ 019'\t\n.,;-_sltdmrve\u00a0\u2028\u3000\u0301\x85")
+        if r < 0.7:
+            return chr(rng.randint(0x80, 0x7FF))
+        if r < 0.9:
+            return chr(rng.choice([rng.randint(0x800, 0xD7FF), rng.randint(0xE000, 0xFFFF)]))
+        return chr(rng.randint(0x10000, 0x10FFFF))
+
+    bad = 0
+    for spec in specs:
+        h, z = hf_tokenizer(spec), ctypes.c_void_p()
+        if lib.zeroc_tokenizer_load(spec.encode(), ctypes.byref(z)):
+            sys.exit(f"zeroc could not load {spec}")
+        vocab = lib.zeroc_tokenizer_vocab(z)
+        for _ in range(n):
+            s = "".join(rchar() for _ in range(rng.randint(1, 60)))
+            if rng.random() < 0.1:
+                s = s.replace(" ", EOT, 1)
+            b = s.encode()
+            ids, k = (ctypes.c_int32 * len(b))(), ctypes.c_size_t()
+            lib.zeroc_tokenizer_encode(z, b, ctypes.c_size_t(len(b)), ids, ctypes.byref(k))
+            bad += h.encode(s).ids != list(ids[:k.value])
+            some = [rng.randrange(vocab) for _ in range(rng.randint(1, 20))]
+            arr, out = (ctypes.c_int32 * len(some))(*some), ctypes.create_string_buffer(1 << 16)
+            lib.zeroc_tokenizer_decode(z, arr, ctypes.c_size_t(len(some)), out,
+                                       ctypes.c_size_t(1 << 16), ctypes.byref(k))
+            bad += out.raw[:k.value].decode("utf-8", "replace") != h.decode(
+                some, skip_special_tokens=False)
+        lib.zeroc_tokenizer_destroy(z)
+    return bad
+
+
 def train_big():
     path = os.path.join(WORK, "bpe50257.json")
     if not os.path.exists(path):
@@ -133,6 +179,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--big", action="store_true", help="also a vocab-50257 tokenizer")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--diff", type=int, default=3000,
+                    help="random strings and id lists per tokenizer for the differential check")
     a = ap.parse_args()
     bench = os.path.join(a.build, "benchmarks", "bench_tokenizer")
     os.makedirs(WORK, exist_ok=True)
@@ -160,6 +208,7 @@ def main():
             print(json.dumps({"tokenizer": name, "threads": threads, "zeroc": z, "tokenizers": h,
                               "first_difference": first}), flush=True)
     saved = {os.path.basename(s): check_saved(a.build, s) for s in specs}
+    diff = differential(a.build, specs, a.diff)
     print()
     print("| tokenizer | vocab | threads | MB | tokens | equal | round trip | encode MB/s zeroc / "
           "tokenizers (encode_batch_fast) | decode MB/s zeroc / tokenizers |")
@@ -173,7 +222,9 @@ def main():
     print()
     print("saved by zeroc, read by tokenizers, same ids:",
           ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in saved.items()))
-    return 0 if all(r[6] < 0 and r[7] for r in rows) and all(saved.values()) else 1
+    print(f"differential check: {a.diff} random strings encoded and {a.diff} random id lists "
+          f"decoded per tokenizer, {diff} differences")
+    return 0 if all(r[6] < 0 and r[7] for r in rows) and all(saved.values()) and not diff else 1
 
 
 if __name__ == "__main__":
