@@ -51,6 +51,7 @@ void ztrain_usage(void) {
          "batch:   --batch B (micro-batch per dp rank), --grad-accum A; global batch B x A x dp\n"
          "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine (cosine)\n"
          "         --weight-decay (0) --clip (1, 0 = off) --beta1 (0.9) --beta2 (0.95) --eps (1e-8)\n"
+         "         --dropout P (0): attention, residual and embedding dropout, seeded by --seed\n"
          "layout:  --zero 0|1|2|3 (3; 1 with --pp) --hsdp R (1) --tp (1) --prefetch K (2)\n"
          "         --recompute none|full --dtype fp32|bf16 --device cpu|cuda\n"
          "         --offload-optimizer none|cpu|nvme --offload-params none|cpu|nvme --nvme-dir DIR\n"
@@ -85,6 +86,7 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--eps", ARG_DOUBLE, &o->eps, 0, 1, 1, NULL, NULL},
       {"--schedule", ARG_CHOICE, &o->schedule, 0, 0, 0, SCHEDULES, &o->set_schedule},
       {"--seed", ARG_I64, &o->seed, 0, 9e18, 0, NULL, NULL},
+      {"--dropout", ARG_DOUBLE, &o->dropout, 0, 0.999999, 0, NULL, NULL},
       {"--zero", ARG_INT, &o->zero, ZARG_LIM_ZERO, 0, NULL, &o->set_zero},
       {"--hsdp", ARG_INT, &o->hsdp, ZARG_LIM_HSDP, 0, NULL, NULL},
       {"--tp", ARG_INT, &o->tp, ZARG_LIM_TP, 0, NULL, NULL},
@@ -257,5 +259,6 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->export_path = o->export_path;
   c->spike_window = o->spike_window;
   c->spike_z = o->spike_z;
+  c->dropout = o->dropout;
   c->reduce_maxima = o->metrics != NULL;
 }

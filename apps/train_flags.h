@@ -21,7 +21,7 @@ typedef struct ztrain_opts {
   int vpp, microbatches, prefetch, save_every, shuffle, quiet, print_topology, print_schedule;
   int sequence_parallel, max_skipped, spike_window;
   int64_t seed;
-  double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout, spike_z;
+  double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout, spike_z, dropout;
   const char *data, *save, *resume, *export_path, *init, *metrics, *nvme_dir;
   int set_layers, set_hidden, set_heads, set_vocab, set_seq, set_batch, set_microbatches;
   int set_zero, set_grad_accum, set_vpp, set_pp_schedule, set_schedule;

@@ -109,11 +109,11 @@ static void mm_b(bench_t *b) {
 }
 static void att_f(bench_t *b) {
   CHECK(zeroc_k_attention_forward(K, NULL, b->p[0], b->p[1], b->p[2], b->i[0], b->i[1], b->i[2],
-                                  b->i[3]));
+                                  b->i[3], NULL));
 }
 static void att_b(bench_t *b) {
   CHECK(zeroc_k_attention_backward(K, NULL, b->p[3], b->p[4], b->p[2], b->p[0], b->p[1], b->i[0],
-                                   b->i[1], b->i[2], b->i[3]));
+                                   b->i[1], b->i[2], b->i[3], NULL));
 }
 static void gelu_f(bench_t *b) {
   CHECK(zeroc_k_gelu_forward(K, NULL, b->p[0], b->p[1], (size_t)b->i[0]));
@@ -211,7 +211,7 @@ int main(int argc, char **argv) {
   for (int n = 0; n < N; n++) tgt[n] = tok[(n + 1) % N];
   if (!tok || !p16 || !tgt) return 1;
   zeroc_k_layernorm_forward(K, NULL, out, mean, rstd, x, lw, lb, N, C);
-  zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH);
+  zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH, NULL);
 
   /* matmul FLOPs: forward 2 N C OC; backward 4 N C OC (dinp and dweight) */
   const struct {

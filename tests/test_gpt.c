@@ -66,7 +66,7 @@ static void test_gradient_finite_differences(void) {
   if (run_open(&r, 1, 0, 0, GB)) return;
   int32_t in[GB * 6], tg[GB * 6];
   make_batch(0, in, tg);
-  zeroc_gpt_batch_t b = {GB, CFG.seq, in, tg};
+  zeroc_gpt_batch_t b = {GB, CFG.seq, in, tg, 0, 0};
   ZT_OK(zeroc_model_forward(r.m, &b));
   ZT_OK(zeroc_model_backward(r.m));
   int n = zeroc_model_num_units(r.m), bad = 0, checked = 0;
@@ -133,7 +133,7 @@ static void test_recompute_bitwise(void) {
     if (run_open(&r, 1, 3, rc, GB)) return;
     int32_t in[GB * 6], tg[GB * 6];
     make_batch(1, in, tg);
-    zeroc_gpt_batch_t b = {GB, CFG.seq, in, tg};
+    zeroc_gpt_batch_t b = {GB, CFG.seq, in, tg, 0, 0};
     ZT_OK(zeroc_model_forward(r.m, &b));
     ZT_OK(zeroc_model_backward(r.m));
     for (int u = 0; u < zeroc_model_num_units(r.m); u++) {
@@ -167,7 +167,7 @@ static void test_sharded_matches_single(void) {
     for (int k = 0; k < 4; k++) {
       int32_t in[GB * 6], tg[GB * 6];
       make_batch(10 + k, in, tg);
-      zeroc_gpt_batch_t b = {B, CFG.seq, in + d * B * CFG.seq, tg + d * B * CFG.seq};
+      zeroc_gpt_batch_t b = {B, CFG.seq, in + d * B * CFG.seq, tg + d * B * CFG.seq, 0, 0};
       ZT_OK(zeroc_model_forward(r.m, &b));
       ZT_OK(zeroc_model_backward(r.m));
       zeroc_step_info_t info;

@@ -317,17 +317,17 @@ static void check_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS) {
   float *qkv = host_rand(dt, nq, 40, -1.5f, 1.5f);
   void *dqkv_in = dev_from(dt, qkv, nq, 0), *out = dev_alloc(dt, no, 0);
   float *lse = dev_alloc(ZEROC_FP32, nl, 0);
-  ZT_OK(zeroc_k_attention_forward(k, st, out, lse, dqkv_in, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_forward(k, st, out, lse, dqkv_in, B, T, C, NH, NULL));
   float *ro = malloc(no * sizeof(float)), *rl = malloc(nl * sizeof(float));
-  zeroc__cpu_attention_forward(ro, rl, qkv, B, T, C, NH);
+  zeroc__cpu_attention_forward(ro, rl, qkv, B, T, C, NH, NULL);
   expect_close("attention_forward out", dt, out, ro, no, tol(dt));
   expect_close("attention_forward lse", ZEROC_FP32, lse, rl, nl, TOL_FP32);
 
   float *dout = host_rand(dt, no, 41, -1, 1), *dqkv = host_rand(dt, nq, 42, -0.1f, 0.1f);
   void *d_dqkv = dev_from(dt, dqkv, nq, 0);
   ZT_OK(zeroc_k_attention_backward(k, st, d_dqkv, dev_from(dt, dout, no, 0), dqkv_in, out, lse, B,
-                                   T, C, NH));
-  zeroc__cpu_attention_backward(dqkv, dout, qkv, ro, rl, B, T, C, NH);
+                                   T, C, NH, NULL));
+  zeroc__cpu_attention_backward(dqkv, dout, qkv, ro, rl, B, T, C, NH, NULL);
   expect_close("attention_backward dqkv", dt, d_dqkv, dqkv, nq, tol(dt));
   dev_free_all();
   free(qkv), free(ro), free(rl), free(dout), free(dqkv);
@@ -352,13 +352,13 @@ static void test_attention_finite_differences(void) {
   void *dq = dev_from(ZEROC_FP32, qkv, nq, 0), *dout = dev_alloc(ZEROC_FP32, no, 0);
   float *lse = dev_alloc(ZEROC_FP32, (size_t)B * NH * T, 0);
   void *dg = dev_from(ZEROC_FP32, g, nq, 0), *dR = dev_from(ZEROC_FP32, R, no, 0);
-  ZT_OK(zeroc_k_attention_forward(kf, st, dout, lse, dq, B, T, C, NH));
-  ZT_OK(zeroc_k_attention_backward(kf, st, dg, dR, dq, dout, lse, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_forward(kf, st, dout, lse, dq, B, T, C, NH, NULL));
+  ZT_OK(zeroc_k_attention_backward(kf, st, dg, dR, dq, dout, lse, B, T, C, NH, NULL));
   dev_get(ZEROC_FP32, g, dg, nq);
   /* a second run from zero gives the same bits */
   float *zero = calloc(nq, sizeof(float));
   dev_put(ZEROC_FP32, dg, zero, nq);
-  ZT_OK(zeroc_k_attention_backward(kf, st, dg, dR, dq, dout, lse, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_backward(kf, st, dg, dR, dq, dout, lse, B, T, C, NH, NULL));
   dev_get(ZEROC_FP32, g2, dg, nq);
   ZT_ASSERT_MSG(!memcmp(g, g2, nq * sizeof(float)), "attention_backward: two runs differ");
   const float eps = 1e-2f;
@@ -371,7 +371,7 @@ static void test_attention_finite_differences(void) {
       float *xp = host_copy(qkv, nq);
       xp[i] += side ? -eps : eps;
       dev_put(ZEROC_FP32, dq, xp, nq);
-      ZT_OK(zeroc_k_attention_forward(kf, st, dout, lse, dq, B, T, C, NH));
+      ZT_OK(zeroc_k_attention_forward(kf, st, dout, lse, dq, B, T, C, NH, NULL));
       dev_get(ZEROC_FP32, out, dout, no);
       L[side] = 0;
       for (size_t j = 0; j < no; j++) L[side] += (double)out[j] * R[j];
@@ -545,7 +545,7 @@ static void test_engine(void) {
 static void test_bad_input(void) {
   void *buf = dev_alloc(ZEROC_FP32, 3 * 512 * 4, 0);
   float *lse = dev_alloc(ZEROC_FP32, 64, 0);
-  zeroc_result_t r = zeroc_k_attention_forward(kf, st, buf, lse, buf, 1, 4, 512, 2);
+  zeroc_result_t r = zeroc_k_attention_forward(kf, st, buf, lse, buf, 1, 4, 512, 2, NULL);
   ZT_ASSERT_MSG(r == ZEROC_ERR_UNSUPPORTED && strstr(zeroc_last_error(NULL), "head size 256"),
                 "attention with head size 256 -> %s: %s", zeroc_result_name(r),
                 zeroc_last_error(NULL));

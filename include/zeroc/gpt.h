@@ -50,11 +50,17 @@ uint64_t zeroc_gpt_num_params(const zeroc_gpt_config_t *c);
 typedef struct zeroc_gpt zeroc_gpt_t;
 
 /* One micro-batch: B sequences of T tokens (T <= seq), device memory.
- * targets may be NULL (forward only: no loss gradient). */
+ * targets may be NULL (forward only: no loss gradient, no dropout). */
 typedef struct zeroc_gpt_batch {
   int B, T;
   const int32_t *inputs;  /* (B,T) token ids < vocab */
   const int32_t *targets; /* (B,T) next tokens, or -1 for "no loss here" */
+  /* Which sequences these are, for dropout's masks (a model built with dropout > 0):
+   * each mask is a hash of (seed, step, the sequence's slot, position, channel or
+   * head), so every layout that deals the same sequences to the same slots draws
+   * the same masks. A batch written {B, T, inputs, targets} is step 0, slots 0..B-1. */
+  uint64_t step;       /* the optimizer step */
+  uint64_t first_slot; /* slot of row 0 in the step's global batch (zeroc_data_first_slot) */
 } zeroc_gpt_batch_t;
 
 /* The part of the unit list one pipeline rank builds: `nchunks` contiguous
@@ -84,10 +90,16 @@ typedef struct zeroc_gpt_options {
                             all-reduce); micro-batches need B*T divisible by tp */
   const zeroc_gpt_stage_t *stage; /* pipeline parallelism: only these chunks of the unit
                                      list; NULL: the whole model, one slot */
+  float dropout;         /* GPT-2's attn_pdrop = resid_pdrop = embd_pdrop, 0 <= p < 1; 0: none.
+                            Inverted dropout on the attention probabilities, on the outputs
+                            of the embedding and of both projections before their residual
+                            adds; only in training passes (a batch with targets, not
+                            zeroc_model_eval) */
+  uint64_t dropout_seed; /* the masks' seed (with the batch's step and slots) */
 } zeroc_gpt_options_t;
 
 #define ZEROC_GPT_OPTIONS_INIT                                                                    \
-  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL }
+  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL, 0.0f, 0 }
 
 /*
  * Builds the GPT's unit list (embedding, `layers` blocks, head tied to the

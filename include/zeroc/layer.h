@@ -106,6 +106,8 @@ typedef struct zeroc_layer_io {
                              same for every unit: with pipeline parallelism unit 0 may run
                              on another rank, so a unit that needs the batch (its shape, a
                              loss head's targets) reads it here */
+  int eval;               /* forward: 1 inside zeroc_model_eval (no backward follows): a layer
+                             with training-only behaviour (dropout) turns it off */
 } zeroc_layer_io_t;
 
 typedef struct zeroc_layer {

@@ -99,6 +99,9 @@ typedef struct zeroc_train_config {
   const char *val_data; /* held-out data: a path or glob of llm.c shards, or "synthetic"
                            (sequences from step 2^32 on, which no run reaches); NULL: none */
   int val_batches;      /* global batches per evaluation; 0: 8 */
+  /* regularisation */
+  double dropout; /* GPT-2's attention, residual and embedding dropout, 0 <= p < 1, seeded by
+                     `seed`, the same masks in every layout (zeroc_gpt_options_t); 0 */
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -106,7 +109,7 @@ typedef struct zeroc_train_config {
     sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 0, 0, 0, 0, -1, -1.0, 0,      \
         ZEROC_LR_DEFAULT, 0.0, -1.0, -1.0, -1.0, -1.0, -1, -1, -1, -1, 0, -1, 0,                   \
         ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_1F1B, 0, NULL, 0, NULL, NULL, \
-        NULL, 0, NULL, 0, -1.0, 0, NULL, 0                                                         \
+        NULL, 0, NULL, 0, -1.0, 0, NULL, 0, 0.0                                                    \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */

@@ -37,7 +37,7 @@ static zeroc_result_t evaluate(zeroc_trainer_t *tr, double *loss) {
   for (int k = 0; k < c->val_batches; k++)
     for (int u = 0; u < c->grad_accum; u++) {
       ZEROC_CHECK(zeroc_data_batch(tr->val, &lay, first + (uint64_t)k, u, tr->inputs, tr->targets));
-      zeroc_gpt_batch_t b = {c->batch, c->seq, tr->inputs, tr->targets};
+      zeroc_gpt_batch_t b = {c->batch, c->seq, tr->inputs, tr->targets, 0, 0};
       if (tr->dev_in) {
         zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);
         ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_in, tr->inputs, tr->ntok * 4));

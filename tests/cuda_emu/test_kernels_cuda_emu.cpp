@@ -310,7 +310,7 @@ static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t o
   vec qkv = randv(dt, nq, -1.5f, 1.5f), g = randv(dt, no), dqkv0 = randv(dt, nq);
   void *pq = d.put(dt, qkv, off), *out = d.put(dt, vec(no, NAN), off);
   float *lse = d.raw<float>((size_t)B * NH * T, NAN);
-  OK(zeroc__cuda_attention_forward(&K.k, NULL, out, lse, pq, B, T, C, NH));
+  OK(zeroc__cuda_attention_forward(&K.k, NULL, out, lse, pq, B, T, C, NH, NULL));
 
   const double sc = 1 / std::sqrt((double)HS);
   dvec ro(no), rl((size_t)B * NH * T), rd = tod(dqkv0);
@@ -359,7 +359,7 @@ static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t o
   CHECK(e < 1e-5, "attention_forward lse %s T %d HS %d: error %g", dn, T, HS, e);
 
   void *pd = d.put(dt, dqkv0, off);
-  OK(zeroc__cuda_attention_backward(&K.k, NULL, pd, d.put(dt, g, off), pq, out, lse, B, T, C, NH));
+  OK(zeroc__cuda_attention_backward(&K.k, NULL, pd, d.put(dt, g, off), pq, out, lse, B, T, C, NH, NULL));
   vec got = get(dt, pd, nq), change(nq);
   dvec want(nq);
   for (size_t i = 0; i < nq; i++) {
