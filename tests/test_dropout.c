@@ -33,8 +33,7 @@ static float *frand(size_t n, uint64_t seed, float lo, float hi) {
 
 static zeroc_dropout_t desc(float p, uint64_t seq0, int64_t row0, int T, int Tmax, int width,
                             int first, int layer, int site) {
-  zeroc_dropout_t d = {p,    zeroc__dropout_key(7, 3, layer, site), seq0, row0, T,
-                       Tmax, width,                                 first};
+  zeroc_dropout_t d = {p, zeroc__dropout_key(7, 3, layer, site), seq0, row0, T, Tmax, width, first};
   return d;
 }
 
@@ -229,7 +228,8 @@ static void test_attention_heads_split(void) {
   d.first = NH / 2;
   ZT_OK(zeroc_k_attention_forward(K, NULL, o2, l2, q2, B, T, Cl, NH / 2, &d));
   size_t bad = 0;
-  for (int r = 0; r < B * T; r++) bad += memcmp(o2 + (size_t)r * Cl, out + (size_t)r * C + Cl, Cl * 4);
+  for (int r = 0; r < B * T; r++)
+    bad += memcmp(o2 + (size_t)r * Cl, out + (size_t)r * C + Cl, Cl * 4);
   ZT_ASSERT_MSG(bad == 0, "attention dropout: heads %d.. on their own differ from the whole", 2);
   (void)HS;
   /* p = 0 */
@@ -250,13 +250,17 @@ static void test_attention_heads_split(void) {
 static void test_bad_descriptors(void) {
   float x[8] = {0}, y[8];
   zeroc_dropout_t d = desc(1.0f, 0, 0, 2, 2, 4, 0, 0, 0);
-  ZT_ASSERT_MSG(zeroc_k_dropout(K, NULL, y, x, &d, 2, 4) == ZEROC_ERR_INVALID_ARG, "%s", "a bad descriptor was accepted");
+  ZT_ASSERT_MSG(zeroc_k_dropout(K, NULL, y, x, &d, 2, 4) == ZEROC_ERR_INVALID_ARG, "%s",
+                "a bad descriptor was accepted");
   d.p = -0.1f;
-  ZT_ASSERT_MSG(zeroc_k_dropout(K, NULL, y, x, &d, 2, 4) == ZEROC_ERR_INVALID_ARG, "%s", "a bad descriptor was accepted");
+  ZT_ASSERT_MSG(zeroc_k_dropout(K, NULL, y, x, &d, 2, 4) == ZEROC_ERR_INVALID_ARG, "%s",
+                "a bad descriptor was accepted");
   d.p = 0.1f;
   d.Tmax = 1; /* T 2 > Tmax */
-  ZT_ASSERT_MSG(zeroc_k_dropout(K, NULL, y, x, &d, 2, 4) == ZEROC_ERR_INVALID_ARG, "%s", "a bad descriptor was accepted");
-  ZT_ASSERT_MSG(zeroc_k_dropout(K, NULL, y, x, NULL, 2, 4) == ZEROC_ERR_INVALID_ARG, "%s", "a bad descriptor was accepted");
+  ZT_ASSERT_MSG(zeroc_k_dropout(K, NULL, y, x, &d, 2, 4) == ZEROC_ERR_INVALID_ARG, "%s",
+                "a bad descriptor was accepted");
+  ZT_ASSERT_MSG(zeroc_k_dropout(K, NULL, y, x, NULL, 2, 4) == ZEROC_ERR_INVALID_ARG, "%s",
+                "a bad descriptor was accepted");
 }
 
 int main(int argc, char **argv) {
@@ -265,7 +269,8 @@ int main(int argc, char **argv) {
       {"kept fraction 1 - p, mean kept", test_kept_fraction},
       {"rows cut like sequence parallelism draw the same mask", test_rows_split},
       {"attention dropout vs reference and finite differences", test_attention},
-      {"attention heads cut like tensor parallelism; p = 0 is no dropout", test_attention_heads_split},
+      {"attention heads cut like tensor parallelism; p = 0 is no dropout",
+       test_attention_heads_split},
       {"bad descriptors are refused", test_bad_descriptors},
       ZT_END,
   };

@@ -516,8 +516,8 @@ static void check_engine(size_t n, size_t off) {
   /* dropout against its cpu twin, bit for bit (fp32), rows from a sequence-parallel split */
   if (n >= 50) {
     const int C = 50, N = (int)(n / (size_t)C), T = 7;
-    zeroc_dropout_t dp = {0.3f, zeroc__dropout_key(2, 4, 1, ZEROC_DROP_ATTN_RESID), 3, 5, T, 9,
-                          C, 0};
+    zeroc_dropout_t dp = {0.3f, zeroc__dropout_key(2, 4, 1, ZEROC_DROP_ATTN_RESID), 3, 5, T, 9, C,
+                          0};
     float *want = malloc((size_t)N * C * sizeof *want), *got = malloc((size_t)N * C * sizeof *got);
     void *dy = dev_alloc(ZEROC_FP32, (size_t)N * C, off);
     ZT_OK(zeroc_k_dropout(kf, st, dy, dw, &dp, N, C));

@@ -40,7 +40,12 @@ typedef struct zeroc_dropout {
 } zeroc_dropout_t;
 
 /* The sites of one layer (the key's last word). */
-enum { ZEROC_DROP_EMBED = 0, ZEROC_DROP_ATTN = 1, ZEROC_DROP_ATTN_RESID = 2, ZEROC_DROP_MLP_RESID = 3 };
+enum {
+  ZEROC_DROP_EMBED = 0,
+  ZEROC_DROP_ATTN = 1,
+  ZEROC_DROP_ATTN_RESID = 2,
+  ZEROC_DROP_MLP_RESID = 3
+};
 
 /* splitmix64's finaliser over key + id * golden ratio: a well-mixed word per
  * (key, id), the same on host and device. */

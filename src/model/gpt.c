@@ -62,8 +62,8 @@ struct zeroc_gpt {
   zeroc_kernels_t *k;
   zeroc__tp_t tp;
   int Bmax, Vp, recompute;
-  float drop;         /* dropout probability (0: none) */
-  uint64_t drop_seed; /* with the batch's step and slots, the masks' key */
+  float drop;            /* dropout probability (0: none) */
+  uint64_t drop_seed;    /* with the batch's step and slots, the masks' key */
   int t, Cl, NHl, Vl;    /* tp size; channels, heads and vocabulary rows per tp rank */
   size_t es;             /* activation element size */
   zeroc__gpt_bytes_t sz; /* the bytes of each buffer (gpt_sizes.c, which the planner calls too) */
@@ -300,11 +300,10 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   CHK(zeroc__tp_rows(tp, N, &Nl));
   void *const *p = io->params;
   saved_t *a = block_saved(g, io->slot, l);
-  const int gl = ref_->l; /* the global block: its masks' layer */
-  zeroc_dropout_t d1, d2, d3;
-  const zeroc_dropout_t *da = drop_at(g, io, batch_, gl, ZEROC_DROP_ATTN, Nl, &d1);
-  const zeroc_dropout_t *dr1 = drop_at(g, io, batch_, gl, ZEROC_DROP_ATTN_RESID, Nl, &d2);
-  const zeroc_dropout_t *dr2 = drop_at(g, io, batch_, gl, ZEROC_DROP_MLP_RESID, Nl, &d3);
+  zeroc_dropout_t dd[3]; /* masks of the global block ref_->l */
+  const zeroc_dropout_t *da = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN, Nl, &dd[0]);
+  const zeroc_dropout_t *dr1 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN_RESID, Nl, &dd[1]);
+  const zeroc_dropout_t *dr2 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_MLP_RESID, Nl, &dd[2]);
   CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B],
                                 Nl, C));
   CHK(zeroc__tp_column_forward(tp, s, a->qkv, a->ln1, g->gath, p[QKVW], p[QKVB], N, C, 3 * Cl));
@@ -354,11 +353,10 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   size_t e = g->es;
   void *const *p = io->params, *const *d = io->grads;
   saved_t *a = block_saved(g, io->slot, l);
-  const int gl = ref_->l;
-  zeroc_dropout_t d1, d2, d3;
-  const zeroc_dropout_t *da = drop_at(g, io, batch_, gl, ZEROC_DROP_ATTN, Nl, &d1);
-  const zeroc_dropout_t *dr1 = drop_at(g, io, batch_, gl, ZEROC_DROP_ATTN_RESID, Nl, &d2);
-  const zeroc_dropout_t *dr2 = drop_at(g, io, batch_, gl, ZEROC_DROP_MLP_RESID, Nl, &d3);
+  zeroc_dropout_t dd[3]; /* masks of the global block ref_->l */
+  const zeroc_dropout_t *da = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN, Nl, &dd[0]);
+  const zeroc_dropout_t *dr1 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN_RESID, Nl, &dd[1]);
+  const zeroc_dropout_t *dr2 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_MLP_RESID, Nl, &dd[2]);
   if (tp->sp) CHK(zeroc_memset_async(s, g->lngrad, 0, 4 * (size_t)C * e));
   /* dres2 starts as dout (the residual), then gains the MLP path */
   void *dx = g->dres[g->dres_next];
@@ -385,8 +383,8 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   CHK(zeroc__tp_row_backward(tp, s, g->datty, d[ATTPROJW], d[ATTPROJB], dproj, a->atty, g->gath,
                              p[ATTPROJW], N, Cl, C));
   CHK(zeroc_memset_async(s, g->dqkv, 0, (size_t)N * 3 * Cl * e));
-  CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl,
-                                 g->NHl, da));
+  CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl, g->NHl,
+                                 da));
   CHK(zeroc__tp_column_backward(tp, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, g->gath, g->part,
                                 p[QKVW], N, C, 3 * Cl));
   CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN1W, 0), ln_grad(g, d, LN1B, 1), g->dln,

@@ -44,8 +44,8 @@ static zeroc_result_t run_batches(zeroc_trainer_t *tr, int s, zeroc_pipeline_sta
     /* the step and the slots name the sequences for dropout's masks */
     int slot;
     ZEROC_CHECK(zeroc_data_first_slot(tr->data, &lay, u, &slot));
-    zeroc_gpt_batch_t b = {c->batch, c->seq, tr->inputs + at, tr->targets + at, (uint64_t)s,
-                           (uint64_t)slot};
+    zeroc_gpt_batch_t b = {c->batch,         c->seq,      tr->inputs + at,
+                           tr->targets + at, (uint64_t)s, (uint64_t)slot};
     if (tr->dev_in) {
       zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);
       ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_in + at, tr->inputs + at, ntok * 4));

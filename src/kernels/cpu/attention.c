@@ -59,9 +59,9 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
         }
         float p = expf(s - m);
         l += p;
-        if (dr) p = zeroc__dropout_keep(drop->key, zeroc__dropout_id_att(drop, b, h, t, j), thr)
-                        ? p * dsc
-                        : 0.0f;
+        if (dr)
+          p = zeroc__dropout_keep(drop->key, zeroc__dropout_id_att(drop, b, h, t, j), thr) ? p * dsc
+                                                                                           : 0.0f;
 #pragma omp simd
         for (int d = 0; d < HS; d++) o[d] += p * vj[d];
       }
@@ -75,8 +75,8 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
 
 // dout (B,T,C), qkv (B,T,3C), out (B,T,C), lse (B,NH,T) -> dqkv (B,T,3C) +=
 void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
-                                   const float *out, const float *lse, int B, int T, int C,
-                                   int NH, const zeroc_dropout_t *drop) {
+                                   const float *out, const float *lse, int B, int T, int C, int NH,
+                                   const zeroc_dropout_t *drop) {
   const int HS = C / NH;
   const int dr = drop && drop->p > 0;
   const uint32_t thr = dr ? zeroc__dropout_threshold(drop->p) : 0;
