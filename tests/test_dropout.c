@@ -37,11 +37,12 @@ static zeroc_dropout_t desc(float p, uint64_t seq0, int64_t row0, int T, int Tma
   return d;
 }
 
-/* The rule, written out: element (sequence seq0 + b, position t, channel c) is
- * kept when the high half of its hash is at least p 2^32. */
-static int ref_keep(const zeroc_dropout_t *d, uint64_t id) {
-  uint64_t h = zeroc__dropout_hash(d->key, id);
-  return (double)(h >> 32) >= floor((double)d->p * 4294967296.0);
+/* The rule, written out: element (row, col) is kept when the 32 bits drawn for
+ * column col of the row's key are at least p 2^32. A row is a token (sequence
+ * slot, position) or an attention query row (slot, global head, query). */
+static int ref_keep(const zeroc_dropout_t *d, uint64_t row, uint32_t col) {
+  uint32_t bits = zeroc__dropout_bits(zeroc__dropout_hash(d->key, row), col);
+  return (double)bits >= floor((double)d->p * 4294967296.0);
 }
 
 /* ---- elementwise -------------------------------------------------------------------- */
@@ -57,8 +58,7 @@ static void test_elementwise_reference(void) {
     for (int t = 0; t < T; t++)
       for (int c = 0; c < C; c++) {
         size_t i = ((size_t)b * T + t) * C + c;
-        uint64_t id = ((11 + (uint64_t)b) * Tmax + (uint64_t)t) * C + (uint64_t)c;
-        int k = ref_keep(&d, id);
+        int k = ref_keep(&d, (11 + (uint64_t)b) * Tmax + (uint64_t)t, (uint32_t)c);
         float want = k ? x[i] * sc : 0.0f;
         kept += k;
         bad += memcmp(&want, &y[i], sizeof want) != 0;
@@ -93,6 +93,20 @@ static void test_kept_fraction(void) {
                   frac, 1 - p, 5 * sd);
     ZT_ASSERT_MSG(fabs(sum / (double)n - 1) < 5 * sd / (1 - p), "p %g: mean %.5f, want 1", p,
                   sum / (double)n);
+    /* neighbours are independent: both dropped with probability p^2, along a row (the
+     * next channel) and down a column (the next token) */
+    size_t both_c = 0, both_r = 0, pairs = (size_t)(N - 1) * (C - 1);
+    for (int r = 0; r + 1 < N; r++)
+      for (int c = 0; c + 1 < C; c++) {
+        const float *a = y + (size_t)r * C + c;
+        both_c += a[0] == 0 && a[1] == 0;
+        both_r += a[0] == 0 && a[C] == 0;
+      }
+    double q = (double)p * p, sq = sqrt(q * (1 - q) / (double)pairs);
+    ZT_ASSERT_MSG(fabs((double)both_c / pairs - q) < 5 * sq &&
+                      fabs((double)both_r / pairs - q) < 5 * sq,
+                  "p %g: neighbours both dropped %.5f (channels), %.5f (tokens), want %.5f", p,
+                  (double)both_c / pairs, (double)both_r / pairs, q);
   }
   free(one);
   free(y);
@@ -148,8 +162,9 @@ static void ref_attention(const att_t *a, double *out, double *lse) {
         for (int i = 0; i < HS; i++) o[i] = 0;
         for (int j = 0; j <= t; j++) {
           uint64_t bh = (d->seq0 + (uint64_t)b) * (uint64_t)d->width + (uint64_t)(d->first + h);
-          uint64_t id = (bh * (uint64_t)d->Tmax + (uint64_t)t) * (uint64_t)d->Tmax + (uint64_t)j;
-          double m = ref_keep(d, id) ? 1.0 / (1.0 - d->p) : 0.0;
+          double m = ref_keep(d, bh * (uint64_t)d->Tmax + (uint64_t)t, (uint32_t)j)
+                         ? 1.0 / (1.0 - d->p)
+                         : 0.0;
           const double *vv = a->qkv + ((size_t)b * T + j) * 3 * C + 2 * C + h * HS;
           for (int i = 0; i < HS; i++) o[i] += m * exp(s[j] - mx) / z * vv[i];
         }

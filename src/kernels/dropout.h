@@ -6,7 +6,9 @@
  * decision is a hash of a key naming the tensor (seed, optimizer step, layer,
  * site) and the element's coordinates in the unsplit global batch (the
  * sequence's slot in the step's global batch, its token position, the global
- * channel, or the global head, query and key positions). Whatever rank
+ * channel, or the global head, query and key positions): element (row, col) is
+ * kept when zeroc__dropout_bits(zeroc__dropout_row_key(key, row), col) >=
+ * zeroc__dropout_threshold(p). Whatever rank
  * computes an element (data, tensor, sequence or pipeline parallel), and
  * whether it is computed again (backward, recompute), it gets the same
  * decision, so every layout trains with the same masks and nothing is stored.
@@ -63,32 +65,47 @@ ZEROC_HD uint64_t zeroc__dropout_key(uint64_t seed, uint64_t step, int layer, in
   return zeroc__dropout_hash(k, (uint64_t)layer * 8 + (uint64_t)site);
 }
 
-/* Elements whose hash's high 32 bits fall below this are dropped: a fraction
- * p of them (to 2^-32). */
+/* Elements whose bits fall below this are dropped: a fraction p of them (to 2^-32). */
 ZEROC_HD uint32_t zeroc__dropout_threshold(float p) {
   double t = (double)p * 4294967296.0;
   return t >= 4294967295.0 ? 0xffffffffu : (uint32_t)t;
 }
 
-ZEROC_HD int zeroc__dropout_keep(uint64_t key, uint64_t id, uint32_t threshold) {
-  return (uint32_t)(zeroc__dropout_hash(key, id) >> 32) >= threshold;
+/* murmur3's 32-bit finaliser: a bijection with full avalanche. */
+ZEROC_HD uint32_t zeroc__dropout_fmix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  return x ^ (x >> 16);
+}
+
+/* A mask is drawn row by row: a 64-bit hash names the row (a token, or an attention
+ * query row of one head), then 32-bit arithmetic (cheap on a GPU, vectorised on a
+ * CPU) gives each column (channel, or key position) its 32 random bits. */
+ZEROC_HD uint64_t zeroc__dropout_row_key(uint64_t key, uint64_t row) {
+  return zeroc__dropout_hash(key, row);
+}
+ZEROC_HD uint32_t zeroc__dropout_bits(uint64_t row_key, uint32_t col) {
+  /* splitmix32 in effect: a Weyl sequence over the columns, offset by the row key's low
+   * half and flipped by its high half, through one finaliser */
+  return zeroc__dropout_fmix32(((uint32_t)row_key + col * 0x9e3779b9u) ^ (uint32_t)(row_key >> 32));
 }
 
 /* What a kept element is multiplied by. */
 ZEROC_HD float zeroc__dropout_scale(float p) { return 1.0f / (1.0f - p); }
 
-/* The element id of (row, channel c) at an elementwise site; `row` local. */
-ZEROC_HD uint64_t zeroc__dropout_id_rc(const zeroc_dropout_t *d, int64_t row, int64_t c) {
+/* The global row of local row `row` at an elementwise site: (sequence slot, position). */
+ZEROC_HD uint64_t zeroc__dropout_row_rc(const zeroc_dropout_t *d, int64_t row) {
   int64_t g = d->row0 + row, b = g / d->T, t = g % d->T;
-  return ((d->seq0 + (uint64_t)b) * (uint64_t)d->Tmax + (uint64_t)t) * (uint64_t)d->width +
-         (uint64_t)c;
+  return (d->seq0 + (uint64_t)b) * (uint64_t)d->Tmax + (uint64_t)t;
 }
 
-/* The element id of attention probability (b, local head h, query i, key j). */
-ZEROC_HD uint64_t zeroc__dropout_id_att(const zeroc_dropout_t *d, int64_t b, int64_t h, int64_t i,
-                                        int64_t j) {
+/* The global row of attention's (b, local head h, query i): its columns are the keys. */
+ZEROC_HD uint64_t zeroc__dropout_row_att(const zeroc_dropout_t *d, int64_t b, int64_t h,
+                                         int64_t i) {
   uint64_t bh = (d->seq0 + (uint64_t)b) * (uint64_t)d->width + (uint64_t)(d->first + h);
-  return (bh * (uint64_t)d->Tmax + (uint64_t)i) * (uint64_t)d->Tmax + (uint64_t)j;
+  return bh * (uint64_t)d->Tmax + (uint64_t)i;
 }
 
 #endif

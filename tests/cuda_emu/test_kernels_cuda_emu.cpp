@@ -301,9 +301,9 @@ static void t_matmul(zeroc_dtype_t dt, int N, int C, int OC, bool bias) {
 /* ---- attention ----------------------------------------------------------------------- */
 
 /* The dropout rule of kernels/dropout.h, written out: 1/(1-p) when kept, else 0. */
-static double drop_mask(const zeroc_dropout_t *dp, uint64_t id) {
-  uint64_t h = zeroc__dropout_hash(dp->key, id);
-  return (double)(h >> 32) >= std::floor((double)dp->p * 4294967296.0) ? 1.0 / (1.0 - dp->p) : 0.0;
+static double drop_mask(const zeroc_dropout_t *dp, uint64_t row, uint32_t col) {
+  uint32_t bits = zeroc__dropout_bits(zeroc__dropout_hash(dp->key, row), col);
+  return (double)bits >= std::floor((double)dp->p * 4294967296.0) ? 1.0 / (1.0 - dp->p) : 0.0;
 }
 
 // qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T); then dqkv += from dout (B,T,C); dp: dropout
@@ -333,7 +333,7 @@ static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t o
         if (dp_)
           for (int j = 0; j <= i; j++) {
             uint64_t bh = (dp_->seq0 + (uint64_t)b) * (uint64_t)dp_->width + (dp_->first + h);
-            m[j] = drop_mask(dp_, (bh * dp_->Tmax + (uint64_t)i) * dp_->Tmax + (uint64_t)j);
+            m[j] = drop_mask(dp_, bh * dp_->Tmax + (uint64_t)i, (uint32_t)j);
           }
         for (int j = 0; j <= i; j++) {
           double a = 0;
@@ -405,9 +405,9 @@ static void t_dropout(zeroc_dtype_t dt, int T, int C, size_t off) {
   for (int r = 0; r < N; r++)
     for (int c = 0; c < C; c++) {
       const int64_t g = dp.row0 + r;
-      const uint64_t id = ((dp.seq0 + (uint64_t)(g / T)) * dp.Tmax + (uint64_t)(g % T)) * C + c;
+      const uint64_t row = (dp.seq0 + (uint64_t)(g / T)) * dp.Tmax + (uint64_t)(g % T);
       const size_t i = (size_t)r * C + c;
-      const bool k = drop_mask(&dp, id) != 0;
+      const bool k = drop_mask(&dp, row, (uint32_t)c) != 0;
       kept += k;
       float w = k ? x[i] * sc : 0.0f;
       if (dt == ZEROC_BF16) w = zeroc_bf16_to_f32(zeroc_f32_to_bf16(w));

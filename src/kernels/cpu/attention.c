@@ -47,6 +47,8 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
       for (int d = 0; d < HS; d++) o[d] = 0;
       /* o holds sum_j exp(s_j - m) v_j for the running max m; l the matching sum */
       float m = -INFINITY, l = 0;
+      const uint64_t rk =
+          dr ? zeroc__dropout_row_key(drop->key, zeroc__dropout_row_att(drop, b, h, t)) : 0;
       for (int j = 0; j <= t; j++) {
         const float *kj = base + j * C3 + C, *restrict vj = base + j * C3 + 2 * (size_t)C;
         const float s = dot(q, kj, HS) * scale;
@@ -59,9 +61,7 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
         }
         float p = expf(s - m);
         l += p;
-        if (dr)
-          p = zeroc__dropout_keep(drop->key, zeroc__dropout_id_att(drop, b, h, t, j), thr) ? p * dsc
-                                                                                           : 0.0f;
+        if (dr) p = zeroc__dropout_bits(rk, (uint32_t)j) >= thr ? p * dsc : 0.0f;
 #pragma omp simd
         for (int d = 0; d < HS; d++) o[d] += p * vj[d];
       }
@@ -99,15 +99,15 @@ void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *
        * dropout's mask m_j (kept: 1/(1-p), else 0) v meets m_j p_j and dp_j is
        * m_j dy . v_j; dy . out_t is still the sum. */
       const float D = dot(dy, out + row, HS), L = lse[bh * T + t];
+      const uint64_t rk =
+          dr ? zeroc__dropout_row_key(drop->key, zeroc__dropout_row_att(drop, b, h, t)) : 0;
       for (int j = 0; j <= t; j++) {
         const float *kj = base + j * C3 + C, *vj = base + j * C3 + 2 * (size_t)C;
         float *restrict dkj = dbase + j * C3 + C, *restrict dvj = dbase + j * C3 + 2 * (size_t)C;
         const float p = expf(dot(q, kj, HS) * scale - L);
         float dp = dot(dy, vj, HS), pv = p;
         if (dr) {
-          const float m =
-              zeroc__dropout_keep(drop->key, zeroc__dropout_id_att(drop, b, h, t, j), thr) ? dsc
-                                                                                           : 0.0f;
+          const float m = zeroc__dropout_bits(rk, (uint32_t)j) >= thr ? dsc : 0.0f;
           dp *= m;
           pv *= m;
         }

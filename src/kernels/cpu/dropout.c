@@ -14,10 +14,10 @@ void zeroc__cpu_dropout(float *out, const float *in, const zeroc_dropout_t *d, i
   const float sc = zeroc__dropout_scale(d->p);
 #pragma omp parallel for if ((long)N * C > 65536) schedule(static)
   for (int r = 0; r < N; r++) {
-    const uint64_t id0 = zeroc__dropout_id_rc(d, r, 0);
-    for (int c = 0; c < C; c++) {
-      const size_t i = (size_t)r * C + c;
-      out[i] = zeroc__dropout_keep(d->key, id0 + (uint64_t)c, thr) ? in[i] * sc : 0.0f;
-    }
+    const uint64_t rk = zeroc__dropout_row_key(d->key, zeroc__dropout_row_rc(d, r));
+    const float *x = in + (size_t)r * C;
+    float *y = out + (size_t)r * C;
+    for (int c = 0; c < C; c++)
+      y[c] = zeroc__dropout_bits(rk, (uint32_t)c) >= thr ? x[c] * sc : 0.0f;
   }
 }

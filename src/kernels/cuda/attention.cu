@@ -79,6 +79,14 @@ __global__ void __launch_bounds__(AT_THREADS)
   const T *q = qkv + (size_t)b * Tn * stride + (size_t)h * HS, *kp = q + C, *vp = q + 2 * C;
 
   load_tile<T, HSMAX>(sQ, q, q0, Tn, stride, HS, vec);
+  /* dropout: the mask rows of this thread's 4 queries */
+  uint64_t rk[4];
+  const uint32_t thr = dr ? zeroc__dropout_threshold(dp.p) : 0;
+  const float dsc = dr ? zeroc__dropout_scale(dp.p) : 1.0f;
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+    rk[i] = dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, q0 + ty + 16 * i))
+               : 0;
   float m[4], l[4], o[4][DPT];
 #pragma unroll
   for (int i = 0; i < 4; i++) {
@@ -131,10 +139,7 @@ __global__ void __launch_bounds__(AT_THREADS)
         const float p = s[i][j] == -INFINITY ? 0.0f : expf(s[i][j] - mnew);
         float pv = p;
         if (dr && p != 0.0f)
-          pv = zeroc__dropout_keep(dp.key, zeroc__dropout_id_att(&dp, b, h, r, k0 + tx + 16 * j),
-                                   zeroc__dropout_threshold(dp.p))
-                   ? p * zeroc__dropout_scale(dp.p)
-                   : 0.0f;
+          pv = zeroc__dropout_bits(rk[i], (uint32_t)(k0 + tx + 16 * j)) >= thr ? p * dsc : 0.0f;
         sP[(ty + 16 * i) * LP + tx + 16 * j] = pv;
         rs += p;
       }
@@ -204,6 +209,8 @@ __global__ void __launch_bounds__(AT_THREADS)
                                    const float *lse, int Tn, int C, int NH, int HS, float scale,
                                    bool vec, bool vec_do, zeroc_dropout_t drp, bool dr) {
   constexpr int LD = HSMAX + 1, LP = AT_TILE + 1, DPT = HSMAX / 16;
+  const uint32_t thr = dr ? zeroc__dropout_threshold(drp.p) : 0;
+  const float dsc = dr ? zeroc__dropout_scale(drp.p) : 1.0f;
   extern __shared__ float smem[];
   float *sK = smem, *sV = sK + AT_TILE * LD, *sQ = sV + AT_TILE * LD, *sdO = sQ + AT_TILE * LD;
   float *sPt = sdO + AT_TILE * LD, *sdSt = sPt + AT_TILE * LP, *sL = sdSt + AT_TILE * LP,
@@ -234,6 +241,12 @@ __global__ void __launch_bounds__(AT_THREADS)
     __syncthreads();
     tile_rowdot<T, HSMAX>(sD, sdO, outp, q0, Tn, C, HS);
     __syncthreads();
+    uint64_t rk[4]; /* dropout: the mask rows of this thread's 4 queries */
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+      rk[c] =
+          dr ? zeroc__dropout_row_key(drp.key, zeroc__dropout_row_att(&drp, b, h, q0 + tx + 16 * c))
+             : 0;
 
     /* transposed tiles: key rows ty + 16 a, query columns tx + 16 c */
     float s[4][4], dp[4][4];
@@ -269,10 +282,7 @@ __global__ void __launch_bounds__(AT_THREADS)
         const float p = j <= i && i < Tn ? expf(s[a][c] * scale - sL[tx + 16 * c]) : 0.0f;
         float pv = p, dpv = dp[a][c];
         if (dr && p != 0.0f) {
-          const float m = zeroc__dropout_keep(drp.key, zeroc__dropout_id_att(&drp, b, h, i, j),
-                                              zeroc__dropout_threshold(drp.p))
-                              ? zeroc__dropout_scale(drp.p)
-                              : 0.0f;
+          const float m = zeroc__dropout_bits(rk[c], (uint32_t)j) >= thr ? dsc : 0.0f;
           pv *= m;
           dpv *= m;
         }
@@ -340,6 +350,15 @@ __global__ void __launch_bounds__(AT_THREADS)
   for (int r = threadIdx.x; r < AT_TILE; r += AT_THREADS) sL[r] = q0 + r < Tn ? lsep[q0 + r] : 0.0f;
   __syncthreads();
   tile_rowdot<T, HSMAX>(sD, sdO, outp, q0, Tn, C, HS);
+  /* dropout: the mask rows of this thread's 4 queries */
+  uint64_t rk[4];
+  const uint32_t thr = dr ? zeroc__dropout_threshold(drp.p) : 0;
+  const float dsc = dr ? zeroc__dropout_scale(drp.p) : 1.0f;
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+    rk[i] =
+        dr ? zeroc__dropout_row_key(drp.key, zeroc__dropout_row_att(&drp, b, h, q0 + ty + 16 * i))
+           : 0;
   float dq[4][DPT];
 #pragma unroll
   for (int i = 0; i < 4; i++)
@@ -386,10 +405,7 @@ __global__ void __launch_bounds__(AT_THREADS)
         const float p = c <= r && r < Tn ? expf(s[i][j] * scale - sL[ty + 16 * i]) : 0.0f;
         float dpv = dp[i][j];
         if (dr && p != 0.0f)
-          dpv = zeroc__dropout_keep(drp.key, zeroc__dropout_id_att(&drp, b, h, r, c),
-                                    zeroc__dropout_threshold(drp.p))
-                    ? dpv * zeroc__dropout_scale(drp.p)
-                    : 0.0f;
+          dpv = zeroc__dropout_bits(rk[i], (uint32_t)c) >= thr ? dpv * dsc : 0.0f;
         sdS[(ty + 16 * i) * LP + tx + 16 * j] = p * (dpv - sD[ty + 16 * i]);
       }
     __syncthreads();
@@ -481,15 +497,13 @@ static zeroc_result_t attention_backward(zeroc_kernels_t *k, cudaStream_t st, T 
   dim3 grid((Tn + AT_TILE - 1) / AT_TILE, NH, B), block(AT_THREADS);
   ZC_CUDA(cudaFuncSetAttribute(attention_backward_dkdv_kernel<T, HSMAX>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem1));
-  attention_backward_dkdv_kernel<T, HSMAX>
-      <<<grid, block, smem1, st>>>(dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do,
-                                   dp, dr);
+  attention_backward_dkdv_kernel<T, HSMAX><<<grid, block, smem1, st>>>(
+      dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do, dp, dr);
   ZC_LAUNCHED("attention_backward_dkdv_kernel", grid, block, smem1);
   ZC_CUDA(cudaFuncSetAttribute(attention_backward_dq_kernel<T, HSMAX>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem2));
-  attention_backward_dq_kernel<T, HSMAX>
-      <<<grid, block, smem2, st>>>(dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do,
-                                   dp, dr);
+  attention_backward_dq_kernel<T, HSMAX><<<grid, block, smem2, st>>>(
+      dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do, dp, dr);
   ZC_LAUNCHED("attention_backward_dq_kernel", grid, block, smem2);
   return ZEROC_OK;
 }

@@ -134,16 +134,15 @@ template <typename T> struct Dropout {
   __device__ void operator()(size_t i, size_t n, bool vec) const {
     float v[8];
     zc_load8(in, i, n, vec, v);
-    int64_t row = (int64_t)(i / (size_t)C), c = (int64_t)(i % (size_t)C);
-    uint64_t id = zeroc__dropout_id_rc(&d, row, c);
+    int64_t row = (int64_t)(i / (size_t)C);
+    uint32_t c = (uint32_t)(i % (size_t)C);
+    uint64_t rk = zeroc__dropout_row_key(d.key, zeroc__dropout_row_rc(&d, row));
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-      v[e] = zeroc__dropout_keep(d.key, id, thr) ? v[e] * sc : 0.0f;
-      if (++c == C) { /* the next row: its id comes from its (b, t) */
+      v[e] = zeroc__dropout_bits(rk, c) >= thr ? v[e] * sc : 0.0f;
+      if (++c == (uint32_t)C) { /* the next row: its key comes from its (b, t) */
         c = 0;
-        id = zeroc__dropout_id_rc(&d, ++row, 0);
-      } else {
-        id++;
+        rk = zeroc__dropout_row_key(d.key, zeroc__dropout_row_rc(&d, ++row));
       }
     }
     zc_store8(out, i, n, vec, v);
