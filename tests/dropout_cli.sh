@@ -3,7 +3,8 @@
 # --dropout 0.1 every layout's per-step losses match the single rank's to 1e-5
 # relative (fp32, cpu, the same global batch), as they do without dropout,
 # because each mask is a hash of global coordinates; dropout changes the loss;
-# --dropout 0 is bit for bit the run without the flag; bad values exit 2.
+# --dropout 0 is bit for bit the run without the flag; a resumed run continues bit
+# for bit; bad values exit 2.
 # usage: dropout_cli.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS" TEST_NAME
 set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
@@ -55,12 +56,17 @@ off_and_bad)
   field "$WORK/c.jsonl" loss > "$WORK/c.loss"
   paste "$WORK/a.loss" "$WORK/c.loss" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (d > 1e-4 * $1) moved++ } END { exit !(moved == NR) }' \
     || { paste "$WORK/a.loss" "$WORK/c.loss"; fail "--dropout 0.1 leaves a loss unchanged"; }
+  # a resumed run draws the masks the uninterrupted one drew: the same losses, bit for bit
+  run 1 "${P0[@]}" --dropout 0.1 --steps 6 --save "$WORK/ck" --save-every 3 --metrics "$WORK/r.jsonl" || fail "run to resume"
+  run 1 "${P0[@]}" --dropout 0.1 --steps 6 --resume "$WORK/ck/step_00000003" --metrics "$WORK/s.jsonl" || fail "resumed run"
+  field "$WORK/r.jsonl" loss | tail -3 > "$WORK/r.loss"; field "$WORK/s.jsonl" loss > "$WORK/s.loss"
+  [ -s "$WORK/s.loss" ] && cmp -s "$WORK/r.loss" "$WORK/s.loss" || { paste "$WORK/r.loss" "$WORK/s.loss"; fail "losses differ after resume"; }
   for v in 1 -0.1 abc; do
     out=$(run 1 --dropout "$v" 2>&1 >/dev/null); rc=$?
     [ $rc -eq 2 ] || fail "--dropout $v exited $rc, want 2 ($out)"
     [ "$(echo "$out" | grep -c "zeroc train")" = 1 ] || fail "--dropout $v printed other than one line: $out"
     echo "$out" | grep -q -- "--dropout" || fail "--dropout $v: the message names no flag: $out"
   done
-  echo "dropout 0 bitwise the run without it; 0.1 moves every loss; 1, -0.1, abc refused" ;;
+  echo "dropout 0 bitwise the run without it; 0.1 moves every loss; resume bitwise; 1, -0.1, abc refused" ;;
 *) fail "unknown test $NAME" ;;
 esac
