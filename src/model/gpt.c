@@ -204,10 +204,9 @@ static zeroc_result_t io_batch(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
   return ZEROC_OK;
 }
 
-/* Dropout's descriptor for `site` of `layer` (the embedding: layer L), or NULL
- * outside training (no dropout, no targets, zeroc_model_eval). Residual sites
- * are this rank's rows (its share of B*T with sequence parallelism) of all C
- * channels; attention's are this rank's heads. */
+/* Dropout's descriptor for `site` of `layer` (the embedding: layer L), or NULL outside
+ * training (no dropout, no targets, zeroc_model_eval). Residual sites are this rank's
+ * rows (B*T/tp with sequence parallelism) of all C channels; attention's its heads. */
 static const zeroc_dropout_t *drop_at(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
                                       const zeroc_gpt_batch_t *b, int layer, int site, int Nl,
                                       zeroc_dropout_t *d) {
@@ -224,8 +223,7 @@ static const zeroc_dropout_t *drop_at(zeroc_gpt_t *g, const zeroc_layer_io_t *io
   return d;
 }
 
-/* Backward of a residual-site dropout: the masked copy of dy (Nl,C) in the
- * residual scratch that is not `keep` (dy itself without dropout). */
+/* Residual dropout's backward: dy (Nl,C) masked into the residual scratch not `keep` */
 static zeroc_result_t drop_grad(zeroc_gpt_t *g, zeroc_stream_t *s, const zeroc_dropout_t *d,
                                 const void *dy, const void *keep, int Nl, const void **out) {
   *out = dy;
