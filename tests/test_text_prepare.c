@@ -291,32 +291,38 @@ static void test_threads_and_pieces(void) {
   free(e);
 }
 
-/* With a BPE tokenizer too: small pieces cut at safe line breaks give the
- * tokens of whole documents. */
+/* With BPE tokenizers too (GPT-2's pattern, with and without
+ * add_prefix_space, an end-of-text token before each document): pieces of
+ * 4 KiB cut at safe places give the tokens of whole documents. */
 static void test_bpe_pieces(void) {
   if (!g_fixtures) return;
-  char tok[4200];
-  snprintf(tok, sizeof tok, "%s/bpe1000.json", g_fixtures);
-  if (access(tok, R_OK) != 0) return;
-  zeroc_tokenizer_t *t = NULL;
-  if (zeroc_tokenizer_load(tok, &t) != ZEROC_OK) {
-    printf("(bpe not loadable yet: %s) ", zeroc_last_error(NULL));
-    return;
-  }
-  zeroc_tokenizer_destroy(t);
+  const char *names[] = {"bpe1000.json", "bpe300_prefix.json"};
   const char *in[] = {LICENSES "/*"};
-  char *a = sub("bpe_small"), *b = sub("bpe_whole");
-  zeroc_prepare_config_t c = cfg(a, in, 1, tok);
-  c.threads = 3;
-  c.chunk_bytes = 4096;
-  ZT_OK(zeroc_text_prepare(&c, NULL, NULL, NULL));
-  c.out_dir = b;
-  c.threads = 1;
-  c.chunk_bytes = 1 << 30;
-  ZT_OK(zeroc_text_prepare(&c, NULL, NULL, NULL));
-  assert_same_shards(a, b);
-  free(a);
-  free(b);
+  for (int k = 0; k < 2; k++) {
+    char tok[4200], a[4300], b[4300];
+    snprintf(tok, sizeof tok, "%s/%s", g_fixtures, names[k]);
+    snprintf(a, sizeof a, "%s/bpe_small_%d", g_dir, k);
+    snprintf(b, sizeof b, "%s/bpe_whole_%d", g_dir, k);
+    zeroc_prepare_config_t c = cfg(a, in, 1, tok);
+    c.threads = 3;
+    c.chunk_bytes = 4096;
+    zeroc_prepare_stats_t st;
+    ZT_OK(zeroc_text_prepare(&c, NULL, NULL, &st));
+    CU_ASSERT(st.eot >= 0);
+    CU_ASSERT(st.train_tokens + st.val_tokens < st.bytes_total); /* merges happened */
+    c.out_dir = b;
+    c.threads = 1;
+    c.chunk_bytes = 1 << 30;
+    ZT_OK(zeroc_text_prepare(&c, NULL, NULL, NULL));
+    assert_same_shards(a, b);
+    /* the first train token is the end-of-text id */
+    char p[4400];
+    size_t n;
+    snprintf(p, sizeof p, "%s/train_000000.bin", a);
+    int32_t *t = shard_tokens(p, &n);
+    CU_ASSERT(n > 0 && t[0] == st.eot);
+    free(t);
+  }
 }
 
 /* --shard-tokens cuts the streams into full shards and a last one. */

@@ -351,6 +351,17 @@ static zeroc_result_t load_tokenizer(zeroc__prepare_t *p, zeroc_tokenizer_t **to
                p->cfg.tokenizer, v, MAX_VOCAB);
   p->tok = *tok;
   p->eot = p->stats.eot = zeroc_tokenizer_eot(*tok);
+  /* add_prefix_space shows as "x" encoding like " x", or as "x" needing more
+   * ids than its one byte (the encoder then refuses) */
+  int32_t a[4], b[4];
+  size_t na = 0, nb = 0;
+  if (zeroc_tokenizer_encode(*tok, "x", 1, a, &na) != ZEROC_OK) {
+    zeroc__tls_error_clear();
+    p->space_cut = 1;
+  } else {
+    ZEROC_CHECK(zeroc_tokenizer_encode(*tok, " x", 2, b, &nb));
+    p->space_cut = na == nb && !memcmp(a, b, na * sizeof *a);
+  }
   p->stats.vocab = v;
   snprintf(p->stats.tokenizer_kind, sizeof p->stats.tokenizer_kind, "%s", zeroc_tokenizer_kind(*tok));
   return ZEROC_OK;

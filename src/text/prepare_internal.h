@@ -29,6 +29,8 @@ typedef struct zeroc__prepare {
   zeroc_prepare_config_t cfg; /* defaults resolved */
   const zeroc_tokenizer_t *tok;
   int32_t eot;
+  int space_cut; /* 1: the tokenizer adds a space before a text that does not start with one
+                    (add_prefix_space), so a piece may only start with a space */
   zeroc__doc_t *docs;
   int ndocs;
   /* the shards written so far, under temporary names until the run commits */
@@ -55,10 +57,10 @@ zeroc_result_t zeroc__prepare_run(zeroc__prepare_t *p);
  * the last character of a run of ASCII white space that lies between two
  * printable ASCII characters. GPT-2's pre-tokenizer splits there whatever
  * comes before or after (a run followed by a non-space splits before its last
- * character; a space joins the word after it), and the second side starts
- * with white space, so add_prefix_space adds nothing to it. need_newline: only
- * runs holding a '\n' (line boundaries). Searched backward from the end;
- * 0 when there is none. */
-size_t zeroc__prepare_safe_cut(const char *text, size_t len, int need_newline);
+ * character; a space joins the word after it). need_newline: only runs
+ * holding a '\n' (line boundaries). need_space: only runs whose last
+ * character is a space (add_prefix_space then adds nothing to the second
+ * side). Searched backward from the end; 0 when there is none. */
+size_t zeroc__prepare_safe_cut(const char *text, size_t len, int need_newline, int need_space);
 
 #endif

@@ -61,10 +61,10 @@ typedef struct reader {
 static int graphic(unsigned char c) { return c > 0x20 && c < 0x7f; }
 static int ascii_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-size_t zeroc__prepare_safe_cut(const char *text, size_t len, int need_newline) {
+size_t zeroc__prepare_safe_cut(const char *text, size_t len, int need_newline, int need_space) {
   const unsigned char *b = (const unsigned char *)text;
   for (size_t p = len >= 2 ? len - 2 : 0; p >= 1; p--) {
-    if (!ascii_space(b[p]) || !graphic(b[p + 1])) continue;
+    if (!ascii_space(b[p]) || !graphic(b[p + 1]) || (need_space && b[p] != ' ')) continue;
     /* the whitespace run ending at p must start after a printable character */
     size_t q = p;
     int newline = 0;
@@ -174,11 +174,11 @@ static zeroc_result_t read_piece(zeroc__prepare_t *p, reader_t *r, piece_t *pc, 
       cut = len; /* the rest of the part */
       break;
     }
-    cut = zeroc__prepare_safe_cut(pc->text, len, 1);
+    cut = zeroc__prepare_safe_cut(pc->text, len, 1, p->space_cut);
     if (cut > 0) break;
-    if (round >= MAX_CHUNKS_SEARCHED) {
-      /* a long text without line breaks: between words, still exact */
-      cut = zeroc__prepare_safe_cut(pc->text, len, 0);
+    if (round >= MAX_CHUNKS_SEARCHED || p->space_cut) {
+      /* no line boundary: between words, still exact */
+      cut = zeroc__prepare_safe_cut(pc->text, len, 0, p->space_cut);
       if (cut > 0) break;
       cut = fallback_cut(pc->text, len);
       ZWARN(IO,
@@ -211,10 +211,22 @@ static zeroc_result_t read_piece(zeroc__prepare_t *p, reader_t *r, piece_t *pc, 
 /* ---- tokenizing ------------------------------------------------------------------- */
 
 static zeroc_result_t encode_piece(const zeroc__prepare_t *p, piece_t *pc) {
-  ZEROC_CHECK(grow((void **)&pc->ids, &pc->ids_cap, pc->len + 1, sizeof *pc->ids, "token ids"));
+  /* the end-of-text id, and a space add_prefix_space may add */
+  ZEROC_CHECK(grow((void **)&pc->ids, &pc->ids_cap, pc->len + 2, sizeof *pc->ids, "token ids"));
   size_t k = 0, n = 0;
   if (pc->eot) pc->ids[k++] = p->eot;
-  if (pc->len) ZEROC_CHECK(zeroc_tokenizer_encode(p->tok, pc->text, pc->len, pc->ids + k, &n));
+  if (pc->len && p->space_cut && pc->text[0] != ' ') {
+    /* the space add_prefix_space would add, written out: the same tokens, and
+     * the encoder's ids-per-byte bound holds (the buffer has a byte to spare) */
+    memmove(pc->text + 1, pc->text, pc->len);
+    pc->text[0] = ' ';
+    pc->len++;
+    zeroc_result_t r = zeroc_tokenizer_encode(p->tok, pc->text, pc->len, pc->ids + k, &n);
+    pc->len--; /* the text counted is the document's (the buffer is not read again) */
+    ZEROC_CHECK(r);
+  } else if (pc->len) {
+    ZEROC_CHECK(zeroc_tokenizer_encode(p->tok, pc->text, pc->len, pc->ids + k, &n));
+  }
   pc->n = k + n;
   return ZEROC_OK;
 }
