@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +56,17 @@ typedef struct progress {
   int shown;
 } progress_t;
 
-static void on_progress(void *user, const zeroc_prepare_stats_t *s) {
+/* Set by SIGINT, SIGTERM, SIGHUP: the run stops at its next progress call and
+ * leaves nothing behind (the library removes what it wrote). */
+static volatile sig_atomic_t g_signal;
+static void on_signal(int sig) { g_signal = sig; }
+
+static int on_progress(void *user, const zeroc_prepare_stats_t *s) {
   progress_t *pr = user;
-  if (pr->quiet || s->done) return;
+  if (g_signal) return 1;
+  if (pr->quiet || s->done) return 0;
   double pct = s->bytes_total ? 100.0 * (double)s->bytes_done / (double)s->bytes_total : 100;
-  if (!pr->tty && pct < pr->next_pct) return;
+  if (!pr->tty && pct < pr->next_pct) return 0;
   while (!pr->tty && pr->next_pct <= pct) pr->next_pct += 10;
   double tok = (double)(s->train_tokens + s->val_tokens);
   fprintf(stderr,
@@ -71,6 +78,7 @@ static void on_progress(void *user, const zeroc_prepare_stats_t *s) {
           pr->tty ? "   " : "\n");
   fflush(stderr);
   pr->shown = 1;
+  return 0;
 }
 
 static void print_summary(const data_opts_t *o, const zeroc_prepare_stats_t *s) {
@@ -172,8 +180,19 @@ int zeroc_cmd_data(int argc, char **argv) {
   c.force = o.force;
   progress_t pr = {isatty(STDERR_FILENO), o.quiet, 10, 0};
   zeroc_prepare_stats_t st;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (int k = 0; k < 3; k++) sigaction(sigs[k], &sa, NULL);
   zeroc_result_t r = zeroc_text_prepare(&c, on_progress, &pr, &st);
   if (pr.tty && pr.shown) fprintf(stderr, "\n");
+  if (r != ZEROC_OK && g_signal) {
+    fprintf(stderr, "zeroc data: stopped by signal %d; nothing was written\n", (int)g_signal);
+    rc = 128 + (int)g_signal;
+    goto out;
+  }
   if (r == ZEROC_ERR_INVALID_ARG) {
     rc = zarg_fail("data", "%s", plain(zeroc_last_error(NULL)));
     goto out;

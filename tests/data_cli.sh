@@ -92,5 +92,17 @@ data_train)
   echo "$out" | grep -q "vocab 256" && echo "$out" | grep -q "vocab 200" || fail "message does not name both vocabs: $out"
   [ "$(echo "$out" | grep -c "zeroc train")" = 1 ] || fail "not one line: $out"
   echo "loss $first -> $last on 2 ranks; vocab 200 refused: $(echo "$out" | sed 's/.*: data/data/')" ;;
+data_signal)
+  # SIGINT mid-run: exit 130, and nothing is left (not even the new directory).
+  # 100 copies of the licenses (30 MB) through BPE on one thread take seconds.
+  tok=$(dirname "$0")/fixtures/tokenizer/bpe1000.json
+  args=(); for i in $(seq 100); do args+=("$LIC/*"); done
+  "$ZEROC" data --tokenizer "$tok" --out "$WORK/sig/out" --threads 1 "${args[@]}" > "$WORK/sig.out" 2> "$WORK/sig.err" &
+  pid=$!
+  sleep 0.3; kill -INT $pid; wait $pid; rc=$?
+  [ $rc = 130 ] || fail "SIGINT: exit $rc, want 130: $(cat "$WORK/sig.err")"
+  grep -q "stopped by signal 2; nothing was written" "$WORK/sig.err" || fail "no message: $(cat "$WORK/sig.err")"
+  [ ! -e "$WORK/sig/out" ] || fail "left behind: $(ls -la "$WORK/sig/out")"
+  echo "SIGINT: exit 130, nothing left" ;;
 *) fail "unknown test $NAME" ;;
 esac

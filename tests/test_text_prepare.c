@@ -420,6 +420,29 @@ static void test_refusals(void) {
   free(file);
 }
 
+static int stop_at_once(void *user, const zeroc_prepare_stats_t *s) {
+  (void)s;
+  ++*(int *)user;
+  return 1;
+}
+
+/* A progress callback that asks to stop: ZEROC_ERR_IO, and nothing is left
+ * (the directory it created is gone again). */
+static void test_stop(void) {
+  char *out = sub("stopped");
+  const char *in[] = {LICENSES "/*"};
+  zeroc_prepare_config_t c = cfg(out, in, 1, "bytes");
+  c.chunk_bytes = 4096;
+  c.threads = 2;
+  int calls = 0;
+  zeroc_result_t r = zeroc_text_prepare(&c, stop_at_once, &calls, NULL);
+  ZT_ASSERT_MSG(r == ZEROC_ERR_IO && strstr(zeroc_last_error(NULL), "nothing was written"),
+                "got %s: %s", zeroc_result_name(r), zeroc_last_error(NULL));
+  CU_ASSERT_EQUAL(calls, 1);
+  ZT_ASSERT_MSG(access(out, F_OK) != 0, "'%s' left behind", out);
+  free(out);
+}
+
 /* The data layer refuses shards whose recorded tokenizer has more ids than
  * the model's vocab, naming both. */
 static void test_vocab_check(void) {
@@ -449,6 +472,7 @@ static const zt_test_t tests[] = {
     {"shard_split", test_shard_split},
     {"refusals", test_refusals},
     {"vocab_check", test_vocab_check},
+    {"stop", test_stop},
     ZT_END,
 };
 

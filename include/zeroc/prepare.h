@@ -85,8 +85,10 @@ typedef struct zeroc_prepare_stats {
 } zeroc_prepare_stats_t;
 
 /* Called from the calling thread about every 0.2 s while tokens are written,
- * and once more with done = 1 at the end. */
-typedef void (*zeroc_prepare_progress_fn)(void *user, const zeroc_prepare_stats_t *s);
+ * and once more with done = 1 at the end. Returning nonzero stops the run (a
+ * program's SIGINT handler can ask so): it then ends as a failure does, with
+ * nothing written, and zeroc_text_prepare returns ZEROC_ERR_IO. */
+typedef int (*zeroc_prepare_progress_fn)(void *user, const zeroc_prepare_stats_t *s);
 
 /*
  * Tokenizes the inputs into shards in cfg->out_dir, plus tokenizer.json.
@@ -97,7 +99,8 @@ typedef void (*zeroc_prepare_progress_fn)(void *user, const zeroc_prepare_stats_
  * matching nothing, an input that is not a regular file, a tokenizer that
  * cannot be loaded or has more than 65536 ids, an out_dir that is not a
  * directory or already holds shards without force, no text at all),
- * ZEROC_ERR_IO (reading an input, writing a shard), ZEROC_ERR_NOMEM. The
+ * ZEROC_ERR_IO (reading an input, writing a shard, stopped by the progress
+ * callback), ZEROC_ERR_NOMEM. The
  * message (zeroc_last_error(NULL)) names the value and what is accepted. On
  * any failure no new file is left in out_dir and shards already there are
  * untouched.

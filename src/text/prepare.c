@@ -424,7 +424,7 @@ zeroc_result_t zeroc_text_prepare(const zeroc_prepare_config_t *cfg,
   p.stats.done = 1;
   p.last_report = 0;
   p.stats.seconds = zeroc__now_s() - p.t0;
-  if (progress) progress(user, &p.stats);
+  if (progress) (void)progress(user, &p.stats); /* done: nothing left to stop */
 fail:
   zeroc__afile_abort(&tokfile);
   for (int s = 0; s < 2; s++) {

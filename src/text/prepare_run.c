@@ -303,7 +303,7 @@ static zeroc_result_t open_shard(zeroc__prepare_t *p, int s) {
   return zeroc__afile_write(f, zeros, sizeof zeros);
 }
 
-static void report(zeroc__prepare_t *p, int force) {
+static zeroc_result_t report(zeroc__prepare_t *p, int force) {
   zeroc_prepare_stats_t *st = &p->stats;
   double now = zeroc__now_s();
   st->seconds = now - p->t0;
@@ -311,8 +311,12 @@ static void report(zeroc__prepare_t *p, int force) {
   st->val_shards = p->nshards[ZEROC__VAL];
   if (p->progress && (force || now - p->last_report >= REPORT_EVERY_S)) {
     p->last_report = now;
-    p->progress(p->user, st);
+    if (p->progress(p->user, st))
+      return ZEROC_FAIL(ZEROC_ERR_IO, "data: stopped at %.1f of %.1f MB (the progress callback "
+                                      "asked to); nothing was written",
+                        st->bytes_done / 1e6, st->bytes_total / 1e6);
   }
+  return ZEROC_OK;
 }
 
 /* Appends a piece's tokens to its stream, starting shards as they fill. */
@@ -341,8 +345,7 @@ static zeroc_result_t write_piece(zeroc__prepare_t *p, const piece_t *pc) {
   else p->stats.val_tokens += pc->n;
   p->stats.bytes_done += pc->len;
   if (pc->last_of_doc) p->stats.documents_done++;
-  report(p, 0);
-  return ZEROC_OK;
+  return report(p, 0);
 }
 
 /* ---- the run -------------------------------------------------------------------------- */
@@ -445,7 +448,7 @@ zeroc_result_t zeroc__prepare_run(zeroc__prepare_t *p) {
   reader_t r;
   memset(&r, 0, sizeof r);
   r.fd = -1;
-  p->last_report = p->t0;
+  p->last_report = -1e9; /* the first write reports at once */
   if (p->cfg.threads <= 1)
     res = run_serial(p, &r);
   else
@@ -454,6 +457,6 @@ zeroc_result_t zeroc__prepare_run(zeroc__prepare_t *p) {
   free(r.carry);
   if (res == ZEROC_OK) res = close_shard(p, ZEROC__TRAIN);
   if (res == ZEROC_OK) res = close_shard(p, ZEROC__VAL);
-  report(p, 0);
+  if (res == ZEROC_OK) res = report(p, 0);
   return res;
 }
