@@ -84,8 +84,8 @@ static int on_progress(void *user, const zeroc_prepare_stats_t *s) {
 static void print_summary(const data_opts_t *o, const zeroc_prepare_stats_t *s) {
   static const char *const splits[] = {"none", "whole documents", "the tail of each document"};
   double tok = (double)(s->train_tokens + s->val_tokens);
-  printf("zeroc data: %d documents, %.2f MB of text, tokenizer %s (vocab %d%s) on %d thread%s\n",
-         s->documents, s->bytes_total / 1e6, s->tokenizer_kind, s->vocab,
+  printf("zeroc data: %d document%s, %.2f MB of text, tokenizer %s (vocab %d%s) on %d thread%s\n",
+         s->documents, s->documents == 1 ? "" : "s", s->bytes_total / 1e6, s->tokenizer_kind, s->vocab,
          s->eot >= 0 ? ", end-of-text before each document" : "", s->threads,
          s->threads == 1 ? "" : "s");
   printf("  train: %llu tokens in %d shard%s (%s/train_*.bin)\n", (unsigned long long)s->train_tokens,
