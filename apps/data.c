@@ -18,18 +18,19 @@
 #include "zeroc/zeroc.h"
 
 static void usage(void) {
-  printf("usage: zeroc data --tokenizer bytes|FILE --out DIR [flags] FILE|GLOB...\n"
-         "  turns text files into llm.c token shards DIR/train_NNNNNN.bin, DIR/val_NNNNNN.bin\n"
-         "  and DIR/tokenizer.json (the tokenizer used); each file is one document\n"
-         "  --tokenizer     bytes (ids = the bytes, vocab 256), a Hugging Face tokenizer.json,\n"
-         "                  or a GPT-2 vocab.json with merges.txt beside it (required)\n"
-         "  --out DIR       the shard directory, created when missing (required)\n"
-         "  --val-fraction  F, 0 <= F < 1: the share of the text for DIR/val_*.bin, 0 = none (0.05)\n"
-         "  --shard-tokens  tokens per shard, 1..2147483647 (100000000)\n"
-         "  --threads N     tokenizing threads (the cores available)\n"
-         "  --force         replace the shards an earlier run left in DIR\n"
-         "  --quiet         no progress line, only the summary\n"
-         "Globs are expanded by zeroc too, so they may be quoted. docs/data.md has the split rule.\n");
+  printf(
+      "usage: zeroc data --tokenizer bytes|FILE --out DIR [flags] FILE|GLOB...\n"
+      "  turns text files into llm.c token shards DIR/train_NNNNNN.bin, DIR/val_NNNNNN.bin\n"
+      "  and DIR/tokenizer.json (the tokenizer used); each file is one document\n"
+      "  --tokenizer     bytes (ids = the bytes, vocab 256), a Hugging Face tokenizer.json,\n"
+      "                  or a GPT-2 vocab.json with merges.txt beside it (required)\n"
+      "  --out DIR       the shard directory, created when missing (required)\n"
+      "  --val-fraction  F, 0 <= F < 1: the share of the text for DIR/val_*.bin, 0 = none (0.05)\n"
+      "  --shard-tokens  tokens per shard, 1..2147483647 (100000000)\n"
+      "  --threads N     tokenizing threads (the cores available)\n"
+      "  --force         replace the shards an earlier run left in DIR\n"
+      "  --quiet         no progress line, only the summary\n"
+      "Globs are expanded by zeroc too, so they may be quoted. docs/data.md has the split rule.\n");
 }
 
 typedef struct data_opts {
@@ -85,11 +86,12 @@ static void print_summary(const data_opts_t *o, const zeroc_prepare_stats_t *s) 
   static const char *const splits[] = {"none", "whole documents", "the tail of each document"};
   double tok = (double)(s->train_tokens + s->val_tokens);
   printf("zeroc data: %d document%s, %.2f MB of text, tokenizer %s (vocab %d%s) on %d thread%s\n",
-         s->documents, s->documents == 1 ? "" : "s", s->bytes_total / 1e6, s->tokenizer_kind, s->vocab,
-         s->eot >= 0 ? ", end-of-text before each document" : "", s->threads,
+         s->documents, s->documents == 1 ? "" : "s", s->bytes_total / 1e6, s->tokenizer_kind,
+         s->vocab, s->eot >= 0 ? ", end-of-text before each document" : "", s->threads,
          s->threads == 1 ? "" : "s");
-  printf("  train: %llu tokens in %d shard%s (%s/train_*.bin)\n", (unsigned long long)s->train_tokens,
-         s->train_shards, s->train_shards == 1 ? "" : "s", o->out);
+  printf("  train: %llu tokens in %d shard%s (%s/train_*.bin)\n",
+         (unsigned long long)s->train_tokens, s->train_shards, s->train_shards == 1 ? "" : "s",
+         o->out);
   if (s->split == ZEROC_SPLIT_NONE)
     printf("  val:   none (--val-fraction 0)\n");
   else if (s->split == ZEROC_SPLIT_DOCUMENTS)
@@ -101,8 +103,8 @@ static void print_summary(const data_opts_t *o, const zeroc_prepare_stats_t *s) 
            (unsigned long long)s->val_tokens, s->val_shards, s->val_shards == 1 ? "" : "s", o->out,
            splits[s->split]);
   printf("  %.0f tokens/s, %.2f MB/s, %.2f s; tokenizer saved as %s/tokenizer.json\n",
-         s->seconds > 0 ? tok / s->seconds : 0, s->seconds > 0 ? s->bytes_total / 1e6 / s->seconds : 0,
-         s->seconds, o->out);
+         s->seconds > 0 ? tok / s->seconds : 0,
+         s->seconds > 0 ? s->bytes_total / 1e6 / s->seconds : 0, s->seconds, o->out);
 }
 
 /* ---- the command ---------------------------------------------------------------- */
@@ -157,7 +159,8 @@ int zeroc_cmd_data(int argc, char **argv) {
     }
   }
   if (!o.tokenizer) {
-    rc = zarg_fail("data", "--tokenizer is required: bytes, a tokenizer.json or a GPT-2 vocab.json");
+    rc =
+        zarg_fail("data", "--tokenizer is required: bytes, a tokenizer.json or a GPT-2 vocab.json");
     goto out;
   }
   if (!o.out) {

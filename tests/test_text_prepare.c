@@ -199,7 +199,8 @@ static void test_val_tail(void) {
     while (cut < n && b[cut - 1] != '\n') cut++;
     ZT_ASSERT_MSG(cut < n && cut - t < 200, "%s: no line start after %zu", g_three[i], t);
     for (size_t k = 0; k < cut; k++) bad += at + k >= nt || tr[at + k] != (unsigned char)b[k];
-    for (size_t k = cut; k < n; k++) bad += av + k - cut >= nv || va[av + k - cut] != (unsigned char)b[k];
+    for (size_t k = cut; k < n; k++)
+      bad += av + k - cut >= nv || va[av + k - cut] != (unsigned char)b[k];
     at += cut;
     av += n - cut;
     free(b);
@@ -223,7 +224,8 @@ static void test_val_documents(void) {
   for (int i = 0; i < N; i++) {
     char p[4300];
     snprintf(p, sizeof p, "%s/doc%02d.txt", src, i);
-    snprintf(texts[i], sizeof texts[i], "document %d says %.*s\n", i, i % 17 + 1, "abcdefghijklmnopq");
+    snprintf(texts[i], sizeof texts[i], "document %d says %.*s\n", i, i % 17 + 1,
+             "abcdefghijklmnopq");
     FILE *f = fopen(p, "w");
     fputs(texts[i], f);
     fclose(f);
@@ -238,7 +240,8 @@ static void test_val_documents(void) {
   ZT_OK(zeroc_text_prepare(&c, NULL, NULL, &st));
   CU_ASSERT_EQUAL(st.split, ZEROC_SPLIT_DOCUMENTS);
   CU_ASSERT_EQUAL(st.documents, N);
-  ZT_ASSERT_MSG(st.val_documents >= 1 && st.val_documents < 12, "%d val documents", st.val_documents);
+  ZT_ASSERT_MSG(st.val_documents >= 1 && st.val_documents < 12, "%d val documents",
+                st.val_documents);
   size_t nt, nv;
   int ns;
   int32_t *tr = stream_tokens(out, "train", &nt, &ns), *va = stream_tokens(out, "val", &nv, &ns);
@@ -252,8 +255,10 @@ static void test_val_documents(void) {
       in_val = in_val && va[av + k] == (unsigned char)texts[i][k];
     }
     ok = in_train != in_val;
-    if (in_train) at += n;
-    else av += n, nval++;
+    if (in_train)
+      at += n;
+    else
+      av += n, nval++;
   }
   ZT_ASSERT_MSG(ok && at == nt && av == nv, "documents are not whole in one stream");
   CU_ASSERT_EQUAL(nval, st.val_documents);

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "zeroc/ctx.h"   /* ZEROC_CONFIG_MAGIC */
+#include "zeroc/ctx.h" /* ZEROC_CONFIG_MAGIC */
 #include "zeroc/result.h"
 #include "zeroc/types.h" /* ZEROC_UNSET */
 
@@ -44,7 +44,7 @@ typedef struct zeroc_prepare_config {
   const char *const *inputs; /* num_inputs text files or globs (expanded with glob(3),
                                 each glob's matches in byte order) */
   int num_inputs;
-  double val_fraction; /* F, 0 <= F < 1, 0: no val shards; unset ((double)ZEROC_UNSET): 0.05 */
+  double val_fraction;  /* F, 0 <= F < 1, 0: no val shards; unset ((double)ZEROC_UNSET): 0.05 */
   int64_t shard_tokens; /* tokens per shard, 1..2^31-1; unset: 100,000,000 (llm.c's) */
   int threads;          /* tokenizing threads, 1..1024; unset: the cores online */
   int force;            /* 1: replace the shards an earlier run left in out_dir */
@@ -55,8 +55,8 @@ typedef struct zeroc_prepare_config {
 
 #define ZEROC_PREPARE_CONFIG_INIT                                                                  \
   {                                                                                                \
-    sizeof(zeroc_prepare_config_t), ZEROC_CONFIG_MAGIC, NULL, NULL, NULL, 0,                       \
-        (double)ZEROC_UNSET, (int64_t)ZEROC_UNSET, ZEROC_UNSET, 0, (int64_t)ZEROC_UNSET            \
+    sizeof(zeroc_prepare_config_t), ZEROC_CONFIG_MAGIC, NULL, NULL, NULL, 0, (double)ZEROC_UNSET,  \
+        (int64_t)ZEROC_UNSET, ZEROC_UNSET, 0, (int64_t)ZEROC_UNSET                                 \
   }
 
 /* How the validation text was chosen. */

@@ -296,7 +296,8 @@ static zeroc_result_t resolve_dir(zeroc_data_t *d) {
   struct stat st;
   char pat[PATH_MAX];
   glob_t g;
-  if (strpbrk(d->source, "*?[") || stat(d->source, &st) != 0 || !S_ISDIR(st.st_mode)) return ZEROC_OK;
+  if (strpbrk(d->source, "*?[") || stat(d->source, &st) != 0 || !S_ISDIR(st.st_mode))
+    return ZEROC_OK;
   size_t n = strlen(d->source);
   while (n > 1 && d->source[n - 1] == '/') n--;
   if ((size_t)snprintf(pat, sizeof pat, "%.*s/train_*.bin", (int)n, d->source) >= sizeof pat)
@@ -329,8 +330,10 @@ static zeroc_result_t check_tokenizer(zeroc_data_t *d) {
   if (access(path, F_OK) != 0) return ZEROC_OK;
   zeroc_tokenizer_t *t = NULL;
   if (zeroc_tokenizer_load(path, &t) != ZEROC_OK) {
-    ZWARN(IO, "data: '%s' beside the shards is not a tokenizer zeroc reads (%s); the data's "
-          "vocabulary is checked token by token only", path, zeroc__tls_error());
+    ZWARN(IO,
+          "data: '%s' beside the shards is not a tokenizer zeroc reads (%s); the data's "
+          "vocabulary is checked token by token only",
+          path, zeroc__tls_error());
     zeroc__tls_error_clear();
     return ZEROC_OK;
   }

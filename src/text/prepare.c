@@ -30,7 +30,7 @@
 #define DEFAULT_SHARD_TOKENS 100000000LL /* llm.c's fineweb shards */
 #define DEFAULT_CHUNK_BYTES  (1LL << 20)
 #define MAX_THREADS          1024
-#define MAX_VOCAB            65536 /* shards store uint16 ids */
+#define MAX_VOCAB            65536           /* shards store uint16 ids */
 #define TAG_SPLIT            0x53504c4954ULL /* "SPLIT" */
 #define SCAN_BLOCK           65536
 
@@ -76,8 +76,7 @@ static zeroc_result_t read_config(const zeroc_prepare_config_t *in, zeroc_prepar
   if (c->threads < 1 || c->threads > MAX_THREADS)
     return BAD("data: threads (--threads) %d; accepted 1..%d", c->threads, MAX_THREADS);
   if (c->chunk_bytes < 4096 || c->chunk_bytes > (1LL << 30))
-    return BAD("data: chunk bytes %lld; accepted 4096..%lld", (long long)c->chunk_bytes,
-               1LL << 30);
+    return BAD("data: chunk bytes %lld; accepted 4096..%lld", (long long)c->chunk_bytes, 1LL << 30);
   if (c->force != 0 && c->force != 1) return BAD("data: force %d; accepted 0 or 1", c->force);
   return ZEROC_OK;
 }
@@ -90,12 +89,12 @@ static int cmp_str(const void *a, const void *b) {
 
 static zeroc_result_t add_doc(zeroc__prepare_t *p, const char *path, int *cap) {
   struct stat st;
-  if (stat(path, &st) != 0)
-    return BAD("data: input '%s': %s", path, strerror(errno));
+  if (stat(path, &st) != 0) return BAD("data: input '%s': %s", path, strerror(errno));
   if (!S_ISREG(st.st_mode))
     return BAD("data: input '%s' is a %s; accepted: text files (or globs matching them)", path,
                zeroc__file_kind(st.st_mode));
-  if (access(path, R_OK) != 0) return BAD("data: input '%s' cannot be read: %s", path, strerror(errno));
+  if (access(path, R_OK) != 0)
+    return BAD("data: input '%s' cannot be read: %s", path, strerror(errno));
   if (p->ndocs == INT_MAX) return BAD("data: more than %d input files", INT_MAX);
   if (p->ndocs == *cap) {
     int c = *cap ? 2 * *cap : 64;
@@ -168,7 +167,8 @@ static zeroc_result_t val_cut(const zeroc__doc_t *d, uint64_t t, uint64_t *cut) 
   *cut = t;
   if (t == 0 || t >= d->size) return ZEROC_OK;
   int fd = open(d->path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ZEROC_FAIL(ZEROC_ERR_IO, "input '%s': cannot open: %s", d->path, strerror(errno));
+  if (fd < 0)
+    return ZEROC_FAIL(ZEROC_ERR_IO, "input '%s': cannot open: %s", d->path, strerror(errno));
   /* forward from byte t-1: a '\n' at i starts a line at i+1 */
   for (uint64_t at = t - 1; at < d->size;) {
     ssize_t got = pread(fd, buf, sizeof buf, (off_t)at);
@@ -263,9 +263,12 @@ zeroc_result_t zeroc__prepare_shard_name(const char *dir, int stream, int index,
  * index, or -1. */
 static int shard_index(const char *name, int *stream) {
   const char *rest = NULL;
-  if (!strncmp(name, "train_", 6)) rest = name + 6, *stream = ZEROC__TRAIN;
-  else if (!strncmp(name, "val_", 4)) rest = name + 4, *stream = ZEROC__VAL;
-  else return -1;
+  if (!strncmp(name, "train_", 6))
+    rest = name + 6, *stream = ZEROC__TRAIN;
+  else if (!strncmp(name, "val_", 4))
+    rest = name + 4, *stream = ZEROC__VAL;
+  else
+    return -1;
   size_t k = strspn(rest, "0123456789");
   if (k < 6 || k > 9 || strcmp(rest + k, ".bin")) return -1;
   return atoi(rest);
@@ -292,7 +295,8 @@ static zeroc_result_t check_out_dir(const zeroc_prepare_config_t *c, int *exists
   char found[300] = "";
   int count = 0, s;
   while ((e = readdir(dir)))
-    if (shard_index(e->d_name, &s) >= 0 && count++ == 0) snprintf(found, sizeof found, "%s", e->d_name);
+    if (shard_index(e->d_name, &s) >= 0 && count++ == 0)
+      snprintf(found, sizeof found, "%s", e->d_name);
   closedir(dir);
   if (count)
     return BAD("data: output directory (--out) '%s' already holds %d shard%s (%s%s); pass --force "
@@ -342,7 +346,8 @@ static zeroc_result_t load_tokenizer(zeroc__prepare_t *p, zeroc_tokenizer_t **to
     /* without the loader's "file.c:123: " origin */
     if (c && c > e && c[-1] >= '0' && c[-1] <= '9' && !memchr(e, ' ', (size_t)(c - e))) e = c + 2;
     snprintf(msg, sizeof msg, "%s", e);
-    return ZEROC_FAIL(r == ZEROC_ERR_NOMEM ? r : ZEROC_ERR_INVALID_ARG, "data: --tokenizer: %s", msg);
+    return ZEROC_FAIL(r == ZEROC_ERR_NOMEM ? r : ZEROC_ERR_INVALID_ARG, "data: --tokenizer: %s",
+                      msg);
   }
   int v = zeroc_tokenizer_vocab(*tok);
   if (v > MAX_VOCAB)
@@ -363,7 +368,8 @@ static zeroc_result_t load_tokenizer(zeroc__prepare_t *p, zeroc_tokenizer_t **to
     p->space_cut = na == nb && !memcmp(a, b, na * sizeof *a);
   }
   p->stats.vocab = v;
-  snprintf(p->stats.tokenizer_kind, sizeof p->stats.tokenizer_kind, "%s", zeroc_tokenizer_kind(*tok));
+  snprintf(p->stats.tokenizer_kind, sizeof p->stats.tokenizer_kind, "%s",
+           zeroc_tokenizer_kind(*tok));
   return ZEROC_OK;
 }
 

@@ -28,7 +28,7 @@
 /* Without a safe cut in one chunk, the reader reads up to this many chunks
  * before it cuts at any line break (or character) instead. */
 #define MAX_CHUNKS_SEARCHED 4
-#define REPORT_EVERY_S 0.2
+#define REPORT_EVERY_S      0.2
 
 /* ---- pieces --------------------------------------------------------------------- */
 
@@ -312,8 +312,9 @@ static zeroc_result_t report(zeroc__prepare_t *p, int force) {
   if (p->progress && (force || now - p->last_report >= REPORT_EVERY_S)) {
     p->last_report = now;
     if (p->progress(p->user, st))
-      return ZEROC_FAIL(ZEROC_ERR_IO, "data: stopped at %.1f of %.1f MB (the progress callback "
-                                      "asked to); nothing was written",
+      return ZEROC_FAIL(ZEROC_ERR_IO,
+                        "data: stopped at %.1f of %.1f MB (the progress callback "
+                        "asked to); nothing was written",
                         st->bytes_done / 1e6, st->bytes_total / 1e6);
   }
   return ZEROC_OK;
@@ -332,7 +333,8 @@ static zeroc_result_t write_piece(zeroc__prepare_t *p, const piece_t *pc) {
     for (size_t j = 0; j < k; j++) {
       int32_t t = pc->ids[i + j];
       if (t < 0 || t > 65535)
-        return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "data: token id %d from the tokenizer; accepted 0..65535", t);
+        return ZEROC_FAIL(ZEROC_ERR_INTERNAL,
+                          "data: token id %d from the tokenizer; accepted 0..65535", t);
       /* llm.c shards are little-endian */
       unsigned char *b = (unsigned char *)&buf[j];
       b[0] = (unsigned char)(t & 0xff), b[1] = (unsigned char)(t >> 8);
@@ -341,8 +343,10 @@ static zeroc_result_t write_piece(zeroc__prepare_t *p, const piece_t *pc) {
     p->in_shard[s] += k;
     i += k;
   }
-  if (s == ZEROC__TRAIN) p->stats.train_tokens += pc->n;
-  else p->stats.val_tokens += pc->n;
+  if (s == ZEROC__TRAIN)
+    p->stats.train_tokens += pc->n;
+  else
+    p->stats.val_tokens += pc->n;
   p->stats.bytes_done += pc->len;
   if (pc->last_of_doc) p->stats.documents_done++;
   return report(p, 0);
