@@ -30,7 +30,8 @@ static void usage(void) {
       "  --threads N     tokenizing threads (the cores available)\n"
       "  --force         replace the shards an earlier run left in DIR\n"
       "  --quiet         no progress line, only the summary\n"
-      "Globs are expanded by zeroc too, so they may be quoted. docs/data.md has the split rule.\n");
+      "Globs are expanded by zeroc too, so they may be quoted; after --, every argument is an\n"
+      "input. docs/data.md has the rules (documents, the split, safe writing).\n");
 }
 
 typedef struct data_opts {
@@ -137,6 +138,10 @@ int zeroc_cmd_data(int argc, char **argv) {
       usage();
       rc = 0;
       goto out;
+    }
+    if (!strcmp(a, "--")) { /* the rest are inputs, even names starting with '-' */
+      while (++i < argc) inputs[ninputs++] = argv[i];
+      break;
     }
     if (a[0] != '-' || !a[1]) {
       inputs[ninputs++] = a;

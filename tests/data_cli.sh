@@ -46,6 +46,9 @@ data_prepare)
   data --tokenizer bytes --out "$WORK/c" --force --quiet "$LIC/*" > /dev/null || fail "--force run"
   [ "$(ls "$WORK/c"/train_*.bin | wc -l)" = 1 ] || fail "stale shards left: $(ls "$WORK/c")"
   ! ls "$WORK/c" | grep -q tmp || fail "temporary files left: $(ls "$WORK/c")"
+  # after --, every argument is an input
+  data --tokenizer bytes --out "$WORK/e" --quiet -- $LIC/BSD > "$WORK/e.out" || fail "-- run"
+  grep -q "^zeroc data: 1 document," "$WORK/e.out" || fail "-- run: $(cat "$WORK/e.out")"
   echo "17 documents, $text bytes: identical shards on 1 and 4 threads, $n shards of 50000 tokens" ;;
 
 data_bad_flags)
