@@ -399,6 +399,17 @@ static void test_refusals(void) {
   expect_refusal(&c, "/nonexistent/tokenizer.json");
   c = cfg(file, g_three, 3, "bytes");
   expect_refusal(&c, "is a regular file");
+  /* a tokenizer with ids past what uint16 shards hold */
+  char *big = sub("large.json");
+  f = fopen(big, "w");
+  fputs("{\"version\": \"1.0\", \"added_tokens\": [], \"normalizer\": null, \"pre_tokenizer\": "
+        "{\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
+        "\"vocab\": {\"a\": 0, \"b\": 70000, \"ab\": 70001}, \"merges\": [\"a b\"]}}",
+        f);
+  fclose(f);
+  c = cfg(out, g_three, 3, big);
+  expect_refusal(&c, "has 70002 ids");
+  free(big);
   c = cfg(out, g_three, 0, "bytes");
   expect_refusal(&c, "no input files");
   ZT_ASSERT_MSG(access(out, F_OK) != 0, "a refused run created '%s'", out);
