@@ -94,7 +94,7 @@ def main():
              f" * unicodedata (Unicode {unicodedata.unidata_version}) and scripts/unicode_newer.txt;"
              " do not edit.",
              " * The classes of GPT-2's pre-tokenization pattern; text/unicode.h says which. */",
-             '#include "text/unicode.h"', "",
+             '#include "text/unicode.h"', "", "/* clang-format off */",
              "const uint8_t zeroc__uc_ascii[128] = {"]
     for i in range(0, 128, 32):
         lines.append("    " + ", ".join(str(c) for c in ascii_cls[i:i + 32]) + ",")
@@ -108,7 +108,8 @@ def main():
             row = []
     if row:
         lines.append("    " + ", ".join(row) + ",")
-    lines += ["};", "const size_t zeroc__uc_nranges = sizeof zeroc__uc_ranges / "
+    lines += ["};", "/* clang-format on */",
+              "const size_t zeroc__uc_nranges = sizeof zeroc__uc_ranges / "
               "sizeof zeroc__uc_ranges[0];", ""]
     with open(OUT, "w") as f:
         f.write("\n".join(lines))

@@ -140,8 +140,10 @@ static void test_vocab_merges(void) { check_fixture("bpe4096.vocab.json", "bpe40
 /* Bytes that are not UTF-8 are kept: each is a token of its own byte. */
 static void test_invalid_utf8(void) {
   zeroc_tokenizer_t *t = load_fix("bpe1000.json");
-  static const char *cases[] = {"ab\xff" "cd", "\xc3", "caf\xc3\xa9\xe9t\xe9 \xed\xa0\x80x",
-                                "\xf0\x9f\x98", " \x80\x80 \xc0\xaf<|endoftext|>\xfe"};
+  static const char *cases[] = {"ab\xff"
+                                "cd",
+                                "\xc3", "caf\xc3\xa9\xe9t\xe9 \xed\xa0\x80x", "\xf0\x9f\x98",
+                                " \x80\x80 \xc0\xaf<|endoftext|>\xfe"};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     roundtrip(t, cases[i], strlen(cases[i]));
   int32_t id[4];
@@ -215,8 +217,8 @@ static void refused(const char *name, const char *text, zeroc_result_t code, con
   zeroc_tokenizer_destroy(t);
 }
 
-#define HF_HEAD "{\"version\": \"1.0\", \"added_tokens\": [], \"normalizer\": null, "
-#define HF_PRE "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, "
+#define HF_HEAD  "{\"version\": \"1.0\", \"added_tokens\": [], \"normalizer\": null, "
+#define HF_PRE   "\"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}, "
 #define HF_VOCAB "\"vocab\": {\"a\": 0, \"b\": 1, \"ab\": 2}"
 
 static void test_errors(void) {
@@ -224,14 +226,14 @@ static void test_errors(void) {
   refused("array.json", "[1, 2]", ZEROC_ERR_CORRUPT, "accepted");
   refused("nomodel.json", HF_HEAD HF_PRE "\"decoder\": null}", ZEROC_ERR_CORRUPT,
           "without \"model\"");
-  refused("wordpiece.json",
-          HF_HEAD HF_PRE "\"model\": {\"type\": \"WordPiece\", " HF_VOCAB "}}",
+  refused("wordpiece.json", HF_HEAD HF_PRE "\"model\": {\"type\": \"WordPiece\", " HF_VOCAB "}}",
           ZEROC_ERR_UNSUPPORTED, "model type WordPiece is not supported (accepted: BPE)");
   refused("unknown_merge.json",
           HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", " HF_VOCAB ", \"merges\": [\"a c\"]}}",
           ZEROC_ERR_CORRUPT, "merge 0 names \"c\", which is not in the vocab");
   refused("unmade_merge.json",
-          HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", " HF_VOCAB ", \"merges\": [[\"b\", \"a\"]]}}",
+          HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", " HF_VOCAB
+                         ", \"merges\": [[\"b\", \"a\"]]}}",
           ZEROC_ERR_CORRUPT, "makes \"ba\", which is not in the vocab");
   refused("bad_merge.json",
           HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", " HF_VOCAB ", \"merges\": [\"ab\"]}}",
@@ -244,23 +246,24 @@ static void test_errors(void) {
           ZEROC_ERR_CORRUPT, "(accepted: an integer 0..");
   refused("huge.json",
           HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 99999999999}, "
-          "\"merges\": []}}",
+                         "\"merges\": []}}",
           ZEROC_ERR_CORRUPT, "(accepted: an integer 0..");
   refused("dup.json",
           HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 0}, "
-          "\"merges\": []}}",
+                         "\"merges\": []}}",
           ZEROC_ERR_CORRUPT, "id 0 is given to both \"a\" and \"b\"");
   refused("whitespace.json",
-          HF_HEAD "\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"type\": \"BPE\", "
-          HF_VOCAB ", \"merges\": []}}",
+          HF_HEAD
+          "\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"type\": \"BPE\", " HF_VOCAB
+          ", \"merges\": []}}",
           ZEROC_ERR_UNSUPPORTED, "pre_tokenizer Whitespace is not supported (accepted: ByteLevel");
   refused("nopre.json",
           HF_HEAD "\"pre_tokenizer\": null, \"model\": {\"type\": \"BPE\", " HF_VOCAB
-          ", \"merges\": []}}",
+                  ", \"merges\": []}}",
           ZEROC_ERR_UNSUPPORTED, "pre_tokenizer is null (accepted: ByteLevel");
   refused("nfc.json",
-          "{\"normalizer\": {\"type\": \"NFC\"}, " HF_PRE "\"model\": {\"type\": \"BPE\", "
-          HF_VOCAB ", \"merges\": []}}",
+          "{\"normalizer\": {\"type\": \"NFC\"}, " HF_PRE "\"model\": {\"type\": \"BPE\", " HF_VOCAB
+          ", \"merges\": []}}",
           ZEROC_ERR_UNSUPPORTED, "normalizer NFC is not supported (accepted: null)");
   refused("template.json",
           "{\"post_processor\": {\"type\": \"TemplateProcessing\"}, " HF_PRE
@@ -268,7 +271,7 @@ static void test_errors(void) {
           ZEROC_ERR_UNSUPPORTED, "post_processor TemplateProcessing is not supported");
   refused("dropout.json",
           HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", \"dropout\": 0.1, " HF_VOCAB
-          ", \"merges\": []}}",
+                         ", \"merges\": []}}",
           ZEROC_ERR_UNSUPPORTED, "model.dropout is set");
   refused("lstrip.json",
           "{\"added_tokens\": [{\"id\": 3, \"content\": \"<m>\", \"lstrip\": true}], " HF_PRE
@@ -294,7 +297,7 @@ static void test_errors(void) {
 /* Ids above 65535 are a tokenizer's right (a caller storing uint16 checks vocab()). */
 static void test_large_ids(void) {
   put("large.json", HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": "
-                   "70000, \"ab\": 70001}, \"merges\": [\"a b\"]}}");
+                                   "70000, \"ab\": 70001}, \"merges\": [\"a b\"]}}");
   char path[1024];
   snprintf(path, sizeof path, "%s/large.json", g_dir);
   zeroc_tokenizer_t *t = NULL;
@@ -313,6 +316,71 @@ static void test_large_ids(void) {
   size_t len;
   CU_ASSERT_EQUAL(zeroc_tokenizer_decode(t, &gap, 1, out, sizeof out, &len), ZEROC_ERR_INVALID_ARG);
   zeroc_tokenizer_destroy(t);
+}
+
+/* BPE options, with the ids tokenizers 0.23.3 gives (checked by hand, see
+ * docs/tokenizer.md): ignore_merges takes a word that is a token whole; a
+ * byte without a token becomes unk_token (fused with fuse_unk) or is dropped;
+ * a repeated merge takes its later rank. */
+static void test_options(void) {
+#define OPT_HEAD HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", "
+  static const struct {
+    const char *name, *json, *text;
+    int n;
+    int32_t ids[8];
+  } cases[] = {
+      {"ignore.json",
+       OPT_HEAD "\"ignore_merges\": true, \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, "
+                "\"bc\": 4, \"abc\": 5}, \"merges\": [\"b c\", \"a b\"]}}",
+       "abc abcab",
+       4,
+       {5, 0, 4, 3}},
+      {"noignore.json",
+       OPT_HEAD "\"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"bc\": 4, \"abc\": 5}, "
+                "\"merges\": [\"b c\", \"a b\"]}}",
+       "abc",
+       2,
+       {0, 4}},
+      {"unk.json",
+       OPT_HEAD "\"unk_token\": \"<unk>\", \"vocab\": {\"<unk>\": 0, \"a\": 1, \"b\": 2, \"ab\": "
+                "3}, \"merges\": [\"a b\"]}}",
+       "xxaby",
+       4,
+       {0, 0, 3, 0}},
+      {"fuse.json",
+       OPT_HEAD "\"unk_token\": \"<unk>\", \"fuse_unk\": true, \"vocab\": {\"<unk>\": 0, \"a\": "
+                "1, \"b\": 2, \"ab\": 3}, \"merges\": [\"a b\"]}}",
+       "xxaby",
+       3,
+       {0, 3, 0}},
+      {"drop.json",
+       OPT_HEAD "\"vocab\": {\"a\": 1, \"b\": 2, \"ab\": 3}, \"merges\": [\"a b\"]}}",
+       "abbc",
+       2,
+       {3, 2}},
+      {"dupmerge.json",
+       OPT_HEAD "\"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"ab\": 3, \"bc\": 4}, \"merges\": "
+                "[\"a b\", \"b c\", \"a b\"]}}",
+       "abc",
+       2,
+       {0, 4}},
+  };
+#undef OPT_HEAD
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char path[1024];
+    put(cases[i].name, cases[i].json);
+    snprintf(path, sizeof path, "%s/%s", g_dir, cases[i].name);
+    zeroc_tokenizer_t *t = NULL;
+    ZT_OK(zeroc_tokenizer_load(path, &t));
+    if (!t) continue;
+    int32_t ids[16];
+    size_t n = 0;
+    ZT_OK(zeroc_tokenizer_encode(t, cases[i].text, strlen(cases[i].text), ids, &n));
+    ZT_ASSERT_MSG(n == (size_t)cases[i].n && !memcmp(ids, cases[i].ids, n * sizeof *ids),
+                  "%s: %zu ids (first %d), tokenizers %d (first %d)", cases[i].name, n,
+                  n ? ids[0] : -1, cases[i].n, cases[i].ids[0]);
+    zeroc_tokenizer_destroy(t);
+  }
 }
 
 typedef struct {
@@ -361,6 +429,7 @@ static const zt_test_t tests[] = {
     {"invalid UTF-8 and long words", test_invalid_utf8},
     {"malformed files refused", test_errors},
     {"ids above 65535", test_large_ids},
+    {"BPE options", test_options},
     {"threads", test_threads},
     ZT_END,
 };

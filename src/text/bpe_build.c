@@ -74,8 +74,9 @@ zeroc_result_t zeroc__bpe_builder_set(zeroc__bpe_builder_t *b, int32_t id, const
                       b->str_idx[id], (int)(len > 64 ? 64 : len), s);
   }
   if (len == 0)
-    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "tokenizer '%s': id %d is the empty string (accepted: a "
-                                         "token of at least one character)",
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "tokenizer '%s': id %d is the empty string (accepted: a "
+                      "token of at least one character)",
                       b->path, (int)id);
   t->entry[id] = added ? ZEROC_TOK_ADDED : ZEROC_TOK_MODEL;
   b->str_idx[id] = s;
@@ -146,8 +147,8 @@ zeroc_result_t zeroc__bpe_builder_finish_vocab(zeroc__bpe_builder_t *b) {
     uint32_t cp = zeroc__byte_to_cp(c);
     inv[cp] = (int16_t)c;
     char u[4];
-    size_t l = cp < 0x80 ? (u[0] = (char)cp, 1) : (u[0] = (char)(0xC0 | (cp >> 6)),
-                                                 u[1] = (char)(0x80 | (cp & 0x3F)), 2);
+    size_t l = cp < 0x80 ? (u[0] = (char)cp, 1)
+                         : (u[0] = (char)(0xC0 | (cp >> 6)), u[1] = (char)(0x80 | (cp & 0x3F)), 2);
     memcpy(t->b2s[c], u, l);
     t->b2s_len[c] = (uint8_t)l;
   }
@@ -180,8 +181,7 @@ zeroc_result_t zeroc__bpe_builder_finish_vocab(zeroc__bpe_builder_t *b) {
     t->added[k].content = t->bytes + t->off[id];
     t->added[k].len = (uint32_t)(t->off[id + 1] - t->off[id]);
     t->added_first[(unsigned char)t->added[k].content[0]] = 1;
-    if (t->added[k].len == 13 && memcmp(t->added[k].content, "<|endoftext|>", 13) == 0)
-      t->eot = id;
+    if (t->added[k].len == 13 && memcmp(t->added[k].content, "<|endoftext|>", 13) == 0) t->eot = id;
   }
   if (t->n_added) qsort(t->added, (size_t)t->n_added, sizeof *t->added, cmp_added);
   if (t->eot < 0) t->eot = zeroc__tok_find(t, "<|endoftext|>", 13);
@@ -214,13 +214,12 @@ zeroc_result_t zeroc__bpe_builder_merge(zeroc__bpe_builder_t *b, const char *a, 
                                         const char *c, size_t nc, const char *where) {
   zeroc_tokenizer_t *t = b->t;
   int32_t ia = zeroc__tok_find(t, a, na), ic = zeroc__tok_find(t, c, nc);
-  char cat[512];
-  int32_t im = -1;
-  if (na + nc <= sizeof cat) {
-    memcpy(cat, a, na);
-    memcpy(cat + na, c, nc);
-    im = zeroc__tok_find(t, cat, na + nc);
-  }
+  char small[512], *cat = na + nc <= sizeof small ? small : malloc(na + nc);
+  if (!cat) return nomem(b->path);
+  memcpy(cat, a, na);
+  memcpy(cat + na, c, nc);
+  int32_t im = zeroc__tok_find(t, cat, na + nc);
+  if (cat != small) free(cat);
   if (ia < 0 || ic < 0 || im < 0) {
     const char *miss = ia < 0 ? a : ic < 0 ? c : NULL;
     size_t nm = ia < 0 ? na : nc;

@@ -45,8 +45,8 @@ static size_t gpt2_word(const unsigned char *p, size_t n) {
   if (p[0] == '\'' && n >= 2) {
     unsigned c1 = p[1];
     if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
-    if (n >= 3 && ((c1 == 'r' && p[2] == 'e') || (c1 == 'v' && p[2] == 'e') ||
-                   (c1 == 'l' && p[2] == 'l')))
+    if (n >= 3 &&
+        ((c1 == 'r' && p[2] == 'e') || (c1 == 'v' && p[2] == 'e') || (c1 == 'l' && p[2] == 'l')))
       return 3;
   }
   size_t l0;
@@ -181,14 +181,16 @@ static zeroc_result_t merge_large(const zeroc_tokenizer_t *t, int32_t *s, size_t
 /* Encodes one pre-tokenized word w[0..n) into out (room for n ids). */
 static zeroc_result_t encode_word(const zeroc_tokenizer_t *t, const unsigned char *w, size_t n,
                                   int32_t *out, size_t *nout) {
-  if (t->ignore_merges && n <= 256) { /* a word that is a token is taken whole */
-    char s[512];
+  if (t->ignore_merges) { /* a word that is a token is taken whole */
+    char small[512] = {0}, *s = 2 * n <= sizeof small ? small : calloc(2 * n, 1);
+    if (!s) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory");
     size_t l = 0;
     for (size_t i = 0; i < n; i++) {
       memcpy(s + l, t->b2s[w[i]], t->b2s_len[w[i]]);
       l += t->b2s_len[w[i]];
     }
     int32_t id = zeroc__tok_find(t, s, l);
+    if (s != small) free(s);
     if (id >= 0) {
       out[0] = id;
       *nout = 1;

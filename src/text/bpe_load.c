@@ -17,7 +17,7 @@ static const char GPT2_PATTERN[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
 #define ACCEPT_PRE                                                                                 \
-  "ByteLevel, or a Sequence of ByteLevel, or of Split(GPT-2's pattern, Isolated) and "            \
+  "ByteLevel, or a Sequence of ByteLevel, or of Split(GPT-2's pattern, Isolated) and "             \
   "ByteLevel(use_regex false)"
 
 static const char *type_of(const zeroc__json_t *v) {
@@ -59,7 +59,8 @@ static zeroc_result_t check_byte_level(const char *path, const zeroc__json_t *bl
     return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
                       "tokenizer '%s': ByteLevel after Split has use_regex %s, add_prefix_space %s "
                       "(accepted there: both false)",
-                      path, t->use_regex ? "true" : "false", t->add_prefix_space ? "true" : "false");
+                      path, t->use_regex ? "true" : "false",
+                      t->add_prefix_space ? "true" : "false");
   if (after_split) t->use_regex = 1; /* the Split did GPT-2's split */
   return ZEROC_OK;
 }
@@ -99,10 +100,10 @@ static zeroc_result_t check_pre(const char *path, const zeroc__json_t *pre, zero
     for (size_t i = 0; i < seq->u.arr.n && strlen(names) < 200; i++)
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
                type_of(&it[i]));
-    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
-                      "tokenizer '%s': pre_tokenizer Sequence [%s] is not supported (accepted: " ACCEPT_PRE
-                      ")",
-                      path, names);
+    return ZEROC_FAIL(
+        ZEROC_ERR_UNSUPPORTED,
+        "tokenizer '%s': pre_tokenizer Sequence [%s] is not supported (accepted: " ACCEPT_PRE ")",
+        path, names);
   }
   return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
                     "tokenizer '%s': pre_tokenizer %s is not supported (accepted: " ACCEPT_PRE ")",
@@ -212,14 +213,13 @@ static zeroc_result_t load_merges_json(zeroc__bpe_builder_t *b, const zeroc__jso
     if (m->type == ZEROC_JSON_STRING) {
       const char *sp = memchr(m->u.str.s, ' ', m->u.str.len);
       size_t na = sp ? (size_t)(sp - m->u.str.s) : 0;
-      if (!sp || na == 0 || na + 1 >= m->u.str.len ||
-          memchr(sp + 1, ' ', m->u.str.len - na - 1))
+      if (!sp || na == 0 || na + 1 >= m->u.str.len || memchr(sp + 1, ' ', m->u.str.len - na - 1))
         return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
                           "tokenizer '%s': merge %zu \"%.64s\" is not two tokens (accepted: \"a "
                           "b\" with one space, or [\"a\", \"b\"])",
                           path, i, m->u.str.s);
-      ZEROC_CHECK(zeroc__bpe_builder_merge(b, m->u.str.s, na, sp + 1, m->u.str.len - na - 1,
-                                           where));
+      ZEROC_CHECK(
+          zeroc__bpe_builder_merge(b, m->u.str.s, na, sp + 1, m->u.str.len - na - 1, where));
     } else if (m->type == ZEROC_JSON_ARRAY && m->u.arr.n == 2 &&
                m->u.arr.items[0].type == ZEROC_JSON_STRING &&
                m->u.arr.items[1].type == ZEROC_JSON_STRING) {
@@ -256,8 +256,9 @@ static zeroc_result_t load_hf(const char *path, const zeroc__json_t *root,
   const zeroc__json_t *merges = zeroc__json_get(m, "merges");
   const zeroc__json_t *added = zeroc__json_get(root, "added_tokens");
   if (!m || m->type != ZEROC_JSON_OBJECT)
-    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "tokenizer '%s': \"model\" is not an object (accepted: "
-                                         "a tokenizer.json with a BPE model)",
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "tokenizer '%s': \"model\" is not an object (accepted: "
+                      "a tokenizer.json with a BPE model)",
                       path);
   zeroc_tokenizer_t probe = {.unk = -1};
   ZEROC_CHECK(check_model(path, m, &probe));

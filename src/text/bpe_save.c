@@ -4,7 +4,6 @@
  * ByteLevel decoder), which zeroc and `tokenizers` both read back to the same
  * encoding.
  */
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -81,14 +80,10 @@ static void model(zeroc__jw_t *w, const zeroc_tokenizer_t *t) {
   zeroc__jw_key(w, "vocab");
   zeroc__jw_object_begin(w);
   for (int32_t id = 0; id < t->vocab; id++) {
-    if (t->entry[id] == ZEROC_TOK_GAP || zeroc__tok_find(t, t->strs + t->soff[id],
-                                                         (size_t)(t->soff[id + 1] - t->soff[id])) != id)
+    if (t->entry[id] == ZEROC_TOK_GAP ||
+        zeroc__tok_find(t, t->strs + t->soff[id], (size_t)(t->soff[id + 1] - t->soff[id])) != id)
       continue; /* only the model's own tokens */
-    char key[1024];
-    size_t n = (size_t)(t->soff[id + 1] - t->soff[id]);
-    if (n >= sizeof key) n = sizeof key - 1;
-    snprintf(key, sizeof key, "%.*s", (int)n, t->strs + t->soff[id]);
-    zeroc__jw_key(w, key);
+    zeroc__jw_keyn(w, t->strs + t->soff[id], (size_t)(t->soff[id + 1] - t->soff[id]));
     zeroc__jw_int(w, id);
   }
   zeroc__jw_object_end(w);

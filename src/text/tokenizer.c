@@ -45,8 +45,7 @@ static zeroc_result_t load_zeroc_json(const char *path, const char *buf, size_t 
 }
 
 zeroc_result_t zeroc_tokenizer_load(const char *spec, zeroc_tokenizer_t **out) {
-  if (!out)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_tokenizer_load: out is NULL");
+  if (!out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_tokenizer_load: out is NULL");
   *out = NULL;
   if (!spec || !*spec)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
@@ -57,8 +56,9 @@ zeroc_result_t zeroc_tokenizer_load(const char *spec, zeroc_tokenizer_t **out) {
   size_t len = 0;
   zeroc_result_t r = zeroc__file_read(spec, ZEROC_TOK_MAX_FILE, &buf, &len);
   if (r != ZEROC_OK)
-    return ZEROC_FAIL(r, "tokenizer '%s': %s (accepted: \"bytes\", a tokenizer.json, a GPT-2 "
-                         "vocab.json with merges.txt beside it)",
+    return ZEROC_FAIL(r,
+                      "tokenizer '%s': %s (accepted: \"bytes\", a tokenizer.json, a GPT-2 "
+                      "vocab.json with merges.txt beside it)",
                       spec, zeroc__tls_error());
   size_t i = 0;
   while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')) i++;
@@ -112,9 +112,10 @@ zeroc_result_t zeroc_tokenizer_encode(const zeroc_tokenizer_t *t, const char *te
 zeroc_result_t zeroc_tokenizer_decode(const zeroc_tokenizer_t *t, const int32_t *ids, size_t n,
                                       char *out, size_t cap, size_t *len) {
   if (!t || !len || (n && !ids) || (cap && !out))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "zeroc_tokenizer_decode: NULL argument (tokenizer %p, ids %p, out %p, len %p)",
-                      (const void *)t, (const void *)ids, (void *)out, (void *)len);
+    return ZEROC_FAIL(
+        ZEROC_ERR_INVALID_ARG,
+        "zeroc_tokenizer_decode: NULL argument (tokenizer %p, ids %p, out %p, len %p)",
+        (const void *)t, (const void *)ids, (void *)out, (void *)len);
   *len = 0;
   size_t w = 0;
   for (size_t i = 0; i < n; i++) {

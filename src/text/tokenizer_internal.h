@@ -45,12 +45,12 @@ struct zeroc_tokenizer {
   int vocab;
   int32_t eot;
   /* ---- bpe ---- */
-  unsigned char *entry; /* [vocab] zeroc__tok_entry_t */
-  char *bytes;          /* the bytes of every id, concatenated */
-  uint64_t *off;        /* [vocab + 1] into bytes */
-  char *strs;           /* the file's string of every id, concatenated */
-  uint64_t *soff;       /* [vocab + 1] into strs */
-  int32_t byte_id[256]; /* the id of each one-byte token, -1: none */
+  unsigned char *entry;     /* [vocab] zeroc__tok_entry_t */
+  char *bytes;              /* the bytes of every id, concatenated */
+  uint64_t *off;            /* [vocab + 1] into bytes */
+  char *strs;               /* the file's string of every id, concatenated */
+  uint64_t *soff;           /* [vocab + 1] into strs */
+  int32_t byte_id[256];     /* the id of each one-byte token, -1: none */
   zeroc__tok_pair_t *pairs; /* open addressing, pair_mask + 1 slots */
   uint64_t pair_mask;
   int32_t (*merges)[2]; /* [n_merges] in rank order (for save) */

@@ -3,6 +3,7 @@
  * The classes of GPT-2's pre-tokenization pattern; text/unicode.h says which. */
 #include "text/unicode.h"
 
+/* clang-format off */
 const uint8_t zeroc__uc_ascii[128] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0,
@@ -220,4 +221,5 @@ const zeroc__uc_range_t zeroc__uc_ranges[] = {
     {0x2B820, 0x2CEA1, 1}, {0x2CEB0, 0x2EBE0, 1}, {0x2EBF0, 0x2EE5D, 1}, {0x2F800, 0x2FA1D, 1},
     {0x30000, 0x3134A, 1}, {0x31350, 0x323AF, 1},
 };
+/* clang-format on */
 const size_t zeroc__uc_nranges = sizeof zeroc__uc_ranges / sizeof zeroc__uc_ranges[0];
