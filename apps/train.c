@@ -108,6 +108,8 @@ static void print_header(const ztrain_opts_t *o, const zeroc_train_info_t *in, c
     printf("  data: %s, %d files, %llu tokens, %llu steps per epoch%s\n", c->data,
            in->data.num_files, (unsigned long long)in->data.num_tokens,
            (unsigned long long)in->data.steps_per_epoch, c->shuffle ? ", shuffled" : "");
+  if (in->data.tokenizer[0])
+    printf("  data tokenizer: %s (vocab %d)\n", in->data.tokenizer, in->data.tokenizer_vocab);
   if (in->predicted_device > 0)
     printf("  predicted peak device memory per rank %s\n",
            fmt_bytes(in->predicted_device, b1, sizeof b1));
