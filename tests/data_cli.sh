@@ -84,8 +84,8 @@ data_train)
   data --tokenizer bytes --out "$WORK/d" --quiet "$LIC/*" > /dev/null || fail "prepare"
   run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --quiet "$@"; }
   # the directory stands for its train_*.bin shards
-  run 2 --model tiny --vocab 256 --device cpu --steps 12 --lr 3e-3 --seed 3 --data "$WORK/d" \
-    --metrics "$WORK/m.jsonl" > "$WORK/train.out" || fail "training on the prepared shards"
+  $MPIRUN $FLAGS -np 2 "$ZEROC" train --model tiny --vocab 256 --device cpu --steps 12 --lr 3e-3 --seed 3 \
+    --data "$WORK/d" --metrics "$WORK/m.jsonl" > "$WORK/train.out" || fail "training on the prepared shards"
   grep -q "data tokenizer: $WORK/d/tokenizer.json (vocab 256)" "$WORK/train.out" || fail "header: $(cat "$WORK/train.out")"
   first=$(field "$WORK/m.jsonl" loss | head -1); last=$(field "$WORK/m.jsonl" loss | tail -1)
   awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }' || fail "loss $first -> $last did not fall by 0.5"
