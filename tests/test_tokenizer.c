@@ -296,8 +296,16 @@ static void test_errors(void) {
 
 /* Ids above 65535 are a tokenizer's right (a caller storing uint16 checks vocab()). */
 static void test_large_ids(void) {
-  put("large.json", HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": "
-                                   "70000, \"ab\": 70001}, \"merges\": [\"a b\"]}}");
+  /* 70002 ids: the 256 bytes' tokens are not needed here, "a", "b", "ab" and filler */
+  size_t cap = 70002 * 24 + 1024, w = 0;
+  char *json = malloc(cap);
+  w += (size_t)snprintf(json + w, cap - w,
+                        HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, "
+                                       "\"b\": 70000, \"ab\": 70001");
+  for (int i = 1; i < 70000; i++) w += (size_t)snprintf(json + w, cap - w, ", \"t%d\": %d", i, i);
+  snprintf(json + w, cap - w, "}, \"merges\": [\"a b\"]}}");
+  put("large.json", json);
+  free(json);
   char path[1024];
   snprintf(path, sizeof path, "%s/large.json", g_dir);
   zeroc_tokenizer_t *t = NULL;
@@ -308,12 +316,25 @@ static void test_large_ids(void) {
   int32_t ids[4];
   size_t n = 0;
   ZT_OK(zeroc_tokenizer_encode(t, "abba", 4, ids, &n));
-  /* "abba" is one word: ab + b + a (bytes without a token are dropped, as tokenizers does) */
+  /* "abba" is one word: ab + b + a */
   CU_ASSERT(n == 3 && ids[0] == 70001 && ids[1] == 70000 && ids[2] == 0);
-  /* a gap id is not in the vocab */
-  int32_t gap = 5;
   char out[4];
   size_t len;
+  int32_t top = 70001;
+  ZT_OK(zeroc_tokenizer_decode(t, &top, 1, out, sizeof out, &len));
+  CU_ASSERT(len == 2 && memcmp(out, "ab", 2) == 0);
+  zeroc_tokenizer_destroy(t);
+  /* a few tokens with huge ids: refused; a gap id is not in the vocab */
+  refused("sparse.json",
+          HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 9000000}, "
+                         "\"merges\": []}}",
+          ZEROC_ERR_CORRUPT, "ids reach 9000000 but only 2 tokens are defined");
+  put("gap.json", HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": "
+                                 "700}, \"merges\": []}}");
+  snprintf(path, sizeof path, "%s/gap.json", g_dir);
+  ZT_OK(zeroc_tokenizer_load(path, &t));
+  CU_ASSERT_FATAL(t != NULL);
+  int32_t gap = 5;
   CU_ASSERT_EQUAL(zeroc_tokenizer_decode(t, &gap, 1, out, sizeof out, &len), ZEROC_ERR_INVALID_ARG);
   zeroc_tokenizer_destroy(t);
 }

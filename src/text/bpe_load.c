@@ -200,6 +200,14 @@ static zeroc_result_t scan_ids(const char *path, const zeroc__json_t *vocab,
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
                       "tokenizer '%s': the vocab is empty (accepted: at least the 256 byte tokens)",
                       path);
+  /* the tables are sized by the largest id: a few tokens with a huge id are a
+   * corrupt (or hostile) file, not a vocabulary */
+  size_t defined = vocab->u.obj.n + (added ? added->u.arr.n : 0);
+  if ((size_t)*max_id + 1 > 2 * defined + 1024)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "tokenizer '%s': ids reach %d but only %zu tokens are defined (accepted: "
+                      "ids 0..N-1 with at most about half of them unused)",
+                      path, (int)*max_id, defined);
   return ZEROC_OK;
 }
 
