@@ -402,10 +402,13 @@ static void test_refusals(void) {
   /* a tokenizer with ids past what uint16 shards hold */
   char *big = sub("large.json");
   f = fopen(big, "w");
+  /* a dense vocab of 70002 ids ("a", "b", "ab" and filler) */
   fputs("{\"version\": \"1.0\", \"added_tokens\": [], \"normalizer\": null, \"pre_tokenizer\": "
         "{\"type\": \"ByteLevel\", \"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", "
-        "\"vocab\": {\"a\": 0, \"b\": 70000, \"ab\": 70001}, \"merges\": [\"a b\"]}}",
+        "\"vocab\": {\"a\": 0, \"b\": 70000, \"ab\": 70001",
         f);
+  for (int i = 1; i < 70000; i++) fprintf(f, ", \"t%d\": %d", i, i);
+  fputs("}, \"merges\": [\"a b\"]}}", f);
   fclose(f);
   c = cfg(out, g_three, 3, big);
   expect_refusal(&c, "has 70002 ids");
