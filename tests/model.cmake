@@ -10,3 +10,6 @@ foreach(t loss_falls resume_bitwise resume_other_dp safetensors_roundtrip corrup
             "${_mpirun_flags}" ${t})
   set_tests_properties(train_${t} PROPERTIES LABELS "mpi" TIMEOUT 600 PROCESSORS 2)
 endforeach()
+
+# The sampler and GPT-2 files in the forms transformers writes.
+zeroc_test(NAME test_sample SOURCES test_sample.c NP 1 2 LABELS mpi TIMEOUT 120)

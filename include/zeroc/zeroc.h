@@ -15,6 +15,7 @@
 #include "zeroc/pipeline.h"
 #include "zeroc/plan.h"
 #include "zeroc/result.h"
+#include "zeroc/sample.h"
 #include "zeroc/shard.h"
 #include "zeroc/train.h"
 #include "zeroc/types.h"
