@@ -17,6 +17,7 @@
 #include "zeroc/result.h"
 #include "zeroc/sample.h"
 #include "zeroc/shard.h"
+#include "zeroc/tokenizer.h"
 #include "zeroc/train.h"
 #include "zeroc/types.h"
 #include "zeroc/version.h"
