@@ -18,6 +18,7 @@
 #include "apps/cli.h"
 #include "apps/metrics.h"
 #include "apps/train_flags.h"
+#include "apps/train_sample.h"
 #include "core/error.h"
 #include "zeroc/train.h"
 #include "zeroc/zeroc.h"
@@ -254,6 +255,8 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
   zeroc_gpt_config_t gc;
   int rc = ztrain_check(&o, &gc);
   if (rc >= 0) return rc;
+  ztrain_sample_t smp; /* --sample-every */
+  if (ztrain_sample_open(&o, &gc, &smp)) return 2;
 
   /* ---- the context -------------------------------------------------------------- */
   zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
@@ -267,9 +270,11 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
   if (r != ZEROC_OK) {
     if (r == ZEROC_ERR_INVALID_ARG || r == ZEROC_ERR_NODEVICE) {
       const char *e = zeroc_last_error(NULL), *colon = strstr(e, ": ");
+      ztrain_sample_close(&smp);
       return zarg_fail("train", "%s", colon ? colon + 2 : e);
     }
     fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
+    ztrain_sample_close(&smp);
     return 1;
   }
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
@@ -330,6 +335,7 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
       print_progress(&m, &in, tty);
     if (on_step) on_step(user, &m);
     if (numeric_stop) goto fail; /* r kept: ZEROC_ERR_NUMERIC */
+    if ((r = ztrain_sample_step(&smp, tr, s + 1, root))) goto fail;
   }
   double t_total = now_s() - t_run;
   if (root && tty && !o.quiet) printf("\n");
@@ -364,6 +370,7 @@ fail:
   }
   if (metrics) fclose(metrics);
   free(times);
+  ztrain_sample_close(&smp);
   zeroc_trainer_destroy(tr);
   if (r == ZEROC_OK || agreed) {
     int me = mesh->rank; /* the mesh goes with the context */

@@ -41,6 +41,7 @@ void ztrain_opts_init(ztrain_opts_t *o) {
   o->zero = 3;
   o->hsdp = o->tp = o->pp = o->vpp = o->grad_accum = 1;
   o->prefetch = 2;
+  o->sample_tokens = 64;
   o->comm_timeout = 0; /* unset: the context takes ZEROC_COMM_TIMEOUT, else 300 */
 }
 
@@ -59,6 +60,7 @@ void ztrain_usage(void) {
          "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
          "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
          "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
+         "sample:  --sample-every N (0 = off) --sample-tokens M (64) --tokenizer bytes|FILE\n"
          "other:   --comm-timeout SECONDS (ZEROC_COMM_TIMEOUT or 300) --max-skipped N (5)\n"
          "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
          "docs/cli.md says which flags, outputs and exit codes are stable.\n");
@@ -115,6 +117,9 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--print-topology", ARG_SWITCH, &o->print_topology, 0, 0, 0, NULL, NULL},
       {"--print-schedule", ARG_SWITCH, &o->print_schedule, 0, 0, 0, NULL, NULL},
       {"--sequence-parallel", ARG_SWITCH, &o->sequence_parallel, 0, 0, 0, NULL, NULL},
+      {"--sample-every", ARG_INT, &o->sample_every, 0, 1e9, 0, NULL, NULL},
+      {"--sample-tokens", ARG_INT, &o->sample_tokens, 1, 1 << 20, 0, NULL, NULL},
+      {"--tokenizer", ARG_STRING, &o->tokenizer, 0, 0, 0, NULL, NULL},
   };
   return zarg_parse("train", argc, argv, args, (int)(sizeof args / sizeof args[0]));
 }
@@ -215,6 +220,8 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
     if (access(o->nvme_dir, W_OK))
       return zarg_fail("train", "--nvme-dir '%s': directory not writable", o->nvme_dir);
   }
+  if (o->sample_every && !o->tokenizer)
+    return zarg_fail("train", "--sample-every needs a tokenizer to print text: --tokenizer bytes|FILE");
   if (o->init && access(o->init, R_OK))
     return zarg_fail("train", "--init '%s': file not readable", o->init);
   if (o->resume && access(o->resume, R_OK))

@@ -332,7 +332,15 @@ static void test_trainer_sampler(void) {
   CU_ASSERT((zt_rank() == 0) == (a != NULL));
   ZT_OK(zeroc_trainer_export(tr, path));
   int32_t p[3] = {1, 2, 3}, x[24], y[24];
-  ZT_OK(zeroc_trainer_sample(tr, p, 3, 24, 1.0, 20, 9, x));
+  zeroc_sample_config_t sc = ZEROC_SAMPLE_CONFIG_INIT;
+  sc.tokens = 24, sc.top_k = 20, sc.seed = 9;
+  ZT_OK(zeroc_trainer_sample(tr, p, 3, &sc, x));
+  int32_t q[8];
+  int nq = 0;
+  ZT_OK(zeroc_trainer_sample_prompt(tr, 5, 8, q, &nq));
+  CU_ASSERT(nq == 1 && q[0] == 5);
+  ZT_OK(zeroc_trainer_sample_prompt(tr, -1, 8, q, &nq));
+  CU_ASSERT_EQUAL(nq, 8);
   if (zt_rank() == 0) {
     zeroc_train_info_t info;
     zeroc_trainer_info(tr, &info);

@@ -49,6 +49,20 @@ zeroc_result_t zeroc_sampler_load(const char *path, const zeroc_gpt_config_t *cf
  */
 zeroc_result_t zeroc_sampler_from_trainer(zeroc_trainer_t *tr, zeroc_sampler_t **out);
 
+/*
+ * A sampler of the weights of a checkpoint directory (DIR, its latest, or
+ * DIR/step_<k>) that `zeroc train --save` wrote for a model of shape `cfg`:
+ * the model is rebuilt on the context's mesh (the checkpoint's pipeline size,
+ * and its `vpp` chunks per rank, 0: 1; any data-parallel or tensor-parallel
+ * size), loaded and gathered to rank 0. Collective; rank 0 gets the sampler,
+ * every other rank *out = NULL. Returns the errors of zeroc_ckpt_load, and
+ * ZEROC_ERR_INVALID_ARG naming the field when the checkpoint's model has
+ * another shape.
+ */
+zeroc_result_t zeroc_sampler_from_checkpoint(zeroc_ctx_t *ctx, const char *dir,
+                                             const zeroc_gpt_config_t *cfg, int vpp,
+                                             zeroc_sampler_t **out);
+
 /* Frees the sampler. destroy(NULL) does nothing. */
 void zeroc_sampler_destroy(zeroc_sampler_t *s);
 
@@ -58,6 +72,10 @@ const zeroc_gpt_config_t *zeroc_sampler_config(const zeroc_sampler_t *s);
 /* 1 (the default): keep a KV cache; 0: every token recomputes the whole
  * window (the same tokens; for measuring what the cache saves). */
 void zeroc_sampler_set_cache(zeroc_sampler_t *s, int on);
+
+/* Draws (and greedy picks) only ids below n: a tokenizer's vocabulary when
+ * the model's is padded beyond it (0 or n >= vocab: every id). */
+void zeroc_sampler_set_vocab(zeroc_sampler_t *s, int n);
 
 /*
  * The logits (n, vocab) of every position of ids[0..n), 1 <= n <= seq, fed
@@ -76,13 +94,39 @@ zeroc_result_t zeroc_sampler_logits(zeroc_sampler_t *s, const int32_t *ids, int 
 zeroc_result_t zeroc_sampler_generate(zeroc_sampler_t *s, const int32_t *prompt, int n, int tokens,
                                       double temperature, int top_k, uint64_t seed, int32_t *out);
 
+/* What a trainer's sample generates. Initialise with ZEROC_SAMPLE_CONFIG_INIT. */
+typedef struct zeroc_sample_config {
+  size_t size;        /* sizeof(zeroc_sample_config_t), set by the initializer */
+  uint32_t magic;     /* ZEROC_CONFIG_MAGIC */
+  int tokens;         /* tokens to generate [64] */
+  double temperature; /* 0 greedy [1] */
+  int top_k;          /* 0 all [0] */
+  uint64_t seed;      /* the draws [1] */
+  int vocab;          /* draw only ids below this (a tokenizer's vocabulary); 0 all [0] */
+} zeroc_sample_config_t;
+
+#define ZEROC_SAMPLE_CONFIG_INIT                                                                  \
+  { sizeof(zeroc_sample_config_t), ZEROC_CONFIG_MAGIC, 64, 1.0, 0, 1, 0 }
+
 /*
- * zeroc_sampler_from_trainer, then generate, then destroy: on rank 0 `out`
- * receives the tokens (other ranks' `out` is untouched and may be NULL).
- * Nothing of the training state changes. Collective; the result is agreed.
+ * zeroc_sampler_from_trainer, then generate `cfg->tokens` tokens after
+ * prompt[0..n), then destroy: on rank 0 `out` receives the tokens (other
+ * ranks' `out` is untouched and may be NULL). Nothing of the training state
+ * changes (the losses of the following steps are bitwise those of a run
+ * without it). Collective; the result is agreed. Returns
+ * ZEROC_ERR_INVALID_ARG for an uninitialised config and generate's errors.
  */
-zeroc_result_t zeroc_trainer_sample(zeroc_trainer_t *tr, const int32_t *prompt, int n, int tokens,
-                                    double temperature, int top_k, uint64_t seed, int32_t *out);
+zeroc_result_t zeroc_trainer_sample(zeroc_trainer_t *tr, const int32_t *prompt, int n,
+                                    const zeroc_sample_config_t *cfg, int32_t *out);
+
+/*
+ * The fixed prompt a training run samples from: `eot` alone when >= 0 (a
+ * tokenizer's end-of-text token, as GPT-2 starts a document), else the first
+ * min(max, seq / 2) tokens of the training data (its sequence 0). Local: the
+ * same on every rank. ids holds max entries; *n the count written.
+ */
+zeroc_result_t zeroc_trainer_sample_prompt(zeroc_trainer_t *tr, int32_t eot, int max, int32_t *ids,
+                                           int *n);
 
 #ifdef __cplusplus
 }

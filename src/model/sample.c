@@ -27,6 +27,7 @@ static const char *const BLOCK_NAMES[BLOCK_PARAMS] = {
 struct zeroc_sampler {
   zeroc_gpt_config_t cfg;
   int cache; /* 1: keep the KV cache between tokens */
+  int draw_vocab; /* ids drawn from: the first draw_vocab (a tokenizer's vocabulary) */
   /* weights: one allocation; wte (V,C), wpe (T,C), per block its twelve, ln_f */
   float *w, *wte, *wpe, *lnfw, *lnfb;
   float *blk[BLOCK_PARAMS]; /* block 0's; block l's at + l * bsize[p] */
@@ -75,6 +76,7 @@ zeroc_result_t zeroc__sampler_create(const zeroc_gpt_config_t *cfg, zeroc_sample
   if (!s) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "sampler struct");
   s->cfg = *cfg;
   s->cache = 1;
+  s->draw_vocab = cfg->vocab;
   const uint64_t C = (uint64_t)cfg->hidden, T = (uint64_t)cfg->seq, V = (uint64_t)cfg->vocab;
   const uint64_t L = (uint64_t)cfg->layers;
   uint64_t total = V * C + T * C + 2 * C;
@@ -121,6 +123,10 @@ void zeroc_sampler_destroy(zeroc_sampler_t *s) {
 const zeroc_gpt_config_t *zeroc_sampler_config(const zeroc_sampler_t *s) { return &s->cfg; }
 
 void zeroc_sampler_set_cache(zeroc_sampler_t *s, int on) { s->cache = on != 0; }
+
+void zeroc_sampler_set_vocab(zeroc_sampler_t *s, int n) {
+  s->draw_vocab = n > 0 && n < s->cfg.vocab ? n : s->cfg.vocab;
+}
 
 /* ---- the forward ------------------------------------------------------------------- */
 
@@ -257,7 +263,7 @@ static void best_k(int *idx, int k, const float *lg, int V) {
 
 static int32_t choose(zeroc_sampler_t *s, const float *logits, double temperature, int top_k,
                       zeroc__rng_t *rng) {
-  const int V = s->cfg.vocab;
+  const int V = s->draw_vocab;
   int best = 0;
   for (int v = 1; v < V; v++)
     if (logits[v] > logits[best]) best = v;
