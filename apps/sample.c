@@ -26,16 +26,17 @@ typedef struct {
 } zsample_opts_t;
 
 static void usage(void) {
-  printf("usage: zeroc sample (--init FILE.safetensors | --resume DIR) --tokenizer bytes|FILE\n"
-         "                    --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
-         "  prints the prompt and its continuation (N tokens, 64), generated with a KV cache\n"
-         "  --temperature 0 is greedy (1); --top-k 0 draws from every token (0); --seed (1)\n"
-         "model:   --model tiny|small|gpt2-124m|... (tiny) --layers --hidden --heads --vocab --seq\n"
-         "         as zeroc train; a longer prompt keeps its last --seq tokens\n"
-         "--resume: run under the checkpoint's layout: mpirun -np N zeroc sample --tp T --pp P\n"
-         "         [--vpp V] --resume DIR ...\n"
-         "other:   --no-cache (recompute the whole window every token) --stats (tokens/s on stderr)\n"
-         "docs/sample.md has the details.\n");
+  printf(
+      "usage: zeroc sample (--init FILE.safetensors | --resume DIR) --tokenizer bytes|FILE\n"
+      "                    --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+      "  prints the prompt and its continuation (N tokens, 64), generated with a KV cache\n"
+      "  --temperature 0 is greedy (1); --top-k 0 draws from every token (0); --seed (1)\n"
+      "model:   --model tiny|small|gpt2-124m|... (tiny) --layers --hidden --heads --vocab --seq\n"
+      "         as zeroc train; a longer prompt keeps its last --seq tokens\n"
+      "--resume: run under the checkpoint's layout: mpirun -np N zeroc sample --tp T --pp P\n"
+      "         [--vpp V] --resume DIR ...\n"
+      "other:   --no-cache (recompute the whole window every token) --stats (tokens/s on stderr)\n"
+      "docs/sample.md has the details.\n");
 }
 
 static int parse(int argc, char **argv, zsample_opts_t *o) {
@@ -81,7 +82,8 @@ static int check(const zsample_opts_t *o, zeroc_gpt_config_t *gc) {
   int custom = o->model == 6;
   zeroc_gpt_preset(custom ? "tiny" : zarg_models[o->model], gc);
   if (custom && !(o->set_layers && o->set_hidden && o->set_heads && o->set_vocab && o->set_seq))
-    return zarg_fail("sample", "--model custom needs --layers, --hidden, --heads, --vocab and --seq");
+    return zarg_fail("sample",
+                     "--model custom needs --layers, --hidden, --heads, --vocab and --seq");
   if (o->set_layers) gc->layers = o->layers;
   if (o->set_hidden) gc->hidden = o->hidden;
   if (o->set_heads) gc->heads = o->heads;
@@ -102,7 +104,8 @@ static double now_s(void) {
  * exit status. */
 static int generate(zeroc_sampler_t *s, const zeroc_tokenizer_t *tok, const zsample_opts_t *o) {
   size_t plen = strlen(o->prompt), n = 0, len = 0;
-  int32_t *ids = malloc(sizeof(int32_t) * (plen + 1)), *out = malloc(sizeof(int32_t) * (size_t)o->tokens);
+  int32_t *ids = malloc(sizeof(int32_t) * (plen + 1)),
+          *out = malloc(sizeof(int32_t) * (size_t)o->tokens);
   char *text = NULL;
   int rc = 1;
   if (!ids || !out) goto done;
@@ -114,8 +117,8 @@ static int generate(zeroc_sampler_t *s, const zeroc_tokenizer_t *tok, const zsam
   zeroc_sampler_set_cache(s, !o->no_cache);
   zeroc_sampler_set_vocab(s, zeroc_tokenizer_vocab(tok));
   double t0 = now_s();
-  if (zeroc_sampler_generate(s, ids, (int)n, o->tokens, o->temperature, o->top_k,
-                             (uint64_t)o->seed, out))
+  if (zeroc_sampler_generate(s, ids, (int)n, o->tokens, o->temperature, o->top_k, (uint64_t)o->seed,
+                             out))
     goto fail;
   double dt = now_s() - t0;
   size_t cap = (size_t)o->tokens * 8 + 64;

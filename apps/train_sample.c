@@ -12,8 +12,8 @@
 #include "apps/train_sample.h"
 
 int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztrain_sample_t *s) {
-  *s = (ztrain_sample_t){NULL, o->sample_every, o->sample_tokens, o->seed < 0 ? 1 : (uint64_t)o->seed,
-                         {0}, 0};
+  *s = (ztrain_sample_t){
+      NULL, o->sample_every, o->sample_tokens, o->seed < 0 ? 1 : (uint64_t)o->seed, {0}, 0};
   if (!o->sample_every) return 0;
   if (zeroc_tokenizer_load(o->tokenizer, &s->tok))
     return zarg_fail("train", "--tokenizer '%s': %s", o->tokenizer, zeroc_last_error(NULL));
@@ -29,8 +29,8 @@ int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztr
 zeroc_result_t ztrain_sample_step(ztrain_sample_t *s, zeroc_trainer_t *tr, int step, int root) {
   if (!s->tok || step % s->every) return ZEROC_OK;
   if (!s->n) {
-    zeroc_result_t r = zeroc_trainer_sample_prompt(tr, zeroc_tokenizer_eot(s->tok), 16, s->prompt,
-                                                   &s->n);
+    zeroc_result_t r =
+        zeroc_trainer_sample_prompt(tr, zeroc_tokenizer_eot(s->tok), 16, s->prompt, &s->n);
     if (r) return r;
   }
   zeroc_sample_config_t c = ZEROC_SAMPLE_CONFIG_INIT;
@@ -41,7 +41,8 @@ zeroc_result_t ztrain_sample_step(ztrain_sample_t *s, zeroc_trainer_t *tr, int s
   char *text = NULL;
   size_t len = 0, cap = (size_t)(s->n + s->tokens) * 8 + 64;
   /* every rank allocates alike, so a failure here is every rank's */
-  zeroc_result_t r = ids ? zeroc_trainer_sample(tr, s->prompt, s->n, &c, ids + s->n) : ZEROC_ERR_NOMEM;
+  zeroc_result_t r =
+      ids ? zeroc_trainer_sample(tr, s->prompt, s->n, &c, ids + s->n) : ZEROC_ERR_NOMEM;
   if (r || !root) goto done;
   for (int i = 0; i < s->n; i++) ids[i] = s->prompt[i];
   text = malloc(cap + 1);

@@ -18,7 +18,7 @@
 #include "zeroc/sample.h"
 
 static const zeroc_gpt_config_t CFG = {2, 32, 4, 61, 16, 1}; /* L C NH V T B */
-enum { EXTRA = 5 };                                           /* wpe rows beyond T */
+enum { EXTRA = 5 };                                          /* wpe rows beyond T */
 
 typedef struct {
   zeroc_ctx_t *ctx;
@@ -94,11 +94,11 @@ static uint16_t to_f16(float v) { /* exact for representable() values */
 }
 
 typedef struct {
-  const char *prefix;    /* "" or "transformer." */
-  zeroc__st_dtype_t dt;  /* F32, BF16, F16 */
-  int head;              /* lm_head.weight: 0 none, 1 = wte, 2 one value off */
-  int extra;             /* wpe rows beyond the source's */
-  int mask;              /* an h.0.attn.bias buffer */
+  const char *prefix;   /* "" or "transformer." */
+  zeroc__st_dtype_t dt; /* F32, BF16, F16 */
+  int head;             /* lm_head.weight: 0 none, 1 = wte, 2 one value off */
+  int extra;            /* wpe rows beyond the source's */
+  int mask;             /* an h.0.attn.bias buffer */
 } form_t;
 
 /* Writes `dst`: the tensors of `src` (made representable) in form f. */
@@ -121,7 +121,9 @@ static void write_form(const char *src, const char *dst, const form_t *f) {
       if (wpe) shape[0] += (uint64_t)f->extra;
       if (i == n + 1) nd = 4, shape[0] = shape[1] = 1, shape[2] = shape[3] = (uint64_t)CFG.seq;
       snprintf(name, sizeof name, "%s%s", i == n ? "" : f->prefix,
-               i == n ? "lm_head.weight" : i == n + 1 ? "h.0.attn.bias" : t->name);
+               i == n       ? "lm_head.weight"
+               : i == n + 1 ? "h.0.attn.bias"
+                            : t->name);
       if (!pass) {
         ZT_OK(zeroc__st_writer_add(w, name, i == n + 1 ? ZEROC_ST_F32 : f->dt, nd, shape));
         continue;
@@ -182,8 +184,10 @@ static void test_import_forms(void) {
   double l0 = loss_of(&r);
   const form_t forms[] = {
       {"transformer.", ZEROC_ST_F32, 1, 0, 1}, /* save_pretrained's names, tied head, masks */
-      {"", ZEROC_ST_BF16, 1, 0, 0},             {"transformer.", ZEROC_ST_F16, 0, 0, 0},
-      {"", ZEROC_ST_F16, 1, 0, 1},              {"transformer.", ZEROC_ST_BF16, 0, EXTRA, 0},
+      {"", ZEROC_ST_BF16, 1, 0, 0},
+      {"transformer.", ZEROC_ST_F16, 0, 0, 0},
+      {"", ZEROC_ST_F16, 1, 0, 1},
+      {"transformer.", ZEROC_ST_BF16, 0, EXTRA, 0},
       {"", ZEROC_ST_F32, 0, EXTRA, 0}, /* last: the long table export must keep */
   };
   int nf = (int)(sizeof forms / sizeof forms[0]);
@@ -194,8 +198,8 @@ static void test_import_forms(void) {
     ZT_OK(zeroc_gpt_import(r.m, r.gpt, path));
     double l = loss_of(&r);
     ZT_ASSERT_MSG(l == l0, "form %d ('%s', %s, head %d, extra %d): loss %.9g, reference %.9g", i,
-                  forms[i].prefix, zeroc__st_dtype_name(forms[i].dt), forms[i].head,
-                  forms[i].extra, l, l0);
+                  forms[i].prefix, zeroc__st_dtype_name(forms[i].dt), forms[i].head, forms[i].extra,
+                  l, l0);
   }
   /* the long table goes back whole: T + EXTRA rows, the file's values */
   ZT_OK(zeroc_gpt_export(r.m, r.gpt, out));

@@ -105,7 +105,7 @@ typedef struct zeroc_sample_config {
   int vocab;          /* draw only ids below this (a tokenizer's vocabulary); 0 all [0] */
 } zeroc_sample_config_t;
 
-#define ZEROC_SAMPLE_CONFIG_INIT                                                                  \
+#define ZEROC_SAMPLE_CONFIG_INIT                                                                   \
   { sizeof(zeroc_sample_config_t), ZEROC_CONFIG_MAGIC, 64, 1.0, 0, 1, 0 }
 
 /*

@@ -20,13 +20,13 @@ enum { BLOCK_PARAMS = 12 };
 enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB };
 
 static const char *const BLOCK_NAMES[BLOCK_PARAMS] = {
-    "ln_1.weight",       "ln_1.bias",         "attn.c_attn.weight", "attn.c_attn.bias",
+    "ln_1.weight",        "ln_1.bias",        "attn.c_attn.weight", "attn.c_attn.bias",
     "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
-    "mlp.c_fc.weight",   "mlp.c_fc.bias",     "mlp.c_proj.weight",  "mlp.c_proj.bias"};
+    "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias"};
 
 struct zeroc_sampler {
   zeroc_gpt_config_t cfg;
-  int cache; /* 1: keep the KV cache between tokens */
+  int cache;      /* 1: keep the KV cache between tokens */
   int draw_vocab; /* ids drawn from: the first draw_vocab (a tokenizer's vocabulary) */
   /* weights: one allocation; wte (V,C), wpe (T,C), per block its twelve, ln_f */
   float *w, *wte, *wpe, *lnfw, *lnfb;
@@ -94,8 +94,8 @@ zeroc_result_t zeroc__sampler_create(const zeroc_gpt_config_t *cfg, zeroc_sample
   s->fch = malloc(rows * 4 * C * 4), s->fchg = malloc(rows * 4 * C * 4);
   s->mean = malloc(rows * 4), s->rstd = malloc(rows * 4), s->logits = malloc(rows * V * 4);
   s->prob = malloc(V * sizeof(double)), s->idx = malloc(V * sizeof(int));
-  if (!s->w || !s->kv || !s->x || !s->ln || !s->qkv || !s->atty || !s->res || !s->fch ||
-      !s->fchg || !s->mean || !s->rstd || !s->logits || !s->prob || !s->idx) {
+  if (!s->w || !s->kv || !s->x || !s->ln || !s->qkv || !s->atty || !s->res || !s->fch || !s->fchg ||
+      !s->mean || !s->rstd || !s->logits || !s->prob || !s->idx) {
     zeroc_sampler_destroy(s);
     return ZEROC_FAIL(ZEROC_ERR_NOMEM, "sampler of %llu weights and a %llu-token cache",
                       (unsigned long long)total, (unsigned long long)T);
@@ -274,7 +274,8 @@ static int32_t choose(zeroc_sampler_t *s, const float *logits, double temperatur
   else
     for (int v = 0; v < V; v++) s->idx[v] = v;
   double sum = 0, m = logits[best];
-  for (int i = 0; i < k; i++) sum += s->prob[i] = exp(((double)logits[s->idx[i]] - m) / temperature);
+  for (int i = 0; i < k; i++)
+    sum += s->prob[i] = exp(((double)logits[s->idx[i]] - m) / temperature);
   double u = zeroc__rng_double(rng) * sum, acc = 0;
   for (int i = 0; i < k; i++) {
     acc += s->prob[i];
@@ -291,10 +292,12 @@ zeroc_result_t zeroc_sampler_generate(zeroc_sampler_t *s, const int32_t *prompt,
                       "1 token and 0 or more tokens",
                       n, tokens);
   if (!(temperature >= 0) || !isfinite(temperature))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "temperature %g: accepted 0 (greedy) or a finite "
-                      "value > 0", temperature);
-  if (top_k < 0) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "top_k %d: accepted 0 (all) or more",
-                                   top_k);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "temperature %g: accepted 0 (greedy) or a finite "
+                      "value > 0",
+                      temperature);
+  if (top_k < 0)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "top_k %d: accepted 0 (all) or more", top_k);
   CHK(check_ids(s, prompt, n));
   if (!tokens) return ZEROC_OK;
   const int T = s->cfg.seq;

@@ -106,23 +106,27 @@ zeroc_result_t zeroc__gpt_file_read(zeroc__gpt_file_t *f, const char *name, int 
   if (tail) *tail = NULL, *tail_rows = 0;
   const zeroc__st_tensor_t *t = find(f, name);
   if (!t)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "'%s' has no tensor '%s%s' (a GPT-2 file of this "
-                      "shape has)", f->path, f->prefix, name);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "'%s' has no tensor '%s%s' (a GPT-2 file of this "
+                      "shape has)",
+                      f->path, f->prefix, name);
   uint64_t count = nd == 2 ? shape[0] * shape[1] : shape[0];
   int same = t->ndim == nd && t->shape[0] == shape[0] && (nd == 1 || t->shape[1] == shape[1]);
   /* a longer table (wpe of a file with more positions): the first rows */
-  int longer = tail && !tr && nd == 2 && t->ndim == 2 && t->shape[1] == shape[1] &&
-               t->shape[0] > shape[0];
+  int longer =
+      tail && !tr && nd == 2 && t->ndim == 2 && t->shape[1] == shape[1] && t->shape[0] > shape[0];
   if (!same && !longer) {
     char have[96], want[64];
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "'%s': tensor '%s%s' has shape %s, this model needs "
-                      "%s%s", f->path, f->prefix, name, dims_text(t->shape, t->ndim, have,
-                      sizeof have), dims_text(shape, nd, want, sizeof want),
-                      tail ? " or more rows" : "");
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "'%s': tensor '%s%s' has shape %s, this model needs "
+                      "%s%s",
+                      f->path, f->prefix, name, dims_text(t->shape, t->ndim, have, sizeof have),
+                      dims_text(shape, nd, want, sizeof want), tail ? " or more rows" : "");
   }
   float *all = malloc(t->numel * 4 + 4);
-  if (!all) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "import buffer of '%s' (%" PRIu64 " floats)",
-                              name, t->numel);
+  if (!all)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "import buffer of '%s' (%" PRIu64 " floats)", name,
+                      t->numel);
   ZEROC_TRY(zeroc__st_read_f32(t, all, t->numel));
   /* a NaN or infinity would make every step's gradients non-finite: each
    * step skipped, and the same weights exported again at the end */
@@ -132,8 +136,11 @@ zeroc_result_t zeroc__gpt_file_read(zeroc__gpt_file_t *f, const char *name, int 
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                      "'%s': tensor '%s%s' holds %s at index %" PRIu64 " of %" PRIu64
                      "; accepted finite weights only",
-                     f->path, f->prefix, name, isnan(v) ? "NaN" : v > 0 ? "+inf" : "-inf", bad,
-                     t->numel);
+                     f->path, f->prefix, name,
+                     isnan(v) ? "NaN"
+                     : v > 0  ? "+inf"
+                              : "-inf",
+                     bad, t->numel);
     goto fail;
   }
   if (tr)

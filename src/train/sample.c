@@ -54,8 +54,8 @@ zeroc_result_t zeroc_trainer_sample(zeroc_trainer_t *tr, const int32_t *prompt, 
   const zeroc_sample_config_t dflt = ZEROC_SAMPLE_CONFIG_INIT;
   zeroc_sample_config_t c = dflt;
   if (!tr) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_sample: NULL trainer");
-  if (!cfg || cfg->magic != ZEROC_CONFIG_MAGIC || cfg->size < offsetof(zeroc_sample_config_t, tokens) + sizeof(int) ||
-      cfg->size > 65536)
+  if (!cfg || cfg->magic != ZEROC_CONFIG_MAGIC ||
+      cfg->size < offsetof(zeroc_sample_config_t, tokens) + sizeof(int) || cfg->size > 65536)
     return zeroc__ctx_ret(tr->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                               "zeroc_sample_config_t was not initialised with "
                                               "ZEROC_SAMPLE_CONFIG_INIT"));
@@ -143,7 +143,7 @@ zeroc_result_t zeroc_sampler_from_checkpoint(zeroc_ctx_t *ctx, const char *dir,
   if (!r) {
     /* the checkpoint's model must be this shape (the trainer's app object) */
     static const char *const fields[] = {"model.layers", "model.hidden", "model.heads",
-                                         "model.vocab", "model.seq", NULL};
+                                         "model.vocab",  "model.seq",    NULL};
     char cur[256];
     snprintf(cur, sizeof cur,
              "{\"model\": {\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"vocab\": %d, "
