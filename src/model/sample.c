@@ -171,6 +171,16 @@ static void attend(float *out, const float *qkv, const float *kv, int n, int pos
   }
 }
 
+/* out (n,OC) = inp (n,C) @ weight (OC,C)^T + bias: one row (a token at a time) through
+ * sgemv, which streams the weight once instead of packing it first */
+static void linear(float *out, const float *inp, const float *weight, const float *bias, int n,
+                   int C, int OC) {
+  if (n == 1)
+    zeroc__cpu_matvec_forward(out, inp, weight, bias, C, OC);
+  else
+    zeroc__cpu_matmul_forward(out, inp, weight, bias, n, C, OC);
+}
+
 // ids (n) at positions pos..pos+n-1 -> the cache extended by n rows; logits (n,V) of every
 // row when `all`, else of the last row only (s->logits row 0)
 static void forward(zeroc_sampler_t *s, const int32_t *ids, int n, int all) {
@@ -185,16 +195,16 @@ static void forward(zeroc_sampler_t *s, const int32_t *ids, int n, int all) {
     for (int k = 0; k < BLOCK_PARAMS; k++) p[k] = s->blk[k] + (size_t)l * s->bsize[k];
     float *kv = s->kv + (size_t)l * T * 2 * C;
     zeroc__cpu_layernorm_forward(s->ln, s->mean, s->rstd, x, p[LN1W], p[LN1B], n, C);
-    zeroc__cpu_matmul_forward(s->qkv, s->ln, p[QKVW], p[QKVB], n, C, 3 * C);
+    linear(s->qkv, s->ln, p[QKVW], p[QKVB], n, C, 3 * C);
     for (int i = 0; i < n; i++) /* k | v of the new rows into the cache */
       memcpy(kv + (size_t)(pos + i) * 2 * C, s->qkv + (size_t)i * 3 * C + C, 2 * C * sizeof(float));
     attend(s->atty, s->qkv, kv, n, pos, C, NH);
-    zeroc__cpu_matmul_forward(s->res, s->atty, p[ATTPROJW], p[ATTPROJB], n, C, C);
+    linear(s->res, s->atty, p[ATTPROJW], p[ATTPROJB], n, C, C);
     zeroc__cpu_add(s->res, x, (size_t)n * C);
     zeroc__cpu_layernorm_forward(s->ln, s->mean, s->rstd, s->res, p[LN2W], p[LN2B], n, C);
-    zeroc__cpu_matmul_forward(s->fch, s->ln, p[FCW], p[FCB], n, C, 4 * C);
+    linear(s->fch, s->ln, p[FCW], p[FCB], n, C, 4 * C);
     zeroc__cpu_gelu_forward(s->fchg, s->fch, (size_t)n * 4 * C);
-    zeroc__cpu_matmul_forward(x, s->fchg, p[FCPROJW], p[FCPROJB], n, 4 * C, C);
+    linear(x, s->fchg, p[FCPROJW], p[FCPROJB], n, 4 * C, C);
     zeroc__cpu_add(x, s->res, (size_t)n * C);
   }
   s->pos = pos + n;
@@ -202,7 +212,7 @@ static void forward(zeroc_sampler_t *s, const int32_t *ids, int n, int all) {
   const float *in = all ? x : x + (size_t)(n - 1) * C;
   int rows = all ? n : 1;
   zeroc__cpu_layernorm_forward(s->ln, s->mean, s->rstd, in, s->lnfw, s->lnfb, rows, C);
-  zeroc__cpu_matmul_forward(s->logits, s->ln, s->wte, NULL, rows, C, V);
+  linear(s->logits, s->ln, s->wte, NULL, rows, C, V);
 }
 
 static zeroc_result_t check_ids(const zeroc_sampler_t *s, const int32_t *ids, int n) {
