@@ -85,5 +85,23 @@ train_sample_every)
   out=$(train 1 --steps 2 --sample-every 1 2>&1 >/dev/null); rc=$?
   [ $rc -eq 2 ] && echo "$out" | grep -q -- "--tokenizer" || fail "--sample-every without a tokenizer: $rc $out"
   echo "2 samples printed; 10 losses bitwise those of the run without sampling" ;;
+transformers)
+  # a GPT2LMHeadModel saved by transformers (fp16, `transformer.` names, no lm_head,
+  # n_positions 32) sampled at --seq 16: transformers' own greedy tokens (make_hf_gpt2.py)
+  fx=$(dirname "$0")/fixtures/hf_gpt2
+  got=$("$ZEROC" sample --model custom --layers 2 --hidden 32 --heads 4 --vocab 256 --seq 16 \
+        --init "$fx/model.safetensors" --tokenizer bytes --prompt "The cat sat on" --tokens 20 \
+        --temperature 0 | head -c 34 | od -An -tu1 | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+  [ "$got" = "$(cat "$fx/expected.txt")" ] || fail "ids '$got', transformers '$(cat "$fx/expected.txt")'"
+  echo "20 greedy tokens equal transformers' (window slid past 16)" ;;
+
+init_shorter_seq)
+  # a file of 64 positions trained at --seq 32: export writes all 64 rows back, unchanged
+  train 1 "${COMMON[@]}" --steps 3 --export "$WORK/a.safetensors" || fail "training at seq 64"
+  train 2 "${COMMON[@]}" --seq 32 --steps 0 --init "$WORK/a.safetensors" --export "$WORK/b.safetensors" \
+    || fail "--init at --seq 32"
+  cmp -s "$WORK/a.safetensors" "$WORK/b.safetensors" || fail "export at --seq 32 changed the file"
+  "${S[@]}" --seq 32 --init "$WORK/a.safetensors" > /dev/null || fail "sample at --seq 32"
+  echo "64-position file through --seq 32 exported byte for byte" ;;
 *) fail "unknown test $NAME" ;;
 esac

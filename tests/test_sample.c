@@ -372,11 +372,50 @@ static void test_trainer_sampler(void) {
   ZT_OK(zeroc_ctx_finalize(ctx));
 }
 
+/* transformers' own numbers on a GPT2LMHeadModel it saved (tests/fixtures/hf_gpt2, written
+ * offline by make_hf_gpt2.py: fp16, `transformer.` names, no lm_head, n_positions 32) read at
+ * a 16-token context: the logits of the prompt, and the greedy continuation across the
+ * window. */
+static void test_transformers_fixture(void) {
+  const zeroc_gpt_config_t hf = {2, 32, 4, 256, 16, 1};
+  const char *dir = ZT_FIXTURES "/hf_gpt2";
+  char path[512];
+  int32_t want[64], got[64];
+  int n = 0;
+  snprintf(path, sizeof path, "%s/expected.txt", dir);
+  FILE *f = fopen(path, "r");
+  CU_ASSERT_PTR_NOT_NULL(f);
+  while (f && n < 64 && fscanf(f, "%d", &want[n]) == 1) n++;
+  if (f) fclose(f);
+  enum { P = 14 }; /* "The cat sat on" */
+  CU_ASSERT_EQUAL(n, P + 20);
+  zeroc_sampler_t *s = NULL;
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  ZT_OK(zeroc_sampler_load(path, &hf, &s));
+  if (!s || n != P + 20) return;
+  float *ref = malloc(sizeof(float) * P * 256), *lg = malloc(sizeof(float) * P * 256);
+  snprintf(path, sizeof path, "%s/logits.txt", dir);
+  f = fopen(path, "r");
+  int k = 0;
+  while (f && k < P * 256 && fscanf(f, "%f", &ref[k]) == 1) k++;
+  if (f) fclose(f);
+  CU_ASSERT_EQUAL(k, P * 256);
+  ZT_OK(zeroc_sampler_logits(s, want, P, lg));
+  double e = zt_rel_err(lg, ref, (size_t)P * 256);
+  ZT_ASSERT_MSG(e < 1e-5, "logits against transformers: rel err %.3g", e);
+  ZT_OK(zeroc_sampler_generate(s, want, P, 20, 0.0, 0, 1, got));
+  CU_ASSERT(!memcmp(got, want + P, sizeof(int32_t) * 20));
+  free(ref);
+  free(lg);
+  zeroc_sampler_destroy(s);
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {{"import_forms", test_import_forms},
                                     {"logits_equal_training", test_logits_equal_training},
                                     {"generate", test_generate},
                                     {"trainer_sampler", test_trainer_sampler},
+                                    {"transformers_fixture", test_transformers_fixture},
                                     ZT_END};
   return zt_run_mpi(argc, argv, "sample", tests, 1, 0);
 }
