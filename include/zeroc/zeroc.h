@@ -14,6 +14,7 @@
 #include "zeroc/mesh.h"
 #include "zeroc/pipeline.h"
 #include "zeroc/plan.h"
+#include "zeroc/prepare.h"
 #include "zeroc/result.h"
 #include "zeroc/sample.h"
 #include "zeroc/shard.h"

@@ -60,6 +60,8 @@ struct zeroc_tokenizer {
   zeroc__tok_added_t *added; /* sorted by content */
   int32_t n_added;
   unsigned char added_first[256]; /* 1: some added token starts with this byte */
+  char b2s[256][2]; /* the byte-level character of each byte, as UTF-8 (1 or 2 bytes) */
+  uint8_t b2s_len[256];
   int add_prefix_space, use_regex, ignore_merges;
   int32_t unk; /* -1: none (a byte without a token is dropped, as tokenizers does) */
   int fuse_unk;
@@ -73,7 +75,7 @@ zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, s
                                  int32_t *ids, size_t *n);
 /* Writes a bpe tokenizer as a Hugging Face tokenizer.json to `path`. */
 zeroc_result_t zeroc__bpe_save(const zeroc_tokenizer_t *t, const char *path);
-/* The id of the model or added token whose file string is s[0..n), or -1. */
+/* The id of the model token whose file string is s[0..n), or -1. */
 int32_t zeroc__tok_find(const zeroc_tokenizer_t *t, const char *s, size_t n);
 /* 64-bit hash of n bytes. */
 uint64_t zeroc__tok_hash(const char *s, size_t n);
