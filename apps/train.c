@@ -296,6 +296,7 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
   if (r != ZEROC_OK) goto fail;
   stage_msg = "start";
   zeroc_trainer_info(tr, &in);
+  if ((r = ztrain_sample_from_data(&smp, &in, ctx))) goto fail;
   int start = in.start_step, steps = in.config.steps;
   r = open_metrics(&o, ctx, root, start, &metrics);
   if (r != ZEROC_OK) goto fail;

@@ -60,7 +60,7 @@ void ztrain_usage(void) {
          "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
          "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
          "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
-         "sample:  --sample-every N (0 = off) --sample-tokens M (64) --tokenizer bytes|FILE\n"
+         "sample:  --sample-every N (0 = off) --sample-tokens M (64) --tokenizer bytes|FILE (the data's)\n"
          "other:   --comm-timeout SECONDS (ZEROC_COMM_TIMEOUT or 300) --max-skipped N (5)\n"
          "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
          "docs/cli.md says which flags, outputs and exit codes are stable.\n");
@@ -220,7 +220,8 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
     if (access(o->nvme_dir, W_OK))
       return zarg_fail("train", "--nvme-dir '%s': directory not writable", o->nvme_dir);
   }
-  if (o->sample_every && !o->tokenizer)
+  /* without --tokenizer the data set's (zeroc data records one) is taken once it is open */
+  if (o->sample_every && !o->tokenizer && (!o->data || !strcmp(o->data, "synthetic")))
     return zarg_fail("train", "--sample-every needs a tokenizer to print text: --tokenizer bytes|FILE");
   if (o->init && access(o->init, R_OK))
     return zarg_fail("train", "--init '%s': file not readable", o->init);

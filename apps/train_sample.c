@@ -1,5 +1,6 @@
 /*
  * apps/train_sample.c - `zeroc train --sample-every N` (see train_sample.h).
+ * Without --tokenizer the data set's (the tokenizer.json `zeroc data` wrote).
  * The prompt is fixed for the run: the tokenizer's end-of-text token when it
  * has one (GPT-2 starts every document so), else the first 16 tokens of the
  * training data; generation draws at temperature 1 from every token with the
@@ -10,11 +11,12 @@
 
 #include "apps/args.h"
 #include "apps/train_sample.h"
+#include "core/error.h"
 
 int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztrain_sample_t *s) {
   *s = (ztrain_sample_t){
       NULL, o->sample_every, o->sample_tokens, o->seed < 0 ? 1 : (uint64_t)o->seed, {0}, 0};
-  if (!o->sample_every) return 0;
+  if (!o->sample_every || !o->tokenizer) return 0; /* none: the data set's, once it is open */
   if (zeroc_tokenizer_load(o->tokenizer, &s->tok))
     return zarg_fail("train", "--tokenizer '%s': %s", o->tokenizer, zeroc_last_error(NULL));
   if (zeroc_tokenizer_vocab(s->tok) > gc->vocab) {
@@ -24,6 +26,19 @@ int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztr
                      o->tokenizer, v, gc->vocab);
   }
   return 0;
+}
+
+zeroc_result_t ztrain_sample_from_data(ztrain_sample_t *s, const zeroc_train_info_t *info,
+                                       zeroc_ctx_t *ctx) {
+  if (!s->every || s->tok) return ZEROC_OK;
+  const char *spec = info->data.tokenizer;
+  zeroc_result_t r;
+  if (!spec[0])
+    r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "--sample-every needs a tokenizer to print text and "
+                                          "the data set records none: --tokenizer bytes|FILE");
+  else
+    r = zeroc_tokenizer_load(spec, &s->tok);
+  return zeroc_ctx_agree(ctx, r);
 }
 
 zeroc_result_t ztrain_sample_step(ztrain_sample_t *s, zeroc_trainer_t *tr, int step, int root) {

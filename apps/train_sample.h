@@ -22,6 +22,11 @@ typedef struct ztrain_sample {
  * on every rank alike). Returns 0, or 2 after the one-line error. */
 int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztrain_sample_t *s);
 
+/* Without --tokenizer: the tokenizer the data set records (info->data.tokenizer),
+ * or a refusal naming --tokenizer when it has none. Collective (agreed). */
+zeroc_result_t ztrain_sample_from_data(ztrain_sample_t *s, const zeroc_train_info_t *info,
+                                       zeroc_ctx_t *ctx);
+
 /* After step `step` (1-based): when due, every rank takes part in the
  * sample and rank 0 prints it. Collective. */
 zeroc_result_t ztrain_sample_step(ztrain_sample_t *s, zeroc_trainer_t *tr, int step, int root);

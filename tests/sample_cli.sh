@@ -84,7 +84,12 @@ train_sample_every)
   cmp -s "$WORK/a.loss" "$WORK/b.loss" || { paste "$WORK/a.loss" "$WORK/b.loss"; fail "sampling changed the losses"; }
   out=$(train 1 --steps 2 --sample-every 1 2>&1 >/dev/null); rc=$?
   [ $rc -eq 2 ] && echo "$out" | grep -q -- "--tokenizer" || fail "--sample-every without a tokenizer: $rc $out"
-  echo "2 samples printed; 10 losses bitwise those of the run without sampling" ;;
+  # without --tokenizer: the one `zeroc data` recorded beside the shards
+  for i in $(seq 1 200); do echo "line $i of a small text for the sampler test, with some words."; done > "$WORK/t.txt"
+  "$ZEROC" data --tokenizer bytes --out "$WORK/shards" --quiet "$WORK/t.txt" > /dev/null || fail "zeroc data"
+  out=$(train 1 --steps 4 --seq 32 --data "$WORK/shards" --sample-every 2 --sample-tokens 8) || fail "data tokenizer run"
+  [ "$(echo "$out" | grep -c '^step [24] sample')" = 2 ] || fail "no samples with the data's tokenizer: $out"
+  echo "2 samples printed; 10 losses bitwise those of the run without sampling; the data's tokenizer by default" ;;
 transformers)
   # a GPT2LMHeadModel saved by transformers (fp16, `transformer.` names, no lm_head,
   # n_positions 32) sampled at --seq 16: transformers' own greedy tokens (make_hf_gpt2.py)
