@@ -44,7 +44,12 @@ resume)
   out=$("${S[@]}" --resume "$WORK/ck" --layers 3 2>&1 >/dev/null); rc=$?
   [ $rc -eq 2 ] || fail "a checkpoint of another shape: exit $rc"
   echo "$out" | grep -q -e "model.layers" -e "units saved" || fail "no reason given: $out"
-  echo "--resume on 2 and 1 ranks equals --init" ;;
+  # a pipeline checkpoint (pp 2) under its layout: the same seeded text as its export
+  train 2 "${COMMON[@]}" --pp 2 --steps 4 --save "$WORK/pp" --export "$WORK/p.safetensors" || fail "pp training"
+  a=$("${S[@]}" --init "$WORK/p.safetensors" --seed 3) || fail "--init of the pp export"
+  b=$($MPIRUN $FLAGS -np 2 "${S[@]}" --pp 2 --resume "$WORK/pp" --seed 3) || fail "--resume --pp 2"
+  [ "$a" = "$b" ] || fail "--resume --pp 2 differs from --init"
+  echo "--resume on 2 and 1 ranks, and with --pp 2, equals --init" ;;
 
 bad_flags)
   train 1 --model tiny --steps 1 --export "$WORK/m.safetensors" || fail "training"
