@@ -6,6 +6,7 @@
  * stop the run before it trains.
  */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "comm/comm.h"
@@ -19,13 +20,22 @@ static uint64_t val_first(const zeroc_trainer_t *tr) {
   return tr->info.val.kind == ZEROC_DATA_SYNTHETIC ? (uint64_t)1 << 32 : 0;
 }
 
+/* The data layer's message, said to be about the held-out data. */
+static zeroc_result_t val_failed(zeroc_result_t r) {
+  char msg[ZEROC_ERRMSG_MAX];
+  snprintf(msg, sizeof msg, "val_data: %s", zeroc__tls_error());
+  zeroc__tls_error_set(msg);
+  return r;
+}
+
 zeroc_result_t zeroc__train_val_open(zeroc_trainer_t *tr) {
   zeroc_train_info_t *in = &tr->info;
   const zeroc_train_config_t *c = &in->config;
   if (!c->val_data) return ZEROC_OK;
   /* the training data's shape and order (unshuffled): its checks and messages */
   zeroc_data_config_t dcfg = zeroc__train_data_config(tr, c->val_data, 0);
-  ZEROC_CHECK(zeroc_data_create(&dcfg, &tr->val));
+  zeroc_result_t r = zeroc_data_create(&dcfg, &tr->val);
+  if (r) return val_failed(r);
   zeroc_data_info(tr->val, &in->val);
   /* whole global batches, at least one; a file set at most once through */
   int64_t per = (int64_t)in->global_batch * c->seq;
@@ -47,12 +57,11 @@ zeroc_result_t zeroc__train_val_open(zeroc_trainer_t *tr) {
   int32_t *x = malloc(ntok * 2 * sizeof *x);
   if (!x) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "val_data: token buffers (2 x %zu tokens)", ntok);
   zeroc_data_layout_t lay = {tr->dp, tr->dp_rank, c->batch, c->grad_accum};
-  zeroc_result_t r = ZEROC_OK;
   for (int k = 0; !r && k < in->val_batches; k++)
     for (int u = 0; !r && u < c->grad_accum; u++)
       r = zeroc_data_batch(tr->val, &lay, val_first(tr) + (uint64_t)k, u, x, x + ntok);
   free(x);
-  return r;
+  return r ? val_failed(r) : ZEROC_OK;
 }
 
 /* The sum of the micro-batch losses of held-out global batch k on this rank
