@@ -224,6 +224,7 @@ static void fill_io(zeroc_model_t *m, int i, const pass_t *p, zeroc_layer_io_t *
   io->micro = p->micro;
   io->slot = p->slot;
   io->batch = p->batch;
+  io->eval = p->eval;
   io->params = u->pviews;
   io->stream = m->compute;
   io->workspace = m->ws;
