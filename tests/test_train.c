@@ -231,8 +231,10 @@ static void test_val_every(void) {
     CU_ASSERT(isnan(val0[s]));
     int want = s == 1 || s == 3 || s == 4;
     ZT_ASSERT_MSG(ev[s] == want, "step %d: evaluated %d, expected %d", s + 1, ev[s], want);
-    if (want) ZT_ASSERT_MSG(isfinite(val[s]) && val[s] > 0, "step %d: val_loss %g", s + 1, val[s]);
-    else CU_ASSERT(isnan(val[s]));
+    if (want)
+      ZT_ASSERT_MSG(isfinite(val[s]) && val[s] > 0, "step %d: val_loss %g", s + 1, val[s]);
+    else
+      CU_ASSERT(isnan(val[s]));
   }
   CU_ASSERT(val[1] > val[4]); /* it learns */
   CU_ASSERT_EQUAL(val[4], after);

@@ -589,8 +589,7 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
 
 zeroc_result_t zeroc_pipeline_eval(zeroc_pipeline_t *p, const void *const *batches, double *loss) {
   if (!p || !batches || !loss)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "zeroc_pipeline_eval: NULL pipeline, batches or loss");
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_eval: NULL pipeline, batches or loss");
   run_t rn = {batches, 1, 0, 0, 0, 0};
   zeroc__eval_mark_t mark;
   zeroc__model_eval_mark(p->m, &mark);

@@ -498,8 +498,7 @@ zeroc_result_t zeroc__model_forward_units(zeroc_model_t *m, int first, int last,
 }
 
 zeroc_result_t zeroc__model_eval_units(zeroc_model_t *m, int first, int last, int slot, int micro,
-                                       const void *batch, const void *in, void **out,
-                                       float *loss) {
+                                       const void *batch, const void *in, void **out, float *loss) {
   CHK(range_check(m, "evaluation of a unit range", first, last, slot, micro));
   pass_t p = {first, last, slot, micro, batch, 1};
   return forward_pass(m, &p, in, out, loss);
