@@ -5,6 +5,7 @@
  * the trainer checks too are the library's (src/train/check.c), and so is the
  * schedule printed (src/train/print_schedule.c): here they get the flags' names.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ void ztrain_usage(void) {
          "pipeline: --pp P (1) --pp-schedule 1f1b|interleaved (1f1b) --vpp V (1, chunks per rank)\n"
          "         --microbatches M (P; replaces --grad-accum) --print-schedule (print, then exit)\n"
          "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
+         "eval:    --val-data synthetic|PATH|GLOB --val-every N (0 = off; not given: after\n"
+         "         the last step only) --val-tokens T (65536, rounded up to whole global batches)\n"
          "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
          "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
          "sample:  --sample-every N (0 = off) --sample-tokens M (64) --tokenizer bytes|FILE (the data's)\n"
@@ -103,6 +106,9 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--nvme-dir", ARG_STRING, &o->nvme_dir, 0, 0, 0, NULL, NULL},
       {"--data", ARG_STRING, &o->data, 0, 0, 0, NULL, NULL},
       {"--shuffle", ARG_SWITCH, &o->shuffle, 0, 0, 0, NULL, NULL},
+      {"--val-data", ARG_STRING, &o->val_data, 0, 0, 0, NULL, NULL},
+      {"--val-every", ARG_INT, &o->val_every, 0, 1e9, 0, NULL, &o->set_val_every},
+      {"--val-tokens", ARG_I64, &o->val_tokens, 1, ZEROC__VAL_TOKENS_MAX, 0, NULL, NULL},
       {"--save", ARG_STRING, &o->save, 0, 0, 0, NULL, NULL},
       {"--save-every", ARG_INT, &o->save_every, 1, 1e9, 0, NULL, NULL},
       {"--resume", ARG_STRING, &o->resume, 0, 0, 0, NULL, NULL},
@@ -165,6 +171,9 @@ static const zeroc__train_names_t FLAG_NAMES = {
     .save = "--save DIR",
     .resume = "--resume",
     .init = "--init",
+    .val_data = "--val-data",
+    .val_every = "--val-every",
+    .val_tokens = "--val-tokens",
 };
 
 /* A broken rule's message, without the library's "file:line: " in front. */
@@ -258,6 +267,10 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->vpp = o->vpp;
   c->data = o->data;
   c->shuffle = o->shuffle;
+  c->val_data = o->val_data;
+  /* --val-data alone: one evaluation, after the last step (a cadence no run reaches) */
+  c->val_every = o->set_val_every || !o->val_data ? o->val_every : INT_MAX;
+  c->val_tokens = o->val_tokens;
   c->init = o->init;
   c->resume = o->resume;
   c->save = o->save;
