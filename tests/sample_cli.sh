@@ -87,6 +87,9 @@ train_sample_every)
   field "$WORK/a.jsonl" loss > "$WORK/a.loss"; field "$WORK/b.jsonl" loss > "$WORK/b.loss"
   [ "$(wc -l < "$WORK/a.loss")" = 10 ] || fail "expected 10 losses"
   cmp -s "$WORK/a.loss" "$WORK/b.loss" || { paste "$WORK/a.loss" "$WORK/b.loss"; fail "sampling changed the losses"; }
+  # the sample's gathers are not counted in the next step's communication
+  field "$WORK/a.jsonl" comm_bytes > "$WORK/a.cb"; field "$WORK/b.jsonl" comm_bytes > "$WORK/b.cb"
+  cmp -s "$WORK/a.cb" "$WORK/b.cb" || { paste "$WORK/a.cb" "$WORK/b.cb"; fail "sampling changed comm_bytes"; }
   out=$(train 1 --steps 2 --sample-every 1 2>&1 >/dev/null); rc=$?
   [ $rc -eq 2 ] && echo "$out" | grep -q -- "--tokenizer" || fail "--sample-every without a tokenizer: $rc $out"
   # without --tokenizer: the one `zeroc data` recorded beside the shards

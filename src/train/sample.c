@@ -12,6 +12,7 @@
 #include "model/sample.h"
 #include "persist/gpt_file.h"
 #include "runtime/runtime.h"
+#include "shard/engine.h"
 #include "train/trainer.h"
 #include "zeroc/ckpt.h"
 
@@ -40,7 +41,11 @@ zeroc_result_t zeroc_sampler_from_trainer(zeroc_trainer_t *tr, zeroc_sampler_t *
   int root = zeroc_ctx_mesh(tr->ctx)->rank == 0;
   zeroc_result_t r = root ? zeroc__sampler_create(&tr->info.model, &s) : ZEROC_OK;
   r = zeroc_ctx_agree(tr->ctx, r);
+  /* the gathers are not the next step's: out of its comm_bytes and exposed time */
+  zeroc__eval_mark_t mark;
+  zeroc__model_eval_mark(tr->model, &mark);
   if (!r) r = zeroc__gpt_collect(tr->model, tr->gpt, fill, s);
+  zeroc__model_eval_unmark(tr->model, &mark);
   if (r) {
     zeroc_sampler_destroy(s);
     return zeroc__ctx_ret(tr->ctx, r);
