@@ -92,7 +92,7 @@ zeroc_result_t zeroc__sampler_create(const zeroc_gpt_config_t *cfg, zeroc_sample
   s->x = malloc(rows * C * 4), s->ln = malloc(rows * C * 4), s->qkv = malloc(rows * 3 * C * 4);
   s->atty = malloc(rows * C * 4), s->res = malloc(rows * C * 4);
   s->fch = malloc(rows * 4 * C * 4), s->fchg = malloc(rows * 4 * C * 4);
-  s->mean = malloc(rows * 4), s->rstd = malloc(rows * 4), s->logits = malloc(rows * V * 4);
+  s->mean = malloc(rows * 4), s->rstd = malloc(rows * 4), s->logits = malloc(V * 4);
   s->prob = malloc(V * sizeof(double)), s->idx = malloc(V * sizeof(int));
   if (!s->w || !s->kv || !s->x || !s->ln || !s->qkv || !s->atty || !s->res || !s->fch || !s->fchg ||
       !s->mean || !s->rstd || !s->logits || !s->prob || !s->idx) {
@@ -181,9 +181,9 @@ static void linear(float *out, const float *inp, const float *weight, const floa
     zeroc__cpu_matmul_forward(out, inp, weight, bias, n, C, OC);
 }
 
-// ids (n) at positions pos..pos+n-1 -> the cache extended by n rows; logits (n,V) of every
-// row when `all`, else of the last row only (s->logits row 0)
-static void forward(zeroc_sampler_t *s, const int32_t *ids, int n, int all) {
+// ids (n) at positions pos..pos+n-1 -> the cache extended by n rows; the logits (V) of the
+// last row in s->logits
+static void forward(zeroc_sampler_t *s, const int32_t *ids, int n) {
   const int C = s->cfg.hidden, NH = s->cfg.heads, V = s->cfg.vocab, T = s->cfg.seq, pos = s->pos;
   float *x = s->x;
   for (int i = 0; i < n; i++) {
@@ -208,11 +208,10 @@ static void forward(zeroc_sampler_t *s, const int32_t *ids, int n, int all) {
     zeroc__cpu_add(x, s->res, (size_t)n * C);
   }
   s->pos = pos + n;
-  /* the head: every row, or the last one */
-  const float *in = all ? x : x + (size_t)(n - 1) * C;
-  int rows = all ? n : 1;
-  zeroc__cpu_layernorm_forward(s->ln, s->mean, s->rstd, in, s->lnfw, s->lnfb, rows, C);
-  linear(s->logits, s->ln, s->wte, NULL, rows, C, V);
+  /* the head: the last row only, the one the next token is drawn from */
+  const float *in = x + (size_t)(n - 1) * C;
+  zeroc__cpu_layernorm_forward(s->ln, s->mean, s->rstd, in, s->lnfw, s->lnfb, 1, C);
+  linear(s->logits, s->ln, s->wte, NULL, 1, C, V);
 }
 
 static zeroc_result_t check_ids(const zeroc_sampler_t *s, const int32_t *ids, int n) {
@@ -231,7 +230,7 @@ zeroc_result_t zeroc_sampler_logits(zeroc_sampler_t *s, const int32_t *ids, int 
   const size_t V = (size_t)s->cfg.vocab;
   s->pos = 0;
   for (int i = 0; i < n; i++) {
-    forward(s, ids + i, 1, 0);
+    forward(s, ids + i, 1);
     memcpy(logits + i * V, s->logits, V * sizeof(float));
   }
   return ZEROC_OK;
@@ -319,7 +318,7 @@ zeroc_result_t zeroc_sampler_generate(zeroc_sampler_t *s, const int32_t *prompt,
   zeroc__rng_t rng;
   zeroc__rng_seed(&rng, seed);
   s->pos = 0;
-  forward(s, hist, len, 0);
+  forward(s, hist, len);
   for (int k = 0; k < tokens; k++) {
     int32_t t = choose(s, s->logits, temperature, top_k, &rng);
     out[k] = t;
@@ -327,10 +326,10 @@ zeroc_result_t zeroc_sampler_generate(zeroc_sampler_t *s, const int32_t *prompt,
     hist[len++] = t;
     int w = len < T ? len : T; /* the window the next prediction sees */
     if (s->cache && s->pos < T) {
-      forward(s, &t, 1, 0);
+      forward(s, &t, 1);
     } else { /* no cache, or a full one: the last w tokens again from position 0 */
       s->pos = 0;
-      forward(s, hist + len - w, w, 0);
+      forward(s, hist + len - w, w);
     }
   }
   free(hist);
