@@ -16,6 +16,7 @@
 #include "zeroc/plan.h"
 #include "zeroc/prepare.h"
 #include "zeroc/result.h"
+#include "zeroc/sample.h"
 #include "zeroc/shard.h"
 #include "zeroc/tokenizer.h"
 #include "zeroc/train.h"
