@@ -186,12 +186,18 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
 /*
  * Loads weights from such a file (extra tensors such as h.{i}.attn.bias masks
  * are ignored) into the master weights (with tensor parallelism, each tp rank
- * its slice) and publishes them. Checks every
- * tensor's presence and shape first: nothing changes on error.
+ * its slice) and publishes them. Reads files as Hugging Face `transformers`
+ * writes them: names bare (`wte.weight`, `h.0....`) or prefixed `transformer.`
+ * (GPT2LMHeadModel.save_pretrained), an `lm_head.weight` equal to wte or none
+ * (a different head is refused: the model ties it), F32, BF16 or F16 values
+ * (converted to fp32), and a `wpe.weight` with more rows than cfg->seq (the
+ * first seq rows are used; the rest are kept in host memory, and
+ * zeroc_gpt_export writes the whole table back). Checks every tensor's
+ * presence and shape first: nothing changes on error.
  * Collective. Returns ZEROC_ERR_IO, ZEROC_ERR_CORRUPT, ZEROC_ERR_INVALID_ARG
- * (a missing tensor or another shape, naming it).
+ * (a missing tensor or another shape, an untied head, naming it).
  */
-zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path);
+zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, zeroc_gpt_t *g, const char *path);
 
 #ifdef __cplusplus
 }

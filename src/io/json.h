@@ -115,6 +115,8 @@ zeroc_result_t zeroc__jw_object_end(zeroc__jw_t *w);
 zeroc_result_t zeroc__jw_array_begin(zeroc__jw_t *w);
 zeroc_result_t zeroc__jw_array_end(zeroc__jw_t *w);
 zeroc_result_t zeroc__jw_key(zeroc__jw_t *w, const char *key);
+/* A key of n bytes (it may hold NULs, as a parsed key from \u0000 may). */
+zeroc_result_t zeroc__jw_keyn(zeroc__jw_t *w, const char *key, size_t n);
 /* Strings are UTF-8; a byte sequence that is not valid UTF-8 is written as
  * U+FFFD so the output always parses. */
 zeroc_result_t zeroc__jw_string(zeroc__jw_t *w, const char *s);

@@ -157,6 +157,10 @@ static void put_string(zeroc__jw_t *w, const char *s, size_t n) {
 }
 
 zeroc_result_t zeroc__jw_key(zeroc__jw_t *w, const char *key) {
+  return zeroc__jw_keyn(w, key, strlen(key));
+}
+
+zeroc_result_t zeroc__jw_keyn(zeroc__jw_t *w, const char *key, size_t n) {
   if (w->err) return w->err;
   if (w->depth == 0 || !w->in_object[w->depth])
     return misuse(w, __LINE__, "a key outside an object");
@@ -164,7 +168,7 @@ zeroc_result_t zeroc__jw_key(zeroc__jw_t *w, const char *key) {
   if (w->count_nonzero[w->depth]) puts_(w, w->indent ? "," : ", ");
   newline(w, w->depth);
   w->count_nonzero[w->depth] = 1;
-  put_string(w, key, strlen(key));
+  put_string(w, key, n);
   put(w, ": ", 2);
   w->want_value = 1;
   return w->err;

@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "kernels/kernels.h"
+#include "model/gpt_internal.h"
 #include "model/gpt_sizes.h"
 #include "runtime/runtime.h"
 #include "tp/split.h"
@@ -92,6 +93,8 @@ struct zeroc_gpt {
     int l, lb;
   } * refs; /* per local block: global and local index */
   uint64_t act_bytes;
+  float *wpe_tail; /* imported position rows beyond seq, kept for export (host) */
+  int wpe_tail_rows;
   void **allocs;
   int nallocs;
 };
@@ -763,7 +766,24 @@ void zeroc_gpt_destroy(zeroc_gpt_t *g) {
   free(g->chunk_count);
   free(g->refs);
   free(g->losses_host);
+  free(g->wpe_tail);
   free(g);
+}
+
+void zeroc__gpt_set_wpe_tail(zeroc_gpt_t *g, float *rows, int nrows) {
+  free(g->wpe_tail);
+  g->wpe_tail = nrows > 0 ? rows : NULL;
+  g->wpe_tail_rows = nrows > 0 ? nrows : 0;
+  if (nrows <= 0) free(rows);
+}
+
+const void *zeroc__gpt_logits(const zeroc_gpt_t *g, int slot) {
+  return slot >= 0 && slot < g->slots ? g->act[slot].logits : NULL;
+}
+
+const float *zeroc__gpt_wpe_tail(const zeroc_gpt_t *g, int *nrows) {
+  *nrows = g->wpe_tail_rows;
+  return g->wpe_tail;
 }
 
 const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n) {

@@ -73,7 +73,7 @@ static zeroc_result_t resolve_defaults(zeroc_trainer_t *tr, zeroc_train_config_t
   if (!c->data) c->data = "synthetic";
   if (c->spike_window <= 0) c->spike_window = 50;
   if (c->spike_z <= 0) c->spike_z = 6.0;
-  if (c->val_batches <= 0) c->val_batches = 8;
+  if (c->val_data && c->val_tokens == 0) c->val_tokens = 65536; /* < 0: refused below */
   return ZEROC_OK; /* the shape itself is checked where the GPT is built */
 }
 
@@ -350,6 +350,7 @@ static zeroc_result_t build(zeroc_trainer_t *tr) {
   r = zeroc_data_create(&dcfg, &tr->data);
   ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
   zeroc_data_info(tr->data, &tr->info.data);
+  ZEROC_CHECK(zeroc_ctx_agree(ctx, zeroc__train_val_open(tr)));
 
   create_phase = "model";
   ZEROC_CHECK(build_model(tr));

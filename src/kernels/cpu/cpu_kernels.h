@@ -22,6 +22,9 @@ void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, co
                                    const float *rstd, int N, int C);
 void zeroc__cpu_matmul_forward(float *out, const float *inp, const float *weight,
                                const float *bias, int N, int C, int OC);
+/* out (OC) = weight (OC,C) @ inp (C) + bias (OC, may be NULL): one row (inference) */
+void zeroc__cpu_matvec_forward(float *out, const float *inp, const float *weight,
+                               const float *bias, int C, int OC);
 void zeroc__cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                 const float *inp, const float *weight, int N, int C, int OC);
 /* drop: attention dropout on the probabilities, or NULL */

@@ -1,0 +1,291 @@
+/*
+ * text/bpe_encode.c - encoding with a bpe tokenizer, as Hugging Face
+ * `tokenizers` does: added tokens (<|endoftext|>) are cut out of the raw text
+ * first (leftmost, longest); each piece between them is pre-tokenized with
+ * GPT-2's pattern (or kept whole when use_regex is false), each word's bytes
+ * start as one-byte tokens and the pair of lowest merge rank (leftmost on a
+ * tie) is merged until no pair has a rank.
+ *
+ * The pattern, matched by hand (alternatives in order, at each position):
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * Everything here reads the tokenizer and writes the caller's buffers only,
+ * so calls may run from several threads at once.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "text/bpe_build.h"
+#include "text/unicode.h"
+
+/* The class and length of the character at p (n > 0 bytes left). */
+static inline zeroc__uc_class_t char_at(const unsigned char *p, size_t n, size_t *len) {
+  if (p[0] < 0x80) {
+    *len = 1;
+    return (zeroc__uc_class_t)zeroc__uc_ascii[p[0]];
+  }
+  uint32_t cp;
+  *len = zeroc__uc_next(p, n, &cp);
+  return cp == 0xFFFFFFFFu ? ZEROC_UC_OTHER : zeroc__uc_class(cp);
+}
+
+/* The end of the run of class c starting at p[i]. */
+static inline size_t run_of(const unsigned char *p, size_t n, size_t i, zeroc__uc_class_t c) {
+  while (i < n) {
+    size_t l;
+    if (char_at(p + i, n - i, &l) != c) break;
+    i += l;
+  }
+  return i;
+}
+
+/* The length of the pattern's match at the start of p[0..n), n > 0. */
+static size_t gpt2_word(const unsigned char *p, size_t n) {
+  if (p[0] == '\'' && n >= 2) {
+    unsigned c1 = p[1];
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+    if (n >= 3 &&
+        ((c1 == 'r' && p[2] == 'e') || (c1 == 'v' && p[2] == 'e') || (c1 == 'l' && p[2] == 'l')))
+      return 3;
+  }
+  size_t l0;
+  zeroc__uc_class_t c0 = char_at(p, n, &l0);
+  if (p[0] == ' ' && n > 1) {
+    size_t l1;
+    zeroc__uc_class_t c1 = char_at(p + 1, n - 1, &l1);
+    if (c1 != ZEROC_UC_SPACE) return run_of(p, n, 1 + l1, c1);
+  }
+  if (c0 != ZEROC_UC_SPACE) return run_of(p, n, l0, c0);
+  /* \s+(?!\S): the whole run at the end of the text; before a non-space, the
+   * run less its last character when that leaves one; else \s+ (the run) */
+  size_t i = l0, last = 0;
+  while (i < n) {
+    size_t l;
+    if (char_at(p + i, n - i, &l) != ZEROC_UC_SPACE) break;
+    last = i;
+    i += l;
+  }
+  if (i == n || last == 0) return i;
+  return last;
+}
+
+static inline int32_t pair_lookup(const zeroc_tokenizer_t *t, int32_t a, int32_t b, int32_t *id) {
+  uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+  uint64_t h = zeroc__pair_slot(key, t->pair_mask);
+  for (;;) {
+    const zeroc__tok_pair_t *s = &t->pairs[h];
+    if (s->key == key) {
+      *id = s->id;
+      return s->rank;
+    }
+    if (s->key == ~0ull) return INT32_MAX;
+    h = (h + 1) & t->pair_mask;
+  }
+}
+
+/* Short words: the symbols in an array, the lowest rank found by a scan. */
+static size_t merge_small(const zeroc_tokenizer_t *t, int32_t *s, size_t n) {
+  int32_t r[64], m[64];
+  for (size_t i = 0; i + 1 < n; i++) r[i] = pair_lookup(t, s[i], s[i + 1], &m[i]);
+  while (n > 1) {
+    size_t best = 0;
+    for (size_t i = 1; i + 1 < n; i++)
+      if (r[i] < r[best]) best = i;
+    if (r[best] == INT32_MAX) break;
+    s[best] = m[best];
+    memmove(s + best + 1, s + best + 2, (n - best - 2) * sizeof *s);
+    memmove(r + best + 1, r + best + 2, (n - best - 2) * sizeof *r);
+    memmove(m + best + 1, m + best + 2, (n - best - 2) * sizeof *m);
+    n--;
+    if (best > 0) r[best - 1] = pair_lookup(t, s[best - 1], s[best], &m[best - 1]);
+    if (best + 1 < n) r[best] = pair_lookup(t, s[best], s[best + 1], &m[best]);
+  }
+  return n;
+}
+
+/* Long words: a linked list of symbols and a min-heap of (rank, position)
+ * candidates, stale ones skipped; the same order as the scan. */
+typedef struct {
+  int32_t rank;
+  int32_t pos;
+  int32_t left, right; /* the pair it was made for */
+} cand_t;
+
+static int cand_less(const cand_t *a, const cand_t *b) {
+  return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
+}
+
+static void heap_push(cand_t *h, size_t *n, cand_t c) {
+  size_t i = (*n)++;
+  while (i > 0 && cand_less(&c, &h[(i - 1) / 2])) {
+    h[i] = h[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h[i] = c;
+}
+
+static cand_t heap_pop(cand_t *h, size_t *n) {
+  cand_t top = h[0], last = h[--*n];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && cand_less(&h[c + 1], &h[c])) c++;
+    if (!cand_less(&h[c], &last)) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n) h[i] = last;
+  return top;
+}
+
+static zeroc_result_t merge_large(const zeroc_tokenizer_t *t, int32_t *s, size_t *np) {
+  size_t n = *np, hn = 0;
+  int32_t *next = malloc(n * sizeof *next), *prev = malloc(n * sizeof *prev);
+  cand_t *heap = malloc(2 * n * sizeof *heap);
+  if (!next || !prev || !heap) {
+    free(next), free(prev), free(heap);
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory for a word of %zu bytes", n);
+  }
+  for (size_t i = 0; i < n; i++) {
+    next[i] = i + 1 < n ? (int32_t)(i + 1) : -1;
+    prev[i] = (int32_t)i - 1;
+    int32_t id = 0;
+    int32_t rk = i + 1 < n ? pair_lookup(t, s[i], s[i + 1], &id) : INT32_MAX;
+    if (rk != INT32_MAX) heap_push(heap, &hn, (cand_t){rk, (int32_t)i, s[i], s[i + 1]});
+  }
+  while (hn) {
+    cand_t c = heap_pop(heap, &hn);
+    int32_t i = c.pos, j = next[i];
+    if (s[i] != c.left || j < 0 || s[j] != c.right) continue; /* stale */
+    int32_t id = c.left;
+    pair_lookup(t, s[i], s[j], &id);
+    s[i] = id;
+    s[j] = -1;
+    next[i] = next[j];
+    if (next[j] >= 0) prev[next[j]] = i;
+    int32_t p = prev[i], q = next[i], rk;
+    if (p >= 0 && (rk = pair_lookup(t, s[p], s[i], &id)) != INT32_MAX)
+      heap_push(heap, &hn, (cand_t){rk, p, s[p], s[i]});
+    if (q >= 0 && (rk = pair_lookup(t, s[i], s[q], &id)) != INT32_MAX)
+      heap_push(heap, &hn, (cand_t){rk, i, s[i], s[q]});
+  }
+  size_t w = 0;
+  for (int32_t i = 0; i >= 0; i = next[i]) s[w++] = s[i];
+  *np = w;
+  free(next), free(prev), free(heap);
+  return ZEROC_OK;
+}
+
+/* Encodes one pre-tokenized word w[0..n) into out (room for n ids). */
+static zeroc_result_t encode_word(const zeroc_tokenizer_t *t, const unsigned char *w, size_t n,
+                                  int32_t *out, size_t *nout) {
+  if (t->ignore_merges) { /* a word that is a token is taken whole */
+    char small[512] = {0}, *s = 2 * n <= sizeof small ? small : calloc(2 * n, 1);
+    if (!s) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory");
+    size_t l = 0;
+    for (size_t i = 0; i < n; i++) {
+      memcpy(s + l, t->b2s[w[i]], t->b2s_len[w[i]]);
+      l += t->b2s_len[w[i]];
+    }
+    int32_t id = zeroc__tok_find(t, s, l);
+    if (s != small) free(s);
+    if (id >= 0) {
+      out[0] = id;
+      *nout = 1;
+      return ZEROC_OK;
+    }
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int32_t id = t->byte_id[w[i]];
+    if (id < 0) { /* no token for this byte: the unknown token, or dropped */
+      if (t->unk < 0 || (t->fuse_unk && k && out[k - 1] == t->unk)) continue;
+      id = t->unk;
+    }
+    out[k++] = id;
+  }
+  *nout = k;
+  if (k > 64) return merge_large(t, out, nout);
+  *nout = k > 1 ? merge_small(t, out, k) : k;
+  return ZEROC_OK;
+}
+
+/* Encodes a piece of text between added tokens: pre-tokenized, each word
+ * merged. ids has room for cap ids in all. */
+static zeroc_result_t encode_piece(const zeroc_tokenizer_t *t, const unsigned char *p, size_t n,
+                                   int32_t *ids, size_t cap, size_t *k) {
+  size_t i = 0;
+  while (i < n) {
+    size_t wl = t->use_regex ? gpt2_word(p + i, n - i) : n - i;
+    size_t got = 0;
+    if (*k + wl <= cap) {
+      ZEROC_CHECK(encode_word(t, p + i, wl, ids + *k, &got));
+    } else { /* only with add_prefix_space: the word may still fit once merged */
+      int32_t *tmp = malloc(wl * sizeof *tmp);
+      if (!tmp) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory");
+      zeroc_result_t r = encode_word(t, p + i, wl, tmp, &got);
+      if (r == ZEROC_OK && *k + got <= cap) memcpy(ids + *k, tmp, got * sizeof *tmp);
+      free(tmp);
+      ZEROC_CHECK(r);
+      if (*k + got > cap)
+        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                          "zeroc_tokenizer_encode: more tokens than the %zu ids the buffer holds "
+                          "(add_prefix_space adds a space to every piece of text)",
+                          cap);
+    }
+    *k += got;
+    i += wl;
+  }
+  return ZEROC_OK;
+}
+
+/* A piece with add_prefix_space: a space before it unless it starts with one. */
+static zeroc_result_t encode_prefixed(const zeroc_tokenizer_t *t, const unsigned char *p, size_t n,
+                                      int32_t *ids, size_t cap, size_t *k) {
+  if (!t->add_prefix_space || p[0] == ' ') return encode_piece(t, p, n, ids, cap, k);
+  unsigned char *q = malloc(n + 1);
+  if (!q) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory for %zu bytes", n);
+  q[0] = ' ';
+  memcpy(q + 1, p, n);
+  zeroc_result_t r = encode_piece(t, q, n + 1, ids, cap, k);
+  free(q);
+  return r;
+}
+
+/* The longest added token at p[0..n), or NULL. */
+static const zeroc__tok_added_t *added_at(const zeroc_tokenizer_t *t, const unsigned char *p,
+                                          size_t n) {
+  const zeroc__tok_added_t *best = NULL;
+  for (int32_t i = 0; i < t->n_added; i++) {
+    const zeroc__tok_added_t *a = &t->added[i];
+    if (a->len <= n && (!best || a->len > best->len) && (unsigned char)a->content[0] == p[0] &&
+        memcmp(a->content, p, a->len) == 0)
+      best = a;
+  }
+  return best;
+}
+
+zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
+                                 int32_t *ids, size_t *n) {
+  const unsigned char *p = (const unsigned char *)text;
+  size_t k = 0, start = 0;
+  for (size_t i = 0; t->n_added && i < len; i++) {
+    if (!t->added_first[p[i]]) continue;
+    const zeroc__tok_added_t *a = added_at(t, p + i, len - i);
+    if (!a) continue;
+    if (i > start) ZEROC_CHECK(encode_prefixed(t, p + start, i - start, ids, len, &k));
+    if (k >= len)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "zeroc_tokenizer_encode: more tokens than the %zu ids the buffer holds "
+                        "(a tokenizer with add_prefix_space adds a space to every piece of text)",
+                        len);
+    ids[k++] = a->id;
+    i += a->len - 1;
+    start = i + 1;
+  }
+  if (start < len) ZEROC_CHECK(encode_prefixed(t, p + start, len - start, ids, len, &k));
+  *n = k;
+  return ZEROC_OK;
+}

@@ -1,0 +1,88 @@
+/*
+ * text/tokenizer_internal.h - the tokenizer object shared by the loader
+ * (bpe_load.c), the encoder (bpe_encode.c) and the public calls
+ * (tokenizer.c). Not installed.
+ *
+ * Shape of a bpe tokenizer: every id in [0, vocab) is a gap, a model token or
+ * an added token. A model token keeps its string as the file spells it (the
+ * byte-level alphabet of GPT-2, e.g. "Ġthe") and its bytes ("\x20the"); an
+ * added token keeps its content as both. Encoding works on bytes: each byte
+ * starts as the id of its one-byte token, and merges are looked up by the pair
+ * of ids (a, b) -> (rank, merged id).
+ */
+#ifndef ZEROC_TEXT_TOKENIZER_INTERNAL_H
+#define ZEROC_TEXT_TOKENIZER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zeroc/tokenizer.h"
+
+/* Ids above this are refused at load (a corrupt file, not a vocabulary). */
+#define ZEROC_TOK_MAX_ID (1 << 24)
+/* Tokenizer files larger than this are refused. */
+#define ZEROC_TOK_MAX_FILE ((size_t)1 << 30)
+
+typedef enum { ZEROC_TOK_BYTES = 0, ZEROC_TOK_BPE = 1 } zeroc__tok_kind_t;
+typedef enum { ZEROC_TOK_GAP = 0, ZEROC_TOK_MODEL = 1, ZEROC_TOK_ADDED = 2 } zeroc__tok_entry_t;
+
+/* One slot of the merge table: key (a << 32 | b), key ~0 = empty. */
+typedef struct zeroc__tok_pair {
+  uint64_t key;
+  int32_t rank;
+  int32_t id;
+} zeroc__tok_pair_t;
+
+typedef struct zeroc__tok_added {
+  const char *content; /* into tok->bytes */
+  uint32_t len;
+  int32_t id;
+  int special;
+} zeroc__tok_added_t;
+
+struct zeroc_tokenizer {
+  zeroc__tok_kind_t kind;
+  int vocab;
+  int32_t eot;
+  /* ---- bpe ---- */
+  unsigned char *entry;     /* [vocab] zeroc__tok_entry_t */
+  char *bytes;              /* the bytes of every id, concatenated */
+  uint64_t *off;            /* [vocab + 1] into bytes */
+  char *strs;               /* the file's string of every id, concatenated */
+  uint64_t *soff;           /* [vocab + 1] into strs */
+  int32_t byte_id[256];     /* the id of each one-byte token, -1: none */
+  zeroc__tok_pair_t *pairs; /* open addressing, pair_mask + 1 slots */
+  uint64_t pair_mask;
+  int32_t (*merges)[2]; /* [n_merges] in rank order (for save) */
+  int32_t n_merges;
+  int32_t *str_hash; /* ids by string, open addressing, str_mask + 1 slots, -1 empty */
+  uint64_t str_mask;
+  zeroc__tok_added_t *added; /* sorted by content */
+  int32_t n_added;
+  unsigned char added_first[256]; /* 1: some added token starts with this byte */
+  char b2s[256][2]; /* the byte-level character of each byte, as UTF-8 (1 or 2 bytes) */
+  uint8_t b2s_len[256];
+  int add_prefix_space, use_regex, ignore_merges;
+  int32_t unk; /* -1: none (a byte without a token is dropped, as tokenizers does) */
+  int fuse_unk;
+};
+
+/* Builds a bpe tokenizer from the file `path` (tokenizer.json or vocab.json). */
+zeroc_result_t zeroc__bpe_load(const char *path, const char *buf, size_t len,
+                               zeroc_tokenizer_t **out);
+/* Encodes with a bpe tokenizer (the contract of zeroc_tokenizer_encode). */
+zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
+                                 int32_t *ids, size_t *n);
+/* Writes a bpe tokenizer as a Hugging Face tokenizer.json to `path`. */
+zeroc_result_t zeroc__bpe_save(const zeroc_tokenizer_t *t, const char *path);
+/* The id of the model token whose file string is s[0..n), or -1. */
+int32_t zeroc__tok_find(const zeroc_tokenizer_t *t, const char *s, size_t n);
+/* 64-bit hash of n bytes. */
+uint64_t zeroc__tok_hash(const char *s, size_t n);
+
+/* GPT-2's byte <-> unicode map: the code point that stands for byte b, and the
+ * byte a code point stands for (-1: none). */
+uint32_t zeroc__byte_to_cp(unsigned b);
+int zeroc__cp_to_byte(uint32_t cp);
+
+#endif
