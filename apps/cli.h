@@ -11,6 +11,8 @@ int zeroc_cmd_info(int argc, char **argv);
 int zeroc_cmd_plan(int argc, char **argv);
 int zeroc_cmd_train(int argc, char **argv);
 int zeroc_cmd_bench(int argc, char **argv);
+int zeroc_cmd_sample(int argc, char **argv);
+int zeroc_cmd_data(int argc, char **argv);
 
 /* `zeroc train` with a hook: `on_step` (may be NULL) is called on every rank
  * with each step's figures, after the step's metrics line and progress. bench

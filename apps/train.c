@@ -18,6 +18,7 @@
 #include "apps/cli.h"
 #include "apps/metrics.h"
 #include "apps/train_flags.h"
+#include "apps/train_sample.h"
 #include "core/error.h"
 #include "zeroc/train.h"
 #include "zeroc/zeroc.h"
@@ -108,6 +109,14 @@ static void print_header(const ztrain_opts_t *o, const zeroc_train_info_t *in, c
     printf("  data: %s, %d files, %llu tokens, %llu steps per epoch%s\n", c->data,
            in->data.num_files, (unsigned long long)in->data.num_tokens,
            (unsigned long long)in->data.steps_per_epoch, c->shuffle ? ", shuffled" : "");
+  if (in->data.tokenizer[0])
+    printf("  data tokenizer: %s (vocab %d)\n", in->data.tokenizer, in->data.tokenizer_vocab);
+  if (c->val_data && c->val_every < c->steps)
+    printf("  validation: %s, %d global batches (%.0f tokens) every %d steps and after the last\n",
+           c->val_data, in->val_batches, in->val_batches * in->tokens_per_step, c->val_every);
+  else if (c->val_data)
+    printf("  validation: %s, %d global batches (%.0f tokens) after the last step\n", c->val_data,
+           in->val_batches, in->val_batches * in->tokens_per_step);
   if (in->predicted_device > 0)
     printf("  predicted peak device memory per rank %s\n",
            fmt_bytes(in->predicted_device, b1, sizeof b1));
@@ -150,18 +159,22 @@ static void write_metrics(FILE *f, const zeroc_train_metrics_t *m, const zeroc_t
             ", \"pp_bubble\": %.4f, \"pp_compute_ms\": %.3f, \"pp_run_ms\": %.3f, "
             "\"pp_compute_max_ms\": %.3f",
             m->pp_bubble, m->pp_compute_ms, m->pp_run_ms, m->pp_compute_max_ms);
+  if (m->evaluated)
+    fprintf(f, ", \"val_loss\": %s, \"val_ms\": %.3f", zmetrics_num(m->val_loss, jl, sizeof jl),
+            m->val_ms);
   fprintf(f, "}\n");
   fflush(f);
 }
 
 /* The progress line; `tty`: rewritten in place (\r). */
 static void print_progress(const zeroc_train_metrics_t *m, const zeroc_train_info_t *in, int tty) {
-  char b1[32], b2[32];
+  char b1[32], b2[32], val[32] = "";
   int pipe = m->pipeline, spike = m->spike;
-  printf("%sstep %5d/%d | loss %.4f | norm %.3f | %8.0f tok/s | %7.1f ms | comm %6.1f ms "
+  if (m->evaluated) snprintf(val, sizeof val, " | val %.4f", m->val_loss);
+  printf("%sstep %5d/%d | loss %.4f%s | norm %.3f | %8.0f tok/s | %7.1f ms | comm %6.1f ms "
          "exposed | "
          "mem %s (pred %s)%s%s%s%s",
-         tty ? "\r" : "", m->step, in->config.steps, m->loss, m->grad_norm, m->tokens_per_s,
+         tty ? "\r" : "", m->step, in->config.steps, m->loss, val, m->grad_norm, m->tokens_per_s,
          m->step_ms, m->exposed_comm_ms, fmt_bytes((double)m->peak_device, b1, sizeof b1),
          fmt_pred(in->predicted_device, b2, sizeof b2), m->skipped ? " | SKIPPED (non-finite)" : "",
          spike ? " | SPIKE " : "", spike ? zeroc_spike_name(m->spike) : "",
@@ -189,6 +202,7 @@ static void print_summary(const ztrain_opts_t *o, const zeroc_train_info_t *in, 
   printf("done: %d steps in %.1f s; loss %.4f -> %.4f", n, t_total, first_loss, last_loss);
   if (in->data.kind == ZEROC_DATA_SYNTHETIC)
     printf(" (floor %.4f, gap %.4f)", in->data.loss_floor, last_loss - in->data.loss_floor);
+  if (last->evaluated) printf("; val loss %.4f", last->val_loss);
   printf("; grad norm %.3f\n", last_norm);
   if (last->skipped_total || last->spikes_total)
     printf("      %d step(s) skipped (non-finite gradients), %d spike(s) reported (z > %g over %d steps)\n",
@@ -254,6 +268,8 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
   zeroc_gpt_config_t gc;
   int rc = ztrain_check(&o, &gc);
   if (rc >= 0) return rc;
+  ztrain_sample_t smp; /* --sample-every */
+  if (ztrain_sample_open(&o, &gc, &smp)) return 2;
 
   /* ---- the context -------------------------------------------------------------- */
   zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
@@ -267,9 +283,11 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
   if (r != ZEROC_OK) {
     if (r == ZEROC_ERR_INVALID_ARG || r == ZEROC_ERR_NODEVICE) {
       const char *e = zeroc_last_error(NULL), *colon = strstr(e, ": ");
+      ztrain_sample_close(&smp);
       return zarg_fail("train", "%s", colon ? colon + 2 : e);
     }
     fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
+    ztrain_sample_close(&smp);
     return 1;
   }
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
@@ -291,6 +309,7 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
   if (r != ZEROC_OK) goto fail;
   stage_msg = "start";
   zeroc_trainer_info(tr, &in);
+  if ((r = ztrain_sample_from_data(&smp, &in, ctx))) goto fail;
   int start = in.start_step, steps = in.config.steps;
   r = open_metrics(&o, ctx, root, start, &metrics);
   if (r != ZEROC_OK) goto fail;
@@ -326,10 +345,12 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
               s + 1, zeroc_spike_name(m.spike), m.loss, zl, m.grad_norm, zn, in.config.spike_window);
     }
     if (root && !o.quiet &&
-        (tty || s == start || s == steps - 1 || (s + 1) % every == 0 || m.skipped || m.spike))
+        (tty || s == start || s == steps - 1 || (s + 1) % every == 0 || m.skipped || m.spike ||
+         m.evaluated))
       print_progress(&m, &in, tty);
     if (on_step) on_step(user, &m);
     if (numeric_stop) goto fail; /* r kept: ZEROC_ERR_NUMERIC */
+    if ((r = ztrain_sample_step(&smp, tr, s + 1, root))) goto fail;
   }
   double t_total = now_s() - t_run;
   if (root && tty && !o.quiet) printf("\n");
@@ -364,6 +385,7 @@ fail:
   }
   if (metrics) fclose(metrics);
   free(times);
+  ztrain_sample_close(&smp);
   zeroc_trainer_destroy(tr);
   if (r == ZEROC_OK || agreed) {
     int me = mesh->rank; /* the mesh goes with the context */

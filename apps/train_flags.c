@@ -5,6 +5,7 @@
  * the trainer checks too are the library's (src/train/check.c), and so is the
  * schedule printed (src/train/print_schedule.c): here they get the flags' names.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@ void ztrain_opts_init(ztrain_opts_t *o) {
   o->zero = 3;
   o->hsdp = o->tp = o->pp = o->vpp = o->grad_accum = 1;
   o->prefetch = 2;
+  o->sample_tokens = 64;
   o->comm_timeout = 0; /* unset: the context takes ZEROC_COMM_TIMEOUT, else 300 */
 }
 
@@ -51,14 +53,18 @@ void ztrain_usage(void) {
          "batch:   --batch B (micro-batch per dp rank), --grad-accum A; global batch B x A x dp\n"
          "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine (cosine)\n"
          "         --weight-decay (0) --clip (1, 0 = off) --beta1 (0.9) --beta2 (0.95) --eps (1e-8)\n"
+         "         --dropout P (0): attention, residual and embedding dropout, seeded by --seed\n"
          "layout:  --zero 0|1|2|3 (3; 1 with --pp) --hsdp R (1) --tp (1) --prefetch K (2)\n"
          "         --recompute none|full --dtype fp32|bf16 --device cpu|cuda\n"
          "         --offload-optimizer none|cpu|nvme --offload-params none|cpu|nvme --nvme-dir DIR\n"
          "pipeline: --pp P (1) --pp-schedule 1f1b|interleaved (1f1b) --vpp V (1, chunks per rank)\n"
          "         --microbatches M (P; replaces --grad-accum) --print-schedule (print, then exit)\n"
          "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
+         "eval:    --val-data synthetic|PATH|GLOB --val-every N (0 = off; not given: after\n"
+         "         the last step only) --val-tokens T (65536, rounded up to whole global batches)\n"
          "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
          "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
+         "sample:  --sample-every N (0 = off) --sample-tokens M (64) --tokenizer bytes|FILE (the data's)\n"
          "other:   --comm-timeout SECONDS (ZEROC_COMM_TIMEOUT or 300) --max-skipped N (5)\n"
          "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
          "docs/cli.md says which flags, outputs and exit codes are stable.\n");
@@ -85,6 +91,7 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--eps", ARG_DOUBLE, &o->eps, 0, 1, 1, NULL, NULL},
       {"--schedule", ARG_CHOICE, &o->schedule, 0, 0, 0, SCHEDULES, &o->set_schedule},
       {"--seed", ARG_I64, &o->seed, 0, 9e18, 0, NULL, NULL},
+      {"--dropout", ARG_DOUBLE, &o->dropout, 0, 0.999999, 0, NULL, NULL},
       {"--zero", ARG_INT, &o->zero, ZARG_LIM_ZERO, 0, NULL, &o->set_zero},
       {"--hsdp", ARG_INT, &o->hsdp, ZARG_LIM_HSDP, 0, NULL, NULL},
       {"--tp", ARG_INT, &o->tp, ZARG_LIM_TP, 0, NULL, NULL},
@@ -101,6 +108,9 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--nvme-dir", ARG_STRING, &o->nvme_dir, 0, 0, 0, NULL, NULL},
       {"--data", ARG_STRING, &o->data, 0, 0, 0, NULL, NULL},
       {"--shuffle", ARG_SWITCH, &o->shuffle, 0, 0, 0, NULL, NULL},
+      {"--val-data", ARG_STRING, &o->val_data, 0, 0, 0, NULL, NULL},
+      {"--val-every", ARG_INT, &o->val_every, 0, 1e9, 0, NULL, &o->set_val_every},
+      {"--val-tokens", ARG_I64, &o->val_tokens, 1, ZEROC__VAL_TOKENS_MAX, 0, NULL, NULL},
       {"--save", ARG_STRING, &o->save, 0, 0, 0, NULL, NULL},
       {"--save-every", ARG_INT, &o->save_every, 1, 1e9, 0, NULL, NULL},
       {"--resume", ARG_STRING, &o->resume, 0, 0, 0, NULL, NULL},
@@ -115,6 +125,9 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--print-topology", ARG_SWITCH, &o->print_topology, 0, 0, 0, NULL, NULL},
       {"--print-schedule", ARG_SWITCH, &o->print_schedule, 0, 0, 0, NULL, NULL},
       {"--sequence-parallel", ARG_SWITCH, &o->sequence_parallel, 0, 0, 0, NULL, NULL},
+      {"--sample-every", ARG_INT, &o->sample_every, 0, 1e9, 0, NULL, NULL},
+      {"--sample-tokens", ARG_INT, &o->sample_tokens, 1, 1 << 20, 0, NULL, NULL},
+      {"--tokenizer", ARG_STRING, &o->tokenizer, 0, 0, 0, NULL, NULL},
   };
   return zarg_parse("train", argc, argv, args, (int)(sizeof args / sizeof args[0]));
 }
@@ -160,6 +173,9 @@ static const zeroc__train_names_t FLAG_NAMES = {
     .save = "--save DIR",
     .resume = "--resume",
     .init = "--init",
+    .val_data = "--val-data",
+    .val_every = "--val-every",
+    .val_tokens = "--val-tokens",
 };
 
 /* A broken rule's message, without the library's "file:line: " in front. */
@@ -215,6 +231,9 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
     if (access(o->nvme_dir, W_OK))
       return zarg_fail("train", "--nvme-dir '%s': directory not writable", o->nvme_dir);
   }
+  /* without --tokenizer the data set's (zeroc data records one) is taken once it is open */
+  if (o->sample_every && !o->tokenizer && (!o->data || !strcmp(o->data, "synthetic")))
+    return zarg_fail("train", "--sample-every needs a tokenizer to print text: --tokenizer bytes|FILE");
   if (o->init && access(o->init, R_OK))
     return zarg_fail("train", "--init '%s': file not readable", o->init);
   if (o->resume && access(o->resume, R_OK))
@@ -250,6 +269,10 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->vpp = o->vpp;
   c->data = o->data;
   c->shuffle = o->shuffle;
+  c->val_data = o->val_data;
+  /* --val-data alone: one evaluation, after the last step (a cadence no run reaches) */
+  c->val_every = o->set_val_every || !o->val_data ? o->val_every : INT_MAX;
+  c->val_tokens = o->val_tokens;
   c->init = o->init;
   c->resume = o->resume;
   c->save = o->save;
@@ -257,5 +280,6 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->export_path = o->export_path;
   c->spike_window = o->spike_window;
   c->spike_z = o->spike_z;
+  c->dropout = o->dropout;
   c->reduce_maxima = o->metrics != NULL;
 }

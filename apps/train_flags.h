@@ -19,12 +19,14 @@ typedef struct ztrain_opts {
   int device, model, schedule, dtype, recompute, off_opt, off_par, pp_schedule;
   int layers, hidden, heads, vocab, seq, batch, grad_accum, steps, warmup, zero, hsdp, tp, pp;
   int vpp, microbatches, prefetch, save_every, shuffle, quiet, print_topology, print_schedule;
-  int sequence_parallel, max_skipped, spike_window;
-  int64_t seed;
-  double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout, spike_z;
-  const char *data, *save, *resume, *export_path, *init, *metrics, *nvme_dir;
+  int sequence_parallel, max_skipped, spike_window, val_every;
+  int64_t seed, val_tokens;
+  double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout, spike_z, dropout;
+  const char *data, *save, *resume, *export_path, *init, *metrics, *nvme_dir, *val_data;
+  int sample_every, sample_tokens; /* --sample-every (0 off), --sample-tokens */
+  const char *tokenizer;
   int set_layers, set_hidden, set_heads, set_vocab, set_seq, set_batch, set_microbatches;
-  int set_zero, set_grad_accum, set_vpp, set_pp_schedule, set_schedule;
+  int set_zero, set_grad_accum, set_vpp, set_pp_schedule, set_schedule, set_val_every;
 } ztrain_opts_t;
 
 /* The values before parsing: "unset" where the trainer picks the default; the

@@ -109,11 +109,15 @@ static void mm_b(bench_t *b) {
 }
 static void att_f(bench_t *b) {
   CHECK(zeroc_k_attention_forward(K, NULL, b->p[0], b->p[1], b->p[2], b->i[0], b->i[1], b->i[2],
-                                  b->i[3]));
+                                  b->i[3], b->p[5]));
 }
 static void att_b(bench_t *b) {
   CHECK(zeroc_k_attention_backward(K, NULL, b->p[3], b->p[4], b->p[2], b->p[0], b->p[1], b->i[0],
-                                   b->i[1], b->i[2], b->i[3]));
+                                   b->i[1], b->i[2], b->i[3], b->p[5]));
+}
+/* p[5]: the dropout descriptor (attention above: NULL for none) */
+static void drop(bench_t *b) {
+  CHECK(zeroc_k_dropout(K, NULL, b->p[2], b->p[0], b->p[5], (int)b->i[0], (int)b->i[1]));
 }
 static void gelu_f(bench_t *b) {
   CHECK(zeroc_k_gelu_forward(K, NULL, b->p[0], b->p[1], (size_t)b->i[0]));
@@ -211,7 +215,7 @@ int main(int argc, char **argv) {
   for (int n = 0; n < N; n++) tgt[n] = tok[(n + 1) % N];
   if (!tok || !p16 || !tgt) return 1;
   zeroc_k_layernorm_forward(K, NULL, out, mean, rstd, x, lw, lb, N, C);
-  zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH);
+  zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH, NULL);
 
   /* matmul FLOPs: forward 2 N C OC; backward 4 N C OC (dinp and dweight) */
   const struct {
@@ -255,6 +259,23 @@ int main(int argc, char **argv) {
                         {B, T, C, NH}};
   all[nb++] = (bench_t){"attention bwd", 10 * HS * pairs, att_b, NULL, {out, lse, qkv, dqkv, dout},
                         {B, T, C, NH}};
+  /* dropout 0.1 (--dropout): the masks drawn from the hash in forward and again in backward */
+  static zeroc_dropout_t d_att, d_res;
+  d_att = (zeroc_dropout_t){0.1f, 1, 0, 0, T, T, NH, 0};
+  d_res = (zeroc_dropout_t){0.1f, 2, 0, 0, T, T, C, 0};
+  all[nb++] = (bench_t){"attention fwd dropout",
+                        4 * HS * pairs,
+                        att_f,
+                        NULL,
+                        {out, lse, qkv, dqkv, dout, &d_att},
+                        {B, T, C, NH}};
+  all[nb++] = (bench_t){"attention bwd dropout",
+                        10 * HS * pairs,
+                        att_b,
+                        NULL,
+                        {out, lse, qkv, dqkv, dout, &d_att},
+                        {B, T, C, NH}};
+  all[nb++] = (bench_t){"dropout (N,C)", 0, drop, NULL, {x, NULL, out, NULL, NULL, &d_res}, {N, C}};
   all[nb++] = (bench_t){"gelu fwd", 0, gelu_f, NULL, {hout, h, dh2}, {(long)(4 * NC)}};
   all[nb++] = (bench_t){"gelu bwd", 0, gelu_b, NULL, {hout, h, dh2}, {(long)(4 * NC)}};
   all[nb++] = (bench_t){"residual fwd", 0, resid, NULL, {x, dout, out}, {(long)NC}};

@@ -10,3 +10,15 @@ foreach(t loss_falls resume_bitwise resume_other_dp safetensors_roundtrip corrup
             "${_mpirun_flags}" ${t})
   set_tests_properties(train_${t} PROPERTIES LABELS "mpi" TIMEOUT 600 PROCESSORS 2)
 endforeach()
+
+# The sampler and GPT-2 files in the forms transformers writes.
+zeroc_test(NAME test_sample SOURCES test_sample.c NP 1 2 LABELS mpi TIMEOUT 120)
+target_compile_definitions(test_sample PRIVATE ZT_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures")
+
+# zeroc sample and train --sample-every end to end (tests/sample_cli.sh).
+foreach(t init resume bad_flags train_sample_every transformers init_shorter_seq)
+  add_test(NAME sample_cli_${t}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/sample_cli.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
+            "${_mpirun_flags}" ${t})
+  set_tests_properties(sample_cli_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2)
+endforeach()

@@ -2,7 +2,9 @@
  * tests/test_gpt.c - the built-in GPT as zeroc layers: the whole model's
  * gradient against finite differences of its loss, activation recompute
  * giving the same gradients bit for bit, and ZeRO-3 on every rank matching the
- * single-rank run (fp32, cpu).
+ * single-rank run (fp32, cpu). With dropout: the gradient against finite
+ * differences of the training loss (the masks are fixed by the batch's step and
+ * slots), and evaluation untouched by it.
  */
 #include <mpi.h>
 #include <stdlib.h>
@@ -19,7 +21,8 @@ typedef struct {
   zeroc_model_t *m;
 } run_t;
 
-static int run_open(run_t *r, int self, int stage, int recompute, int B) {
+/* dropout > 0: a model with dropout */
+static int run_open_ex(run_t *r, int self, int stage, int recompute, int B, float dropout) {
   memset(r, 0, sizeof *r);
   zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
   cc.device = ZEROC_DEVICE_CPU;
@@ -29,7 +32,12 @@ static int run_open(run_t *r, int self, int stage, int recompute, int B) {
   if (self) cc.mpi_comm = &sc;
   ZT_OK(zeroc_ctx_create(&r->ctx, &cc));
   if (!r->ctx) return -1;
-  ZT_OK(zeroc_gpt_create(r->ctx, &CFG, B, recompute, ZEROC_FP32, &r->gpt));
+  zeroc_gpt_options_t o = ZEROC_GPT_OPTIONS_INIT;
+  o.batch = B;
+  o.recompute = recompute;
+  o.dropout = dropout;
+  o.dropout_seed = 9;
+  ZT_OK(zeroc_gpt_create_ex(r->ctx, &CFG, &o, &r->gpt));
   if (!r->gpt) return -1;
   int n;
   const zeroc_layer_t *L = zeroc_gpt_layers(r->gpt, &n);
@@ -40,6 +48,10 @@ static int run_open(run_t *r, int self, int stage, int recompute, int B) {
   s.seed = 3;
   ZT_OK(zeroc_shard(r->ctx, L, n, &s, &r->m));
   return r->m ? 0 : -1;
+}
+
+static int run_open(run_t *r, int self, int stage, int recompute, int B) {
+  return run_open_ex(r, self, stage, recompute, B, 0);
 }
 
 static void run_close(run_t *r) {
@@ -61,22 +73,43 @@ static double eval_loss(run_t *r, const zeroc_gpt_batch_t *b) {
   return l;
 }
 
-static void test_gradient_finite_differences(void) {
+/* Loss of a training pass (with dropout's masks, the same for the same batch) on the
+ * batch: forward, backward and a step at learning rate 0, which moves nothing. */
+static double train_loss(run_t *r, const zeroc_gpt_batch_t *b) {
+  zeroc_step_info_t info;
+  ZT_OK(zeroc_model_forward(r->m, b));
+  ZT_OK(zeroc_model_backward(r->m));
+  ZT_OK(zeroc_model_step(r->m, 0.0f, &info));
+  return info.loss;
+}
+
+/* The whole model's gradient against central differences of its loss: the
+ * evaluation loss without dropout, the training loss with it. */
+static void check_gradient(float dropout) {
   run_t r;
-  if (run_open(&r, 1, 0, 0, GB)) return;
+  if (run_open_ex(&r, 1, 0, 0, GB, dropout)) return;
+  double (*loss)(run_t *, const zeroc_gpt_batch_t *) = dropout > 0 ? train_loss : eval_loss;
   int32_t in[GB * 6], tg[GB * 6];
   make_batch(0, in, tg);
-  zeroc_gpt_batch_t b = {GB, CFG.seq, in, tg};
+  zeroc_gpt_batch_t b = {GB, CFG.seq, in, tg, 0, 0};
   ZT_OK(zeroc_model_forward(r.m, &b));
   ZT_OK(zeroc_model_backward(r.m));
   int n = zeroc_model_num_units(r.m), bad = 0, checked = 0;
   uint64_t rs = 5;
   const zeroc_layer_t *L = zeroc_gpt_layers(r.gpt, NULL);
-  for (int u = 0; u < n; u++) {
+  /* every unit's gradient first: with dropout the losses below are training passes */
+  float *grads[16] = {0};
+  for (int u = 0; u < n && u < 16; u++) {
     zeroc_unit_info_t ui;
     ZT_OK(zeroc_model_unit_info(r.m, u, &ui));
-    float *grad = malloc(4 * ui.shard_numel), *w = malloc(4 * ui.shard_numel);
-    ZT_OK(zeroc_model_get_shard(r.m, u, ZEROC_STATE_GRAD, grad));
+    grads[u] = malloc(4 * ui.shard_numel);
+    ZT_OK(zeroc_model_get_shard(r.m, u, ZEROC_STATE_GRAD, grads[u]));
+  }
+  if (dropout > 0) ZT_OK(zeroc_model_step(r.m, 0.0f, NULL)); /* nothing moves at lr 0 */
+  for (int u = 0; u < n && u < 16; u++) {
+    zeroc_unit_info_t ui;
+    ZT_OK(zeroc_model_unit_info(r.m, u, &ui));
+    float *grad = grads[u], *w = malloc(4 * ui.shard_numel);
     ZT_OK(zeroc_model_get_shard(r.m, u, ZEROC_STATE_MASTER, w));
     for (int p = 0; p < L[u].nparams; p++) {
       uint64_t off = zeroc_model_param_offset(r.m, u, p), ne = zeroc_param_numel(&L[u].params[p]);
@@ -93,11 +126,11 @@ static void test_gradient_finite_differences(void) {
           w[e] = keep + h;
           ZT_OK(zeroc_model_set_shard(r.m, u, ZEROC_STATE_MASTER, w));
           ZT_OK(zeroc_model_sync_params(r.m));
-          double lp = eval_loss(&r, &b);
+          double lp = loss(&r, &b);
           w[e] = keep - h;
           ZT_OK(zeroc_model_set_shard(r.m, u, ZEROC_STATE_MASTER, w));
           ZT_OK(zeroc_model_sync_params(r.m));
-          double lm = eval_loss(&r, &b);
+          double lm = loss(&r, &b);
           dq[q] = (lp - lm) / (2.0 * h);
         }
         w[e] = keep;
@@ -120,8 +153,38 @@ static void test_gradient_finite_differences(void) {
   ZT_ASSERT_MSG(bad == 0, "%d of %d gradient elements disagree with finite differences", bad, checked);
   CU_ASSERT(checked >= 3 * (2 + 12 * CFG.layers + 2));
   /* the step after a forward/backward still works */
+  if (dropout > 0) {
+    ZT_OK(zeroc_model_forward(r.m, &b));
+    ZT_OK(zeroc_model_backward(r.m));
+  }
   ZT_OK(zeroc_model_step(r.m, 1e-3f, NULL));
   run_close(&r);
+}
+
+static void test_gradient_finite_differences(void) { check_gradient(0); }
+
+/* Dropout 0.3 on the attention probabilities, both projections and the embedding. */
+static void test_dropout_gradient(void) { check_gradient(0.3f); }
+
+/* zeroc_model_eval of a model with dropout is the model without it, bit for bit;
+ * a training pass drops (its loss differs). */
+static void test_dropout_eval(void) {
+  int32_t in[GB * 6], tg[GB * 6];
+  make_batch(2, in, tg);
+  zeroc_gpt_batch_t b = {GB, CFG.seq, in, tg, 0, 0};
+  double ev[2], tr[2];
+  for (int d = 0; d < 2; d++) {
+    run_t r;
+    if (run_open_ex(&r, 1, 0, 0, GB, d ? 0.3f : 0)) return;
+    ev[d] = eval_loss(&r, &b);
+    tr[d] = train_loss(&r, &b);
+    run_close(&r);
+  }
+  ZT_ASSERT_MSG(ev[0] == ev[1], "evaluation with dropout %.9g, without %.9g", ev[1], ev[0]);
+  ZT_ASSERT_MSG(tr[0] == ev[0], "a training pass without dropout %.9g, evaluation %.9g", tr[0],
+                ev[0]);
+  ZT_ASSERT_MSG(fabs(tr[1] - ev[1]) > 1e-4, "a training pass with dropout 0.3 kept the loss %.9g",
+                tr[1]);
 }
 
 /* Recompute keeps only block outputs, then recomputes: same gradients, same bits. */
@@ -133,7 +196,7 @@ static void test_recompute_bitwise(void) {
     if (run_open(&r, 1, 3, rc, GB)) return;
     int32_t in[GB * 6], tg[GB * 6];
     make_batch(1, in, tg);
-    zeroc_gpt_batch_t b = {GB, CFG.seq, in, tg};
+    zeroc_gpt_batch_t b = {GB, CFG.seq, in, tg, 0, 0};
     ZT_OK(zeroc_model_forward(r.m, &b));
     ZT_OK(zeroc_model_backward(r.m));
     for (int u = 0; u < zeroc_model_num_units(r.m); u++) {
@@ -167,7 +230,7 @@ static void test_sharded_matches_single(void) {
     for (int k = 0; k < 4; k++) {
       int32_t in[GB * 6], tg[GB * 6];
       make_batch(10 + k, in, tg);
-      zeroc_gpt_batch_t b = {B, CFG.seq, in + d * B * CFG.seq, tg + d * B * CFG.seq};
+      zeroc_gpt_batch_t b = {B, CFG.seq, in + d * B * CFG.seq, tg + d * B * CFG.seq, 0, 0};
       ZT_OK(zeroc_model_forward(r.m, &b));
       ZT_OK(zeroc_model_backward(r.m));
       zeroc_step_info_t info;
@@ -190,6 +253,9 @@ int main(int argc, char **argv) {
       {"whole-model gradient against finite differences", test_gradient_finite_differences},
       {"activation recompute gives identical gradients", test_recompute_bitwise},
       {"ZeRO-3 on every rank matches the single-rank run", test_sharded_matches_single},
+      {"with dropout: gradient against finite differences of the training loss",
+       test_dropout_gradient},
+      {"with dropout: evaluation unchanged, training drops", test_dropout_eval},
       ZT_END,
   };
   return zt_run_mpi(argc, argv, "gpt", tests, 1, 0);

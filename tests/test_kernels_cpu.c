@@ -405,7 +405,7 @@ static void check_attention(int B, int T, int C, int NH) {
   /* spread 2: scores up to ~|q||k|/sqrt(HS), so softmax rows are far from uniform */
   float *qkv = frand(N3, 41, -2, 2);
   float *out = fnan(NC), *lse = fnan(NL);
-  ZT_OK(zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH, NULL));
   att_args_t a = {to_d(qkv, N3), B, T, C, NH};
   double *ref = dalloc(NC), *rlse = dalloc(NL);
   ref_attention(ref, rlse, a.qkv, B, T, C, NH);
@@ -415,7 +415,7 @@ static void check_attention(int B, int T, int C, int NH) {
 
   float *R = frand(NC, 42, -1, 1);
   float *dqkv0 = frand(N3, 43, -1, 1), *dqkv = fcopy(dqkv0, N3);
-  ZT_OK(zeroc_k_attention_backward(K, NULL, dqkv, R, qkv, out, lse, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_backward(K, NULL, dqkv, R, qkv, out, lse, B, T, C, NH, NULL));
   double *Rd = to_d(R, NC), *g = dalloc(N3);
   fd_grad(att_eval, &a, a.qkv, N3, Rd, NC, g);
   snprintf(what, sizeof what, "attention dqkv B%d T%d C%d NH%d", B, T, C, NH);
@@ -434,7 +434,7 @@ static void test_attention_t1(void) {
   const int B = 2, T = 1, C = 24, NH = 4, HS = C / NH;
   float *qkv = frand((size_t)B * 3 * C, 44, -1, 1), *out = fnan((size_t)B * C);
   float *lse = fnan((size_t)B * NH);
-  ZT_OK(zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH, NULL));
   double *v = dalloc((size_t)B * C), *rl = dalloc((size_t)B * NH);
   for (int b = 0; b < B; b++)
     for (int h = 0; h < NH; h++) {
@@ -450,7 +450,7 @@ static void test_attention_t1(void) {
 
   float *R = frand((size_t)B * C, 45, -1, 1);
   float *d0 = frand((size_t)B * 3 * C, 46, -1, 1), *d = fcopy(d0, (size_t)B * 3 * C);
-  ZT_OK(zeroc_k_attention_backward(K, NULL, d, R, qkv, out, lse, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_backward(K, NULL, d, R, qkv, out, lse, B, T, C, NH, NULL));
   double max_qk = 0, max_v = 0;
   for (int b = 0; b < B; b++)
     for (int c = 0; c < C; c++) {
@@ -794,12 +794,12 @@ static void test_adamw(void) {
 static void test_bad_shapes(void) {
   float *buf = frand(4096, 121, -1, 1), *keep = fcopy(buf, 4096);
   int32_t tg[4] = {0, 1, 2, 3};
-  CU_ASSERT_EQUAL(zeroc_k_attention_forward(K, NULL, buf, buf, buf, 2, 4, 50, 4),
+  CU_ASSERT_EQUAL(zeroc_k_attention_forward(K, NULL, buf, buf, buf, 2, 4, 50, 4, NULL),
                   ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "NH"));
-  CU_ASSERT_EQUAL(zeroc_k_attention_backward(K, NULL, buf, buf, buf, buf, buf, 2, 4, 50, 4),
+  CU_ASSERT_EQUAL(zeroc_k_attention_backward(K, NULL, buf, buf, buf, buf, buf, 2, 4, 50, 4, NULL),
                   ZEROC_ERR_INVALID_ARG);
-  CU_ASSERT_EQUAL(zeroc_k_attention_forward(K, NULL, buf, buf, buf, 2, 4, 48, 0),
+  CU_ASSERT_EQUAL(zeroc_k_attention_forward(K, NULL, buf, buf, buf, 2, 4, 48, 0, NULL),
                   ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_EQUAL(zeroc_k_layernorm_forward(K, NULL, buf, buf, buf, buf, buf, buf, 0, 24),
                   ZEROC_ERR_INVALID_ARG);
@@ -861,9 +861,9 @@ static void det_run(int threads, det_out_t *o) {
   ZT_OK(zeroc_k_layernorm_backward(K, NULL, o->dln, o->dlw, o->dlb, dout, o->enc, w, o->mean,
                                    o->rstd, (int)N, DC));
   o->att = fnan(NC), o->lse = fnan((size_t)DB * DNH * DT);
-  ZT_OK(zeroc_k_attention_forward(K, NULL, o->att, o->lse, qkv, DB, DT, DC, DNH));
+  ZT_OK(zeroc_k_attention_forward(K, NULL, o->att, o->lse, qkv, DB, DT, DC, DNH, NULL));
   o->datt = frand(3 * NC, 144, -1, 1);
-  ZT_OK(zeroc_k_attention_backward(K, NULL, o->datt, dout, qkv, o->att, o->lse, DB, DT, DC, DNH));
+  ZT_OK(zeroc_k_attention_backward(K, NULL, o->datt, dout, qkv, o->att, o->lse, DB, DT, DC, DNH, NULL));
   o->gelu = fnan(DG), o->dgelu = frand(DG, 145, -1, 1);
   ZT_OK(zeroc_k_gelu_forward(K, NULL, o->gelu, g, DG));
   ZT_OK(zeroc_k_gelu_backward(K, NULL, o->dgelu, g, g, DG));

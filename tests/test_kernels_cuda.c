@@ -310,31 +310,40 @@ static void test_matmul(void) {
 
 /* ---- attention ---------------------------------------------------------------------- */
 
-static void check_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS) {
+/* dp: dropout on the probabilities (the cpu twin draws the same mask), or NULL */
+static void check_attention_drop(zeroc_dtype_t dt, int B, int T, int NH, int HS,
+                                 const zeroc_dropout_t *dp) {
   zeroc_kernels_t *k = kern(dt);
   const int C = NH * HS;
   const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
   float *qkv = host_rand(dt, nq, 40, -1.5f, 1.5f);
   void *dqkv_in = dev_from(dt, qkv, nq, 0), *out = dev_alloc(dt, no, 0);
   float *lse = dev_alloc(ZEROC_FP32, nl, 0);
-  ZT_OK(zeroc_k_attention_forward(k, st, out, lse, dqkv_in, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_forward(k, st, out, lse, dqkv_in, B, T, C, NH, dp));
   float *ro = malloc(no * sizeof(float)), *rl = malloc(nl * sizeof(float));
-  zeroc__cpu_attention_forward(ro, rl, qkv, B, T, C, NH);
+  zeroc__cpu_attention_forward(ro, rl, qkv, B, T, C, NH, dp);
   expect_close("attention_forward out", dt, out, ro, no, tol(dt));
   expect_close("attention_forward lse", ZEROC_FP32, lse, rl, nl, TOL_FP32);
 
   float *dout = host_rand(dt, no, 41, -1, 1), *dqkv = host_rand(dt, nq, 42, -0.1f, 0.1f);
   void *d_dqkv = dev_from(dt, dqkv, nq, 0);
   ZT_OK(zeroc_k_attention_backward(k, st, d_dqkv, dev_from(dt, dout, no, 0), dqkv_in, out, lse, B,
-                                   T, C, NH));
-  zeroc__cpu_attention_backward(dqkv, dout, qkv, ro, rl, B, T, C, NH);
+                                   T, C, NH, dp));
+  zeroc__cpu_attention_backward(dqkv, dout, qkv, ro, rl, B, T, C, NH, dp);
   expect_close("attention_backward dqkv", dt, d_dqkv, dqkv, nq, tol(dt));
   dev_free_all();
   free(qkv), free(ro), free(rl), free(dout), free(dqkv);
 }
 
+static void check_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS) {
+  check_attention_drop(dt, B, T, NH, HS, NULL);
+}
+
 static void test_attention(void) {
+  /* dropout: heads 2.. of 8 as a tp rank holds them, positions on a longer context */
+  zeroc_dropout_t dp = {0.1f, zeroc__dropout_key(3, 5, 2, ZEROC_DROP_ATTN), 9, 0, 200, 256, 8, 2};
   for (int i = 0; i < 2; i++) {
+    check_attention_drop(DTYPES[i], 2, 200, 3, 64, &dp);
     check_attention(DTYPES[i], 2, 200, 3, 64); /* GPT-2 head size, T not a tile multiple */
     check_attention(DTYPES[i], 1, 77, 2, 128); /* the largest head */
     check_attention(DTYPES[i], 2, 65, 4, 20);  /* HS % 8 != 0: element loads */
@@ -352,13 +361,13 @@ static void test_attention_finite_differences(void) {
   void *dq = dev_from(ZEROC_FP32, qkv, nq, 0), *dout = dev_alloc(ZEROC_FP32, no, 0);
   float *lse = dev_alloc(ZEROC_FP32, (size_t)B * NH * T, 0);
   void *dg = dev_from(ZEROC_FP32, g, nq, 0), *dR = dev_from(ZEROC_FP32, R, no, 0);
-  ZT_OK(zeroc_k_attention_forward(kf, st, dout, lse, dq, B, T, C, NH));
-  ZT_OK(zeroc_k_attention_backward(kf, st, dg, dR, dq, dout, lse, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_forward(kf, st, dout, lse, dq, B, T, C, NH, NULL));
+  ZT_OK(zeroc_k_attention_backward(kf, st, dg, dR, dq, dout, lse, B, T, C, NH, NULL));
   dev_get(ZEROC_FP32, g, dg, nq);
   /* a second run from zero gives the same bits */
   float *zero = calloc(nq, sizeof(float));
   dev_put(ZEROC_FP32, dg, zero, nq);
-  ZT_OK(zeroc_k_attention_backward(kf, st, dg, dR, dq, dout, lse, B, T, C, NH));
+  ZT_OK(zeroc_k_attention_backward(kf, st, dg, dR, dq, dout, lse, B, T, C, NH, NULL));
   dev_get(ZEROC_FP32, g2, dg, nq);
   ZT_ASSERT_MSG(!memcmp(g, g2, nq * sizeof(float)), "attention_backward: two runs differ");
   const float eps = 1e-2f;
@@ -371,7 +380,7 @@ static void test_attention_finite_differences(void) {
       float *xp = host_copy(qkv, nq);
       xp[i] += side ? -eps : eps;
       dev_put(ZEROC_FP32, dq, xp, nq);
-      ZT_OK(zeroc_k_attention_forward(kf, st, dout, lse, dq, B, T, C, NH));
+      ZT_OK(zeroc_k_attention_forward(kf, st, dout, lse, dq, B, T, C, NH, NULL));
       dev_get(ZEROC_FP32, out, dout, no);
       L[side] = 0;
       for (size_t j = 0; j < no; j++) L[side] += (double)out[j] * R[j];
@@ -504,6 +513,19 @@ static void check_engine(size_t n, size_t off) {
   ZT_OK(zeroc_stream_sync(st));
   ZT_ASSERT_MSG(!memcmp(hb2, hb, n * sizeof *hb2), "add_to bf16 differs from the cpu");
   free(hb2);
+  /* dropout against its cpu twin, bit for bit (fp32), rows from a sequence-parallel split */
+  if (n >= 50) {
+    const int C = 50, N = (int)(n / (size_t)C), T = 7;
+    zeroc_dropout_t dp = {0.3f, zeroc__dropout_key(2, 4, 1, ZEROC_DROP_ATTN_RESID), 3, 5, T, 9, C,
+                          0};
+    float *want = malloc((size_t)N * C * sizeof *want), *got = malloc((size_t)N * C * sizeof *got);
+    void *dy = dev_alloc(ZEROC_FP32, (size_t)N * C, off);
+    ZT_OK(zeroc_k_dropout(kf, st, dy, dw, &dp, N, C));
+    zeroc__cpu_dropout(want, b, &dp, N, C);
+    dev_get(ZEROC_FP32, got, dy, (size_t)N * C);
+    ZT_ASSERT_MSG(!memcmp(got, want, (size_t)N * C * sizeof *got), "dropout differs from the cpu");
+    free(want), free(got);
+  }
 
   double init = 2.5, *dsum = dev_alloc(ZEROC_FP64, 1, 0), got = 0;
   ZT_OK(zeroc_memcpy_async(st, dsum, &init, sizeof init));
@@ -545,7 +567,7 @@ static void test_engine(void) {
 static void test_bad_input(void) {
   void *buf = dev_alloc(ZEROC_FP32, 3 * 512 * 4, 0);
   float *lse = dev_alloc(ZEROC_FP32, 64, 0);
-  zeroc_result_t r = zeroc_k_attention_forward(kf, st, buf, lse, buf, 1, 4, 512, 2);
+  zeroc_result_t r = zeroc_k_attention_forward(kf, st, buf, lse, buf, 1, 4, 512, 2, NULL);
   ZT_ASSERT_MSG(r == ZEROC_ERR_UNSUPPORTED && strstr(zeroc_last_error(NULL), "head size 256"),
                 "attention with head size 256 -> %s: %s", zeroc_result_name(r),
                 zeroc_last_error(NULL));

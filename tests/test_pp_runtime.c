@@ -136,7 +136,7 @@ typedef struct {
 static void fill_batches(batches_t *bt, int step, int row0, int rows) {
   for (int u = 0; u < M; u++) {
     make_micro(step, u, row0, rows, bt->in[u], bt->tg[u]);
-    bt->b[u] = (zeroc_gpt_batch_t){rows, CFG.seq, bt->in[u], bt->tg[u]};
+    bt->b[u] = (zeroc_gpt_batch_t){rows, CFG.seq, bt->in[u], bt->tg[u], 0, 0};
     bt->bp[u] = &bt->b[u];
   }
 }

@@ -464,7 +464,7 @@ static void gpt_case(int sp) {
   float loss[2][3], norm[2][3];
   for (int k = 0; k < 3; k++) {
     make_batch(k, in, tg);
-    zeroc_gpt_batch_t b = {GB, GC.seq, in, tg};
+    zeroc_gpt_batch_t b = {GB, GC.seq, in, tg, 0, 0};
     for (int which = 0; which < 2; which++) {
       run_t *r = which ? &tpr : &one;
       ZT_OK(zeroc_model_forward(r->m, &b));
@@ -531,7 +531,7 @@ static void test_gpt_tp_zero3(void) {
     for (int k = 0; k < 3; k++) {
       int32_t in[GB * 8], tg[GB * 8];
       make_batch(10 + k, in, tg);
-      zeroc_gpt_batch_t b = {Bm, GC.seq, in + d * Bm * GC.seq, tg + d * Bm * GC.seq};
+      zeroc_gpt_batch_t b = {Bm, GC.seq, in + d * Bm * GC.seq, tg + d * Bm * GC.seq, 0, 0};
       ZT_OK(zeroc_model_forward(r.m, &b));
       ZT_OK(zeroc_model_backward(r.m));
       zeroc_step_info_t info;
@@ -570,7 +570,7 @@ static void test_gpt_bad_shapes(void) {
   if (g) {
     const zeroc_layer_t *L = zeroc_gpt_layers(g, NULL);
     int32_t in[8] = {0}, tg[8] = {0};
-    zeroc_gpt_batch_t b = {1, 3, in, tg};
+    zeroc_gpt_batch_t b = {1, 3, in, tg, 0, 0};
     zeroc_layer_io_t io = {0};
     io.in = &b;
     io.user = L[0].user;

@@ -4,7 +4,9 @@
  * unset fields get the library's defaults, the step loop numbers and ends its
  * steps and follows the LR schedule, and a run saved half-way and resumed
  * gives bitwise the losses of the run that went straight through; the
- * held-out loss of zeroc_trainer_evaluate.
+ * held-out loss of zeroc_trainer_evaluate, its size (val_tokens resolved to
+ * global batches), its cadence in the step's metrics (val_every), which leaves
+ * the training losses bitwise as they were, and val_data checked at create.
  */
 #include <math.h>
 #include <mpi.h>
@@ -153,7 +155,7 @@ static void test_evaluate(void) {
   if (tr) CU_ASSERT_EQUAL(zeroc_trainer_evaluate(tr, &loss), ZEROC_ERR_INVALID_ARG);
   zeroc_trainer_destroy(tr);
   c.val_data = "synthetic";
-  c.val_batches = 4;
+  c.val_tokens = 4 * 2 * 16 * zt_world(); /* 4 global batches */
   tr = NULL;
   ZT_OK(zeroc_trainer_create(ctx, &c, &tr));
   if (tr) {
@@ -175,12 +177,217 @@ static void test_evaluate(void) {
   zeroc_ctx_finalize(ctx);
 }
 
+/* Steps 1..n with val_every `every` (0: off): the losses, the bytes sent, and
+ * the metrics' evaluation fields; the held-out loss after the run into *after. */
+static void run_val(int n, int every, float *loss, uint64_t *bytes, int *evaluated, double *val,
+                    double *after) {
+  zeroc_ctx_t *ctx = zt_ctx(1, 1, 1);
+  if (!ctx) return;
+  zeroc_train_config_t c = small_config(n);
+  c.val_data = "synthetic";
+  c.val_tokens = 3 * 32 * zt_world() - 1; /* rounds up to 3 global batches */
+  c.val_every = every;
+  zeroc_trainer_t *tr = NULL;
+  ZT_OK(zeroc_trainer_create(ctx, &c, &tr));
+  if (tr) {
+    zeroc_train_info_t in;
+    zeroc_trainer_info(tr, &in);
+    CU_ASSERT_EQUAL(in.val_batches, 3);
+    CU_ASSERT_EQUAL(in.val.kind, ZEROC_DATA_SYNTHETIC);
+    zeroc_train_metrics_t m;
+    for (int s = 0; s < n; s++) {
+      zeroc_result_t r = zeroc_trainer_step(tr, &m);
+      ZT_OK(r);
+      if (r) break;
+      loss[s] = (float)m.loss;
+      bytes[s] = m.comm_bytes;
+      evaluated[s] = m.evaluated;
+      val[s] = m.val_loss;
+      CU_ASSERT(m.evaluated ? m.val_ms > 0 : m.val_ms == 0);
+    }
+    ZT_OK(zeroc_trainer_evaluate(tr, after));
+  }
+  zeroc_trainer_destroy(tr);
+  zeroc_ctx_finalize(ctx);
+}
+
+/* val_every 2 over 5 steps: evaluated after steps 2, 4 and the last (5), with
+ * the held-out loss of the model then (the last one is what evaluate gives
+ * after the run); the training losses are bitwise those of the run without. */
+static void test_val_every(void) {
+  float plain[5] = {0}, with[5] = {0};
+  uint64_t b0[5] = {0}, b[5] = {0};
+  int ev[5] = {0}, ev0[5] = {0};
+  double val[5], val0[5], after = 0, after0 = 0;
+  run_val(5, 0, plain, b0, ev0, val0, &after0);
+  run_val(5, 2, with, b, ev, val, &after);
+  for (int s = 0; s < 5; s++) {
+    ZT_ASSERT_MSG(memcmp(&plain[s], &with[s], sizeof(float)) == 0,
+                  "step %d: loss %.9g without evaluation, %.9g with", s + 1, plain[s], with[s]);
+    /* the evaluation's gathers are not the next step's communication */
+    ZT_ASSERT_MSG(b0[s] == b[s], "step %d: %llu bytes sent without evaluation, %llu with", s + 1,
+                  (unsigned long long)b0[s], (unsigned long long)b[s]);
+    CU_ASSERT_EQUAL(ev0[s], 0);
+    CU_ASSERT(isnan(val0[s]));
+    int want = s == 1 || s == 3 || s == 4;
+    ZT_ASSERT_MSG(ev[s] == want, "step %d: evaluated %d, expected %d", s + 1, ev[s], want);
+    if (want)
+      ZT_ASSERT_MSG(isfinite(val[s]) && val[s] > 0, "step %d: val_loss %g", s + 1, val[s]);
+    else
+      CU_ASSERT(isnan(val[s]));
+  }
+  CU_ASSERT(val[1] > val[4]); /* it learns */
+  CU_ASSERT_EQUAL(val[4], after);
+  CU_ASSERT_EQUAL(after, after0); /* the same model either way */
+}
+
+/* val_tokens resolved to whole global batches (default 65536); the rules;
+ * llm.c shards as val_data: at most one pass, and a token outside the
+ * vocabulary stops create with the data layer's message. */
+static void test_val_config(void) {
+  zeroc_ctx_t *ctx = zt_ctx(1, 1, 1);
+  if (!ctx) return;
+  int w = zt_world(), per = 2 * 16 * w;
+  zeroc_trainer_t *tr = NULL;
+  zeroc_train_info_t in;
+  const int64_t tokens[] = {0, 1, per, per + 1, 65536};
+  const int want[] = {(65536 + per - 1) / per, 1, 1, 2, (65536 + per - 1) / per};
+  for (int i = 0; i < 5; i++) {
+    zeroc_train_config_t c = small_config(1);
+    c.val_data = "synthetic";
+    c.val_tokens = tokens[i];
+    ZT_OK(zeroc_trainer_create(ctx, &c, &tr));
+    if (!tr) continue;
+    zeroc_trainer_info(tr, &in);
+    ZT_ASSERT_MSG(in.val_batches == want[i], "val_tokens %lld: %d global batches, expected %d",
+                  (long long)tokens[i], in.val_batches, want[i]);
+    CU_ASSERT_EQUAL(in.config.val_tokens, tokens[i] ? tokens[i] : 65536);
+    zeroc_trainer_destroy(tr);
+    tr = NULL;
+  }
+  zeroc_train_config_t c = small_config(1);
+  c.val_every = 2; /* without val_data */
+  CU_ASSERT_EQUAL(zeroc_trainer_create(ctx, &c, &tr), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(ctx), "val_every needs val_data") != NULL, "message: %s",
+                zeroc_last_error(ctx));
+  c = small_config(1);
+  c.val_data = "synthetic";
+  c.val_tokens = -1;
+  CU_ASSERT_EQUAL(zeroc_trainer_create(ctx, &c, &tr), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(ctx), "val_tokens -1") != NULL, "message: %s",
+                zeroc_last_error(ctx));
+  /* shards: 5 global batches' sequences (plus the last target), then one bad token */
+  char dir[256] = "";
+  if (zt_rank() == 0) {
+    char *d = zt_tempdir("zeroc-val");
+    snprintf(dir, sizeof dir, "%s", d ? d : "");
+    free(d);
+  }
+  MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (!dir[0]) {
+    CU_FAIL("no temporary directory");
+    zeroc_ctx_finalize(ctx);
+    return;
+  }
+  char good[300], bad[300];
+  snprintf(good, sizeof good, "%s/good.bin", dir);
+  snprintf(bad, sizeof bad, "%s/bad.bin", dir);
+  size_t n = (size_t)5 * per + 1;
+  if (zt_rank() == 0) {
+    int32_t *t = malloc(n * sizeof *t);
+    for (size_t i = 0; t && i < n; i++) t[i] = (int32_t)((i * 7) % 256);
+    const char *paths[2] = {good, bad};
+    for (int f = 0; t && f < 2; f++) {
+      if (f) t[n / 2] = 300; /* the vocabulary is 256 */
+      zeroc_shard_writer_t *sw = NULL;
+      ZT_OK(zeroc_shard_writer_create(paths[f], &sw));
+      ZT_OK(zeroc_shard_writer_append(sw, t, n));
+      ZT_OK(zeroc_shard_writer_finish(sw));
+      zeroc_shard_writer_destroy(sw);
+    }
+    free(t);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  c = small_config(1);
+  c.val_data = good;
+  c.val_tokens = 1000000; /* more than the file: one pass */
+  ZT_OK(zeroc_trainer_create(ctx, &c, &tr));
+  if (tr) {
+    zeroc_trainer_info(tr, &in);
+    CU_ASSERT_EQUAL(in.val_batches, 5);
+    CU_ASSERT_EQUAL(in.val.num_tokens, n);
+    double l = 0;
+    ZT_OK(zeroc_trainer_evaluate(tr, &l));
+    CU_ASSERT(isfinite(l) && l > 0);
+  }
+  zeroc_trainer_destroy(tr);
+  tr = NULL;
+  c.val_data = bad;
+  CU_ASSERT_NOT_EQUAL(zeroc_trainer_create(ctx, &c, &tr), ZEROC_OK);
+  CU_ASSERT_PTR_NULL(tr);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(ctx), ">= vocab 256") != NULL, "message: %s",
+                zeroc_last_error(ctx));
+  CU_ASSERT_STRING_EQUAL(zeroc_trainer_create_phase(), "data");
+  zeroc_ctx_finalize(ctx);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (zt_rank() == 0) zt_rmtree(dir);
+}
+
+/* On 2 ranks: the held-out loss through a 2-stage pipeline (1F1B, then
+ * interleaved) equals the data-parallel run's of the same global batch, and
+ * an evaluation between steps leaves the pipeline's training losses bitwise. */
+static double eval_layout(int pp, int vpp, int steps, int every, float *loss) {
+  zeroc_ctx_t *ctx = zt_ctx(1, pp, 1);
+  if (!ctx) return NAN;
+  zeroc_train_config_t c = small_config(steps);
+  c.layers = 2;
+  c.batch = pp; /* global batch 4: 2 x 2 micro-batches, or 1 x 2 x dp 2 */
+  c.grad_accum = 2;
+  c.zero = 1;
+  c.vpp = vpp;
+  c.pp_schedule = vpp > 1 ? ZEROC_PIPELINE_INTERLEAVED : ZEROC_PIPELINE_1F1B;
+  c.val_data = "synthetic";
+  c.val_tokens = 3 * 4 * 16;
+  c.val_every = every;
+  zeroc_trainer_t *tr = NULL;
+  double l = NAN;
+  ZT_OK(zeroc_trainer_create(ctx, &c, &tr));
+  if (tr) {
+    zeroc_train_metrics_t m;
+    for (int s = 0; s < steps; s++) {
+      ZT_OK(zeroc_trainer_step(tr, &m));
+      loss[s] = (float)m.loss;
+      CU_ASSERT_EQUAL(m.pipeline, pp > 1);
+    }
+    ZT_OK(zeroc_trainer_evaluate(tr, &l));
+  }
+  zeroc_trainer_destroy(tr);
+  zeroc_ctx_finalize(ctx);
+  return l;
+}
+
+static void test_evaluate_pipeline(void) {
+  if (zt_world() != 2) return; /* the layouts need 2 ranks */
+  float a[3], b[3], c[3], d[3];
+  double dp = eval_layout(1, 1, 3, 0, a), pp = eval_layout(2, 1, 3, 0, b);
+  double pp_eval = eval_layout(2, 1, 3, 1, c), il = eval_layout(2, 2, 3, 1, d);
+  ZT_ASSERT_MSG(isfinite(dp) && fabs(pp - dp) <= 1e-5 * dp && fabs(il - dp) <= 1e-5 * dp,
+                "held-out loss: dp %.9g, pipeline %.9g, interleaved %.9g", dp, pp, il);
+  CU_ASSERT_EQUAL(pp_eval, pp);
+  for (int s = 0; s < 3; s++)
+    ZT_ASSERT_MSG(memcmp(&b[s], &c[s], sizeof(float)) == 0,
+                  "pipeline step %d: loss %.9g without evaluation, %.9g with", s + 1, b[s], c[s]);
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"a config not from the initializer, or inconsistent, is refused", test_config_refused},
       {"unset fields get defaults; steps are numbered and end", test_defaults_and_steps},
       {"saved half-way and resumed gives the straight run's losses", test_resume_bitwise},
       {"evaluation: held-out loss, the same on every rank", test_evaluate},
+      {"evaluation at val_every: metrics, training losses unchanged", test_val_every},
+      {"evaluation size (val_tokens), rules, shards checked at create", test_val_config},
+      {"evaluation through a pipeline: the data-parallel run's loss", test_evaluate_pipeline},
       ZT_END,
   };
   return zt_run_mpi(argc, argv, "train", tests, 1, 0);

@@ -156,11 +156,11 @@ static void b_mm_b(void *p) {
 }
 static void b_at_f(void *p) {
   args_t *a = p;
-  CK(zeroc_k_attention_forward(a->k, zs, a->a, a->d, a->b, B, T, C, NH));
+  CK(zeroc_k_attention_forward(a->k, zs, a->a, a->d, a->b, B, T, C, NH, NULL));
 }
 static void b_at_b(void *p) {
   args_t *a = p;
-  CK(zeroc_k_attention_backward(a->k, zs, a->c, a->e, a->b, a->a, a->d, B, T, C, NH));
+  CK(zeroc_k_attention_backward(a->k, zs, a->c, a->e, a->b, a->a, a->d, B, T, C, NH, NULL));
 }
 static void b_gelu_f(void *p) {
   args_t *a = p;

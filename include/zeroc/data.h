@@ -33,6 +33,9 @@ extern "C" {
 #define ZEROC_SHARD_VERSION      1
 #define ZEROC_SHARD_HEADER_BYTES 1024
 
+/* The longest path zeroc_data_info_t holds. */
+#define ZEROC_DATA_PATH_MAX 4096
+
 typedef struct zeroc_data zeroc_data_t;
 
 typedef enum zeroc_data_kind {
@@ -43,7 +46,8 @@ typedef enum zeroc_data_kind {
 typedef struct zeroc_data_config {
   size_t size;          /* sizeof(zeroc_data_config_t), set by the initializer */
   uint32_t magic;       /* ZEROC_CONFIG_MAGIC */
-  const char *source;   /* "synthetic" (or NULL), a .bin path, or a glob ("data/train_*.bin") */
+  const char *source;   /* "synthetic" (or NULL), a .bin path, a glob ("data/train_*.bin"),
+                           or a directory holding train_NNNNNN.bin shards (its train_*.bin) */
   int vocab;            /* V: every token must be < V (2..65536) */
   int seq;              /* T: tokens per sequence (>= 1) */
   int global_batch;     /* G: sequences per optimizer step (>= 1) */
@@ -76,15 +80,23 @@ typedef struct zeroc_data_info {
   double unigram_entropy;
   uint64_t fingerprint; /* identifies the data (shard names, sizes and CRC-32C of
                          * each header, first and last MiB; or the source) */
+  /* The tokenizer the shards were made with: "<dir>/tokenizer.json" beside
+   * the first shard (zeroc data writes one), or "" when there is none (or
+   * synthetic data); and its vocabulary (0 when none). */
+  char tokenizer[ZEROC_DATA_PATH_MAX];
+  int tokenizer_vocab;
 } zeroc_data_info_t;
 
 /*
  * Opens a data set. For files, `source` is expanded as a glob (or taken as one
  * path), the matches are sorted by name and form one token stream; each
- * file's header is checked now, its tokens as they are read.
+ * file's header is checked now, its tokens as they are read. A tokenizer.json
+ * beside the first shard (the tokenizer `zeroc data` recorded) must not have
+ * more ids than cfg->vocab.
  *   cfg: from ZEROC_DATA_CONFIG_INIT; out: receives the handle.
  * Returns ZEROC_ERR_INVALID_ARG (bad config, a glob matching nothing, a
- * directory, fewer sequences than one global batch), ZEROC_ERR_IO (a file
+ * directory without train_*.bin shards, fewer sequences than one global
+ * batch, a recorded tokenizer larger than vocab), ZEROC_ERR_IO (a file
  * that cannot be opened or read), ZEROC_ERR_CORRUPT (truncated header, wrong
  * magic or version, negative count, a file shorter or longer than its
  * header's count), ZEROC_ERR_NUMERIC (synthetic: the stationary distribution

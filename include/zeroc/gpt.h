@@ -50,11 +50,17 @@ uint64_t zeroc_gpt_num_params(const zeroc_gpt_config_t *c);
 typedef struct zeroc_gpt zeroc_gpt_t;
 
 /* One micro-batch: B sequences of T tokens (T <= seq), device memory.
- * targets may be NULL (forward only: no loss gradient). */
+ * targets may be NULL (forward only: no loss gradient, no dropout). */
 typedef struct zeroc_gpt_batch {
   int B, T;
   const int32_t *inputs;  /* (B,T) token ids < vocab */
   const int32_t *targets; /* (B,T) next tokens, or -1 for "no loss here" */
+  /* Which sequences these are, for dropout's masks (a model built with dropout > 0):
+   * each mask is a hash of (seed, step, the sequence's slot, position, channel or
+   * head), so every layout that deals the same sequences to the same slots draws
+   * the same masks. A batch written {B, T, inputs, targets} is step 0, slots 0..B-1. */
+  uint64_t step;       /* the optimizer step */
+  uint64_t first_slot; /* slot of row 0 in the step's global batch (zeroc_data_first_slot) */
 } zeroc_gpt_batch_t;
 
 /* The part of the unit list one pipeline rank builds: `nchunks` contiguous
@@ -84,10 +90,16 @@ typedef struct zeroc_gpt_options {
                             all-reduce); micro-batches need B*T divisible by tp */
   const zeroc_gpt_stage_t *stage; /* pipeline parallelism: only these chunks of the unit
                                      list; NULL: the whole model, one slot */
+  float dropout;         /* GPT-2's attn_pdrop = resid_pdrop = embd_pdrop, 0 <= p < 1; 0: none.
+                            Inverted dropout on the attention probabilities, on the outputs
+                            of the embedding and of both projections before their residual
+                            adds; only in training passes (a batch with targets, not
+                            zeroc_model_eval) */
+  uint64_t dropout_seed; /* the masks' seed (with the batch's step and slots) */
 } zeroc_gpt_options_t;
 
 #define ZEROC_GPT_OPTIONS_INIT                                                                    \
-  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL }
+  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL, 0.0f, 0 }
 
 /*
  * Builds the GPT's unit list (embedding, `layers` blocks, head tied to the
@@ -174,12 +186,18 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
 /*
  * Loads weights from such a file (extra tensors such as h.{i}.attn.bias masks
  * are ignored) into the master weights (with tensor parallelism, each tp rank
- * its slice) and publishes them. Checks every
- * tensor's presence and shape first: nothing changes on error.
+ * its slice) and publishes them. Reads files as Hugging Face `transformers`
+ * writes them: names bare (`wte.weight`, `h.0....`) or prefixed `transformer.`
+ * (GPT2LMHeadModel.save_pretrained), an `lm_head.weight` equal to wte or none
+ * (a different head is refused: the model ties it), F32, BF16 or F16 values
+ * (converted to fp32), and a `wpe.weight` with more rows than cfg->seq (the
+ * first seq rows are used; the rest are kept in host memory, and
+ * zeroc_gpt_export writes the whole table back). Checks every tensor's
+ * presence and shape first: nothing changes on error.
  * Collective. Returns ZEROC_ERR_IO, ZEROC_ERR_CORRUPT, ZEROC_ERR_INVALID_ARG
- * (a missing tensor or another shape, naming it).
+ * (a missing tensor or another shape, an untied head, naming it).
  */
-zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path);
+zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, zeroc_gpt_t *g, const char *path);
 
 #ifdef __cplusplus
 }

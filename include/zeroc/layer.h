@@ -106,6 +106,10 @@ typedef struct zeroc_layer_io {
                              same for every unit: with pipeline parallelism unit 0 may run
                              on another rank, so a unit that needs the batch (its shape, a
                              loss head's targets) reads it here */
+  int eval;               /* forward: 1 in an evaluation (zeroc_model_eval, zeroc_pipeline_eval):
+                             no backward follows and nothing of the training state may
+                             change (a layer with randomness, such as dropout, turns it off
+                             and draws nothing) */
 } zeroc_layer_io_t;
 
 typedef struct zeroc_layer {

@@ -14,7 +14,8 @@
  *
  * The loss and the gradient norm of zeroc_model_step cover the whole pipeline
  * and are identical on every rank. A stage's model runs only through its
- * pipeline: zeroc_model_forward/backward/eval see one stage, not the model.
+ * pipeline: zeroc_model_forward/backward/eval see one stage, not the model;
+ * zeroc_pipeline_eval is the pipeline's forward-only evaluation.
  * docs/pp.md has the schedules and figures.
  */
 #ifndef ZEROC_PIPELINE_H
@@ -136,6 +137,18 @@ typedef struct zeroc_pipeline_stats {
  */
 zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batches,
                                   zeroc_pipeline_stats_t *stats);
+
+/*
+ * Runs the forward of every micro-batch through the pipeline and nothing else
+ * (evaluation): the schedule's forwards and activation messages in their
+ * order, no gradients, nothing of the training step changes (its loss,
+ * gradients and communication figures). *loss receives the mean over the m
+ * micro-batches of the loss the last stage computes, the same on every rank
+ * of the pipeline group (average over data-parallel ranks yourself). Call it
+ * between steps. Collective over the pipeline group. Errors as
+ * zeroc_pipeline_run.
+ */
+zeroc_result_t zeroc_pipeline_eval(zeroc_pipeline_t *p, const void *const *batches, double *loss);
 
 #ifdef __cplusplus
 }

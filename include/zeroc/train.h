@@ -95,10 +95,17 @@ typedef struct zeroc_train_config {
   double spike_z;    /* z-score above which a step is a spike; <= 0: 6 */
   int reduce_maxima; /* 1: each step also takes maxima over ranks (peak_device_max,
                         pp_compute_max_ms): one more small all-reduce per step */
-  /* evaluation (zeroc_trainer_evaluate) */
+  /* evaluation (zeroc_trainer_evaluate; zeroc_trainer_step at the val_every cadence) */
   const char *val_data; /* held-out data: a path or glob of llm.c shards, or "synthetic"
-                           (sequences from step 2^32 on, which no run reaches); NULL: none */
-  int val_batches;      /* global batches per evaluation; 0: 8 */
+                           (sequences from step 2^32 on, which no run reaches); NULL: none.
+                           Opened and checked (shape, vocab) at create */
+  int64_t val_tokens;   /* tokens per evaluation, rounded up to whole global batches (at most
+                           one pass over val_data's files); 0: 65536 */
+  int val_every;        /* with val_data: zeroc_trainer_step evaluates after every N-th step
+                           and after the run's last; 0: never */
+  /* regularisation */
+  double dropout; /* GPT-2's attention, residual and embedding dropout, 0 <= p < 1, seeded by
+                     `seed`, the same masks in every layout (zeroc_gpt_options_t); 0 */
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -106,7 +113,7 @@ typedef struct zeroc_train_config {
     sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 0, 0, 0, 0, -1, -1.0, 0,      \
         ZEROC_LR_DEFAULT, 0.0, -1.0, -1.0, -1.0, -1.0, -1, -1, -1, -1, 0, -1, 0,                   \
         ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_1F1B, 0, NULL, 0, NULL, NULL, \
-        NULL, 0, NULL, 0, -1.0, 0, NULL, 0                                                         \
+        NULL, 0, NULL, 0, -1.0, 0, NULL, 0, 0, 0.0                                                 \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */
@@ -147,6 +154,12 @@ typedef struct zeroc_train_metrics {
   int pipeline;
   double pp_bubble, pp_compute_ms, pp_run_ms;
   double pp_compute_max_ms; /* the slowest stage's compute (reduce_maxima), else this rank's */
+  /* evaluation (val_every): evaluated is 1 on the steps that ran one, after the step's
+   * update, and val_loss is then what zeroc_trainer_evaluate gives (NaN otherwise). Its
+   * time is val_ms, not part of step_ms; its communication is not in comm_bytes. */
+  int evaluated;
+  double val_loss;
+  double val_ms;
 } zeroc_train_metrics_t;
 
 /* What the trainer resolved: the run's shape, data and the planner's prediction. */
@@ -162,6 +175,11 @@ typedef struct zeroc_train_info {
   double flops_per_step;
   double peak_flops; /* the world's peak (cuda; ZEROC_PEAK_TFLOPS), 0 when unknown */
   int start_step;    /* steps already done (from the checkpoint resumed) */
+  /* evaluation (with val_data): the held-out data, and the global batches one
+   * evaluation takes: ceil(val_tokens / tokens_per_step), at least 1, and for
+   * files at most val_data's steps_per_epoch (no sequence counted twice) */
+  zeroc_data_info_t val;
+  int val_batches;
   /* the planner's per-rank prediction for this layout; predicted 0 when it refused one */
   double predicted_device, predicted_host;
   double predicted_by_tag[ZEROC_TAG_COUNT];
@@ -198,8 +216,10 @@ void zeroc_trainer_info(const zeroc_trainer_t *tr, zeroc_train_info_t *out);
 /*
  * Runs the next optimizer step: the checkpoint the cadence asked for after
  * the previous step (save_every), then every micro-batch's forward and
- * backward (or the pipeline's schedule) and the optimizer step. `m` receives
- * the step's figures; m->done is 1 after the run's last step (a call after it
+ * backward (or the pipeline's schedule), the optimizer step, and at the
+ * val_every cadence (and after the run's last step) the evaluation of the
+ * updated model. `m` receives the step's figures (m->evaluated, m->val_loss);
+ * m->done is 1 after the run's last step (a call after it
  * does nothing and returns ZEROC_OK with m->done set and m->step 0).
  * Returns ZEROC_ERR_NUMERIC after more than max_skipped consecutive non-finite
  * steps, with `m` still filled for this step (every rank agrees on it); the
@@ -209,12 +229,13 @@ void zeroc_trainer_info(const zeroc_trainer_t *tr, zeroc_train_info_t *out);
 zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m);
 
 /*
- * The mean loss over `val_batches` global batches of `val_data` (each rank its
- * slices; forward only, nothing of the training state changes); the same on
- * every rank. Collective.
- * Returns ZEROC_ERR_INVALID_ARG when the config has no val_data,
- * ZEROC_ERR_UNSUPPORTED with a pipeline (pp > 1), the data's and the model's
- * errors.
+ * The mean loss over info.val_batches global batches of `val_data`, the same
+ * batches at every call (each rank its slices; forward only, through the
+ * pipeline when there is one; nothing of the training state changes): the
+ * same number on every rank, and in every layout of the same global batch to
+ * fp32 rounding. zeroc_trainer_step calls it at the val_every cadence.
+ * Collective. Returns ZEROC_ERR_INVALID_ARG when the config has no val_data,
+ * the data's, the model's and the pipeline's errors.
  */
 zeroc_result_t zeroc_trainer_evaluate(zeroc_trainer_t *tr, double *loss);
 

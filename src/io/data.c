@@ -24,6 +24,7 @@
 #include "io/files.h"
 #include "io/rng.h"
 #include "io/synth.h"
+#include "zeroc/tokenizer.h"
 
 #define TAG_SHUFFLE 0x53485546464cULL /* "SHUFFL" */
 #define TAG_STREAM  0x53545245414dULL /* "STREAM" */
@@ -51,6 +52,8 @@ struct zeroc_data {
   uint64_t ntok, nseq, spe; /* tokens, sequences N, steps per epoch */
   zeroc__markov_t *markov;
   uint64_t fingerprint;
+  char tokenizer[ZEROC_DATA_PATH_MAX]; /* the recorded tokenizer.json, or "" */
+  int tokenizer_vocab;
 };
 
 /* ---- configuration ------------------------------------------------------------ */
@@ -287,6 +290,65 @@ fail:
   return res;
 }
 
+/* A directory stands for its train_*.bin shards (what `zeroc data` writes);
+ * one without any is left as it is, for open_shard to refuse by name. */
+static zeroc_result_t resolve_dir(zeroc_data_t *d) {
+  struct stat st;
+  char pat[PATH_MAX];
+  glob_t g;
+  if (strpbrk(d->source, "*?[") || stat(d->source, &st) != 0 || !S_ISDIR(st.st_mode))
+    return ZEROC_OK;
+  size_t n = strlen(d->source);
+  while (n > 1 && d->source[n - 1] == '/') n--;
+  if ((size_t)snprintf(pat, sizeof pat, "%.*s/train_*.bin", (int)n, d->source) >= sizeof pat)
+    return ZEROC_OK;
+  int rc = glob(pat, 0, NULL, &g);
+  if (rc == 0) {
+    char *src = strdup(pat);
+    if (!src) {
+      globfree(&g);
+      return ZEROC_FAIL(ZEROC_ERR_NOMEM, "data: out of host memory");
+    }
+    free(d->source);
+    d->source = src;
+    d->cfg.source = src;
+  }
+  if (rc == 0 || rc == GLOB_NOSPACE) globfree(&g);
+  return ZEROC_OK;
+}
+
+/* The tokenizer a shard set records (<dir of the first shard>/tokenizer.json)
+ * must fit the model: a token id >= vocab would otherwise stop training at
+ * the first batch that holds one, maybe hours in. A file there that is not a
+ * tokenizer zeroc reads is only reported (the shards may come from elsewhere). */
+static zeroc_result_t check_tokenizer(zeroc_data_t *d) {
+  const char *first = d->files[0].path, *slash = strrchr(first, '/');
+  char path[ZEROC_DATA_PATH_MAX];
+  int len = slash ? (int)(slash - first) + 1 : 0;
+  if ((size_t)snprintf(path, sizeof path, "%.*stokenizer.json", len, first) >= sizeof path)
+    return ZEROC_OK;
+  if (access(path, F_OK) != 0) return ZEROC_OK;
+  zeroc_tokenizer_t *t = NULL;
+  if (zeroc_tokenizer_load(path, &t) != ZEROC_OK) {
+    ZWARN(IO,
+          "data: '%s' beside the shards is not a tokenizer zeroc reads (%s); the data's "
+          "vocabulary is checked token by token only",
+          path, zeroc__tls_error());
+    zeroc__tls_error_clear();
+    return ZEROC_OK;
+  }
+  int v = zeroc_tokenizer_vocab(t);
+  zeroc_tokenizer_destroy(t);
+  if (v > d->cfg.vocab)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "data '%s' was tokenized with '%s' (vocab %d), more ids than the model's "
+                      "vocab %d: use --vocab %d or more, or data made with a smaller tokenizer",
+                      d->source, path, v, d->cfg.vocab, v);
+  memcpy(d->tokenizer, path, strlen(path) + 1);
+  d->tokenizer_vocab = v;
+  return ZEROC_OK;
+}
+
 /* Reads tokens [start, start + n) of the stream, checking each against V. */
 static zeroc_result_t read_tokens(const zeroc_data_t *d, uint64_t start, size_t n, int32_t *out) {
   unsigned char buf[2 * READ_CHUNK];
@@ -377,7 +439,9 @@ zeroc_result_t zeroc_data_create(const zeroc_data_config_t *cfg, zeroc_data_t **
           d->markov->entropy_rate);
   } else {
     d->kind = ZEROC_DATA_FILES;
+    ZEROC_TRY(resolve_dir(d));
     ZEROC_TRY(open_files(d));
+    ZEROC_TRY(check_tokenizer(d));
     d->nseq = d->ntok >= 1 ? (d->ntok - 1) / T : 0;
     if (d->nseq < G) {
       res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
@@ -428,6 +492,8 @@ void zeroc_data_info(const zeroc_data_t *d, zeroc_data_info_t *o) {
   o->loss_floor = d->markov ? d->markov->entropy_rate : NAN;
   o->unigram_entropy = d->markov ? d->markov->unigram_entropy : NAN;
   o->fingerprint = d->fingerprint;
+  memcpy(o->tokenizer, d->tokenizer, sizeof o->tokenizer);
+  o->tokenizer_vocab = d->tokenizer_vocab;
 }
 
 zeroc_result_t zeroc_data_sequence_index(const zeroc_data_t *d, uint64_t step, int slot,

@@ -100,10 +100,9 @@ zeroc_result_t zeroc__afile_pwrite(zeroc__afile_t *f, const void *buf, size_t n,
   return write_all(f->fd, buf, n, offset, f->tmp);
 }
 
-zeroc_result_t zeroc__afile_commit(zeroc__afile_t *f) {
+zeroc_result_t zeroc__afile_close(zeroc__afile_t *f) {
   zeroc_result_t res = ZEROC_OK;
-  char dir[PATH_MAX];
-  if (f->fd < 0) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "afile_commit: the file is not open");
+  if (f->fd < 0) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "afile_close: the file is not open");
   if (fsync(f->fd) != 0) {
     res = ZEROC_FAIL(ZEROC_ERR_IO, "fsync('%s'): %s", f->tmp, strerror(errno));
     goto fail;
@@ -114,6 +113,17 @@ zeroc_result_t zeroc__afile_commit(zeroc__afile_t *f) {
     res = ZEROC_FAIL(ZEROC_ERR_IO, "close('%s'): %s", f->tmp, strerror(errno));
     goto fail;
   }
+  return ZEROC_OK;
+fail:
+  zeroc__afile_abort(f);
+  return res;
+}
+
+zeroc_result_t zeroc__afile_commit(zeroc__afile_t *f) {
+  zeroc_result_t res = ZEROC_OK;
+  char dir[PATH_MAX];
+  if (!f->tmp) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "afile_commit: the file is not open");
+  if (f->fd >= 0) ZEROC_CHECK(zeroc__afile_close(f));
   if (rename(f->tmp, f->path) != 0) {
     res = ZEROC_FAIL(ZEROC_ERR_IO, "rename('%s' -> '%s'): %s", f->tmp, f->path, strerror(errno));
     goto fail;

@@ -42,8 +42,15 @@ zeroc_result_t zeroc__afile_write(zeroc__afile_t *f, const void *buf, size_t n);
 /* Writes all `n` bytes at `offset` (e.g. to fill in a header last). */
 zeroc_result_t zeroc__afile_pwrite(zeroc__afile_t *f, const void *buf, size_t n, uint64_t offset);
 /* fsync, close, rename over the final name, fsync the directory. On success
- * `f` is reset (nothing left to abort); on failure the temporary is removed. */
+ * `f` is reset (nothing left to abort); on failure the temporary is removed.
+ * A file zeroc__afile_close already closed is only renamed (and the directory
+ * fsynced). */
 zeroc_result_t zeroc__afile_commit(zeroc__afile_t *f);
+/* fsync and close the temporary file but keep it, with the final name, for a
+ * later commit or abort: a set of files written one after another is renamed
+ * into place together, once every one is complete. On failure the temporary
+ * is removed. */
+zeroc_result_t zeroc__afile_close(zeroc__afile_t *f);
 /* Closes and removes the temporary file; the final name is untouched. */
 void zeroc__afile_abort(zeroc__afile_t *f);
 

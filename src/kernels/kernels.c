@@ -121,24 +121,40 @@ zeroc_result_t zeroc_k_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, vo
   return ZEROC_OK;
 }
 
+/* A dropout descriptor: NULL, or 0 <= p < 1 with positive sizes. */
+static zeroc_result_t check_dropout(const char *fn, const zeroc_dropout_t *d) {
+  if (!d) return ZEROC_OK;
+  if (!(d->p >= 0 && d->p < 1) || d->T < 1 || d->Tmax < d->T || d->width < 1 || d->first < 0 ||
+      d->row0 < 0)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: dropout p %g, T %d, Tmax %d, width %d, first %d, row0 %lld; accepted "
+                      "0 <= p < 1, 1 <= T <= Tmax, width >= 1, first and row0 >= 0",
+                      fn, (double)d->p, d->T, d->Tmax, d->width, d->first, (long long)d->row0);
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_k_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
-                                         float *lse, const void *qkv, int B, int T, int C, int NH) {
+                                         float *lse, const void *qkv, int B, int T, int C, int NH,
+                                         const zeroc_dropout_t *drop) {
   POSITIVE(B, T, C, NH);
   if (C % NH)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "attention: C %d not divisible by NH %d", C, NH);
-  CUDA_OR_CPU(attention_forward, k, s, out, lse, qkv, B, T, C, NH);
-  zeroc__cpu_attention_forward(out, lse, qkv, B, T, C, NH);
+  ZEROC_CHECK(check_dropout(__func__, drop));
+  CUDA_OR_CPU(attention_forward, k, s, out, lse, qkv, B, T, C, NH, drop);
+  zeroc__cpu_attention_forward(out, lse, qkv, B, T, C, NH, drop);
   return ZEROC_OK;
 }
 
 zeroc_result_t zeroc_k_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv,
                                           const void *dout, const void *qkv, const void *out,
-                                          const float *lse, int B, int T, int C, int NH) {
+                                          const float *lse, int B, int T, int C, int NH,
+                                          const zeroc_dropout_t *drop) {
   POSITIVE(B, T, C, NH);
   if (C % NH)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "attention: C %d not divisible by NH %d", C, NH);
-  CUDA_OR_CPU(attention_backward, k, s, dqkv, dout, qkv, out, lse, B, T, C, NH);
-  zeroc__cpu_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH);
+  ZEROC_CHECK(check_dropout(__func__, drop));
+  CUDA_OR_CPU(attention_backward, k, s, dqkv, dout, qkv, out, lse, B, T, C, NH, drop);
+  zeroc__cpu_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, drop);
   return ZEROC_OK;
 }
 
@@ -167,6 +183,16 @@ zeroc_result_t zeroc_k_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y, const
                            size_t N) {
   CUDA_OR_CPU(add, k, s, y, x, N);
   zeroc__cpu_add(y, x, N);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_dropout(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *in,
+                               const zeroc_dropout_t *drop, int N, int C) {
+  POSITIVE(N, C);
+  if (!drop) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_k_dropout: NULL descriptor");
+  ZEROC_CHECK(check_dropout(__func__, drop));
+  CUDA_OR_CPU(dropout, k, s, out, in, drop, N, C);
+  zeroc__cpu_dropout(out, in, drop, N, C);
   return ZEROC_OK;
 }
 

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "device/device.h"
+#include "kernels/dropout.h"
 #include "zeroc/device.h"
 #include "zeroc/types.h"
 
@@ -85,13 +86,18 @@ zeroc_result_t zeroc_k_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, vo
 /* Causal multi-head attention, flash style (no T x T matrix kept):
  * qkv (B,T,3C) holds q | k | v, head h in columns [h*HS, (h+1)*HS) of each;
  * out (B,T,C) = softmax(q k^T / sqrt(HS), causal) v per head;
- * lse (B,NH,T) fp32 = log-sum-exp of each row of scaled scores, saved for backward. */
+ * lse (B,NH,T) fp32 = log-sum-exp of each row of scaled scores, saved for backward.
+ * drop: NULL, or dropout on the probabilities (kernels/dropout.h; lse stays that of
+ * the undropped scores). */
 zeroc_result_t zeroc_k_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
-                                         float *lse, const void *qkv, int B, int T, int C, int NH);
-/* dqkv (B,T,3C) += gradient w.r.t. q, k, v, recomputing the scores from qkv and lse. */
+                                         float *lse, const void *qkv, int B, int T, int C, int NH,
+                                         const zeroc_dropout_t *drop);
+/* dqkv (B,T,3C) += gradient w.r.t. q, k, v, recomputing the scores from qkv and lse (and
+ * the forward's mask from `drop`). */
 zeroc_result_t zeroc_k_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv,
                                           const void *dout, const void *qkv, const void *out,
-                                          const float *lse, int B, int T, int C, int NH);
+                                          const float *lse, int B, int T, int C, int NH,
+                                          const zeroc_dropout_t *drop);
 
 /* GPT-2's tanh GELU: out (N) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 zeroc_result_t zeroc_k_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
@@ -105,6 +111,12 @@ zeroc_result_t zeroc_k_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s, v
                                         const void *a, const void *b, size_t N);
 /* y (N) += x */
 zeroc_result_t zeroc_k_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y, const void *x, size_t N);
+
+/* Inverted dropout of token rows: out (N,C) = in * keep / (1 - p) (out may alias in),
+ * each element's keep drawn by kernels/dropout.h from its global (row, channel). The
+ * forward on an activation and the backward on its gradient are the same call. */
+zeroc_result_t zeroc_k_dropout(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *in,
+                               const zeroc_dropout_t *drop, int N, int C);
 
 /* Fused softmax + cross-entropy + gradient, in place on the logits:
  * logits (N,Vp) act; the first V columns are real, the rest padding (ignored).

@@ -9,7 +9,9 @@
  * or CUDA. With pipeline parallelism a rank builds only its chunks of the unit
  * list and keeps one set of activations per in-flight micro-batch (slot); a
  * head without the embedding beside it holds its own copy of wte, tied to the
- * first stage's (ZEROC_PARAM_TIED).
+ * first stage's (ZEROC_PARAM_TIED). Dropout (GPT-2's three sites) draws its
+ * masks from global coordinates (kernels/dropout.h), so it needs no state and
+ * no buffer: the backward masks its gradients in the residual scratch.
  */
 #include <math.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 
 #include "core/error.h"
 #include "kernels/kernels.h"
+#include "model/gpt_internal.h"
 #include "model/gpt_sizes.h"
 #include "runtime/runtime.h"
 #include "tp/split.h"
@@ -60,6 +63,8 @@ struct zeroc_gpt {
   zeroc_kernels_t *k;
   zeroc__tp_t tp;
   int Bmax, Vp, recompute;
+  float drop;            /* dropout probability (0: none) */
+  uint64_t drop_seed;    /* with the batch's step and slots, the masks' key */
   int t, Cl, NHl, Vl;    /* tp size; channels, heads and vocabulary rows per tp rank */
   size_t es;             /* activation element size */
   zeroc__gpt_bytes_t sz; /* the bytes of each buffer (gpt_sizes.c, which the planner calls too) */
@@ -88,6 +93,8 @@ struct zeroc_gpt {
     int l, lb;
   } * refs; /* per local block: global and local index */
   uint64_t act_bytes;
+  float *wpe_tail; /* imported position rows beyond seq, kept for export (host) */
+  int wpe_tail_rows;
   void **allocs;
   int nallocs;
 };
@@ -200,6 +207,36 @@ static zeroc_result_t io_batch(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
   return ZEROC_OK;
 }
 
+/* Dropout's descriptor for `site` of `layer` (the embedding: layer L), or NULL outside
+ * training (no dropout, no targets, zeroc_model_eval). Residual sites are this rank's
+ * rows (B*T/tp with sequence parallelism) of all C channels; attention's its heads. */
+static const zeroc_dropout_t *drop_at(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
+                                      const zeroc_gpt_batch_t *b, int layer, int site, int Nl,
+                                      zeroc_dropout_t *d) {
+  if (!(g->drop > 0) || io->eval || !b->targets) return NULL;
+  int att = site == ZEROC_DROP_ATTN;
+  *d = (zeroc_dropout_t){g->drop,
+                         zeroc__dropout_key(g->drop_seed, b->step, layer, site),
+                         b->first_slot,
+                         g->tp.sp ? (int64_t)g->tp.rank * Nl : 0,
+                         b->T,
+                         g->cfg.seq,
+                         att ? g->cfg.heads : g->cfg.hidden,
+                         att ? g->tp.rank * g->NHl : 0};
+  return d;
+}
+
+/* Residual dropout's backward: dy (Nl,C) masked into the residual scratch not `keep` */
+static zeroc_result_t drop_grad(zeroc_gpt_t *g, zeroc_stream_t *s, const zeroc_dropout_t *d,
+                                const void *dy, const void *keep, int Nl, const void **out) {
+  *out = dy;
+  if (!d) return ZEROC_OK;
+  void *dst = g->dres[0] == keep ? g->dres[1] : g->dres[0];
+  CHK(zeroc_k_dropout(g->k, s, dst, dy, d, Nl, g->cfg.hidden));
+  *out = dst;
+  return ZEROC_OK;
+}
+
 // inp (B,T) -> x0 (Nl,C) = wte[inp] + wpe[t] (vocabulary-parallel over the tp ranks)
 static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
@@ -212,6 +249,9 @@ static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
   void *x0 = g->act[io->slot].x0;
   CHK(zeroc__tp_embedding_forward(&g->tp, io->stream, x0, g->part, b->inputs, io->params[0],
                                   io->params[1], b->B, b->T, g->cfg.hidden, g->Vl));
+  zeroc_dropout_t dd;
+  const zeroc_dropout_t *d = drop_at(g, io, b, g->cfg.layers, ZEROC_DROP_EMBED, Nl, &dd);
+  if (d) CHK(zeroc_k_dropout(g->k, io->stream, x0, x0, d, Nl, g->cfg.hidden));
   io->out = x0;
   return ZEROC_OK;
 }
@@ -219,9 +259,15 @@ static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
 static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
   const zeroc_gpt_batch_t *b;
+  int Nl;
   CHK(io_batch(g, io, &b));
-  CHK(zeroc__tp_embedding_backward(&g->tp, io->stream, io->grads[0], io->grads[1], io->dout,
-                                   g->gath, b->inputs, b->B, b->T, g->cfg.hidden, g->Vl));
+  CHK(zeroc__tp_rows(&g->tp, b->B * b->T, &Nl));
+  zeroc_dropout_t dd;
+  const void *dout;
+  CHK(drop_grad(g, io->stream, drop_at(g, io, b, g->cfg.layers, ZEROC_DROP_EMBED, Nl, &dd),
+                io->dout, NULL, Nl, &dout));
+  CHK(zeroc__tp_embedding_backward(&g->tp, io->stream, io->grads[0], io->grads[1], dout, g->gath,
+                                   b->inputs, b->B, b->T, g->cfg.hidden, g->Vl));
   io->din = NULL;
   return ZEROC_OK;
 }
@@ -255,12 +301,17 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   CHK(zeroc__tp_rows(tp, N, &Nl));
   void *const *p = io->params;
   saved_t *a = block_saved(g, io->slot, l);
+  zeroc_dropout_t dd[3]; /* masks of the global block ref_->l */
+  const zeroc_dropout_t *da = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN, Nl, &dd[0]);
+  const zeroc_dropout_t *dr1 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN_RESID, Nl, &dd[1]);
+  const zeroc_dropout_t *dr2 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_MLP_RESID, Nl, &dd[2]);
   CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B],
                                 Nl, C));
   CHK(zeroc__tp_column_forward(tp, s, a->qkv, a->ln1, g->gath, p[QKVW], p[QKVB], N, C, 3 * Cl));
-  CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, Cl, g->NHl));
-  /* attention projection, then the residual, into res2 */
+  CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, Cl, g->NHl, da));
+  /* attention projection (dropped out), then the residual, into res2 */
   CHK(zeroc__tp_row_forward(tp, s, a->res2, a->atty, g->part, p[ATTPROJW], p[ATTPROJB], N, Cl, C));
+  if (dr1) CHK(zeroc_k_dropout(k, s, a->res2, a->res2, dr1, Nl, C));
   CHK(zeroc_k_add(k, s, a->res2, io->in, (size_t)Nl * C));
   CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B],
                                 Nl, C));
@@ -268,6 +319,7 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   CHK(zeroc_k_gelu_forward(k, s, a->fchg, a->fch, (size_t)N * 4 * Cl));
   void *out = g->act[io->slot].xout[l];
   CHK(zeroc__tp_row_forward(tp, s, out, a->fchg, g->part, p[FCPROJW], p[FCPROJB], N, 4 * Cl, C));
+  if (dr2) CHK(zeroc_k_dropout(k, s, out, out, dr2, Nl, C));
   CHK(zeroc_k_add(k, s, out, a->res2, (size_t)Nl * C));
   io->out = out;
   return ZEROC_OK;
@@ -302,12 +354,19 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   size_t e = g->es;
   void *const *p = io->params, *const *d = io->grads;
   saved_t *a = block_saved(g, io->slot, l);
-  const void *dout = io->dout;
+  zeroc_dropout_t dd[3]; /* masks of the global block ref_->l */
+  const zeroc_dropout_t *da = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN, Nl, &dd[0]);
+  const zeroc_dropout_t *dr1 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN_RESID, Nl, &dd[1]);
+  const zeroc_dropout_t *dr2 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_MLP_RESID, Nl, &dd[2]);
   if (tp->sp) CHK(zeroc_memset_async(s, g->lngrad, 0, 4 * (size_t)C * e));
   /* dres2 starts as dout (the residual), then gains the MLP path */
   void *dx = g->dres[g->dres_next];
   g->dres_next ^= 1;
-  CHK(zeroc_memcpy_async(s, dx, dout, (size_t)Nl * C * e));
+  CHK(zeroc_memcpy_async(s, dx, io->dout, (size_t)Nl * C * e));
+  /* the MLP's output gradient: dout through its dropout (in the other residual scratch,
+   * which may be dout itself: dout is dead once copied) */
+  const void *dout;
+  CHK(drop_grad(g, s, dr2, io->dout, dx, Nl, &dout));
   CHK(zeroc_memset_async(s, g->dfchg, 0, (size_t)N * 4 * Cl * e));
   CHK(zeroc__tp_row_backward(tp, s, g->dfchg, d[FCPROJW], d[FCPROJB], dout, a->fchg, g->gath,
                              p[FCPROJW], N, 4 * Cl, C));
@@ -319,12 +378,14 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN2W, 2), ln_grad(g, d, LN2B, 3), g->dln,
                                  a->res2, p[LN2W], a->ln2_mean, a->ln2_rstd, Nl, C));
   /* dx now holds dres2; it is also the gradient of x through the first residual */
+  const void *dproj;
+  CHK(drop_grad(g, s, dr1, dx, dx, Nl, &dproj));
   CHK(zeroc_memset_async(s, g->datty, 0, (size_t)N * Cl * e));
-  CHK(zeroc__tp_row_backward(tp, s, g->datty, d[ATTPROJW], d[ATTPROJB], dx, a->atty, g->gath,
+  CHK(zeroc__tp_row_backward(tp, s, g->datty, d[ATTPROJW], d[ATTPROJB], dproj, a->atty, g->gath,
                              p[ATTPROJW], N, Cl, C));
   CHK(zeroc_memset_async(s, g->dqkv, 0, (size_t)N * 3 * Cl * e));
-  CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl,
-                                 g->NHl));
+  CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl, g->NHl,
+                                 da));
   CHK(zeroc__tp_column_backward(tp, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, g->gath, g->part,
                                 p[QKVW], N, C, 3 * Cl));
   CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN1W, 0), ln_grad(g, d, LN1B, 1), g->dln,
@@ -598,6 +659,9 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   int batch = o.batch ? o.batch : cfg->batch, recompute = o.recompute;
   if (batch < 1)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt micro-batch %d: must be >= 1", batch);
+  if (!(o.dropout >= 0 && o.dropout < 1))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt dropout %g: accepted 0 <= p < 1",
+                      (double)o.dropout);
   int t = zeroc_ctx_mesh(ctx)->tp;
   /* heads divide hidden (checked above), so tp | heads gives tp | C, 3C, 4C */
   if (cfg->heads % t)
@@ -617,6 +681,8 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   g->cfg = *cfg;
   g->Bmax = batch;
   g->recompute = recompute;
+  g->drop = o.dropout;
+  g->drop_seed = o.dropout_seed;
   g->t = t;
   g->slots = stage->slots;
   g->nchunks = stage->nchunks;
@@ -700,7 +766,24 @@ void zeroc_gpt_destroy(zeroc_gpt_t *g) {
   free(g->chunk_count);
   free(g->refs);
   free(g->losses_host);
+  free(g->wpe_tail);
   free(g);
+}
+
+void zeroc__gpt_set_wpe_tail(zeroc_gpt_t *g, float *rows, int nrows) {
+  free(g->wpe_tail);
+  g->wpe_tail = nrows > 0 ? rows : NULL;
+  g->wpe_tail_rows = nrows > 0 ? nrows : 0;
+  if (nrows <= 0) free(rows);
+}
+
+const void *zeroc__gpt_logits(const zeroc_gpt_t *g, int slot) {
+  return slot >= 0 && slot < g->slots ? g->act[slot].logits : NULL;
+}
+
+const float *zeroc__gpt_wpe_tail(const zeroc_gpt_t *g, int *nrows) {
+  *nrows = g->wpe_tail_rows;
+  return g->wpe_tail;
 }
 
 const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n) {

@@ -13,7 +13,6 @@
  * last stage's tied copy of wte is the embedding's wte in the file.
  */
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +20,8 @@
 #include "comm/comm.h"
 #include "core/error.h"
 #include "io/safetensors.h"
+#include "model/gpt_internal.h"
+#include "persist/gpt_file.h"
 #include "runtime/runtime.h"
 #include "tp/split.h"
 #include "zeroc/gpt.h"
@@ -50,23 +51,6 @@ static void hf_name(const zeroc_param_desc_t *pd, int g, int L, int vocab, char 
     shape[0] = (uint64_t)sp->full[0];
     shape[1] = 1;
   }
-}
-
-/* "(64)", "(768, 2304)", "()" for a scalar: a shape with its real rank, so
- * that a 1-D tensor and a (64, 1) one read differently in a message. */
-static const char *dims_text(const uint64_t *shape, int ndim, char *buf, size_t n) {
-  size_t k = (size_t)snprintf(buf, n, "(");
-  for (int i = 0; i < ndim && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%" PRIu64, i ? ", " : "", shape[i]);
-  if (k < n) snprintf(buf + k, n - k, ")");
-  return buf;
-}
-
-/* The index of the first NaN or infinity of x[0..n), or n when all are finite. */
-static uint64_t first_nonfinite(const float *x, uint64_t n) {
-  for (uint64_t i = 0; i < n; i++)
-    if (!isfinite(x[i])) return i;
-  return n;
 }
 
 /* A copy of the embedding's wte held by another unit (the last stage's head). */
@@ -256,12 +240,8 @@ fail:
   return res;
 }
 
-/* Rank 0: the file, every tensor of the model in global order. */
-static zeroc_result_t write_file(export_t *E, const char *path) {
-  zeroc_result_t res = ZEROC_OK;
-  int vocab = zeroc_gpt_config(E->g)->vocab;
-  float *tmp = NULL;
-  zeroc__st_writer_t *w = NULL;
+/* Rank 0: every parameter of every unit has its values. */
+static zeroc_result_t check_complete(const export_t *E) {
   for (int gu = 0; gu < E->NU; gu++) {
     int np;
     zeroc_gpt_unit_params(E->g, gu, &np);
@@ -270,45 +250,11 @@ static zeroc_result_t write_file(export_t *E, const char *path) {
         return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p,
                           gu);
   }
-  tmp = malloc(E->maxp * 4 + 4);
-  if (!tmp)
-    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transpose buffer of %" PRIu64 " floats", E->maxp);
-  ZEROC_TRY(zeroc__st_writer_create(path, &w));
-  ZEROC_TRY(zeroc__st_writer_metadata(w, "format", "pt"));
-  ZEROC_TRY(zeroc__st_writer_metadata(w, "producer", "zeroc"));
-  /* the header lists every tensor first, then the values follow in the same order */
-  for (int pass = 0; pass < 2; pass++) {
-    for (int gu = 0; gu < E->NU; gu++) {
-      int np;
-      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(E->g, gu, &np);
-      for (int p = 0; p < np; p++) {
-        char name[128];
-        int nd, tr;
-        uint64_t shape[2];
-        zeroc__split_t sp;
-        hf_name(&pds[p], gu, E->L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
-        if (!pass) {
-          ZEROC_TRY(zeroc__st_writer_add(w, name, ZEROC_ST_F32, nd, shape));
-          continue;
-        }
-        const float *v = E->src[gu * 12 + p];
-        uint64_t cnt = nd == 2 ? shape[0] * shape[1] : shape[0];
-        if (tr) {
-          transpose(tmp, v, shape[1], shape[0]);
-          v = tmp;
-        }
-        ZEROC_TRY(zeroc__st_writer_write_f32(w, v, cnt));
-      }
-    }
-  }
-  ZEROC_TRY(zeroc__st_writer_finish(w));
-fail:
-  zeroc__st_writer_destroy(w);
-  free(tmp);
-  return res;
+  return ZEROC_OK;
 }
 
-zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path) {
+zeroc_result_t zeroc__gpt_collect(zeroc_model_t *m, const zeroc_gpt_t *g, zeroc__gpt_visit_fn fn,
+                                  void *user) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
   int L = zeroc_gpt_config(g)->layers;
@@ -330,7 +276,8 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
   if (!res && mesh->pp > 1 && rep && mesh->pp_rank > 0) res = send_stage(&E);
   /* only rank 0 goes on; the others wait in the agreement below */
   if (!res && mesh->rank == 0) res = receive_stages(&E);
-  if (!res && mesh->rank == 0) res = write_file(&E, path);
+  if (!res && mesh->rank == 0) res = check_complete(&E);
+  if (!res && mesh->rank == 0) res = fn(user, E.src, E.maxp);
   for (int s = 0; E.recv && s < mesh->pp; s++) free(E.recv[s]);
   free(E.recv);
   for (int u = 0; E.full && u < E.n; u++) free(E.full[u]);
@@ -339,17 +286,84 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
   return zeroc__ctx_ret(ctx, zeroc_ctx_agree(ctx, res));
 }
 
-zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path) {
+/* What export's visitor writes: the model's tensors to `path`. */
+typedef struct {
+  const zeroc_gpt_t *g;
+  const char *path;
+} export_file_t;
+
+/* Rank 0: the file, every tensor of the model in global order. */
+static zeroc_result_t write_file(void *user, const float *const *src, uint64_t maxp) {
+  const export_file_t *X = user;
+  const zeroc_gpt_t *g = X->g;
+  zeroc_result_t res = ZEROC_OK;
+  int vocab = zeroc_gpt_config(g)->vocab, L = zeroc_gpt_config(g)->layers, tail_rows;
+  const float *tail = zeroc__gpt_wpe_tail(g, &tail_rows);
+  float *tmp = NULL;
+  zeroc__st_writer_t *w = NULL;
+  tmp = malloc(maxp * 4 + 4);
+  if (!tmp)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transpose buffer of %" PRIu64 " floats", maxp);
+  ZEROC_TRY(zeroc__st_writer_create(X->path, &w));
+  ZEROC_TRY(zeroc__st_writer_metadata(w, "format", "pt"));
+  ZEROC_TRY(zeroc__st_writer_metadata(w, "producer", "zeroc"));
+  /* the header lists every tensor first, then the values follow in the same order */
+  for (int pass = 0; pass < 2; pass++) {
+    for (int gu = 0; gu < L + 2; gu++) {
+      int np;
+      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
+      for (int p = 0; p < np; p++) {
+        char name[128];
+        int nd, tr;
+        uint64_t shape[2];
+        zeroc__split_t sp;
+        hf_name(&pds[p], gu, L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
+        /* an imported position table longer than seq goes back whole */
+        int wpe = gu == 0 && !strcmp(pds[p].name, "wpe.weight");
+        if (wpe) shape[0] += (uint64_t)tail_rows;
+        if (!pass) {
+          ZEROC_TRY(zeroc__st_writer_add(w, name, ZEROC_ST_F32, nd, shape));
+          continue;
+        }
+        const float *v = src[gu * 12 + p];
+        uint64_t cnt = nd == 2 ? shape[0] * shape[1] : shape[0];
+        if (wpe && tail_rows) {
+          cnt -= (uint64_t)tail_rows * shape[1];
+          ZEROC_TRY(zeroc__st_writer_write_f32(w, v, cnt));
+          v = tail, cnt = (uint64_t)tail_rows * shape[1];
+        }
+        if (tr) {
+          transpose(tmp, v, shape[1], shape[0]);
+          v = tmp;
+        }
+        ZEROC_TRY(zeroc__st_writer_write_f32(w, v, cnt));
+      }
+    }
+  }
+  ZEROC_TRY(zeroc__st_writer_finish(w));
+fail:
+  zeroc__st_writer_destroy(w);
+  free(tmp);
+  return res;
+}
+
+zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path) {
+  export_file_t X = {g, path};
+  return zeroc__gpt_collect(m, g, write_file, &X);
+}
+
+zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, zeroc_gpt_t *g, const char *path) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
   int n = zeroc_model_num_units(m), vocab, L;
   zeroc_result_t res = ZEROC_OK;
-  zeroc__st_t *st = NULL;
+  zeroc__gpt_file_t f = {0};
   float **shards = calloc((size_t)n, sizeof *shards);
-  float *tmp = NULL, *gl = NULL, *flat = NULL;
+  float *gl = NULL, *flat = NULL, *tail = NULL;
+  uint64_t tail_rows = 0;
   if (!shards) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "import tables"));
   vocab = zeroc_gpt_config(g)->vocab;
   L = zeroc_gpt_config(g)->layers;
-  ZEROC_TRY(zeroc__st_open(path, &st));
+  ZEROC_TRY(zeroc__gpt_file_open(path, &f));
   /* every rank reads each whole tensor of its own units and keeps its own shard
    * of its slice */
   for (int u = 0; u < n; u++) {
@@ -370,49 +384,18 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
       int gu = zeroc_gpt_global_unit(g, u);
       /* a tied copy of wte reads wte */
       hf_name(pd, is_tied_copy(pd, gu) ? 0 : gu, L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
-      const zeroc__st_tensor_t *t = zeroc__st_find(st, name);
-      if (!t) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "'%s' has no tensor '%s' (a GPT-2 file of this shape has)", path, name);
-        goto fail;
-      }
       uint64_t count = nd == 2 ? shape[0] * shape[1] : shape[0];
-      int same = t->ndim == nd && t->shape[0] == shape[0] && (nd == 1 || t->shape[1] == shape[1]);
-      if (!same) {
-        char have[96], want[64];
-        res =
-            ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "'%s': tensor '%s' has shape %s, this model needs %s",
-                       path, name, dims_text(t->shape, t->ndim, have, sizeof have),
-                       dims_text(shape, nd, want, sizeof want));
-        goto fail;
-      }
-      free(tmp);
       free(gl);
-      tmp = malloc(count * 4 + 4);
       gl = malloc(count * 4 + 4);
-      if (!tmp || !gl) {
+      if (!gl) {
         res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "import buffers of '%s'", name);
         goto fail;
       }
       /* gl: the file's tensor in our (out, in) layout; wte's padding rows are
-       * not in it (file_full) and stay zero */
-      ZEROC_TRY(zeroc__st_read_f32(t, tr ? tmp : gl, count));
-      /* a NaN or infinity would make every step's gradients non-finite: each
-       * step skipped, and the same weights exported again at the end */
-      uint64_t bad = first_nonfinite(tr ? tmp : gl, count);
-      if (bad < count) {
-        float v = (tr ? tmp : gl)[bad];
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "'%s': tensor '%s' holds %s at index %" PRIu64 " of %" PRIu64
-                         "; accepted finite weights only",
-                         path, name,
-                         isnan(v) ? "NaN"
-                         : v > 0  ? "+inf"
-                                  : "-inf",
-                         bad, count);
-        goto fail;
-      }
-      if (tr) transpose(gl, tmp, shape[0], shape[1]);
+       * not in it (file_full) and stay zero. wpe may have more rows than seq
+       * (a file of a longer context): the rest is kept for export. */
+      int wpe = gu == 0 && !strcmp(pd->name, "wpe.weight");
+      ZEROC_TRY(zeroc__gpt_file_read(&f, name, nd, shape, tr, gl, wpe ? &tail : NULL, &tail_rows));
       int64_t file_full[ZEROC_MAX_DIMS] = {(int64_t)(tr ? shape[1] : shape[0]),
                                            (int64_t)(tr ? shape[0] : shape[1])};
       float *dst = flat + zeroc_model_param_offset(m, u, p);
@@ -428,14 +411,16 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
   }
 fail:
   free(flat);
-  free(tmp);
   free(gl);
-  zeroc__st_close(st);
+  zeroc__gpt_file_close(&f);
   /* nothing changes unless every rank read everything */
   res = zeroc_ctx_agree(ctx, res);
   for (int u = 0; u < n && !res; u++)
     res = zeroc_model_set_shard(m, u, ZEROC_STATE_MASTER, shards[u]);
   if (!res) res = zeroc_model_sync_params(m);
+  /* the positions beyond seq (or none: a file of this context drops an older tail) */
+  if (!res) zeroc__gpt_set_wpe_tail(g, tail, (int)tail_rows), tail = NULL;
+  free(tail);
   for (int u = 0; u < n; u++) free(shards[u]);
   free(shards);
   return zeroc__ctx_ret(ctx, zeroc_ctx_agree(ctx, res));

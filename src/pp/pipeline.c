@@ -397,8 +397,7 @@ fail:
   return zeroc__ctx_ret(ctx, res);
 }
 
-/* ---- one step ----------------------------------------------------------------------------------
- */
+/* ---- one step ---------------------------------------------------------------------------- */
 
 /* Compute waits for a communication event; the time counts as waiting (where
  * compute runs on the host, cpu, the wait blocks here; elsewhere it is stream
@@ -419,24 +418,92 @@ typedef struct {
 
 enum { MAX_GROUP = 64 };
 
-zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batches,
-                                  zeroc_pipeline_stats_t *stats) {
+/* What one run does and what it measured. An evaluation (eval) runs the
+ * schedule's forwards and activation messages only: the same order, less the
+ * backward half, which cannot add a wait (pipeline.c's header). */
+typedef struct run {
+  const void *const *batches;
+  int eval;
+  double compute, wait, loss;
+  uint64_t sent;
+} run_t;
+
+/* FORWARD of (a->mb, a->chunk) in slot k. */
+static zeroc_result_t act_forward(zeroc_pipeline_t *p, const zeroc_pp_action_t *a, run_t *rn) {
+  int ch = a->chunk, mb = a->mb, sl = mb % p->W, k = ch * p->W + sl;
+  int stage = ch * p->p + p->r, has_prev = stage > 0, has_next = stage < p->S - 1;
+  const void *in = NULL;
+  zeroc__watchdog_phase(p->ctx, "pipeline %s of micro-batch %d, chunk %d (stage %d)",
+                        rn->eval ? "evaluation" : "forward", mb, ch, stage);
+  if (has_prev) {
+    CHK(wait_comm(p, p->ev_ra[k], &rn->wait));
+    in = p->act_in[k];
+  }
+  /* the forward rewrites the output the slot's previous micro-batch sent */
+  if (has_next) CHK(wait_comm(p, p->ev_sa[k], &rn->wait));
+  double t0 = zeroc__now_ms();
+  void *y = NULL;
+  float loss = 0;
+  int first = p->cfirst[ch], last = p->clast[ch];
+  if (rn->eval)
+    CHK(zeroc__model_eval_units(p->m, first, last, sl, mb, rn->batches[mb], in, &y, &loss));
+  else
+    CHK(zeroc__model_forward_units(p->m, first, last, sl, mb, rn->batches[mb], in, &y));
+  rn->compute += zeroc__now_ms() - t0;
+  rn->loss += loss;
+  if (has_next && !y)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "unit %d, the last of pipeline stage %d, returned no output to send", last,
+                      stage);
+  p->out_ptr[k] = y;
+  return zeroc_event_record(p->ev_fwd[k], p->m->compute);
+}
+
+/* BACKWARD of (a->mb, a->chunk) in slot k. */
+static zeroc_result_t act_backward(zeroc_pipeline_t *p, const zeroc_pp_action_t *a, run_t *rn) {
+  int ch = a->chunk, mb = a->mb, sl = mb % p->W, k = ch * p->W + sl;
+  int stage = ch * p->p + p->r, has_prev = stage > 0, has_next = stage < p->S - 1;
+  zeroc_stream_t *cs = p->m->compute;
+  const void *dout = NULL;
+  zeroc__watchdog_phase(p->ctx, "pipeline backward of micro-batch %d, chunk %d (stage %d)", mb, ch,
+                        stage);
+  if (has_next) {
+    CHK(wait_comm(p, p->ev_rg[k], &rn->wait));
+    dout = p->grad_in[k];
+    /* recompute rewrites the output buffer: its send must be over */
+    CHK(wait_comm(p, p->ev_sa[k], &rn->wait));
+  }
+  if (has_prev) CHK(wait_comm(p, p->ev_sg[k], &rn->wait));
+  double t0 = zeroc__now_ms();
+  void *din = NULL;
+  CHK(zeroc__model_backward_units(p->m, p->cfirst[ch], p->clast[ch], sl, mb, rn->batches[mb], dout,
+                                  &din));
+  if (has_prev) {
+    if (!din)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "unit %d, the first of pipeline stage %d, returned no input gradient",
+                        p->cfirst[ch], stage);
+    /* the layer's gradient buffer is scratch its next backward reuses */
+    CHK(zeroc_memcpy_async(cs, p->grad_out[k], din, p->bytes));
+  }
+  rn->compute += zeroc__now_ms() - t0;
+  return zeroc_event_record(p->ev_bwd[k], cs);
+}
+
+/* This rank's action list, in order; the last sends are waited for. */
+static zeroc_result_t run_actions(zeroc_pipeline_t *p, run_t *rn) {
   zeroc_result_t res = ZEROC_OK;
   pending_t pend[MAX_GROUP];
   int npend = 0, in_group = 0;
-  if (!p || !batches)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_run: NULL pipeline or batches");
-  zeroc_model_t *m = p->m;
-  zeroc_stream_t *cs = m->compute;
-  double t_run = zeroc__now_ms(), compute = 0, wait = 0;
-  uint64_t sent = 0;
   size_t numel = p->cfg.act_numel;
   zeroc_dtype_t dt = p->cfg.act_dtype;
   for (size_t i = 0; i < p->nacts; i++) {
     const zeroc_pp_action_t *a = &p->acts[i];
-    int ch = a->chunk, mb = a->mb, sl = mb % p->W, k = ch * p->W + sl;
-    int stage = ch * p->p + p->r, has_prev = stage > 0, has_next = stage < p->S - 1;
+    int k = a->chunk * p->W + a->mb % p->W;
     int tag = (int)zeroc__pp_action_tag(p->sched, p->r, a);
+    /* an evaluation has no backward half: no gradients, nothing waits for them */
+    int skip = rn->eval && (a->op == ZEROC_PP_BACKWARD || a->op == ZEROC_PP_RECV_GRAD ||
+                            a->op == ZEROC_PP_SEND_GRAD);
     if (zeroc__pp_is_comm(a->op) && !in_group) {
       ZEROC_TRY(zeroc__comm_group_start(p->pp_g));
       in_group = 1;
@@ -446,10 +513,11 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
           ZEROC_FAIL(ZEROC_ERR_INTERNAL, "pipeline: a group of more than %d transfers", MAX_GROUP);
       goto fail;
     }
-    switch (a->op) {
+    switch (skip ? ZEROC_PP_OP_COUNT : a->op) {
     case ZEROC_PP_RECV_ACT:
-      /* the slot's previous micro-batch must be done with the buffer */
-      ZEROC_TRY(zeroc_stream_wait_event(p->s[RA], p->ev_bwd[k]));
+      /* the slot's previous micro-batch must be done with the buffer (its
+       * backward; an evaluation's forward) */
+      ZEROC_TRY(zeroc_stream_wait_event(p->s[RA], rn->eval ? p->ev_fwd[k] : p->ev_bwd[k]));
       ZEROC_TRY(zeroc__recv(p->pp_g, p->s[RA], p->act_in[k], numel, dt, a->peer, tag));
       pend[npend++] = (pending_t){p->ev_ra[k], p->s[RA]};
       break;
@@ -462,68 +530,22 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
       ZEROC_TRY(zeroc_stream_wait_event(p->s[SA], p->ev_fwd[k]));
       ZEROC_TRY(zeroc__send(p->pp_g, p->s[SA], p->out_ptr[k], numel, dt, a->peer, tag));
       pend[npend++] = (pending_t){p->ev_sa[k], p->s[SA]};
-      sent += p->bytes;
+      rn->sent += p->bytes;
       break;
     case ZEROC_PP_SEND_GRAD:
       ZEROC_TRY(zeroc_stream_wait_event(p->s[SG], p->ev_bwd[k]));
       ZEROC_TRY(zeroc__send(p->pp_g, p->s[SG], p->grad_out[k], numel, dt, a->peer, tag));
       pend[npend++] = (pending_t){p->ev_sg[k], p->s[SG]};
-      sent += p->bytes;
+      rn->sent += p->bytes;
       break;
-    case ZEROC_PP_FORWARD: {
-      const void *in = NULL;
-      zeroc__watchdog_phase(p->ctx, "pipeline forward of micro-batch %d, chunk %d (stage %d)", mb,
-                            ch, stage);
-      if (has_prev) {
-        ZEROC_TRY(wait_comm(p, p->ev_ra[k], &wait));
-        in = p->act_in[k];
-      }
-      /* the forward rewrites the output the slot's previous micro-batch sent */
-      if (has_next) ZEROC_TRY(wait_comm(p, p->ev_sa[k], &wait));
-      double t0 = zeroc__now_ms();
-      void *y = NULL;
-      ZEROC_TRY(
-          zeroc__model_forward_units(m, p->cfirst[ch], p->clast[ch], sl, mb, batches[mb], in, &y));
-      compute += zeroc__now_ms() - t0;
-      if (has_next && !y) {
-        res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                         "unit %d, the last of pipeline stage %d, returned no output to send",
-                         p->clast[ch], stage);
-        goto fail;
-      }
-      p->out_ptr[k] = y;
-      ZEROC_TRY(zeroc_event_record(p->ev_fwd[k], cs));
+    case ZEROC_PP_FORWARD:
+      ZEROC_TRY(act_forward(p, a, rn));
       break;
-    }
-    case ZEROC_PP_BACKWARD: {
-      const void *dout = NULL;
-      zeroc__watchdog_phase(p->ctx, "pipeline backward of micro-batch %d, chunk %d (stage %d)", mb,
-                            ch, stage);
-      if (has_next) {
-        ZEROC_TRY(wait_comm(p, p->ev_rg[k], &wait));
-        dout = p->grad_in[k];
-        /* recompute rewrites the output buffer: its send must be over */
-        ZEROC_TRY(wait_comm(p, p->ev_sa[k], &wait));
-      }
-      if (has_prev) ZEROC_TRY(wait_comm(p, p->ev_sg[k], &wait));
-      double t0 = zeroc__now_ms();
-      void *din = NULL;
-      ZEROC_TRY(zeroc__model_backward_units(m, p->cfirst[ch], p->clast[ch], sl, mb, batches[mb],
-                                            dout, &din));
-      if (has_prev) {
-        if (!din) {
-          res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                           "unit %d, the first of pipeline stage %d, returned no input gradient",
-                           p->cfirst[ch], stage);
-          goto fail;
-        }
-        /* the layer's gradient buffer is scratch its next backward reuses */
-        ZEROC_TRY(zeroc_memcpy_async(cs, p->grad_out[k], din, p->bytes));
-      }
-      compute += zeroc__now_ms() - t0;
-      ZEROC_TRY(zeroc_event_record(p->ev_bwd[k], cs));
+    case ZEROC_PP_BACKWARD:
+      ZEROC_TRY(act_backward(p, a, rn));
       break;
-    }
+    case ZEROC_PP_OP_COUNT:
+      break; /* skipped */
     default:
       res = ZEROC_FAIL(ZEROC_ERR_INTERNAL, "pipeline action %zu: op %d", i, a->op);
       goto fail;
@@ -539,17 +561,44 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
   /* the last sends are complete when their peers have received them */
   double t0 = zeroc__now_ms();
   for (int s = 0; s < NSTREAMS; s++) ZEROC_TRY(zeroc_stream_sync(p->s[s]));
-  wait += zeroc__now_ms() - t0;
-  ZEROC_TRY(zeroc_stream_sync(cs));
-  if (stats) {
-    stats->run_ms = zeroc__now_ms() - t_run;
-    stats->compute_ms = compute;
-    stats->wait_ms = wait;
-    stats->bubble = stats->run_ms > 0 ? (stats->run_ms - compute) / stats->run_ms : 0;
-    stats->sent_bytes = sent;
-  }
+  rn->wait += zeroc__now_ms() - t0;
+  ZEROC_TRY(zeroc_stream_sync(p->m->compute));
   return ZEROC_OK;
 fail:
   if (in_group) zeroc__comm_group_end(p->pp_g); /* the failure is the one reported */
-  return zeroc__ctx_ret(p->ctx, res);
+  return res;
+}
+
+zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batches,
+                                  zeroc_pipeline_stats_t *stats) {
+  if (!p || !batches)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_run: NULL pipeline or batches");
+  double t_run = zeroc__now_ms();
+  run_t rn = {batches, 0, 0, 0, 0, 0};
+  zeroc_result_t res = run_actions(p, &rn);
+  if (res) return zeroc__ctx_ret(p->ctx, res);
+  if (stats) {
+    stats->run_ms = zeroc__now_ms() - t_run;
+    stats->compute_ms = rn.compute;
+    stats->wait_ms = rn.wait;
+    stats->bubble = stats->run_ms > 0 ? (stats->run_ms - rn.compute) / stats->run_ms : 0;
+    stats->sent_bytes = rn.sent;
+  }
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_pipeline_eval(zeroc_pipeline_t *p, const void *const *batches, double *loss) {
+  if (!p || !batches || !loss)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_eval: NULL pipeline, batches or loss");
+  run_t rn = {batches, 1, 0, 0, 0, 0};
+  zeroc__eval_mark_t mark;
+  zeroc__model_eval_mark(p->m, &mark);
+  zeroc_result_t res = run_actions(p, &rn);
+  /* the loss unit is on the last stage: its mean reaches every pipeline rank */
+  double mean = rn.loss / p->nmb;
+  if (!res) res = zeroc__allreduce_host(p->pp_g, &mean, 1, ZEROC_FP64, ZEROC_SUM);
+  zeroc__model_eval_unmark(p->m, &mark);
+  if (res) return zeroc__ctx_ret(p->ctx, res);
+  *loss = mean;
+  return ZEROC_OK;
 }

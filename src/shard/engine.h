@@ -209,4 +209,24 @@ zeroc_result_t zeroc__model_backward_units(zeroc_model_t *m, int first, int last
                                            int micro, const void *batch, const void *dout,
                                            void **din);
 
+/*
+ * Forward-only twin of forward_units for an evaluation: nothing of the step
+ * changes (no saved activations, no loss added to the step's). *loss receives
+ * the sum of the losses the range's units wrote (0 without a loss unit).
+ * Errors as forward_units. Bracket a whole evaluation with eval_mark/unmark.
+ */
+zeroc_result_t zeroc__model_eval_units(zeroc_model_t *m, int first, int last, int slot, int micro,
+                                       const void *batch, const void *in, void **out,
+                                       float *loss);
+
+/* An evaluation is not part of the training step: unmark takes the
+ * communication and the waits since mark out of the step's figures
+ * (comm_bytes, exposed_comm_ms of zeroc_model_step). */
+typedef struct zeroc__eval_mark {
+  uint64_t bytes;
+  double exposed_ms;
+} zeroc__eval_mark_t;
+void zeroc__model_eval_mark(const zeroc_model_t *m, zeroc__eval_mark_t *mark);
+void zeroc__model_eval_unmark(zeroc_model_t *m, const zeroc__eval_mark_t *mark);
+
 #endif

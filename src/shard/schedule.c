@@ -224,6 +224,7 @@ static void fill_io(zeroc_model_t *m, int i, const pass_t *p, zeroc_layer_io_t *
   io->micro = p->micro;
   io->slot = p->slot;
   io->batch = p->batch;
+  io->eval = p->eval;
   io->params = u->pviews;
   io->stream = m->compute;
   io->workspace = m->ws;
@@ -384,9 +385,22 @@ zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss
                                      "zeroc_model_eval while a forward waits for its backward"));
   pass_t p = {0, m->n - 1, 0, m->run.micro, input, 1};
   float l = 0;
+  zeroc__eval_mark_t mark;
+  zeroc__model_eval_mark(m, &mark);
   zeroc_result_t r = forward_pass(m, &p, NULL, NULL, &l);
+  zeroc__model_eval_unmark(m, &mark);
   if (loss) *loss = l;
   return zeroc__ctx_ret(m->ctx, r);
+}
+
+void zeroc__model_eval_mark(const zeroc_model_t *m, zeroc__eval_mark_t *mark) {
+  mark->bytes = zeroc__model_comm_bytes(m);
+  mark->exposed_ms = m->run.exposed_ms;
+}
+
+void zeroc__model_eval_unmark(zeroc_model_t *m, const zeroc__eval_mark_t *mark) {
+  m->run.bytes_mark += zeroc__model_comm_bytes(m) - mark->bytes;
+  m->run.exposed_ms = mark->exposed_ms;
 }
 
 zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input) {
@@ -481,6 +495,13 @@ zeroc_result_t zeroc__model_forward_units(zeroc_model_t *m, int first, int last,
   CHK(range_check(m, "forward of a unit range", first, last, slot, micro));
   pass_t p = {first, last, slot, micro, batch, 0};
   return forward_pass(m, &p, in, out, NULL);
+}
+
+zeroc_result_t zeroc__model_eval_units(zeroc_model_t *m, int first, int last, int slot, int micro,
+                                       const void *batch, const void *in, void **out, float *loss) {
+  CHK(range_check(m, "evaluation of a unit range", first, last, slot, micro));
+  pass_t p = {first, last, slot, micro, batch, 1};
+  return forward_pass(m, &p, in, out, loss);
 }
 
 zeroc_result_t zeroc__model_backward_units(zeroc_model_t *m, int first, int last, int slot,

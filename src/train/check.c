@@ -30,6 +30,9 @@ const zeroc__train_names_t zeroc__train_field_names = {
     .save = "save",
     .resume = "resume",
     .init = "init",
+    .val_data = "val_data",
+    .val_every = "val_every",
+    .val_tokens = "val_tokens",
 };
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
@@ -84,5 +87,12 @@ zeroc_result_t zeroc__train_check_outputs(const zeroc_train_config_t *c,
     return BAD("%s is required with nvme offload", n->nvme_dir);
   if (c->save_every && !c->save) return BAD("%s needs %s", n->save_every, n->save);
   if (c->resume && c->init) return BAD("%s and %s exclude each other", n->resume, n->init);
+  if (c->val_every < 0) return BAD("%s %d: accepted >= 0 (0: off)", n->val_every, c->val_every);
+  if (c->val_tokens < 0 || c->val_tokens > ZEROC__VAL_TOKENS_MAX)
+    return BAD("%s %lld: accepted 1..%lld", n->val_tokens, (long long)c->val_tokens,
+               ZEROC__VAL_TOKENS_MAX);
+  if ((c->val_every || c->val_tokens) && !c->val_data)
+    return BAD("%s needs %s (the held-out data to evaluate on)",
+               c->val_every ? n->val_every : n->val_tokens, n->val_data);
   return ZEROC_OK;
 }

@@ -1,58 +1,108 @@
 /*
- * train/eval.c - the trainer's evaluation: the mean loss over held-out global
- * batches, forward only (zeroc_model_eval), averaged over the data-parallel
- * ranks. Pipelines are not evaluated yet (their forward runs only inside the
- * schedule's step).
+ * train/eval.c - the trainer's evaluation: the mean loss over the same
+ * held-out global batches every time, forward only (zeroc_model_eval, or
+ * zeroc_pipeline_eval through the pipeline), one number on every rank. The
+ * held-out data is opened and read through once at create, so its problems
+ * stop the run before it trains.
  */
-#include <string.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "comm/comm.h"
 #include "core/error.h"
 #include "runtime/runtime.h"
 #include "train/trainer.h"
-#include "zeroc/device.h"
 
-/* The held-out stream: the training data's shape and order, val_data's tokens. */
-static zeroc_result_t open_val(zeroc_trainer_t *tr) {
-  zeroc_data_config_t dcfg = zeroc__train_data_config(tr, tr->info.config.val_data, 0);
-  return zeroc_ctx_agree(tr->ctx, zeroc_data_create(&dcfg, &tr->val));
+/* The held-out steps: synthetic data's from 2^32 on, which no training run
+ * reaches; a file set's from its start. */
+static uint64_t val_first(const zeroc_trainer_t *tr) {
+  return tr->info.val.kind == ZEROC_DATA_SYNTHETIC ? (uint64_t)1 << 32 : 0;
+}
+
+/* The data layer's message, said to be about the held-out data. */
+static zeroc_result_t val_failed(zeroc_result_t r) {
+  char msg[ZEROC_ERRMSG_MAX];
+  snprintf(msg, sizeof msg, "val_data: %s", zeroc__tls_error());
+  zeroc__tls_error_set(msg);
+  return r;
+}
+
+zeroc_result_t zeroc__train_val_open(zeroc_trainer_t *tr) {
+  zeroc_train_info_t *in = &tr->info;
+  const zeroc_train_config_t *c = &in->config;
+  if (!c->val_data) return ZEROC_OK;
+  /* the training data's shape and order (unshuffled): its checks and messages */
+  zeroc_data_config_t dcfg = zeroc__train_data_config(tr, c->val_data, 0);
+  zeroc_result_t r = zeroc_data_create(&dcfg, &tr->val);
+  if (r) return val_failed(r);
+  zeroc_data_info(tr->val, &in->val);
+  /* whole global batches, at least one; a file set at most once through */
+  int64_t per = (int64_t)in->global_batch * c->seq;
+  int64_t nb = (c->val_tokens + per - 1) / per;
+  if (nb < 1) nb = 1;
+  if (in->val.kind != ZEROC_DATA_SYNTHETIC && (uint64_t)nb > in->val.steps_per_epoch)
+    nb = (int64_t)in->val.steps_per_epoch;
+  if (nb > INT_MAX / c->grad_accum)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "val_tokens %lld: %lld global batches of %lld tokens per evaluation; "
+                      "accepted at most %d",
+                      (long long)c->val_tokens, (long long)nb, (long long)per,
+                      INT_MAX / c->grad_accum);
+  in->val_batches = (int)nb;
+  if (in->val.kind == ZEROC_DATA_SYNTHETIC) return ZEROC_OK;
+  /* every token an evaluation reads, read once now: the data layer checks each
+   * against the vocabulary (this rank's slices; the caller agrees) */
+  size_t ntok = (size_t)c->batch * (size_t)c->seq;
+  int32_t *x = malloc(ntok * 2 * sizeof *x);
+  if (!x) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "val_data: token buffers (2 x %zu tokens)", ntok);
+  zeroc_data_layout_t lay = {tr->dp, tr->dp_rank, c->batch, c->grad_accum};
+  for (int k = 0; !r && k < in->val_batches; k++)
+    for (int u = 0; !r && u < c->grad_accum; u++)
+      r = zeroc_data_batch(tr->val, &lay, val_first(tr) + (uint64_t)k, u, x, x + ntok);
+  free(x);
+  return r ? val_failed(r) : ZEROC_OK;
+}
+
+/* The sum of the micro-batch losses of held-out global batch k on this rank
+ * (each micro-batch's loss is its mean over B x T positions). */
+static zeroc_result_t eval_batch(zeroc_trainer_t *tr, int k, double *sum) {
+  const zeroc_train_config_t *c = &tr->info.config;
+  uint64_t step = val_first(tr) + (uint64_t)k;
+  for (int u = 0; u < c->grad_accum; u++) {
+    zeroc_gpt_batch_t b;
+    ZEROC_CHECK(zeroc__train_load(tr, tr->val, step, u, &b));
+    if (tr->pipe) {
+      tr->mbs[u] = b;
+      tr->mbp[u] = &tr->mbs[u];
+      continue;
+    }
+    float l = 0;
+    ZEROC_CHECK(zeroc_model_eval(tr->model, &b, &l));
+    *sum += l;
+  }
+  if (tr->pipe) {
+    double mean = 0;
+    ZEROC_CHECK(zeroc_pipeline_eval(tr->pipe, tr->mbp, &mean));
+    *sum += mean * c->grad_accum;
+  }
+  return ZEROC_OK;
 }
 
 static zeroc_result_t evaluate(zeroc_trainer_t *tr, double *loss) {
   const zeroc_train_config_t *c = &tr->info.config;
-  if (!c->val_data)
+  if (!tr->val)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_evaluate: the config has no val_data");
-  if (tr->pipe)
-    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
-                      "zeroc_trainer_evaluate: evaluation with a pipeline (pp %d) is not "
-                      "supported yet",
-                      tr->pp);
-  if (!tr->val) ZEROC_CHECK(open_val(tr));
-  zeroc_data_info_t vi;
-  zeroc_data_info(tr->val, &vi);
-  /* synthetic: sequences far past any training run's, so they are held out */
-  uint64_t first = vi.kind == ZEROC_DATA_SYNTHETIC ? (uint64_t)1 << 32 : 0;
-  zeroc_data_layout_t lay = {tr->dp, tr->dp_rank, c->batch, c->grad_accum};
   double sum = 0;
-  for (int k = 0; k < c->val_batches; k++)
-    for (int u = 0; u < c->grad_accum; u++) {
-      ZEROC_CHECK(zeroc_data_batch(tr->val, &lay, first + (uint64_t)k, u, tr->inputs, tr->targets));
-      zeroc_gpt_batch_t b = {c->batch, c->seq, tr->inputs, tr->targets};
-      if (tr->dev_in) {
-        zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);
-        ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_in, tr->inputs, tr->ntok * 4));
-        ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_tg, tr->targets, tr->ntok * 4));
-        b.inputs = tr->dev_in;
-        b.targets = tr->dev_tg;
-      }
-      float l = 0;
-      ZEROC_CHECK(zeroc_model_eval(tr->model, &b, &l));
-      sum += l;
-    }
-  /* every micro-batch has the same number of tokens: the mean of the means */
-  ZEROC_CHECK(zeroc__allreduce_host(zeroc__ctx_group(tr->ctx, ZEROC_GROUP_DP), &sum, 1, ZEROC_FP64,
-                                    ZEROC_SUM));
-  *loss = sum / ((double)tr->dp * c->grad_accum * c->val_batches);
+  for (int k = 0; k < tr->info.val_batches; k++) ZEROC_CHECK(eval_batch(tr, k, &sum));
+  /* the loss is the last stage's, the same on its tp ranks: one share per
+   * data-parallel rank, summed over the world, so every rank has one number */
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(tr->ctx);
+  if (mesh->tp_rank != 0 || mesh->pp_rank != mesh->pp - 1) sum = 0;
+  ZEROC_CHECK(zeroc__allreduce_host(zeroc__ctx_group(tr->ctx, ZEROC_GROUP_WORLD), &sum, 1,
+                                    ZEROC_FP64, ZEROC_SUM));
+  /* every micro-batch has the same number of positions: the mean of the means */
+  *loss = sum / ((double)tr->dp * c->grad_accum * tr->info.val_batches);
   return ZEROC_OK;
 }
 

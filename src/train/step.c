@@ -30,25 +30,36 @@ const char *zeroc_spike_name(zeroc_spike_t s) {
   return (unsigned)s < 4 ? NAMES[s] : "?";
 }
 
+zeroc_result_t zeroc__train_load(zeroc_trainer_t *tr, zeroc_data_t *d, uint64_t step, int u,
+                                 zeroc_gpt_batch_t *b) {
+  const zeroc_train_config_t *c = &tr->info.config;
+  zeroc_data_layout_t lay = {tr->dp, tr->dp_rank, c->batch, c->grad_accum};
+  size_t ntok = tr->ntok;
+  /* a pipeline takes the whole step's micro-batches at once, one slot each */
+  size_t at = tr->pipe ? (size_t)u * ntok : 0;
+  ZEROC_CHECK(zeroc_data_batch(d, &lay, step, u, tr->inputs + at, tr->targets + at));
+  /* the step and the slots name the sequences for dropout's masks */
+  int slot;
+  ZEROC_CHECK(zeroc_data_first_slot(d, &lay, u, &slot));
+  *b = (zeroc_gpt_batch_t){c->batch,         c->seq, tr->inputs + at,
+                           tr->targets + at, step,   (uint64_t)slot};
+  if (tr->dev_in) {
+    zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);
+    ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_in + at, tr->inputs + at, ntok * 4));
+    ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_tg + at, tr->targets + at, ntok * 4));
+    b->inputs = tr->dev_in + at;
+    b->targets = tr->dev_tg + at;
+  }
+  return ZEROC_OK;
+}
+
 /* Every micro-batch of step `s`: forward and backward, or (with a pipeline)
  * the whole step's micro-batches through the schedule at once. */
 static zeroc_result_t run_batches(zeroc_trainer_t *tr, int s, zeroc_pipeline_stats_t *pst) {
   const zeroc_train_config_t *c = &tr->info.config;
-  zeroc_data_layout_t lay = {tr->dp, tr->dp_rank, c->batch, c->grad_accum};
-  size_t ntok = tr->ntok;
   for (int u = 0; u < c->grad_accum; u++) {
-    /* a pipeline takes the whole step's micro-batches at once, one slot each */
-    size_t at = tr->pipe ? (size_t)u * ntok : 0;
-    ZEROC_CHECK(
-        zeroc_data_batch(tr->data, &lay, (uint64_t)s, u, tr->inputs + at, tr->targets + at));
-    zeroc_gpt_batch_t b = {c->batch, c->seq, tr->inputs + at, tr->targets + at};
-    if (tr->dev_in) {
-      zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);
-      ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_in + at, tr->inputs + at, ntok * 4));
-      ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_tg + at, tr->targets + at, ntok * 4));
-      b.inputs = tr->dev_in + at;
-      b.targets = tr->dev_tg + at;
-    }
+    zeroc_gpt_batch_t b;
+    ZEROC_CHECK(zeroc__train_load(tr, tr->data, (uint64_t)s, u, &b));
     if (tr->pipe) {
       tr->mbs[u] = b;
       tr->mbp[u] = &tr->mbs[u];
@@ -58,6 +69,19 @@ static zeroc_result_t run_batches(zeroc_trainer_t *tr, int s, zeroc_pipeline_sta
     ZEROC_CHECK(zeroc_model_backward(tr->model));
   }
   if (tr->pipe) ZEROC_CHECK(zeroc_pipeline_run(tr->pipe, tr->mbp, pst));
+  return ZEROC_OK;
+}
+
+/* The evaluation the cadence asks for after 0-based step `s` (every val_every
+ * steps and after the run's last), on the updated model, timed apart from the
+ * step. */
+static zeroc_result_t cadence_eval(zeroc_trainer_t *tr, int s, zeroc_train_metrics_t *m) {
+  const zeroc_train_config_t *c = &tr->info.config;
+  if (!c->val_every || ((s + 1) % c->val_every && s + 1 < c->steps)) return ZEROC_OK;
+  double t0 = zeroc__now_s();
+  ZEROC_CHECK(zeroc_trainer_evaluate(tr, &m->val_loss));
+  m->val_ms = (zeroc__now_s() - t0) * 1e3;
+  m->evaluated = 1;
   return ZEROC_OK;
 }
 
@@ -117,7 +141,7 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
   if (!tr || !m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_step: NULL argument");
   const zeroc_train_config_t *c = &tr->info.config;
   memset(m, 0, sizeof *m);
-  m->loss_z = m->grad_norm_z = NAN;
+  m->loss_z = m->grad_norm_z = m->val_loss = NAN;
   if (tr->next >= c->steps) {
     m->done = 1;
     return ZEROC_OK;
@@ -144,6 +168,8 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
   tr->next = s + 1;
   m->done = tr->next >= c->steps;
   if (numeric_stop) return zeroc__ctx_ret(tr->ctx, ZEROC_ERR_NUMERIC);
+  rm = cadence_eval(tr, s, m);
+  if (rm) return rm; /* zeroc_trainer_evaluate recorded it */
   if (c->save && c->save_every && (s + 1) % c->save_every == 0 && s + 1 < c->steps)
     tr->save_pending = 1;
   return ZEROC_OK;

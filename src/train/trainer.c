@@ -73,7 +73,7 @@ static zeroc_result_t resolve_defaults(zeroc_trainer_t *tr, zeroc_train_config_t
   if (!c->data) c->data = "synthetic";
   if (c->spike_window <= 0) c->spike_window = 50;
   if (c->spike_z <= 0) c->spike_z = 6.0;
-  if (c->val_batches <= 0) c->val_batches = 8;
+  if (c->val_data && c->val_tokens == 0) c->val_tokens = 65536; /* < 0: refused below */
   return ZEROC_OK; /* the shape itself is checked where the GPT is built */
 }
 
@@ -94,6 +94,8 @@ static zeroc_result_t check_config(const zeroc_trainer_t *tr, const zeroc_train_
     return BAD("param_dtype %d: accepted ZEROC_FP32, ZEROC_BF16", c->param_dtype);
   if (c->zero < 0 || c->zero > 3) return BAD("zero %d: accepted 0..3", c->zero);
   if (c->vpp > 64) return BAD("vpp %d: accepted 1..64", c->vpp);
+  if (!(c->dropout >= 0 && c->dropout < 1))
+    return BAD("dropout %g: accepted 0 <= dropout < 1", c->dropout);
   if (pp == 1 && c->vpp > 1) return BAD("vpp %d is for a pipeline (pp > 1)", c->vpp);
   if (pp > 1 && !il && c->pp_schedule != ZEROC_PIPELINE_1F1B)
     return BAD("pp_schedule %d: accepted 1F1B, INTERLEAVED", (int)c->pp_schedule);
@@ -156,6 +158,8 @@ static zeroc_result_t build_model(zeroc_trainer_t *tr) {
   go.recompute = c->recompute;
   go.dtype = act_dtype;
   go.sequence_parallel = c->sequence_parallel;
+  go.dropout = (float)c->dropout;
+  go.dropout_seed = (uint64_t)c->seed;
   int first[64], count[64];
   zeroc_gpt_stage_t st = {c->vpp, first, count, 1};
   zeroc_result_t r = ZEROC_OK;
@@ -346,6 +350,7 @@ static zeroc_result_t build(zeroc_trainer_t *tr) {
   r = zeroc_data_create(&dcfg, &tr->data);
   ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
   zeroc_data_info(tr->data, &tr->info.data);
+  ZEROC_CHECK(zeroc_ctx_agree(ctx, zeroc__train_val_open(tr)));
 
   create_phase = "model";
   ZEROC_CHECK(build_model(tr));

@@ -18,7 +18,7 @@ struct zeroc_trainer {
   int dtype_given;         /* param_dtype as configured: -1 for "auto" */
   int dp, dp_rank, pp, pp_rank, tp;
   zeroc_data_t *data;
-  zeroc_data_t *val; /* val_data, opened by the first evaluation */
+  zeroc_data_t *val; /* val_data, opened at create */
   zeroc_gpt_t *gpt;
   zeroc_model_t *model;
   zeroc_pipeline_t *pipe;
@@ -38,6 +38,18 @@ void zeroc__train_app_json(const zeroc_trainer_t *tr, uint64_t step, char *buf, 
 
 /* Writes the checkpoint of step `step` into `dir`. */
 zeroc_result_t zeroc__train_save(zeroc_trainer_t *tr, const char *dir, uint64_t step);
+
+/* Micro-batch u of step `step` of `d` (the training or the held-out data) into
+ * the token buffers (with a pipeline, micro-batch u's own), copied to the
+ * device where there is one; *b describes it for the model. */
+zeroc_result_t zeroc__train_load(zeroc_trainer_t *tr, zeroc_data_t *d, uint64_t step, int u,
+                                 zeroc_gpt_batch_t *b);
+
+/* Opens val_data (when configured) at create: its shape checked against the
+ * model's, the global batches of one evaluation resolved (info.val_batches),
+ * and the tokens of those batches read once, so a token outside the
+ * vocabulary stops the run before it trains. Local; the caller agrees. */
+zeroc_result_t zeroc__train_val_open(zeroc_trainer_t *tr);
 
 /* The data stream of the trainer's shape and order (vocab, seq, global
  * batch, seed) over `source`: the training data and the held-out data differ
@@ -72,6 +84,7 @@ typedef struct zeroc__train_names {
   const char *microbatches; /* grad_accum: the micro-batches with a pipeline */
   const char *interleaved;  /* the interleaved pipeline schedule */
   const char *sequence_parallel, *offload_params, *nvme_dir, *save_every, *save, *resume, *init;
+  const char *val_data, *val_every, *val_tokens;
 } zeroc__train_names_t;
 extern const zeroc__train_names_t zeroc__train_field_names;
 
@@ -88,7 +101,10 @@ zeroc_result_t zeroc__train_check_pipeline(const zeroc_train_config_t *c,
                                            const zeroc_gpt_config_t *g, int pp,
                                            const zeroc__train_names_t *n);
 /* The rules of the state and outputs: offload_params needs zero 3, nvme
- * offload needs nvme_dir, save_every needs save, resume excludes init. */
+ * offload needs nvme_dir, save_every needs save, resume excludes init;
+ * val_every and val_tokens need val_data, val_every >= 0, val_tokens in
+ * 0..ZEROC__VAL_TOKENS_MAX (0: unset). */
+#define ZEROC__VAL_TOKENS_MAX 1000000000000LL
 zeroc_result_t zeroc__train_check_outputs(const zeroc_train_config_t *c,
                                           const zeroc__train_names_t *n);
 

@@ -300,8 +300,16 @@ static void t_matmul(zeroc_dtype_t dt, int N, int C, int OC, bool bias) {
 
 /* ---- attention ----------------------------------------------------------------------- */
 
-// qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T); then dqkv += from dout (B,T,C)
-static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t off) {
+/* The dropout rule of kernels/dropout.h, written out: 1/(1-p) when kept, else 0. */
+static double drop_mask(const zeroc_dropout_t *dp, uint64_t row, uint32_t col) {
+  uint32_t bits = zeroc__dropout_bits(zeroc__dropout_hash(dp->key, row), col);
+  return (double)bits >= std::floor((double)dp->p * 4294967296.0) ? 1.0 / (1.0 - dp->p) : 0.0;
+}
+
+// qkv (B,T,3C) -> out (B,T,C), lse (B,NH,T); then dqkv += from dout (B,T,C); dp: dropout
+// on the probabilities (the reference multiplies each by its mask) or NULL
+static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t off,
+                        const zeroc_dropout_t *dp_ = nullptr) {
   const char *dn = zeroc_dtype_name(dt);
   const int C = NH * HS;
   const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C;
@@ -310,7 +318,7 @@ static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t o
   vec qkv = randv(dt, nq, -1.5f, 1.5f), g = randv(dt, no), dqkv0 = randv(dt, nq);
   void *pq = d.put(dt, qkv, off), *out = d.put(dt, vec(no, NAN), off);
   float *lse = d.raw<float>((size_t)B * NH * T, NAN);
-  OK(zeroc__cuda_attention_forward(&K.k, NULL, out, lse, pq, B, T, C, NH));
+  OK(zeroc__cuda_attention_forward(&K.k, NULL, out, lse, pq, B, T, C, NH, dp_));
 
   const double sc = 1 / std::sqrt((double)HS);
   dvec ro(no), rl((size_t)B * NH * T), rd = tod(dqkv0);
@@ -320,8 +328,13 @@ static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t o
   for (int b = 0; b < B; b++)
     for (int h = 0; h < NH; h++)
       for (int i = 0; i < T; i++) {
-        dvec s(i + 1), p(i + 1), dp(i + 1);
+        dvec s(i + 1), p(i + 1), dp(i + 1), m(i + 1, 1.0);
         double mx = -1e300, sum = 0, D = 0;
+        if (dp_)
+          for (int j = 0; j <= i; j++) {
+            uint64_t bh = (dp_->seq0 + (uint64_t)b) * (uint64_t)dp_->width + (dp_->first + h);
+            m[j] = drop_mask(dp_, bh * dp_->Tmax + (uint64_t)i, (uint32_t)j);
+          }
         for (int j = 0; j <= i; j++) {
           double a = 0;
           for (int x = 0; x < HS; x++) a += (double)qkv[at(b, i, 0, h, x)] * qkv[at(b, j, 1, h, x)];
@@ -334,21 +347,21 @@ static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t o
         const size_t o = ((size_t)b * T + i) * C + (size_t)h * HS;
         for (int x = 0; x < HS; x++) {
           double a = 0;
-          for (int j = 0; j <= i; j++) a += p[j] * qkv[at(b, j, 2, h, x)];
+          for (int j = 0; j <= i; j++) a += m[j] * p[j] * qkv[at(b, j, 2, h, x)];
           ro[o + x] = a;
         }
         for (int j = 0; j <= i; j++) {
           double a = 0;
           for (int x = 0; x < HS; x++) a += (double)g[o + x] * qkv[at(b, j, 2, h, x)];
-          dp[j] = a;
-          D += p[j] * a;
+          dp[j] = m[j] * a;
+          D += p[j] * dp[j];
         }
         for (int j = 0; j <= i; j++) {
           double ds = p[j] * (dp[j] - D);
           for (int x = 0; x < HS; x++) {
             rd[at(b, i, 0, h, x)] += sc * ds * qkv[at(b, j, 1, h, x)];
             rd[at(b, j, 1, h, x)] += sc * ds * qkv[at(b, i, 0, h, x)];
-            rd[at(b, j, 2, h, x)] += p[j] * g[o + x];
+            rd[at(b, j, 2, h, x)] += m[j] * p[j] * g[o + x];
           }
         }
       }
@@ -359,7 +372,8 @@ static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t o
   CHECK(e < 1e-5, "attention_forward lse %s T %d HS %d: error %g", dn, T, HS, e);
 
   void *pd = d.put(dt, dqkv0, off);
-  OK(zeroc__cuda_attention_backward(&K.k, NULL, pd, d.put(dt, g, off), pq, out, lse, B, T, C, NH));
+  OK(zeroc__cuda_attention_backward(&K.k, NULL, pd, d.put(dt, g, off), pq, out, lse, B, T, C, NH,
+                                    dp_));
   vec got = get(dt, pd, nq), change(nq);
   dvec want(nq);
   for (size_t i = 0; i < nq; i++) {
@@ -369,6 +383,45 @@ static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t o
   e = relerr(change, want);
   CHECK(e < (dt == ZEROC_FP32 ? 1e-5 : 5e-2),
         "attention_backward %s B %d T %d NH %d HS %d off %zu: error %g", dn, B, T, NH, HS, off, e);
+}
+
+/* ---- dropout ------------------------------------------------------------------------ */
+
+// in (N,C) -> out (N,C) = in * mask: bit for bit the rule (in fp32, rounded once to dt), in
+// place too, with rows starting at row0 (a sequence-parallel rank's)
+static void t_dropout(zeroc_dtype_t dt, int T, int C, size_t off) {
+  const char *dn = zeroc_dtype_name(dt);
+  const int B = 3, N = B * T - 2; /* a row split that does not start a sequence */
+  Dev d;
+  Kernels K(dt);
+  zeroc_dropout_t dp = {0.3f, zeroc__dropout_key(1, 9, 4, ZEROC_DROP_MLP_RESID), 6, 2, T, T + 5,
+                        C, 0};
+  vec x = randv(dt, (size_t)N * C);
+  void *px = d.put(dt, x, off), *py = d.put(dt, vec((size_t)N * C, NAN), off);
+  OK(zeroc__cuda_dropout(&K.k, NULL, py, px, &dp, N, C));
+  const float sc = zeroc__dropout_scale(dp.p);
+  size_t bad = 0, kept = 0;
+  vec want((size_t)N * C);
+  for (int r = 0; r < N; r++)
+    for (int c = 0; c < C; c++) {
+      const int64_t g = dp.row0 + r;
+      const uint64_t row = (dp.seq0 + (uint64_t)(g / T)) * dp.Tmax + (uint64_t)(g % T);
+      const size_t i = (size_t)r * C + c;
+      const bool k = drop_mask(&dp, row, (uint32_t)c) != 0;
+      kept += k;
+      float w = k ? x[i] * sc : 0.0f;
+      if (dt == ZEROC_BF16) w = zeroc_bf16_to_f32(zeroc_f32_to_bf16(w));
+      want[i] = w;
+    }
+  vec got = get(dt, py, (size_t)N * C);
+  for (size_t i = 0; i < got.size(); i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+  CHECK(bad == 0 && kept > 0 && kept < got.size(), "dropout %s T %d C %d: %zu differ, %zu kept",
+        dn, T, C, bad, kept);
+  OK(zeroc__cuda_dropout(&K.k, NULL, px, px, &dp, N, C));
+  got = get(dt, px, (size_t)N * C);
+  bad = 0;
+  for (size_t i = 0; i < got.size(); i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+  CHECK(bad == 0, "dropout in place %s T %d C %d: %zu differ", dn, T, C, bad);
 }
 
 /* ---- elementwise --------------------------------------------------------------------- */
@@ -653,6 +706,17 @@ int main(int argc, char **argv) {
       t_attention(dt, 1, 64, 1, 64, 0);   /* exactly one tile */
       t_attention(dt, 1, 100, 1, 128, 1); /* the largest head, unaligned */
       t_attention(dt, 1, 3, 3, 8, 0);
+      /* dropout on the probabilities: heads 3.. of 8 (a tp rank's), sequences from slot 5,
+       * positions numbered on a longer context */
+      zeroc_dropout_t dp = {0.2f, zeroc__dropout_key(7, 2, 1, ZEROC_DROP_ATTN), 5, 0, 70, 96, 8, 3};
+      t_attention(dt, 2, 70, 2, 16, 0, &dp);
+      dp.T = 100;
+      dp.Tmax = 100;
+      t_attention(dt, 1, 100, 1, 128, 1, &dp);
+    }
+    if (want("dropout")) {
+      t_dropout(dt, 7, 24, 0); /* vector path, rows not a multiple of the pack */
+      t_dropout(dt, 9, 13, 1); /* element path */
     }
   }
   if (want("engine")) {

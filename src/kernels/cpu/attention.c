@@ -6,6 +6,10 @@
  *
  * Work is split over (b, h): one thread owns every dq, dk, dv row of a head of
  * a sequence, so the backward needs no atomics and sums in a fixed order.
+ *
+ * Dropout on the probabilities (drop non-NULL, p > 0): the row's sum l and its
+ * log-sum-exp are those of the undropped probabilities; only what multiplies v
+ * is dropped (and scaled), and the backward redraws the same mask from the hash.
  */
 #include <math.h>
 #include <stddef.h>
@@ -25,8 +29,11 @@ static inline float dot(const float *a, const float *b, int n) {
 
 // qkv (B,T,3C) = [q | k | v], head h at columns h*HS.. of each -> out (B,T,C), lse (B,NH,T)
 void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C,
-                                  int NH) {
+                                  int NH, const zeroc_dropout_t *drop) {
   const int HS = C / NH;
+  const int dr = drop && drop->p > 0;
+  const uint32_t thr = dr ? zeroc__dropout_threshold(drop->p) : 0;
+  const float dsc = dr ? zeroc__dropout_scale(drop->p) : 1.0f;
   const float scale = 1.0f / sqrtf((float)HS);
   const size_t C3 = 3 * (size_t)C;
   const long BH = (long)B * NH;
@@ -40,6 +47,8 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
       for (int d = 0; d < HS; d++) o[d] = 0;
       /* o holds sum_j exp(s_j - m) v_j for the running max m; l the matching sum */
       float m = -INFINITY, l = 0;
+      const uint64_t rk =
+          dr ? zeroc__dropout_row_key(drop->key, zeroc__dropout_row_att(drop, b, h, t)) : 0;
       for (int j = 0; j <= t; j++) {
         const float *kj = base + j * C3 + C, *restrict vj = base + j * C3 + 2 * (size_t)C;
         const float s = dot(q, kj, HS) * scale;
@@ -50,8 +59,9 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
           for (int d = 0; d < HS; d++) o[d] *= a;
           m = s;
         }
-        const float p = expf(s - m);
+        float p = expf(s - m);
         l += p;
+        if (dr) p = zeroc__dropout_bits(rk, (uint32_t)j) >= thr ? p * dsc : 0.0f;
 #pragma omp simd
         for (int d = 0; d < HS; d++) o[d] += p * vj[d];
       }
@@ -65,9 +75,12 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
 
 // dout (B,T,C), qkv (B,T,3C), out (B,T,C), lse (B,NH,T) -> dqkv (B,T,3C) +=
 void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
-                                   const float *out, const float *lse, int B, int T, int C,
-                                   int NH) {
+                                   const float *out, const float *lse, int B, int T, int C, int NH,
+                                   const zeroc_dropout_t *drop) {
   const int HS = C / NH;
+  const int dr = drop && drop->p > 0;
+  const uint32_t thr = dr ? zeroc__dropout_threshold(drop->p) : 0;
+  const float dsc = dr ? zeroc__dropout_scale(drop->p) : 1.0f;
   const float scale = 1.0f / sqrtf((float)HS);
   const size_t C3 = 3 * (size_t)C;
   const long BH = (long)B * NH;
@@ -82,16 +95,26 @@ void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *
       const float *q = base + t * C3, *dy = dout + row;
       float *restrict dq = dbase + t * C3;
       /* With p_j = softmax row t and dp_j = dy . v_j, the softmax backward is
-       * ds_j = p_j (dp_j - sum_i p_i dp_i), and sum_i p_i dp_i = dy . out_t. */
+       * ds_j = p_j (dp_j - sum_i p_i dp_i), and sum_i p_i dp_i = dy . out_t. With
+       * dropout's mask m_j (kept: 1/(1-p), else 0) v meets m_j p_j and dp_j is
+       * m_j dy . v_j; dy . out_t is still the sum. */
       const float D = dot(dy, out + row, HS), L = lse[bh * T + t];
+      const uint64_t rk =
+          dr ? zeroc__dropout_row_key(drop->key, zeroc__dropout_row_att(drop, b, h, t)) : 0;
       for (int j = 0; j <= t; j++) {
         const float *kj = base + j * C3 + C, *vj = base + j * C3 + 2 * (size_t)C;
         float *restrict dkj = dbase + j * C3 + C, *restrict dvj = dbase + j * C3 + 2 * (size_t)C;
         const float p = expf(dot(q, kj, HS) * scale - L);
-        const float ds = p * (dot(dy, vj, HS) - D) * scale;
+        float dp = dot(dy, vj, HS), pv = p;
+        if (dr) {
+          const float m = zeroc__dropout_bits(rk, (uint32_t)j) >= thr ? dsc : 0.0f;
+          dp *= m;
+          pv *= m;
+        }
+        const float ds = p * (dp - D) * scale;
 #pragma omp simd
         for (int d = 0; d < HS; d++) {
-          dvj[d] += p * dy[d];
+          dvj[d] += pv * dy[d];
           dq[d] += ds * kj[d];
           dkj[d] += ds * q[d];
         }

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/dropout.h"
+
 void zeroc__cpu_encoder_forward(float *out, const int32_t *inp, const float *wte,
                                 const float *wpe, int B, int T, int C);
 void zeroc__cpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *inp,
@@ -20,16 +22,22 @@ void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, co
                                    const float *rstd, int N, int C);
 void zeroc__cpu_matmul_forward(float *out, const float *inp, const float *weight,
                                const float *bias, int N, int C, int OC);
+/* out (OC) = weight (OC,C) @ inp (C) + bias (OC, may be NULL): one row (inference) */
+void zeroc__cpu_matvec_forward(float *out, const float *inp, const float *weight,
+                               const float *bias, int C, int OC);
 void zeroc__cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                 const float *inp, const float *weight, int N, int C, int OC);
+/* drop: attention dropout on the probabilities, or NULL */
 void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C,
-                                  int NH);
+                                  int NH, const zeroc_dropout_t *drop);
 void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
-                                   const float *out, const float *lse, int B, int T, int C, int NH);
+                                   const float *out, const float *lse, int B, int T, int C, int NH,
+                                   const zeroc_dropout_t *drop);
 void zeroc__cpu_gelu_forward(float *out, const float *inp, size_t N);
 void zeroc__cpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
 void zeroc__cpu_residual_forward(float *out, const float *a, const float *b, size_t N);
 void zeroc__cpu_add(float *y, const float *x, size_t N);
+void zeroc__cpu_dropout(float *out, const float *in, const zeroc_dropout_t *d, int N, int C);
 void zeroc__cpu_crossentropy_forward_backward(float *losses, float *logits, const int32_t *targets,
                                               int N, int V, int Vp, float dloss);
 void zeroc__cpu_vocab_embed_forward(float *out, const int32_t *inp, const float *wte,

@@ -16,6 +16,16 @@ void zeroc__cpu_matmul_forward(float *out, const float *inp, const float *weight
               bias ? 1.0f : 0.0f, out, OC);
 }
 
+// inp (C), weight (OC,C), bias (OC) -> out (OC): one row, without sgemm's packing of the
+// weight (which costs as much as the product itself when N is 1: token-by-token inference)
+void zeroc__cpu_matvec_forward(float *out, const float *inp, const float *weight,
+                               const float *bias, int C, int OC) {
+  if (bias)
+    memcpy(out, bias, sizeof(float) * (size_t)OC);
+  cblas_sgemv(CblasRowMajor, CblasNoTrans, OC, C, 1.0f, weight, C, inp, 1, bias ? 1.0f : 0.0f,
+              out, 1);
+}
+
 // dout (N,OC) -> dinp (N,C) +=, dweight (OC,C) +=, dbias (OC) +=
 void zeroc__cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                 const float *inp, const float *weight, int N, int C, int OC) {

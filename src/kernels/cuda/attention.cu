@@ -13,6 +13,10 @@
  * tx + 16 j of every 64 x 64 score tile, and columns tx + 16 j of the head dimension,
  * so the 16 threads of a row sit in one half-warp and reduce with shuffles. Scalar
  * fp32 arithmetic (no tensor cores): exact enough for 1e-5 checks in fp32.
+ *
+ * Dropout on the probabilities (dr): the row sums and lse are the undropped ones; what
+ * meets v (forward, dv) and what multiplies dO V (dp) carries the mask, drawn from
+ * kernels/dropout.h's hash of (sequence, global head, query, key) in every kernel alike.
  */
 #include <math.h>
 
@@ -64,7 +68,7 @@ __device__ __forceinline__ float row_max16(float x) {
 template <typename T, int HSMAX>
 __global__ void __launch_bounds__(AT_THREADS)
     attention_forward_kernel(T *out, float *lse, const T *qkv, int Tn, int C, int NH, int HS,
-                             float scale, bool vec) {
+                             float scale, bool vec, zeroc_dropout_t dp, bool dr) {
   constexpr int LD = HSMAX + 1, LP = AT_TILE + 1, DPT = HSMAX / 16;
   extern __shared__ float smem[];
   float *sQ = smem, *sK = sQ + AT_TILE * LD, *sV = sK + AT_TILE * LD, *sP = sV + AT_TILE * LD;
@@ -75,6 +79,14 @@ __global__ void __launch_bounds__(AT_THREADS)
   const T *q = qkv + (size_t)b * Tn * stride + (size_t)h * HS, *kp = q + C, *vp = q + 2 * C;
 
   load_tile<T, HSMAX>(sQ, q, q0, Tn, stride, HS, vec);
+  /* dropout: the mask rows of this thread's 4 queries */
+  uint64_t rk[4];
+  const uint32_t thr = dr ? zeroc__dropout_threshold(dp.p) : 0;
+  const float dsc = dr ? zeroc__dropout_scale(dp.p) : 1.0f;
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+    rk[i] = dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, q0 + ty + 16 * i))
+               : 0;
   float m[4], l[4], o[4][DPT];
 #pragma unroll
   for (int i = 0; i < 4; i++) {
@@ -125,7 +137,10 @@ __global__ void __launch_bounds__(AT_THREADS)
 #pragma unroll
       for (int j = 0; j < 4; j++) {
         const float p = s[i][j] == -INFINITY ? 0.0f : expf(s[i][j] - mnew);
-        sP[(ty + 16 * i) * LP + tx + 16 * j] = p;
+        float pv = p;
+        if (dr && p != 0.0f)
+          pv = zeroc__dropout_bits(rk[i], (uint32_t)(k0 + tx + 16 * j)) >= thr ? p * dsc : 0.0f;
+        sP[(ty + 16 * i) * LP + tx + 16 * j] = pv;
         rs += p;
       }
       l[i] = l[i] * alpha + row_sum16(rs);
@@ -192,8 +207,10 @@ template <typename T, int HSMAX>
 __global__ void __launch_bounds__(AT_THREADS)
     attention_backward_dkdv_kernel(T *dqkv, const T *dout, const T *qkv, const T *out,
                                    const float *lse, int Tn, int C, int NH, int HS, float scale,
-                                   bool vec, bool vec_do) {
+                                   bool vec, bool vec_do, zeroc_dropout_t drp, bool dr) {
   constexpr int LD = HSMAX + 1, LP = AT_TILE + 1, DPT = HSMAX / 16;
+  const uint32_t thr = dr ? zeroc__dropout_threshold(drp.p) : 0;
+  const float dsc = dr ? zeroc__dropout_scale(drp.p) : 1.0f;
   extern __shared__ float smem[];
   float *sK = smem, *sV = sK + AT_TILE * LD, *sQ = sV + AT_TILE * LD, *sdO = sQ + AT_TILE * LD;
   float *sPt = sdO + AT_TILE * LD, *sdSt = sPt + AT_TILE * LP, *sL = sdSt + AT_TILE * LP,
@@ -224,6 +241,12 @@ __global__ void __launch_bounds__(AT_THREADS)
     __syncthreads();
     tile_rowdot<T, HSMAX>(sD, sdO, outp, q0, Tn, C, HS);
     __syncthreads();
+    uint64_t rk[4]; /* dropout: the mask rows of this thread's 4 queries */
+#pragma unroll
+    for (int c = 0; c < 4; c++)
+      rk[c] =
+          dr ? zeroc__dropout_row_key(drp.key, zeroc__dropout_row_att(&drp, b, h, q0 + tx + 16 * c))
+             : 0;
 
     /* transposed tiles: key rows ty + 16 a, query columns tx + 16 c */
     float s[4][4], dp[4][4];
@@ -257,8 +280,14 @@ __global__ void __launch_bounds__(AT_THREADS)
       for (int c = 0; c < 4; c++) {
         const int j = k0 + ty + 16 * a, i = q0 + tx + 16 * c;
         const float p = j <= i && i < Tn ? expf(s[a][c] * scale - sL[tx + 16 * c]) : 0.0f;
-        sPt[(ty + 16 * a) * LP + tx + 16 * c] = p;
-        sdSt[(ty + 16 * a) * LP + tx + 16 * c] = p * (dp[a][c] - sD[tx + 16 * c]);
+        float pv = p, dpv = dp[a][c];
+        if (dr && p != 0.0f) {
+          const float m = zeroc__dropout_bits(rk[c], (uint32_t)j) >= thr ? dsc : 0.0f;
+          pv *= m;
+          dpv *= m;
+        }
+        sPt[(ty + 16 * a) * LP + tx + 16 * c] = pv;
+        sdSt[(ty + 16 * a) * LP + tx + 16 * c] = p * (dpv - sD[tx + 16 * c]);
       }
     __syncthreads();
 
@@ -303,7 +332,7 @@ template <typename T, int HSMAX>
 __global__ void __launch_bounds__(AT_THREADS)
     attention_backward_dq_kernel(T *dqkv, const T *dout, const T *qkv, const T *out,
                                  const float *lse, int Tn, int C, int NH, int HS, float scale,
-                                 bool vec, bool vec_do) {
+                                 bool vec, bool vec_do, zeroc_dropout_t drp, bool dr) {
   constexpr int LD = HSMAX + 1, LP = AT_TILE + 1, DPT = HSMAX / 16;
   extern __shared__ float smem[];
   float *sQ = smem, *sdO = sQ + AT_TILE * LD, *sK = sdO + AT_TILE * LD, *sV = sK + AT_TILE * LD;
@@ -321,6 +350,15 @@ __global__ void __launch_bounds__(AT_THREADS)
   for (int r = threadIdx.x; r < AT_TILE; r += AT_THREADS) sL[r] = q0 + r < Tn ? lsep[q0 + r] : 0.0f;
   __syncthreads();
   tile_rowdot<T, HSMAX>(sD, sdO, outp, q0, Tn, C, HS);
+  /* dropout: the mask rows of this thread's 4 queries */
+  uint64_t rk[4];
+  const uint32_t thr = dr ? zeroc__dropout_threshold(drp.p) : 0;
+  const float dsc = dr ? zeroc__dropout_scale(drp.p) : 1.0f;
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+    rk[i] =
+        dr ? zeroc__dropout_row_key(drp.key, zeroc__dropout_row_att(&drp, b, h, q0 + ty + 16 * i))
+           : 0;
   float dq[4][DPT];
 #pragma unroll
   for (int i = 0; i < 4; i++)
@@ -365,7 +403,10 @@ __global__ void __launch_bounds__(AT_THREADS)
       for (int j = 0; j < 4; j++) {
         const int r = q0 + ty + 16 * i, c = k0 + tx + 16 * j;
         const float p = c <= r && r < Tn ? expf(s[i][j] * scale - sL[ty + 16 * i]) : 0.0f;
-        sdS[(ty + 16 * i) * LP + tx + 16 * j] = p * (dp[i][j] - sD[ty + 16 * i]);
+        float dpv = dp[i][j];
+        if (dr && p != 0.0f)
+          dpv = zeroc__dropout_bits(rk[i], (uint32_t)c) >= thr ? dpv * dsc : 0.0f;
+        sdS[(ty + 16 * i) * LP + tx + 16 * j] = p * (dpv - sD[ty + 16 * i]);
       }
     __syncthreads();
 
@@ -425,7 +466,8 @@ static zeroc_result_t check_heads(zeroc_kernels_t *k, const char *fn, int C, int
 
 template <typename T, int HSMAX>
 static zeroc_result_t attention_forward(zeroc_kernels_t *k, cudaStream_t st, T *out, float *lse,
-                                        const T *qkv, int B, int Tn, int C, int NH) {
+                                        const T *qkv, int B, int Tn, int C, int NH,
+                                        const zeroc_dropout_t *drop) {
   const int HS = C / NH;
   const size_t smem = fwd_smem<HSMAX>();
   ZEROC_CHECK(check_heads(k, "attention_forward", C, NH, smem));
@@ -434,7 +476,8 @@ static zeroc_result_t attention_forward(zeroc_kernels_t *k, cudaStream_t st, T *
                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
   dim3 grid((Tn + AT_TILE - 1) / AT_TILE, NH, B), block(AT_THREADS);
   attention_forward_kernel<T, HSMAX>
-      <<<grid, block, smem, st>>>(out, lse, qkv, Tn, C, NH, HS, 1.0f / sqrtf((float)HS), vec);
+      <<<grid, block, smem, st>>>(out, lse, qkv, Tn, C, NH, HS, 1.0f / sqrtf((float)HS), vec,
+                                  drop ? *drop : zeroc_dropout_t{}, drop && drop->p > 0);
   ZC_LAUNCHED("attention_forward_kernel", grid, block, smem);
   return ZEROC_OK;
 }
@@ -442,8 +485,11 @@ static zeroc_result_t attention_forward(zeroc_kernels_t *k, cudaStream_t st, T *
 template <typename T, int HSMAX>
 static zeroc_result_t attention_backward(zeroc_kernels_t *k, cudaStream_t st, T *dqkv,
                                          const T *dout, const T *qkv, const T *out,
-                                         const float *lse, int B, int Tn, int C, int NH) {
+                                         const float *lse, int B, int Tn, int C, int NH,
+                                         const zeroc_dropout_t *drop) {
   const int HS = C / NH;
+  const zeroc_dropout_t dp = drop ? *drop : zeroc_dropout_t{};
+  const bool dr = drop && drop->p > 0;
   const size_t smem1 = dkdv_smem<HSMAX>(), smem2 = dq_smem<HSMAX>();
   ZEROC_CHECK(check_heads(k, "attention_backward", C, NH, smem1 > smem2 ? smem1 : smem2));
   const bool vec = HS % 8 == 0 && zc_aligned16(qkv), vec_do = HS % 8 == 0 && zc_aligned16(dout);
@@ -451,13 +497,13 @@ static zeroc_result_t attention_backward(zeroc_kernels_t *k, cudaStream_t st, T 
   dim3 grid((Tn + AT_TILE - 1) / AT_TILE, NH, B), block(AT_THREADS);
   ZC_CUDA(cudaFuncSetAttribute(attention_backward_dkdv_kernel<T, HSMAX>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem1));
-  attention_backward_dkdv_kernel<T, HSMAX>
-      <<<grid, block, smem1, st>>>(dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do);
+  attention_backward_dkdv_kernel<T, HSMAX><<<grid, block, smem1, st>>>(
+      dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do, dp, dr);
   ZC_LAUNCHED("attention_backward_dkdv_kernel", grid, block, smem1);
   ZC_CUDA(cudaFuncSetAttribute(attention_backward_dq_kernel<T, HSMAX>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem2));
-  attention_backward_dq_kernel<T, HSMAX>
-      <<<grid, block, smem2, st>>>(dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do);
+  attention_backward_dq_kernel<T, HSMAX><<<grid, block, smem2, st>>>(
+      dqkv, dout, qkv, out, lse, Tn, C, NH, HS, scale, vec, vec_do, dp, dr);
   ZC_LAUNCHED("attention_backward_dq_kernel", grid, block, smem2);
   return ZEROC_OK;
 }
@@ -470,7 +516,8 @@ static zeroc_result_t attention_backward(zeroc_kernels_t *k, cudaStream_t st, T 
 
 extern "C" zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
                                                         void *out, float *lse, const void *qkv,
-                                                        int B, int T, int C, int NH) {
+                                                        int B, int T, int C, int NH,
+                                                        const zeroc_dropout_t *drop) {
   ZC_NONNULL("attention_forward", out);
   ZC_NONNULL("attention_forward", lse);
   ZC_NONNULL("attention_forward", qkv);
@@ -479,16 +526,16 @@ extern "C" zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zero
   cudaStream_t st = zc_stream(k, s);
   if (k->dtype == ZEROC_BF16)
     return AT_DISPATCH(bf16, attention_forward, HS, k, st, (bf16 *)out, lse, (const bf16 *)qkv, B,
-                       T, C, NH);
+                       T, C, NH, drop);
   return AT_DISPATCH(float, attention_forward, HS, k, st, (float *)out, lse, (const float *)qkv, B,
-                     T, C, NH);
+                     T, C, NH, drop);
 }
 
 extern "C" zeroc_result_t zeroc__cuda_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
                                                          void *dqkv, const void *dout,
                                                          const void *qkv, const void *out,
                                                          const float *lse, int B, int T, int C,
-                                                         int NH) {
+                                                         int NH, const zeroc_dropout_t *drop) {
   ZC_NONNULL("attention_backward", dqkv);
   ZC_NONNULL("attention_backward", dout);
   ZC_NONNULL("attention_backward", qkv);
@@ -499,7 +546,7 @@ extern "C" zeroc_result_t zeroc__cuda_attention_backward(zeroc_kernels_t *k, zer
   cudaStream_t st = zc_stream(k, s);
   if (k->dtype == ZEROC_BF16)
     return AT_DISPATCH(bf16, attention_backward, HS, k, st, (bf16 *)dqkv, (const bf16 *)dout,
-                       (const bf16 *)qkv, (const bf16 *)out, lse, B, T, C, NH);
+                       (const bf16 *)qkv, (const bf16 *)out, lse, B, T, C, NH, drop);
   return AT_DISPATCH(float, attention_backward, HS, k, st, (float *)dqkv, (const float *)dout,
-                     (const float *)qkv, (const float *)out, lse, B, T, C, NH);
+                     (const float *)qkv, (const float *)out, lse, B, T, C, NH, drop);
 }

@@ -25,12 +25,13 @@ zeroc_result_t zeroc__cuda_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t 
 zeroc_result_t zeroc__cuda_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, const float *mean, const float *rstd, int N, int C);
 zeroc_result_t zeroc__cuda_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *inp, const void *weight, const void *bias, int N, int C, int OC);
 zeroc_result_t zeroc__cuda_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, int N, int C, int OC);
-zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, float *lse, const void *qkv, int B, int T, int C, int NH);
-zeroc_result_t zeroc__cuda_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T, int C, int NH);
+zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const zeroc_dropout_t *drop);
+zeroc_result_t zeroc__cuda_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T, int C, int NH, const zeroc_dropout_t *drop);
 zeroc_result_t zeroc__cuda_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *inp, size_t N);
 zeroc_result_t zeroc__cuda_gelu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, const void *inp, const void *dout, size_t N);
 zeroc_result_t zeroc__cuda_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *a, const void *b, size_t N);
 zeroc_result_t zeroc__cuda_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y, const void *x, size_t N);
+zeroc_result_t zeroc__cuda_dropout(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *in, const zeroc_dropout_t *drop, int N, int C);
 zeroc_result_t zeroc__cuda_crossentropy_forward_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses, void *logits, const int32_t *targets, int N, int V, int Vp, float dloss);
 zeroc_result_t zeroc__cuda_vocab_embed_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const int32_t *inp, const void *wte, const void *wpe, int B, int T, int C, int v0, int Vl);
 zeroc_result_t zeroc__cuda_vocab_embed_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte, void *dwpe, const void *dout, const int32_t *inp, int B, int T, int C, int v0, int Vl);

@@ -122,3 +122,46 @@ extern "C" zeroc_result_t zeroc__cuda_add(zeroc_kernels_t *k, zeroc_stream_t *s,
   return zc_launch_packs(k, zc_stream(k, s), "add<fp32>",
                          Residual<float>{(float *)y, (const float *)y, (const float *)x}, N, vec);
 }
+
+// in (N,C) -> out (N,C) = in * keep / (1 - p), keep from kernels/dropout.h; out may alias in
+template <typename T> struct Dropout {
+  T *out;
+  const T *in;
+  zeroc_dropout_t d;
+  uint32_t thr;
+  float sc;
+  int C;
+  __device__ void operator()(size_t i, size_t n, bool vec) const {
+    float v[8];
+    zc_load8(in, i, n, vec, v);
+    int64_t row = (int64_t)(i / (size_t)C);
+    uint32_t c = (uint32_t)(i % (size_t)C);
+    uint64_t rk = zeroc__dropout_row_key(d.key, zeroc__dropout_row_rc(&d, row));
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      v[e] = zeroc__dropout_bits(rk, c) >= thr ? v[e] * sc : 0.0f;
+      if (++c == (uint32_t)C) { /* the next row: its key comes from its (b, t) */
+        c = 0;
+        rk = zeroc__dropout_row_key(d.key, zeroc__dropout_row_rc(&d, ++row));
+      }
+    }
+    zc_store8(out, i, n, vec, v);
+  }
+};
+
+extern "C" zeroc_result_t zeroc__cuda_dropout(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                              const void *in, const zeroc_dropout_t *drop, int N,
+                                              int C) {
+  ZC_NONNULL("dropout", out);
+  ZC_NONNULL("dropout", in);
+  const size_t n = (size_t)N * (size_t)C;
+  const bool vec = zc_aligned16(out) && zc_aligned16(in);
+  const uint32_t thr = zeroc__dropout_threshold(drop->p);
+  const float sc = zeroc__dropout_scale(drop->p);
+  if (k->dtype == ZEROC_BF16)
+    return zc_launch_packs(k, zc_stream(k, s), "dropout<bf16>",
+                           Dropout<bf16>{(bf16 *)out, (const bf16 *)in, *drop, thr, sc, C}, n, vec);
+  return zc_launch_packs(k, zc_stream(k, s), "dropout<fp32>",
+                         Dropout<float>{(float *)out, (const float *)in, *drop, thr, sc, C}, n,
+                         vec);
+}

@@ -1,0 +1,240 @@
+/*
+ * apps/sample.c - `zeroc sample`: the prompt and its continuation, generated
+ * by the built-in GPT from an exported file (--init, no MPI needed) or a
+ * checkpoint (--resume, under the mpirun layout that wrote it). The sampler
+ * and the tokenizer are the library's (zeroc/sample.h, zeroc/tokenizer.h);
+ * this file parses the flags and prints.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apps/args.h"
+#include "apps/cli.h"
+#include "zeroc/zeroc.h"
+
+#define ZSAMPLE_MAX_TOKENS (1 << 20)
+
+/* The library's message without the "file.c:LINE: " origins in it (one per
+ * layer that wrapped it), which name our sources, not the user's input. */
+static const char *user_msg(const char *e) {
+  static char buf[2048];
+  size_t k = 0;
+  while (*e && k + 1 < sizeof buf) {
+    const char *p = e;
+    while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_') p++;
+    if (p > e && !strncmp(p, ".c:", 3)) {
+      const char *d = p + 3;
+      while (*d >= '0' && *d <= '9') d++;
+      if (d > p + 3 && d[0] == ':' && d[1] == ' ') {
+        e = d + 2; /* an origin: skipped */
+        continue;
+      }
+    }
+    do buf[k++] = *e++;
+    while (k + 1 < sizeof buf && e < p); /* the word, or one character */
+  }
+  buf[k] = 0;
+  return buf;
+}
+
+typedef struct {
+  int model, layers, hidden, heads, vocab, seq, tp, pp, vpp, tokens, top_k, no_cache, stats;
+  int set_layers, set_hidden, set_heads, set_vocab, set_seq;
+  int64_t seed;
+  double temperature;
+  const char *init, *resume, *tokenizer, *prompt;
+} zsample_opts_t;
+
+static void usage(void) {
+  printf(
+      "usage: zeroc sample (--init FILE.safetensors | --resume DIR) --tokenizer bytes|FILE\n"
+      "                    --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
+      "  prints the prompt and its continuation (N tokens, 64), generated with a KV cache\n"
+      "  --temperature 0 is greedy (1); --top-k 0 draws from every token (0); --seed (1)\n"
+      "model:   --model tiny|small|gpt2-124m|... (tiny) --layers --hidden --heads --vocab --seq\n"
+      "         as zeroc train; a longer prompt keeps its last --seq tokens\n"
+      "--resume: run under the checkpoint's layout: mpirun -np N zeroc sample --tp T --pp P\n"
+      "         [--vpp V] --resume DIR ...\n"
+      "other:   --no-cache (recompute the whole window every token) --stats (tokens/s on stderr)\n"
+      "docs/sample.md has the details.\n");
+}
+
+static int parse(int argc, char **argv, zsample_opts_t *o) {
+  const zarg_t args[] = {
+      {"--model", ARG_CHOICE, &o->model, 0, 0, 0, zarg_models, NULL},
+      {"--layers", ARG_INT, &o->layers, ZARG_LIM_LAYERS, 0, NULL, &o->set_layers},
+      {"--hidden", ARG_INT, &o->hidden, ZARG_LIM_HIDDEN, 0, NULL, &o->set_hidden},
+      {"--heads", ARG_INT, &o->heads, ZARG_LIM_HEADS, 0, NULL, &o->set_heads},
+      {"--vocab", ARG_INT, &o->vocab, ZARG_LIM_VOCAB, 0, NULL, &o->set_vocab},
+      {"--seq", ARG_INT, &o->seq, ZARG_LIM_SEQ, 0, NULL, &o->set_seq},
+      {"--tp", ARG_INT, &o->tp, ZARG_LIM_TP, 0, NULL, NULL},
+      {"--pp", ARG_INT, &o->pp, ZARG_LIM_PP, 0, NULL, NULL},
+      {"--vpp", ARG_INT, &o->vpp, ZARG_LIM_VPP, 0, NULL, NULL},
+      {"--init", ARG_STRING, &o->init, 0, 0, 0, NULL, NULL},
+      {"--resume", ARG_STRING, &o->resume, 0, 0, 0, NULL, NULL},
+      {"--tokenizer", ARG_STRING, &o->tokenizer, 0, 0, 0, NULL, NULL},
+      {"--prompt", ARG_STRING, &o->prompt, 0, 0, 0, NULL, NULL},
+      {"--tokens", ARG_INT, &o->tokens, 1, ZSAMPLE_MAX_TOKENS, 0, NULL, NULL},
+      {"--temperature", ARG_DOUBLE, &o->temperature, 0, 1e6, 0, NULL, NULL},
+      {"--top-k", ARG_INT, &o->top_k, 0, 1 << 24, 0, NULL, NULL},
+      {"--seed", ARG_I64, &o->seed, 0, 9e18, 0, NULL, NULL},
+      {"--no-cache", ARG_SWITCH, &o->no_cache, 0, 0, 0, NULL, NULL},
+      {"--stats", ARG_SWITCH, &o->stats, 0, 0, 0, NULL, NULL},
+  };
+  return zarg_parse("sample", argc, argv, args, (int)(sizeof args / sizeof args[0]));
+}
+
+/* What can be checked before any file is read or MPI starts: the model's shape
+ * into *gc. Returns 0, or 2 after the one-line error. */
+static int check(const zsample_opts_t *o, zeroc_gpt_config_t *gc) {
+  if (!o->init == !o->resume)
+    return zarg_fail("sample", "give one of --init FILE.safetensors and --resume DIR%s",
+                     o->init ? ", not both" : "");
+  if (!o->prompt) return zarg_fail("sample", "--prompt TEXT is required");
+  if (!o->tokenizer)
+    return zarg_fail("sample", "--tokenizer is required: bytes, or a tokenizer.json / vocab.json");
+  if (o->init && (o->tp > 1 || o->pp > 1 || o->vpp > 1))
+    return zarg_fail("sample", "--tp, --pp and --vpp describe a --resume checkpoint's layout");
+  if (o->init && access(o->init, R_OK))
+    return zarg_fail("sample", "--init '%s': file not readable", o->init);
+  if (o->resume && access(o->resume, R_OK))
+    return zarg_fail("sample", "--resume '%s': no such checkpoint directory", o->resume);
+  int custom = o->model == 6;
+  zeroc_gpt_preset(custom ? "tiny" : zarg_models[o->model], gc);
+  if (custom && !(o->set_layers && o->set_hidden && o->set_heads && o->set_vocab && o->set_seq))
+    return zarg_fail("sample",
+                     "--model custom needs --layers, --hidden, --heads, --vocab and --seq");
+  if (o->set_layers) gc->layers = o->layers;
+  if (o->set_hidden) gc->hidden = o->hidden;
+  if (o->set_heads) gc->heads = o->heads;
+  if (o->set_vocab) gc->vocab = o->vocab;
+  if (o->set_seq) gc->seq = o->seq;
+  if (gc->hidden % gc->heads)
+    return zarg_fail("sample", "--heads %d must divide --hidden %d", gc->heads, gc->hidden);
+  return 0;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* Rank 0 (or the only process): encode, generate, decode, print. Returns the
+ * exit status. */
+static int generate(zeroc_sampler_t *s, const zeroc_tokenizer_t *tok, const zsample_opts_t *o) {
+  size_t plen = strlen(o->prompt), n = 0, len = 0;
+  int32_t *ids = malloc(sizeof(int32_t) * (plen + 1)),
+          *out = malloc(sizeof(int32_t) * (size_t)o->tokens);
+  char *text = NULL;
+  int rc = 1;
+  if (!ids || !out) goto done;
+  if (zeroc_tokenizer_encode(tok, o->prompt, plen, ids, &n)) goto fail;
+  if (n == 0) {
+    rc = zarg_fail("sample", "--prompt '%s' encodes to no tokens", o->prompt);
+    goto done;
+  }
+  zeroc_sampler_set_cache(s, !o->no_cache);
+  zeroc_sampler_set_vocab(s, zeroc_tokenizer_vocab(tok));
+  double t0 = now_s();
+  if (zeroc_sampler_generate(s, ids, (int)n, o->tokens, o->temperature, o->top_k, (uint64_t)o->seed,
+                             out))
+    goto fail;
+  double dt = now_s() - t0;
+  size_t cap = (size_t)o->tokens * 8 + 64;
+  for (int pass = 0; pass < 2; pass++) {
+    free(text);
+    text = malloc(cap + 1);
+    if (!text) goto done;
+    if (zeroc_tokenizer_decode(tok, out, (size_t)o->tokens, text, cap, &len)) goto fail;
+    if (len <= cap) break;
+    cap = len;
+  }
+  fwrite(o->prompt, 1, plen, stdout);
+  fwrite(text, 1, len, stdout);
+  fputc('\n', stdout);
+  fflush(stdout);
+  if (o->stats)
+    fprintf(stderr,
+            "zeroc sample: %zu prompt tokens%s, %d generated in %.3f s: %.1f tokens/s (%s)\n", n,
+            n > (size_t)zeroc_sampler_config(s)->seq ? " (the last --seq kept)" : "", o->tokens, dt,
+            o->tokens / dt, o->no_cache ? "no cache: whole window every token" : "KV cache");
+  rc = 0;
+  goto done;
+fail:
+  fprintf(stderr, "zeroc sample: %s\n", user_msg(zeroc_last_error(NULL)));
+done:
+  free(ids);
+  free(out);
+  free(text);
+  return rc;
+}
+
+/* --resume: every rank rebuilds its part of the model and loads its shards;
+ * rank 0 samples. */
+static int from_checkpoint(const zsample_opts_t *o, const zeroc_gpt_config_t *gc,
+                           const zeroc_tokenizer_t *tok) {
+  zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
+  cc.device = ZEROC_DEVICE_CPU; /* the sampler runs on the cpu; the checkpoint is fp32 files */
+  cc.tp = o->tp > 0 ? o->tp : 1;
+  cc.pp = o->pp > 0 ? o->pp : 1;
+  zeroc_ctx_t *ctx = NULL;
+  zeroc_result_t r = zeroc_ctx_create(&ctx, &cc);
+  if (r != ZEROC_OK) {
+    const char *e = user_msg(zeroc_last_error(NULL));
+    if (r == ZEROC_ERR_INVALID_ARG) return zarg_fail("sample", "%s", e);
+    fprintf(stderr, "zeroc sample: %s\n", e);
+    return 1;
+  }
+  int root = zeroc_ctx_mesh(ctx)->rank == 0, rc = 0;
+  zeroc_sampler_t *s = NULL;
+  r = zeroc_sampler_from_checkpoint(ctx, o->resume, gc, o->vpp, &s);
+  if (r) {
+    if (root) fprintf(stderr, "zeroc sample: --resume: %s\n", user_msg(zeroc_last_error(ctx)));
+    rc = r == ZEROC_ERR_INVALID_ARG ? 2 : 1;
+  } else if (root) {
+    rc = generate(s, tok, o);
+  }
+  zeroc_sampler_destroy(s);
+  zeroc_ctx_finalize(ctx);
+  return rc;
+}
+
+int zeroc_cmd_sample(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage();
+      return 0;
+    }
+  zsample_opts_t o = {.tokens = 64, .temperature = 1.0, .seed = 1, .tp = 1, .pp = 1, .vpp = 1};
+  zeroc_gpt_config_t gc;
+  if (parse(argc, argv, &o) || check(&o, &gc)) return 2;
+  zeroc_tokenizer_t *tok = NULL;
+  if (zeroc_tokenizer_load(o.tokenizer, &tok))
+    return zarg_fail("sample", "--tokenizer '%s': %s", o.tokenizer,
+                     user_msg(zeroc_last_error(NULL)));
+  int rc;
+  if (zeroc_tokenizer_vocab(tok) > gc.vocab) {
+    rc = zarg_fail("sample", "--tokenizer '%s' has %d tokens, more than the model's --vocab %d",
+                   o.tokenizer, zeroc_tokenizer_vocab(tok), gc.vocab);
+  } else if (o.init) {
+    zeroc_sampler_t *s = NULL;
+    zeroc_result_t r = zeroc_sampler_load(o.init, &gc, &s);
+    if (r == ZEROC_ERR_INVALID_ARG) {
+      rc = zarg_fail("sample", "--init: %s", user_msg(zeroc_last_error(NULL)));
+    } else if (r) {
+      fprintf(stderr, "zeroc sample: --init: %s\n", user_msg(zeroc_last_error(NULL)));
+      rc = 1;
+    } else {
+      rc = generate(s, tok, &o);
+    }
+    zeroc_sampler_destroy(s);
+  } else {
+    rc = from_checkpoint(&o, &gc, tok);
+  }
+  zeroc_tokenizer_destroy(tok);
+  return rc;
+}

@@ -1,0 +1,84 @@
+/*
+ * apps/train_sample.c - `zeroc train --sample-every N` (see train_sample.h).
+ * Without --tokenizer the data set's (the tokenizer.json `zeroc data` wrote).
+ * The prompt is fixed for the run: the tokenizer's end-of-text token when it
+ * has one (GPT-2 starts every document so), else the first 16 tokens of the
+ * training data; generation draws at temperature 1 from every token with the
+ * run's --seed, so successive samples differ only by what the model learnt.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "apps/args.h"
+#include "apps/train_sample.h"
+#include "core/error.h"
+
+int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztrain_sample_t *s) {
+  *s = (ztrain_sample_t){
+      NULL, o->sample_every, o->sample_tokens, o->seed < 0 ? 1 : (uint64_t)o->seed, {0}, 0};
+  if (!o->sample_every || !o->tokenizer) return 0; /* none: the data set's, once it is open */
+  if (zeroc_tokenizer_load(o->tokenizer, &s->tok))
+    return zarg_fail("train", "--tokenizer '%s': %s", o->tokenizer, zeroc_last_error(NULL));
+  if (zeroc_tokenizer_vocab(s->tok) > gc->vocab) {
+    int v = zeroc_tokenizer_vocab(s->tok);
+    ztrain_sample_close(s);
+    return zarg_fail("train", "--tokenizer '%s' has %d tokens, more than the model's --vocab %d",
+                     o->tokenizer, v, gc->vocab);
+  }
+  return 0;
+}
+
+zeroc_result_t ztrain_sample_from_data(ztrain_sample_t *s, const zeroc_train_info_t *info,
+                                       zeroc_ctx_t *ctx) {
+  if (!s->every || s->tok) return ZEROC_OK;
+  const char *spec = info->data.tokenizer;
+  zeroc_result_t r;
+  if (!spec[0])
+    r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "--sample-every needs a tokenizer to print text and "
+                                          "the data set records none: --tokenizer bytes|FILE");
+  else
+    r = zeroc_tokenizer_load(spec, &s->tok);
+  return zeroc_ctx_agree(ctx, r);
+}
+
+zeroc_result_t ztrain_sample_step(ztrain_sample_t *s, zeroc_trainer_t *tr, int step, int root) {
+  if (!s->tok || step % s->every) return ZEROC_OK;
+  if (!s->n) {
+    zeroc_result_t r =
+        zeroc_trainer_sample_prompt(tr, zeroc_tokenizer_eot(s->tok), 16, s->prompt, &s->n);
+    if (r) return r;
+  }
+  zeroc_sample_config_t c = ZEROC_SAMPLE_CONFIG_INIT;
+  c.tokens = s->tokens;
+  c.seed = s->seed;
+  c.vocab = zeroc_tokenizer_vocab(s->tok);
+  int32_t *ids = malloc(sizeof(int32_t) * (size_t)(s->n + s->tokens));
+  char *text = NULL;
+  size_t len = 0, cap = (size_t)(s->n + s->tokens) * 8 + 64;
+  /* every rank allocates alike, so a failure here is every rank's */
+  zeroc_result_t r =
+      ids ? zeroc_trainer_sample(tr, s->prompt, s->n, &c, ids + s->n) : ZEROC_ERR_NOMEM;
+  if (r || !root) goto done;
+  for (int i = 0; i < s->n; i++) ids[i] = s->prompt[i];
+  text = malloc(cap + 1);
+  r = text ? zeroc_tokenizer_decode(s->tok, ids, (size_t)(s->n + s->tokens), text, cap, &len)
+           : ZEROC_ERR_NOMEM;
+  if (r) goto done;
+  if (len > cap) len = cap; /* a few very long tokens: the line is cut */
+  /* the text as it is, but no terminal control bytes */
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)text[i] < 0x20 && text[i] != '\n' && text[i] != '\t') text[i] = '?';
+  printf("step %d sample (%d tokens): ", step, s->tokens);
+  fwrite(text, 1, len, stdout);
+  printf("\n");
+  fflush(stdout);
+done:
+  free(ids);
+  free(text);
+  return r;
+}
+
+void ztrain_sample_close(ztrain_sample_t *s) {
+  zeroc_tokenizer_destroy(s->tok);
+  s->tok = NULL;
+}

@@ -1,0 +1,66 @@
+/*
+ * text/prepare_internal.h - the parts of zeroc_text_prepare shared by
+ * prepare.c (config, inputs, split, output directory) and prepare_run.c
+ * (the reader that cuts documents into pieces, the tokenizing pool, and the
+ * shard streams written in order).
+ */
+#ifndef ZEROC_TEXT_PREPARE_INTERNAL_H
+#define ZEROC_TEXT_PREPARE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "io/files.h"
+#include "zeroc/prepare.h"
+#include "zeroc/tokenizer.h"
+
+/* One input file: a document. Its train part is bytes [0, val_cut), its val
+ * part [val_cut, size): val_cut = size sends it all to train, 0 all to val. */
+typedef struct zeroc__doc {
+  char *path;
+  uint64_t size;
+  uint64_t val_cut;
+} zeroc__doc_t;
+
+/* The two token streams. */
+enum { ZEROC__TRAIN = 0, ZEROC__VAL = 1 };
+
+/* Everything one run needs; filled by prepare.c, consumed by prepare_run.c. */
+typedef struct zeroc__prepare {
+  zeroc_prepare_config_t cfg; /* defaults resolved */
+  const zeroc_tokenizer_t *tok;
+  int32_t eot;
+  int space_cut; /* 1: the tokenizer adds a space before a text that does not start with one
+                    (add_prefix_space), so a piece may only start with a space */
+  zeroc__doc_t *docs;
+  int ndocs;
+  /* the shards written so far, under temporary names until the run commits */
+  zeroc__afile_t *shards[2];
+  int nshards[2], cap_shards[2];
+  uint64_t in_shard[2]; /* tokens in the stream's current (last) shard */
+  zeroc_prepare_stats_t stats;
+  zeroc_prepare_progress_fn progress;
+  void *user;
+  double t0, last_report;
+} zeroc__prepare_t;
+
+/* "<out_dir>/<train|val>_NNNNNN.bin" into buf. */
+zeroc_result_t zeroc__prepare_shard_name(const char *dir, int stream, int index, char *buf,
+                                         size_t n);
+
+/* Reads every document, tokenizes it on cfg.threads threads and appends the
+ * tokens, in document order, to the train and val shards (left open under
+ * temporary names: the caller commits or aborts them). */
+zeroc_result_t zeroc__prepare_run(zeroc__prepare_t *p);
+
+/* Where a chunk of `len` bytes (more text follows it) may be cut so that the
+ * tokens of the two sides, encoded apart, equal those of the whole: before
+ * the last character of a run of ASCII white space that lies between two
+ * printable ASCII characters. GPT-2's pre-tokenizer splits there whatever
+ * comes before or after (a run followed by a non-space splits before its last
+ * character; a space joins the word after it). need_newline: only runs
+ * holding a '\n' (line boundaries). need_space: only runs whose last
+ * character is a space (add_prefix_space then adds nothing to the second
+ * side). Searched backward from the end; 0 when there is none. */
+size_t zeroc__prepare_safe_cut(const char *text, size_t len, int need_newline, int need_space);
+
+#endif

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# tests/data_cli.sh - `zeroc data` end to end: shards of real text with the
+# bytes tokenizer (the same for 1 and 4 threads, --shard-tokens cuts, quoted
+# globs, the summary), every refusal with one line and exit 2 and nothing
+# written, and `zeroc train` on the prepared shards (2 ranks) plus its refusal
+# of a model whose vocab is smaller than the recorded tokenizer's.
+# usage: data_cli.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS" TEST_NAME
+set -u
+ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-data-XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+field() { sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p" "$1"; }   # one value per line
+LIC=/usr/share/common-licenses
+[ -r $LIC/GPL-3 ] || { echo "skipped: no $LIC"; exit 77; }
+data() { "$ZEROC" data "$@"; }
+
+case $NAME in
+data_prepare)
+  data --tokenizer bytes --out "$WORK/a" --threads 1 "$LIC/*" > "$WORK/a.out" 2> "$WORK/a.err" || fail "bytes run: $(cat "$WORK/a.err")"
+  grep -q "^zeroc data: 17 documents" "$WORK/a.out" || fail "summary: $(cat "$WORK/a.out")"
+  grep -q "train: [0-9]* tokens in 1 shard" "$WORK/a.out" || fail "no train line: $(cat "$WORK/a.out")"
+  grep -q "val: *[0-9]* tokens in 1 shard" "$WORK/a.out" || fail "no val line: $(cat "$WORK/a.out")"
+  grep -q "tokens/s" "$WORK/a.out" || fail "no tokens/s"
+  [ -f "$WORK/a/train_000000.bin" ] && [ -f "$WORK/a/val_000000.bin" ] && [ -f "$WORK/a/tokenizer.json" ] \
+    || fail "missing outputs: $(ls "$WORK/a")"
+  # the train and val tokens are all the text's bytes (the bytes tokenizer has
+  # no end-of-text token): 2 bytes a token plus a 1024-byte header per shard
+  text=$(cat $LIC/* | wc -c)
+  bytes=$(( $(stat -c %s "$WORK/a/train_000000.bin") + $(stat -c %s "$WORK/a/val_000000.bin") ))
+  [ "$bytes" = $(( 2 * text + 2048 )) ] || fail "shards hold $bytes bytes for $text bytes of text"
+  # the token bytes in order are the text: the low bytes of the uint16 tokens
+  tail -c +1025 "$WORK/a/train_000000.bin" | head -c 400 | od -An -v -tu1 -w2 | awk '{ printf "%c", $1 }' > "$WORK/train.txt"
+  cmp -s <(head -c 200 $LIC/Apache-2.0) <(head -c 200 "$WORK/train.txt") || fail "the first shard does not start with Apache-2.0's text"
+  # the same shards on 4 threads; a quoted glob and a plain path are both inputs
+  data --tokenizer bytes --out "$WORK/b" --threads 4 --quiet "$LIC/[A-F]*" "$LIC/G*" "$LIC/[L-Z]*" > /dev/null 2>&1 || fail "4-thread run"
+  cmp "$WORK/a/train_000000.bin" "$WORK/b/train_000000.bin" || fail "train shards differ between 1 and 4 threads"
+  cmp "$WORK/a/val_000000.bin" "$WORK/b/val_000000.bin" || fail "val shards differ between 1 and 4 threads"
+  # --shard-tokens cuts the stream into shards of that many tokens
+  data --tokenizer bytes --out "$WORK/c" --shard-tokens 50000 --val-fraction 0 --quiet "$LIC/*" > "$WORK/c.out" || fail "sharded run"
+  n=$(ls "$WORK/c"/train_*.bin | wc -l)
+  [ "$n" = $(( (text + 49999) / 50000 )) ] || fail "$n shards for $text tokens of 50000 a shard"
+  [ ! -e "$WORK/c/val_000000.bin" ] || fail "val shards with --val-fraction 0"
+  [ "$(stat -c %s "$WORK/c/train_000001.bin")" = $(( 1024 + 100000 )) ] || fail "a middle shard is not 50000 tokens"
+  # --force replaces a set, and the earlier run's extra shards go
+  data --tokenizer bytes --out "$WORK/c" --force --quiet "$LIC/*" > /dev/null || fail "--force run"
+  [ "$(ls "$WORK/c"/train_*.bin | wc -l)" = 1 ] || fail "stale shards left: $(ls "$WORK/c")"
+  ! ls "$WORK/c" | grep -q tmp || fail "temporary files left: $(ls "$WORK/c")"
+  # after --, every argument is an input
+  data --tokenizer bytes --out "$WORK/e" --quiet -- $LIC/BSD > "$WORK/e.out" || fail "-- run"
+  grep -q "^zeroc data: 1 document," "$WORK/e.out" || fail "-- run: $(cat "$WORK/e.out")"
+  echo "17 documents, $text bytes: identical shards on 1 and 4 threads, $n shards of 50000 tokens" ;;
+
+data_bad_flags)
+  echo x > "$WORK/file"
+  mkdir -p "$WORK/full"
+  data --tokenizer bytes --out "$WORK/full" --quiet $LIC/BSD > /dev/null || fail "setup run"
+  check() {  # check 'what the message says' args...
+    local want=$1; shift
+    out=$(data "$@" 2>&1 >/dev/null); rc=$?
+    [ $rc -eq 2 ] || fail "'$*' exited $rc, want 2 ($out)"
+    [ "$(echo "$out" | grep -c "zeroc data")" = 1 ] && [ "$(echo "$out" | wc -l)" = 1 ] || fail "'$*' printed: $out"
+    echo "$out" | grep -q -- "$want" || fail "'$*': message does not say '$want': $out"
+    [ ! -e "$WORK/new" ] || fail "'$*' created the output directory"
+  }
+  check "/nonexistent/x.txt" --tokenizer bytes --out "$WORK/new" $LIC/BSD /nonexistent/x.txt
+  check "matches no files" --tokenizer bytes --out "$WORK/new" "$WORK/nothing/*.txt"
+  check "--val-fraction '1'" --tokenizer bytes --out "$WORK/new" --val-fraction 1 $LIC/BSD
+  check "--val-fraction 'abc'" --tokenizer bytes --out "$WORK/new" --val-fraction abc $LIC/BSD
+  check "--val-fraction '-0.1'" --tokenizer bytes --out "$WORK/new" --val-fraction -0.1 $LIC/BSD
+  check "--shard-tokens '0'" --tokenizer bytes --out "$WORK/new" --shard-tokens 0 $LIC/BSD
+  check "--threads '0'" --tokenizer bytes --out "$WORK/new" --threads 0 $LIC/BSD
+  check "is a regular file" --tokenizer bytes --out "$WORK/file" $LIC/BSD
+  check "--force" --tokenizer bytes --out "$WORK/full" $LIC/BSD
+  check "$WORK/none.json" --tokenizer "$WORK/none.json" --out "$WORK/new" $LIC/BSD
+  check "--tokenizer is required" --out "$WORK/new" $LIC/BSD
+  check "--out DIR is required" --tokenizer bytes $LIC/BSD
+  check "no input files" --tokenizer bytes --out "$WORK/new"
+  check "unknown flag '--bogus'" --tokenizer bytes --out "$WORK/new" --bogus 1 $LIC/BSD
+  check "is a directory" --tokenizer bytes --out "$WORK/new" $LIC
+  echo "15 bad invocations: exit 2, one line each, nothing written" ;;
+
+data_train)
+  data --tokenizer bytes --out "$WORK/d" --quiet "$LIC/*" > /dev/null || fail "prepare"
+  run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --quiet "$@"; }
+  # the directory stands for its train_*.bin shards
+  $MPIRUN $FLAGS -np 2 "$ZEROC" train --model tiny --vocab 256 --device cpu --steps 12 --lr 3e-3 --seed 3 \
+    --data "$WORK/d" --metrics "$WORK/m.jsonl" > "$WORK/train.out" || fail "training on the prepared shards"
+  grep -q "data tokenizer: $WORK/d/tokenizer.json (vocab 256)" "$WORK/train.out" || fail "header: $(cat "$WORK/train.out")"
+  first=$(field "$WORK/m.jsonl" loss | head -1); last=$(field "$WORK/m.jsonl" loss | tail -1)
+  awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 0.5) }' || fail "loss $first -> $last did not fall by 0.5"
+  run 2 --model tiny --vocab 256 --device cpu --steps 2 --data "$WORK/d/train_*.bin" || fail "the glob"
+  # the recorded tokenizer has 256 ids: a model with 200 is refused at once
+  out=$(run 2 --model tiny --vocab 200 --device cpu --steps 2 --data "$WORK/d" 2>&1 >/dev/null); rc=$?
+  [ $rc = 2 ] || fail "vocab 200 on 256-id data exited $rc: $out"
+  echo "$out" | grep -q "vocab 256" && echo "$out" | grep -q "vocab 200" || fail "message does not name both vocabs: $out"
+  [ "$(echo "$out" | grep -c "zeroc train")" = 1 ] || fail "not one line: $out"
+  echo "loss $first -> $last on 2 ranks; vocab 200 refused: $(echo "$out" | sed 's/.*: data/data/')" ;;
+data_signal)
+  # SIGINT mid-run: exit 130, and nothing is left (not even the new directory).
+  # 100 copies of the licenses (30 MB) through BPE on one thread take seconds.
+  tok=$(dirname "$0")/fixtures/tokenizer/bpe1000.json
+  args=(); for i in $(seq 100); do args+=("$LIC/*"); done
+  "$ZEROC" data --tokenizer "$tok" --out "$WORK/sig/out" --threads 1 "${args[@]}" > "$WORK/sig.out" 2> "$WORK/sig.err" &
+  pid=$!
+  sleep 0.3; kill -INT $pid; wait $pid; rc=$?
+  [ $rc = 130 ] || fail "SIGINT: exit $rc, want 130: $(cat "$WORK/sig.err")"
+  grep -q "stopped by signal 2; nothing was written" "$WORK/sig.err" || fail "no message: $(cat "$WORK/sig.err")"
+  [ ! -e "$WORK/sig/out" ] || fail "left behind: $(ls -la "$WORK/sig/out")"
+  echo "SIGINT: exit 130, nothing left" ;;
+*) fail "unknown test $NAME" ;;
+esac
