@@ -1,6 +1,7 @@
 /*
  * examples/train_gpt.c - the built-in GPT trained through zeroc/train.h: a
- * context, a trainer from a config, one call per optimizer step, a checkpoint.
+ * context, a trainer from a config, one call per optimizer step (with a
+ * held-out evaluation every 10 steps), a checkpoint.
  *   mpirun -np 2 ./train_gpt [CHECKPOINT_DIR]   (exits 1 if the loss did not fall)
  */
 #include <stdio.h>
@@ -22,6 +23,9 @@ int main(int argc, char **argv) {
   cfg.lr = 3e-3;
   cfg.warmup = 3;
   cfg.save = argc > 1 ? argv[1] : NULL;
+  cfg.val_data = "synthetic"; /* held-out sequences, evaluated every 10 steps */
+  cfg.val_every = 10;
+  cfg.val_tokens = 4096;
   zeroc_trainer_t *tr;
   if (zeroc_trainer_create(ctx, &cfg, &tr)) { /* agreed on by every rank */
     if (rank == 0)
@@ -47,6 +51,7 @@ int main(int argc, char **argv) {
     if (rank == 0 && (m.step % 5 == 0 || m.spike))
       printf("step %2d  loss %.4f  grad norm %.3f  lr %.2e  %.0f tok/s%s\n", m.step, m.loss,
              m.grad_norm, m.lr, m.tokens_per_s, m.spike ? "  (spike)" : "");
+    if (rank == 0 && m.evaluated) printf("step %2d  val loss %.4f\n", m.step, m.val_loss);
   } while (!m.done);
 
   if (cfg.save && zeroc_trainer_save(tr, cfg.save)) {
