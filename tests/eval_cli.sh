@@ -3,7 +3,7 @@
 # in every layout the validation loss of each evaluation step equals the
 # single-rank run's (1e-5 relative: fp32), the training losses and norms with
 # --val-every are bitwise those of the same run without it, and the flags'
-# refusals (one line, exit 2, nothing written).
+# refusals (one line, exit 2, nothing written); with --dropout too.
 # usage: eval_cli.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS" TEST_NAME
 set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
@@ -87,6 +87,13 @@ pp)
   layout 4 --batch 1 --pp 2 --pp-schedule interleaved --vpp 2 --microbatches 4
   layout 4 --batch 2 --pp 4 --microbatches 4 --recompute full
   layout 4 --batch 2 --pp 2 --tp 2 --microbatches 4 --sequence-parallel ;;
+dropout)
+  # dropout is off in an evaluation (layer io eval): the same held-out loss in every
+  # layout, and the masks the training steps draw are not disturbed by it
+  COMMON+=(--dropout 0.1)
+  layout 4 --batch 2
+  layout 2 --batch 2 --pp 2 --microbatches 4
+  layout 2 --batch 8 --tp 2 --sequence-parallel ;;
 flags)
   # --val-data alone: one evaluation, after the last step; the progress line shows it
   out=$(run 1 --device cpu --model tiny --steps 3 --val-data synthetic --val-tokens 256 --metrics "$WORK/m.jsonl") \

@@ -6,7 +6,7 @@ zeroc_test(NAME test_train SOURCES test_train.c NP 1 2 LABELS mpi)
 # validation loss in every layout against the single-rank run, training bitwise
 # unchanged by the evaluation, the flags' refusals.
 string(REPLACE ";" " " _eval_mpirun_flags "${ZEROC_MPIRUN_FLAGS}")
-foreach(t dp tp pp flags)
+foreach(t dp tp pp dropout flags)
   add_test(NAME train_eval_${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/eval_cli.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_eval_mpirun_flags}" ${t})
