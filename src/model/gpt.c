@@ -486,25 +486,6 @@ zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
   return zeroc_gpt_create_ex(ctx, cfg, &o, out);
 }
 
-int zeroc_gpt_num_units(const zeroc_gpt_config_t *c) { return c->layers + 2; }
-
-/* Costs for cutting the unit list into pipeline stages: each unit's share of
- * the forward FLOPs per token (blocks 24C^2 + 4TC, head 2C Vp) and of the
- * parameters a stage holds (the head counted with the wte copy it carries
- * whenever it sits on another rank than the embedding), averaged, so a stage
- * is balanced in time and in memory alike. */
-void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost) {
-  double C = c->hidden, T = c->seq, L = c->layers, Vp = zeroc__gpt_padded_vocab(c->vocab, 1);
-  double f_embed = 2 * C, f_block = 24 * C * C + 4 * T * C, f_head = 2 * C * Vp + 8 * C;
-  /* parameters at tp 1, the head with its own wte copy */
-  double p_embed = zeroc__gpt_unit_params(c, 1, 0, 0), p_block = zeroc__gpt_unit_params(c, 1, 1, 0);
-  double p_head = zeroc__gpt_unit_params(c, 1, c->layers + 1, 1);
-  double F = f_embed + L * f_block + f_head, P = p_embed + L * p_block + p_head;
-  cost[0] = 0.5 * (f_embed / F + p_embed / P);
-  for (int l = 0; l < c->layers; l++) cost[1 + l] = 0.5 * (f_block / F + p_block / P);
-  cost[c->layers + 1] = 0.5 * (f_head / F + p_head / P);
-}
-
 /* One slot's activations for the units this rank holds: BT tokens of the
  * largest micro-batch, Nl of them in the sequence-split regions (the residual
  * stream, the LayerNorms). */
