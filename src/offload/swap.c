@@ -18,12 +18,16 @@
 #include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "offload/swap_internal.h"
+
+/* How long a fresh lock may be held by another rank's sweep: 50 x 10 ms. */
+enum { LOCK_WAIT_TRIES = 50, LOCK_WAIT_NS = 10 * 1000 * 1000 };
 
 /* ---- create / destroy ---------------------------------------------------- */
 
@@ -111,7 +115,16 @@ zeroc_result_t zeroc__swap_create(zeroc__mem_t *mem, const zeroc__swap_config_t 
                        strerror(errno), errno);
       goto fail;
     }
-    if (flock(sw->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    /* Another rank's sweep (zeroc__swap_sweep_stale) may hold this fresh lock
+     * for the moment it takes to check it, as if it were a dead swapper's: a
+     * live swapper holds it for its whole life, so wait out a short hold. */
+    int held = flock(sw->lock_fd, LOCK_EX | LOCK_NB) != 0;
+    for (int w = 0; held && errno == EWOULDBLOCK && w < LOCK_WAIT_TRIES; w++) {
+      struct timespec ts = {0, LOCK_WAIT_NS};
+      nanosleep(&ts, NULL);
+      held = flock(sw->lock_fd, LOCK_EX | LOCK_NB) != 0;
+    }
+    if (held) {
       res = ZEROC_FAIL(ZEROC_ERR_IO,
                        "flock of %s: %s (errno %d): another swapper uses this "
                        "directory (same dir, job '%s' and rank %d)",

@@ -157,7 +157,7 @@ static zeroc_result_t read_piece(zeroc__prepare_t *p, reader_t *r, piece_t *pc, 
   const zeroc__doc_t *d = &p->docs[r->doc];
   size_t chunk = (size_t)p->cfg.chunk_bytes, len = r->carry_len;
   ZEROC_CHECK(grow((void **)&pc->text, &pc->cap, chunk + len + 1, 1, "text"));
-  memcpy(pc->text, r->carry, len);
+  if (len) memcpy(pc->text, r->carry, len); /* carry is NULL before the first cut */
   r->carry_len = 0;
   size_t cut = 0;
   for (int round = 1;; round++) {
