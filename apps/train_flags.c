@@ -65,6 +65,7 @@ void ztrain_usage(void) {
          "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
          "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
          "sample:  --sample-every N (0 = off) --sample-tokens M (64) --tokenizer bytes|FILE (the data's)\n"
+         "         --sample-prompt TEXT (the end-of-text token, else the data's first tokens)\n"
          "other:   --comm-timeout SECONDS (ZEROC_COMM_TIMEOUT or 300) --max-skipped N (5)\n"
          "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
          "docs/cli.md says which flags, outputs and exit codes are stable.\n");
@@ -128,6 +129,7 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--sample-every", ARG_INT, &o->sample_every, 0, 1e9, 0, NULL, NULL},
       {"--sample-tokens", ARG_INT, &o->sample_tokens, 1, 1 << 20, 0, NULL, NULL},
       {"--tokenizer", ARG_STRING, &o->tokenizer, 0, 0, 0, NULL, NULL},
+      {"--sample-prompt", ARG_STRING, &o->sample_prompt, 0, 0, 0, NULL, NULL},
   };
   return zarg_parse("train", argc, argv, args, (int)(sizeof args / sizeof args[0]));
 }
@@ -232,6 +234,8 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
       return zarg_fail("train", "--nvme-dir '%s': directory not writable", o->nvme_dir);
   }
   /* without --tokenizer the data set's (zeroc data records one) is taken once it is open */
+  if (o->sample_prompt && !o->sample_every)
+    return zarg_fail("train", "--sample-prompt needs --sample-every N (N >= 1)");
   if (o->sample_every && !o->tokenizer && (!o->data || !strcmp(o->data, "synthetic")))
     return zarg_fail("train", "--sample-every needs a tokenizer to print text: --tokenizer bytes|FILE");
   if (o->init && access(o->init, R_OK))

@@ -24,6 +24,7 @@ typedef struct ztrain_opts {
   double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout, spike_z, dropout;
   const char *data, *save, *resume, *export_path, *init, *metrics, *nvme_dir, *val_data;
   int sample_every, sample_tokens; /* --sample-every (0 off), --sample-tokens */
+  const char *sample_prompt;       /* --sample-prompt, or NULL: the built-in choice */
   const char *tokenizer;
   int set_layers, set_hidden, set_heads, set_vocab, set_seq, set_batch, set_microbatches;
   int set_zero, set_grad_accum, set_vpp, set_pp_schedule, set_schedule, set_val_every;

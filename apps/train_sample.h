@@ -10,12 +10,16 @@
 #include "zeroc/sample.h"
 #include "zeroc/tokenizer.h"
 
+/* The longest --sample-prompt, in tokens (a longer one keeps its last tokens). */
+#define ZTRAIN_SAMPLE_PROMPT_MAX 256
+
 typedef struct ztrain_sample {
   zeroc_tokenizer_t *tok; /* NULL: no sampling */
   int every, tokens;
   uint64_t seed;
-  int32_t prompt[16];
-  int n; /* prompt tokens, chosen at the first sample */
+  int32_t prompt[ZTRAIN_SAMPLE_PROMPT_MAX];
+  int n;           /* prompt tokens, chosen at the first sample */
+  const char *text; /* --sample-prompt, or NULL */
 } ztrain_sample_t;
 
 /* Loads --tokenizer when --sample-every asks for samples (before MPI starts,

@@ -97,7 +97,13 @@ train_sample_every)
   "$ZEROC" data --tokenizer bytes --out "$WORK/shards" --quiet "$WORK/t.txt" > /dev/null || fail "zeroc data"
   out=$(train 1 --steps 4 --seq 32 --data "$WORK/shards" --sample-every 2 --sample-tokens 8) || fail "data tokenizer run"
   [ "$(echo "$out" | grep -c '^step [24] sample')" = 2 ] || fail "no samples with the data's tokenizer: $out"
-  echo "2 samples printed; 10 losses bitwise those of the run without sampling; the data's tokenizer by default" ;;
+  # --sample-prompt: the sample starts with it; refused without --sample-every
+  out=$(train 1 --steps 2 --seq 32 --data "$WORK/shards" --sample-every 2 --sample-tokens 8 \
+        --sample-prompt "line 7 of") || fail "--sample-prompt run"
+  echo "$out" | grep -q '^step 2 sample (8 tokens): line 7 of' || fail "sample does not start with the prompt: $out"
+  out=$(train 1 --steps 2 --sample-prompt hi 2>&1 >/dev/null); rc=$?
+  [ $rc -eq 2 ] && echo "$out" | grep -q -- "--sample-every" || fail "--sample-prompt alone: $rc $out"
+  echo "2 samples printed; 10 losses bitwise those of the run without sampling; the data's tokenizer by default; --sample-prompt" ;;
 transformers)
   # a GPT2LMHeadModel saved by transformers (fp16, `transformer.` names, no lm_head,
   # n_positions 32) sampled at --seq 16: transformers' own greedy tokens (make_hf_gpt2.py)
