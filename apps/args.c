@@ -3,6 +3,8 @@
  */
 #include "apps/args.h"
 
+#include "zeroc/gpt.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -132,5 +134,40 @@ int zarg_parse(const char *cmd, int argc, char **argv, const zarg_t *args, int n
     if (set_value(cmd, f, v)) return 2;
     if (f->set) *f->set = 1;
   }
+  return 0;
+}
+
+/* The library's message without the "file.c:LINE: " origins in it (one per
+ * layer that wrapped it), which name our sources, not the user's input. */
+const char *zarg_user_msg(const char *e) {
+  static char buf[2048];
+  size_t k = 0;
+  while (*e && k + 1 < sizeof buf) {
+    const char *p = e;
+    while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_') p++;
+    if (p > e && !strncmp(p, ".c:", 3)) {
+      const char *d = p + 3;
+      while (*d >= '0' && *d <= '9') d++;
+      if (d > p + 3 && d[0] == ':' && d[1] == ' ') {
+        e = d + 2; /* an origin: skipped */
+        continue;
+      }
+    }
+    do buf[k++] = *e++;
+    while (k + 1 < sizeof buf && e < p); /* the word, or one character */
+  }
+  buf[k] = 0;
+  return buf;
+}
+
+int zarg_model_shape(const char *cmd, int model, const int size[5], const int set[5],
+                     zeroc_gpt_config_t *gc) {
+  int custom = model == ZARG_MODEL_CUSTOM;
+  zeroc_gpt_preset(custom ? "tiny" : zarg_models[model], gc);
+  if (custom && !(set[0] && set[1] && set[2] && set[3] && set[4]))
+    return zarg_fail(cmd, "--model custom needs --layers, --hidden, --heads, --vocab and --seq");
+  int *field[5] = {&gc->layers, &gc->hidden, &gc->heads, &gc->vocab, &gc->seq};
+  for (int i = 0; i < 5; i++)
+    if (set[i]) *field[i] = size[i];
   return 0;
 }

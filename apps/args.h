@@ -39,6 +39,7 @@ typedef struct zarg {
 /* NULL-terminated; the index is what the commands store. */
 extern const char *const zarg_devices[];    /* auto, cpu, cuda */
 extern const char *const zarg_models[];     /* the presets, then custom */
+#define ZARG_MODEL_CUSTOM 6                  /* zarg_models' index of "custom" */
 extern const char *const zarg_dtypes[];     /* auto, fp32, bf16 */
 extern const char *const zarg_recomputes[]; /* none, full */
 extern const char *const zarg_offloads[];   /* none, cpu, nvme */
@@ -50,6 +51,19 @@ int zarg_parse(const char *cmd, int argc, char **argv, const zarg_t *args, int n
 /* Prints "zeroc <cmd>: <message>" once per job (launch rank 0, or a plain
  * process) and returns 2. */
 int zarg_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A library error message (zeroc_last_error) for a user: without the
+ * "file.c:LINE: " origins in it (one per layer that wrapped it), which name our
+ * sources, not the user's input. Returns a static buffer (one thread). */
+const char *zarg_user_msg(const char *e);
+
+/* --model (an index into zarg_models) and the size overrides --layers
+ * --hidden --heads --vocab --seq (size[], and set[] whether each was given):
+ * the preset, or with custom every size, then the overrides. Returns 0, or 2
+ * after the one-line error. */
+struct zeroc_gpt_config;
+int zarg_model_shape(const char *cmd, int model, const int size[5], const int set[5],
+                     struct zeroc_gpt_config *gc);
 
 /* 1 when this process is rank 0 of its launch (from OMPI/PMI/Slurm variables),
  * or not launched by MPI at all. Usable before MPI is initialised. */

@@ -42,12 +42,10 @@ typedef struct data_opts {
   int set_val, set_shard, set_threads;
 } data_opts_t;
 
-/* A library message without its "file.c:123: " origin and "data: " prefix. */
+/* A library message for the user (zarg_user_msg) without the "data: " prefix. */
 static const char *plain(const char *e) {
-  const char *c = strstr(e, ": ");
-  if (c && c > e && strchr(".0123456789", c[-1]) && !memchr(e, ' ', (size_t)(c - e))) e = c + 2;
-  if (!strncmp(e, "data: ", 6)) e += 6;
-  return e;
+  e = zarg_user_msg(e);
+  return strncmp(e, "data: ", 6) ? e : e + 6;
 }
 
 /* ---- progress ------------------------------------------------------------------ */

@@ -17,29 +17,6 @@
 
 #define ZSAMPLE_MAX_TOKENS (1 << 20)
 
-/* The library's message without the "file.c:LINE: " origins in it (one per
- * layer that wrapped it), which name our sources, not the user's input. */
-static const char *user_msg(const char *e) {
-  static char buf[2048];
-  size_t k = 0;
-  while (*e && k + 1 < sizeof buf) {
-    const char *p = e;
-    while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_') p++;
-    if (p > e && !strncmp(p, ".c:", 3)) {
-      const char *d = p + 3;
-      while (*d >= '0' && *d <= '9') d++;
-      if (d > p + 3 && d[0] == ':' && d[1] == ' ') {
-        e = d + 2; /* an origin: skipped */
-        continue;
-      }
-    }
-    do buf[k++] = *e++;
-    while (k + 1 < sizeof buf && e < p); /* the word, or one character */
-  }
-  buf[k] = 0;
-  return buf;
-}
-
 typedef struct {
   int model, layers, hidden, heads, vocab, seq, tp, pp, vpp, tokens, top_k, no_cache, stats;
   int set_layers, set_hidden, set_heads, set_vocab, set_seq;
@@ -102,16 +79,9 @@ static int check(const zsample_opts_t *o, zeroc_gpt_config_t *gc) {
     return zarg_fail("sample", "--init '%s': file not readable", o->init);
   if (o->resume && access(o->resume, R_OK))
     return zarg_fail("sample", "--resume '%s': no such checkpoint directory", o->resume);
-  int custom = o->model == 6;
-  zeroc_gpt_preset(custom ? "tiny" : zarg_models[o->model], gc);
-  if (custom && !(o->set_layers && o->set_hidden && o->set_heads && o->set_vocab && o->set_seq))
-    return zarg_fail("sample",
-                     "--model custom needs --layers, --hidden, --heads, --vocab and --seq");
-  if (o->set_layers) gc->layers = o->layers;
-  if (o->set_hidden) gc->hidden = o->hidden;
-  if (o->set_heads) gc->heads = o->heads;
-  if (o->set_vocab) gc->vocab = o->vocab;
-  if (o->set_seq) gc->seq = o->seq;
+  const int size[5] = {o->layers, o->hidden, o->heads, o->vocab, o->seq};
+  const int set[5] = {o->set_layers, o->set_hidden, o->set_heads, o->set_vocab, o->set_seq};
+  if (zarg_model_shape("sample", o->model, size, set, gc)) return 2;
   if (gc->hidden % gc->heads)
     return zarg_fail("sample", "--heads %d must divide --hidden %d", gc->heads, gc->hidden);
   return 0;
@@ -165,7 +135,7 @@ static int generate(zeroc_sampler_t *s, const zeroc_tokenizer_t *tok, const zsam
   rc = 0;
   goto done;
 fail:
-  fprintf(stderr, "zeroc sample: %s\n", user_msg(zeroc_last_error(NULL)));
+  fprintf(stderr, "zeroc sample: %s\n", zarg_user_msg(zeroc_last_error(NULL)));
 done:
   free(ids);
   free(out);
@@ -184,7 +154,7 @@ static int from_checkpoint(const zsample_opts_t *o, const zeroc_gpt_config_t *gc
   zeroc_ctx_t *ctx = NULL;
   zeroc_result_t r = zeroc_ctx_create(&ctx, &cc);
   if (r != ZEROC_OK) {
-    const char *e = user_msg(zeroc_last_error(NULL));
+    const char *e = zarg_user_msg(zeroc_last_error(NULL));
     if (r == ZEROC_ERR_INVALID_ARG) return zarg_fail("sample", "%s", e);
     fprintf(stderr, "zeroc sample: %s\n", e);
     return 1;
@@ -193,7 +163,7 @@ static int from_checkpoint(const zsample_opts_t *o, const zeroc_gpt_config_t *gc
   zeroc_sampler_t *s = NULL;
   r = zeroc_sampler_from_checkpoint(ctx, o->resume, gc, o->vpp, &s);
   if (r) {
-    if (root) fprintf(stderr, "zeroc sample: --resume: %s\n", user_msg(zeroc_last_error(ctx)));
+    if (root) fprintf(stderr, "zeroc sample: --resume: %s\n", zarg_user_msg(zeroc_last_error(ctx)));
     rc = r == ZEROC_ERR_INVALID_ARG ? 2 : 1;
   } else if (root) {
     rc = generate(s, tok, o);
@@ -215,7 +185,7 @@ int zeroc_cmd_sample(int argc, char **argv) {
   zeroc_tokenizer_t *tok = NULL;
   if (zeroc_tokenizer_load(o.tokenizer, &tok))
     return zarg_fail("sample", "--tokenizer '%s': %s", o.tokenizer,
-                     user_msg(zeroc_last_error(NULL)));
+                     zarg_user_msg(zeroc_last_error(NULL)));
   int rc;
   if (zeroc_tokenizer_vocab(tok) > gc.vocab) {
     rc = zarg_fail("sample", "--tokenizer '%s' has %d tokens, more than the model's --vocab %d",
@@ -224,9 +194,9 @@ int zeroc_cmd_sample(int argc, char **argv) {
     zeroc_sampler_t *s = NULL;
     zeroc_result_t r = zeroc_sampler_load(o.init, &gc, &s);
     if (r == ZEROC_ERR_INVALID_ARG) {
-      rc = zarg_fail("sample", "--init: %s", user_msg(zeroc_last_error(NULL)));
+      rc = zarg_fail("sample", "--init: %s", zarg_user_msg(zeroc_last_error(NULL)));
     } else if (r) {
-      fprintf(stderr, "zeroc sample: --init: %s\n", user_msg(zeroc_last_error(NULL)));
+      fprintf(stderr, "zeroc sample: --init: %s\n", zarg_user_msg(zeroc_last_error(NULL)));
       rc = 1;
     } else {
       rc = generate(s, tok, &o);

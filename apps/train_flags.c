@@ -190,14 +190,9 @@ static int rule_fail(void) {
  * -1 to go on training, else the exit status. Resolves the model's shape and,
  * with --pp, --zero and the micro-batches. */
 int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
-  zeroc_gpt_preset(o->model == 6 ? "tiny" : MODELS[o->model], gc);
-  if (o->model == 6 && !(o->set_layers && o->set_hidden && o->set_heads && o->set_vocab && o->set_seq))
-    return zarg_fail("train", "--model custom needs --layers, --hidden, --heads, --vocab and --seq");
-  if (o->set_layers) gc->layers = o->layers;
-  if (o->set_hidden) gc->hidden = o->hidden;
-  if (o->set_heads) gc->heads = o->heads;
-  if (o->set_vocab) gc->vocab = o->vocab;
-  if (o->set_seq) gc->seq = o->seq;
+  const int size[5] = {o->layers, o->hidden, o->heads, o->vocab, o->seq};
+  const int set[5] = {o->set_layers, o->set_hidden, o->set_heads, o->set_vocab, o->set_seq};
+  if (zarg_model_shape("train", o->model, size, set, gc)) return 2;
   if (o->set_batch) gc->batch = o->batch;
   /* the rules the trainer checks too (train/check.c), worded with the flags */
   zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
@@ -248,7 +243,7 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
 /* The trainer's config from the flags; what was not given stays "unset" and
  * the library picks its default. */
 void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_train_config_t *c) {
-  c->model = o->model == 6 ? "tiny" : MODELS[o->model]; /* custom: every size is given */
+  c->model = o->model == ZARG_MODEL_CUSTOM ? "tiny" : MODELS[o->model]; /* custom: every size is given */
   c->layers = gc->layers, c->hidden = gc->hidden, c->heads = gc->heads;
   c->vocab = gc->vocab, c->seq = gc->seq, c->batch = gc->batch;
   c->grad_accum = o->grad_accum;

@@ -38,7 +38,8 @@ int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztr
                          o->sample_prompt};
   if (!o->sample_every || !o->tokenizer) return 0; /* none: the data set's, once it is open */
   if (zeroc_tokenizer_load(o->tokenizer, &s->tok))
-    return zarg_fail("train", "--tokenizer '%s': %s", o->tokenizer, zeroc_last_error(NULL));
+    return zarg_fail("train", "--tokenizer '%s': %s", o->tokenizer,
+                     zarg_user_msg(zeroc_last_error(NULL)));
   if (zeroc_tokenizer_vocab(s->tok) > gc->vocab) {
     int v = zeroc_tokenizer_vocab(s->tok);
     ztrain_sample_close(s);
@@ -47,7 +48,7 @@ int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztr
   }
   if (s->text && prompt_from_text(s)) {
     ztrain_sample_close(s);
-    return zarg_fail("train", "%s", zeroc_last_error(NULL));
+    return zarg_fail("train", "%s", zarg_user_msg(zeroc_last_error(NULL)));
   }
   return 0;
 }

@@ -99,7 +99,7 @@ static char *sub(const char *name) {
 }
 
 static int files_equal(const char *a, const char *b) {
-  size_t na, nb;
+  size_t na = 0, nb = 0;
   char *x = slurp(a, &na), *y = slurp(b, &nb);
   int eq = x && y && na == nb && !memcmp(x, y, na);
   free(x);
@@ -135,7 +135,7 @@ static void test_bytes_roundtrip(void) {
   size_t total = 0;
   char *ref = NULL;
   for (int i = 0; i < 3; i++) {
-    size_t n;
+    size_t n = 0;
     char *b = slurp(g_three[i], &n);
     ref = realloc(ref, total + n);
     memcpy(ref + total, b, n);
@@ -193,7 +193,7 @@ static void test_val_tail(void) {
   int32_t *tr = stream_tokens(out, "train", &nt, &ns), *va = stream_tokens(out, "val", &nv, &ns);
   size_t at = 0, av = 0, bad = 0;
   for (int i = 0; i < 3; i++) {
-    size_t n;
+    size_t n = 0;
     char *b = slurp(g_three[i], &n);
     size_t t = n - (size_t)(0.1 * (double)n), cut = t;
     while (cut < n && b[cut - 1] != '\n') cut++;
