@@ -26,6 +26,7 @@
 
 #include "zeroc/ctx.h"
 #include "zeroc/data.h"
+#include "zeroc/dlrm.h"
 #include "zeroc/gpt.h"
 #include "zeroc/mem.h"
 #include "zeroc/pipeline.h"
@@ -106,6 +107,15 @@ typedef struct zeroc_train_config {
   /* regularisation */
   double dropout; /* GPT-2's attention, residual and embedding dropout, 0 <= p < 1, seeded by
                      `seed`, the same masks in every layout (zeroc_gpt_options_t); 0 */
+  /* DLRM (model "dlrm-tiny", "dlrm", "dlrm-mlperf", zeroc/dlrm.h); unset: the preset's.
+   * For DLRM, data is "synthetic" or a Criteo TSV file, val_data likewise (NULL: the
+   * training source's held-out samples), val_tokens counts samples (0: 4096), and
+   * batch is samples per data-parallel rank. */
+  int tables;
+  const char *rows;         /* one row count for every table, or a comma list of T */
+  int dim, dense;           /* embedding dim, dense features */
+  const char *bottom, *top; /* comma lists of MLP widths ("512,256,128", "1024,1,"..) */
+  int embedding_sharding;   /* zeroc_embed_sharding_t: 0 auto, 1 table, 2 column, 3 row, 4 data */
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -113,7 +123,7 @@ typedef struct zeroc_train_config {
     sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 0, 0, 0, 0, -1, -1.0, 0,      \
         ZEROC_LR_DEFAULT, 0.0, -1.0, -1.0, -1.0, -1.0, -1, -1, -1, -1, 0, -1, 0,                   \
         ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_1F1B, 0, NULL, 0, NULL, NULL, \
-        NULL, 0, NULL, 0, -1.0, 0, NULL, 0, 0, 0.0                                                 \
+        NULL, 0, NULL, 0, -1.0, 0, NULL, 0, 0, 0.0, 0, NULL, 0, 0, NULL, NULL, 0                   \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */
@@ -160,6 +170,7 @@ typedef struct zeroc_train_metrics {
   int evaluated;
   double val_loss;
   double val_ms;
+  double auc, logloss; /* DLRM, on evaluated steps: over the held-out samples (NaN otherwise) */
 } zeroc_train_metrics_t;
 
 /* What the trainer resolved: the run's shape, data and the planner's prediction. */
@@ -184,6 +195,11 @@ typedef struct zeroc_train_info {
   double predicted_device, predicted_host;
   double predicted_by_tag[ZEROC_TAG_COUNT];
   char plan_error[256]; /* why the planner refused, or "" */
+  /* DLRM (dlrm = 1): its shape, and on the held-out samples the best achievable
+   * figures (the synthetic source's true probabilities; NaN for a file) */
+  int dlrm;
+  zeroc_dlrm_config_t dlrm_model;
+  double auc_ceiling, logloss_floor;
 } zeroc_train_info_t;
 
 /*

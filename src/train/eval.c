@@ -109,5 +109,6 @@ static zeroc_result_t evaluate(zeroc_trainer_t *tr, double *loss) {
 zeroc_result_t zeroc_trainer_evaluate(zeroc_trainer_t *tr, double *loss) {
   if (!tr || !loss)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_evaluate: NULL argument");
+  if (tr->dlrm) return zeroc__ctx_ret(tr->ctx, zeroc__dlrm_evaluate(tr, loss, NULL, NULL));
   return zeroc__ctx_ret(tr->ctx, evaluate(tr, loss));
 }

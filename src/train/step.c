@@ -57,6 +57,7 @@ zeroc_result_t zeroc__train_load(zeroc_trainer_t *tr, zeroc_data_t *d, uint64_t 
  * the whole step's micro-batches through the schedule at once. */
 static zeroc_result_t run_batches(zeroc_trainer_t *tr, int s, zeroc_pipeline_stats_t *pst) {
   const zeroc_train_config_t *c = &tr->info.config;
+  if (tr->dlrm) return zeroc__dlrm_run_batches(tr, s, zeroc_train_lr_at(c, s));
   for (int u = 0; u < c->grad_accum; u++) {
     zeroc_gpt_batch_t b;
     ZEROC_CHECK(zeroc__train_load(tr, tr->data, (uint64_t)s, u, &b));
@@ -79,7 +80,10 @@ static zeroc_result_t cadence_eval(zeroc_trainer_t *tr, int s, zeroc_train_metri
   const zeroc_train_config_t *c = &tr->info.config;
   if (!c->val_every || ((s + 1) % c->val_every && s + 1 < c->steps)) return ZEROC_OK;
   double t0 = zeroc__now_s();
-  ZEROC_CHECK(zeroc_trainer_evaluate(tr, &m->val_loss));
+  if (tr->dlrm)
+    ZEROC_CHECK(zeroc__ctx_ret(tr->ctx, zeroc__dlrm_evaluate(tr, &m->val_loss, &m->auc, &m->logloss)));
+  else
+    ZEROC_CHECK(zeroc_trainer_evaluate(tr, &m->val_loss));
   m->val_ms = (zeroc__now_s() - t0) * 1e3;
   m->evaluated = 1;
   return ZEROC_OK;
@@ -141,7 +145,7 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
   if (!tr || !m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_step: NULL argument");
   const zeroc_train_config_t *c = &tr->info.config;
   memset(m, 0, sizeof *m);
-  m->loss_z = m->grad_norm_z = m->val_loss = NAN;
+  m->loss_z = m->grad_norm_z = m->val_loss = m->auc = m->logloss = NAN;
   if (tr->next >= c->steps) {
     m->done = 1;
     return ZEROC_OK;

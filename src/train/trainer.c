@@ -46,15 +46,20 @@ static zeroc_result_t read_config(const zeroc_train_config_t *in, zeroc_train_co
 static zeroc_result_t resolve_defaults(zeroc_trainer_t *tr, zeroc_train_config_t *c,
                                        zeroc_gpt_config_t *g) {
   if (!c->model) c->model = "tiny";
-  ZEROC_CHECK(zeroc_gpt_preset(c->model, g));
-  if (c->layers > 0) g->layers = c->layers;
-  if (c->hidden > 0) g->hidden = c->hidden;
-  if (c->heads > 0) g->heads = c->heads;
-  if (c->vocab > 0) g->vocab = c->vocab;
-  if (c->seq > 0) g->seq = c->seq;
-  if (c->batch > 0) g->batch = c->batch;
-  c->layers = g->layers, c->hidden = g->hidden, c->heads = g->heads;
-  c->vocab = g->vocab, c->seq = g->seq, c->batch = g->batch;
+  if (zeroc_dlrm_is_preset(c->model)) {
+    ZEROC_CHECK(zeroc__dlrm_resolve(tr, c)); /* the DLRM's shape; the rest as below */
+    if (c->param_dtype < 0) c->param_dtype = ZEROC_FP32;
+  } else {
+    ZEROC_CHECK(zeroc_gpt_preset(c->model, g));
+    if (c->layers > 0) g->layers = c->layers;
+    if (c->hidden > 0) g->hidden = c->hidden;
+    if (c->heads > 0) g->heads = c->heads;
+    if (c->vocab > 0) g->vocab = c->vocab;
+    if (c->seq > 0) g->seq = c->seq;
+    if (c->batch > 0) g->batch = c->batch;
+    c->layers = g->layers, c->hidden = g->hidden, c->heads = g->heads;
+    c->vocab = g->vocab, c->seq = g->seq, c->batch = g->batch;
+  }
   if (c->steps < 0) c->steps = 100;
   if (c->lr < 0) c->lr = 3e-4;
   if (c->schedule == ZEROC_LR_DEFAULT) c->schedule = ZEROC_LR_COSINE;
@@ -99,6 +104,7 @@ static zeroc_result_t check_config(const zeroc_trainer_t *tr, const zeroc_train_
   if (pp == 1 && c->vpp > 1) return BAD("vpp %d is for a pipeline (pp > 1)", c->vpp);
   if (pp > 1 && !il && c->pp_schedule != ZEROC_PIPELINE_1F1B)
     return BAD("pp_schedule %d: accepted 1F1B, INTERLEAVED", (int)c->pp_schedule);
+  if (tr->info.dlrm) return zeroc__dlrm_check(tr, c);
   ZEROC_CHECK(zeroc__train_check_shape(c, g, tr->tp, &zeroc__train_field_names));
   ZEROC_CHECK(zeroc__train_check_pipeline(c, g, pp, &zeroc__train_field_names));
   return zeroc__train_check_outputs(c, &zeroc__train_field_names);
@@ -143,6 +149,27 @@ zeroc_result_t zeroc__train_partition(const zeroc_gpt_config_t *g, int stages, i
   return r;
 }
 
+zeroc_shard_config_t zeroc__train_shard_config(const zeroc_train_config_t *c, zeroc_dtype_t dtype) {
+  zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
+  sc.stage = c->zero;
+  sc.param_dtype = dtype;
+  sc.reduce_dtype = dtype;
+  sc.prefetch = c->prefetch;
+  sc.recompute = c->recompute;
+  sc.grad_accum = c->grad_accum;
+  sc.offload_optimizer = c->offload_optimizer;
+  sc.offload_params = c->offload_params;
+  sc.nvme_dir = c->nvme_dir;
+  sc.beta1 = (float)c->beta1;
+  sc.beta2 = (float)c->beta2;
+  sc.eps = (float)c->eps;
+  sc.weight_decay = (float)c->weight_decay;
+  sc.clip = (float)c->clip;
+  sc.seed = (uint64_t)c->seed;
+  sc.max_skipped = c->max_skipped;
+  return sc;
+}
+
 /* The GPT (this rank's chunks with a pipeline), its shards and the pipeline. */
 static zeroc_result_t build_model(zeroc_trainer_t *tr) {
   const zeroc_train_config_t *c = &tr->info.config;
@@ -181,23 +208,7 @@ static zeroc_result_t build_model(zeroc_trainer_t *tr) {
   if (r != ZEROC_OK) return r;
   int nunits;
   const zeroc_layer_t *layers = zeroc_gpt_layers(tr->gpt, &nunits);
-  zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
-  sc.stage = c->zero;
-  sc.param_dtype = dtype;
-  sc.reduce_dtype = dtype;
-  sc.prefetch = c->prefetch;
-  sc.recompute = c->recompute;
-  sc.grad_accum = c->grad_accum;
-  sc.offload_optimizer = c->offload_optimizer;
-  sc.offload_params = c->offload_params;
-  sc.nvme_dir = c->nvme_dir;
-  sc.beta1 = (float)c->beta1;
-  sc.beta2 = (float)c->beta2;
-  sc.eps = (float)c->eps;
-  sc.weight_decay = (float)c->weight_decay;
-  sc.clip = (float)c->clip;
-  sc.seed = (uint64_t)c->seed;
-  sc.max_skipped = c->max_skipped;
+  zeroc_shard_config_t sc = zeroc__train_shard_config(c, dtype);
   ZEROC_CHECK(zeroc_shard(ctx, layers, nunits, &sc, &tr->model));
   if (tr->pp > 1) {
     int cf[64], cn[64];
@@ -335,17 +346,12 @@ static void predict(zeroc_trainer_t *tr) {
 
 /* ---- create and destroy ---------------------------------------------------------------- */
 
-/* The set-up after the config: each part agreed on by every rank. */
-static zeroc_result_t build(zeroc_trainer_t *tr) {
+/* The GPT's data, model, starting point and buffers, and the prediction. */
+static zeroc_result_t build_gpt(zeroc_trainer_t *tr) {
   zeroc_ctx_t *ctx = tr->ctx;
   const zeroc_train_config_t *c = &tr->info.config;
-  int root = zeroc_ctx_mesh(ctx)->rank == 0;
-  create_phase = "outputs";
-  zeroc_result_t r = c->save ? zeroc__dir_check_writable(c->save, "--save") : ZEROC_OK;
-  if (!r && root && c->export_path) r = zeroc__file_check_writable(c->export_path, "--export");
-  ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
-
   create_phase = "data";
+  zeroc_result_t r;
   zeroc_data_config_t dcfg = zeroc__train_data_config(tr, c->data, c->shuffle);
   r = zeroc_data_create(&dcfg, &tr->data);
   ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
@@ -360,6 +366,24 @@ static zeroc_result_t build(zeroc_trainer_t *tr) {
   /* a failure here is one rank's: the agreement carries its message to rank 0 */
   ZEROC_CHECK(zeroc_ctx_agree(ctx, alloc_buffers(tr)));
   predict(tr);
+  return ZEROC_OK;
+}
+
+/* The set-up after the config: each part agreed on by every rank. */
+static zeroc_result_t build(zeroc_trainer_t *tr) {
+  zeroc_ctx_t *ctx = tr->ctx;
+  const zeroc_train_config_t *c = &tr->info.config;
+  int root = zeroc_ctx_mesh(ctx)->rank == 0;
+  create_phase = "outputs";
+  zeroc_result_t r = c->save ? zeroc__dir_check_writable(c->save, "--save") : ZEROC_OK;
+  if (!r && root && c->export_path) r = zeroc__file_check_writable(c->export_path, "--export");
+  ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
+  if (tr->info.dlrm) {
+    create_phase = "model";
+    ZEROC_CHECK(zeroc__dlrm_build(tr));
+  } else {
+    ZEROC_CHECK(build_gpt(tr));
+  }
   zeroc__spike_init(&tr->spike_loss, c->spike_window, c->spike_z);
   zeroc__spike_init(&tr->spike_norm, c->spike_window, c->spike_z);
   zeroc_ctx_memory_reset_peak(ctx);
@@ -420,6 +444,7 @@ void zeroc_trainer_destroy(zeroc_trainer_t *tr) {
   zeroc_gpt_destroy(tr->gpt);
   zeroc_data_destroy(tr->data);
   zeroc_data_destroy(tr->val);
+  zeroc__dlrm_destroy(tr->dlrm);
   free(tr);
 }
 
@@ -433,10 +458,12 @@ zeroc_gpt_t *zeroc_trainer_gpt(const zeroc_trainer_t *tr) { return tr->gpt; }
 
 zeroc_result_t zeroc_trainer_save(zeroc_trainer_t *tr, const char *dir) {
   if (!tr || !dir) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_save: NULL argument");
+  if (tr->dlrm) return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "zeroc_trainer_save: not for DLRM yet");
   return zeroc__ctx_ret(tr->ctx, zeroc__train_save(tr, dir, (uint64_t)tr->next));
 }
 
 zeroc_result_t zeroc_trainer_export(zeroc_trainer_t *tr, const char *path) {
   if (!tr || !path) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_export: NULL argument");
+  if (tr->dlrm) return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "zeroc_trainer_export: not for DLRM yet");
   return zeroc__ctx_ret(tr->ctx, zeroc_gpt_export(tr->model, tr->gpt, path));
 }

@@ -31,7 +31,27 @@ struct zeroc_trainer {
   int save_pending; /* the cadence's checkpoint after step `next` is due */
   int skipped_total, spikes_total;
   zeroc__spike_t spike_loss, spike_norm;
+  struct zeroc__dlrm_run *dlrm; /* --model dlrm: its data, model and tables (dlrm_train.c) */
 };
+
+/* The shard engine's settings of a resolved config, parameters in `dtype`
+ * (shared by the GPT and the DLRM paths). */
+zeroc_shard_config_t zeroc__train_shard_config(const zeroc_train_config_t *c, zeroc_dtype_t dtype);
+
+/* ---- the DLRM path (dlrm_train.c): the same trainer object, step loop, LR
+ * schedule, spike report and metrics; its own data, model and evaluation ---- */
+
+/* The DLRM defaults and checks for a config whose model is a DLRM preset. */
+zeroc_result_t zeroc__dlrm_resolve(zeroc_trainer_t *tr, zeroc_train_config_t *c);
+zeroc_result_t zeroc__dlrm_check(const zeroc_trainer_t *tr, const zeroc_train_config_t *c);
+/* Data, model, shards and tables (after the config is agreed). Collective. */
+zeroc_result_t zeroc__dlrm_build(zeroc_trainer_t *tr);
+/* Step s's micro-batch through tables and MLPs (forward and backward). */
+zeroc_result_t zeroc__dlrm_run_batches(zeroc_trainer_t *tr, int s, float lr);
+/* The held-out samples: mean loss, AUC and log-loss (the same on every rank). */
+zeroc_result_t zeroc__dlrm_evaluate(zeroc_trainer_t *tr, double *loss, double *auc,
+                                    double *logloss);
+void zeroc__dlrm_destroy(struct zeroc__dlrm_run *d);
 
 /* The manifest's app object: what a resume must match (model shape, data stream). */
 void zeroc__train_app_json(const zeroc_trainer_t *tr, uint64_t step, char *buf, size_t n);

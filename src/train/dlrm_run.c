@@ -1,0 +1,189 @@
+/*
+ * train/dlrm_run.c - the DLRM path's build, step batches and evaluation
+ * (the design is in dlrm_train.c's header).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "core/error.h"
+#include "runtime/runtime.h"
+#include "train/dlrm_run.h"
+#include "train/trainer.h"
+#include "zeroc/device.h"
+
+/* ---- build ---------------------------------------------------------------------------------- */
+
+static zeroc_result_t open_source(const char *src, const zeroc__click_shape_t *sh, uint64_t seed,
+                                  zeroc__clicks_t **out) {
+  if (!strcmp(src, "synthetic")) return zeroc__clicks_synth(sh, seed, out);
+  return zeroc__clicks_criteo(src, sh, out);
+}
+
+static zeroc_result_t host_batch(zeroc__click_batch_t *b, const zeroc_dlrm_config_t *m, int B) {
+  b->dense = malloc(sizeof(float) * (size_t)B * m->dense);
+  b->labels = malloc(sizeof(float) * (size_t)B);
+  b->probs = malloc(sizeof(float) * (size_t)B);
+  b->lengths = malloc(sizeof(int32_t) * (size_t)B * m->tables);
+  b->ids = malloc(sizeof(int64_t) * (size_t)B * m->tables * m->hot);
+  if (!b->dense || !b->labels || !b->probs || !b->lengths || !b->ids)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "dlrm host batch (%d samples)", B);
+  return ZEROC_OK;
+}
+
+static void host_batch_free(zeroc__click_batch_t *b) {
+  free(b->dense), free(b->labels), free(b->probs), free(b->lengths), free(b->ids);
+}
+
+/* The held-out samples: whole global batches; their labels (and the true
+ * probabilities of synthetic data) read on every rank, for the ceiling and AUC. */
+static zeroc_result_t open_val(zeroc_trainer_t *tr, const zeroc__click_shape_t *sh) {
+  struct zeroc__dlrm_run *d = tr->dlrm;
+  zeroc_train_info_t *in = &tr->info;
+  const zeroc_train_config_t *c = &in->config;
+  const char *src = c->val_data ? c->val_data : c->data;
+  int G = in->global_batch;
+  int64_t nb = (c->val_tokens + G - 1) / G;
+  in->val_batches = (int)(nb < 1 ? 1 : nb);
+  d->nval = in->val_batches * G;
+  /* the training source's held-out samples: synthetic ones from 2^40 on; a file's
+   * from its start (give val_data to hold out a file of its own) */
+  int same = !c->val_data || !strcmp(c->val_data, c->data);
+  if (same && strcmp(src, "synthetic")) {
+    d->val = NULL;
+  } else {
+    ZEROC_CHECK(open_source(src, sh, (uint64_t)c->seed, &d->val));
+  }
+  d->val_first = !strcmp(src, "synthetic") ? (uint64_t)1 << 40 : 0;
+  d->val_labels = malloc(sizeof(float) * (size_t)d->nval);
+  d->val_logits = malloc(sizeof(float) * (size_t)d->nval);
+  d->val_prob = malloc(sizeof(float) * (size_t)d->nval);
+  if (!d->val_labels || !d->val_logits || !d->val_prob)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "held-out samples (%d)", d->nval);
+  const zeroc__clicks_t *v = d->val ? d->val : d->data;
+  int B = c->batch;
+  for (int k = 0; k < d->nval; k += B) {
+    ZEROC_CHECK(zeroc__clicks_read(v, d->val_first + (uint64_t)k, B, &d->hb));
+    memcpy(d->val_labels + k, d->hb.labels, sizeof(float) * (size_t)B);
+    memcpy(d->val_prob + k, d->hb.probs, sizeof(float) * (size_t)B);
+  }
+  int synth = !strcmp(src, "synthetic");
+  in->logloss_floor = synth ? zeroc__mean_entropy(d->val_prob, (uint64_t)d->nval) : NAN;
+  in->auc_ceiling = synth ? zeroc__auc(d->val_prob, d->val_labels, (uint64_t)d->nval) : NAN;
+  return ZEROC_OK;
+}
+
+static zeroc_result_t dev_alloc(zeroc_trainer_t *tr, size_t n, float **p) {
+  return zeroc_mem_alloc(tr->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, n * sizeof(float),
+                         (void **)p);
+}
+
+static zeroc_result_t build(zeroc_trainer_t *tr) {
+  struct zeroc__dlrm_run *d = tr->dlrm;
+  zeroc_train_info_t *in = &tr->info;
+  const zeroc_train_config_t *c = &in->config;
+  const zeroc_dlrm_config_t *m = &in->dlrm_model;
+  int B = c->batch;
+  zeroc__click_shape_t sh = {m->tables, m->dense, m->hot, m->rows};
+  ZEROC_CHECK(host_batch(&d->hb, m, B));
+  ZEROC_CHECK(open_source(c->data, &sh, (uint64_t)c->seed, &d->data));
+  ZEROC_CHECK(open_val(tr, &sh));
+  ZEROC_CHECK(dev_alloc(tr, (size_t)B * m->dense, &d->dense));
+  ZEROC_CHECK(dev_alloc(tr, (size_t)B, &d->labels));
+  ZEROC_CHECK(dev_alloc(tr, (size_t)B * m->tables * m->dim, &d->pooled));
+  ZEROC_CHECK(dev_alloc(tr, (size_t)B * m->tables * m->dim, &d->dpooled));
+  return zeroc_dlrm_create(tr->ctx, m, B, &d->dlrm);
+}
+
+zeroc_result_t zeroc__dlrm_build(zeroc_trainer_t *tr) {
+  zeroc_train_info_t *in = &tr->info;
+  const zeroc_train_config_t *c = &in->config;
+  const zeroc_dlrm_config_t *m = &in->dlrm_model;
+  tr->dlrm = calloc(1, sizeof *tr->dlrm);
+  zeroc_result_t r = tr->dlrm ? build(tr) : ZEROC_FAIL(ZEROC_ERR_NOMEM, "dlrm run");
+  ZEROC_CHECK(zeroc_ctx_agree(tr->ctx, r));
+  int n;
+  const zeroc_layer_t *layers = zeroc_dlrm_layers(tr->dlrm->dlrm, &n);
+  zeroc_shard_config_t sc = zeroc__train_shard_config(c, ZEROC_FP32);
+  ZEROC_CHECK(zeroc_shard(tr->ctx, layers, n, &sc, &tr->model));
+  r = zeroc__tables_create(tr->ctx, m, c->batch, c->embedding_sharding, (uint64_t)c->seed,
+                           &tr->dlrm->tables);
+  ZEROC_CHECK(zeroc_ctx_agree(tr->ctx, r));
+  in->params = zeroc_dlrm_mlp_params(m) + zeroc_dlrm_table_params(m);
+  in->tokens_per_step = in->global_batch; /* samples */
+  in->flops_per_step = 6.0 * (double)zeroc_dlrm_mlp_params(m) * in->global_batch;
+  snprintf(in->plan_error, sizeof in->plan_error, "the planner has no DLRM layouts yet");
+  return ZEROC_OK;
+}
+
+void zeroc__dlrm_destroy(struct zeroc__dlrm_run *d) {
+  if (!d) return;
+  zeroc__tables_destroy(d->tables);
+  zeroc_dlrm_destroy(d->dlrm);
+  zeroc__clicks_destroy(d->data);
+  zeroc__clicks_destroy(d->val);
+  host_batch_free(&d->hb);
+  free(d->val_labels), free(d->val_logits), free(d->val_prob);
+  free(d);
+}
+
+/* ---- a step and an evaluation -------------------------------------------------------------- */
+
+/* Samples [first, first + B) of `src` through the tables into the model's batch. */
+static zeroc_result_t load(zeroc_trainer_t *tr, const zeroc__clicks_t *src, uint64_t first,
+                           zeroc_dlrm_batch_t *b) {
+  struct zeroc__dlrm_run *d = tr->dlrm;
+  const zeroc_dlrm_config_t *m = &tr->info.dlrm_model;
+  int B = tr->info.config.batch;
+  zeroc_stream_t *s = zeroc_ctx_compute_stream(tr->ctx);
+  ZEROC_CHECK(zeroc__clicks_read(src, first, B, &d->hb));
+  ZEROC_CHECK(zeroc_memcpy_async(s, d->dense, d->hb.dense, sizeof(float) * (size_t)B * m->dense));
+  ZEROC_CHECK(zeroc_memcpy_async(s, d->labels, d->hb.labels, sizeof(float) * (size_t)B));
+  ZEROC_CHECK(zeroc__tables_forward(d->tables, B, d->hb.lengths, d->hb.ids, d->pooled));
+  *b = (zeroc_dlrm_batch_t){B, d->dense, d->labels, d->pooled, d->dpooled};
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__dlrm_run_batches(zeroc_trainer_t *tr, int s, float lr) {
+  const zeroc_train_info_t *in = &tr->info;
+  uint64_t first = (uint64_t)s * (uint64_t)in->global_batch +
+                   (uint64_t)tr->dp_rank * (uint64_t)in->config.batch;
+  zeroc_dlrm_batch_t b;
+  ZEROC_CHECK(load(tr, tr->dlrm->data, first, &b));
+  ZEROC_CHECK(zeroc_model_forward(tr->model, &b));
+  ZEROC_CHECK(zeroc_model_backward(tr->model));
+  return zeroc__tables_backward(tr->dlrm->tables, tr->dlrm->dpooled, lr);
+}
+
+zeroc_result_t zeroc__dlrm_evaluate(zeroc_trainer_t *tr, double *loss, double *auc,
+                                    double *logloss) {
+  struct zeroc__dlrm_run *d = tr->dlrm;
+  int B = tr->info.config.batch, G = tr->info.global_batch;
+  zeroc_stream_t *s = zeroc_ctx_compute_stream(tr->ctx);
+  const zeroc__clicks_t *src = d->val ? d->val : d->data;
+  memset(d->val_logits, 0, sizeof(float) * (size_t)d->nval);
+  for (int k = 0; k < tr->info.val_batches; k++) {
+    size_t at = (size_t)k * G + (size_t)tr->dp_rank * B;
+    zeroc_dlrm_batch_t b;
+    ZEROC_CHECK(load(tr, src, d->val_first + at, &b));
+    float l;
+    ZEROC_CHECK(zeroc_model_eval(tr->model, &b, &l));
+    ZEROC_CHECK(zeroc_memcpy_async(s, d->val_logits + at, zeroc_dlrm_logits(d->dlrm),
+                                   sizeof(float) * (size_t)B));
+    ZEROC_CHECK(zeroc_stream_sync(s));
+  }
+  /* each rank filled its own samples and left zeros elsewhere: the sum is every logit */
+  ZEROC_CHECK(zeroc__allreduce_host(zeroc__ctx_group(tr->ctx, ZEROC_GROUP_DP), d->val_logits,
+                                    (size_t)d->nval, ZEROC_FP32, ZEROC_SUM));
+  double sum = 0;
+  for (int i = 0; i < d->nval; i++) {
+    double x = d->val_logits[i], y = d->val_labels[i];
+    sum += fmax(x, 0) - x * y + log1p(exp(-fabs(x)));
+    d->val_prob[i] = (float)(1.0 / (1.0 + exp(-x)));
+  }
+  *loss = sum / d->nval;
+  if (auc) *auc = zeroc__auc(d->val_prob, d->val_labels, (uint64_t)d->nval);
+  if (logloss) *logloss = zeroc__logloss(d->val_prob, d->val_labels, (uint64_t)d->nval);
+  return ZEROC_OK;
+}

@@ -1,0 +1,146 @@
+/*
+ * train/dlrm_tables.c - replicated host tables for the DLRM trainer, used until
+ * the model-parallel embedding layer (src/embed) is built in: every rank holds
+ * every table, pools its own samples, and the dense table gradients are summed
+ * over the data-parallel group before the AdaGrad update. An AdaGrad update on
+ * a row whose gradient is zero changes nothing, so updating every row is the
+ * sparse update's arithmetic exactly; fine for the small tables of tests.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm/comm.h"
+#include "core/error.h"
+#include "runtime/runtime.h"
+#include "train/dlrm_tables.h"
+#include "zeroc/device.h"
+
+#define EPS 1e-8f
+
+struct zeroc__tables {
+  zeroc_ctx_t *ctx;
+  int T, D, Bmax, hot, B;
+  int64_t rows[ZEROC_DLRM_MAX_TABLES];
+  float *w[ZEROC_DLRM_MAX_TABLES], *s[ZEROC_DLRM_MAX_TABLES], *g[ZEROC_DLRM_MAX_TABLES];
+  float *pooled, *dpooled; /* (B,T,D) host staging */
+  int32_t *lengths;        /* the last forward's */
+  int64_t *ids;
+};
+
+/* 64-bit counter hash -> uniform in [-1, 1) */
+static float sym_uniform(uint64_t seed, uint64_t t, uint64_t i) {
+  uint64_t z = seed * 0x9e3779b97f4a7c15ULL ^ (t + 1) * 0xbf58476d1ce4e5b9ULL ^ i;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return (float)((double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+}
+
+zeroc_result_t zeroc__tables_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t *c, int batch,
+                                    int sharding, uint64_t seed, zeroc__tables_t **out) {
+  (void)sharding; /* replicated whatever was asked: the fallback has one layout */
+  zeroc__tables_t *t = calloc(1, sizeof *t);
+  if (!t) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tables");
+  t->ctx = ctx, t->T = c->tables, t->D = c->dim, t->Bmax = batch, t->hot = c->hot;
+  size_t BTD = (size_t)batch * c->tables * c->dim;
+  t->pooled = malloc(BTD * sizeof(float));
+  t->dpooled = malloc(BTD * sizeof(float));
+  t->lengths = malloc((size_t)c->tables * batch * sizeof(int32_t));
+  t->ids = malloc((size_t)c->tables * batch * c->hot * sizeof(int64_t));
+  zeroc_result_t r = t->pooled && t->dpooled && t->lengths && t->ids ? ZEROC_OK
+                     : ZEROC_FAIL(ZEROC_ERR_NOMEM, "table staging (%zu floats)", BTD);
+  for (int k = 0; !r && k < t->T; k++) {
+    size_t n = (size_t)c->rows[k] * c->dim;
+    t->rows[k] = c->rows[k];
+    t->w[k] = malloc(n * sizeof(float));
+    t->g[k] = malloc(n * sizeof(float));
+    t->s[k] = calloc((size_t)c->rows[k], sizeof(float));
+    if (!t->w[k] || !t->g[k] || !t->s[k]) {
+      r = ZEROC_FAIL(ZEROC_ERR_NOMEM,
+                     "table %d: %lld rows x %d dim do not fit in host memory (replicated tables)",
+                     k, (long long)c->rows[k], c->dim);
+      break;
+    }
+    float a = 1.0f / sqrtf((float)c->rows[k]);
+    for (size_t i = 0; i < n; i++) t->w[k][i] = a * sym_uniform(seed, (uint64_t)k, i);
+  }
+  if (r) {
+    zeroc__tables_destroy(t);
+    return r;
+  }
+  *out = t;
+  return ZEROC_OK;
+}
+
+void zeroc__tables_destroy(zeroc__tables_t *t) {
+  if (!t) return;
+  for (int k = 0; k < t->T; k++) free(t->w[k]), free(t->g[k]), free(t->s[k]);
+  free(t->pooled), free(t->dpooled), free(t->lengths), free(t->ids);
+  free(t);
+}
+
+const char *zeroc__tables_kind(const zeroc__tables_t *t) {
+  (void)t;
+  return "replicated";
+}
+
+zeroc_result_t zeroc__tables_forward(zeroc__tables_t *t, int B, const int32_t *lengths,
+                                     const int64_t *ids, float *pooled) {
+  int T = t->T, D = t->D;
+  if (B < 1 || B > t->Bmax) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tables: B %d", B);
+  memset(t->pooled, 0, sizeof(float) * (size_t)B * T * D);
+  size_t at = 0;
+  for (int k = 0; k < T; k++)
+    for (int b = 0; b < B; b++) {
+      int L = lengths[(size_t)k * B + b];
+      if (L < 0 || L > t->hot)
+        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "table %d sample %d: bag of %d ids, accepted 0..%d",
+                          k, b, L, t->hot);
+      float *o = t->pooled + ((size_t)b * T + k) * D;
+      for (int h = 0; h < L; h++, at++) {
+        int64_t id = ids[at];
+        if (id < 0 || id >= t->rows[k])
+          return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "table %d sample %d: id %lld, accepted 0..%lld",
+                            k, b, (long long)id, (long long)t->rows[k] - 1);
+        const float *row = t->w[k] + (size_t)id * D;
+        for (int d = 0; d < D; d++) o[d] += row[d];
+      }
+    }
+  memcpy(t->lengths, lengths, sizeof(int32_t) * (size_t)T * B);
+  memcpy(t->ids, ids, sizeof(int64_t) * at);
+  t->B = B;
+  zeroc_stream_t *s = zeroc_ctx_compute_stream(t->ctx);
+  ZEROC_CHECK(zeroc_memcpy_async(s, pooled, t->pooled, sizeof(float) * (size_t)B * T * D));
+  return zeroc_stream_sync(s);
+}
+
+zeroc_result_t zeroc__tables_backward(zeroc__tables_t *t, const float *dpooled, float lr) {
+  int T = t->T, D = t->D, B = t->B;
+  zeroc_stream_t *s = zeroc_ctx_compute_stream(t->ctx);
+  ZEROC_CHECK(zeroc_memcpy_async(s, t->dpooled, dpooled, sizeof(float) * (size_t)B * T * D));
+  ZEROC_CHECK(zeroc_stream_sync(s));
+  zeroc_group_t *dp = zeroc__ctx_group(t->ctx, ZEROC_GROUP_DP);
+  size_t at = 0;
+  for (int k = 0; k < T; k++) {
+    size_t n = (size_t)t->rows[k] * D;
+    memset(t->g[k], 0, n * sizeof(float));
+    for (int b = 0; b < B; b++) {
+      const float *gd = t->dpooled + ((size_t)b * T + k) * D;
+      for (int h = 0; h < t->lengths[(size_t)k * B + b]; h++, at++) {
+        float *row = t->g[k] + (size_t)t->ids[at] * D;
+        for (int d = 0; d < D; d++) row[d] += gd[d];
+      }
+    }
+    ZEROC_CHECK(zeroc__allreduce_host(dp, t->g[k], n, ZEROC_FP32, ZEROC_SUM));
+    for (int64_t r = 0; r < t->rows[k]; r++) {
+      float *g = t->g[k] + (size_t)r * D, *w = t->w[k] + (size_t)r * D, ss = 0;
+      for (int d = 0; d < D; d++) ss += g[d] * g[d];
+      if (ss == 0) continue; /* untouched: AdaGrad would change nothing */
+      t->s[k][r] += ss / (float)D;
+      float step = lr / (sqrtf(t->s[k][r]) + EPS);
+      for (int d = 0; d < D; d++) w[d] -= step * g[d];
+    }
+  }
+  return ZEROC_OK;
+}

@@ -1,0 +1,33 @@
+/*
+ * train/dlrm_tables.h - the DLRM trainer's embedding bags behind one small
+ * interface: the model-parallel layer of src/embed (zeroc/embed.h) when it is
+ * built in, else replicated host tables (dlrm_tables.c) with the same
+ * arithmetic: sum pooling, gradients summed over the data-parallel ranks,
+ * row-wise AdaGrad (s_row += mean of g^2 over the row; w -= lr g / (sqrt(s) + eps)).
+ */
+#ifndef ZEROC_TRAIN_DLRM_TABLES_H
+#define ZEROC_TRAIN_DLRM_TABLES_H
+
+#include <stdint.h>
+
+#include "zeroc/ctx.h"
+#include "zeroc/dlrm.h"
+
+typedef struct zeroc__tables zeroc__tables_t;
+
+/* The tables of `c` (c->hot ids per bag at most, `batch` samples per rank),
+ * weights uniform(-1/sqrt(rows), 1/sqrt(rows)) from `seed`; `sharding` is
+ * --embedding-sharding (0 auto .. 4 data). Collective over the dp group. */
+zeroc_result_t zeroc__tables_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t *c, int batch,
+                                    int sharding, uint64_t seed, zeroc__tables_t **out);
+void zeroc__tables_destroy(zeroc__tables_t *t);
+/* lengths (T,B), ids table-major (host) -> pooled (B,T,D) device. Collective. */
+zeroc_result_t zeroc__tables_forward(zeroc__tables_t *t, int B, const int32_t *lengths,
+                                     const int64_t *ids, float *pooled);
+/* dpooled (B,T,D) device: d(the global batch's mean loss)/d(this rank's pooled);
+ * applies AdaGrad with `lr` to the rows the step used. Collective. */
+zeroc_result_t zeroc__tables_backward(zeroc__tables_t *t, const float *dpooled, float lr);
+/* "replicated" (the fallback) or the sharding of table 0. */
+const char *zeroc__tables_kind(const zeroc__tables_t *t);
+
+#endif
