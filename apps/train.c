@@ -17,6 +17,7 @@
 #include "apps/args.h"
 #include "apps/cli.h"
 #include "apps/metrics.h"
+#include "apps/train_dlrm.h"
 #include "apps/train_flags.h"
 #include "apps/train_sample.h"
 #include "core/error.h"
@@ -257,11 +258,13 @@ static zeroc_result_t open_metrics(const ztrain_opts_t *o, zeroc_ctx_t *ctx, int
 int zeroc_cmd_train(int argc, char **argv) { return zeroc_train_run(argc, argv, NULL, NULL); }
 
 int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *user) {
+  int dlrm = ztrain_is_dlrm(argc, argv); /* its own flags and printing: apps/train_dlrm.c */
   for (int i = 0; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      ztrain_usage();
+      dlrm ? ztrain_dlrm_usage() : ztrain_usage();
       return 0;
     }
+  if (dlrm) return ztrain_dlrm_run(argc, argv);
   ztrain_opts_t o;
   ztrain_opts_init(&o);
   if (ztrain_parse(argc, argv, &o)) return 2;

@@ -50,6 +50,7 @@ void ztrain_usage(void) {
   printf("usage: mpirun -np N zeroc train [flags]   (a plain `zeroc train` is one rank)\n"
          "model:   --model tiny|small|gpt2-124m|gpt2-350m|gpt2-774m|gpt2-1558m|custom (tiny)\n"
          "         --layers --hidden --heads --vocab --seq  override the model's shape\n"
+         "         --model dlrm|dlrm-tiny|dlrm-mlperf: DLRM (zeroc train --model dlrm --help)\n"
          "batch:   --batch B (micro-batch per dp rank), --grad-accum A; global batch B x A x dp\n"
          "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine (cosine)\n"
          "         --weight-decay (0) --clip (1, 0 = off) --beta1 (0.9) --beta2 (0.95) --eps (1e-8)\n"

@@ -1,0 +1,245 @@
+/*
+ * apps/train_dlrm.c - `zeroc train --model dlrm|dlrm-tiny|dlrm-mlperf`: the
+ * DLRM's flags, header, progress line and --metrics lines. The run is the
+ * library's trainer (zeroc/train.h, src/train/dlrm_*.c); this file parses and
+ * prints. A flag of the GPT only (--layers, --tp, --save, ...) is refused here
+ * with one line, as any unknown flag.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apps/args.h"
+#include "apps/cli.h"
+#include "apps/metrics.h"
+#include "apps/train_dlrm.h"
+#include "zeroc/train.h"
+#include "zeroc/zeroc.h"
+
+static const char *const DLRM_MODELS[] = {"dlrm-tiny", "dlrm", "dlrm-mlperf", NULL};
+static const char *const SHARDINGS[] = {"auto", "table", "column", "row", "data", NULL};
+static const char *const SCHEDULES[] = {"constant", "cosine", NULL};
+
+typedef struct {
+  int device, model, dtype, zero, hsdp, prefetch, recompute, schedule, set_schedule, sharding;
+  int batch, steps, warmup, tables, dim, dense, val_every, max_skipped, quiet, off_opt;
+  int64_t seed, val_samples;
+  double lr, clip, beta1, beta2, eps, weight_decay, comm_timeout;
+  const char *data, *val_data, *rows, *bottom, *top, *metrics;
+} dlrm_opts_t;
+
+/* 1 when argv asks for a DLRM model (--model NAME or --model=NAME). */
+int ztrain_is_dlrm(int argc, char **argv) {
+  for (int i = 0; i < argc; i++) {
+    const char *v = NULL;
+    if (!strcmp(argv[i], "--model") && i + 1 < argc) v = argv[i + 1];
+    else if (!strncmp(argv[i], "--model=", 8)) v = argv[i] + 8;
+    if (v && zeroc_dlrm_is_preset(v)) return 1;
+  }
+  return 0;
+}
+
+void ztrain_dlrm_usage(void) {
+  printf("usage: mpirun -np N zeroc train --model dlrm|dlrm-tiny|dlrm-mlperf [flags]\n"
+         "model:   --tables T --rows N|N1,..,NT --dim D --dense F --bottom W1,..,D --top W1,..,1\n"
+         "         --embedding-sharding auto|table|column|row|data (auto)\n"
+         "batch:   --batch B (samples per dp rank); global batch B x dp\n"
+         "optim:   --steps (100) --lr (3e-4; also the tables' AdaGrad step) --warmup (0)\n"
+         "         --schedule constant|cosine --weight-decay --clip --beta1 --beta2 --eps\n"
+         "layout:  --zero 0|1|2|3 (3) --hsdp R --prefetch K --recompute none|full --device cpu|cuda\n"
+         "         --offload-optimizer none|cpu\n"
+         "data:    --data synthetic|FILE.tsv (Criteo TSV) --seed S\n"
+         "eval:    --val-data synthetic|FILE.tsv --val-every N --val-tokens SAMPLES (4096):\n"
+         "         val_loss, auc and logloss over the held-out samples\n"
+         "output:  --metrics FILE (JSON lines) --quiet\n");
+}
+
+static int parse(int argc, char **argv, dlrm_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->steps = o->max_skipped = -1;
+  o->lr = o->clip = o->beta1 = o->beta2 = o->eps = -1;
+  o->seed = -1;
+  o->zero = 3, o->hsdp = 1, o->prefetch = 2, o->schedule = 1;
+  const zarg_t args[] = {
+      {"--device", ARG_CHOICE, &o->device, 0, 0, 0, zarg_devices, NULL},
+      {"--model", ARG_CHOICE, &o->model, 0, 0, 0, DLRM_MODELS, NULL},
+      {"--tables", ARG_INT, &o->tables, 1, ZEROC_DLRM_MAX_TABLES, 0, NULL, NULL},
+      {"--rows", ARG_STRING, &o->rows, 0, 0, 0, NULL, NULL},
+      {"--dim", ARG_INT, &o->dim, 1, 4096, 0, NULL, NULL},
+      {"--dense", ARG_INT, &o->dense, 1, 65536, 0, NULL, NULL},
+      {"--bottom", ARG_STRING, &o->bottom, 0, 0, 0, NULL, NULL},
+      {"--top", ARG_STRING, &o->top, 0, 0, 0, NULL, NULL},
+      {"--embedding-sharding", ARG_CHOICE, &o->sharding, 0, 0, 0, SHARDINGS, NULL},
+      {"--batch", ARG_INT, &o->batch, ZARG_LIM_BATCH, 0, NULL, NULL},
+      {"--steps", ARG_INT, &o->steps, 0, 1e9, 0, NULL, NULL},
+      {"--lr", ARG_DOUBLE, &o->lr, 0, 10, 0, NULL, NULL},
+      {"--warmup", ARG_INT, &o->warmup, 0, 1e9, 0, NULL, NULL},
+      {"--schedule", ARG_CHOICE, &o->schedule, 0, 0, 0, SCHEDULES, &o->set_schedule},
+      {"--weight-decay", ARG_DOUBLE, &o->weight_decay, 0, 10, 0, NULL, NULL},
+      {"--clip", ARG_DOUBLE, &o->clip, 0, 1e9, 0, NULL, NULL},
+      {"--beta1", ARG_DOUBLE, &o->beta1, 0, 0.999999, 0, NULL, NULL},
+      {"--beta2", ARG_DOUBLE, &o->beta2, 0, 0.999999, 0, NULL, NULL},
+      {"--eps", ARG_DOUBLE, &o->eps, 0, 1, 1, NULL, NULL},
+      {"--seed", ARG_I64, &o->seed, 0, 9e18, 0, NULL, NULL},
+      {"--zero", ARG_INT, &o->zero, ZARG_LIM_ZERO, 0, NULL, NULL},
+      {"--hsdp", ARG_INT, &o->hsdp, ZARG_LIM_HSDP, 0, NULL, NULL},
+      {"--prefetch", ARG_INT, &o->prefetch, ZARG_LIM_PREFETCH, 0, NULL, NULL},
+      {"--recompute", ARG_CHOICE, &o->recompute, 0, 0, 0, zarg_recomputes, NULL},
+      {"--dtype", ARG_CHOICE, &o->dtype, 0, 0, 0, zarg_dtypes, NULL},
+      {"--offload-optimizer", ARG_CHOICE, &o->off_opt, 0, 0, 0, zarg_offloads, NULL},
+      {"--data", ARG_STRING, &o->data, 0, 0, 0, NULL, NULL},
+      {"--val-data", ARG_STRING, &o->val_data, 0, 0, 0, NULL, NULL},
+      {"--val-every", ARG_INT, &o->val_every, 0, 1e9, 0, NULL, NULL},
+      {"--val-tokens", ARG_I64, &o->val_samples, 1, 1e8, 0, NULL, NULL},
+      {"--metrics", ARG_STRING, &o->metrics, 0, 0, 0, NULL, NULL},
+      {"--comm-timeout", ARG_DOUBLE, &o->comm_timeout, 0, 1e7, 1, NULL, NULL},
+      {"--max-skipped", ARG_INT, &o->max_skipped, 0, 1e6, 0, NULL, NULL},
+      {"--quiet", ARG_SWITCH, &o->quiet, 0, 0, 0, NULL, NULL},
+  };
+  if (zarg_parse("train", argc, argv, args, (int)(sizeof args / sizeof args[0]))) return 2;
+  if (o->off_opt == 2) return zarg_fail("train", "--offload-optimizer nvme: not with --model dlrm; accepted none, cpu");
+  if (o->dtype == 2) return zarg_fail("train", "--dtype bf16: --model dlrm computes in fp32; accepted fp32");
+  return 0;
+}
+
+static void to_config(const dlrm_opts_t *o, zeroc_train_config_t *c) {
+  c->model = DLRM_MODELS[o->model];
+  c->tables = o->tables, c->rows = o->rows, c->dim = o->dim, c->dense = o->dense;
+  c->bottom = o->bottom, c->top = o->top, c->embedding_sharding = o->sharding;
+  c->batch = o->batch, c->steps = o->steps, c->lr = o->lr, c->warmup = o->warmup;
+  c->schedule = !o->set_schedule ? ZEROC_LR_DEFAULT : o->schedule ? ZEROC_LR_COSINE : ZEROC_LR_CONSTANT;
+  c->weight_decay = o->weight_decay, c->clip = o->clip;
+  c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps, c->seed = o->seed;
+  c->max_skipped = o->max_skipped, c->zero = o->zero, c->prefetch = o->prefetch;
+  c->recompute = o->recompute;
+  c->param_dtype = ZEROC_FP32;
+  c->offload_optimizer = (zeroc_offload_t)o->off_opt;
+  c->data = o->data, c->val_data = o->val_data, c->val_every = o->val_every;
+  c->val_tokens = o->val_samples;
+}
+
+static void print_header(const zeroc_train_info_t *in, const zeroc_mesh_info_t *mesh) {
+  const zeroc_dlrm_config_t *m = &in->dlrm_model;
+  const zeroc_train_config_t *c = &in->config;
+  char bot[96] = "", top[96] = "";
+  for (int i = 0; i < m->nbottom; i++)
+    snprintf(bot + strlen(bot), sizeof bot - strlen(bot), "%s%d", i ? "-" : "", m->bottom[i]);
+  for (int i = 0; i < m->ntop; i++)
+    snprintf(top + strlen(top), sizeof top - strlen(top), "%s%d", i ? "-" : "", m->top[i]);
+  printf("zeroc train: %s (%d tables, dim %d, %d dense, bottom %s, top %s), %.2fM parameters "
+         "(%.2fM in the MLPs)\n",
+         c->model, m->tables, m->dim, m->dense, bot, top, in->params / 1e6,
+         zeroc_dlrm_mlp_params(m) / 1e6);
+  printf("  %d ranks on %s: ZeRO-%d on the MLPs, dp %d (%d x %d), tables %s, batch %d x dp %d = "
+         "%d samples per step\n",
+         mesh->world, in->device == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", c->zero, mesh->dp,
+         mesh->dp_replicate, mesh->dp_shard, SHARDINGS[c->embedding_sharding], c->batch, mesh->dp,
+         in->global_batch);
+  if (isfinite(in->auc_ceiling))
+    printf("  data: synthetic clicks from a hidden model; on the %d held-out samples the best "
+           "achievable log-loss is %.4f and AUC %.4f\n",
+           in->val_batches * in->global_batch, in->logloss_floor, in->auc_ceiling);
+  else
+    printf("  data: %s (Criteo TSV), %d held-out samples from %s\n", c->data,
+           in->val_batches * in->global_batch, c->val_data ? c->val_data : c->data);
+  fflush(stdout);
+}
+
+static void write_metrics(FILE *f, const zeroc_train_metrics_t *m) {
+  char a[32], b[32], e[32], g[32];
+  fprintf(f,
+          "{\"step\": %d, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens\": %.0f, "
+          "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"comm_bytes\": %llu, "
+          "\"exposed_comm_ms\": %.3f, \"peak_bytes\": {\"device\": %llu, \"host\": %llu}, "
+          "\"skipped\": %d",
+          m->step, zmetrics_num(m->loss, a, sizeof a), m->lr, zmetrics_num(m->grad_norm, b, sizeof b),
+          m->tokens, m->step_ms, m->tokens_per_s, (unsigned long long)m->comm_bytes,
+          m->exposed_comm_ms, (unsigned long long)m->peak_device,
+          (unsigned long long)m->peak_host, m->skipped);
+  if (m->evaluated)
+    fprintf(f, ", \"val_loss\": %s, \"auc\": %s, \"logloss\": %s, \"val_ms\": %.3f",
+            zmetrics_num(m->val_loss, a, sizeof a), zmetrics_num(m->auc, e, sizeof e),
+            zmetrics_num(m->logloss, g, sizeof g), m->val_ms);
+  fprintf(f, "}\n");
+  fflush(f);
+}
+
+/* The trainer's run: header, loop, summary. Returns the exit status; *agreed
+ * is 0 when a failure may be this rank's alone. */
+static int run(zeroc_ctx_t *ctx, const dlrm_opts_t *o, int *agreed) {
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  int root = mesh->rank == 0;
+  zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
+  to_config(o, &tc);
+  zeroc_trainer_t *tr = NULL;
+  zeroc_result_t r = zeroc_trainer_create(ctx, &tc, &tr);
+  if (r) {
+    if (root) fprintf(stderr, "zeroc train: %s\n", zarg_user_msg(zeroc_last_error(ctx)));
+    return r == ZEROC_ERR_INVALID_ARG ? 2 : 1;
+  }
+  zeroc_train_info_t in;
+  zeroc_trainer_info(tr, &in);
+  FILE *mf = root && o->metrics ? fopen(o->metrics, "w") : NULL;
+  r = zeroc_ctx_agree(ctx, root && o->metrics && !mf ? ZEROC_ERR_IO : ZEROC_OK);
+  if (r) {
+    if (root) fprintf(stderr, "zeroc train: --metrics '%s': cannot open for writing\n", o->metrics);
+    zeroc_trainer_destroy(tr);
+    return 1;
+  }
+  if (root && !o->quiet) print_header(&in, mesh);
+  zeroc_train_metrics_t m;
+  int every = in.config.steps >= 20 ? in.config.steps / 20 : 1;
+  double first = NAN;
+  do {
+    r = zeroc_trainer_step(tr, &m);
+    if (r || m.step == 0) break;
+    if (m.step == 1) first = m.loss;
+    if (mf) write_metrics(mf, &m);
+    if (root && !o->quiet && (m.step == 1 || m.done || m.step % every == 0 || m.evaluated)) {
+      printf("step %5d/%d | loss %.4f | norm %.3f | %8.0f samples/s | %7.1f ms", m.step,
+             in.config.steps, m.loss, m.grad_norm, m.tokens_per_s, m.step_ms);
+      if (m.evaluated) printf(" | val %.4f auc %.4f logloss %.4f", m.val_loss, m.auc, m.logloss);
+      printf("\n");
+      fflush(stdout);
+    }
+  } while (!m.done);
+  if (mf) fclose(mf);
+  if (r) {
+    fprintf(stderr, "zeroc train: rank %d: %s\n", mesh->rank, zarg_user_msg(zeroc_last_error(ctx)));
+    zeroc_trainer_destroy(tr);
+    *agreed = 0;
+    return 1;
+  }
+  if (root && !o->quiet)
+    printf("done: loss %.4f -> %.4f%s\n", first, m.loss,
+           isfinite(in.auc_ceiling) ? " (see auc against the ceiling above)" : "");
+  zeroc_trainer_destroy(tr);
+  return 0;
+}
+
+int ztrain_dlrm_run(int argc, char **argv) {
+  dlrm_opts_t o;
+  if (parse(argc, argv, &o)) return 2;
+  zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
+  cc.device = (zeroc_device_kind_t)o.device;
+  cc.hsdp = o.hsdp;
+  cc.comm_timeout_s = o.comm_timeout;
+  zeroc_ctx_t *ctx = NULL;
+  zeroc_result_t r = zeroc_ctx_create(&ctx, &cc);
+  if (r) {
+    if (r == ZEROC_ERR_INVALID_ARG || r == ZEROC_ERR_NODEVICE)
+      return zarg_fail("train", "%s", zarg_user_msg(zeroc_last_error(NULL)));
+    fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
+    return 1;
+  }
+  int agreed = 1;
+  int rc = run(ctx, &o, &agreed);
+  if (!agreed) {
+    /* a failure other ranks may not know about: stop the whole job */
+    zeroc_ctx_abort(ctx, rc, "training failed (see the message above)");
+    return rc;
+  }
+  if (zeroc_ctx_finalize(ctx) != ZEROC_OK) rc = rc ? rc : 1;
+  return rc;
+}
