@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "apps/args.h"
 #include "apps/cli.h"
@@ -97,9 +98,29 @@ static int parse(int argc, char **argv, dlrm_opts_t *o) {
       {"--max-skipped", ARG_INT, &o->max_skipped, 0, 1e6, 0, NULL, NULL},
       {"--quiet", ARG_SWITCH, &o->quiet, 0, 0, 0, NULL, NULL},
   };
+  /* the GPT's flags: named as such, rather than as unknown */
+  static const char *const GPT_ONLY[] = {"--layers", "--hidden", "--heads", "--vocab", "--seq",
+                                         "--tp", "--pp", "--vpp", "--pp-schedule", "--microbatches",
+                                         "--grad-accum", "--sequence-parallel", "--dropout",
+                                         "--save", "--save-every", "--resume", "--export", "--init",
+                                         "--offload-params", "--nvme-dir", "--shuffle",
+                                         "--sample-every", "--tokenizer", NULL};
+  for (int i = 0; i < argc; i++)
+    for (int k = 0; GPT_ONLY[k]; k++) {
+      size_t n = strlen(GPT_ONLY[k]);
+      if (!strncmp(argv[i], GPT_ONLY[k], n) && (!argv[i][n] || argv[i][n] == '='))
+        return zarg_fail("train", "%s is for the GPT models, not --model %s (zeroc train --model "
+                         "dlrm --help lists the DLRM's flags)", GPT_ONLY[k], "dlrm");
+    }
   if (zarg_parse("train", argc, argv, args, (int)(sizeof args / sizeof args[0]))) return 2;
   if (o->off_opt == 2) return zarg_fail("train", "--offload-optimizer nvme: not with --model dlrm; accepted none, cpu");
   if (o->dtype == 2) return zarg_fail("train", "--dtype bf16: --model dlrm computes in fp32; accepted fp32");
+  /* a data file that is not there is the user's value, refused before MPI starts */
+  const char *files[2][2] = {{"--data", o->data}, {"--val-data", o->val_data}};
+  for (int i = 0; i < 2; i++)
+    if (files[i][1] && strcmp(files[i][1], "synthetic") && access(files[i][1], R_OK))
+      return zarg_fail("train", "%s '%s': file not readable; accepted synthetic or a Criteo TSV file",
+                       files[i][0], files[i][1]);
   return 0;
 }
 
