@@ -72,6 +72,7 @@ static zeroc_result_t alloc_buffers(zeroc_embed_t *e) {
   ZEROC_CHECK(dalloc(e, P, BF, b->send_ids * 8, &e->h_send_ids));
   ZEROC_CHECK(dalloc(e, P, BF, b->recv_ids * 8, &e->h_recv_ids));
   ZEROC_CHECK(dalloc(e, P, BF, b->idx * 8, &e->h_idx));
+  ZEROC_CHECK(dalloc(e, P, BF, b->pairs * 8, &e->h_pairs));
   return ZEROC_OK;
 }
 
@@ -143,7 +144,8 @@ static zeroc_result_t create(zeroc_ctx_t *ctx, const zeroc_embed_config_t *cfg, 
   e->tab = calloc((size_t)e->T, sizeof(*e->tab));
   size_t n = (size_t)e->N;
   e->sc = calloc(4 * n, sizeof(size_t));
-  if (!e->tab || !e->sc) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "embed: %d tables", e->T);
+  e->tstart = calloc((size_t)e->T + 1, sizeof(int64_t));
+  if (!e->tab || !e->sc || !e->tstart) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "embed: %d tables", e->T);
   e->sd = e->sc + n, e->rc = e->sc + 2 * n, e->rd = e->sc + 3 * n;
   ZEROC_CHECK(zeroc__embed_layout(cfg, e->N, e->rank, e->tab, &e->nb, &e->cost));
   ZEROC_CHECK(zeroc_kernels_create(e->dm, e->s, ZEROC_FP32, &e->k));
@@ -191,13 +193,14 @@ void zeroc_embed_destroy(zeroc_embed_t *e) {
                   e->d_idx,      e->d_out_send, e->d_out_recv, e->d_rs_send, e->d_rs_recv,
                   e->d_grow,     e->d_ss,       e->d_fetch,  e->d_dense,    e->h_send_len,
                   e->h_recv_len, e->h_offs,     e->h_fetch,  e->h_send_ids, e->h_recv_ids,
-                  e->h_idx};
+                  e->h_idx,      e->h_pairs};
   for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) dfree(e, bufs[i]);
   zeroc__pinned_pool_destroy(e->pool);
   zeroc_kernels_destroy(e->k);
   free(e->held);
   free(e->tab);
   free(e->sc);
+  free(e->tstart);
   free(e);
 }
 

@@ -55,7 +55,8 @@ typedef struct zeroc__ebufs {
   uint64_t idx;     /* int64: per held table 3 x N*B*bag (rows, remap, unique) */
   uint64_t offs;    /* int32: per held table N*B+1 bag offsets */
   uint64_t grow;    /* fp32: the largest (unique rows x dc) row gradient */
-  uint64_t ss;      /* fp32: per-row sums of squares (N*B*bag) */
+  uint64_t ss;      /* fp32: per-row sums of squares (N*B*bag, or a data table's rows) */
+  uint64_t pairs;   /* int64: (row, position) pairs to sort one table's ids (host) */
   uint64_t fetch;   /* fp32: fetched rows + state of the largest host table */
   uint64_t dense;   /* fp32: dense gradient of the largest data-parallel table */
 } zeroc__ebufs_t;
@@ -112,7 +113,9 @@ struct zeroc_embed {
   int64_t *h_send_ids, *h_recv_ids;
   int64_t *h_idx;
   int32_t *h_offs;
-  float *h_ss, *h_fetch;
+  float *h_fetch;
+  int64_t *h_pairs;
+  int64_t *tstart; /* (T+1) first id of each table in the caller's ids */
   /* counts of the last forward, for its backward (host, N entries each) */
   size_t *sc, *sd, *rc, *rd; /* scratch counts and displacements for alltoallv */
   int last_B;                /* B of the last forward; 0: none pending */

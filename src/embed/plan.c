@@ -197,7 +197,8 @@ static void add_table(zeroc__ebufs_t *b, zeroc_embed_cost_t *c, const zeroc__eta
     b->idx += 3 * bags * L;
     b->offs += bags + 1;
     b->grow = u64max(b->grow, bags * L * dc);
-    b->ss = u64max(b->ss, bags * L);
+    b->ss = u64max(b->ss, s == ZEROC_EMBED_DATA ? (uint64_t)x->rows : bags * L);
+    b->pairs = u64max(b->pairs, 2 * bags * L);
     if (x->host) b->fetch = u64max(b->fetch, bags * L * (dc + 1));
   }
   if (held) {
@@ -285,7 +286,7 @@ zeroc_result_t zeroc__embed_layout(const zeroc_embed_config_t *cfg, int nranks, 
     c.buffers_device = (b.send_len + b.recv_len + b.offs) * 4 + (b.send_ids + b.recv_ids + b.idx) * 8 +
                        (b.out_send + b.out_recv + b.rs_send + b.rs_recv + b.grow + b.ss + b.fetch) * 4;
     c.buffers_pinned = (b.send_len + b.recv_len + b.offs + b.fetch) * 4 +
-                       (b.send_ids + b.recv_ids + b.idx) * 8;
+                       (b.send_ids + b.recv_ids + b.idx + b.pairs) * 8;
     if (bufs) *bufs = b;
     if (cost) *cost = c;
   }
