@@ -8,6 +8,7 @@
 #include "zeroc/ctx.h"
 #include "zeroc/data.h"
 #include "zeroc/device.h"
+#include "zeroc/embed.h"
 #include "zeroc/gpt.h"
 #include "zeroc/layer.h"
 #include "zeroc/mem.h"

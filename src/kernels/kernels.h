@@ -51,6 +51,38 @@ zeroc_result_t zeroc_kernels_create(const zeroc__devmem_t *mem, zeroc_stream_t *
                                     zeroc_dtype_t dtype, zeroc_kernels_t **k);
 void zeroc_kernels_destroy(zeroc_kernels_t *k);
 
+/* ---- embedding bags (embed/) ---------------------------------------------------
+ * fp32 whatever k->dtype. Bag b's output (or gradient) row lies at
+ * out + (b / blk) * blk_stride + (b % blk) * ldo: bags come in blocks (one per
+ * peer rank of an exchange buffer); blk = nbags makes it plainly (nbags, ldo).
+ * idx int64 rows into w (or grad); offs (nbags+1) int32 bag boundaries in idx. */
+
+/* out row of bag b (dc) = sum over i in [offs[b], offs[b+1]) of w[idx[i]*ldw .. + dc);
+ * a bag without ids gives 0. */
+zeroc_result_t zeroc_k_embedbag_forward(zeroc_kernels_t *k, zeroc_stream_t *s, float *out,
+                                        int64_t blk, int64_t blk_stride, int64_t ldo,
+                                        const float *w, int64_t ldw, const int64_t *idx,
+                                        const int32_t *offs, int64_t nbags, int dc);
+/* grad (rows, ldg): grad[idx[i]*ldg .. + dc) += dout row of the bag holding i. */
+zeroc_result_t zeroc_k_embedbag_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *grad,
+                                         int64_t ldg, const int64_t *idx, const int32_t *offs,
+                                         int64_t nbags, const float *dout, int64_t blk,
+                                         int64_t blk_stride, int64_t ldo, int dc);
+/* ss (U) = sum_j (scale * g[u, j])^2; g (U, dc). */
+zeroc_result_t zeroc_k_rowwise_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, float *ss,
+                                     const float *g, int64_t U, int dc, float scale);
+/* Row-wise AdaGrad on rows r = rows[u] (u when rows is NULL) of w (.., ldw) and
+ * state (..): state[r] += ss[u] / D; w[r, j] -= lr * scale * g[u, j] / (sqrt(state[r]) + eps)
+ * for j < dc; g (U, dc), ss (U) from zeroc_k_rowwise_sumsq (summed over the row's D
+ * columns when they are split over ranks). Rows must be distinct. */
+zeroc_result_t zeroc_k_rowwise_adagrad(zeroc_kernels_t *k, zeroc_stream_t *s, float *w,
+                                       int64_t ldw, float *state, const int64_t *rows,
+                                       const float *g, const float *ss, int64_t U, int dc, int D,
+                                       float scale, float lr, float eps);
+/* dst (rows, cols) with row stride ldd <- src (rows, cols) with row stride lds (fp32). */
+zeroc_result_t zeroc_k_copy2d(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst, int64_t ldd,
+                              const float *src, int64_t lds, int64_t rows, int64_t cols);
+
 /* ---- model kernels (GPT-2) ------------------------------------------------------ */
 
 /* out (B,T,C) act = wte[inp[b,t]] + wpe[t]; inp (B,T) int32 in [0, V); wte (V,C), wpe (>=T,C) act

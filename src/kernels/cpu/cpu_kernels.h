@@ -61,4 +61,18 @@ void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_
                       float beta1, float beta2, float eps, float wd, float grad_scale, float bc1,
                       float bc2);
 
+/* kernels/cpu/embedbag.c */
+void zeroc__cpu_embedbag_forward(float *out, int64_t blk, int64_t blk_stride, int64_t ldo,
+                                 const float *w, int64_t ldw, const int64_t *idx,
+                                 const int32_t *offs, int64_t nbags, int dc);
+void zeroc__cpu_embedbag_backward(float *grad, int64_t ldg, const int64_t *idx,
+                                  const int32_t *offs, int64_t nbags, const float *dout,
+                                  int64_t blk, int64_t blk_stride, int64_t ldo, int dc);
+void zeroc__cpu_rowwise_sumsq(float *ss, const float *g, int64_t U, int dc, float scale);
+void zeroc__cpu_rowwise_adagrad(float *w, int64_t ldw, float *state, const int64_t *rows,
+                                const float *g, const float *ss, int64_t U, int dc, int D,
+                                float scale, float lr, float eps);
+void zeroc__cpu_copy2d(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
+                       int64_t cols);
+
 #endif

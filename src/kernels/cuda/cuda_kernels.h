@@ -45,6 +45,12 @@ zeroc_result_t zeroc__cuda_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *d
 zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x, size_t n);
 zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m, float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a);
 
+zeroc_result_t zeroc__cuda_embedbag_forward(zeroc_kernels_t *k, zeroc_stream_t *s, float *out, int64_t blk, int64_t blk_stride, int64_t ldo, const float *w, int64_t ldw, const int64_t *idx, const int32_t *offs, int64_t nbags, int dc);
+zeroc_result_t zeroc__cuda_embedbag_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *grad, int64_t ldg, const int64_t *idx, const int32_t *offs, int64_t nbags, const float *dout, int64_t blk, int64_t blk_stride, int64_t ldo, int dc);
+zeroc_result_t zeroc__cuda_rowwise_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, float *ss, const float *g, int64_t U, int dc, float scale);
+zeroc_result_t zeroc__cuda_rowwise_adagrad(zeroc_kernels_t *k, zeroc_stream_t *s, float *w, int64_t ldw, float *state, const int64_t *rows, const float *g, const float *ss, int64_t U, int dc, int D, float scale, float lr, float eps);
+zeroc_result_t zeroc__cuda_copy2d(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows, int64_t cols);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,138 @@
+/*
+ * embed/embed.h - the model-parallel embedding-bag tables inside (the public
+ * side is include/zeroc/embed.h): the per-table layout one rank holds, the
+ * sizes of every buffer (one source for the cost model and the allocator),
+ * and the state a forward leaves for its backward.
+ *
+ * Exchange layouts (N ranks, B samples per rank; "a2a tables" are the
+ * table-wise and column-wise ones, held by this rank or by a peer):
+ *   ids out:    [dest][tables dest holds, table order] (B lengths), and values
+ *   pooled out: out_send [dest][a2a tables I hold] (B, dc) -> out_recv
+ *               [src][a2a tables src holds] (B, dc_src)
+ *   row-wise:   rs_send [rank][row tables] (B, D) --reduce-scatter--> rs_recv
+ *               [row tables] (B, D)
+ * Backward runs the same buffers the other way (all-gather for row-wise).
+ */
+#ifndef ZEROC_EMBED_EMBED_INTERNAL_H
+#define ZEROC_EMBED_EMBED_INTERNAL_H
+
+#include <stdint.h>
+
+#include "comm/comm.h"
+#include "kernels/kernels.h"
+#include "offload/offload.h"
+#include "zeroc/embed.h"
+
+/* Bag sums are exact as long as weights fit; a data-parallel table larger
+ * than this is refused by AUTO (its dense all-reduce would dwarf the exchange). */
+#define ZEROC_EMBED_DATA_MAX_BYTES (1u << 20)
+
+/* One table as this rank sees it. */
+typedef struct zeroc__etab {
+  int64_t rows;
+  int dim;
+  int sharding; /* zeroc_embed_sharding_t, resolved (never AUTO) */
+  int owner;    /* table-wise: the rank holding it; -1 otherwise */
+  int host;     /* 1: weights and state in pinned host memory */
+  int64_t r0, r1; /* this rank's rows [r0, r1) (empty: r0 == r1) */
+  int c0, c1;     /* this rank's columns [c0, c1) */
+  int pcol;       /* the table's first column in pooled (sum of the dims before it) */
+  /* placement in the exchange buffers (-1: not there) */
+  int inv;        /* index among the tables this rank holds rows of (a2a and row-wise) */
+  int rowi;       /* index among the row-wise tables */
+  int64_t rs_off; /* row-wise: offset (floats) of this table in one rank's rs chunk */
+  float *w;       /* (r1-r0, c1-c0) weights, device or pinned */
+  float *state;   /* (r1-r0) AdaGrad state (NULL when no columns are held) */
+} zeroc__etab_t;
+
+/* Element counts of every buffer (what the allocator allocates and the cost
+ * model prices); computed once by zeroc__embed_layout. */
+typedef struct zeroc__ebufs {
+  uint64_t send_len, recv_len; /* int32 */
+  uint64_t send_ids, recv_ids; /* int64 */
+  uint64_t out_send, out_recv; /* fp32 */
+  uint64_t rs_send, rs_recv;   /* fp32 */
+  uint64_t idx;     /* int64: per held table 3 x N*B*bag (rows, remap, unique) */
+  uint64_t offs;    /* int32: per held table N*B+1 bag offsets */
+  uint64_t grow;    /* fp32: the largest (unique rows x dc) row gradient */
+  uint64_t ss;      /* fp32: per-row sums of squares (N*B*bag, or a data table's rows) */
+  uint64_t pairs;   /* int64: (row, position) pairs to sort one table's ids (host) */
+  uint64_t fetch;   /* fp32: fetched rows + state of the largest host table */
+  uint64_t dense;   /* fp32: dense gradient of the largest data-parallel table */
+} zeroc__ebufs_t;
+
+/* Resolves the sharding, owner, host flag and shard range of every table of
+ * `cfg` for `rank` of `nranks`, the buffer sizes and the cost. `tabs` (T) and
+ * `bufs` may be NULL. Returns ZEROC_ERR_INVALID_ARG naming the bad field. */
+zeroc_result_t zeroc__embed_layout(const zeroc_embed_config_t *cfg, int nranks, int rank,
+                                   zeroc__etab_t *tabs, zeroc__ebufs_t *bufs,
+                                   zeroc_embed_cost_t *cost);
+
+/* Column range [c0, c1) of rank r for a dim-D table over n ranks, and row range. */
+static inline int zeroc__embed_col(int D, int n, int r) { return (int)((int64_t)D * r / n); }
+static inline int64_t zeroc__embed_row(int64_t R, int n, int r) { return R * r / n; }
+
+/* Per-step state a forward leaves for the backward, for one held table. */
+typedef struct zeroc__eheld {
+  int t;           /* table index */
+  int64_t nids;    /* ids received for it (over the N*B bags) */
+  int64_t nuniq;   /* distinct rows among them */
+  int64_t *h_rows; /* (nids) local row of each id (host) */
+  int64_t *h_remap;/* (nids) index of its row among the distinct rows */
+  int64_t *h_uniq; /* (nuniq) the distinct local rows, ascending */
+  int32_t *h_offs; /* (N*B+1) bag offsets */
+  int64_t *d_rows, *d_remap, *d_uniq; /* device copies */
+  int32_t *d_offs;
+} zeroc__eheld_t;
+
+struct zeroc_embed {
+  zeroc_ctx_t *ctx;
+  zeroc_group_t *g;
+  zeroc_stream_t *s; /* the compute stream */
+  zeroc_kernels_t *k;
+  const zeroc__devmem_t *dm;
+  zeroc__pinned_pool_t *pool; /* host tables */
+  int N, rank, T, batch, bag;
+  float lr, eps, init_accum;
+  uint64_t seed;
+  int64_t sumD;      /* width of pooled */
+  zeroc__etab_t *tab;  /* (T) */
+  zeroc__ebufs_t nb;
+  zeroc_embed_cost_t cost;
+  int nheld, nrow;
+  zeroc__eheld_t *held; /* (nheld) in table order */
+  /* device buffers */
+  int32_t *d_send_len, *d_recv_len;
+  int64_t *d_send_ids, *d_recv_ids;
+  float *d_out_send, *d_out_recv, *d_rs_send, *d_rs_recv;
+  int64_t *d_idx;
+  int32_t *d_offs;
+  float *d_grow, *d_ss, *d_fetch, *d_dense;
+  /* pinned host mirrors */
+  int32_t *h_send_len, *h_recv_len;
+  int64_t *h_send_ids, *h_recv_ids;
+  int64_t *h_idx;
+  int32_t *h_offs;
+  float *h_fetch;
+  int64_t *h_pairs;
+  int64_t *tstart; /* (T+1) first id of each table in the caller's ids */
+  /* counts of the last forward, for its backward (host, N entries each) */
+  size_t *sc, *sd, *rc, *rd; /* scratch counts and displacements for alltoallv */
+  int last_B;                /* B of the last forward; 0: none pending */
+};
+
+/* ---- embed.c ------------------------------------------------------------------ */
+/* The weight of (table t, row, column) for `seed`: uniform(-1/sqrt(rows), +). */
+float zeroc__embed_init_value(uint64_t seed, int t, int64_t rows, int64_t row, int col);
+
+/* ---- exchange.c: the collectives, in one place --------------------------------- */
+/* alltoallv of `dt` elements: sc/rc counts per rank (elements), displacements
+ * are their prefix sums. */
+zeroc_result_t zeroc__embed_a2av(zeroc_embed_t *e, const void *send, const size_t *sc, void *recv,
+                                 const size_t *rc, zeroc_dtype_t dt);
+
+/* ---- forward.c / backward.c ------------------------------------------------------ */
+zeroc_result_t zeroc__embed_update_held(zeroc_embed_t *e, zeroc__eheld_t *h, const float *gbags,
+                                        int64_t blk_stride, int ldg);
+
+#endif
