@@ -76,7 +76,9 @@ typedef struct zeroc_dlrm_batch {
   const float *dense;   /* (B, dense) */
   const float *labels;  /* (B) in [0, 1]; NULL: logits only (no loss, no backward) */
   const float *pooled;  /* (B, T, D) the embedding bags' output */
-  float *dpooled;       /* (B, T, D) backward writes d loss / d pooled here (overwrites) */
+  float *dpooled;       /* (B, T, D) backward writes d loss / d pooled here (overwrites): the
+                           gradient of this micro-batch's own mean loss, whatever the data-
+                           parallel size (as zeroc_embed_backward takes it) */
 } zeroc_dlrm_batch_t;
 
 /*

@@ -115,6 +115,9 @@ static zeroc_result_t unit_backward(zeroc_layer_io_t *io) {
     CHK(zeroc_memset_async(s, b->dpooled, 0, sizeof(float) * (size_t)B * T * D));
     CHK(zeroc_k_interact_backward(d->k, s, u->din, b->dpooled, u->dinter, io->in, b->pooled, B,
                                   T, D));
+    /* the tables take the gradient of this rank's own mean loss (zeroc/dlrm.h), not of
+     * its 1 / (micro-steps x dp) share in the global mean */
+    CHK(zeroc_k_scale(d->k, s, b->dpooled, (size_t)B * T * D, 1.0f / io->grad_scale));
     io->din = u->din;
   }
   return ZEROC_OK;

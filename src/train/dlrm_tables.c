@@ -1,25 +1,29 @@
 /*
- * train/dlrm_tables.c - replicated host tables for the DLRM trainer, used until
- * the model-parallel embedding layer (src/embed) is built in: every rank holds
- * every table, pools its own samples, and the dense table gradients are summed
- * over the data-parallel group before the AdaGrad update. An AdaGrad update on
- * a row whose gradient is zero changes nothing, so updating every row is the
- * sparse update's arithmetic exactly; fine for the small tables of tests.
+ * train/dlrm_tables.c - the DLRM trainer's tables: the model-parallel
+ * embedding layer (zeroc/embed.h) with ZEROC_DLRM_EMBED=1, else replicated host
+ * tables: every rank holds every table, pools its own samples, and the dense
+ * table gradients are averaged over the data-parallel group before the AdaGrad
+ * update. An AdaGrad update on a row whose gradient is zero changes nothing, so
+ * updating every row is the sparse update's arithmetic exactly; fine for the
+ * small tables of tests, and the reference the embedding layer must match.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/comm.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "runtime/runtime.h"
 #include "train/dlrm_tables.h"
 #include "zeroc/device.h"
+#include "zeroc/embed.h"
 
 #define EPS 1e-8f
 
 struct zeroc__tables {
   zeroc_ctx_t *ctx;
+  zeroc_embed_t *embed; /* the model-parallel layer, or NULL: the replicated tables below */
   int T, D, Bmax, hot, B;
   int64_t rows[ZEROC_DLRM_MAX_TABLES];
   float *w[ZEROC_DLRM_MAX_TABLES], *s[ZEROC_DLRM_MAX_TABLES], *g[ZEROC_DLRM_MAX_TABLES];
@@ -37,11 +41,36 @@ static float sym_uniform(uint64_t seed, uint64_t t, uint64_t i) {
   return (float)((double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);
 }
 
+static zeroc_result_t embed_create(zeroc__tables_t *t, const zeroc_dlrm_config_t *c, int batch,
+                                   int sharding, uint64_t seed) {
+  zeroc_embed_table_t tabs[ZEROC_DLRM_MAX_TABLES];
+  for (int k = 0; k < c->tables; k++)
+    tabs[k] = (zeroc_embed_table_t)ZEROC_EMBED_TABLE_INIT(c->rows[k], c->dim);
+  zeroc_embed_config_t ec = ZEROC_EMBED_CONFIG_INIT;
+  ec.ntables = c->tables;
+  ec.tables = tabs;
+  ec.sharding = (zeroc_embed_sharding_t)sharding;
+  ec.batch = batch;
+  ec.bag = c->hot;
+  ec.eps = EPS;
+  ec.seed = seed;
+  return zeroc_embed_create(t->ctx, &ec, &t->embed);
+}
+
 zeroc_result_t zeroc__tables_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t *c, int batch,
                                     int sharding, uint64_t seed, zeroc__tables_t **out) {
-  (void)sharding; /* replicated whatever was asked: the fallback has one layout */
   zeroc__tables_t *t = calloc(1, sizeof *t);
   if (!t) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tables");
+  int64_t use_embed = 0;
+  zeroc_result_t re = zeroc__env_i64("ZEROC_DLRM_EMBED", 0, &use_embed);
+  t->ctx = ctx;
+  if (!re && use_embed) re = embed_create(t, c, batch, sharding, seed);
+  if (re || use_embed) {
+    if (re) zeroc__tables_destroy(t);
+    else *out = t;
+    return re;
+  }
+  /* replicated whatever `sharding` asked: the fallback has one layout */
   t->ctx = ctx, t->T = c->tables, t->D = c->dim, t->Bmax = batch, t->hot = c->hot;
   size_t BTD = (size_t)batch * c->tables * c->dim;
   t->pooled = malloc(BTD * sizeof(float));
@@ -75,18 +104,20 @@ zeroc_result_t zeroc__tables_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t 
 
 void zeroc__tables_destroy(zeroc__tables_t *t) {
   if (!t) return;
+  zeroc_embed_destroy(t->embed);
   for (int k = 0; k < t->T; k++) free(t->w[k]), free(t->g[k]), free(t->s[k]);
   free(t->pooled), free(t->dpooled), free(t->lengths), free(t->ids);
   free(t);
 }
 
 const char *zeroc__tables_kind(const zeroc__tables_t *t) {
-  (void)t;
-  return "replicated";
+  return t->embed ? zeroc_embed_sharding_name(zeroc_embed_table_sharding(t->embed, 0))
+                  : "replicated";
 }
 
 zeroc_result_t zeroc__tables_forward(zeroc__tables_t *t, int B, const int32_t *lengths,
                                      const int64_t *ids, float *pooled) {
+  if (t->embed) return zeroc_embed_forward(t->embed, B, lengths, ids, pooled);
   int T = t->T, D = t->D;
   if (B < 1 || B > t->Bmax) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tables: B %d", B);
   memset(t->pooled, 0, sizeof(float) * (size_t)B * T * D);
@@ -116,6 +147,10 @@ zeroc_result_t zeroc__tables_forward(zeroc__tables_t *t, int B, const int32_t *l
 }
 
 zeroc_result_t zeroc__tables_backward(zeroc__tables_t *t, const float *dpooled, float lr) {
+  if (t->embed) {
+    zeroc_embed_set_lr(t->embed, lr);
+    return zeroc_embed_backward(t->embed, dpooled);
+  }
   int T = t->T, D = t->D, B = t->B;
   zeroc_stream_t *s = zeroc_ctx_compute_stream(t->ctx);
   ZEROC_CHECK(zeroc_memcpy_async(s, t->dpooled, dpooled, sizeof(float) * (size_t)B * T * D));
@@ -132,7 +167,8 @@ zeroc_result_t zeroc__tables_backward(zeroc__tables_t *t, const float *dpooled, 
         for (int d = 0; d < D; d++) row[d] += gd[d];
       }
     }
-    ZEROC_CHECK(zeroc__allreduce_host(dp, t->g[k], n, ZEROC_FP32, ZEROC_SUM));
+    /* each rank's gradient is of its own mean loss: the global mean's is their average */
+    ZEROC_CHECK(zeroc__allreduce_host(dp, t->g[k], n, ZEROC_FP32, ZEROC_AVG));
     for (int64_t r = 0; r < t->rows[k]; r++) {
       float *g = t->g[k] + (size_t)r * D, *w = t->w[k] + (size_t)r * D, ss = 0;
       for (int d = 0; d < D; d++) ss += g[d] * g[d];
