@@ -34,26 +34,29 @@ typedef struct {
 int ztrain_is_dlrm(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     const char *v = NULL;
-    if (!strcmp(argv[i], "--model") && i + 1 < argc) v = argv[i + 1];
-    else if (!strncmp(argv[i], "--model=", 8)) v = argv[i] + 8;
+    if (!strcmp(argv[i], "--model") && i + 1 < argc)
+      v = argv[i + 1];
+    else if (!strncmp(argv[i], "--model=", 8))
+      v = argv[i] + 8;
     if (v && zeroc_dlrm_is_preset(v)) return 1;
   }
   return 0;
 }
 
 void ztrain_dlrm_usage(void) {
-  printf("usage: mpirun -np N zeroc train --model dlrm|dlrm-tiny|dlrm-mlperf [flags]\n"
-         "model:   --tables T --rows N|N1,..,NT --dim D --dense F --bottom W1,..,D --top W1,..,1\n"
-         "         --embedding-sharding auto|table|column|row|data (auto)\n"
-         "batch:   --batch B (samples per dp rank); global batch B x dp\n"
-         "optim:   --steps (100) --lr (3e-4; also the tables' AdaGrad step) --warmup (0)\n"
-         "         --schedule constant|cosine --weight-decay --clip --beta1 --beta2 --eps\n"
-         "layout:  --zero 0|1|2|3 (3) --hsdp R --prefetch K --recompute none|full --device cpu|cuda\n"
-         "         --offload-optimizer none|cpu\n"
-         "data:    --data synthetic|FILE.tsv (Criteo TSV) --seed S\n"
-         "eval:    --val-data synthetic|FILE.tsv --val-every N --val-tokens SAMPLES (4096):\n"
-         "         val_loss, auc and logloss over the held-out samples\n"
-         "output:  --metrics FILE (JSON lines) --quiet\n");
+  printf(
+      "usage: mpirun -np N zeroc train --model dlrm|dlrm-tiny|dlrm-mlperf [flags]\n"
+      "model:   --tables T --rows N|N1,..,NT --dim D --dense F --bottom W1,..,D --top W1,..,1\n"
+      "         --embedding-sharding auto|table|column|row|data (auto)\n"
+      "batch:   --batch B (samples per dp rank); global batch B x dp\n"
+      "optim:   --steps (100) --lr (3e-4; also the tables' AdaGrad step) --warmup (0)\n"
+      "         --schedule constant|cosine --weight-decay --clip --beta1 --beta2 --eps\n"
+      "layout:  --zero 0|1|2|3 (3) --hsdp R --prefetch K --recompute none|full --device cpu|cuda\n"
+      "         --offload-optimizer none|cpu\n"
+      "data:    --data synthetic|FILE.tsv (Criteo TSV) --seed S\n"
+      "eval:    --val-data synthetic|FILE.tsv --val-every N --val-tokens SAMPLES (4096):\n"
+      "         val_loss, auc and logloss over the held-out samples\n"
+      "output:  --metrics FILE (JSON lines) --quiet\n");
 }
 
 static int parse(int argc, char **argv, dlrm_opts_t *o) {
@@ -99,27 +102,51 @@ static int parse(int argc, char **argv, dlrm_opts_t *o) {
       {"--quiet", ARG_SWITCH, &o->quiet, 0, 0, 0, NULL, NULL},
   };
   /* the GPT's flags: named as such, rather than as unknown */
-  static const char *const GPT_ONLY[] = {"--layers", "--hidden", "--heads", "--vocab", "--seq",
-                                         "--tp", "--pp", "--vpp", "--pp-schedule", "--microbatches",
-                                         "--grad-accum", "--sequence-parallel", "--dropout",
-                                         "--save", "--save-every", "--resume", "--export", "--init",
-                                         "--offload-params", "--nvme-dir", "--shuffle",
-                                         "--sample-every", "--tokenizer", NULL};
+  static const char *const GPT_ONLY[] = {"--layers",
+                                         "--hidden",
+                                         "--heads",
+                                         "--vocab",
+                                         "--seq",
+                                         "--tp",
+                                         "--pp",
+                                         "--vpp",
+                                         "--pp-schedule",
+                                         "--microbatches",
+                                         "--grad-accum",
+                                         "--sequence-parallel",
+                                         "--dropout",
+                                         "--save",
+                                         "--save-every",
+                                         "--resume",
+                                         "--export",
+                                         "--init",
+                                         "--offload-params",
+                                         "--nvme-dir",
+                                         "--shuffle",
+                                         "--sample-every",
+                                         "--tokenizer",
+                                         NULL};
   for (int i = 0; i < argc; i++)
     for (int k = 0; GPT_ONLY[k]; k++) {
       size_t n = strlen(GPT_ONLY[k]);
       if (!strncmp(argv[i], GPT_ONLY[k], n) && (!argv[i][n] || argv[i][n] == '='))
-        return zarg_fail("train", "%s is for the GPT models, not --model %s (zeroc train --model "
-                         "dlrm --help lists the DLRM's flags)", GPT_ONLY[k], "dlrm");
+        return zarg_fail("train",
+                         "%s is for the GPT models, not --model %s (zeroc train --model "
+                         "dlrm --help lists the DLRM's flags)",
+                         GPT_ONLY[k], "dlrm");
     }
   if (zarg_parse("train", argc, argv, args, (int)(sizeof args / sizeof args[0]))) return 2;
-  if (o->off_opt == 2) return zarg_fail("train", "--offload-optimizer nvme: not with --model dlrm; accepted none, cpu");
-  if (o->dtype == 2) return zarg_fail("train", "--dtype bf16: --model dlrm computes in fp32; accepted fp32");
+  if (o->off_opt == 2)
+    return zarg_fail("train",
+                     "--offload-optimizer nvme: not with --model dlrm; accepted none, cpu");
+  if (o->dtype == 2)
+    return zarg_fail("train", "--dtype bf16: --model dlrm computes in fp32; accepted fp32");
   /* a data file that is not there is the user's value, refused before MPI starts */
   const char *files[2][2] = {{"--data", o->data}, {"--val-data", o->val_data}};
   for (int i = 0; i < 2; i++)
     if (files[i][1] && strcmp(files[i][1], "synthetic") && access(files[i][1], R_OK))
-      return zarg_fail("train", "%s '%s': file not readable; accepted synthetic or a Criteo TSV file",
+      return zarg_fail("train",
+                       "%s '%s': file not readable; accepted synthetic or a Criteo TSV file",
                        files[i][0], files[i][1]);
   return 0;
 }
@@ -129,7 +156,9 @@ static void to_config(const dlrm_opts_t *o, zeroc_train_config_t *c) {
   c->tables = o->tables, c->rows = o->rows, c->dim = o->dim, c->dense = o->dense;
   c->bottom = o->bottom, c->top = o->top, c->embedding_sharding = o->sharding;
   c->batch = o->batch, c->steps = o->steps, c->lr = o->lr, c->warmup = o->warmup;
-  c->schedule = !o->set_schedule ? ZEROC_LR_DEFAULT : o->schedule ? ZEROC_LR_COSINE : ZEROC_LR_CONSTANT;
+  c->schedule = !o->set_schedule ? ZEROC_LR_DEFAULT
+                : o->schedule    ? ZEROC_LR_COSINE
+                                 : ZEROC_LR_CONSTANT;
   c->weight_decay = o->weight_decay, c->clip = o->clip;
   c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps, c->seed = o->seed;
   c->max_skipped = o->max_skipped, c->zero = o->zero, c->prefetch = o->prefetch;
@@ -174,9 +203,9 @@ static void write_metrics(FILE *f, const zeroc_train_metrics_t *m) {
           "\"step_ms\": %.3f, \"tokens_per_s\": %.1f, \"comm_bytes\": %llu, "
           "\"exposed_comm_ms\": %.3f, \"peak_bytes\": {\"device\": %llu, \"host\": %llu}, "
           "\"skipped\": %d",
-          m->step, zmetrics_num(m->loss, a, sizeof a), m->lr, zmetrics_num(m->grad_norm, b, sizeof b),
-          m->tokens, m->step_ms, m->tokens_per_s, (unsigned long long)m->comm_bytes,
-          m->exposed_comm_ms, (unsigned long long)m->peak_device,
+          m->step, zmetrics_num(m->loss, a, sizeof a), m->lr,
+          zmetrics_num(m->grad_norm, b, sizeof b), m->tokens, m->step_ms, m->tokens_per_s,
+          (unsigned long long)m->comm_bytes, m->exposed_comm_ms, (unsigned long long)m->peak_device,
           (unsigned long long)m->peak_host, m->skipped);
   if (m->evaluated)
     fprintf(f, ", \"val_loss\": %s, \"auc\": %s, \"logloss\": %s, \"val_ms\": %.3f",

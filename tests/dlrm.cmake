@@ -10,3 +10,4 @@ foreach(t np2 np4 auc criteo bad_flags)
             "${_dlrm_mpirun_flags}" ${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${t})
   set_tests_properties(train_dlrm_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2)
 endforeach()
+

@@ -103,7 +103,8 @@ static void test_bce(void) {
     CU_ASSERT(isfinite(loss[b]) && fabs(loss[b] - want) <= 1e-5 * (1 + want));
     CU_ASSERT(fabs(dl[b] - 0.5 * (p - y[b])) < 1e-6);
     if (fabs(x[b]) < 10) { /* finite differences where the loss is not flat */
-      double h = 1e-3, lp = (x[b] + h > 0 ? x[b] + h : 0) - (x[b] + h) * y[b] + log1p(exp(-fabs(x[b] + h)));
+      double h = 1e-3,
+             lp = (x[b] + h > 0 ? x[b] + h : 0) - (x[b] + h) * y[b] + log1p(exp(-fabs(x[b] + h)));
       double lm = (x[b] - h > 0 ? x[b] - h : 0) - (x[b] - h) * y[b] + log1p(exp(-fabs(x[b] - h)));
       CU_ASSERT(fabs(0.5 * (lp - lm) / (2 * h) - dl[b]) < 1e-4);
     }
@@ -156,7 +157,8 @@ static void test_model_gradients(void) {
   /* the first bottom weight: its gradient crosses the whole model */
   zeroc_unit_info_t ui;
   zeroc_model_unit_info(m, 0, &ui);
-  float *master = malloc(sizeof(float) * ui.shard_numel), *grad = malloc(sizeof(float) * ui.shard_numel);
+  float *master = malloc(sizeof(float) * ui.shard_numel),
+        *grad = malloc(sizeof(float) * ui.shard_numel);
   zeroc_model_get_shard(m, 0, ZEROC_STATE_GRAD, grad);
   zeroc_model_get_shard(m, 0, ZEROC_STATE_MASTER, master);
   worst = 0;
@@ -240,7 +242,8 @@ static void test_synthetic(void) {
   for (int t = 0; t < 3; t++)
     for (int j = 0; j < 4; j++)
       for (int h = 0; h < 2; h++) {
-        int64_t ia = a.ids[((size_t)t * 8 + 4 + j) * 2 + h], ib = b.ids[((size_t)t * 4 + j) * 2 + h];
+        int64_t ia = a.ids[((size_t)t * 8 + 4 + j) * 2 + h],
+                ib = b.ids[((size_t)t * 4 + j) * 2 + h];
         CU_ASSERT(ia == ib && ia >= 0 && ia < rows[t]);
       }
   for (int j = 0; j < 8; j++) CU_ASSERT(a.probs[j] > 0 && a.probs[j] < 1 && a.lengths[j] == 2);
@@ -295,7 +298,8 @@ static void expect_bad(const char *line, const char *what) {
   snprintf(want, sizeof want, "%s:2:", path);
   const char *e = zeroc__tls_error();
   CU_ASSERT(strstr(e, want) != NULL && strstr(e, what) != NULL);
-  if (!strstr(e, want) || !strstr(e, what)) printf("message '%s' lacks '%s' / '%s'\n", e, want, what);
+  if (!strstr(e, want) || !strstr(e, what))
+    printf("message '%s' lacks '%s' / '%s'\n", e, want, what);
   remove(path);
 }
 
@@ -306,13 +310,15 @@ static void test_criteo_malformed(void) {
   expect_bad(line, "label '2': accepted 0 or 1");
   snprintf(line, sizeof line, "1\t1\tx2\t3\t4\t5\t6\t7\t8\t9\t10\t11\t12\t13%s", cats);
   expect_bad(line, "integer feature 2 'x2'");
-  snprintf(line, sizeof line, "1\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t11\t12\t99999999999999999%s", cats);
+  snprintf(line, sizeof line, "1\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t11\t12\t99999999999999999%s",
+           cats);
   expect_bad(line, "integer feature 13");
   snprintf(line, sizeof line, "1\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t11\t12\t13%s\textra", cats);
   expect_bad(line, "more than 40 fields");
   snprintf(line, sizeof line, "1\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t11\t12\t13\tzz%s", cats + 2);
   expect_bad(line, "categorical feature 1 'zz'");
-  snprintf(line, sizeof line, "1\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t11\t12\t13\t123456789%s", cats + 2);
+  snprintf(line, sizeof line, "1\t1\t2\t3\t4\t5\t6\t7\t8\t9\t10\t11\t12\t13\t123456789%s",
+           cats + 2);
   expect_bad(line, "categorical feature 1 '123456789'");
   expect_bad("1\t2\t3", "3 fields; accepted 40");
   expect_bad("", "1 fields; accepted 40");

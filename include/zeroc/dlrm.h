@@ -32,14 +32,14 @@ extern "C" {
 #define ZEROC_DLRM_MAX_LAYERS 8
 
 typedef struct zeroc_dlrm_config {
-  int tables;                           /* T, 1..ZEROC_DLRM_MAX_TABLES */
-  int64_t rows[ZEROC_DLRM_MAX_TABLES];  /* rows of each table, >= 1 */
-  int dim;                              /* D: embedding dim = the bottom MLP's last width */
-  int dense;                            /* dense (continuous) features, >= 1 */
+  int tables;                                 /* T, 1..ZEROC_DLRM_MAX_TABLES */
+  int64_t rows[ZEROC_DLRM_MAX_TABLES];        /* rows of each table, >= 1 */
+  int dim;                                    /* D: embedding dim = the bottom MLP's last width */
+  int dense;                                  /* dense (continuous) features, >= 1 */
   int nbottom, bottom[ZEROC_DLRM_MAX_LAYERS]; /* bottom MLP widths; bottom[nbottom-1] == dim */
   int ntop, top[ZEROC_DLRM_MAX_LAYERS];       /* top MLP widths; top[ntop-1] == 1 */
-  int batch;                            /* default micro-batch per data-parallel rank */
-  int hot;                              /* ids per bag in the synthetic data (sum pooling) */
+  int batch;                                  /* default micro-batch per data-parallel rank */
+  int hot;                                    /* ids per bag in the synthetic data (sum pooling) */
 } zeroc_dlrm_config_t;
 
 /*
@@ -72,13 +72,13 @@ typedef struct zeroc_dlrm zeroc_dlrm_t;
 
 /* One micro-batch, device memory, fp32. */
 typedef struct zeroc_dlrm_batch {
-  int B;                /* samples, <= the model's batch */
-  const float *dense;   /* (B, dense) */
-  const float *labels;  /* (B) in [0, 1]; NULL: logits only (no loss, no backward) */
-  const float *pooled;  /* (B, T, D) the embedding bags' output */
-  float *dpooled;       /* (B, T, D) backward writes d loss / d pooled here (overwrites): the
-                           gradient of this micro-batch's own mean loss, whatever the data-
-                           parallel size (as zeroc_embed_backward takes it) */
+  int B;               /* samples, <= the model's batch */
+  const float *dense;  /* (B, dense) */
+  const float *labels; /* (B) in [0, 1]; NULL: logits only (no loss, no backward) */
+  const float *pooled; /* (B, T, D) the embedding bags' output */
+  float *dpooled;      /* (B, T, D) backward writes d loss / d pooled here (overwrites): the
+                          gradient of this micro-batch's own mean loss, whatever the data-
+                          parallel size (as zeroc_embed_backward takes it) */
 } zeroc_dlrm_batch_t;
 
 /*

@@ -12,10 +12,10 @@
 #include "io/clicks_internal.h"
 #include "io/rng.h"
 
-#define ZIPF_S 1.2
+#define ZIPF_S    1.2
 #define TABLE_STD 0.8 /* std of the tables' summed contribution to the logit */
 #define DENSE_STD 1.0
-#define BIAS (-0.5)
+#define BIAS      (-0.5)
 
 /* counter-based draws: the same (seed, stream, index) gives the same value anywhere */
 static double uni(uint64_t seed, uint64_t stream, uint64_t i) {

@@ -13,7 +13,7 @@
 
 #include "zeroc/result.h"
 
-#define ZEROC__CRITEO_DENSE 13
+#define ZEROC__CRITEO_DENSE  13
 #define ZEROC__CRITEO_TABLES 26
 
 typedef struct zeroc__clicks zeroc__clicks_t;

@@ -12,9 +12,9 @@ struct zeroc__clicks {
   uint64_t seed; /* synthetic */
   /* a file, read whole: n samples */
   uint64_t n;
-  float *labels;  /* (n) */
-  float *dense;   /* (n, 13) after log(1 + x) */
-  int64_t *cats;  /* (n, 26): the hex value, or -1 when missing */
+  float *labels; /* (n) */
+  float *dense;  /* (n, 13) after log(1 + x) */
+  int64_t *cats; /* (n, 26): the hex value, or -1 when missing */
 };
 
 zeroc_result_t zeroc__criteo_read(const zeroc__clicks_t *c, uint64_t first, int B,

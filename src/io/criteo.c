@@ -15,8 +15,8 @@
 #include "io/clicks_internal.h"
 #include "io/rng.h"
 
-#define NF (1 + ZEROC__CRITEO_DENSE + ZEROC__CRITEO_TABLES)
-#define MAX_LINE 65536
+#define NF        (1 + ZEROC__CRITEO_DENSE + ZEROC__CRITEO_TABLES)
+#define MAX_LINE  65536
 #define DENSE_MAX 1e15 /* integer features above this are refused (the data set's are < 1e10) */
 
 /* One field [s, e) of line `ln` of `path` at position f (0 label, 1..13 dense, 14..39 cat). */
@@ -68,10 +68,11 @@ static zeroc_result_t parse_line(zeroc__clicks_t *c, const char *path, uint64_t 
                         "%s:%llu: %d fields; accepted 40 tab-separated fields (label, 13 "
                         "integers, 26 hex categoricals)",
                         path, (unsigned long long)ln, f + 1);
-    ZEROC_CHECK(parse_field(path, ln, f, s, e, &c->labels[i],
-                            &c->dense[i * ZEROC__CRITEO_DENSE + (uint64_t)(f ? f - 1 : 0)],
-                            &c->cats[i * ZEROC__CRITEO_TABLES +
-                                     (uint64_t)(f > ZEROC__CRITEO_DENSE ? f - 1 - ZEROC__CRITEO_DENSE : 0)]));
+    ZEROC_CHECK(parse_field(
+        path, ln, f, s, e, &c->labels[i],
+        &c->dense[i * ZEROC__CRITEO_DENSE + (uint64_t)(f ? f - 1 : 0)],
+        &c->cats[i * ZEROC__CRITEO_TABLES +
+                 (uint64_t)(f > ZEROC__CRITEO_DENSE ? f - 1 - ZEROC__CRITEO_DENSE : 0)]));
     if (f == NF - 1 && *e)
       return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                         "%s:%llu: more than 40 fields; accepted 40 tab-separated fields", path,
@@ -88,7 +89,8 @@ static zeroc_result_t grow(zeroc__clicks_t *c, uint64_t cap) {
   if (d) c->dense = d;
   int64_t *k = realloc(c->cats, sizeof(int64_t) * cap * ZEROC__CRITEO_TABLES);
   if (k) c->cats = k;
-  if (!l || !d || !k) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "Criteo samples (%llu)", (unsigned long long)cap);
+  if (!l || !d || !k)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "Criteo samples (%llu)", (unsigned long long)cap);
   return ZEROC_OK;
 }
 
@@ -100,7 +102,8 @@ static zeroc_result_t read_all(zeroc__clicks_t *c, const char *path, FILE *f) {
   while (!r && fgets(line, MAX_LINE, f)) {
     ln++;
     size_t len = strlen(line);
-    if (len && line[len - 1] == '\n') line[--len] = 0;
+    if (len && line[len - 1] == '\n')
+      line[--len] = 0;
     else if (!feof(f)) {
       r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s:%llu: line longer than %d bytes", path,
                      (unsigned long long)ln, MAX_LINE - 2);

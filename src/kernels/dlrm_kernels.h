@@ -60,9 +60,8 @@ zeroc_result_t zeroc__cuda_interact_forward(zeroc_kernels_t *k, zeroc_stream_t *
 zeroc_result_t zeroc__cuda_interact_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *dz,
                                              float *demb, const float *dout, const float *z,
                                              const float *emb, int B, int T, int D);
-zeroc_result_t zeroc__cuda_bce(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses,
-                               float *dlogits, const float *logits, const float *labels, int B,
-                               float dloss);
+zeroc_result_t zeroc__cuda_bce(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses, float *dlogits,
+                               const float *logits, const float *labels, int B, float dloss);
 #ifdef __cplusplus
 }
 #endif

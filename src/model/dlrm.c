@@ -22,8 +22,8 @@
 typedef struct unit {
   int C, OC, relu, interact, loss;
   zeroc_param_desc_t p[2];
-  float *out;  /* (B, OC) activations: after the ReLU where there is one */
-  float *din;  /* (B, C) gradient of the input, handed down */
+  float *out;            /* (B, OC) activations: after the ReLU where there is one */
+  float *din;            /* (B, C) gradient of the input, handed down */
   float *inter, *dinter; /* first top unit: (B, D + P) interaction and its gradient */
 } unit_t;
 
@@ -34,9 +34,9 @@ struct zeroc_dlrm {
   int Bmax, nu;
   unit_t u[MAXU];
   zeroc_layer_t layers[MAXU];
-  float *dpre;        /* (B, max OC) scratch: gradient before the ReLU */
+  float *dpre;             /* (B, max OC) scratch: gradient before the ReLU */
   float *losses, *dlogits; /* (B) */
-  float *losses_host; /* (B) host */
+  float *losses_host;      /* (B) host */
   void *allocs[4 * MAXU + 8];
   int nallocs;
 };
@@ -113,8 +113,8 @@ static zeroc_result_t unit_backward(zeroc_layer_io_t *io) {
     /* the bottom output's gradient goes down; the tables' goes to the batch */
     CHK(zeroc_memset_async(s, u->din, 0, sizeof(float) * (size_t)B * D));
     CHK(zeroc_memset_async(s, b->dpooled, 0, sizeof(float) * (size_t)B * T * D));
-    CHK(zeroc_k_interact_backward(d->k, s, u->din, b->dpooled, u->dinter, io->in, b->pooled, B,
-                                  T, D));
+    CHK(zeroc_k_interact_backward(d->k, s, u->din, b->dpooled, u->dinter, io->in, b->pooled, B, T,
+                                  D));
     /* the tables take the gradient of this rank's own mean loss (zeroc/dlrm.h), not of
      * its 1 / (micro-steps x dp) share in the global mean */
     CHK(zeroc_k_scale(d->k, s, b->dpooled, (size_t)B * T * D, 1.0f / io->grad_scale));
@@ -144,10 +144,9 @@ static void linear_params(unit_t *u, int index) {
   u->p[0] = w, u->p[1] = bias;
 }
 
-static const char *const UNIT_NAMES[MAXU] = {"bottom.0", "bottom.1", "bottom.2", "bottom.3",
-                                             "bottom.4", "bottom.5", "bottom.6", "bottom.7",
-                                             "top.0",    "top.1",    "top.2",    "top.3",
-                                             "top.4",    "top.5",    "top.6",    "top.7"};
+static const char *const UNIT_NAMES[MAXU] = {
+    "bottom.0", "bottom.1", "bottom.2", "bottom.3", "bottom.4", "bottom.5", "bottom.6", "bottom.7",
+    "top.0",    "top.1",    "top.2",    "top.3",    "top.4",    "top.5",    "top.6",    "top.7"};
 
 static zeroc_result_t wire(zeroc_dlrm_t *d) {
   const zeroc_dlrm_config_t *c = &d->c;
@@ -165,13 +164,14 @@ static zeroc_result_t wire(zeroc_dlrm_t *d) {
     if (u->OC > maxoc) maxoc = u->OC;
     linear_params(u, i);
     CHK(dalloc(d, ZEROC_TAG_ACTIVATIONS, (size_t)B * u->OC, &u->out));
-    if (i > 0) CHK(dalloc(d, ZEROC_TAG_WORKSPACE, (size_t)B * (u->interact ? c->dim : u->C), &u->din));
+    if (i > 0)
+      CHK(dalloc(d, ZEROC_TAG_WORKSPACE, (size_t)B * (u->interact ? c->dim : u->C), &u->din));
     if (u->interact) {
       CHK(dalloc(d, ZEROC_TAG_ACTIVATIONS, (size_t)B * u->C, &u->inter));
       CHK(dalloc(d, ZEROC_TAG_WORKSPACE, (size_t)B * u->C, &u->dinter));
     }
-    d->layers[i] = (zeroc_layer_t){UNIT_NAMES[top ? 8 + j : j], 2, u->p, -1, unit_forward,
-                                   unit_backward, 0, d};
+    d->layers[i] = (zeroc_layer_t){
+        UNIT_NAMES[top ? 8 + j : j], 2, u->p, -1, unit_forward, unit_backward, 0, d};
   }
   CHK(dalloc(d, ZEROC_TAG_WORKSPACE, (size_t)B * maxoc, &d->dpre));
   CHK(dalloc(d, ZEROC_TAG_ACTIVATIONS, (size_t)B, &d->losses));
@@ -183,17 +183,19 @@ static zeroc_result_t wire(zeroc_dlrm_t *d) {
 
 zeroc_result_t zeroc_dlrm_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t *c, int batch,
                                  zeroc_dlrm_t **out) {
-  if (!ctx || !c || !out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_dlrm_create: NULL argument");
+  if (!ctx || !c || !out)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_dlrm_create: NULL argument");
   *out = NULL;
   CHK(zeroc_dlrm_config_check(c));
-  if (batch < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "dlrm micro-batch %d: must be >= 1", batch);
+  if (batch < 1)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "dlrm micro-batch %d: must be >= 1", batch);
   zeroc_dlrm_t *d = calloc(1, sizeof *d);
   if (!d) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "dlrm struct");
   d->ctx = ctx;
   d->c = *c;
   d->Bmax = batch;
-  zeroc_result_t r =
-      zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), ZEROC_FP32, &d->k);
+  zeroc_result_t r = zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx),
+                                          ZEROC_FP32, &d->k);
   if (!r) r = wire(d);
   if (r) {
     zeroc_dlrm_destroy(d);

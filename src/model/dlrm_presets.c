@@ -8,15 +8,15 @@
 
 /* MLPerf DLRM (Criteo Terabyte, max_ind_range 40M): the rows of its 26 tables */
 static const int64_t MLPERF_ROWS[26] = {
-    39884406, 39043, 17289, 7420,   20263, 3,     7120,     1543,     63,       38532951,
-    2953546,  403346, 10,   2208,   11938, 155,   4,        976,      14,       39979771,
-    25641295, 39664984, 585935, 12972, 108, 36};
+    39884406, 39043,    17289,    7420,     20263,  3,     7120, 1543, 63,
+    38532951, 2953546,  403346,   10,       2208,   11938, 155,  4,    976,
+    14,       39979771, 25641295, 39664984, 585935, 12972, 108,  36};
 
 static const char *const NAMES = "dlrm-tiny, dlrm, dlrm-mlperf";
 
 int zeroc_dlrm_is_preset(const char *name) {
-  return name && (!strcmp(name, "dlrm") || !strcmp(name, "dlrm-tiny") ||
-                  !strcmp(name, "dlrm-mlperf"));
+  return name &&
+         (!strcmp(name, "dlrm") || !strcmp(name, "dlrm-tiny") || !strcmp(name, "dlrm-mlperf"));
 }
 
 zeroc_result_t zeroc_dlrm_preset(const char *name, zeroc_dlrm_config_t *out) {
@@ -89,7 +89,8 @@ int zeroc_dlrm_interaction_width(const zeroc_dlrm_config_t *c) {
 
 uint64_t zeroc_dlrm_mlp_params(const zeroc_dlrm_config_t *c) {
   uint64_t n = 0, in = (uint64_t)c->dense;
-  for (int i = 0; i < c->nbottom; i++) n += (in + 1) * (uint64_t)c->bottom[i], in = (uint64_t)c->bottom[i];
+  for (int i = 0; i < c->nbottom; i++)
+    n += (in + 1) * (uint64_t)c->bottom[i], in = (uint64_t)c->bottom[i];
   in = (uint64_t)zeroc_dlrm_interaction_width(c);
   for (int i = 0; i < c->ntop; i++) n += (in + 1) * (uint64_t)c->top[i], in = (uint64_t)c->top[i];
   return n;

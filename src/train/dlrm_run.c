@@ -147,8 +147,8 @@ static zeroc_result_t load(zeroc_trainer_t *tr, const zeroc__clicks_t *src, uint
 
 zeroc_result_t zeroc__dlrm_run_batches(zeroc_trainer_t *tr, int s, float lr) {
   const zeroc_train_info_t *in = &tr->info;
-  uint64_t first = (uint64_t)s * (uint64_t)in->global_batch +
-                   (uint64_t)tr->dp_rank * (uint64_t)in->config.batch;
+  uint64_t first =
+      (uint64_t)s * (uint64_t)in->global_batch + (uint64_t)tr->dp_rank * (uint64_t)in->config.batch;
   zeroc_dlrm_batch_t b;
   ZEROC_CHECK(load(tr, tr->dlrm->data, first, &b));
   ZEROC_CHECK(zeroc_model_forward(tr->model, &b));

@@ -12,10 +12,10 @@ struct zeroc__dlrm_run {
   zeroc_dlrm_t *dlrm;
   zeroc__clicks_t *data, *val;
   zeroc__tables_t *tables;
-  zeroc__click_batch_t hb; /* host batch */
+  zeroc__click_batch_t hb;                  /* host batch */
   float *dense, *labels, *pooled, *dpooled; /* device */
   uint64_t val_first;
-  int nval;                 /* held-out samples: val_batches x global batch */
+  int nval;                                  /* held-out samples: val_batches x global batch */
   float *val_labels, *val_logits, *val_prob; /* (nval) host */
 };
 

@@ -66,8 +66,10 @@ zeroc_result_t zeroc__tables_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t 
   t->ctx = ctx;
   if (!re && use_embed) re = embed_create(t, c, batch, sharding, seed);
   if (re || use_embed) {
-    if (re) zeroc__tables_destroy(t);
-    else *out = t;
+    if (re)
+      zeroc__tables_destroy(t);
+    else
+      *out = t;
     return re;
   }
   /* replicated whatever `sharding` asked: the fallback has one layout */
@@ -77,8 +79,9 @@ zeroc_result_t zeroc__tables_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t 
   t->dpooled = malloc(BTD * sizeof(float));
   t->lengths = malloc((size_t)c->tables * batch * sizeof(int32_t));
   t->ids = malloc((size_t)c->tables * batch * c->hot * sizeof(int64_t));
-  zeroc_result_t r = t->pooled && t->dpooled && t->lengths && t->ids ? ZEROC_OK
-                     : ZEROC_FAIL(ZEROC_ERR_NOMEM, "table staging (%zu floats)", BTD);
+  zeroc_result_t r = t->pooled && t->dpooled && t->lengths && t->ids
+                         ? ZEROC_OK
+                         : ZEROC_FAIL(ZEROC_ERR_NOMEM, "table staging (%zu floats)", BTD);
   for (int k = 0; !r && k < t->T; k++) {
     size_t n = (size_t)c->rows[k] * c->dim;
     t->rows[k] = c->rows[k];
@@ -126,8 +129,8 @@ zeroc_result_t zeroc__tables_forward(zeroc__tables_t *t, int B, const int32_t *l
     for (int b = 0; b < B; b++) {
       int L = lengths[(size_t)k * B + b];
       if (L < 0 || L > t->hot)
-        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "table %d sample %d: bag of %d ids, accepted 0..%d",
-                          k, b, L, t->hot);
+        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                          "table %d sample %d: bag of %d ids, accepted 0..%d", k, b, L, t->hot);
       float *o = t->pooled + ((size_t)b * T + k) * D;
       for (int h = 0; h < L; h++, at++) {
         int64_t id = ids[at];

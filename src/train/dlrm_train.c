@@ -78,8 +78,8 @@ zeroc_result_t zeroc__dlrm_resolve(zeroc_trainer_t *tr, zeroc_train_config_t *c)
     int n;
     ZEROC_CHECK(parse_list("rows", c->rows, ZEROC_DLRM_MAX_TABLES, 1, 1LL << 40, v, &n));
     if (n != 1 && n != m->tables)
-      return BAD("rows '%s': %d counts for %d tables; accepted one count or one per table",
-                 c->rows, n, m->tables);
+      return BAD("rows '%s': %d counts for %d tables; accepted one count or one per table", c->rows,
+                 n, m->tables);
     for (int t = 0; t < m->tables; t++) m->rows[t] = v[n == 1 ? 0 : t];
   }
   if (c->dim < 0 || c->dense < 0) return BAD("dim %d, dense %d: accepted >= 1", c->dim, c->dense);

@@ -37,7 +37,8 @@ void zeroc__cpu_interact_forward(float *out, const float *z, const float *emb, i
     for (int d = 0; d < D; d++) o[d] = z[(size_t)b * D + d];
     int p = D;
     for (int i = 0; i < F; i++)
-      for (int j = i + 1; j < F; j++) o[p++] = dot(vec(z, emb, b, i, T, D), vec(z, emb, b, j, T, D), D);
+      for (int j = i + 1; j < F; j++)
+        o[p++] = dot(vec(z, emb, b, i, T, D), vec(z, emb, b, j, T, D), D);
   }
 }
 

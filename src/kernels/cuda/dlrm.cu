@@ -18,7 +18,7 @@ __global__ void relu_bwd(float *dinp, const float *out, const float *dout, size_
 }
 
 __device__ __forceinline__ const float *ivec(const float *z, const float *emb, int b, int f, int T,
-                                            int D) {
+                                             int D) {
   return f == 0 ? z + (size_t)b * D : emb + ((size_t)b * T + (size_t)(f - 1)) * D;
 }
 
@@ -99,8 +99,8 @@ extern "C" zeroc_result_t zeroc__cuda_relu_backward(zeroc_kernels_t *k, zeroc_st
 }
 
 extern "C" zeroc_result_t zeroc__cuda_interact_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                       float *out, const float *z,
-                                                       const float *emb, int B, int T, int D) {
+                                                       float *out, const float *z, const float *emb,
+                                                       int B, int T, int D) {
   dim3 grid((unsigned)B), block(128);
   interact_fwd<<<grid, block, 0, zc_stream(k, s)>>>(out, z, emb, T, D);
   ZC_LAUNCHED("interact_fwd", grid, block, 0);
