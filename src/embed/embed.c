@@ -143,15 +143,17 @@ static zeroc_result_t create(zeroc_ctx_t *ctx, const zeroc_embed_config_t *cfg, 
   e->seed = cfg->seed;
   e->tab = calloc((size_t)e->T, sizeof(*e->tab));
   size_t n = (size_t)e->N;
-  e->sc = calloc(4 * n, sizeof(size_t));
+  e->lsc = calloc(8 * n, sizeof(size_t));
   e->tstart = calloc((size_t)e->T + 1, sizeof(int64_t));
-  if (!e->tab || !e->sc || !e->tstart) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "embed: %d tables", e->T);
-  e->sd = e->sc + n, e->rc = e->sc + 2 * n, e->rd = e->sc + 3 * n;
+  if (!e->tab || !e->lsc || !e->tstart) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "embed: %d tables", e->T);
+  e->lrc = e->lsc + n, e->isc = e->lsc + 2 * n, e->irc = e->lsc + 3 * n;
+  e->osc = e->lsc + 4 * n, e->orc = e->lsc + 5 * n, e->sd = e->lsc + 6 * n, e->rd = e->lsc + 7 * n;
   ZEROC_CHECK(zeroc__embed_layout(cfg, e->N, e->rank, e->tab, &e->nb, &e->cost));
   ZEROC_CHECK(zeroc_kernels_create(e->dm, e->s, ZEROC_FP32, &e->k));
   for (int t = 0; t < e->T; t++) {
     e->sumD += e->tab[t].dim;
     if (e->tab[t].inv >= 0) e->nheld++;
+    if (e->tab[t].inv >= 0 && e->tab[t].sharding != ZEROC_EMBED_DATA) e->nx++;
     if (e->tab[t].rowi >= 0) e->nrow++;
     ZEROC_CHECK(alloc_table(e, &e->tab[t]));
   }
@@ -199,7 +201,7 @@ void zeroc_embed_destroy(zeroc_embed_t *e) {
   zeroc_kernels_destroy(e->k);
   free(e->held);
   free(e->tab);
-  free(e->sc);
+  free(e->lsc);
   free(e->tstart);
   free(e);
 }

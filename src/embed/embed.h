@@ -117,7 +117,11 @@ struct zeroc_embed {
   int64_t *h_pairs;
   int64_t *tstart; /* (T+1) first id of each table in the caller's ids */
   /* counts of the last forward, for its backward (host, N entries each) */
-  size_t *sc, *sd, *rc, *rd; /* scratch counts and displacements for alltoallv */
+  /* alltoallv counts per rank (elements) of the lengths, ids and pooled rows
+   * of the last forward (backward sends pooled gradients with osc/orc
+   * swapped), and displacement scratch */
+  size_t *lsc, *lrc, *isc, *irc, *osc, *orc, *sd, *rd;
+  int nx;                    /* held tables that receive ids (not data-parallel) */
   int last_B;                /* B of the last forward; 0: none pending */
 };
 
@@ -131,8 +135,20 @@ float zeroc__embed_init_value(uint64_t seed, int t, int64_t rows, int64_t row, i
 zeroc_result_t zeroc__embed_a2av(zeroc_embed_t *e, const void *send, const size_t *sc, void *recv,
                                  const size_t *rc, zeroc_dtype_t dt);
 
-/* ---- forward.c / backward.c ------------------------------------------------------ */
-zeroc_result_t zeroc__embed_update_held(zeroc_embed_t *e, zeroc__eheld_t *h, const float *gbags,
-                                        int64_t blk_stride, int ldg);
+/* ---- forward.c: helpers backward.c shares ------------------------------------------ */
+/* Table- or column-wise (pooled rows travel by all-to-all). */
+int zeroc__embed_is_a2a(const zeroc__etab_t *x);
+/* Columns rank d holds of a2a table x (its first in *c0). */
+int zeroc__embed_dc_of(const zeroc__etab_t *x, int N, int d, int *c0);
+/* A synchronous copy in the compute stream's order (nothing for 0 bytes). */
+zeroc_result_t zeroc__embed_h2d(zeroc_embed_t *e, void *dst, const void *src, size_t bytes);
+/* Host tables: the distinct rows of h (then, with_state, their state) into d_fetch. */
+zeroc_result_t zeroc__embed_fetch(zeroc_embed_t *e, const zeroc__eheld_t *h, int with_state);
+/* Floats per sample of one peer's block of out_send, and of one rank's rs chunk. */
+int64_t zeroc__embed_a2a_width(const zeroc_embed_t *e);
+int64_t zeroc__embed_row_width(const zeroc_embed_t *e);
+/* out_recv <-> pooled, rs_recv <-> pooled (to_pooled: 1 forward, 0 backward). */
+zeroc_result_t zeroc__embed_a2a_unpack(zeroc_embed_t *e, int B, float *pooled, int to_pooled);
+zeroc_result_t zeroc__embed_row_unpack(zeroc_embed_t *e, int B, float *pooled, int to_pooled);
 
 #endif
