@@ -67,8 +67,8 @@ static zeroc_result_t update_held(zeroc_embed_t *e, int B, const zeroc__eheld_t 
     ZEROC_CHECK(zeroc__allreduce(e->g, e->s, e->d_ss, e->d_ss, (size_t)U, ZEROC_FP32, ZEROC_SUM));
   if (!dc || !U) return ZEROC_OK;
   if (!x->host)
-    return zeroc_k_rowwise_adagrad(e->k, e->s, x->w, dc, x->state, h->d_uniq, e->d_grow, e->d_ss,
-                                   U, dc, x->dim, scale, e->lr, e->eps);
+    return zeroc_k_rowwise_adagrad(e->k, e->s, x->w, dc, x->state, h->d_uniq, e->d_grow, e->d_ss, U,
+                                   dc, x->dim, scale, e->lr, e->eps);
   ZEROC_CHECK(zeroc__embed_fetch(e, h, 1));
   ZEROC_CHECK(zeroc_k_rowwise_adagrad(e->k, e->s, e->d_fetch, dc, e->d_fetch + U * dc, NULL,
                                       e->d_grow, e->d_ss, U, dc, x->dim, scale, e->lr, e->eps));
@@ -93,8 +93,8 @@ static zeroc_result_t backward(zeroc_embed_t *e, const float *dpooled) {
   }
   if (RW) {
     ZEROC_CHECK(zeroc__embed_row_unpack(e, B, (float *)(uintptr_t)dpooled, 0));
-    ZEROC_CHECK(zeroc__allgather(e->g, e->s, e->d_rs_recv, e->d_rs_send, (size_t)(B * RW),
-                                 ZEROC_FP32));
+    ZEROC_CHECK(
+        zeroc__allgather(e->g, e->s, e->d_rs_recv, e->d_rs_send, (size_t)(B * RW), ZEROC_FP32));
   }
   int64_t aoff = 0, roff = 0;
   for (int t = 0; t < e->T; t++) {

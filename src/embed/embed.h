@@ -31,9 +31,9 @@
 typedef struct zeroc__etab {
   int64_t rows;
   int dim;
-  int sharding; /* zeroc_embed_sharding_t, resolved (never AUTO) */
-  int owner;    /* table-wise: the rank holding it; -1 otherwise */
-  int host;     /* 1: weights and state in pinned host memory */
+  int sharding;   /* zeroc_embed_sharding_t, resolved (never AUTO) */
+  int owner;      /* table-wise: the rank holding it; -1 otherwise */
+  int host;       /* 1: weights and state in pinned host memory */
   int64_t r0, r1; /* this rank's rows [r0, r1) (empty: r0 == r1) */
   int c0, c1;     /* this rank's columns [c0, c1) */
   int pcol;       /* the table's first column in pooled (sum of the dims before it) */
@@ -52,13 +52,13 @@ typedef struct zeroc__ebufs {
   uint64_t send_ids, recv_ids; /* int64 */
   uint64_t out_send, out_recv; /* fp32 */
   uint64_t rs_send, rs_recv;   /* fp32 */
-  uint64_t idx;     /* int64: per held table 3 x N*B*bag (rows, remap, unique) */
-  uint64_t offs;    /* int32: per held table N*B+1 bag offsets */
-  uint64_t grow;    /* fp32: the largest (unique rows x dc) row gradient */
-  uint64_t ss;      /* fp32: per-row sums of squares (N*B*bag, or a data table's rows) */
-  uint64_t pairs;   /* int64: (row, position) pairs to sort one table's ids (host) */
-  uint64_t fetch;   /* fp32: fetched rows + state of the largest host table */
-  uint64_t dense;   /* fp32: dense gradient of the largest data-parallel table */
+  uint64_t idx;                /* int64: per held table 3 x N*B*bag (rows, remap, unique) */
+  uint64_t offs;               /* int32: per held table N*B+1 bag offsets */
+  uint64_t grow;               /* fp32: the largest (unique rows x dc) row gradient */
+  uint64_t ss;                 /* fp32: per-row sums of squares (N*B*bag, or a data table's rows) */
+  uint64_t pairs;              /* int64: (row, position) pairs to sort one table's ids (host) */
+  uint64_t fetch;              /* fp32: fetched rows + state of the largest host table */
+  uint64_t dense;              /* fp32: dense gradient of the largest data-parallel table */
 } zeroc__ebufs_t;
 
 /* Resolves the sharding, owner, host flag and shard range of every table of
@@ -74,13 +74,13 @@ static inline int64_t zeroc__embed_row(int64_t R, int n, int r) { return R * r /
 
 /* Per-step state a forward leaves for the backward, for one held table. */
 typedef struct zeroc__eheld {
-  int t;           /* table index */
-  int64_t nids;    /* ids received for it (over the N*B bags) */
-  int64_t nuniq;   /* distinct rows among them */
-  int64_t *h_rows; /* (nids) local row of each id (host) */
-  int64_t *h_remap;/* (nids) index of its row among the distinct rows */
-  int64_t *h_uniq; /* (nuniq) the distinct local rows, ascending */
-  int32_t *h_offs; /* (N*B+1) bag offsets */
+  int t;                              /* table index */
+  int64_t nids;                       /* ids received for it (over the N*B bags) */
+  int64_t nuniq;                      /* distinct rows among them */
+  int64_t *h_rows;                    /* (nids) local row of each id (host) */
+  int64_t *h_remap;                   /* (nids) index of its row among the distinct rows */
+  int64_t *h_uniq;                    /* (nuniq) the distinct local rows, ascending */
+  int32_t *h_offs;                    /* (N*B+1) bag offsets */
   int64_t *d_rows, *d_remap, *d_uniq; /* device copies */
   int32_t *d_offs;
 } zeroc__eheld_t;
@@ -95,8 +95,8 @@ struct zeroc_embed {
   int N, rank, T, batch, bag;
   float lr, eps, init_accum;
   uint64_t seed;
-  int64_t sumD;      /* width of pooled */
-  zeroc__etab_t *tab;  /* (T) */
+  int64_t sumD;       /* width of pooled */
+  zeroc__etab_t *tab; /* (T) */
   zeroc__ebufs_t nb;
   zeroc_embed_cost_t cost;
   int nheld, nrow;
@@ -121,8 +121,8 @@ struct zeroc_embed {
    * of the last forward (backward sends pooled gradients with osc/orc
    * swapped), and displacement scratch */
   size_t *lsc, *lrc, *isc, *irc, *osc, *orc, *sd, *rd;
-  int nx;                    /* held tables that receive ids (not data-parallel) */
-  int last_B;                /* B of the last forward; 0: none pending */
+  int nx;     /* held tables that receive ids (not data-parallel) */
+  int last_B; /* B of the last forward; 0: none pending */
 };
 
 /* ---- embed.c ------------------------------------------------------------------ */

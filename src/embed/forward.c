@@ -62,8 +62,8 @@ zeroc_result_t zeroc__embed_fetch(zeroc_embed_t *e, const zeroc__eheld_t *h, int
 
 static zeroc_result_t check_local(zeroc_embed_t *e, int B, const int32_t *len, const int64_t *ids) {
   if (B < 1 || B > e->batch)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "embed forward: B %d; accepted 1..%d (the config's batch)",
-                      B, e->batch);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "embed forward: B %d; accepted 1..%d (the config's batch)", B, e->batch);
   if (!len) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "embed forward: lengths is NULL");
   e->tstart[0] = 0;
   for (int t = 0; t < e->T; t++) {
@@ -73,12 +73,14 @@ static zeroc_result_t check_local(zeroc_embed_t *e, int B, const int32_t *len, c
       if (L < 0 || L > e->bag)
         return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                           "embed forward: table %d, sample %d has %d ids; accepted 0..%d (the "
-                          "config's bag)", t, b, L, e->bag);
+                          "config's bag)",
+                          t, b, L, e->bag);
       n += L;
     }
     e->tstart[t + 1] = e->tstart[t] + n;
   }
-  if (e->tstart[e->T] && !ids) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "embed forward: ids is NULL");
+  if (e->tstart[e->T] && !ids)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "embed forward: ids is NULL");
   for (int t = 0; t < e->T; t++) {
     int64_t i = e->tstart[t];
     for (int b = 0; b < B; b++)
@@ -86,8 +88,8 @@ static zeroc_result_t check_local(zeroc_embed_t *e, int B, const int32_t *len, c
         if (ids[i] < 0 || ids[i] >= e->tab[t].rows)
           return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                             "embed forward: id %lld of table %d, sample %d out of range; accepted "
-                            "0..%lld (the table's rows - 1)", (long long)ids[i], t, b,
-                            (long long)e->tab[t].rows - 1);
+                            "0..%lld (the table's rows - 1)",
+                            (long long)ids[i], t, b, (long long)e->tab[t].rows - 1);
   }
   return ZEROC_OK;
 }
@@ -104,7 +106,8 @@ static zeroc_result_t check_batch(zeroc_embed_t *e, int B, const int32_t *len, c
   if (v[1] != -v[2])
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "embed forward: B differs over the ranks (%d to %d); every rank passes the "
-                      "same B", -v[2], v[1]);
+                      "same B",
+                      -v[2], v[1]);
   return ZEROC_OK;
 }
 
@@ -282,8 +285,10 @@ zeroc_result_t zeroc__embed_a2a_unpack(zeroc_embed_t *e, int B, float *pooled, i
       if (!zeroc__embed_is_a2a(x)) continue;
       int c0, dc = zeroc__embed_dc_of(x, e->N, d, &c0);
       float *p = pooled + x->pcol + c0, *blk = e->d_out_recv + o;
-      if (to_pooled) ZEROC_CHECK(zeroc_k_copy2d(e->k, e->s, p, e->sumD, blk, dc, B, dc));
-      else ZEROC_CHECK(zeroc_k_copy2d(e->k, e->s, blk, dc, p, e->sumD, B, dc));
+      if (to_pooled)
+        ZEROC_CHECK(zeroc_k_copy2d(e->k, e->s, p, e->sumD, blk, dc, B, dc));
+      else
+        ZEROC_CHECK(zeroc_k_copy2d(e->k, e->s, blk, dc, p, e->sumD, B, dc));
       o += (int64_t)B * dc;
     }
   return ZEROC_OK;
@@ -296,8 +301,10 @@ zeroc_result_t zeroc__embed_row_unpack(zeroc_embed_t *e, int B, float *pooled, i
     const zeroc__etab_t *x = &e->tab[t];
     if (x->sharding != ZEROC_EMBED_ROW) continue;
     float *p = pooled + x->pcol, *blk = e->d_rs_recv + o;
-    if (to_pooled) ZEROC_CHECK(zeroc_k_copy2d(e->k, e->s, p, e->sumD, blk, x->dim, B, x->dim));
-    else ZEROC_CHECK(zeroc_k_copy2d(e->k, e->s, blk, x->dim, p, e->sumD, B, x->dim));
+    if (to_pooled)
+      ZEROC_CHECK(zeroc_k_copy2d(e->k, e->s, p, e->sumD, blk, x->dim, B, x->dim));
+    else
+      ZEROC_CHECK(zeroc_k_copy2d(e->k, e->s, blk, x->dim, p, e->sumD, B, x->dim));
     o += (int64_t)B * x->dim;
   }
   return ZEROC_OK;
@@ -340,6 +347,7 @@ static zeroc_result_t forward(zeroc_embed_t *e, int B, const int32_t *len, const
 zeroc_result_t zeroc_embed_forward(zeroc_embed_t *e, int B, const int32_t *lengths,
                                    const int64_t *ids, float *pooled) {
   if (!e || !pooled)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_embed_forward: NULL %s", e ? "pooled" : "handle");
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_embed_forward: NULL %s",
+                      e ? "pooled" : "handle");
   return zeroc__ctx_ret(e->ctx, forward(e, B, lengths, ids, pooled));
 }

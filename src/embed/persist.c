@@ -17,7 +17,7 @@
 #include "embed/embed.h"
 #include "runtime/runtime.h"
 
-#define EMBED_FILE_MAGIC 0x424d455aU /* "ZEMB" */
+#define EMBED_FILE_MAGIC   0x424d455aU /* "ZEMB" */
 #define EMBED_FILE_VERSION 1
 
 typedef struct file_hdr {
@@ -60,8 +60,9 @@ static int speaks(const zeroc_embed_t *e, const zeroc__etab_t *x) {
 static zeroc_result_t table_arg(zeroc_embed_t *e, int t, const void *w, const char *fn) {
   if (!e) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: NULL handle", fn);
   if (t < 0 || t >= e->T || !w)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: table %d (weights %s); accepted 0..%d, weights set",
-                      fn, t, w ? "set" : "NULL", e->T - 1);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: table %d (weights %s); accepted 0..%d, weights set", fn, t,
+                      w ? "set" : "NULL", e->T - 1);
   return ZEROC_OK;
 }
 
@@ -118,9 +119,19 @@ static zeroc_result_t write_shard(const char *dir, int t, const zeroc__etab_t *x
   snprintf(path, sizeof(path), "%s/embed_t%d_r%" PRId64 "-%" PRId64 "_c%d-%d.bin", dir, t, x->r0,
            x->r1, x->c0, x->c1);
   snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-  file_hdr_t h = {EMBED_FILE_MAGIC, EMBED_FILE_VERSION, t, x->dim, x->rows, x->r0, x->r1,
-                  x->c0, x->c1, x->c0 == 0, 0};
-  size_t nw = (size_t)(x->r1 - x->r0) * (size_t)(x->c1 - x->c0), ns = h.has_state ? (size_t)(x->r1 - x->r0) : 0;
+  file_hdr_t h = {EMBED_FILE_MAGIC,
+                  EMBED_FILE_VERSION,
+                  t,
+                  x->dim,
+                  x->rows,
+                  x->r0,
+                  x->r1,
+                  x->c0,
+                  x->c1,
+                  x->c0 == 0,
+                  0};
+  size_t nw = (size_t)(x->r1 - x->r0) * (size_t)(x->c1 - x->c0),
+         ns = h.has_state ? (size_t)(x->r1 - x->r0) : 0;
   FILE *f = fopen(tmp, "wb");
   if (!f) return ZEROC_FAIL(ZEROC_ERR_IO, "embed save: cannot create %s: %s", tmp, strerror(errno));
   int ok = fwrite(&h, sizeof(h), 1, f) == 1 && fwrite(w, 4, nw, f) == nw &&
@@ -155,7 +166,8 @@ static zeroc_result_t agree(zeroc_embed_t *e, zeroc_result_t mine, const char *w
 }
 
 zeroc_result_t zeroc_embed_save(zeroc_embed_t *e, const char *dir) {
-  if (!e || !dir) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_embed_save: NULL %s", e ? "dir" : "handle");
+  if (!e || !dir)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_embed_save: NULL %s", e ? "dir" : "handle");
   return zeroc__ctx_ret(e->ctx, agree(e, save(e, dir), "save"));
 }
 
@@ -168,8 +180,10 @@ static zeroc_result_t read_overlap(const char *path, int t, const zeroc__etab_t 
   if (!f) return ZEROC_FAIL(ZEROC_ERR_IO, "embed load: cannot open %s: %s", path, strerror(errno));
   file_hdr_t h;
   zeroc_result_t r = ZEROC_OK;
-  if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != EMBED_FILE_MAGIC || h.version != EMBED_FILE_VERSION) {
-    r = ZEROC_FAIL(ZEROC_ERR_IO, "embed load: %s is not an embedding shard (short or bad header)", path);
+  if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != EMBED_FILE_MAGIC ||
+      h.version != EMBED_FILE_VERSION) {
+    r = ZEROC_FAIL(ZEROC_ERR_IO, "embed load: %s is not an embedding shard (short or bad header)",
+                   path);
   } else if (h.table != t || h.rows != x->rows || h.dim != x->dim) {
     r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                    "embed load: %s holds table %d of %lld x %d; this table %d is %lld x %d", path,
@@ -202,7 +216,9 @@ static zeroc_result_t load_table(zeroc_embed_t *e, const char *dir, int t) {
   uint64_t need_w = (uint64_t)(x->r1 - x->r0) * (uint64_t)(x->c1 - x->c0);
   if (!need_w) return ZEROC_OK;
   DIR *dp = opendir(dir);
-  if (!dp) return ZEROC_FAIL(ZEROC_ERR_IO, "embed load: cannot open directory %s: %s", dir, strerror(errno));
+  if (!dp)
+    return ZEROC_FAIL(ZEROC_ERR_IO, "embed load: cannot open directory %s: %s", dir,
+                      strerror(errno));
   zeroc__view_t vw, vs;
   float *w, *st;
   zeroc_result_t r = shard_view(e, x, ZEROC_VIEW_IN | ZEROC_VIEW_OUT, &vw, &vs, &w, &st);
@@ -221,14 +237,16 @@ static zeroc_result_t load_table(zeroc_embed_t *e, const char *dir, int t) {
     r = ZEROC_FAIL(ZEROC_ERR_IO,
                    "embed load: the shards of table %d in %s cover %llu of %llu weights and %llu "
                    "of %lld state rows of rows [%lld, %lld) columns [%d, %d); missing or "
-                   "overlapping files", t, dir, (unsigned long long)cw, (unsigned long long)need_w,
+                   "overlapping files",
+                   t, dir, (unsigned long long)cw, (unsigned long long)need_w,
                    (unsigned long long)cs, (long long)(x->r1 - x->r0), (long long)x->r0,
                    (long long)x->r1, x->c0, x->c1);
   return end_views(&vw, &vs, r);
 }
 
 zeroc_result_t zeroc_embed_load(zeroc_embed_t *e, const char *dir) {
-  if (!e || !dir) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_embed_load: NULL %s", e ? "dir" : "handle");
+  if (!e || !dir)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_embed_load: NULL %s", e ? "dir" : "handle");
   zeroc_result_t r = ZEROC_OK;
   for (int t = 0; t < e->T && r == ZEROC_OK; t++) r = load_table(e, dir, t);
   return zeroc__ctx_ret(e->ctx, agree(e, r, "load"));
