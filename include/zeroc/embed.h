@@ -62,35 +62,38 @@ typedef struct zeroc_embed_table {
   int host;                        /* 1: in host memory; 0: device; -1: by host_threshold */
 } zeroc_embed_table_t;
 
-#define ZEROC_EMBED_TABLE_INIT(rows_, dim_) {(rows_), (dim_), ZEROC_EMBED_AUTO, -1}
+#define ZEROC_EMBED_TABLE_INIT(rows_, dim_)                                                        \
+  { (rows_), (dim_), ZEROC_EMBED_AUTO, -1 }
 
 /*
  * The collection's settings. Initialise with ZEROC_EMBED_CONFIG_INIT; then set
  * ntables, tables, batch and bag.
  */
 typedef struct zeroc_embed_config {
-  size_t size;    /* sizeof(zeroc_embed_config_t), set by the initializer */
-  uint32_t magic; /* ZEROC_CONFIG_MAGIC */
-  int ntables;    /* T >= 1 */
+  size_t size;                       /* sizeof(zeroc_embed_config_t), set by the initializer */
+  uint32_t magic;                    /* ZEROC_CONFIG_MAGIC */
+  int ntables;                       /* T >= 1 */
   const zeroc_embed_table_t *tables; /* (T), copied at create */
   /* AUTO: each table's own choice, and the cost model for the tables left
    * AUTO; anything else: forced on every table (--embedding-sharding). */
   zeroc_embed_sharding_t sharding;
-  int batch;                /* B: most samples per rank per call (>= 1); sizes the buffers */
-  int bag;                  /* most ids per sample per table (>= 1); sizes the buffers */
-  float lr;                 /* AdaGrad step; 0 (unset): 0.01. zeroc_embed_set_lr changes it */
-  float eps;                /* AdaGrad epsilon; 0 (unset): 1e-8 */
-  float init_accum;         /* AdaGrad state start value; < 0 (unset): 0 */
-  uint64_t seed;            /* weights: uniform(-1/sqrt(rows), 1/sqrt(rows)) by (seed, table,
-                               row, column), the same for every sharding and world size */
-  uint64_t host_threshold;  /* tables with host == -1 whose bytes on one rank exceed this
-                               live in host memory; 0 (unset): none do */
-  int group;                /* zeroc_group_kind_t to shard over; -1 (unset): ZEROC_GROUP_DP */
+  int batch;               /* B: most samples per rank per call (>= 1); sizes the buffers */
+  int bag;                 /* most ids per sample per table (>= 1); sizes the buffers */
+  float lr;                /* AdaGrad step; 0 (unset): 0.01. zeroc_embed_set_lr changes it */
+  float eps;               /* AdaGrad epsilon; 0 (unset): 1e-8 */
+  float init_accum;        /* AdaGrad state start value; < 0 (unset): 0 */
+  uint64_t seed;           /* weights: uniform(-1/sqrt(rows), 1/sqrt(rows)) by (seed, table,
+                              row, column), the same for every sharding and world size */
+  uint64_t host_threshold; /* tables with host == -1 whose bytes on one rank exceed this
+                              live in host memory; 0 (unset): none do */
+  int group;               /* zeroc_group_kind_t to shard over; -1 (unset): ZEROC_GROUP_DP */
 } zeroc_embed_config_t;
 
-#define ZEROC_EMBED_CONFIG_INIT                                                                   \
-  {sizeof(zeroc_embed_config_t), ZEROC_CONFIG_MAGIC, 0, NULL, ZEROC_EMBED_AUTO, 0, 0, 0.0f, 0.0f, \
-   -1.0f, 0, 0, -1}
+#define ZEROC_EMBED_CONFIG_INIT                                                                    \
+  {                                                                                                \
+    sizeof(zeroc_embed_config_t), ZEROC_CONFIG_MAGIC, 0, NULL, ZEROC_EMBED_AUTO, 0, 0, 0.0f, 0.0f, \
+        -1.0f, 0, 0, -1                                                                            \
+  }
 
 /* What one rank of a plan costs: memory by tag and where, and bytes per step.
  * zeroc_embed_create allocates exactly these (the accountant sees the same). */
@@ -106,11 +109,11 @@ typedef struct zeroc_embed_cost {
                                 backward) when every bag holds `bag` ids */
   uint64_t reduce_scatter_bytes; /* payload (whole send buffer) of the row-wise
                                     reduce-scatter of the forward */
-  uint64_t allgather_bytes;  /* payload (whole receive buffer) of the row-wise all-gather
-                                of the pooled gradient in backward */
-  uint64_t allreduce_bytes;  /* payload of the data-parallel tables' all-reduce, plus at
-                                most that of the column-wise per-row sums of squares (one
-                                fp32 per distinct row of the step: an upper bound) */
+  uint64_t allgather_bytes;      /* payload (whole receive buffer) of the row-wise all-gather
+                                    of the pooled gradient in backward */
+  uint64_t allreduce_bytes;      /* payload of the data-parallel tables' all-reduce, plus at
+                                    most that of the column-wise per-row sums of squares (one
+                                    fp32 per distinct row of the step: an upper bound) */
 } zeroc_embed_cost_t;
 
 /*

@@ -43,7 +43,8 @@ static zeroc_result_t alloc_table(zeroc_embed_t *e, zeroc__etab_t *x) {
   }
   if (!e->pool) ZEROC_CHECK(zeroc__pinned_pool_create(zeroc__ctx_pool_env(e->ctx), &e->pool));
   if (w) ZEROC_CHECK(zeroc__pinned_get(e->pool, (size_t)w, ZEROC_TAG_PARAMS, (void **)&x->w));
-  if (st) ZEROC_CHECK(zeroc__pinned_get(e->pool, (size_t)st, ZEROC_TAG_OPTIMIZER, (void **)&x->state));
+  if (st)
+    ZEROC_CHECK(zeroc__pinned_get(e->pool, (size_t)st, ZEROC_TAG_OPTIMIZER, (void **)&x->state));
   return ZEROC_OK;
 }
 
@@ -110,7 +111,8 @@ static zeroc_result_t init_table(zeroc_embed_t *e, int t) {
   float *w = x->w, *st = x->state;
   if (!x->host) {
     ZEROC_CHECK(zeroc__view_host(e->s, x->w, wb, ZEROC_VIEW_OUT, NULL, &vw));
-    zeroc_result_t r = zeroc__view_host(e->s, x->state, (size_t)rows * 4, ZEROC_VIEW_OUT, NULL, &vs);
+    zeroc_result_t r =
+        zeroc__view_host(e->s, x->state, (size_t)rows * 4, ZEROC_VIEW_OUT, NULL, &vs);
     if (r != ZEROC_OK) {
       zeroc__view_end(&vw);
       return r;
@@ -143,15 +145,18 @@ static zeroc_result_t create(zeroc_ctx_t *ctx, const zeroc_embed_config_t *cfg, 
   e->seed = cfg->seed;
   e->tab = calloc((size_t)e->T, sizeof(*e->tab));
   size_t n = (size_t)e->N;
-  e->sc = calloc(4 * n, sizeof(size_t));
+  e->lsc = calloc(8 * n, sizeof(size_t));
   e->tstart = calloc((size_t)e->T + 1, sizeof(int64_t));
-  if (!e->tab || !e->sc || !e->tstart) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "embed: %d tables", e->T);
-  e->sd = e->sc + n, e->rc = e->sc + 2 * n, e->rd = e->sc + 3 * n;
+  if (!e->tab || !e->lsc || !e->tstart)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "embed: %d tables", e->T);
+  e->lrc = e->lsc + n, e->isc = e->lsc + 2 * n, e->irc = e->lsc + 3 * n;
+  e->osc = e->lsc + 4 * n, e->orc = e->lsc + 5 * n, e->sd = e->lsc + 6 * n, e->rd = e->lsc + 7 * n;
   ZEROC_CHECK(zeroc__embed_layout(cfg, e->N, e->rank, e->tab, &e->nb, &e->cost));
   ZEROC_CHECK(zeroc_kernels_create(e->dm, e->s, ZEROC_FP32, &e->k));
   for (int t = 0; t < e->T; t++) {
     e->sumD += e->tab[t].dim;
     if (e->tab[t].inv >= 0) e->nheld++;
+    if (e->tab[t].inv >= 0 && e->tab[t].sharding != ZEROC_EMBED_DATA) e->nx++;
     if (e->tab[t].rowi >= 0) e->nrow++;
     ZEROC_CHECK(alloc_table(e, &e->tab[t]));
   }
@@ -163,7 +168,8 @@ static zeroc_result_t create(zeroc_ctx_t *ctx, const zeroc_embed_config_t *cfg, 
 
 zeroc_result_t zeroc_embed_create(zeroc_ctx_t *ctx, const zeroc_embed_config_t *cfg,
                                   zeroc_embed_t **out) {
-  if (!out || !ctx) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_embed_create: NULL %s", out ? "ctx" : "out");
+  if (!out || !ctx)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_embed_create: NULL %s", out ? "ctx" : "out");
   *out = NULL;
   zeroc_embed_t *e = calloc(1, sizeof(*e));
   if (!e) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "embed: handle"));
@@ -189,17 +195,17 @@ void zeroc_embed_destroy(zeroc_embed_t *e) {
       dfree(e, x->state);
     }
   }
-  void *bufs[] = {e->d_send_len, e->d_recv_len, e->d_offs,   e->d_send_ids, e->d_recv_ids,
-                  e->d_idx,      e->d_out_send, e->d_out_recv, e->d_rs_send, e->d_rs_recv,
-                  e->d_grow,     e->d_ss,       e->d_fetch,  e->d_dense,    e->h_send_len,
-                  e->h_recv_len, e->h_offs,     e->h_fetch,  e->h_send_ids, e->h_recv_ids,
+  void *bufs[] = {e->d_send_len, e->d_recv_len, e->d_offs,     e->d_send_ids, e->d_recv_ids,
+                  e->d_idx,      e->d_out_send, e->d_out_recv, e->d_rs_send,  e->d_rs_recv,
+                  e->d_grow,     e->d_ss,       e->d_fetch,    e->d_dense,    e->h_send_len,
+                  e->h_recv_len, e->h_offs,     e->h_fetch,    e->h_send_ids, e->h_recv_ids,
                   e->h_idx,      e->h_pairs};
   for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++) dfree(e, bufs[i]);
   zeroc__pinned_pool_destroy(e->pool);
   zeroc_kernels_destroy(e->k);
   free(e->held);
   free(e->tab);
-  free(e->sc);
+  free(e->lsc);
   free(e->tstart);
   free(e);
 }
@@ -219,6 +225,8 @@ zeroc_embed_sharding_t zeroc_embed_table_sharding(const zeroc_embed_t *e, int t)
 
 void zeroc_embed_cost(const zeroc_embed_t *e, zeroc_embed_cost_t *out) {
   if (!out) return;
-  if (e) *out = e->cost;
-  else memset(out, 0, sizeof(*out));
+  if (e)
+    *out = e->cost;
+  else
+    memset(out, 0, sizeof(*out));
 }

@@ -31,9 +31,9 @@
 typedef struct zeroc__etab {
   int64_t rows;
   int dim;
-  int sharding; /* zeroc_embed_sharding_t, resolved (never AUTO) */
-  int owner;    /* table-wise: the rank holding it; -1 otherwise */
-  int host;     /* 1: weights and state in pinned host memory */
+  int sharding;   /* zeroc_embed_sharding_t, resolved (never AUTO) */
+  int owner;      /* table-wise: the rank holding it; -1 otherwise */
+  int host;       /* 1: weights and state in pinned host memory */
   int64_t r0, r1; /* this rank's rows [r0, r1) (empty: r0 == r1) */
   int c0, c1;     /* this rank's columns [c0, c1) */
   int pcol;       /* the table's first column in pooled (sum of the dims before it) */
@@ -52,13 +52,13 @@ typedef struct zeroc__ebufs {
   uint64_t send_ids, recv_ids; /* int64 */
   uint64_t out_send, out_recv; /* fp32 */
   uint64_t rs_send, rs_recv;   /* fp32 */
-  uint64_t idx;     /* int64: per held table 3 x N*B*bag (rows, remap, unique) */
-  uint64_t offs;    /* int32: per held table N*B+1 bag offsets */
-  uint64_t grow;    /* fp32: the largest (unique rows x dc) row gradient */
-  uint64_t ss;      /* fp32: per-row sums of squares (N*B*bag, or a data table's rows) */
-  uint64_t pairs;   /* int64: (row, position) pairs to sort one table's ids (host) */
-  uint64_t fetch;   /* fp32: fetched rows + state of the largest host table */
-  uint64_t dense;   /* fp32: dense gradient of the largest data-parallel table */
+  uint64_t idx;                /* int64: per held table 3 x N*B*bag (rows, remap, unique) */
+  uint64_t offs;               /* int32: per held table N*B+1 bag offsets */
+  uint64_t grow;               /* fp32: the largest (unique rows x dc) row gradient */
+  uint64_t ss;                 /* fp32: per-row sums of squares (N*B*bag, or a data table's rows) */
+  uint64_t pairs;              /* int64: (row, position) pairs to sort one table's ids (host) */
+  uint64_t fetch;              /* fp32: fetched rows + state of the largest host table */
+  uint64_t dense;              /* fp32: dense gradient of the largest data-parallel table */
 } zeroc__ebufs_t;
 
 /* Resolves the sharding, owner, host flag and shard range of every table of
@@ -74,13 +74,13 @@ static inline int64_t zeroc__embed_row(int64_t R, int n, int r) { return R * r /
 
 /* Per-step state a forward leaves for the backward, for one held table. */
 typedef struct zeroc__eheld {
-  int t;           /* table index */
-  int64_t nids;    /* ids received for it (over the N*B bags) */
-  int64_t nuniq;   /* distinct rows among them */
-  int64_t *h_rows; /* (nids) local row of each id (host) */
-  int64_t *h_remap;/* (nids) index of its row among the distinct rows */
-  int64_t *h_uniq; /* (nuniq) the distinct local rows, ascending */
-  int32_t *h_offs; /* (N*B+1) bag offsets */
+  int t;                              /* table index */
+  int64_t nids;                       /* ids received for it (over the N*B bags) */
+  int64_t nuniq;                      /* distinct rows among them */
+  int64_t *h_rows;                    /* (nids) local row of each id (host) */
+  int64_t *h_remap;                   /* (nids) index of its row among the distinct rows */
+  int64_t *h_uniq;                    /* (nuniq) the distinct local rows, ascending */
+  int32_t *h_offs;                    /* (N*B+1) bag offsets */
   int64_t *d_rows, *d_remap, *d_uniq; /* device copies */
   int32_t *d_offs;
 } zeroc__eheld_t;
@@ -95,8 +95,8 @@ struct zeroc_embed {
   int N, rank, T, batch, bag;
   float lr, eps, init_accum;
   uint64_t seed;
-  int64_t sumD;      /* width of pooled */
-  zeroc__etab_t *tab;  /* (T) */
+  int64_t sumD;       /* width of pooled */
+  zeroc__etab_t *tab; /* (T) */
   zeroc__ebufs_t nb;
   zeroc_embed_cost_t cost;
   int nheld, nrow;
@@ -117,8 +117,12 @@ struct zeroc_embed {
   int64_t *h_pairs;
   int64_t *tstart; /* (T+1) first id of each table in the caller's ids */
   /* counts of the last forward, for its backward (host, N entries each) */
-  size_t *sc, *sd, *rc, *rd; /* scratch counts and displacements for alltoallv */
-  int last_B;                /* B of the last forward; 0: none pending */
+  /* alltoallv counts per rank (elements) of the lengths, ids and pooled rows
+   * of the last forward (backward sends pooled gradients with osc/orc
+   * swapped), and displacement scratch */
+  size_t *lsc, *lrc, *isc, *irc, *osc, *orc, *sd, *rd;
+  int nx;     /* held tables that receive ids (not data-parallel) */
+  int last_B; /* B of the last forward; 0: none pending */
 };
 
 /* ---- embed.c ------------------------------------------------------------------ */
@@ -131,8 +135,20 @@ float zeroc__embed_init_value(uint64_t seed, int t, int64_t rows, int64_t row, i
 zeroc_result_t zeroc__embed_a2av(zeroc_embed_t *e, const void *send, const size_t *sc, void *recv,
                                  const size_t *rc, zeroc_dtype_t dt);
 
-/* ---- forward.c / backward.c ------------------------------------------------------ */
-zeroc_result_t zeroc__embed_update_held(zeroc_embed_t *e, zeroc__eheld_t *h, const float *gbags,
-                                        int64_t blk_stride, int ldg);
+/* ---- forward.c: helpers backward.c shares ------------------------------------------ */
+/* Table- or column-wise (pooled rows travel by all-to-all). */
+int zeroc__embed_is_a2a(const zeroc__etab_t *x);
+/* Columns rank d holds of a2a table x (its first in *c0). */
+int zeroc__embed_dc_of(const zeroc__etab_t *x, int N, int d, int *c0);
+/* A synchronous copy in the compute stream's order (nothing for 0 bytes). */
+zeroc_result_t zeroc__embed_h2d(zeroc_embed_t *e, void *dst, const void *src, size_t bytes);
+/* Host tables: the distinct rows of h (then, with_state, their state) into d_fetch. */
+zeroc_result_t zeroc__embed_fetch(zeroc_embed_t *e, const zeroc__eheld_t *h, int with_state);
+/* Floats per sample of one peer's block of out_send, and of one rank's rs chunk. */
+int64_t zeroc__embed_a2a_width(const zeroc_embed_t *e);
+int64_t zeroc__embed_row_width(const zeroc_embed_t *e);
+/* out_recv <-> pooled, rs_recv <-> pooled (to_pooled: 1 forward, 0 backward). */
+zeroc_result_t zeroc__embed_a2a_unpack(zeroc_embed_t *e, int B, float *pooled, int to_pooled);
+zeroc_result_t zeroc__embed_row_unpack(zeroc_embed_t *e, int B, float *pooled, int to_pooled);
 
 #endif

@@ -24,8 +24,9 @@ static zeroc_result_t check_config(const zeroc_embed_config_t *c, int nranks, in
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "embed: rank %d of %d ranks; need 0 <= rank < ranks",
                       rank, nranks);
   if (c->ntables < 1 || !c->tables)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "embed config: ntables %d (tables %s); need >= 1 table",
-                      c->ntables, c->tables ? "set" : "NULL");
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "embed config: ntables %d (tables %s); need >= 1 table", c->ntables,
+                      c->tables ? "set" : "NULL");
   if ((int)c->sharding < 0 || c->sharding >= ZEROC_EMBED_SHARDING_COUNT)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "embed config: sharding %d; accepted: auto, table, column, row, data",
@@ -37,8 +38,8 @@ static zeroc_result_t check_config(const zeroc_embed_config_t *c, int nranks, in
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "embed config: lr %g, eps %g; need finite values >= 0",
                       (double)c->lr, (double)c->eps);
   if (c->group != -1 && (c->group < 0 || c->group >= ZEROC_GROUP_COUNT))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "embed config: group %d; need -1 or a zeroc_group_kind_t",
-                      c->group);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "embed config: group %d; need -1 or a zeroc_group_kind_t", c->group);
   for (int t = 0; t < c->ntables; t++) {
     const zeroc_embed_table_t *x = &c->tables[t];
     if (x->rows < 1 || x->dim < 1 || x->dim > (1 << 20))
@@ -62,9 +63,12 @@ static zeroc_result_t check_config(const zeroc_embed_config_t *c, int nranks, in
  * under scheme s, the largest share over the ranks. */
 static double table_mem(int s, double R, double D, int N) {
   switch (s) {
-  case ZEROC_EMBED_COLUMN: return R * ceil(D / N) * 4 + R * 4;
-  case ZEROC_EMBED_ROW: return ceil(R / N) * (D * 4 + 4);
-  default: return R * D * 4 + R * 4; /* table (on its owner), data (everywhere) */
+  case ZEROC_EMBED_COLUMN:
+    return R * ceil(D / N) * 4 + R * 4;
+  case ZEROC_EMBED_ROW:
+    return ceil(R / N) * (D * 4 + 4);
+  default:
+    return R * D * 4 + R * 4; /* table (on its owner), data (everywhere) */
   }
 }
 
@@ -73,10 +77,14 @@ static double table_mem(int s, double R, double D, int N) {
 static double table_comm(int s, double R, double D, int N, double B, double L) {
   double ids = B * (4 + 8 * L), pooled = B * D * 4;
   switch (s) {
-  case ZEROC_EMBED_TABLE: return ids + 2 * pooled;
-  case ZEROC_EMBED_COLUMN: return N * ids + 2 * pooled + (N > 1 ? N * B * L * 4 : 0);
-  case ZEROC_EMBED_ROW: return N * B * 4 + B * L * 8 + 2 * N * pooled;
-  default: return N > 1 ? R * D * 4 : 0; /* data: the dense all-reduce */
+  case ZEROC_EMBED_TABLE:
+    return ids + 2 * pooled;
+  case ZEROC_EMBED_COLUMN:
+    return N * ids + 2 * pooled + (N > 1 ? N * B * L * 4 : 0);
+  case ZEROC_EMBED_ROW:
+    return N * B * 4 + B * L * 8 + 2 * N * pooled;
+  default:
+    return N > 1 ? R * D * 4 : 0; /* data: the dense all-reduce */
   }
 }
 
@@ -97,7 +105,8 @@ static int auto_first(double R, double D, int N, double B, double L) {
 static int auto_split(double R, double D, int N, double B, double L) {
   int col_ok = D >= N, row_ok = R >= N;
   if (col_ok && row_ok)
-    return table_comm(ZEROC_EMBED_COLUMN, R, D, N, B, L) <= table_comm(ZEROC_EMBED_ROW, R, D, N, B, L)
+    return table_comm(ZEROC_EMBED_COLUMN, R, D, N, B, L) <=
+                   table_comm(ZEROC_EMBED_ROW, R, D, N, B, L)
                ? ZEROC_EMBED_COLUMN
                : ZEROC_EMBED_ROW;
   return col_ok ? ZEROC_EMBED_COLUMN : row_ok ? ZEROC_EMBED_ROW : ZEROC_EMBED_TABLE;
@@ -111,7 +120,8 @@ static zeroc_result_t resolve(const zeroc_embed_config_t *c, int N, int *sh, int
     const zeroc_embed_table_t *x = &c->tables[t];
     sh[t] = c->sharding != ZEROC_EMBED_AUTO ? (int)c->sharding : (int)x->sharding;
     if (sh[t] == ZEROC_EMBED_AUTO) sh[t] = auto_first((double)x->rows, x->dim, N, B, L);
-    if (sh[t] != ZEROC_EMBED_DATA) total += table_mem(ZEROC_EMBED_TABLE, (double)x->rows, x->dim, 1);
+    if (sh[t] != ZEROC_EMBED_DATA)
+      total += table_mem(ZEROC_EMBED_TABLE, (double)x->rows, x->dim, 1);
   }
   double share = total / N;
   for (int t = 0; t < T; t++) {
@@ -134,7 +144,8 @@ static zeroc_result_t resolve(const zeroc_embed_config_t *c, int N, int *sh, int
   for (int t = 0; t < T; t++) {
     owner[t] = -1;
     double R = (double)c->tables[t].rows, D = c->tables[t].dim;
-    if (sh[t] == ZEROC_EMBED_TABLE) order[n++] = t;
+    if (sh[t] == ZEROC_EMBED_TABLE)
+      order[n++] = t;
     else if (sh[t] == ZEROC_EMBED_COLUMN || sh[t] == ZEROC_EMBED_ROW)
       for (int r = 0; r < N; r++) load[r] += table_mem(sh[t], R, D, N);
   }
@@ -146,7 +157,8 @@ static zeroc_result_t resolve(const zeroc_embed_config_t *c, int N, int *sh, int
       if (mb > ma) {
         order[j - 1] = b;
         order[j] = a;
-      } else break;
+      } else
+        break;
     }
   for (int i = 0; i < n; i++) {
     int t = order[i], best = 0;
@@ -283,8 +295,9 @@ zeroc_result_t zeroc__embed_layout(const zeroc_embed_config_t *cfg, int nranks, 
      * pooled bytes again in backward */
     c.alltoall_bytes = b.send_len * 4 + b.send_ids * 8 + b.out_send * 4 + b.out_recv * 4;
     c.grads_device = b.dense * 4;
-    c.buffers_device = (b.send_len + b.recv_len + b.offs) * 4 + (b.send_ids + b.recv_ids + b.idx) * 8 +
-                       (b.out_send + b.out_recv + b.rs_send + b.rs_recv + b.grow + b.ss + b.fetch) * 4;
+    c.buffers_device =
+        (b.send_len + b.recv_len + b.offs) * 4 + (b.send_ids + b.recv_ids + b.idx) * 8 +
+        (b.out_send + b.out_recv + b.rs_send + b.rs_recv + b.grow + b.ss + b.fetch) * 4;
     c.buffers_pinned = (b.send_len + b.recv_len + b.offs + b.fetch) * 4 +
                        (b.send_ids + b.recv_ids + b.idx + b.pairs) * 8;
     if (bufs) *bufs = b;

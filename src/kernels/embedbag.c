@@ -18,8 +18,10 @@
 
 static zeroc_result_t bags_ok(const char *fn, int64_t blk, int64_t nbags, int dc) {
   if (nbags < 0 || dc < 0 || (nbags > 0 && blk < 1))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: nbags %lld, blk %lld, dc %d; need nbags >= 0, "
-                      "dc >= 0 and blk >= 1", fn, (long long)nbags, (long long)blk, dc);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: nbags %lld, blk %lld, dc %d; need nbags >= 0, "
+                      "dc >= 0 and blk >= 1",
+                      fn, (long long)nbags, (long long)blk, dc);
   return ZEROC_OK;
 }
 
@@ -53,10 +55,10 @@ zeroc_result_t zeroc_k_rowwise_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, floa
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc_k_rowwise_adagrad(zeroc_kernels_t *k, zeroc_stream_t *s, float *w,
-                                       int64_t ldw, float *state, const int64_t *rows,
-                                       const float *g, const float *ss, int64_t U, int dc, int D,
-                                       float scale, float lr, float eps) {
+zeroc_result_t zeroc_k_rowwise_adagrad(zeroc_kernels_t *k, zeroc_stream_t *s, float *w, int64_t ldw,
+                                       float *state, const int64_t *rows, const float *g,
+                                       const float *ss, int64_t U, int dc, int D, float scale,
+                                       float lr, float eps) {
   if (U <= 0) return ZEROC_OK;
   if (D < 1 || dc < 0 || dc > D)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: dc %d of D %d; need 0 <= dc <= D, D >= 1",

@@ -669,6 +669,58 @@ static void t_engine(size_t n, size_t off) {
   CHECK(bad == 0, "adamw n %zu: %zu differ", n, bad);
 }
 
+// embed/'s bags: w (R,dc), nb bags in blocks of 3 (out rows blk_stride apart), then
+// the compact gradient, row sums of squares and row-wise AdaGrad on rows 1, 4, 6
+static void t_embedbag(int dc) {
+  Kernels K(ZEROC_FP32);
+  Dev d;
+  const int R = 7, nb = 8, blk = 3, ldo = dc + 2, stride = blk * ldo + 5;
+  vec w = randv(ZEROC_FP32, (size_t)R * dc), dout = randv(ZEROC_FP32, (size_t)3 * stride);
+  int32_t *offs = d.raw<int32_t>(nb + 1, 0);
+  int64_t *idx = d.raw<int64_t>(3 * nb, 0);
+  for (int b = 0; b < nb; b++) { /* bags of 0..3 ids with repeats */
+    offs[b + 1] = offs[b] + b % 4;
+    for (int i = offs[b]; i < offs[b + 1]; i++) idx[i] = (int64_t)(urand() * R);
+  }
+  float *out = (float *)d.put(ZEROC_FP32, vec((size_t)3 * stride, 0.0f)), *pw = (float *)d.put(ZEROC_FP32, w);
+  OK(zeroc__cuda_embedbag_forward(&K.k, NULL, out, blk, stride, ldo, pw, dc, idx, offs, nb, dc));
+  vec got, gg;
+  dvec want, wg((size_t)R * dc, 0.0);
+  for (int b = 0; b < nb; b++) {
+    size_t o = (size_t)(b / blk) * stride + (size_t)(b % blk) * ldo;
+    for (int j = 0; j < dc; j++) {
+      double a = 0;
+      for (int i = offs[b]; i < offs[b + 1]; i++) {
+        a += w[(size_t)idx[i] * dc + j];
+        wg[(size_t)idx[i] * dc + j] += dout[o + j];
+      }
+      got.push_back(out[o + j]);
+      want.push_back(a);
+    }
+  }
+  CHECK(relerr(got, want) <= tol(ZEROC_FP32), "embedbag_forward dc %d: rel %.3g", dc, relerr(got, want));
+  float *g = (float *)d.put(ZEROC_FP32, vec((size_t)R * dc, 0.0f));
+  OK(zeroc__cuda_embedbag_backward(&K.k, NULL, g, dc, idx, offs, nb, (float *)d.put(ZEROC_FP32, dout), blk, stride, ldo, dc));
+  gg = get(ZEROC_FP32, g, (size_t)R * dc);
+  CHECK(relerr(gg, wg) <= tol(ZEROC_FP32), "embedbag_backward dc %d: rel %.3g", dc, relerr(gg, wg));
+  vec st = randv(ZEROC_FP32, R, 0.1f, 1.0f), gr = randv(ZEROC_FP32, (size_t)3 * dc);
+  float *ss = d.raw<float>(3, NAN), *pg = (float *)d.put(ZEROC_FP32, gr), *pst = (float *)d.put(ZEROC_FP32, st);
+  int64_t *rows = d.raw<int64_t>(3, 0);
+  rows[0] = 1, rows[1] = 4, rows[2] = 6;
+  OK(zeroc__cuda_rowwise_sumsq(&K.k, NULL, ss, pg, 3, dc, 0.5f));
+  OK(zeroc__cuda_rowwise_adagrad(&K.k, NULL, pw, dc, pst, rows, pg, ss, 3, dc, dc + 1, 0.5f, 0.1f, 1e-8f));
+  dvec ws = tod(w), wst = tod(st);
+  for (int u = 0; u < 3; u++) {
+    double q = 0;
+    for (int j = 0; j < dc; j++) q += 0.25 * gr[(size_t)u * dc + j] * gr[(size_t)u * dc + j];
+    wst[rows[u]] += q / (dc + 1);
+    for (int j = 0; j < dc; j++)
+      ws[(size_t)rows[u] * dc + j] -= 0.1 * 0.5 * gr[(size_t)u * dc + j] / (std::sqrt(wst[rows[u]]) + 1e-8);
+  }
+  CHECK(relerr(get(ZEROC_FP32, pw, (size_t)R * dc), ws) <= tol(ZEROC_FP32), "rowwise_adagrad dc %d", dc);
+  CHECK(relerr(get(ZEROC_FP32, pst, R), wst) <= tol(ZEROC_FP32), "rowwise_adagrad state dc %d", dc);
+}
+
 int main(int argc, char **argv) {
   const std::string only = argc > 1 ? argv[1] : "";
   auto want = [&](const char *s) { return only.empty() || only == s; };
@@ -718,6 +770,10 @@ int main(int argc, char **argv) {
       t_dropout(dt, 7, 24, 0); /* vector path, rows not a multiple of the pack */
       t_dropout(dt, 9, 13, 1); /* element path */
     }
+  }
+  if (want("embedbag")) {
+    t_embedbag(13);
+    t_embedbag(200); /* more columns than threads */
   }
   if (want("engine")) {
     t_engine(5000, 0);

@@ -30,9 +30,9 @@ void zeroc__cpu_embedbag_forward(float *out, int64_t blk, int64_t blk_stride, in
   }
 }
 
-void zeroc__cpu_embedbag_backward(float *grad, int64_t ldg, const int64_t *idx,
-                                  const int32_t *offs, int64_t nbags, const float *dout,
-                                  int64_t blk, int64_t blk_stride, int64_t ldo, int dc) {
+void zeroc__cpu_embedbag_backward(float *grad, int64_t ldg, const int64_t *idx, const int32_t *offs,
+                                  int64_t nbags, const float *dout, int64_t blk, int64_t blk_stride,
+                                  int64_t ldo, int dc) {
   /* serial over bags: ids of different bags may share a row, and a fixed
    * order keeps the sums the same run to run */
   for (int64_t b = 0; b < nbags; b++) {
@@ -71,5 +71,6 @@ void zeroc__cpu_rowwise_adagrad(float *w, int64_t ldw, float *state, const int64
 
 void zeroc__cpu_copy2d(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
                        int64_t cols) {
-  for (int64_t i = 0; i < rows; i++) memcpy(dst + i * ldd, src + i * lds, (size_t)cols * sizeof(float));
+  for (int64_t i = 0; i < rows; i++)
+    memcpy(dst + i * ldd, src + i * lds, (size_t)cols * sizeof(float));
 }

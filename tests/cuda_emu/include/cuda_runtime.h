@@ -237,6 +237,12 @@ template <typename... P> Launch<P...> launch(dim3 g, dim3 b, void (*fn)(P...)) {
 }
 } // namespace emu
 
+/* One OS thread runs the fibers and switches only at barriers: a plain read-modify-write. */
+inline float atomicAdd(float *p, float v) {
+  float old = *p;
+  *p = old + v;
+  return old;
+}
 inline void __syncthreads() {
   emu::wait(emu::cur->block);
   emu::set_indices(emu::cur, emu::cur->current);

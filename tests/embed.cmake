@@ -1,0 +1,2 @@
+# Model-parallel embedding bags: every sharding against the single-rank run.
+zeroc_test(NAME test_embed SOURCES test_embed.c NP 1 2 4 LABELS mpi)
