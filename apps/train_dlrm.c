@@ -181,11 +181,19 @@ static void print_header(const zeroc_train_info_t *in, const zeroc_mesh_info_t *
          "(%.2fM in the MLPs)\n",
          c->model, m->tables, m->dim, m->dense, bot, top, in->params / 1e6,
          zeroc_dlrm_mlp_params(m) / 1e6);
-  printf("  %d ranks on %s: ZeRO-%d on the MLPs, dp %d (%d x %d), tables %s, batch %d x dp %d = "
-         "%d samples per step\n",
+  /* how many tables each sharding got (auto resolves per table) */
+  char tabs[128] = "";
+  int count[6] = {0};
+  for (int t = 0; t < m->tables; t++) count[in->dlrm_sharding[t] + 1]++;
+  for (int k = 0; k < 6; k++)
+    if (count[k])
+      snprintf(tabs + strlen(tabs), sizeof tabs - strlen(tabs), "%s%d %s", tabs[0] ? ", " : "",
+               count[k], k ? SHARDINGS[k - 1] : "replicated");
+  printf("  %d ranks on %s: ZeRO-%d on the MLPs, dp %d (%d x %d), tables %s (%s), batch %d x dp "
+         "%d = %d samples per step\n",
          mesh->world, in->device == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", c->zero, mesh->dp,
-         mesh->dp_replicate, mesh->dp_shard, SHARDINGS[c->embedding_sharding], c->batch, mesh->dp,
-         in->global_batch);
+         mesh->dp_replicate, mesh->dp_shard, tabs, SHARDINGS[c->embedding_sharding], c->batch,
+         mesh->dp, in->global_batch);
   if (isfinite(in->auc_ceiling))
     printf("  data: synthetic clicks from a hidden model; on the %d held-out samples the best "
            "achievable log-loss is %.4f and AUC %.4f\n",

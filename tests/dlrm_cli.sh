@@ -38,10 +38,16 @@ case $NAME in
 np2)
   for s in table column row data auto; do compare 2 --embedding-sharding $s --zero 3; done
   compare 2 --zero 0
-  compare 2 --zero 1 --embedding-sharding row ;;
+  compare 2 --zero 1 --embedding-sharding row
+  # the replicated host tables (the reference the embedding layer matches) as well
+  ZEROC_DLRM_EMBED=0 compare 2 --embedding-sharding table ;;
 np4)
   for s in table column row data auto; do compare 4 --embedding-sharding $s --zero 3; done
-  compare 4 --hsdp 2 --embedding-sharding column ;;
+  compare 4 --hsdp 2 --embedding-sharding column
+  # a mix: auto keeps the small tables data-parallel and shards the large one
+  COMMON+=(--rows 50,100,200,100000)
+  rm -f "$WORK/one.jsonl"
+  compare 4 --embedding-sharding auto ;;
 auc)
   # the known ceiling (the hidden model's own probabilities on the held-out samples)
   run 1 --model dlrm-tiny --batch 128 --lr 0.03 --schedule constant --steps 800 --val-every 800 \

@@ -200,6 +200,8 @@ typedef struct zeroc_train_info {
   int dlrm;
   zeroc_dlrm_config_t dlrm_model;
   double auc_ceiling, logloss_floor;
+  int dlrm_sharding[ZEROC_DLRM_MAX_TABLES]; /* each table's (zeroc_embed_sharding_t, never
+                                               auto), or -1: replicated (ZEROC_DLRM_EMBED=0) */
 } zeroc_train_info_t;
 
 /*

@@ -36,7 +36,7 @@ static const knob_t KNOBS[] = {
     {"ZEROC_CUDA_TF32", 1, 0, 1, "1 allows TF32 matmuls"},
     {"ZEROC_NCCL_SELF", 1, 0, 1, "1 runs NCCL on one-rank groups"},
     {"ZEROC_PEAK_TFLOPS", 0, 0.001, 1e7, "peak TFLOP/s per GPU for the MFU figure"},
-    {"ZEROC_DLRM_EMBED", 1, 0, 1, "1: the DLRM trainer's tables in src/embed, 0: replicated host tables"},
+    {"ZEROC_DLRM_EMBED", 1, 0, 1, "1 (default): the DLRM trainer's tables model-parallel (src/embed), 0: replicated host tables (the reference)"},
 };
 
 static const knob_t *knob_of(const char *name) {

@@ -1,6 +1,6 @@
 /*
  * train/dlrm_tables.c - the DLRM trainer's tables: the model-parallel
- * embedding layer (zeroc/embed.h) with ZEROC_DLRM_EMBED=1, else replicated host
+ * embedding layer (zeroc/embed.h), or with ZEROC_DLRM_EMBED=0 replicated host
  * tables: every rank holds every table, pools its own samples, and the dense
  * table gradients are averaged over the data-parallel group before the AdaGrad
  * update. An AdaGrad update on a row whose gradient is zero changes nothing, so
@@ -61,8 +61,8 @@ zeroc_result_t zeroc__tables_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t 
                                     int sharding, uint64_t seed, zeroc__tables_t **out) {
   zeroc__tables_t *t = calloc(1, sizeof *t);
   if (!t) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tables");
-  int64_t use_embed = 0;
-  zeroc_result_t re = zeroc__env_i64("ZEROC_DLRM_EMBED", 0, &use_embed);
+  int64_t use_embed = 1;
+  zeroc_result_t re = zeroc__env_i64("ZEROC_DLRM_EMBED", 1, &use_embed);
   t->ctx = ctx;
   if (!re && use_embed) re = embed_create(t, c, batch, sharding, seed);
   if (re || use_embed) {
@@ -113,9 +113,8 @@ void zeroc__tables_destroy(zeroc__tables_t *t) {
   free(t);
 }
 
-const char *zeroc__tables_kind(const zeroc__tables_t *t) {
-  return t->embed ? zeroc_embed_sharding_name(zeroc_embed_table_sharding(t->embed, 0))
-                  : "replicated";
+int zeroc__tables_sharding(const zeroc__tables_t *t, int table) {
+  return t->embed ? (int)zeroc_embed_table_sharding(t->embed, table) : -1;
 }
 
 zeroc_result_t zeroc__tables_forward(zeroc__tables_t *t, int B, const int32_t *lengths,

@@ -1,7 +1,7 @@
 /*
  * train/dlrm_tables.h - the DLRM trainer's embedding bags behind one small
- * interface: the model-parallel layer of src/embed (zeroc/embed.h) when it is
- * built in, else replicated host tables (dlrm_tables.c) with the same
+ * interface: the model-parallel layer of src/embed (zeroc/embed.h), or with
+ * ZEROC_DLRM_EMBED=0 replicated host tables (dlrm_tables.c) with the same
  * arithmetic: sum pooling, gradients summed over the data-parallel ranks,
  * row-wise AdaGrad (s_row += mean of g^2 over the row; w -= lr g / (sqrt(s) + eps)).
  */
@@ -27,7 +27,7 @@ zeroc_result_t zeroc__tables_forward(zeroc__tables_t *t, int B, const int32_t *l
 /* dpooled (B,T,D) device: d(the global batch's mean loss)/d(this rank's pooled);
  * applies AdaGrad with `lr` to the rows the step used. Collective. */
 zeroc_result_t zeroc__tables_backward(zeroc__tables_t *t, const float *dpooled, float lr);
-/* "replicated" (the fallback) or the sharding of table 0. */
-const char *zeroc__tables_kind(const zeroc__tables_t *t);
+/* Table t's sharding (zeroc_embed_sharding_t), or -1 for the replicated tables. */
+int zeroc__tables_sharding(const zeroc__tables_t *t, int table);
 
 #endif
