@@ -5,6 +5,7 @@
  * prints. A flag of the GPT only (--layers, --tp, --save, ...) is refused here
  * with one line, as any unknown flag.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +55,8 @@ void ztrain_dlrm_usage(void) {
       "layout:  --zero 0|1|2|3 (3) --hsdp R --prefetch K --recompute none|full --device cpu|cuda\n"
       "         --offload-optimizer none|cpu\n"
       "data:    --data synthetic|FILE.tsv (Criteo TSV) --seed S\n"
-      "eval:    --val-data synthetic|FILE.tsv --val-every N --val-tokens SAMPLES (4096):\n"
-      "         val_loss, auc and logloss over the held-out samples\n"
+      "eval:    --val-data synthetic|FILE.tsv --val-every N (not given: after the last step)\n"
+      "         --val-tokens SAMPLES (4096): val_loss, auc and logloss on held-out samples\n"
       "output:  --metrics FILE (JSON lines) --quiet\n");
 }
 
@@ -165,7 +166,9 @@ static void to_config(const dlrm_opts_t *o, zeroc_train_config_t *c) {
   c->recompute = o->recompute;
   c->param_dtype = ZEROC_FP32;
   c->offload_optimizer = (zeroc_offload_t)o->off_opt;
-  c->data = o->data, c->val_data = o->val_data, c->val_every = o->val_every;
+  c->data = o->data, c->val_data = o->val_data;
+  /* without --val-every: one evaluation, after the last step (a cadence no run reaches) */
+  c->val_every = o->val_every ? o->val_every : INT_MAX;
   c->val_tokens = o->val_samples;
 }
 

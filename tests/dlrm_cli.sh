@@ -39,6 +39,7 @@ np2)
   for s in table column row data auto; do compare 2 --embedding-sharding $s --zero 3; done
   compare 2 --zero 0
   compare 2 --zero 1 --embedding-sharding row
+  compare 2 --recompute full --offload-optimizer cpu
   # the replicated host tables (the reference the embedding layer matches) as well
   ZEROC_DLRM_EMBED=0 compare 2 --embedding-sharding table ;;
 np4)
