@@ -105,8 +105,8 @@ zeroc_result_t zeroc__dlrm_check(const zeroc_trainer_t *tr, const zeroc_train_co
   if (c->grad_accum != 1)
     return BAD("grad_accum %d with model %s: accepted 1 (the tables update in every backward)",
                c->grad_accum, c->model);
-  if (c->save || c->resume || c->init || c->export_path)
-    return BAD("model %s: checkpoints, --init and --export are not supported for DLRM yet",
+  if (c->init || c->export_path)
+    return BAD("model %s: --init and --export are for the GPT (DLRM checkpoints: save, resume)",
                c->model);
   if (c->param_dtype != ZEROC_FP32)
     return BAD("model %s computes in fp32: param_dtype must be fp32 (--dtype fp32)", c->model);
