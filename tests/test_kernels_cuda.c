@@ -564,6 +564,53 @@ static void test_engine(void) {
 
 /* ---- bad input ---------------------------------------------------------------------- */
 
+/* The embedding-bag kernels of embed/ (fp32 only): bags with repeats in blocked rows,
+ * the atomic backward, row sums of squares and row-wise AdaGrad, against the cpu. */
+static void test_embedbag(void) {
+  enum { R = 50, NB = 40, BLK = 16, DC = 33, LDO = 40, STRIDE = BLK * LDO + 8, U = 20 };
+  int32_t offs[NB + 1] = {0};
+  int64_t idx[4 * NB], rows[U];
+  uint64_t s = 9;
+  for (int b = 0; b < NB; b++) {
+    offs[b + 1] = offs[b] + b % 5;
+    for (int i = offs[b]; i < offs[b + 1]; i++) idx[i] = (int64_t)(zt_rand_u64(&s) % R);
+  }
+  for (int u = 0; u < U; u++) rows[u] = 2 * u + 1;
+  float *w = malloc(R * DC * 4), *dout = malloc(3 * STRIDE * 4), *ref = malloc(3 * STRIDE * 4);
+  float *got = malloc(3 * STRIDE * 4), *g = calloc(R * DC, 4), *sv = malloc(R * 4),
+        *ss = malloc(U * 4);
+  zt_fill_uniform(w, R * DC, 1, -1, 1);
+  zt_fill_uniform(dout, 3 * STRIDE, 2, -1, 1);
+  zt_fill_uniform(sv, R, 3, 0, 1);
+  memcpy(ref, dout, 3 * STRIDE * 4);
+  float *dw = dev_from(ZEROC_FP32, w, R * DC, 0), *dd = dev_from(ZEROC_FP32, dout, 3 * STRIDE, 0);
+  float *dg = dev_from(ZEROC_FP32, g, R * DC, 0), *dst = dev_from(ZEROC_FP32, sv, R, 0);
+  float *dss = dev_alloc(ZEROC_FP32, U, 0);
+  int64_t *di = dev_alloc(ZEROC_INT64, 4 * NB, 0), *dr = dev_alloc(ZEROC_INT64, U, 0);
+  int32_t *dof = dev_alloc(ZEROC_INT32, NB + 1, 0);
+  ZT_OK(zeroc_memcpy_async(st, di, idx, sizeof(idx)));
+  ZT_OK(zeroc_memcpy_async(st, dr, rows, sizeof(rows)));
+  ZT_OK(zeroc_memcpy_async(st, dof, offs, sizeof(offs)));
+  ZT_OK(zeroc_k_embedbag_forward(kf, st, dd, BLK, STRIDE, LDO, dw, DC, di, dof, NB, DC));
+  zeroc__cpu_embedbag_forward(ref, BLK, STRIDE, LDO, w, DC, idx, offs, NB, DC);
+  ZT_OK(zeroc__memcpy_sync(st, got, dd, 3 * STRIDE * 4));
+  ZT_ASSERT_MSG(zt_rel_err(got, ref, 3 * STRIDE) <= TOL_FP32, "embedbag forward");
+  ZT_OK(zeroc_k_embedbag_backward(kf, st, dg, DC, di, dof, NB, dd, BLK, STRIDE, LDO, DC));
+  zeroc__cpu_embedbag_backward(g, DC, idx, offs, NB, ref, BLK, STRIDE, LDO, DC);
+  ZT_OK(zeroc__memcpy_sync(st, got, dg, R * DC * 4));
+  ZT_ASSERT_MSG(zt_rel_err(got, g, R * DC) <= TOL_FP32, "embedbag backward");
+  ZT_OK(zeroc_k_rowwise_sumsq(kf, st, dss, dg, U, DC, 0.5f));
+  ZT_OK(zeroc_k_rowwise_adagrad(kf, st, dw, DC, dst, dr, dg, dss, U, DC, DC, 0.5f, 0.1f, 1e-8f));
+  zeroc__cpu_rowwise_sumsq(ss, g, U, DC, 0.5f);
+  zeroc__cpu_rowwise_adagrad(w, DC, sv, rows, g, ss, U, DC, DC, 0.5f, 0.1f, 1e-8f);
+  ZT_OK(zeroc__memcpy_sync(st, got, dw, R * DC * 4));
+  ZT_ASSERT_MSG(zt_rel_err(got, w, R * DC) <= TOL_FP32, "row-wise adagrad weights");
+  ZT_OK(zeroc__memcpy_sync(st, got, dst, R * 4));
+  ZT_ASSERT_MSG(zt_rel_err(got, sv, R) <= TOL_FP32, "row-wise adagrad state");
+  dev_free_all();
+  free(w), free(dout), free(ref), free(got), free(g), free(sv), free(ss);
+}
+
 static void test_bad_input(void) {
   void *buf = dev_alloc(ZEROC_FP32, 3 * 512 * 4, 0);
   float *lse = dev_alloc(ZEROC_FP32, 64, 0);
@@ -619,6 +666,7 @@ int main(int argc, char **argv) {
       {"gelu, residual, add", test_elementwise},
       {"crossentropy", test_crossentropy},
       {"cast, accumulate, scale, sumsq, adamw", test_engine},
+      {"embedding bags, row-wise AdaGrad", test_embedbag},
       {"bad input", test_bad_input},
       ZT_END,
   };

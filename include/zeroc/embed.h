@@ -119,17 +119,23 @@ typedef struct zeroc_embed_cost {
 /*
  * The plan of a config on N ranks: each table's sharding (never AUTO) and, for
  * table-wise tables, the owning rank (-1 for the others), and this rank's cost.
- * The cost model behind AUTO, per table of R rows and D dim, B samples, L = bag:
- *   memory per rank  M = R*D*4 (+ R*4 state), divided by N unless replicated;
- *   all-to-all / rank A = table: B*(4 + 8L) + B*D*4 (ids out, pooled back) x2 for backward
- *                         column: N*(B*(4+8L)) + B*D*4 ...;
- *                         row: N*B*4 + 8*B*L ids, 2*N*B*D*4 reduce-scatter;
- *                         data: 0, but an all-reduce of R*D*4.
- * AUTO picks data for tables of at most 64 KiB (an all-reduce of it costs less
- * than the exchange), table-wise while the largest table fits an even share
- * (M <= total/N), else row-wise when R >= N*D, else column-wise; see
- * src/embed/plan.c for the exact formulas (one source for planner and
- * allocator).
+ * The cost model behind AUTO (src/embed/plan.c, the one source the allocator
+ * uses too), per table of R rows and D dim, B = batch, L = bag, N ranks, in
+ * bytes per rank per step (forward + backward, averaged over the ranks):
+ *   memory  table, data: R*D*4 + R*4 (weights + AdaGrad state, on the owner /
+ *           everywhere); column: R*ceil(D/N)*4 + R*4; row: ceil(R/N)*(D*4 + 4)
+ *   traffic ids = B*(4 + 8L) (lengths + values), pooled = B*D*4:
+ *           table: ids + 2*pooled; column: N*ids + 2*pooled + N*B*L*4 (the
+ *           per-row sums of squares); row: N*B*4 + 8*B*L + 2*N*pooled
+ *           (reduce-scatter + all-gather); data: R*D*4 (the all-reduce), 0 on one rank
+ * AUTO, table by table: data-parallel when R*D*4 <= 1 MiB and its traffic is no
+ * more than table-wise's; else table-wise when the table's memory is at most an
+ * even share (the sum over the tables not replicated, / N); else split:
+ * column- or row-wise, whichever has less traffic (column needs D >= N, row
+ * R >= N). Table-wise tables are then placed largest first on the rank holding
+ * the fewest bytes (split tables counted), ties to the lower rank.
+ * The cost reported is exact for the allocations and, with every bag full,
+ * for the all-to-all, reduce-scatter and all-gather bytes.
  *   cfg: an initialised config; nranks >= 1; rank in [0, nranks);
  *   sharding, owner: (T) or NULL; cost: or NULL.
  * Returns ZEROC_ERR_INVALID_ARG naming the field and what is accepted.

@@ -23,8 +23,8 @@
 #include "offload/offload.h"
 #include "zeroc/embed.h"
 
-/* Bag sums are exact as long as weights fit; a data-parallel table larger
- * than this is refused by AUTO (its dense all-reduce would dwarf the exchange). */
+/* AUTO never replicates a table larger than this: its dense all-reduce grows
+ * with the table while the exchange it saves grows only with the batch. */
 #define ZEROC_EMBED_DATA_MAX_BYTES (1u << 20)
 
 /* One table as this rank sees it. */
@@ -38,11 +38,10 @@ typedef struct zeroc__etab {
   int c0, c1;     /* this rank's columns [c0, c1) */
   int pcol;       /* the table's first column in pooled (sum of the dims before it) */
   /* placement in the exchange buffers (-1: not there) */
-  int inv;        /* index among the tables this rank holds rows of (a2a and row-wise) */
-  int rowi;       /* index among the row-wise tables */
-  int64_t rs_off; /* row-wise: offset (floats) of this table in one rank's rs chunk */
-  float *w;       /* (r1-r0, c1-c0) weights, device or pinned */
-  float *state;   /* (r1-r0) AdaGrad state (NULL when no columns are held) */
+  int inv;      /* index among the tables this rank holds rows of (a2a and row-wise) */
+  int rowi;     /* index among the row-wise tables */
+  float *w;     /* (r1-r0, c1-c0) weights, device or pinned */
+  float *state; /* (r1-r0) AdaGrad state (NULL when no columns are held) */
 } zeroc__etab_t;
 
 /* Element counts of every buffer (what the allocator allocates and the cost

@@ -266,7 +266,6 @@ zeroc_result_t zeroc__embed_layout(const zeroc_embed_config_t *cfg, int nranks, 
   memset(&c, 0, sizeof(c));
   uint64_t B = (uint64_t)cfg->batch, L = (uint64_t)cfg->bag;
   int pcol = 0, nheld = 0, nrow = 0;
-  int64_t rs_off = 0;
   for (int t = 0; t < T && r == ZEROC_OK; t++) {
     const zeroc_embed_table_t *in = &cfg->tables[t];
     memset(&x[t], 0, sizeof(x[t]));
@@ -285,8 +284,6 @@ zeroc_result_t zeroc__embed_layout(const zeroc_embed_config_t *cfg, int nranks, 
                (sh[t] == ZEROC_EMBED_TABLE && x[t].owner == rank);
     x[t].inv = held || sh[t] == ZEROC_EMBED_DATA ? nheld++ : -1;
     x[t].rowi = sh[t] == ZEROC_EMBED_ROW ? nrow++ : -1;
-    x[t].rs_off = sh[t] == ZEROC_EMBED_ROW ? rs_off : -1;
-    if (sh[t] == ZEROC_EMBED_ROW) rs_off += (int64_t)B * in->dim;
     add_table(&b, &c, &x[t], nranks, rank, B, L);
     add_memory(&c, &x[t]);
   }
