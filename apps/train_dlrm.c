@@ -5,6 +5,7 @@
  * prints. A flag of the GPT only (--layers, --tp, --save, ...) is refused here
  * with one line, as any unknown flag.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,8 @@ typedef struct {
   int batch, steps, warmup, tables, dim, dense, val_every, max_skipped, quiet, off_opt;
   int64_t seed, val_samples;
   double lr, clip, beta1, beta2, eps, weight_decay, comm_timeout;
-  const char *data, *val_data, *rows, *bottom, *top, *metrics;
+  const char *data, *val_data, *rows, *bottom, *top, *metrics, *save, *resume;
+  int save_every;
 } dlrm_opts_t;
 
 /* 1 when argv asks for a DLRM model (--model NAME or --model=NAME). */
@@ -54,8 +56,9 @@ void ztrain_dlrm_usage(void) {
       "layout:  --zero 0|1|2|3 (3) --hsdp R --prefetch K --recompute none|full --device cpu|cuda\n"
       "         --offload-optimizer none|cpu\n"
       "data:    --data synthetic|FILE.tsv (Criteo TSV) --seed S\n"
-      "eval:    --val-data synthetic|FILE.tsv --val-every N --val-tokens SAMPLES (4096):\n"
-      "         val_loss, auc and logloss over the held-out samples\n"
+      "eval:    --val-data synthetic|FILE.tsv --val-every N (not given: after the last step)\n"
+      "         --val-tokens SAMPLES (4096): val_loss, auc and logloss on held-out samples\n"
+      "state:   --save DIR --save-every N (0: at the end only) --resume DIR|DIR/step_K\n"
       "output:  --metrics FILE (JSON lines) --quiet\n");
 }
 
@@ -97,6 +100,9 @@ static int parse(int argc, char **argv, dlrm_opts_t *o) {
       {"--val-every", ARG_INT, &o->val_every, 0, 1e9, 0, NULL, NULL},
       {"--val-tokens", ARG_I64, &o->val_samples, 1, 1e8, 0, NULL, NULL},
       {"--metrics", ARG_STRING, &o->metrics, 0, 0, 0, NULL, NULL},
+      {"--save", ARG_STRING, &o->save, 0, 0, 0, NULL, NULL},
+      {"--save-every", ARG_INT, &o->save_every, 1, 1e9, 0, NULL, NULL},
+      {"--resume", ARG_STRING, &o->resume, 0, 0, 0, NULL, NULL},
       {"--comm-timeout", ARG_DOUBLE, &o->comm_timeout, 0, 1e7, 1, NULL, NULL},
       {"--max-skipped", ARG_INT, &o->max_skipped, 0, 1e6, 0, NULL, NULL},
       {"--quiet", ARG_SWITCH, &o->quiet, 0, 0, 0, NULL, NULL},
@@ -115,9 +121,6 @@ static int parse(int argc, char **argv, dlrm_opts_t *o) {
                                          "--grad-accum",
                                          "--sequence-parallel",
                                          "--dropout",
-                                         "--save",
-                                         "--save-every",
-                                         "--resume",
                                          "--export",
                                          "--init",
                                          "--offload-params",
@@ -148,6 +151,9 @@ static int parse(int argc, char **argv, dlrm_opts_t *o) {
       return zarg_fail("train",
                        "%s '%s': file not readable; accepted synthetic or a Criteo TSV file",
                        files[i][0], files[i][1]);
+  if (o->save_every && !o->save) return zarg_fail("train", "--save-every needs --save DIR");
+  if (o->resume && access(o->resume, R_OK))
+    return zarg_fail("train", "--resume '%s': no such checkpoint directory", o->resume);
   return 0;
 }
 
@@ -165,8 +171,11 @@ static void to_config(const dlrm_opts_t *o, zeroc_train_config_t *c) {
   c->recompute = o->recompute;
   c->param_dtype = ZEROC_FP32;
   c->offload_optimizer = (zeroc_offload_t)o->off_opt;
-  c->data = o->data, c->val_data = o->val_data, c->val_every = o->val_every;
+  c->data = o->data, c->val_data = o->val_data;
+  /* without --val-every: one evaluation, after the last step (a cadence no run reaches) */
+  c->val_every = o->val_every ? o->val_every : INT_MAX;
   c->val_tokens = o->val_samples;
+  c->save = o->save, c->save_every = o->save_every, c->resume = o->resume;
 }
 
 static void print_header(const zeroc_train_info_t *in, const zeroc_mesh_info_t *mesh) {
@@ -263,6 +272,7 @@ static int run(zeroc_ctx_t *ctx, const dlrm_opts_t *o, int *agreed) {
     }
   } while (!m.done);
   if (mf) fclose(mf);
+  if (!r && o->save) r = zeroc_trainer_save(tr, o->save); /* the run's last step */
   if (r) {
     fprintf(stderr, "zeroc train: rank %d: %s\n", mesh->rank, zarg_user_msg(zeroc_last_error(ctx)));
     zeroc_trainer_destroy(tr);

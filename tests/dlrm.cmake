@@ -4,7 +4,7 @@ zeroc_test(NAME test_dlrm SOURCES test_dlrm.c LABELS unit)
 target_compile_definitions(test_dlrm PRIVATE ZEROC_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures")
 
 string(REPLACE ";" " " _dlrm_mpirun_flags "${ZEROC_MPIRUN_FLAGS}")
-foreach(t np2 np4 auc criteo bad_flags)
+foreach(t np2 np4 auc criteo resume bad_flags)
   add_test(NAME train_dlrm_${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/dlrm_cli.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_dlrm_mpirun_flags}" ${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${t})

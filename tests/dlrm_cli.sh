@@ -39,6 +39,7 @@ np2)
   for s in table column row data auto; do compare 2 --embedding-sharding $s --zero 3; done
   compare 2 --zero 0
   compare 2 --zero 1 --embedding-sharding row
+  compare 2 --recompute full --offload-optimizer cpu
   # the replicated host tables (the reference the embedding layer matches) as well
   ZEROC_DLRM_EMBED=0 compare 2 --embedding-sharding table ;;
 np4)
@@ -68,6 +69,27 @@ criteo)
   out=$(run 1 "${C[@]}" --data "$WORK/bad.tsv" 2>&1); rc=$?
   [ $rc = 2 ] && echo "$out" | grep -q "bad.tsv:4: 3 fields; accepted 40" || { echo "$out"; fail "malformed line: exit $rc"; }
   echo "malformed line refused: $(echo "$out" | grep bad.tsv)" ;;
+resume)
+  # saved at 2 ranks (column-wise tables) at step 3, resumed at 4 ranks row-wise and at
+  # 1 rank data-parallel: the last 3 losses are the uninterrupted run's
+  R=(--model dlrm-tiny --lr 0.01 --seed 7 --steps 6 --quiet)
+  run 2 "${R[@]}" --batch 8 --embedding-sharding column --save "$WORK/ck" --save-every 3 \
+    --metrics "$WORK/a.jsonl" || fail "2-rank run with --save"
+  [ -d "$WORK/ck/tables_step_00000003" ] && [ -d "$WORK/ck/step_00000006" ] || fail "no checkpoint"
+  field "$WORK/a.jsonl" loss | tail -3 > "$WORK/a3.jsonl.loss"
+  for lay in "4 --batch 4 --embedding-sharding row" "1 --batch 16 --embedding-sharding data"; do
+    set -- $lay
+    np=$1; shift
+    run "$np" "${R[@]}" "$@" --resume "$WORK/ck/step_00000003" --metrics "$WORK/b.jsonl" \
+      || fail "resume on $np ranks '$*'"
+    field "$WORK/b.jsonl" loss > "$WORK/b.loss"
+    paste "$WORK/a3.jsonl.loss" "$WORK/b.loss" | awk '{ d = $1 - $2; if (d < 0) d = -d; if (!(d <= 1e-5 * $1)) bad++ } END { exit bad > 0 || NR != 3 }' \
+      || { paste "$WORK/a3.jsonl.loss" "$WORK/b.loss"; fail "resumed losses on $np ranks differ"; }
+    echo "saved at 2 ranks (column), resumed at $np ranks '$*': 3 losses within 1e-5"
+  done
+  out=$(run 1 "${R[@]}" --batch 16 --rows 60 --resume "$WORK/ck" 2>&1); rc=$?
+  [ $rc = 2 ] && echo "$out" | grep -q "model.rows" || { echo "$out"; fail "another table shape resumed: exit $rc"; }
+  echo "another table shape refused: $(echo "$out" | head -1)" ;;
 bad_flags)
   expect2() {
     local want=$1; shift
@@ -87,6 +109,8 @@ bad_flags)
   expect2 "file not readable" --data /nonexistent/day_0.tsv
   expect2 "Criteo TSV data has 13 dense" --data "$FIX/criteo_small.tsv"
   expect2 "--grad-accum is for the GPT models" --grad-accum 2
-  expect2 "unknown flag" --tabels 3 ;;
+  expect2 "unknown flag" --tabels 3
+  expect2 "--save-every needs --save" --save-every 2
+  expect2 "no such checkpoint" --resume /nonexistent/ck ;;
 *) fail "unknown test $NAME" ;;
 esac

@@ -17,6 +17,7 @@
 #include "runtime/runtime.h"
 #include "testutil.h"
 #include "zeroc/dlrm.h"
+#include "zeroc/train.h"
 
 static zeroc_ctx_t *ctx;
 static zeroc_kernels_t *K;
@@ -328,6 +329,54 @@ static void test_criteo_malformed(void) {
   CU_ASSERT(strstr(zeroc__tls_error(), "/nonexistent/criteo.tsv") != NULL);
 }
 
+/* ---- the trainer's DLRM path through the public API ------------------------------------------ */
+
+static void test_trainer(void) {
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  c.model = "dlrm-tiny";
+  c.rows = "30,40,50,60";
+  c.bottom = "12,8";
+  c.steps = 3;
+  c.lr = 0.01;
+  c.val_tokens = 64;
+  c.val_every = 3;
+  zeroc_trainer_t *tr = NULL;
+  CU_ASSERT_FATAL(zeroc_trainer_create(ctx, &c, &tr) == ZEROC_OK);
+  zeroc_train_info_t in;
+  zeroc_trainer_info(tr, &in);
+  CU_ASSERT(in.dlrm && in.dlrm_model.rows[3] == 60 && in.dlrm_model.bottom[0] == 12);
+  CU_ASSERT(in.auc_ceiling > 0.5 && in.auc_ceiling < 1 && in.logloss_floor > 0);
+  CU_ASSERT(in.val_batches == 2 && in.global_batch == 32); /* 64 samples: 2 global batches */
+  zeroc_train_metrics_t m;
+  int evaluated = 0;
+  do {
+    CU_ASSERT_FATAL(zeroc_trainer_step(tr, &m) == ZEROC_OK);
+    CU_ASSERT(isfinite(m.loss) && m.loss > 0);
+    evaluated += m.evaluated;
+  } while (!m.done);
+  CU_ASSERT(evaluated == 1 && isfinite(m.auc) && isfinite(m.logloss) && m.tokens == 32);
+  double loss;
+  CU_ASSERT_EQUAL(zeroc_trainer_evaluate(tr, &loss), ZEROC_OK);
+  CU_ASSERT(fabs(loss - m.val_loss) < 1e-9); /* nothing changed since */
+  CU_ASSERT_EQUAL(zeroc_trainer_export(tr, "/tmp/x.safetensors"), ZEROC_ERR_UNSUPPORTED);
+  zeroc_trainer_destroy(tr);
+  /* refused configs, one message each */
+  const char *bad_bottom[] = {"12,x", "", "0,8", NULL};
+  for (int i = 0; bad_bottom[i]; i++) {
+    zeroc_train_config_t b = c;
+    b.bottom = bad_bottom[i];
+    CU_ASSERT_EQUAL(zeroc_trainer_create(ctx, &b, &tr), ZEROC_ERR_INVALID_ARG);
+  }
+  zeroc_train_config_t b = c;
+  b.grad_accum = 2;
+  CU_ASSERT_EQUAL(zeroc_trainer_create(ctx, &b, &tr), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT(strstr(zeroc_last_error(ctx), "grad_accum 2") != NULL);
+  b = c, b.embedding_sharding = 7;
+  CU_ASSERT_EQUAL(zeroc_trainer_create(ctx, &b, &tr), ZEROC_ERR_INVALID_ARG);
+  b = c, b.dim = 16; /* the bottom MLP given ends in 8 */
+  CU_ASSERT_EQUAL(zeroc_trainer_create(ctx, &b, &tr), ZEROC_ERR_INVALID_ARG);
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"relu forward and backward", test_relu},
@@ -339,6 +388,7 @@ int main(int argc, char **argv) {
       {"synthetic clicks: deterministic, split by rank", test_synthetic},
       {"Criteo TSV fixture", test_criteo_fixture},
       {"Criteo TSV malformed lines", test_criteo_malformed},
+      {"trainer API: steps, evaluation, refused configs", test_trainer},
       ZT_END,
   };
   int provided;

@@ -110,6 +110,7 @@ zeroc_result_t zeroc__dlrm_build(zeroc_trainer_t *tr) {
   r = zeroc__tables_create(tr->ctx, m, c->batch, c->embedding_sharding, (uint64_t)c->seed,
                            &tr->dlrm->tables);
   ZEROC_CHECK(zeroc_ctx_agree(tr->ctx, r));
+  if (c->resume) ZEROC_CHECK(zeroc__dlrm_resume(tr));
   for (int t = 0; t < m->tables; t++)
     in->dlrm_sharding[t] = zeroc__tables_sharding(tr->dlrm->tables, t);
   in->params = zeroc_dlrm_mlp_params(m) + zeroc_dlrm_table_params(m);

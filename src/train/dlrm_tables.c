@@ -113,6 +113,20 @@ void zeroc__tables_destroy(zeroc__tables_t *t) {
   free(t);
 }
 
+zeroc_result_t zeroc__tables_save(zeroc__tables_t *t, const char *dir) {
+  if (!t->embed)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                      "DLRM checkpoints need the model-parallel tables (ZEROC_DLRM_EMBED=1)");
+  return zeroc_embed_save(t->embed, dir);
+}
+
+zeroc_result_t zeroc__tables_load(zeroc__tables_t *t, const char *dir) {
+  if (!t->embed)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                      "DLRM checkpoints need the model-parallel tables (ZEROC_DLRM_EMBED=1)");
+  return zeroc_embed_load(t->embed, dir);
+}
+
 int zeroc__tables_sharding(const zeroc__tables_t *t, int table) {
   return t->embed ? (int)zeroc_embed_table_sharding(t->embed, table) : -1;
 }

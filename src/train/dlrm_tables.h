@@ -27,6 +27,11 @@ zeroc_result_t zeroc__tables_forward(zeroc__tables_t *t, int B, const int32_t *l
 /* dpooled (B,T,D) device: d(the global batch's mean loss)/d(this rank's pooled);
  * applies AdaGrad with `lr` to the rows the step used. Collective. */
 zeroc_result_t zeroc__tables_backward(zeroc__tables_t *t, const float *dpooled, float lr);
+/* The tables' weights and AdaGrad state into / from directory `dir` (zeroc_embed_save
+ * and _load: any world size and sharding on load). Collective. ZEROC_ERR_UNSUPPORTED
+ * for the replicated tables. */
+zeroc_result_t zeroc__tables_save(zeroc__tables_t *t, const char *dir);
+zeroc_result_t zeroc__tables_load(zeroc__tables_t *t, const char *dir);
 /* Table t's sharding (zeroc_embed_sharding_t), or -1 for the replicated tables. */
 int zeroc__tables_sharding(const zeroc__tables_t *t, int table);
 

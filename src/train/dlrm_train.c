@@ -98,15 +98,18 @@ zeroc_result_t zeroc__dlrm_resolve(zeroc_trainer_t *tr, zeroc_train_config_t *c)
 
 /* What the DLRM path does not do (yet), and its own rules. */
 zeroc_result_t zeroc__dlrm_check(const zeroc_trainer_t *tr, const zeroc_train_config_t *c) {
-  if (tr->pp > 1 || tr->tp > 1)
-    return BAD("model %s: pipeline and tensor parallelism are for the GPT (pp %d, tp %d); the "
-               "DLRM's tables are model-parallel over the data-parallel ranks",
-               c->model, tr->pp, tr->tp);
+  /* every rank data-parallel: tp, pp (and any other model-parallel size) 1 */
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(tr->ctx);
+  if (mesh->dp != mesh->world)
+    return BAD("model %s: the mesh has %d data-parallel ranks of %d (pp %d, tp %d); the DLRM's "
+               "layout is data-parallel MLPs with model-parallel tables over the same ranks, so "
+               "pipeline, tensor and context parallelism are for the GPT",
+               c->model, mesh->dp, mesh->world, tr->pp, tr->tp);
   if (c->grad_accum != 1)
     return BAD("grad_accum %d with model %s: accepted 1 (the tables update in every backward)",
                c->grad_accum, c->model);
-  if (c->save || c->resume || c->init || c->export_path)
-    return BAD("model %s: checkpoints, --init and --export are not supported for DLRM yet",
+  if (c->init || c->export_path)
+    return BAD("model %s: --init and --export are for the GPT (DLRM checkpoints: save, resume)",
                c->model);
   if (c->param_dtype != ZEROC_FP32)
     return BAD("model %s computes in fp32: param_dtype must be fp32 (--dtype fp32)", c->model);

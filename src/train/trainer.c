@@ -248,6 +248,7 @@ void zeroc__train_app_json(const zeroc_trainer_t *tr, uint64_t step, char *buf, 
 }
 
 zeroc_result_t zeroc__train_save(zeroc_trainer_t *tr, const char *dir, uint64_t step) {
+  if (tr->dlrm) return zeroc__dlrm_save(tr, dir, step);
   char app[1024];
   zeroc__train_app_json(tr, step, app, sizeof app);
   return zeroc_ckpt_save(tr->model, dir, step, app);
@@ -458,7 +459,6 @@ zeroc_gpt_t *zeroc_trainer_gpt(const zeroc_trainer_t *tr) { return tr->gpt; }
 
 zeroc_result_t zeroc_trainer_save(zeroc_trainer_t *tr, const char *dir) {
   if (!tr || !dir) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_save: NULL argument");
-  if (tr->dlrm) return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "zeroc_trainer_save: not for DLRM yet");
   return zeroc__ctx_ret(tr->ctx, zeroc__train_save(tr, dir, (uint64_t)tr->next));
 }
 
