@@ -15,6 +15,7 @@
 #include "zeroc/mesh.h"
 #include "zeroc/pipeline.h"
 #include "zeroc/plan.h"
+#include "zeroc/plan_dlrm.h"
 #include "zeroc/prepare.h"
 #include "zeroc/result.h"
 #include "zeroc/sample.h"

@@ -116,7 +116,7 @@ zeroc_result_t zeroc__dlrm_build(zeroc_trainer_t *tr) {
   in->params = zeroc_dlrm_mlp_params(m) + zeroc_dlrm_table_params(m);
   in->tokens_per_step = in->global_batch; /* samples */
   in->flops_per_step = 6.0 * (double)zeroc_dlrm_mlp_params(m) * in->global_batch;
-  snprintf(in->plan_error, sizeof in->plan_error, "the planner has no DLRM layouts yet");
+  zeroc__dlrm_predict(tr);
   return ZEROC_OK;
 }
 

@@ -15,6 +15,7 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "runtime/runtime.h"
+#include "model/dlrm_sizes.h"
 #include "train/dlrm_tables.h"
 #include "zeroc/device.h"
 #include "zeroc/embed.h"
@@ -43,17 +44,13 @@ static float sym_uniform(uint64_t seed, uint64_t t, uint64_t i) {
 
 static zeroc_result_t embed_create(zeroc__tables_t *t, const zeroc_dlrm_config_t *c, int batch,
                                    int sharding, uint64_t seed) {
+  /* the config the planner prices too (model/dlrm_sizes.c) */
   zeroc_embed_table_t tabs[ZEROC_DLRM_MAX_TABLES];
-  for (int k = 0; k < c->tables; k++)
-    tabs[k] = (zeroc_embed_table_t)ZEROC_EMBED_TABLE_INIT(c->rows[k], c->dim);
-  zeroc_embed_config_t ec = ZEROC_EMBED_CONFIG_INIT;
-  ec.ntables = c->tables;
-  ec.tables = tabs;
-  ec.sharding = (zeroc_embed_sharding_t)sharding;
-  ec.batch = batch;
-  ec.bag = c->hot;
-  ec.eps = EPS;
-  ec.seed = seed;
+  zeroc_embed_config_t ec;
+  int64_t host = 0; /* ZEROC_DLRM_HOST_TABLES=BYTES: tables above it per rank in host memory */
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_DLRM_HOST_TABLES", 0, &host));
+  if (host < 0) host = 0;
+  zeroc__dlrm_embed_config(c, batch, sharding, seed, (uint64_t)host, tabs, &ec);
   return zeroc_embed_create(t->ctx, &ec, &t->embed);
 }
 

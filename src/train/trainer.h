@@ -52,6 +52,8 @@ zeroc_result_t zeroc__dlrm_run_batches(zeroc_trainer_t *tr, int s, float lr);
 zeroc_result_t zeroc__dlrm_evaluate(zeroc_trainer_t *tr, double *loss, double *auc,
                                     double *logloss);
 void zeroc__dlrm_destroy(struct zeroc__dlrm_run *d);
+/* The planner's per-rank prediction into tr->info (dlrm_predict.c). */
+void zeroc__dlrm_predict(zeroc_trainer_t *tr);
 /* Checkpoints (dlrm_ckpt.c): the MLP shards and DIR/tables_step_<k>; resume from
  * config.resume (after the build), checked against this run's shape and data. */
 zeroc_result_t zeroc__dlrm_save(zeroc_trainer_t *tr, const char *dir, uint64_t step);
