@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "apps/cli.h"
+#include "apps/dlrm_cli.h"
+#include "apps/train_dlrm.h"
 #include "zeroc/version.h"
 
 static void usage(FILE *f) {
@@ -30,7 +32,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "info")) return zeroc_cmd_info(argc - 2, argv + 2);
-  if (!strcmp(argv[1], "plan")) return zeroc_cmd_plan(argc - 2, argv + 2);
+  /* --model dlrm*: the DLRM's own plan and bench (apps/plan_dlrm.c, bench_dlrm.c) */
+  int dlrm = ztrain_is_dlrm(argc - 2, argv + 2);
+  if (!strcmp(argv[1], "plan"))
+    return dlrm ? zplan_dlrm_run(argc - 2, argv + 2) : zeroc_cmd_plan(argc - 2, argv + 2);
   if (!strcmp(argv[1], "train")) return zeroc_cmd_train(argc - 2, argv + 2);
   if (!strcmp(argv[1], "bench")) return zeroc_cmd_bench(argc - 2, argv + 2);
   if (!strcmp(argv[1], "sample")) return zeroc_cmd_sample(argc - 2, argv + 2);

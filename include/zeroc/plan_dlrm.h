@@ -16,6 +16,7 @@
 #include "zeroc/dlrm.h"
 #include "zeroc/embed.h"
 #include "zeroc/plan.h"
+#include "zeroc/train.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -58,6 +59,14 @@ typedef struct zeroc_plan_dlrm_result {
  * ZeRO-0, rank out of range, a config not made with the initializer).
  */
 zeroc_result_t zeroc_plan_dlrm(const zeroc_plan_dlrm_config_t *cfg, zeroc_plan_dlrm_result_t *out);
+
+/*
+ * The DLRM shape a train config asks for (model a DLRM preset, then tables,
+ * rows, dim, dense, bottom, top and batch as zeroc_trainer_create reads them):
+ * the planner's model for `zeroc plan --model dlrm` with train's flags.
+ * Returns ZEROC_ERR_INVALID_ARG naming the field and what is accepted.
+ */
+zeroc_result_t zeroc_train_dlrm_shape(const zeroc_train_config_t *cfg, zeroc_dlrm_config_t *out);
 
 #ifdef __cplusplus
 }
