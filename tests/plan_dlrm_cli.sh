@@ -2,7 +2,8 @@
 # tests/plan_dlrm_cli.sh - `zeroc plan --model dlrm*` end to end: for each
 # --embedding-sharding the planned device bytes of rank 0 equal the peak that
 # `zeroc train` with the same flags measures on rank 0 (2 ranks); every sharding
-# and auto appear side by side; bad flags exit 2 with one line.
+# and auto appear side by side; bad flags exit 2 with one line. `zeroc bench
+# --model dlrm-tiny` runs every layout (device and host tables) to the same loss.
 # usage: plan_dlrm_cli.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS"
 set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3
@@ -26,3 +27,12 @@ out=$("$ZEROC" plan --model dlrm-tiny --embedding-sharding diagonal 2>&1); rc=$?
 out=$("$ZEROC" plan --model dlrm-tiny --gpus 4 --hsdp 3 2>&1); rc=$?
 [ $rc = 2 ] && echo "$out" | grep -q "hsdp 3" || fail "bad hsdp: exit $rc, '$out'"
 echo "bad flags refused"
+# zeroc bench --model dlrm-tiny on 2 ranks: every sharding with device tables, the
+# model-parallel ones with host tables, all ok, and the same last loss in every row
+$MPIRUN $FLAGS -np 2 "$ZEROC" bench "${SHAPE[@]}" --steps 5 --warmup-steps 1 --out "$WORK" > "$WORK/b.txt" 2>&1 \
+  || { cat "$WORK/b.txt"; fail "bench exited $?"; }
+rows=$(grep -cE '^\| (table|column|row|data|auto) \| (device|host) \| [0-9]' "$WORK/bench_dlrm.md")
+[ "$rows" = 9 ] || fail "bench_dlrm.md has $rows measured rows, want 9: $(cat "$WORK/bench_dlrm.md")"
+losses=$(grep -E '^\| [a-z]+ \| (device|host) \|' "$WORK/bench_dlrm.md" | awk -F'|' '{ print $10 }' | sort -u | wc -l)
+[ "$losses" = 1 ] || fail "the layouts' last losses differ: $(cat "$WORK/bench_dlrm.md")"
+echo "bench: 9 layouts, one loss"
