@@ -10,15 +10,16 @@
 #include "zeroc/version.h"
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: zeroc <command> [flags]\n"
-             "  train    train the built-in GPT (run under mpirun -np N)\n"
-             "  plan     what fits: parameters, FLOPs and per-rank memory per layout\n"
-             "  bench    sweep ZeRO stages and PTD layouts, write a table and a plot\n"
-             "  data     text files to llm.c token shards (train/val) with a tokenizer\n"
-             "  sample   generate text from a trained model (--init FILE or --resume DIR)\n"
-             "  info     the build, the mesh, each rank's cores, a bandwidth check\n"
-             "  version  print the version\n"
-             "zeroc <command> --help shows the command's flags.\n");
+  fprintf(f,
+          "usage: zeroc <command> [flags]\n"
+          "  train    train the built-in GPT (run under mpirun -np N)\n"
+          "  plan     what fits: parameters, FLOPs and per-rank memory per layout\n"
+          "  bench    sweep ZeRO stages and PTD layouts, write a table and a plot\n"
+          "  data     text files to llm.c token shards (train/val) with a tokenizer\n"
+          "  sample   generate text from a trained model (--init FILE or --resume DIR)\n"
+          "  info     the build, the mesh, each rank's cores, a bandwidth check\n"
+          "  version  print the version\n"
+          "zeroc <command> --help shows the command's flags.\n");
 }
 
 int main(int argc, char **argv) {
@@ -40,9 +41,7 @@ int main(int argc, char **argv) {
     return dlrm ? zbench_dlrm_run(argc - 2, argv + 2) : zeroc_cmd_bench(argc - 2, argv + 2);
   if (!strcmp(argv[1], "sample")) return zeroc_cmd_sample(argc - 2, argv + 2);
   if (!strcmp(argv[1], "data")) return zeroc_cmd_data(argc - 2, argv + 2);
-  fprintf(
-      stderr,
-      "zeroc: unknown command '%s'; accepted: train, plan, bench, data, sample, info, version\n",
-      argv[1]);
+  fprintf(stderr, "zeroc: unknown command '%s'; accepted: train, plan, bench, data, sample, info, version\n",
+          argv[1]);
   return 2;
 }
