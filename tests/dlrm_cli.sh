@@ -111,6 +111,10 @@ bad_flags)
   expect2 "--grad-accum is for the GPT models" --grad-accum 2
   expect2 "unknown flag" --tabels 3
   expect2 "--save-every needs --save" --save-every 2
-  expect2 "no such checkpoint" --resume /nonexistent/ck ;;
+  expect2 "no such checkpoint" --resume /nonexistent/ck
+  # tables that cannot fit are refused with the figures before anything is allocated
+  out=$("$ZEROC" train --device cpu --model dlrm-tiny --steps 1 --rows 1099511627776 2>&1); rc=$?
+  [ $rc = 1 ] && echo "$out" | grep -q "GiB per rank" || { echo "$out"; fail "2^40 rows: exit $rc"; }
+  echo "refused 2^40 rows per table: $out" ;;
 *) fail "unknown test $NAME" ;;
 esac
