@@ -40,8 +40,11 @@ np2)
   compare 2 --zero 0
   compare 2 --zero 1 --embedding-sharding row
   compare 2 --recompute full --offload-optimizer cpu
-  # the replicated host tables (the reference the embedding layer matches) as well
-  ZEROC_DLRM_EMBED=0 compare 2 --embedding-sharding table ;;
+  # the replicated host tables (the reference the embedding layer matches), against a
+  # single-rank run of the same (their initial rows are drawn differently)
+  rm -f "$WORK/one.jsonl"
+  export ZEROC_DLRM_EMBED=0
+  compare 2 --embedding-sharding table ;;
 np4)
   for s in table column row data auto; do compare 4 --embedding-sharding $s --zero 3; done
   compare 4 --hsdp 2 --embedding-sharding column
@@ -111,6 +114,10 @@ bad_flags)
   expect2 "--grad-accum is for the GPT models" --grad-accum 2
   expect2 "unknown flag" --tabels 3
   expect2 "--save-every needs --save" --save-every 2
-  expect2 "no such checkpoint" --resume /nonexistent/ck ;;
+  expect2 "no such checkpoint" --resume /nonexistent/ck
+  # tables that cannot fit are refused with the figures before anything is allocated
+  out=$("$ZEROC" train --device cpu --model dlrm-tiny --steps 1 --rows 1099511627776 2>&1); rc=$?
+  [ $rc = 1 ] && echo "$out" | grep -q "GiB per rank" || { echo "$out"; fail "2^40 rows: exit $rc"; }
+  echo "refused 2^40 rows per table: $out" ;;
 *) fail "unknown test $NAME" ;;
 esac

@@ -14,3 +14,6 @@ if(TARGET test_kernels_cuda_emu)
   add_test(NAME test_dlrm_cuda_emu COMMAND test_dlrm_cuda_emu)
   set_tests_properties(test_dlrm_cuda_emu PROPERTIES LABELS unit TIMEOUT 300)
 endif()
+
+# test_dlrm_cuda: the DLRM kernels on the GPU against their cpu twins; skipped (77) without one.
+zeroc_test(NAME test_dlrm_cuda SOURCES test_dlrm_cuda.c LABELS gpu)

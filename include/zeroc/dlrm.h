@@ -47,7 +47,7 @@ typedef struct zeroc_dlrm_config {
  *   "dlrm-tiny": 4 tables of 50..400 rows, dim 8, 4 dense, bottom 16-8, top 32-1 (tests);
  *   "dlrm": 8 tables of 1k..100k rows, dim 16, 13 dense, bottom 64-16, top 64-32-1;
  *   "dlrm-mlperf": shaped like the MLPerf DLRM on Criteo Terabyte: 13 dense, the 26 tables
- *     with MLPerf's row counts (max_ind_range 40M: about 204M rows, 104 GB of fp32 rows,
+ *     with MLPerf's row counts (max_ind_range 40M: 187.8M rows, 96 GB of fp32 rows,
  *     given exactly, so a machine that cannot hold them is refused where the tables are
  *     built), dim 128, bottom 512-256-128, top 1024-1024-512-256-1.
  * Returns ZEROC_ERR_INVALID_ARG naming the accepted names.

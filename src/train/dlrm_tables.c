@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm/comm.h"
 #include "core/env.h"
@@ -42,6 +43,22 @@ static float sym_uniform(uint64_t seed, uint64_t t, uint64_t i) {
   return (float)((double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);
 }
 
+/* On cpu the tables live in this node's memory, shared by its ranks: a layout that
+ * cannot fit is refused with the figures, before allocating (and touching) them. */
+static zeroc_result_t check_fits(zeroc_ctx_t *ctx, double need, const char *what) {
+  if (zeroc_ctx_device(ctx) != ZEROC_DEVICE_CPU) return ZEROC_OK; /* the allocator says */
+  int local_rank, local_size;
+  zeroc_ctx_local(ctx, &local_rank, &local_size);
+  double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+  if (need * local_size <= 0.9 * have) return ZEROC_OK;
+  return ZEROC_FAIL(ZEROC_ERR_NOMEM,
+                    "the DLRM's tables need %.2f GiB per rank (%s), %.2f GiB for the %d ranks "
+                    "of this node, which has %.2f GiB: use more ranks (or nodes), or smaller "
+                    "--rows",
+                    need / 1073741824.0, what, need * local_size / 1073741824.0, local_size,
+                    have / 1073741824.0);
+}
+
 static zeroc_result_t embed_create(zeroc__tables_t *t, const zeroc_dlrm_config_t *c, int batch,
                                    int sharding, uint64_t seed) {
   /* the config the planner prices too (model/dlrm_sizes.c) */
@@ -51,6 +68,14 @@ static zeroc_result_t embed_create(zeroc__tables_t *t, const zeroc_dlrm_config_t
   ZEROC_CHECK(zeroc__env_i64("ZEROC_DLRM_HOST_TABLES", 0, &host));
   if (host < 0) host = 0;
   zeroc__dlrm_embed_config(c, batch, sharding, seed, (uint64_t)host, tabs, &ec);
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(t->ctx);
+  zeroc_embed_cost_t cost;
+  ZEROC_CHECK(zeroc_embed_plan(&ec, mesh->dp, mesh->dp_rank, NULL, NULL, &cost));
+  double need = (double)cost.param_device + (double)cost.param_host +
+                (double)cost.optimizer_device + (double)cost.optimizer_host +
+                (double)cost.grads_device + (double)cost.buffers_device +
+                (double)cost.buffers_pinned;
+  ZEROC_CHECK(check_fits(t->ctx, need, "zeroc_embed_plan's figure for this rank"));
   return zeroc_embed_create(t->ctx, &ec, &t->embed);
 }
 
@@ -69,7 +94,14 @@ zeroc_result_t zeroc__tables_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t 
       *out = t;
     return re;
   }
-  /* replicated whatever `sharding` asked: the fallback has one layout */
+  /* replicated whatever `sharding` asked: the fallback has one layout; weights and a
+   * dense gradient of every table on every rank */
+  double need = 8.0 * (double)zeroc_dlrm_table_params(c);
+  zeroc_result_t rf = check_fits(ctx, need, "replicated weights and gradients");
+  if (rf) {
+    free(t);
+    return rf;
+  }
   t->ctx = ctx, t->T = c->tables, t->D = c->dim, t->Bmax = batch, t->hot = c->hot;
   size_t BTD = (size_t)batch * c->tables * c->dim;
   t->pooled = malloc(BTD * sizeof(float));
