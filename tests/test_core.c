@@ -124,8 +124,8 @@ static void test_mesh_layouts_cp(void) {
   CU_ASSERT_EQUAL(zeroc_mesh_layout_cp(8, 1, 2, 1, 3, 0, &m), ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "hsdp 3 does not divide"));
   CU_ASSERT_STRING_EQUAL(zeroc_group_name(ZEROC_GROUP_CP), "cp");
-  CU_ASSERT_STRING_EQUAL(zeroc_cp_mode_name(ZEROC_CP_DEFAULT), "ring");
-  CU_ASSERT_STRING_EQUAL(zeroc_cp_mode_name(ZEROC_CP_ULYSSES), "ulysses");
+  CU_ASSERT_STRING_EQUAL(zeroc_cp_mode_name(ZEROC_CP_MODE_DEFAULT), "ring");
+  CU_ASSERT_STRING_EQUAL(zeroc_cp_mode_name(ZEROC_CP_MODE_ULYSSES), "ulysses");
 }
 
 static void test_accountant(void) {
