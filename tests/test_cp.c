@@ -116,6 +116,10 @@ static void test_ring(void) {
       run_case(ZEROC_CP_RING, ov, d, 2, 2 * N * 3, 3, 8);
       run_case(ZEROC_CP_RING, ov, d, 1, 2 * N * 5, 2, 5);
     }
+  /* transfers far above MPI's eager limit: a send completes only once its receive is
+   * posted, so a ring that queued receives behind sends would deadlock */
+  run_case(ZEROC_CP_RING, 1, 0, 2, 2 * N * 32, 4, 16);
+  run_case(ZEROC_CP_RING, 0, 1, 2, 2 * N * 32, 4, 16);
 }
 
 static void test_ulysses(void) {
@@ -124,6 +128,7 @@ static void test_ulysses(void) {
     run_case(ZEROC_CP_ULYSSES, 1, d, 2, 2 * N * 3, N, 8);
     run_case(ZEROC_CP_ULYSSES, 1, d, 1, 2 * N * 4, 2 * N, 5);
   }
+  run_case(ZEROC_CP_ULYSSES, 1, 0, 2, 2 * N * 32, 2 * N, 16);
 }
 
 /* One cp rank (no group): the plain kernels, bit for bit, and no buffers. */

@@ -73,12 +73,15 @@ static zeroc_result_t exchange(ring_t *R, const void *snd, void *rcv, size_t cou
     zeroc_result_t r2 = zeroc__comm_group_end(g);
     ZEROC_CHECK(r != ZEROC_OK ? r : r2);
   } else {
+    /* `rcv` was sent in the previous exchange of this kind: that send must be done
+     * (`sent` still marks it here). Never this exchange's send: it completes only
+     * once rank r+1 posts its receive, which would wait on its own send, and so on
+     * round the ring. */
+    ZEROC_CHECK(zeroc_stream_wait_event(cp->recv, sent));
+    ZEROC_CHECK(zeroc__recv(g, cp->recv, rcv, count, dt, from, tag));
     ZEROC_CHECK(zeroc_stream_wait_event(cp->send, ready));
     ZEROC_CHECK(zeroc__send(g, cp->send, snd, count, dt, to, tag));
     ZEROC_CHECK(zeroc_event_record(sent, cp->send));
-    /* `rcv` was sent in the previous exchange of this kind: that send must be done */
-    ZEROC_CHECK(zeroc_stream_wait_event(cp->recv, sent));
-    ZEROC_CHECK(zeroc__recv(g, cp->recv, rcv, count, dt, from, tag));
   }
   return zeroc_event_record(recvd, cp->recv);
 }
