@@ -16,6 +16,7 @@
  */
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "cp/cp_internal.h"
 
@@ -89,8 +90,11 @@ static zeroc_result_t exchange(ring_t *R, const void *snd, void *rcv, size_t cou
 /* The compute stream waits for the last exchange of triple ev0 (data in place, and
  * the send done so the sent buffer may be overwritten). */
 static zeroc_result_t arrived(ring_t *R, int ev0) {
-  ZEROC_CHECK(zeroc_stream_wait_event(R->s, R->cp->ev[ev0 + EV_RECVD]));
-  return zeroc_stream_wait_event(R->s, R->cp->ev[ev0 + EV_SENT]);
+  const double t0 = zeroc__now_s();
+  zeroc_result_t r = zeroc_stream_wait_event(R->s, R->cp->ev[ev0 + EV_RECVD]);
+  if (r == ZEROC_OK) r = zeroc_stream_wait_event(R->s, R->cp->ev[ev0 + EV_SENT]);
+  R->cp->wait_s += zeroc__now_s() - t0;
+  return r;
 }
 
 /* Chunk index of half h (0, 1) of rank q's tokens. */
@@ -113,8 +117,11 @@ static int pair(const ring_t *R, int qh, int src, int kh, zeroc_attn_block_t *b)
  * shows as exposed communication. */
 static zeroc_result_t maybe_wait(ring_t *R, int ev0) {
   if (R->cp->overlap) return ZEROC_OK;
-  ZEROC_CHECK(zeroc_event_sync(R->cp->ev[ev0 + EV_RECVD]));
-  return zeroc_event_sync(R->cp->ev[ev0 + EV_SENT]);
+  const double t0 = zeroc__now_s();
+  zeroc_result_t r = zeroc_event_sync(R->cp->ev[ev0 + EV_RECVD]);
+  if (r == ZEROC_OK) r = zeroc_event_sync(R->cp->ev[ev0 + EV_SENT]);
+  R->cp->wait_s += zeroc__now_s() - t0;
+  return r;
 }
 
 zeroc_result_t zeroc__cp_ring_forward(zeroc__cp_t *cp, zeroc_stream_t *s, void *out, float *lse,

@@ -9,6 +9,7 @@
  * (B,T,Wh), dqkv (B,T,3Wh). The all-to-alls run on the compute stream (its own
  * channel of the cp group), in its order.
  */
+#include "core/clock.h"
 #include "core/error.h"
 #include "cp/cp_internal.h"
 
@@ -21,6 +22,14 @@ typedef struct uly {
 } uly_t;
 
 static void *at(const void *p, size_t elems, size_t esz) { return (char *)p + elems * esz; }
+
+/* The all-to-all of `blk` elements per peer from the send to the receive staging. */
+static zeroc_result_t a2a(uly_t *U, size_t blk) {
+  const double t0 = zeroc__now_s();
+  zeroc_result_t r = zeroc__alltoall(U->cp->g, U->s, U->snd, U->rcv, blk, U->cp->k->dtype);
+  U->cp->wait_s += zeroc__now_s() - t0;
+  return r;
+}
 
 static void uly_setup(uly_t *U, zeroc__cp_t *cp, zeroc_stream_t *s, int B, int T, int Cl,
                       int NHl) {
@@ -56,7 +65,7 @@ static zeroc_result_t to_heads(uly_t *U, void *dst, const void *src, int J) {
       ZEROC_CHECK(zeroc_k_copy_rows(cp->k, U->s, at(U->snd, p * blk + (size_t)j * U->Wh, e), JW,
                                     at(src, (size_t)j * U->Cl + (size_t)p * U->Wh, e),
                                     (size_t)J * U->Cl, rows, (size_t)U->Wh, 0));
-  ZEROC_CHECK(zeroc__alltoall(cp->g, U->s, U->snd, U->rcv, blk, cp->k->dtype));
+  ZEROC_CHECK(a2a(U, blk));
   /* block q of the receive buffer: rank q's tokens (chunks q, 2N-1-q) of this rank's heads */
   for (int q = 0; q < N; q++)
     for (int b = 0; b < U->B; b++)
@@ -85,7 +94,7 @@ static zeroc_result_t to_seq(uly_t *U, void *dst, const void *src, int J, int ad
         ZEROC_CHECK(zeroc_k_copy_rows(cp->k, U->s, at(U->snd, d0, e), 0, at(src, so, e), 0, 1,
                                       (size_t)U->c * JW, 0));
       }
-  ZEROC_CHECK(zeroc__alltoall(cp->g, U->s, U->snd, U->rcv, blk, cp->k->dtype));
+  ZEROC_CHECK(a2a(U, blk));
   for (int p = 0; p < N; p++)
     for (int j = 0; j < J; j++)
       ZEROC_CHECK(zeroc_k_copy_rows(cp->k, U->s, at(dst, (size_t)j * U->Cl + (size_t)p * U->Wh, e),
