@@ -1,0 +1,60 @@
+/*
+ * plan/cp.c - context parallelism in the planner: the bytes ring attention
+ * and Ulysses keep or move per transformer block (docs/cp.md gives the
+ * reasoning), and the checks of a cp layout.
+ *
+ * Notation, for one micro-batch on one rank: N the cp size, BTl = B T / N the
+ * local tokens (two zigzag chunks of each sequence), Cl = C / tp the channels
+ * of this tp rank, e bytes per activation element, and X = BTl Cl e the bytes
+ * of one local (B, T/N, C/tp) tensor, such as K or V.
+ */
+#include "core/error.h"
+#include "plan/plan_internal.h"
+
+void zeroc__plan_cp_block(int mode, int N, double BTl, double Cl, int e,
+                          zeroc__plan_cp_t *out) {
+  double X = BTl * Cl * e;
+  out->saved = out->buffers = out->forward = out->backward = 0;
+  if (N <= 1) return;
+  if (mode == ZEROC_PLAN_CP_ULYSSES) {
+    /* Forward: all-to-all q, k, v (3X) from sequence-split to head-split,
+     * attention on the whole sequence for heads/N heads, the output (X) back.
+     * Each all-to-all keeps 1/N of its buffer local: (N-1)/N of 4X leaves.
+     * Backward: the output's gradient out (X), dq, dk, dv back (3X). The
+     * head-split q, k, v and output are kept for backward (4X). */
+    out->saved = 4.0 * X;
+    out->forward = 4.0 * X * (N - 1) / N;
+    out->backward = 4.0 * X * (N - 1) / N;
+    return;
+  }
+  /* Ring: N-1 steps forward, each sending the K and V in hand (2X) to the
+   * next rank while attending to them; two receive buffers (K, V) alternate.
+   * Backward: K and V go round again (N-1 sends of 2X) and the dK, dV
+   * accumulators travel with them and take one more step home (N sends of
+   * 2X); two buffers each for K/V and dK/dV. Nothing beyond gpt.c's own q, k,
+   * v, output and log-sum-exp is kept. */
+  out->buffers = 2.0 * 2.0 * X + 2.0 * 2.0 * X;
+  out->forward = (N - 1) * 2.0 * X;
+  out->backward = (N - 1) * 2.0 * X + N * 2.0 * X;
+}
+
+zeroc_result_t zeroc__plan_check_cp(const zeroc_plan_config_t *c) {
+  const zeroc_gpt_config_t *m = &c->model;
+  if (c->cp < 1 || c->cp > 4096)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp %d: accepted 1..4096", c->cp);
+  if (c->cp_mode != ZEROC_PLAN_CP_RING && c->cp_mode != ZEROC_PLAN_CP_ULYSSES)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp_mode %d: accepted 0 (ring) or 1 (ulysses)",
+                      c->cp_mode);
+  if (c->cp == 1) return ZEROC_OK;
+  /* zigzag: every rank holds chunks r and 2N-1-r of 2N equal chunks */
+  if (m->seq % (2 * c->cp))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "cp %d must split seq %d into 2 x cp = %d equal chunks (zigzag)", c->cp,
+                      m->seq, 2 * c->cp);
+  if (c->cp_mode == ZEROC_PLAN_CP_ULYSSES && (m->heads / c->tp) % c->cp)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "cp %d with cp_mode ulysses must divide the heads per tp rank %d (heads %d "
+                      "/ tp %d); ring has no such cap",
+                      c->cp, m->heads / c->tp, m->heads, c->tp);
+  return ZEROC_OK;
+}
