@@ -471,8 +471,7 @@ static void print_single(const zeroc_plan_result_t *r) {
            "sends %.4g MiB per step in its cp group (per block and micro-batch %.4g MiB "
            "forward, %.4g backward)\n",
            c->cp, cp_mode_name(c->cp_mode), 2 * c->cp - 1, 2 * c->cp, c->model.seq / c->cp,
-           r->comm.cp / 1048576.0, r->comm.cp_forward / 1048576.0,
-           r->comm.cp_backward / 1048576.0);
+           r->comm.cp / 1048576.0, r->comm.cp_forward / 1048576.0, r->comm.cp_backward / 1048576.0);
   printf("batch      micro-batch %d x %d micro-batches x dp %d = %lld sequences = %.0f tokens per "
          "step\n",
          c->model.batch, c->microbatches, r->dp, (long long)r->global_batch, r->tokens_per_step);
@@ -531,21 +530,21 @@ static void print_all(const opts_t *o, const zeroc_plan_result_t *v, size_t n, i
          shown_n);
   printf("%4s %3s %3s %3s %4s %5s %4s %4s %5s %5s | %7s %6s %6s %6s %6s %5s | %7s | %8s %8s "
          "%8s\n",
-         "#", "tp", "pp", "cp", "mode", "dp", "hsdp", "zero", "mbs", "m", "params", "grads", "optim",
-         "act", "buf", "work", "total", "step", "compute", "overhead");
+         "#", "tp", "pp", "cp", "mode", "dp", "hsdp", "zero", "mbs", "m", "params", "grads",
+         "optim", "act", "buf", "work", "total", "step", "compute", "overhead");
   for (size_t i = 0; i < shown_n; i++) {
     const zeroc_plan_result_t *r = &v[i];
     const zeroc_plan_memory_t *d = &r->device;
     printf("%4zu %3d %3d %3d %4s %5d %4d %4d %5d %5d | %7.2f %6.2f %6.2f %6.2f %6.2f %5.2f | "
            "%7.2f | %8.4g %8.4g %8.4g\n",
            i + 1, r->cfg.tp, r->cfg.pp, r->cfg.cp,
-           r->cfg.cp == 1                          ? "-"
+           r->cfg.cp == 1                         ? "-"
            : r->cfg.cp_mode == ZEROC_PLAN_CP_RING ? "ring"
                                                   : "uly",
-           r->dp, r->cfg.hsdp, r->cfg.zero, r->cfg.model.batch,
-           r->cfg.microbatches, d->params / GIB, d->grads / GIB, d->optimizer / GIB,
-           d->activations / GIB, d->buffers / GIB, d->workspace / GIB, d->total / GIB,
-           r->time.total, r->time.compute, r->time.total - r->time.compute);
+           r->dp, r->cfg.hsdp, r->cfg.zero, r->cfg.model.batch, r->cfg.microbatches,
+           d->params / GIB, d->grads / GIB, d->optimizer / GIB, d->activations / GIB,
+           d->buffers / GIB, d->workspace / GIB, d->total / GIB, r->time.total, r->time.compute,
+           r->time.total - r->time.compute);
   }
   printf("cp: context-parallel size (mode ring or uly(sses)); mbs: micro-batch per dp rank, m: "
          "micro-batches per step; overhead: pipeline bubble plus communication and offload not "
@@ -571,9 +570,8 @@ static void json_layout(const zeroc_plan_result_t *r) {
       "\"shard\": %d, \"zero\": %d, \"batch\": %d, \"microbatches\": %d, \"global_batch\": %lld, "
       "\"tokens_per_step\": %.0f, \"flops_per_step\": %.6e, \"flops_per_token\": %.6e,\n",
       c->gpus, c->tp, c->pp, c->vpp, c->cp, cp_mode_name(c->cp_mode), r->dp, c->hsdp, r->shard,
-      c->zero, c->model.batch,
-      c->microbatches, (long long)r->global_batch, r->tokens_per_step, r->flops_per_step,
-      r->flops_per_token);
+      c->zero, c->model.batch, c->microbatches, (long long)r->global_batch, r->tokens_per_step,
+      r->flops_per_step, r->flops_per_token);
   printf("   \"memory\": {\"stage\": %d, \"params_rank\": %.0f, \"params\": %.0f, \"grads\": %.0f, "
          "\"optimizer\": %.0f, \"activations\": %.0f, \"buffers\": %.0f, \"workspace\": %.0f, "
          "\"total\": %.0f, \"host\": %.0f, \"nvme\": %.0f, \"gpu_mem\": %.0f, \"fits\": %s},\n",

@@ -11,29 +11,32 @@
 #include "core/error.h"
 #include "plan/plan_internal.h"
 
-void zeroc__plan_cp_block(int mode, int N, double BTl, double Cl, int e,
+void zeroc__plan_cp_block(int mode, int N, double BTl, double Cl, double NHl, int e,
                           zeroc__plan_cp_t *out) {
-  double X = BTl * Cl * e;
+  double X = BTl * Cl * e, c = BTl / 2; /* c: the tokens of one zigzag chunk, times B */
   out->saved = out->buffers = out->forward = out->backward = 0;
   if (N <= 1) return;
   if (mode == ZEROC_PLAN_CP_ULYSSES) {
     /* Forward: all-to-all q, k, v (3X) from sequence-split to head-split,
-     * attention on the whole sequence for heads/N heads, the output (X) back.
+     * attention on the whole sequence for NHl/N heads, the output (X) back.
      * Each all-to-all keeps 1/N of its buffer local: (N-1)/N of 4X leaves.
-     * Backward: the output's gradient out (X), dq, dk, dv back (3X). The
-     * head-split q, k, v and output are kept for backward (4X). */
-    out->saved = 4.0 * X;
+     * Backward: q, k, v and the output again, the output's gradient (5X) to
+     * head-split, dq, dk, dv (3X) back: nothing head-split is kept between
+     * forward and backward. Buffers: send and receive staging of qkv,
+     * head-split qkv, out, dout and dqkv, 14X. */
+    out->buffers = 14.0 * X;
     out->forward = 4.0 * X * (N - 1) / N;
-    out->backward = 4.0 * X * (N - 1) / N;
+    out->backward = 8.0 * X * (N - 1) / N;
     return;
   }
-  /* Ring: N-1 steps forward, each sending the K and V in hand (2X) to the
-   * next rank while attending to them; two receive buffers (K, V) alternate.
-   * Backward: K and V go round again (N-1 sends of 2X) and the dK, dV
-   * accumulators travel with them and take one more step home (N sends of
-   * 2X); two buffers each for K/V and dK/dV. Nothing beyond gpt.c's own q, k,
-   * v, output and log-sum-exp is kept. */
-  out->buffers = 2.0 * 2.0 * X + 2.0 * 2.0 * X;
+  /* Ring: N-1 hops forward, each sending the K and V in hand (2X) to the
+   * next rank while attending to them. Backward: K and V go round again
+   * (N-1 sends of 2X) and the dK, dV accumulators travel with them and take
+   * one more hop home (N sends of 2X). Buffers: double buffers of K/V and of
+   * dK/dV (4 x 2X), one block's partial output (c Cl e) and its log-sum-exp
+   * (c NHl fp32). Nothing beyond gpt.c's own q, k, v, output and log-sum-exp
+   * is kept for backward. */
+  out->buffers = 8.0 * X + c * Cl * e + c * NHl * 4.0;
   out->forward = (N - 1) * 2.0 * X;
   out->backward = (N - 1) * 2.0 * X + N * 2.0 * X;
 }

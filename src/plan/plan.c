@@ -237,9 +237,8 @@ zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d must divide the heads %d", c->tp, m->heads);
   int dp = c->gpus / (c->tp * c->pp * c->cp);
   if (dp % c->hsdp)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "hsdp %d must divide dp %d (= gpus %d / (tp x pp%s))", c->hsdp, dp, c->gpus,
-                      c->cp > 1 ? " x cp" : "");
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "hsdp %d must divide dp %d (= gpus %d / (tp x pp%s))",
+                      c->hsdp, dp, c->gpus, c->cp > 1 ? " x cp" : "");
   if (c->vpp < 1 || (c->vpp > 1 && c->pp == 1))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "vpp %d with pp %d: accepted vpp 1, or vpp > 1 (interleaved) with pp > 1",
@@ -377,7 +376,7 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
    * (only the block being back-propagated with recompute), and its transient
    * buffers, allocated once. */
   zeroc__plan_cp_t cpb;
-  zeroc__plan_cp_block(c->cp_mode, c->cp, n, C / t, e, &cpb);
+  zeroc__plan_cp_block(c->cp_mode, c->cp, n, C / t, a / t, e, &cpb);
   if (st->blocks > 0) {
     act += (c->recompute == ZEROC_RECOMPUTE_FULL ? 1.0 : st->inflight * st->blocks) * cpb.saved;
     mem->buffers += cpb.buffers;
@@ -445,7 +444,7 @@ static double cp_time(const zeroc_plan_config_t *c, double blocks) {
   double bw, lat, T = m->seq, b = m->batch, C = m->hidden;
   link_of(c, (int64_t)t * N, &bw, &lat);
   zeroc__plan_cp_t k;
-  zeroc__plan_cp_block(c->cp_mode, N, b * T / N, C / t, c->act_bytes, &k);
+  zeroc__plan_cp_block(c->cp_mode, N, b * T / N, C / t, (double)m->heads / t, c->act_bytes, &k);
   double rc = c->recompute == ZEROC_RECOMPUTE_FULL ? 2.0 : 1.0, fwd, bwd;
   if (c->cp_mode == ZEROC_PLAN_CP_RING) {
     /* one forward step: K, V sent (forward / (N-1) bytes) against 1/N of the
@@ -462,8 +461,8 @@ static double cp_time(const zeroc_plan_config_t *c, double blocks) {
   return c->microbatches * blocks * (rc * fwd + bwd);
 }
 
-static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double flops,
-                      double blocks, zeroc_plan_time_t *tm) {
+static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double flops, double blocks,
+                      zeroc_plan_time_t *tm) {
   const zeroc_gpt_config_t *m = &c->model;
   /* with cp, ZeRO shards and reduces over dp_shard x cp (x replicas) */
   int t = c->tp, p = c->pp, mb = c->microbatches, R = c->hsdp, nd = dp / R * c->cp;
@@ -588,7 +587,8 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
   zeroc__plan_cp_t k;
   double rblocks = out->comm.cp;
   zeroc__plan_cp_block(c->cp_mode, c->cp, (double)c->model.batch * c->model.seq / c->cp,
-                       (double)c->model.hidden / c->tp, c->act_bytes, &k);
+                       (double)c->model.hidden / c->tp, (double)c->model.heads / c->tp,
+                       c->act_bytes, &k);
   out->comm.cp_forward = k.forward;
   out->comm.cp_backward = k.backward;
   out->comm.cp = c->microbatches * rblocks *

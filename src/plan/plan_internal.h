@@ -32,8 +32,9 @@ typedef struct zeroc__plan_cp {
 } zeroc__plan_cp_t;
 
 /* mode ZEROC_PLAN_CP_*, N the cp size, BTl local tokens of the micro-batch,
- * Cl channels per tp rank, e bytes per element. N = 1: all zero. */
-void zeroc__plan_cp_block(int mode, int N, double BTl, double Cl, int e, zeroc__plan_cp_t *out);
+ * Cl channels and NHl heads per tp rank, e bytes per element. N = 1: all zero. */
+void zeroc__plan_cp_block(int mode, int N, double BTl, double Cl, double NHl, int e,
+                          zeroc__plan_cp_t *out);
 
 /* Plans a layout whose every field has been checked (microbatches >= 1). */
 zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_result_t *out);
