@@ -144,6 +144,39 @@ zeroc_result_t zeroc__recv(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_
   return g->ops->recv(g, s, buf, count_, dt, peer, tag);
 }
 
+zeroc_result_t zeroc__alltoall(zeroc_group_t *g, zeroc_stream_t *s, const void *send, void *recv,
+                               size_t count_, zeroc_dtype_t dt) {
+  ZEROC_CHECK(check(g, s, dt, "alltoall"));
+  if (count_ && send == recv)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "alltoall on %s: send == recv (in place is not supported)",
+                      g->name);
+  uint64_t block = (uint64_t)count_ * zeroc_dtype_size(dt);
+  count(g, ZEROC_COLL_ALLTOALL, block * (uint64_t)g->size, block * (uint64_t)(g->size - 1));
+  return g->ops->alltoall(g, s, send, recv, count_, dt);
+}
+
+zeroc_result_t zeroc__alltoallv(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                const size_t *send_counts, const size_t *send_displs, void *recv,
+                                const size_t *recv_counts, const size_t *recv_displs,
+                                zeroc_dtype_t dt) {
+  ZEROC_CHECK(check(g, s, dt, "alltoallv"));
+  if (!send_counts || !send_displs || !recv_counts || !recv_displs)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "alltoallv on %s: NULL count or displacement array",
+                      g->name);
+  uint64_t esz = zeroc_dtype_size(dt), total = 0, others = 0, in = 0;
+  for (int p = 0; p < g->size; p++) {
+    total += send_counts[p] * esz;
+    if (p != g->rank) others += send_counts[p] * esz;
+    in += recv_counts[p];
+  }
+  if (total && in && send == recv)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "alltoallv on %s: send == recv (in place is not supported)", g->name);
+  count(g, ZEROC_COLL_ALLTOALL, total, others);
+  return g->ops->alltoallv(g, s, send, send_counts, send_displs, recv, recv_counts, recv_displs,
+                           dt);
+}
+
 void zeroc__group_counters(const zeroc_group_t *g, zeroc_comm_counters_t *out) {
   for (int c = 0; c < ZEROC_COLL_COUNT; c++) {
     out->calls[c] = atomic_load(&((zeroc_group_t *)g)->ctr_calls[c]);

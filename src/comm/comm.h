@@ -12,6 +12,8 @@
  * Byte counters per collective: payload bytes, and "bus" bytes, the bytes a
  * rank sends in a ring algorithm ((n-1)/n of the data for all-gather and
  * reduce-scatter, 2(n-1)/n for all-reduce), which is what the ZeRO paper counts.
+ * All-to-all: payload = this rank's whole send buffer, bus = the part of it
+ * that goes to other ranks (its own block stays local).
  */
 #ifndef ZEROC_COMM_COMM_H
 #define ZEROC_COMM_COMM_H
@@ -32,6 +34,7 @@ typedef enum zeroc_coll {
   ZEROC_COLL_BROADCAST,
   ZEROC_COLL_SEND,
   ZEROC_COLL_RECV,
+  ZEROC_COLL_ALLTOALL,  /* equal and per-peer counts (alltoallv) both count here */
   ZEROC_COLL_COUNT
 } zeroc_coll_t;
 
@@ -85,6 +88,15 @@ typedef struct zeroc_comm_ops {
                          zeroc_dtype_t dt, int peer, int tag);
   zeroc_result_t (*recv)(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
                          zeroc_dtype_t dt, int peer, int tag);
+  /* count per peer; send and recv hold size*count elements, peer-major */
+  zeroc_result_t (*alltoall)(zeroc_group_t *g, zeroc_stream_t *s, const void *send, void *recv,
+                             size_t count, zeroc_dtype_t dt);
+  /* counts and displacements per peer, in elements; the arrays are copied (or
+   * consumed) before the call returns */
+  zeroc_result_t (*alltoallv)(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                              const size_t *send_counts, const size_t *send_displs, void *recv,
+                              const size_t *recv_counts, const size_t *recv_displs,
+                              zeroc_dtype_t dt);
   zeroc_result_t (*group_start)(void); /* batch the following calls (ncclGroupStart); may be NULL */
   zeroc_result_t (*group_end)(void);
 } zeroc_comm_ops_t;
@@ -124,6 +136,27 @@ zeroc_result_t zeroc__send(zeroc_group_t *g, zeroc_stream_t *s, const void *buf,
                            zeroc_dtype_t dt, int peer, int tag);
 zeroc_result_t zeroc__recv(zeroc_group_t *g, zeroc_stream_t *s, void *buf, size_t count,
                            zeroc_dtype_t dt, int peer, int tag);
+
+/*
+ * All-to-all: block p of `send` (count elements at p*count) goes to rank p,
+ * which stores it at block r (this rank) of its `recv`. Both buffers hold
+ * size*count elements; not in place (send != recv).
+ */
+zeroc_result_t zeroc__alltoall(zeroc_group_t *g, zeroc_stream_t *s, const void *send, void *recv,
+                               size_t count, zeroc_dtype_t dt);
+/*
+ * All-to-all with a count and a displacement per peer, in elements:
+ * send_counts[p] elements at send + send_displs[p] go to rank p, and
+ * recv_counts[p] elements from rank p land at recv + recv_displs[p]
+ * (recv_counts[p] must equal rank p's send_counts[r]). Each array has g->size
+ * entries and is copied before the call returns (the caller may reuse it at
+ * once); the buffers must stay valid until the stream passes the collective.
+ * Not in place.
+ */
+zeroc_result_t zeroc__alltoallv(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                const size_t *send_counts, const size_t *send_displs, void *recv,
+                                const size_t *recv_counts, const size_t *recv_displs,
+                                zeroc_dtype_t dt);
 
 /* Brackets calls that must be issued together (a send and a receive of a
  * pipeline exchange, several collectives at once): ncclGroupStart/End on

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -94,10 +95,12 @@ typedef struct {
   uint64_t seq;
   int channel, coll, dt, op, peer, tag;
   int wd; /* the issuing stream's channel: its own watchdog entry (p2p shares `channel`) */
+  int *v;  /* alltoallv: send counts, send displs, recv counts, recv displs (4 x size, heap) */
 } mpi_op_t;
 
 static const char *coll_name[ZEROC_COLL_COUNT] = {"allgather", "reduce_scatter", "allreduce",
-                                                  "broadcast", "send",          "recv"};
+                                                  "broadcast", "send",          "recv",
+                                                  "alltoall"};
 
 /* Polls `req` until it completes or the timeout passes. Spins briefly, then
  * yields, then sleeps with growing intervals up to 1 ms. */
@@ -207,6 +210,14 @@ static zeroc_result_t run_op(void *payload) {
     break;
   case ZEROC_COLL_SEND: e = MPI_Isend(o->send, n, t, o->peer, o->tag, comm, &req); break;
   case ZEROC_COLL_RECV: e = MPI_Irecv(o->recv, n, t, o->peer, o->tag, comm, &req); break;
+  case ZEROC_COLL_ALLTOALL:
+    if (o->v) {
+      const int *v = o->v, gs = g->size;
+      e = MPI_Ialltoallv(o->send, v, v + gs, t, o->recv, v + 2 * gs, v + 3 * gs, t, comm, &req);
+    } else {
+      e = MPI_Ialltoall(o->send, n, t, o->recv, n, t, comm, &req);
+    }
+    break;
   default: return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "unknown collective %d", o->coll);
   }
   if (e != MPI_SUCCESS) {
@@ -231,14 +242,35 @@ done:
   return ZEROC_OK;
 }
 
+/* alltoallv: run, then free the copied count arrays. A stream whose earlier
+ * operation failed skips this one and the (small) arrays leak: the stream's
+ * error is sticky and the run is ending anyway. */
+static zeroc_result_t run_op_v(void *payload) {
+  mpi_op_t *o = payload;
+  zeroc_result_t r = run_op(o);
+  free(o->v);
+  o->v = NULL;
+  return r;
+}
+
+static zeroc_result_t submit_v(zeroc_group_t *g, zeroc_stream_t *s, int coll, const void *send,
+                               void *recv, size_t count, zeroc_dtype_t dt, int op, int peer,
+                               int tag, int *v) {
+  if (s->dev->kind != ZEROC_DEVICE_CPU) {
+    free(v);
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "the mpi comm backend needs the cpu device");
+  }
+  int channel = coll == ZEROC_COLL_SEND || coll == ZEROC_COLL_RECV ? ZEROC_P2P_CHANNEL : s->channel;
+  mpi_op_t o = {g,   send, recv, count, g->seq[s->channel], channel, coll, (int)dt, op, peer, tag,
+                s->channel, v};
+  zeroc_result_t r = zeroc__stream_enqueue(s, v ? run_op_v : run_op, &o, sizeof o);
+  if (r != ZEROC_OK) free(v);
+  return r;
+}
+
 static zeroc_result_t submit(zeroc_group_t *g, zeroc_stream_t *s, int coll, const void *send,
                              void *recv, size_t count, zeroc_dtype_t dt, int op, int peer, int tag) {
-  if (s->dev->kind != ZEROC_DEVICE_CPU)
-    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "the mpi comm backend needs the cpu device");
-  int channel = coll == ZEROC_COLL_SEND || coll == ZEROC_COLL_RECV ? ZEROC_P2P_CHANNEL : s->channel;
-  mpi_op_t o = {g, send, recv, count, g->seq[s->channel], channel, coll, (int)dt, op, peer, tag,
-                s->channel};
-  return zeroc__stream_enqueue(s, run_op, &o, sizeof o);
+  return submit_v(g, s, coll, send, recv, count, dt, op, peer, tag, NULL);
 }
 
 static zeroc_result_t mpi_allgather(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
@@ -267,11 +299,43 @@ static zeroc_result_t mpi_recv(zeroc_group_t *g, zeroc_stream_t *s, void *buf, s
   return submit(g, s, ZEROC_COLL_RECV, NULL, buf, count, dt, 0, peer, tag);
 }
 
+static zeroc_result_t mpi_alltoall(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                   void *recv, size_t count, zeroc_dtype_t dt) {
+  return submit(g, s, ZEROC_COLL_ALLTOALL, send, recv, count, dt, 0, 0, 0);
+}
+
+/* MPI takes int counts and displacements: they are checked and copied here, so
+ * the caller's arrays are free as soon as this returns. */
+static zeroc_result_t mpi_alltoallv(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                    const size_t *send_counts, const size_t *send_displs,
+                                    void *recv, const size_t *recv_counts,
+                                    const size_t *recv_displs, zeroc_dtype_t dt) {
+  int gs = g->size;
+  int *v = malloc(sizeof(int) * 4 * (size_t)gs);
+  if (!v) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "alltoallv on %s: count table", g->name);
+  const size_t *src[4] = {send_counts, send_displs, recv_counts, recv_displs};
+  size_t total = 0;
+  for (int k = 0; k < 4; k++)
+    for (int p = 0; p < gs; p++) {
+      if (src[k][p] > INT_MAX) {
+        free(v);
+        return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                          "alltoallv on group %s: count or displacement %zu (peer %d) exceeds "
+                          "MPI's int",
+                          g->name, src[k][p], p);
+      }
+      v[k * gs + p] = (int)src[k][p];
+      if (k == 0) total += src[k][p];
+    }
+  return submit_v(g, s, ZEROC_COLL_ALLTOALL, send, recv, total, dt, 0, 0, 0, v);
+}
+
 /* Blocking all-reduce of host values on channel 0, on the calling thread, with
  * the same timeout and diagnostics as every collective. */
 zeroc_result_t zeroc__allreduce_host(zeroc_group_t *g, void *buf, size_t count, zeroc_dtype_t dt,
                                      zeroc_redop_t op) {
-  mpi_op_t o = {g, buf, buf, count, ++g->seq[0], 0, ZEROC_COLL_ALLREDUCE, (int)dt, op, 0, 0, 0};
+  mpi_op_t o = {g, buf, buf, count, ++g->seq[0], 0, ZEROC_COLL_ALLREDUCE, (int)dt, op, 0, 0, 0,
+                NULL};
   return run_op(&o);
 }
 
@@ -285,4 +349,6 @@ const zeroc_comm_ops_t zeroc__mpi_comm_ops = {
     .broadcast = mpi_broadcast,
     .send = mpi_send,
     .recv = mpi_recv,
+    .alltoall = mpi_alltoall,
+    .alltoallv = mpi_alltoallv,
 };

@@ -179,6 +179,64 @@ static zeroc_result_t nccl_recv(zeroc_group_t *g, zeroc_stream_t *s, void *buf, 
                   g);
 }
 
+/* All-to-all as grouped point-to-point on the stream's channel communicator
+ * (NCCL has no all-to-all call): one send and one receive per peer inside a
+ * group, so NCCL schedules them together and nothing deadlocks; this rank's
+ * own block is a device copy. Offsets are in elements. */
+static zeroc_result_t nccl_a2a(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                               const size_t *sc, const size_t *sd, void *recv, const size_t *rc,
+                               const size_t *rd, zeroc_dtype_t dt) {
+  size_t esz = zeroc_dtype_size(dt);
+  cudaStream_t cs = (cudaStream_t)s->native;
+  int me = g->rank;
+  if (sc[me]) {
+    cudaError_t e = cudaMemcpyAsync((char *)recv + rd[me] * esz, (const char *)send + sd[me] * esz,
+                                    sc[me] * esz, cudaMemcpyDefault, cs);
+    if (e != cudaSuccess)
+      return ZEROC_FAIL(ZEROC_ERR_CUDA, "cudaMemcpyAsync (alltoall self block on %s): %s", g->name,
+                        cudaGetErrorString(e));
+  }
+  if (g->size == 1) return ZEROC_OK;
+  ncclComm_t c;
+  ZEROC_CHECK(get_comm(g, s, &c));
+  ncclResult_t r = ncclGroupStart();
+  if (r != ncclSuccess) return nccl_fail(r, "ncclGroupStart (alltoall)", g);
+  for (int p = 0; p < g->size; p++) {
+    if (p == me) continue;
+    if (sc[p]) {
+      r = ncclSend((const char *)send + sd[p] * esz, sc[p], nccl_type(dt), p, c, cs);
+      if (r != ncclSuccess && r != ncclInProgress) break;
+    }
+    if (rc[p]) {
+      r = ncclRecv((char *)recv + rd[p] * esz, rc[p], nccl_type(dt), p, c, cs);
+      if (r != ncclSuccess && r != ncclInProgress) break;
+    }
+  }
+  ncclResult_t r2 = ncclGroupEnd();
+  if (r != ncclSuccess && r != ncclInProgress) return nccl_fail(r, "ncclSend/ncclRecv (alltoall)", g);
+  return nccl_ret(r2, "ncclGroupEnd (alltoall)", g);
+}
+
+static zeroc_result_t nccl_alltoall(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                    void *recv, size_t count, zeroc_dtype_t dt) {
+  size_t *t = malloc(sizeof(size_t) * 2 * (size_t)g->size);
+  if (!t) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "alltoall on %s: offset table", g->name);
+  for (int p = 0; p < g->size; p++) {
+    t[p] = count;
+    t[g->size + p] = (size_t)p * count;
+  }
+  zeroc_result_t r = nccl_a2a(g, s, send, t, t + g->size, recv, t, t + g->size, dt);
+  free(t);
+  return r;
+}
+
+static zeroc_result_t nccl_alltoallv(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                     const size_t *send_counts, const size_t *send_displs,
+                                     void *recv, const size_t *recv_counts,
+                                     const size_t *recv_displs, zeroc_dtype_t dt) {
+  return nccl_a2a(g, s, send, send_counts, send_displs, recv, recv_counts, recv_displs, dt);
+}
+
 /* Non-zero, with a message, when any communicator of `g` has an async error. */
 int zeroc__nccl_async_error(zeroc_group_t *g, char *why, size_t n) {
   for (int c = 0; c < ZEROC_MAX_CHANNELS; c++) {
@@ -222,6 +280,8 @@ const zeroc_comm_ops_t zeroc__nccl_comm_ops = {
     .broadcast = nccl_broadcast,
     .send = nccl_send,
     .recv = nccl_recv,
+    .alltoall = nccl_alltoall,
+    .alltoallv = nccl_alltoallv,
     .group_start = nccl_group_start,
     .group_end = nccl_group_end,
 };
