@@ -8,14 +8,21 @@
  * of this tp rank, e bytes per activation element, and X = BTl Cl e the bytes
  * of one local (B, T/N, C/tp) tensor, such as K or V.
  */
+#include "cp/cp.h"
 #include "core/error.h"
 #include "plan/plan_internal.h"
 
-void zeroc__plan_cp_block(int mode, int N, double BTl, double Cl, double NHl, int e,
+static zeroc__cp_mode_t cp_mode(int mode) {
+  return mode == ZEROC_PLAN_CP_ULYSSES ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
+}
+
+void zeroc__plan_cp_block(int mode, int N, int B, int T, int Cl, int NHl, int e,
                           zeroc__plan_cp_t *out) {
-  double X = BTl * Cl * e, c = BTl / 2; /* c: the tokens of one zigzag chunk, times B */
+  double X = (double)B * (T / N) * Cl * e;
   out->saved = out->buffers = out->forward = out->backward = 0;
   if (N <= 1) return;
+  /* the buffers src/cp allocates (zeroc__cp_buffer_bytes; the formulas below) */
+  out->buffers = (double)zeroc__cp_buffer_bytes(cp_mode(mode), N, B, T, Cl, NHl, (size_t)e);
   if (mode == ZEROC_PLAN_CP_ULYSSES) {
     /* Forward: all-to-all q, k, v (3X) from sequence-split to head-split,
      * attention on the whole sequence for NHl/N heads, the output (X) back.
@@ -24,7 +31,6 @@ void zeroc__plan_cp_block(int mode, int N, double BTl, double Cl, double NHl, in
      * head-split, dq, dk, dv (3X) back: nothing head-split is kept between
      * forward and backward. Buffers: send and receive staging of qkv,
      * head-split qkv, out, dout and dqkv, 14X. */
-    out->buffers = 14.0 * X;
     out->forward = 4.0 * X * (N - 1) / N;
     out->backward = 8.0 * X * (N - 1) / N;
     return;
@@ -34,9 +40,8 @@ void zeroc__plan_cp_block(int mode, int N, double BTl, double Cl, double NHl, in
    * (N-1 sends of 2X) and the dK, dV accumulators travel with them and take
    * one more hop home (N sends of 2X). Buffers: double buffers of K/V and of
    * dK/dV (4 x 2X), one block's partial output (c Cl e) and its log-sum-exp
-   * (c NHl fp32). Nothing beyond gpt.c's own q, k, v, output and log-sum-exp
+   * (c NHl fp32), c = B T / 2N. Nothing beyond gpt.c's own q, k, v, output and log-sum-exp
    * is kept for backward. */
-  out->buffers = 8.0 * X + c * Cl * e + c * NHl * 4.0;
   out->forward = (N - 1) * 2.0 * X;
   out->backward = (N - 1) * 2.0 * X + N * 2.0 * X;
 }
@@ -49,15 +54,7 @@ zeroc_result_t zeroc__plan_check_cp(const zeroc_plan_config_t *c) {
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp_mode %d: accepted 0 (ring) or 1 (ulysses)",
                       c->cp_mode);
   if (c->cp == 1) return ZEROC_OK;
-  /* zigzag: every rank holds chunks r and 2N-1-r of 2N equal chunks */
-  if (m->seq % (2 * c->cp))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "cp %d must split seq %d into 2 x cp = %d equal chunks (zigzag)", c->cp,
-                      m->seq, 2 * c->cp);
-  if (c->cp_mode == ZEROC_PLAN_CP_ULYSSES && (m->heads / c->tp) % c->cp)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "cp %d with cp_mode ulysses must divide the heads per tp rank %d (heads %d "
-                      "/ tp %d); ring has no such cap",
-                      c->cp, m->heads / c->tp, m->heads, c->tp);
-  return ZEROC_OK;
+  /* src/cp's own checks: the zigzag needs 2 cp | seq; Ulysses cp | heads / tp */
+  ZEROC_CHECK(zeroc__cp_check_seq(c->cp, m->seq));
+  return zeroc__cp_check_heads(cp_mode(c->cp_mode), m->heads, c->tp, c->cp);
 }

@@ -376,7 +376,7 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
    * (only the block being back-propagated with recompute), and its transient
    * buffers, allocated once. */
   zeroc__plan_cp_t cpb;
-  zeroc__plan_cp_block(c->cp_mode, c->cp, n, C / t, a / t, e, &cpb);
+  zeroc__plan_cp_block(c->cp_mode, c->cp, m->batch, m->seq, m->hidden / t, m->heads / t, e, &cpb);
   if (st->blocks > 0) {
     act += (c->recompute == ZEROC_RECOMPUTE_FULL ? 1.0 : st->inflight * st->blocks) * cpb.saved;
     mem->buffers += cpb.buffers;
@@ -444,7 +444,8 @@ static double cp_time(const zeroc_plan_config_t *c, double blocks) {
   double bw, lat, T = m->seq, b = m->batch, C = m->hidden;
   link_of(c, (int64_t)t * N, &bw, &lat);
   zeroc__plan_cp_t k;
-  zeroc__plan_cp_block(c->cp_mode, N, b * T / N, C / t, (double)m->heads / t, c->act_bytes, &k);
+  zeroc__plan_cp_block(c->cp_mode, N, m->batch, m->seq, m->hidden / t, m->heads / t, c->act_bytes,
+                       &k);
   double rc = c->recompute == ZEROC_RECOMPUTE_FULL ? 2.0 : 1.0, fwd, bwd;
   if (c->cp_mode == ZEROC_PLAN_CP_RING) {
     /* one forward step: K, V sent (forward / (N-1) bytes) against 1/N of the
@@ -586,9 +587,8 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
   /* the reported stage's context-parallel bytes per step (plan/cp.c) */
   zeroc__plan_cp_t k;
   double rblocks = out->comm.cp;
-  zeroc__plan_cp_block(c->cp_mode, c->cp, (double)c->model.batch * c->model.seq / c->cp,
-                       (double)c->model.hidden / c->tp, (double)c->model.heads / c->tp,
-                       c->act_bytes, &k);
+  zeroc__plan_cp_block(c->cp_mode, c->cp, c->model.batch, c->model.seq, c->model.hidden / c->tp,
+                       c->model.heads / c->tp, c->act_bytes, &k);
   out->comm.cp_forward = k.forward;
   out->comm.cp_backward = k.backward;
   out->comm.cp = c->microbatches * rblocks *

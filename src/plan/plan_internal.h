@@ -31,9 +31,10 @@ typedef struct zeroc__plan_cp {
   double backward; /* bytes this rank sends in its backward */
 } zeroc__plan_cp_t;
 
-/* mode ZEROC_PLAN_CP_*, N the cp size, BTl local tokens of the micro-batch,
- * Cl channels and NHl heads per tp rank, e bytes per element. N = 1: all zero. */
-void zeroc__plan_cp_block(int mode, int N, double BTl, double Cl, double NHl, int e,
+/* mode ZEROC_PLAN_CP_*, N the cp size, B sequences of T tokens (the whole
+ * sequence; a rank holds T/N), Cl channels and NHl heads per tp rank, e bytes
+ * per element. N = 1: all zero. */
+void zeroc__plan_cp_block(int mode, int N, int B, int T, int Cl, int NHl, int e,
                           zeroc__plan_cp_t *out);
 
 /* Plans a layout whose every field has been checked (microbatches >= 1). */
