@@ -37,11 +37,17 @@ zeroc_result_t zeroc__train_load(zeroc_trainer_t *tr, zeroc_data_t *d, uint64_t 
   size_t ntok = tr->ntok;
   /* a pipeline takes the whole step's micro-batches at once, one slot each */
   size_t at = tr->pipe ? (size_t)u * ntok : 0;
-  ZEROC_CHECK(zeroc_data_batch(d, &lay, step, u, tr->inputs + at, tr->targets + at));
+  if (tr->cp > 1) { /* the cp ranks of a dp index read the same batch and keep their tokens */
+    ZEROC_CHECK(zeroc_data_batch(d, &lay, step, u, tr->full_in, tr->full_tg));
+    zeroc_gpt_cp_tokens(tr->full_in, tr->inputs + at, c->batch, c->seq, tr->cp, tr->cp_rank);
+    zeroc_gpt_cp_tokens(tr->full_tg, tr->targets + at, c->batch, c->seq, tr->cp, tr->cp_rank);
+  } else {
+    ZEROC_CHECK(zeroc_data_batch(d, &lay, step, u, tr->inputs + at, tr->targets + at));
+  }
   /* the step and the slots name the sequences for dropout's masks */
   int slot;
   ZEROC_CHECK(zeroc_data_first_slot(d, &lay, u, &slot));
-  *b = (zeroc_gpt_batch_t){c->batch,         c->seq, tr->inputs + at,
+  *b = (zeroc_gpt_batch_t){c->batch,         c->seq / tr->cp, tr->inputs + at,
                            tr->targets + at, step,   (uint64_t)slot};
   if (tr->dev_in) {
     zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);

@@ -1,0 +1,177 @@
+/*
+ * model/gpt_cp.c - the GPT's context parallelism: positions of the zigzag
+ * chunks, and attention over the sequence from this rank's tokens.
+ *
+ * The sequence's 2n chunks of c = T/(2n) tokens are dealt in zigzag (rank r
+ * holds chunks r and 2n-1-r), so every rank has the same causal work. Local
+ * token t < c of a sequence is at global position r c + t, token t >= c at
+ * (2n-1-r) c + t - c.
+ */
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels/dropout.h"
+#include "model/gpt_cp.h"
+#include "runtime/runtime.h"
+
+void zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_kernels_t *k,
+                        zeroc_dtype_t dt, zeroc_cp_mode_t mode) {
+  const zeroc_mesh_info_t *m = zeroc_ctx_mesh(ctx);
+  memset(cp, 0, sizeof *cp);
+  cp->n = m->cp > 1 ? m->cp : 1;
+  cp->rank = m->cp > 1 ? m->cp_rank : 0;
+  cp->mode = mode == ZEROC_CP_DEFAULT ? ZEROC_CP_RING : mode;
+  cp->g = zeroc__ctx_group(ctx, ZEROC_GROUP_CP);
+  cp->k = k;
+  cp->dt = dt;
+  cp->es = zeroc_dtype_size(dt);
+}
+
+void zeroc__gpt_cp_bytes(const zeroc__gpt_cp_t *cp, int B, int T, int C, int Cl, int NHl,
+                         size_t *pos, size_t *qkv, size_t *atty, size_t *lse) {
+  *pos = *qkv = *atty = *lse = 0;
+  if (cp->n < 2) return;
+  size_t BT = (size_t)B * (size_t)T;
+  *pos = (size_t)(T / cp->n) * (size_t)C * cp->es;
+  *qkv = BT * 3 * (size_t)Cl * cp->es;
+  *atty = BT * (size_t)Cl * cp->es;
+  *lse = (size_t)B * (size_t)NHl * (size_t)T * sizeof(float);
+}
+
+/* The first global position of half h (0, 1) of rank r's tokens. */
+static int64_t chunk_start(const zeroc__gpt_cp_t *cp, int r, int h, int64_t c) {
+  return (h ? 2 * (int64_t)cp->n - 1 - r : r) * c;
+}
+
+/* A run of one sequence's local tokens [lo, hi) (from the sequence's first
+ * local token) at consecutive global positions from pos. */
+typedef struct {
+  int64_t lo, hi, pos;
+} run_t;
+
+/* The runs of one sequence's Tl local tokens inside the window [lo, hi)
+ * (counted from its first local token; may reach past either end): at most
+ * one per half. Returns how many. */
+static int seq_runs(const zeroc__gpt_cp_t *cp, int64_t lo, int64_t hi, int Tl, run_t out[2]) {
+  int64_t c = Tl / 2;
+  int n = 0;
+  for (int h = 0; h < 2; h++) {
+    int64_t a = h * c > lo ? h * c : lo, e = (h + 1) * c < hi ? (h + 1) * c : hi;
+    if (a < e) out[n++] = (run_t){a, e, chunk_start(cp, cp->rank, h, c) + (a - h * c)};
+  }
+  return n;
+}
+
+zeroc_result_t zeroc__gpt_cp_positions(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *x,
+                                       void *wpe, int64_t row0, int64_t nrows, int B, int Tl,
+                                       int C, int grad) {
+  size_t row = (size_t)C * cp->es;
+  for (int b = 0; b < B; b++) {
+    int64_t base = (int64_t)b * Tl;
+    run_t r[2];
+    int n = seq_runs(cp, row0 - base, row0 + nrows - base, Tl, r);
+    for (int i = 0; i < n; i++) {
+      char *xr = (char *)x + (size_t)(base + r[i].lo - row0) * row;
+      char *wr = (char *)wpe + (size_t)r[i].pos * row;
+      size_t e = (size_t)(r[i].hi - r[i].lo) * (size_t)C;
+      CHK(grad ? zeroc_k_add(cp->k, s, wr, xr, e) : zeroc_k_add(cp->k, s, xr, wr, e));
+    }
+  }
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__gpt_cp_dropout(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *out,
+                                     const void *in, const zeroc_dropout_t *d, int Nl, int C) {
+  /* each run as its own call, named by (sequence, global position) on a
+   * sequence of T x cp tokens: the masks of the unsplit model */
+  int Tl = d->T;
+  int64_t row0 = d->row0, end = row0 + Nl;
+  size_t row = (size_t)C * cp->es;
+  for (int64_t b = row0 / Tl; b * Tl < end; b++) {
+    int64_t base = b * Tl;
+    run_t r[2];
+    int n = seq_runs(cp, row0 - base, end - base, Tl, r);
+    for (int i = 0; i < n; i++) {
+      zeroc_dropout_t dd = *d;
+      dd.T = Tl * cp->n;
+      dd.row0 = b * dd.T + r[i].pos;
+      size_t off = (size_t)(base + r[i].lo - row0) * row;
+      CHK(zeroc_k_dropout(cp->k, s, (char *)out + off, (const char *)in + off, &dd,
+                          (int)(r[i].hi - r[i].lo), C));
+    }
+  }
+  return ZEROC_OK;
+}
+
+/* Moves the (B, Tl, w) token rows of rank r between its local layout and the
+ * (B, T, w) global one: to_global copies local -> global, else global -> local. */
+static zeroc_result_t reorder(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *global, void *local,
+                              int r, int B, int Tl, size_t w, int to_global) {
+  int64_t c = Tl / 2, T = (int64_t)Tl * cp->n;
+  size_t row = w * cp->es;
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < 2; h++) {
+      char *gp = (char *)global + (size_t)(b * T + chunk_start(cp, r, h, c)) * row;
+      char *lp = (char *)local + (size_t)(b * (int64_t)Tl + h * c) * row;
+      CHK(to_global ? zeroc_memcpy_async(s, gp, lp, (size_t)c * row)
+                    : zeroc_memcpy_async(s, lp, gp, (size_t)c * row));
+    }
+  return ZEROC_OK;
+}
+
+/* qkv_full (B,T,3Cl) from every rank's local qkv, and the attention of the
+ * whole sequence into atty_full, lse_full. */
+static zeroc_result_t full_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, const void *qkv, int B,
+                                   int Tl, int Cl, int NHl, const zeroc_dropout_t *drop) {
+  size_t part = (size_t)B * (size_t)Tl * 3 * (size_t)Cl;
+  CHK(zeroc__allgather(cp->g, s, qkv, cp->qkv_all, part, cp->dt));
+  for (int r = 0; r < cp->n; r++)
+    CHK(reorder(cp, s, cp->qkv_full, (char *)cp->qkv_all + (size_t)r * part * cp->es, r, B, Tl,
+                3 * (size_t)Cl, 1));
+  return zeroc_k_attention_forward(cp->k, s, cp->atty_full, cp->lse_full, cp->qkv_full, B,
+                                   Tl * cp->n, Cl, NHl, drop);
+}
+
+zeroc_result_t zeroc__gpt_cp_attention_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *out,
+                                               float *lse, const void *qkv, int B, int Tl, int Cl,
+                                               int NHl, const zeroc_dropout_t *drop) {
+  CHK(full_forward(cp, s, qkv, B, Tl, Cl, NHl, drop));
+  CHK(reorder(cp, s, cp->atty_full, out, cp->rank, B, Tl, (size_t)Cl, 0));
+  /* lse (B,NHl,Tl) from (B,NHl,T): the same zigzag per (sequence, head) */
+  int64_t c = Tl / 2, T = (int64_t)Tl * cp->n;
+  for (int bh = 0; bh < B * NHl; bh++)
+    for (int h = 0; h < 2; h++)
+      CHK(zeroc_memcpy_async(s, lse + (size_t)bh * Tl + (size_t)(h * c),
+                             cp->lse_full + (size_t)bh * T + chunk_start(cp, cp->rank, h, c),
+                             (size_t)c * sizeof(float)));
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__gpt_cp_attention_backward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s,
+                                                void *dqkv, const void *dout, const void *qkv,
+                                                const void *out, const float *lse, int B, int Tl,
+                                                int Cl, int NHl, const zeroc_dropout_t *drop) {
+  (void)out, (void)lse; /* the whole sequence's are recomputed */
+  int T = Tl * cp->n;
+  size_t BT = (size_t)B * (size_t)T;
+  CHK(full_forward(cp, s, qkv, B, Tl, Cl, NHl, drop));
+  CHK(zeroc_memset_async(s, cp->datty_full, 0, BT * (size_t)Cl * cp->es));
+  CHK(reorder(cp, s, cp->datty_full, (void *)dout, cp->rank, B, Tl, (size_t)Cl, 1));
+  CHK(zeroc_memset_async(s, cp->dqkv_full, 0, BT * 3 * (size_t)Cl * cp->es));
+  CHK(zeroc_k_attention_backward(cp->k, s, cp->dqkv_full, cp->datty_full, cp->qkv_full,
+                                 cp->atty_full, cp->lse_full, B, T, Cl, NHl, drop));
+  /* every rank's queries contributed to every key and value: sum, keep ours */
+  CHK(zeroc__allreduce(cp->g, s, cp->dqkv_full, cp->dqkv_full, BT * 3 * (size_t)Cl, cp->dt,
+                       ZEROC_SUM));
+  CHK(reorder(cp, s, cp->dqkv_full, cp->qkv_all, cp->rank, B, Tl, 3 * (size_t)Cl, 0));
+  return zeroc_k_add(cp->k, s, dqkv, cp->qkv_all, (size_t)B * Tl * 3 * (size_t)Cl);
+}
+
+void zeroc_gpt_cp_tokens(const int32_t *full, int32_t *local, int B, int T, int cp, int rank) {
+  int Tl = T / cp, c = Tl / 2;
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < 2; h++)
+      memcpy(local + (size_t)b * Tl + (size_t)h * c,
+             full + (size_t)b * T + (size_t)(h ? 2 * cp - 1 - rank : rank) * c,
+             (size_t)c * sizeof(int32_t));
+}
