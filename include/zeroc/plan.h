@@ -68,15 +68,10 @@ typedef struct zeroc_plan_config {
   /* Context parallelism (docs/cp.md): each of cp ranks holds T / cp tokens of
    * every sequence (two zigzag chunks); parameters shard over dp_shard x cp.
    * zeroc_plan_search reads cp as the largest cp size it may use (1 when
-   * unset) and cp_mode as the only mode it may use (both when unset). */
-  int cp;      /* context-parallel size (default 1) */
-  int cp_mode; /* ZEROC_PLAN_CP_RING (default) or ZEROC_PLAN_CP_ULYSSES */
+   * unset) and cp_mode as the only mode it may use (both when DEFAULT). */
+  int cp;                  /* context-parallel size (default 1) */
+  zeroc_cp_mode_t cp_mode; /* ZEROC_CP_RING (DEFAULT) or ZEROC_CP_ULYSSES (zeroc/mesh.h) */
 } zeroc_plan_config_t;
-
-/* cp_mode: K/V chunks passed around a ring, overlapped with attention; or an
- * all-to-all from sequence-split to head-split and back (cp divides heads / tp). */
-#define ZEROC_PLAN_CP_RING    0
-#define ZEROC_PLAN_CP_ULYSSES 1
 
 /* Every number "unset" (ZEROC_UNSET, zeroc/types.h; the enums none/zeroc):
  * zeroc_plan_compute gives each unset field the library's default, which is
@@ -93,7 +88,7 @@ typedef struct zeroc_plan_config {
         ZEROC_UNSET, ZEROC_RECOMPUTE_NONE, ZEROC_UNSET, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE,    \
         ZEROC_UNSET, ZEROC_ACT_ZEROC, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET,          \
         ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, \
-        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET                            \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_CP_DEFAULT                       \
   }
 
 /* Bytes per rank on the device, by the memory accountant's tags. */

@@ -117,7 +117,7 @@ static const zeroc_plan_config_t DEFAULTS = {
     .vpp = 1,
     .compute_bytes = 0, /* param_bytes */
     .cp = 1,
-    .cp_mode = ZEROC_PLAN_CP_RING,
+    .cp_mode = ZEROC_CP_RING,
 };
 
 #define UNSET_D      ((double)ZEROC_UNSET)
@@ -130,7 +130,8 @@ static void resolve_unset(zeroc_plan_config_t *out) {
   RESOLVE(gpus), RESOLVE(zero), RESOLVE(tp), RESOLVE(pp), RESOLVE(hsdp), RESOLVE(microbatches);
   RESOLVE(param_bytes), RESOLVE(act_bytes), RESOLVE(sequence_parallel), RESOLVE(prefetch);
   RESOLVE(flash_attention), RESOLVE(gpus_per_node), RESOLVE(vpp), RESOLVE(compute_bytes);
-  RESOLVE(cp), RESOLVE(cp_mode);
+  RESOLVE(cp);
+  if (out->cp_mode == ZEROC_CP_DEFAULT) out->cp_mode = ZEROC_CP_RING;
   RESOLVE_D(gpu_mem_gib), RESOLVE_D(workspace_mib), RESOLVE_D(peak_tflops), RESOLVE_D(mfu);
   RESOLVE_D(bw_intra_gbs), RESOLVE_D(bw_inter_gbs), RESOLVE_D(lat_intra_us);
   RESOLVE_D(lat_inter_us), RESOLVE_D(bw_pcie_gbs), RESOLVE_D(bw_nvme_gbs);
@@ -447,7 +448,7 @@ static double cp_time(const zeroc_plan_config_t *c, double blocks) {
   zeroc__plan_cp_block(c->cp_mode, N, m->batch, m->seq, m->hidden / t, m->heads / t, c->act_bytes,
                        &k);
   double rc = c->recompute == ZEROC_RECOMPUTE_FULL ? 2.0 : 1.0, fwd, bwd;
-  if (c->cp_mode == ZEROC_PLAN_CP_RING) {
+  if (c->cp_mode == ZEROC_CP_RING) {
     /* one forward step: K, V sent (forward / (N-1) bytes) against 1/N of the
      * rank's attention, 4 b T^2 C / (N t) FLOPs forward, twice that backward */
     double attn = 4.0 * b * T * T * C / ((double)N * t) / (c->mfu * c->peak_tflops * 1e12) / N;

@@ -110,15 +110,15 @@ zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_
   c.vpp = 1; /* the search covers 1F1B pipelines */
   /* cp: the largest context-parallel size to try (1 when unset); cp_mode: the
    * one mode to try, both when unset */
-  int cp_max = c.cp, mode_lo = ZEROC_PLAN_CP_RING, mode_hi = ZEROC_PLAN_CP_ULYSSES;
+  int cp_max = c.cp, mode_lo = ZEROC_CP_RING, mode_hi = ZEROC_CP_ULYSSES;
   if (cfg->size >= offsetof(zeroc_plan_config_t, cp_mode) + sizeof cfg->cp_mode &&
-      cfg->cp_mode != ZEROC_UNSET)
+      cfg->cp_mode != ZEROC_CP_DEFAULT)
     mode_lo = mode_hi = c.cp_mode;
-  if (cp_max < 1 || mode_lo < ZEROC_PLAN_CP_RING || mode_hi > ZEROC_PLAN_CP_ULYSSES) {
+  if (cp_max < 1 || mode_lo < ZEROC_CP_RING || mode_hi > ZEROC_CP_ULYSSES) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                      "zeroc_plan_search: cp %d, cp_mode %d: accepted cp >= 1 (the largest to "
-                     "try), cp_mode 0 (ring), 1 (ulysses) or unset (both)",
-                     cp_max, c.cp_mode);
+                     "try), cp_mode ring, ulysses or DEFAULT (both)",
+                     cp_max, (int)c.cp_mode);
     goto fail;
   }
   int64_t G = global_batch ? global_batch : (int64_t)c.model.batch * c.gpus;
@@ -140,10 +140,10 @@ zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_
           c.tp = t;
           c.pp = p;
           c.cp = cp;
-          c.cp_mode = mode;
+          c.cp_mode = (zeroc_cp_mode_t)mode;
           /* as zeroc__plan_check_cp, without leaving its message behind */
           if ((N / (t * p)) % cp || c.model.seq % (2 * cp) ||
-              (mode == ZEROC_PLAN_CP_ULYSSES && (c.model.heads / t) % cp))
+              (mode == ZEROC_CP_ULYSSES && (c.model.heads / t) % cp))
             continue;
           ZEROC_TRY(search_dp(&c, G, &l));
         }
