@@ -58,5 +58,19 @@ oom)
   echo "$out" | grep -q "device memory limit reached" || fail "cp 1: no out-of-memory message: $out"
   ZEROC_DEVICE_MEM_LIMIT=$cap run 4 "${LONG[@]}" --steps 2 --cp 4 --metrics "$WORK/m.jsonl" || fail "cp 4 under $cap bytes (plan $four)"
   echo "cap $cap bytes: cp 1 (plan $one) refused with the out-of-memory message, cp 4 (plan $four) trains: loss $(field "$WORK/m.jsonl" loss | tail -1)" ;;
+bench)
+  # zeroc bench --cp 4 on 4 ranks: the cp rows run, carry their cp size, mode
+  # and comm bytes, and compute the same math as ZeRO-3 (losses to rounding)
+  $MPIRUN $FLAGS -np 4 "$ZEROC" bench --device cpu --out "$WORK/b" --steps 3 --warmup-steps 1 \
+    --seq 128 --cp 4 --only zero-3,cp-2-ring,cp-4-ring,cp-4-ulysses,cp-2-ring+tp-2 > "$WORK/out.txt" 2>&1 \
+    || { cat "$WORK/out.txt"; fail "bench exited $?"; }
+  for l in cp-2-ring cp-4-ring cp-4-ulysses cp-2-ring+tp-2; do
+    n=${l#cp-}; n=${n%%-*}; mode=${l#cp-?-}; mode=${mode%%+*}
+    grep -q "^$l,.*,ok,.*,$n,$mode,[0-9][0-9]*\$" "$WORK/b/bench.csv" || fail "layout $l: $(grep "^$l," "$WORK/b/bench.csv")"
+  done
+  grep -q "^| cp-4-ulysses | 3 | 1 | 1 | 1 | 4 |" "$WORK/b/bench.md" || fail "bench.md has no cp row: $(cat "$WORK/b/bench.md")"
+  awk -F, 'NR > 1 { print $16 }' "$WORK/b/bench.csv" | sort -g | sed -n '1p;$p' | paste - - |
+    awk '{ d = $2 - $1; exit !(d <= 1e-4 * $1) }' || fail "losses differ: $(cut -d, -f1,16 "$WORK/b/bench.csv")"
+  echo "bench --cp 4: $(grep -c ',ok,' "$WORK/b/bench.csv") layouts ok" ;;
 *) fail "unknown test $NAME" ;;
 esac
