@@ -307,6 +307,6 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->spike_window = o->spike_window;
   c->spike_z = o->spike_z;
   c->dropout = o->dropout;
-  c->cp_mode = o->cp_mode == 1 ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
+  c->cp_mode = o->cp_mode == 1 ? ZEROC_CP_MODE_ULYSSES : ZEROC_CP_MODE_RING;
   c->reduce_maxima = o->metrics != NULL;
 }

@@ -109,7 +109,7 @@ typedef struct zeroc_gpt_options {
 } zeroc_gpt_options_t;
 
 #define ZEROC_GPT_OPTIONS_INIT                                                                    \
-  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL, 0.0f, 0, ZEROC_CP_DEFAULT }
+  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL, 0.0f, 0, ZEROC_CP_MODE_DEFAULT }
 
 /*
  * Builds the GPT's unit list (embedding, `layers` blocks, head tied to the

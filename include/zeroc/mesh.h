@@ -37,9 +37,9 @@ typedef enum zeroc_group_kind {
 
 /* How attention runs over a context-parallel group (0: unset, ring). */
 typedef enum zeroc_cp_mode {
-  ZEROC_CP_DEFAULT = 0,
-  ZEROC_CP_RING = 1,    /* K/V chunks passed around the ring, log-sum-exp merge */
-  ZEROC_CP_ULYSSES = 2, /* all-to-all from the sequence split to a head split and back */
+  ZEROC_CP_MODE_DEFAULT = 0,
+  ZEROC_CP_MODE_RING = 1,    /* K/V chunks passed around the ring, log-sum-exp merge */
+  ZEROC_CP_MODE_ULYSSES = 2, /* all-to-all from the sequence split to a head split and back */
 } zeroc_cp_mode_t;
 
 /* "ring", "ulysses" ("ring" for DEFAULT, "?" otherwise). */

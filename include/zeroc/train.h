@@ -115,7 +115,7 @@ typedef struct zeroc_train_config {
     sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 0, 0, 0, 0, -1, -1.0, 0,      \
         ZEROC_LR_DEFAULT, 0.0, -1.0, -1.0, -1.0, -1.0, -1, -1, -1, -1, 0, -1, 0,                   \
         ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_1F1B, 0, NULL, 0, NULL, NULL, \
-        NULL, 0, NULL, 0, -1.0, 0, NULL, 0, 0, 0.0, ZEROC_CP_DEFAULT                               \
+        NULL, 0, NULL, 0, -1.0, 0, NULL, 0, 0, 0.0, ZEROC_CP_MODE_DEFAULT                               \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */

@@ -75,5 +75,5 @@ const char *zeroc_group_name(zeroc_group_kind_t g) {
 }
 
 const char *zeroc_cp_mode_name(zeroc_cp_mode_t m) {
-  return m == ZEROC_CP_DEFAULT || m == ZEROC_CP_RING ? "ring" : m == ZEROC_CP_ULYSSES ? "ulysses" : "?";
+  return m == ZEROC_CP_MODE_DEFAULT || m == ZEROC_CP_MODE_RING ? "ring" : m == ZEROC_CP_MODE_ULYSSES ? "ulysses" : "?";
 }

@@ -656,7 +656,7 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
                      g->cp.n, cfg->seq, 2 * g->cp.n, 2 * g->cp.n);
     goto fail;
   }
-  if (g->cp.n > 1 && g->cp.mode == ZEROC_CP_ULYSSES && g->NHl % g->cp.n) {
+  if (g->cp.n > 1 && g->cp.mode == ZEROC_CP_MODE_ULYSSES && g->NHl % g->cp.n) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                      "ulysses context parallelism over %d ranks splits the %d attention heads of "
                      "each tp rank (%d heads / tp %d): cp must divide them (or use --cp-mode ring)",

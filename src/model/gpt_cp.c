@@ -20,7 +20,7 @@ void zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_kernels_t *
   memset(cp, 0, sizeof *cp);
   cp->n = m->cp > 1 ? m->cp : 1;
   cp->rank = m->cp > 1 ? m->cp_rank : 0;
-  cp->mode = mode == ZEROC_CP_DEFAULT ? ZEROC_CP_RING : mode;
+  cp->mode = mode == ZEROC_CP_MODE_DEFAULT ? ZEROC_CP_MODE_RING : mode;
   cp->g = zeroc__ctx_group(ctx, ZEROC_GROUP_CP);
   cp->k = k;
   cp->dt = dt;

@@ -97,8 +97,8 @@ static zeroc_result_t check_config(const zeroc_trainer_t *tr, const zeroc_train_
   if (!(c->dropout >= 0 && c->dropout < 1))
     return BAD("dropout %g: accepted 0 <= dropout < 1", c->dropout);
   if (pp == 1 && c->vpp > 1) return BAD("vpp %d is for a pipeline (pp > 1)", c->vpp);
-  if ((unsigned)c->cp_mode > ZEROC_CP_ULYSSES)
-    return BAD("cp_mode %d: accepted ZEROC_CP_RING, ZEROC_CP_ULYSSES", (int)c->cp_mode);
+  if ((unsigned)c->cp_mode > ZEROC_CP_MODE_ULYSSES)
+    return BAD("cp_mode %d: accepted ZEROC_CP_MODE_RING, ZEROC_CP_MODE_ULYSSES", (int)c->cp_mode);
   if (tr->cp > 1 && g->seq % (2 * tr->cp))
     return BAD("seq %d is not divisible by 2 x cp = %d: context parallelism deals each sequence "
                "out in 2 x cp zigzag chunks",
