@@ -34,7 +34,7 @@ static const char *offload_name(zeroc_offload_t o) {
 }
 static const char *dtype_name(int bytes) { return bytes == 4 ? "fp32" : "bf16"; }
 static const char *cp_mode_name(zeroc_cp_mode_t m) {
-  return m == ZEROC_CP_ULYSSES ? "ulysses" : "ring";
+  return m == ZEROC_CP_MODE_ULYSSES ? "ulysses" : "ring";
 }
 static const char *act_model_name(zeroc_act_model_t a) {
   return a == ZEROC_ACT_MEGATRON ? "megatron" : "zeroc";
@@ -144,7 +144,7 @@ static int is_switch(const char *f) {
 static const char *const act_models[] = {"zeroc", "megatron", NULL};
 static const char *const attentions[] = {"naive", "flash", NULL};
 static const char *const cp_modes[] = {"ring", "ulysses",
-                                       NULL}; /* ZEROC_CP_RING, ZEROC_CP_ULYSSES */
+                                       NULL}; /* ZEROC_CP_MODE_RING, ZEROC_CP_MODE_ULYSSES */
 
 /* "a, b, c" */
 static const char *choices_text(const char *const *names, char *buf, size_t n) {
@@ -280,7 +280,7 @@ static int parse(int argc, char **argv, opts_t *o) {
   c->offload_params = (zeroc_offload_t)off_par;
   c->act_model = act_model ? ZEROC_ACT_MEGATRON : ZEROC_ACT_ZEROC;
   c->flash_attention = attention;
-  c->cp_mode = cp_mode ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
+  c->cp_mode = cp_mode ? ZEROC_CP_MODE_ULYSSES : ZEROC_CP_MODE_RING;
   return 0;
 }
 
@@ -326,7 +326,7 @@ static int resolve(opts_t *o) {
     /* the search tries cp = 1, 2, 4, ... up to --cp (all the gpus when not
      * given), both modes unless --cp-mode names one */
     if (!o->cp_set) c->cp = c->gpus < 4096 ? c->gpus : 4096;
-    if (!o->cp_mode_set) c->cp_mode = ZEROC_CP_DEFAULT;
+    if (!o->cp_mode_set) c->cp_mode = ZEROC_CP_MODE_DEFAULT;
     int64_t g = o->global_batch ? o->global_batch : (int64_t)m->batch * c->gpus;
     if (g > (1 << 24)) {
       fprintf(stderr,
@@ -374,7 +374,7 @@ static int resolve(opts_t *o) {
             c->cp, m->seq, 2 * c->cp);
     return 2;
   }
-  if (c->cp > 1 && c->cp_mode == ZEROC_CP_ULYSSES && (m->heads / c->tp) % c->cp) {
+  if (c->cp > 1 && c->cp_mode == ZEROC_CP_MODE_ULYSSES && (m->heads / c->tp) % c->cp) {
     fprintf(stderr,
             "zeroc plan: --cp %d with --cp-mode ulysses must divide the heads per tp rank (%d); "
             "--cp-mode ring has no such cap\n",
@@ -541,9 +541,9 @@ static void print_all(const opts_t *o, const zeroc_plan_result_t *v, size_t n, i
     printf("%4zu %3d %3d %3d %4s %5d %4d %4d %5d %5d | %7.2f %6.2f %6.2f %6.2f %6.2f %5.2f | "
            "%7.2f | %8.4g %8.4g %8.4g\n",
            i + 1, r->cfg.tp, r->cfg.pp, r->cfg.cp,
-           r->cfg.cp == 1                    ? "-"
-           : r->cfg.cp_mode == ZEROC_CP_RING ? "ring"
-                                             : "uly",
+           r->cfg.cp == 1                         ? "-"
+           : r->cfg.cp_mode == ZEROC_CP_MODE_RING ? "ring"
+                                                  : "uly",
            r->dp, r->cfg.hsdp, r->cfg.zero, r->cfg.model.batch, r->cfg.microbatches,
            d->params / GIB, d->grads / GIB, d->optimizer / GIB, d->activations / GIB,
            d->buffers / GIB, d->workspace / GIB, d->total / GIB, r->time.total, r->time.compute,

@@ -62,7 +62,7 @@ static void test_buffers_and_bytes_hand(void) {
           one.gpus = t;
           c.gpus = t * N;
           c.cp = N;
-          c.cp_mode = mode ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
+          c.cp_mode = mode ? ZEROC_CP_MODE_ULYSSES : ZEROC_CP_MODE_RING;
           ZT_OK(zeroc_plan_compute(&c, &r));
           ZT_OK(zeroc_plan_compute(&one, &r1));
           double e = 4, Cl = (double)C / t, X = B * (T / N) * Cl * e, ch = B * T / (2.0 * N);
@@ -134,14 +134,14 @@ static void test_checks(void) {
   c.cp = 4;
   c.tp = 4; /* 8 heads / tp 4 = 2 heads: Ulysses cp 4 cannot split them */
   c.gpus = 16;
-  c.cp_mode = ZEROC_CP_ULYSSES;
+  c.cp_mode = ZEROC_CP_MODE_ULYSSES;
   expect_invalid(&c, "ulysses");
-  c.cp_mode = ZEROC_CP_RING; /* the ring has no head cap */
+  c.cp_mode = ZEROC_CP_MODE_RING; /* the ring has no head cap */
   zeroc_plan_result_t r;
   ZT_OK(zeroc_plan_compute(&c, &r));
   c.cp_mode = (zeroc_cp_mode_t)7;
   expect_invalid(&c, "cp_mode 7");
-  c.cp_mode = ZEROC_CP_RING;
+  c.cp_mode = ZEROC_CP_MODE_RING;
   c.cp = 0;
   expect_invalid(&c, "cp 0");
 }
@@ -168,8 +168,8 @@ static void test_search_turns_to_cp(void) {
                       r->global_batch == 8,
                   "#%zu: cp %d tp %d pp %d dp %d batch %lld", i, r->cfg.cp, r->cfg.tp, r->cfg.pp,
                   r->dp, (long long)r->global_batch);
-    ring |= r->cfg.cp_mode == ZEROC_CP_RING;
-    uly |= r->cfg.cp_mode == ZEROC_CP_ULYSSES;
+    ring |= r->cfg.cp_mode == ZEROC_CP_MODE_RING;
+    uly |= r->cfg.cp_mode == ZEROC_CP_MODE_ULYSSES;
     zeroc_plan_result_t again;
     ZT_OK(zeroc_plan_compute(&r->cfg, &again));
     ZT_ASSERT_MSG(again.device.total == r->device.total && again.time.total == r->time.total,
@@ -178,9 +178,9 @@ static void test_search_turns_to_cp(void) {
   ZT_ASSERT_MSG(ring && uly, "both modes among the layouts: ring %d, ulysses %d", ring, uly);
   zeroc_plan_free(v);
   /* cp_mode set: only that mode */
-  c.cp_mode = ZEROC_CP_ULYSSES;
+  c.cp_mode = ZEROC_CP_MODE_ULYSSES;
   ZT_OK(zeroc_plan_search(&c, 8, &v, &n));
-  for (size_t i = 0; i < n; i++) CU_ASSERT(v[i].cfg.cp_mode == ZEROC_CP_ULYSSES);
+  for (size_t i = 0; i < n; i++) CU_ASSERT(v[i].cfg.cp_mode == ZEROC_CP_MODE_ULYSSES);
   zeroc_plan_free(v);
 }
 

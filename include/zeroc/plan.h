@@ -69,8 +69,9 @@ typedef struct zeroc_plan_config {
    * every sequence (two zigzag chunks); parameters shard over dp_shard x cp.
    * zeroc_plan_search reads cp as the largest cp size it may use (1 when
    * unset) and cp_mode as the only mode it may use (both when DEFAULT). */
-  int cp;                  /* context-parallel size (default 1) */
-  zeroc_cp_mode_t cp_mode; /* ZEROC_CP_RING (DEFAULT) or ZEROC_CP_ULYSSES (zeroc/mesh.h) */
+  int cp; /* context-parallel size (default 1) */
+  zeroc_cp_mode_t
+      cp_mode; /* ZEROC_CP_MODE_RING (DEFAULT) or ZEROC_CP_MODE_ULYSSES (zeroc/mesh.h) */
 } zeroc_plan_config_t;
 
 /* Every number "unset" (ZEROC_UNSET, zeroc/types.h; the enums none/zeroc):
@@ -88,7 +89,7 @@ typedef struct zeroc_plan_config {
         ZEROC_UNSET, ZEROC_RECOMPUTE_NONE, ZEROC_UNSET, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE,    \
         ZEROC_UNSET, ZEROC_ACT_ZEROC, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET,          \
         ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, \
-        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_CP_DEFAULT                       \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT                  \
   }
 
 /* Bytes per rank on the device, by the memory accountant's tags. */

@@ -53,10 +53,7 @@
 #include "comm/comm.h"
 #include "kernels/kernels.h"
 
-#include "zeroc/mesh.h"
-
-/* the public zeroc_cp_mode_t (ZEROC_CP_RING, ZEROC_CP_ULYSSES) */
-typedef zeroc_cp_mode_t zeroc__cp_mode_t;
+typedef enum zeroc__cp_mode { ZEROC_CP_RING = 0, ZEROC_CP_ULYSSES = 1 } zeroc__cp_mode_t;
 
 typedef struct zeroc__cp {
   zeroc_kernels_t *k;

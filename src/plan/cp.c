@@ -12,15 +12,19 @@
 #include "core/error.h"
 #include "plan/plan_internal.h"
 
+/* the public mode (zeroc/mesh.h) as src/cp names it */
+static zeroc__cp_mode_t cp_mode(int mode) {
+  return mode == ZEROC_CP_MODE_ULYSSES ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
+}
+
 void zeroc__plan_cp_block(int mode, int N, int B, int T, int Cl, int NHl, int e,
                           zeroc__plan_cp_t *out) {
   double X = (double)B * (T / N) * Cl * e;
   out->saved = out->buffers = out->forward = out->backward = 0;
   if (N <= 1) return;
   /* the buffers src/cp allocates (zeroc__cp_buffer_bytes; the formulas below) */
-  out->buffers = (double)zeroc__cp_buffer_bytes(
-      mode == ZEROC_CP_ULYSSES ? ZEROC_CP_ULYSSES : ZEROC_CP_RING, N, B, T, Cl, NHl, (size_t)e);
-  if (mode == ZEROC_CP_ULYSSES) {
+  out->buffers = (double)zeroc__cp_buffer_bytes(cp_mode(mode), N, B, T, Cl, NHl, (size_t)e);
+  if (mode == ZEROC_CP_MODE_ULYSSES) {
     /* Forward: all-to-all q, k, v (3X) from sequence-split to head-split,
      * attention on the whole sequence for NHl/N heads, the output (X) back.
      * Each all-to-all keeps 1/N of its buffer local: (N-1)/N of 4X leaves.
@@ -47,11 +51,11 @@ zeroc_result_t zeroc__plan_check_cp(const zeroc_plan_config_t *c) {
   const zeroc_gpt_config_t *m = &c->model;
   if (c->cp < 1 || c->cp > 4096)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp %d: accepted 1..4096", c->cp);
-  if (c->cp_mode != ZEROC_CP_RING && c->cp_mode != ZEROC_CP_ULYSSES)
+  if (c->cp_mode != ZEROC_CP_MODE_RING && c->cp_mode != ZEROC_CP_MODE_ULYSSES)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp_mode %d: accepted %d (ring) or %d (ulysses)",
-                      (int)c->cp_mode, (int)ZEROC_CP_RING, (int)ZEROC_CP_ULYSSES);
+                      (int)c->cp_mode, (int)ZEROC_CP_MODE_RING, (int)ZEROC_CP_MODE_ULYSSES);
   if (c->cp == 1) return ZEROC_OK;
   /* src/cp's own checks: the zigzag needs 2 cp | seq; Ulysses cp | heads / tp */
   ZEROC_CHECK(zeroc__cp_check_seq(c->cp, m->seq));
-  return zeroc__cp_check_heads(c->cp_mode, m->heads, c->tp, c->cp);
+  return zeroc__cp_check_heads(cp_mode(c->cp_mode), m->heads, c->tp, c->cp);
 }

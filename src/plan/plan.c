@@ -67,7 +67,7 @@ double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t, int s
                             zeroc_recompute_t rc, int e, int flash) {
   double n = s * b, r = sp && t > 1 ? t : 1;
   /* the buffers src/model/gpt.c allocates for a block (no vocabulary needed) */
-  zeroc__gpt_shape_t shape = {n, n / r, h, h / t, a / t, 0, e, t, sp && t > 1};
+  zeroc__gpt_shape_t shape = {n, n / r, h, h / t, a / t, 0, e, t, sp && t > 1, 0};
   zeroc__gpt_bytes_t z;
   zeroc__gpt_buffer_bytes(&shape, &z);
   if (rc == ZEROC_RECOMPUTE_FULL) return z.resid; /* the block's output, the next one's input */
@@ -117,7 +117,7 @@ static const zeroc_plan_config_t DEFAULTS = {
     .vpp = 1,
     .compute_bytes = 0, /* param_bytes */
     .cp = 1,
-    .cp_mode = ZEROC_CP_RING,
+    .cp_mode = ZEROC_CP_MODE_RING,
 };
 
 #define UNSET_D      ((double)ZEROC_UNSET)
@@ -131,7 +131,7 @@ static void resolve_unset(zeroc_plan_config_t *out) {
   RESOLVE(param_bytes), RESOLVE(act_bytes), RESOLVE(sequence_parallel), RESOLVE(prefetch);
   RESOLVE(flash_attention), RESOLVE(gpus_per_node), RESOLVE(vpp), RESOLVE(compute_bytes);
   RESOLVE(cp);
-  if (out->cp_mode == ZEROC_CP_DEFAULT) out->cp_mode = ZEROC_CP_RING;
+  if (out->cp_mode == ZEROC_CP_MODE_DEFAULT) out->cp_mode = ZEROC_CP_MODE_RING;
   RESOLVE_D(gpu_mem_gib), RESOLVE_D(workspace_mib), RESOLVE_D(peak_tflops), RESOLVE_D(mfu);
   RESOLVE_D(bw_intra_gbs), RESOLVE_D(bw_inter_gbs), RESOLVE_D(lat_intra_us);
   RESOLVE_D(lat_inter_us), RESOLVE_D(bw_pcie_gbs), RESOLVE_D(bw_nvme_gbs);
@@ -351,7 +351,7 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
 
   /* src/model/gpt.c's buffers for this shape (gpt_sizes.c) */
   double r = sp ? t : 1, Vt = zeroc__gpt_padded_vocab(m->vocab, t) / t;
-  zeroc__gpt_shape_t shape = {n, n / r, C, C / t, a / t, Vt, e, t, sp};
+  zeroc__gpt_shape_t shape = {n, n / r, C, C / t, a / t, Vt, e, t, sp, c->cp > 1 ? s : 0};
   zeroc__gpt_bytes_t z;
   zeroc__gpt_buffer_bytes(&shape, &z);
 
@@ -448,7 +448,7 @@ static double cp_time(const zeroc_plan_config_t *c, double blocks) {
   zeroc__plan_cp_block(c->cp_mode, N, m->batch, m->seq, m->hidden / t, m->heads / t, c->act_bytes,
                        &k);
   double rc = c->recompute == ZEROC_RECOMPUTE_FULL ? 2.0 : 1.0, fwd, bwd;
-  if (c->cp_mode == ZEROC_CP_RING) {
+  if (c->cp_mode == ZEROC_CP_MODE_RING) {
     /* one forward step: K, V sent (forward / (N-1) bytes) against 1/N of the
      * rank's attention, 4 b T^2 C / (N t) FLOPs forward, twice that backward */
     double attn = 4.0 * b * T * T * C / ((double)N * t) / (c->mfu * c->peak_tflops * 1e12) / N;

@@ -110,11 +110,11 @@ zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_
   c.vpp = 1; /* the search covers 1F1B pipelines */
   /* cp: the largest context-parallel size to try (1 when unset); cp_mode: the
    * one mode to try, both when unset */
-  int cp_max = c.cp, mode_lo = ZEROC_CP_RING, mode_hi = ZEROC_CP_ULYSSES;
+  int cp_max = c.cp, mode_lo = ZEROC_CP_MODE_RING, mode_hi = ZEROC_CP_MODE_ULYSSES;
   if (cfg->size >= offsetof(zeroc_plan_config_t, cp_mode) + sizeof cfg->cp_mode &&
-      cfg->cp_mode != ZEROC_CP_DEFAULT)
+      cfg->cp_mode != ZEROC_CP_MODE_DEFAULT)
     mode_lo = mode_hi = c.cp_mode;
-  if (cp_max < 1 || mode_lo < ZEROC_CP_RING || mode_hi > ZEROC_CP_ULYSSES) {
+  if (cp_max < 1 || mode_lo < ZEROC_CP_MODE_RING || mode_hi > ZEROC_CP_MODE_ULYSSES) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                      "zeroc_plan_search: cp %d, cp_mode %d: accepted cp >= 1 (the largest to "
                      "try), cp_mode ring, ulysses or DEFAULT (both)",
@@ -143,7 +143,7 @@ zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_
           c.cp_mode = (zeroc_cp_mode_t)mode;
           /* as zeroc__plan_check_cp, without leaving its message behind */
           if ((N / (t * p)) % cp || c.model.seq % (2 * cp) ||
-              (mode == ZEROC_CP_ULYSSES && (c.model.heads / t) % cp))
+              (mode == ZEROC_CP_MODE_ULYSSES && (c.model.heads / t) % cp))
             continue;
           ZEROC_TRY(search_dp(&c, G, &l));
         }
