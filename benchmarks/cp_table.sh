@@ -4,8 +4,10 @@
 # ring with its overlap switched off (ZEROC_CP_OVERLAP=0: each K/V hop is
 # waited for before the attention that uses it). Per layout, the medians over
 # RUNS runs of each run's median step (warm-up steps excluded): tokens/s, step
-# ms, rank 0's peak activation and cp-buffer bytes, comm bytes per step per
-# rank, exposed communication ms. Prints a Markdown table.
+# ms, rank 0's peak activation and buffer bytes (ZeRO-3's gather pools and
+# the cp buffers), comm bytes per step per rank (ZeRO-3's collectives and the
+# cp traffic) beside the planner's cp bytes, exposed communication ms. Prints
+# a Markdown table.
 # usage: benchmarks/cp_table.sh ZEROC_BINARY [RUNS] [extra train flags...]
 set -eu
 ZEROC=${1:?usage: cp_table.sh ZEROC_BINARY [RUNS] [train flags...]}
@@ -15,8 +17,9 @@ MPIRUN=${MPIRUN:-mpirun}
 MPIFLAGS=${MPIFLAGS:---oversubscribe --bind-to none}
 STEPS=${STEPS:-6}
 WARM=${WARM:-2}
-MODEL=(--model custom --layers 4 --hidden 128 --heads 8 --vocab 512 --seq "${SEQ:-1024}" --batch 1
-       --dtype fp32 --device cpu --zero 3 --lr 1e-3 --seed 1 --quiet "$@")
+SHAPE=(--model custom --layers 4 --hidden 128 --heads 8 --vocab 512 --seq "${SEQ:-1024}" --batch 1
+       --dtype fp32 --zero 3)
+MODEL=("${SHAPE[@]}" --device cpu --lr 1e-3 --seed 1 --quiet "$@")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-cptable-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 
@@ -36,13 +39,14 @@ row() { # LABEL NP OVERLAP TRAIN_FLAGS...
          "$(field "$WORK/k.jsonl" comm_bytes | median) $(field "$WORK/k.jsonl" exposed_comm_ms | median)" \
          "$(tag "$WORK/m.jsonl" activations) $(tag "$WORK/m.jsonl" buffers)" >> "$WORK/runs"
   done
-  local c
+  local c plan
+  plan=$("$ZEROC" plan "${SHAPE[@]}" --gpus "$np" "$@" --json | sed -n 's/.*"comm": {[^}]*"cp": \([0-9]*\)}.*/\1/p')
   for c in 1 2 3 4 5 6; do awk -v c=$c '{ print $c }' "$WORK/runs" | median; done | tr '\n' ' ' |
-    awk -v l="$label" '{ printf "| %s | %.0f | %.0f | %.2f | %.2f | %.0f | %.1f |\n", l, $1, $2, $5 / 1048576, $6 / 1048576, $3, $4 }'
+    awk -v l="$label" -v p="$plan" '{ printf "| %s | %.0f | %.0f | %.2f | %.2f | %.0f | %s | %.1f |\n", l, $1, $2, $5 / 1048576, $6 / 1048576, $3, p, $4 }'
 }
 
-echo "| layout | tokens/s | step ms | activations MiB (rank 0 peak) | cp buffers MiB | comm bytes/step/rank | exposed comm ms |"
-echo "|---|---|---|---|---|---|---|"
+echo "| layout | tokens/s | step ms | activations MiB | buffers MiB | comm bytes/step/rank | cp bytes/step (plan) | exposed comm ms |"
+echo "|---|---|---|---|---|---|---|---|"
 row "cp 1" 1 1
 for n in 2 4; do
   row "cp $n ring" "$n" 1 --cp "$n" --cp-mode ring
