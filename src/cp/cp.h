@@ -67,6 +67,11 @@ typedef struct zeroc__cp {
   void *buf;                   /* the cp buffers, one allocation (zeroc__cp_buffer_bytes) */
   size_t buf_bytes;
   int B, T, Cl, NHl; /* the shape buf was sized for */
+  /* Seconds the calling thread spent blocked on cp communication (ring: waiting
+   * for a hop to arrive; ulysses: the all-to-alls), summed since creation: the
+   * exposed communication on the cpu device, whose compute stream runs on the
+   * caller. On cuda the waits are on the stream and this stays near 0. */
+  double wait_s;
 } zeroc__cp_t;
 
 /* Creates the cp object on group `g` (NULL or size 1: no cp) with the kernels
