@@ -585,17 +585,8 @@ static zeroc_result_t alloc_buffers(zeroc_gpt_t *g, int batch, int has_embed, in
     CHK(scratch_alloc(g, (size_t)g->sz.gath, &g->part));
     CHK(scratch_alloc(g, (size_t)g->sz.lngrad, &g->lngrad));
   }
-  if (g->cp.n > 1) { /* context parallelism's scratch (gpt_cp.h) */
-    zeroc__gpt_cp_t *cp = &g->cp;
-    size_t qkv, atty, lse;
-    zeroc__gpt_cp_bytes(cp, batch, g->cfg.seq, (int)C, g->Cl, g->NHl, &g->cp_pos_bytes, &qkv, &atty,
-                        &lse);
-    CHK(scratch_alloc(g, g->cp_pos_bytes, &cp->pos));
-    void **q[3] = {&cp->qkv_all, &cp->qkv_full, &cp->dqkv_full}, **a[2] = {&cp->atty_full, &cp->datty_full};
-    for (int i = 0; i < 3; i++) CHK(scratch_alloc(g, qkv, q[i]));
-    for (int i = 0; i < 2; i++) CHK(scratch_alloc(g, atty, a[i]));
-    CHK(scratch_alloc(g, lse, (void **)&cp->lse_full));
-  }
+  g->cp_pos_bytes = (size_t)zeroc__gpt_cp_pos_bytes(g->cfg.seq, g->cp.n, (int)C, (double)g->es);
+  if (g->cp.n > 1) CHK(scratch_alloc(g, g->cp_pos_bytes, &g->cp.pos));
   g->losses_host = malloc(BT * sizeof(float));
   if (!g->losses_host) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "host losses");
   if (has_head) g->last_losses = g->act[0].losses;
@@ -649,21 +640,8 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   ZEROC_TRY(
       zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), o.dtype, &g->k));
   ZEROC_TRY(zeroc__tp_init(&g->tp, ctx, g->k, o.sequence_parallel));
-  zeroc__gpt_cp_init(&g->cp, ctx, g->k, o.dtype, o.cp_mode);
-  if (g->cp.n > 1 && cfg->seq % (2 * g->cp.n)) {
-    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                     "context parallelism over %d ranks splits each sequence of %d tokens into %d "
-                     "zigzag chunks: seq must be divisible by 2 x cp = %d",
-                     g->cp.n, cfg->seq, 2 * g->cp.n, 2 * g->cp.n);
-    goto fail;
-  }
-  if (g->cp.n > 1 && g->cp.mode == ZEROC_CP_MODE_ULYSSES && g->NHl % g->cp.n) {
-    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                     "ulysses context parallelism over %d ranks splits the %d attention heads of "
-                     "each tp rank (%d heads / tp %d): cp must divide them (or use --cp-mode ring)",
-                     g->cp.n, g->NHl, cfg->heads, t);
-    goto fail;
-  }
+  ZEROC_TRY(zeroc__gpt_cp_init(&g->cp, ctx, g->k, o.dtype, o.cp_mode, batch, cfg->seq, g->Cl,
+                               cfg->heads, t));
   zeroc__tp_t *tp = &g->tp;
   int64_t C = cfg->hidden, T = cfg->seq;
   float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)L);
@@ -721,6 +699,7 @@ void zeroc_gpt_destroy(zeroc_gpt_t *g) {
   if (!g) return;
   for (int i = 0; i < g->nallocs; i++) zeroc_mem_free(g->ctx, g->allocs[i]);
   free(g->allocs);
+  zeroc__gpt_cp_fini(&g->cp);
   zeroc_kernels_destroy(g->k);
   for (int sl = 0; g->act && sl < g->slots; sl++) {
     free(g->act[sl].xout);

@@ -14,33 +14,40 @@
 #include "model/gpt_cp.h"
 #include "runtime/runtime.h"
 
-void zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_kernels_t *k,
-                        zeroc_dtype_t dt, zeroc_cp_mode_t mode) {
+zeroc_result_t zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_kernels_t *k,
+                                  zeroc_dtype_t dt, zeroc_cp_mode_t mode, int B, int T, int Cl,
+                                  int NH, int tp) {
   const zeroc_mesh_info_t *m = zeroc_ctx_mesh(ctx);
   memset(cp, 0, sizeof *cp);
   cp->n = m->cp > 1 ? m->cp : 1;
   cp->rank = m->cp > 1 ? m->cp_rank : 0;
-  cp->mode = mode == ZEROC_CP_MODE_DEFAULT ? ZEROC_CP_MODE_RING : mode;
+  cp->mode = mode == ZEROC_CP_MODE_ULYSSES ? ZEROC_CP_MODE_ULYSSES : ZEROC_CP_MODE_RING;
   cp->g = zeroc__ctx_group(ctx, ZEROC_GROUP_CP);
   cp->k = k;
   cp->dt = dt;
   cp->es = zeroc_dtype_size(dt);
+  cp->ctx = ctx;
+  if (cp->n == 1) return ZEROC_OK;
+  zeroc__cp_mode_t cm = cp->mode == ZEROC_CP_MODE_ULYSSES ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
+  CHK(zeroc__cp_check_seq(cp->n, T));
+  CHK(zeroc__cp_check_heads(cm, NH, tp, cp->n));
+  CHK(zeroc__cp_create(k, zeroc__ctx_devmem(ctx), cp->g, cm, 1, &cp->cp));
+  /* the peak is reached at build, before the first step (the planner's view) */
+  return zeroc__cp_reserve(cp->cp, B, T, Cl, NH / tp);
 }
 
-void zeroc__gpt_cp_bytes(const zeroc__gpt_cp_t *cp, int B, int T, int C, int Cl, int NHl,
-                         size_t *pos, size_t *qkv, size_t *atty, size_t *lse) {
-  *pos = *qkv = *atty = *lse = 0;
-  if (cp->n < 2) return;
-  size_t BT = (size_t)B * (size_t)T;
-  *pos = (size_t)(T / cp->n) * (size_t)C * cp->es;
-  *qkv = BT * 3 * (size_t)Cl * cp->es;
-  *atty = BT * (size_t)Cl * cp->es;
-  *lse = (size_t)B * (size_t)NHl * (size_t)T * sizeof(float);
+void zeroc__gpt_cp_fini(zeroc__gpt_cp_t *cp) {
+  zeroc__cp_destroy(cp->cp);
+  cp->cp = NULL;
+  void *bufs[6] = {cp->qkv_all,  cp->qkv_full,   cp->dqkv_full,
+                   cp->atty_full, cp->datty_full, cp->lse_full};
+  for (int i = 0; i < 6; i++)
+    if (bufs[i]) zeroc_mem_free(cp->ctx, bufs[i]);
 }
 
 /* The first global position of half h (0, 1) of rank r's tokens. */
 static int64_t chunk_start(const zeroc__gpt_cp_t *cp, int r, int h, int64_t c) {
-  return (h ? 2 * (int64_t)cp->n - 1 - r : r) * c;
+  return zeroc__cp_position(cp->n, r, (int)(2 * c * cp->n), (int)(h * c));
 }
 
 /* A run of one sequence's local tokens [lo, hi) (from the sequence's first
@@ -119,6 +126,21 @@ static zeroc_result_t reorder(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *glob
   return ZEROC_OK;
 }
 
+/* TEMPORARY, until cp/'s ring and Ulysses bodies land: the sequence gathered
+ * on every rank and the plain kernels run on it. */
+static zeroc_result_t gather_scratch(zeroc__gpt_cp_t *cp, int B, int Tl, int Cl, int NHl) {
+  if (cp->qkv_all) return ZEROC_OK;
+  size_t BT = (size_t)B * (size_t)Tl * (size_t)cp->n, qkv = BT * 3 * (size_t)Cl * cp->es;
+  size_t atty = BT * (size_t)Cl * cp->es, lse = BT * (size_t)NHl * 4;
+  void **q[3] = {&cp->qkv_all, &cp->qkv_full, &cp->dqkv_full};
+  void **a[2] = {&cp->atty_full, &cp->datty_full};
+  for (int i = 0; i < 3; i++)
+    CHK(zeroc_mem_alloc(cp->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, qkv, q[i]));
+  for (int i = 0; i < 2; i++)
+    CHK(zeroc_mem_alloc(cp->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, atty, a[i]));
+  return zeroc_mem_alloc(cp->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, lse, (void **)&cp->lse_full);
+}
+
 /* qkv_full (B,T,3Cl) from every rank's local qkv, and the attention of the
  * whole sequence into atty_full, lse_full. */
 static zeroc_result_t full_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, const void *qkv, int B,
@@ -132,9 +154,10 @@ static zeroc_result_t full_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, const
                                    Tl * cp->n, Cl, NHl, drop);
 }
 
-zeroc_result_t zeroc__gpt_cp_attention_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *out,
-                                               float *lse, const void *qkv, int B, int Tl, int Cl,
-                                               int NHl, const zeroc_dropout_t *drop) {
+static zeroc_result_t gathered_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *out, float *lse,
+                                       const void *qkv, int B, int Tl, int Cl, int NHl,
+                                       const zeroc_dropout_t *drop) {
+  CHK(gather_scratch(cp, B, Tl, Cl, NHl));
   CHK(full_forward(cp, s, qkv, B, Tl, Cl, NHl, drop));
   CHK(reorder(cp, s, cp->atty_full, out, cp->rank, B, Tl, (size_t)Cl, 0));
   /* lse (B,NHl,Tl) from (B,NHl,T): the same zigzag per (sequence, head) */
@@ -147,11 +170,10 @@ zeroc_result_t zeroc__gpt_cp_attention_forward(zeroc__gpt_cp_t *cp, zeroc_stream
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__gpt_cp_attention_backward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s,
-                                                void *dqkv, const void *dout, const void *qkv,
-                                                const void *out, const float *lse, int B, int Tl,
-                                                int Cl, int NHl, const zeroc_dropout_t *drop) {
-  (void)out, (void)lse; /* the whole sequence's are recomputed */
+static zeroc_result_t gathered_backward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *dqkv,
+                                        const void *dout, const void *qkv, int B, int Tl, int Cl,
+                                        int NHl, const zeroc_dropout_t *drop) {
+  CHK(gather_scratch(cp, B, Tl, Cl, NHl));
   int T = Tl * cp->n;
   size_t BT = (size_t)B * (size_t)T;
   CHK(full_forward(cp, s, qkv, B, Tl, Cl, NHl, drop));
@@ -165,6 +187,38 @@ zeroc_result_t zeroc__gpt_cp_attention_backward(zeroc__gpt_cp_t *cp, zeroc_strea
                        ZEROC_SUM));
   CHK(reorder(cp, s, cp->dqkv_full, cp->qkv_all, cp->rank, B, Tl, 3 * (size_t)Cl, 0));
   return zeroc_k_add(cp->k, s, dqkv, cp->qkv_all, (size_t)B * Tl * 3 * (size_t)Cl);
+}
+
+/* Attention dropout's descriptor with the global sequence length (its masks
+ * are named by global head, query and key positions). */
+static const zeroc_dropout_t *global_drop(const zeroc__gpt_cp_t *cp, const zeroc_dropout_t *d,
+                                          int Tl, zeroc_dropout_t *out) {
+  if (!d) return NULL;
+  *out = *d;
+  out->T = Tl * cp->n;
+  return out;
+}
+
+zeroc_result_t zeroc__gpt_cp_attention_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *out,
+                                               float *lse, const void *qkv, int B, int Tl, int Cl,
+                                               int NHl, const zeroc_dropout_t *drop) {
+  zeroc_dropout_t dd;
+  const zeroc_dropout_t *d = global_drop(cp, drop, Tl, &dd);
+  zeroc_result_t r = zeroc__cp_attention_forward(cp->cp, s, out, lse, qkv, B, Tl * cp->n, Cl, NHl, d);
+  if (r == ZEROC_ERR_UNSUPPORTED) r = gathered_forward(cp, s, out, lse, qkv, B, Tl, Cl, NHl, d);
+  return r;
+}
+
+zeroc_result_t zeroc__gpt_cp_attention_backward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s,
+                                                void *dqkv, const void *dout, const void *qkv,
+                                                const void *out, const float *lse, int B, int Tl,
+                                                int Cl, int NHl, const zeroc_dropout_t *drop) {
+  zeroc_dropout_t dd;
+  const zeroc_dropout_t *d = global_drop(cp, drop, Tl, &dd);
+  zeroc_result_t r = zeroc__cp_attention_backward(cp->cp, s, dqkv, dout, qkv, out, lse, B,
+                                                  Tl * cp->n, Cl, NHl, d);
+  if (r == ZEROC_ERR_UNSUPPORTED) r = gathered_backward(cp, s, dqkv, dout, qkv, B, Tl, Cl, NHl, d);
+  return r;
 }
 
 void zeroc_gpt_cp_tokens(const int32_t *full, int32_t *local, int B, int T, int cp, int rank) {

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
+#include "cp/cp.h"
 #include "kernels/dropout.h"
 #include "kernels/kernels.h"
 #include "zeroc/ctx.h"
@@ -19,27 +20,31 @@
 typedef struct zeroc__gpt_cp {
   int n, rank;          /* cp size and this rank's place (1, 0: no context parallelism) */
   zeroc_cp_mode_t mode; /* ring or ulysses */
+  zeroc__cp_t *cp;      /* the attention over the cp group (cp/cp.h); NULL when n == 1 */
   zeroc_group_t *g;     /* the cp group */
   zeroc_kernels_t *k;
   zeroc_dtype_t dt; /* activations */
   size_t es;
   /* (Tl,C) zeros handed to the embedding kernels as wpe (the positions are
-   * added apart, chunk by chunk), and the sink of their wpe gradient */
+   * added apart, chunk by chunk), and the sink of their wpe gradient
+   * (gpt_sizes.h cp_pos) */
   void *pos;
-  /* the sequence-wide attention's scratch (B,T,3Cl) x 3, (B,T,Cl) x 2, (B,NHl,T) */
+  /* the sequence-wide attention's scratch while cp/ reports its attention
+   * unsupported, allocated on first use: (B,T,3Cl) x 3, (B,T,Cl) x 2, (B,NHl,T) */
+  zeroc_ctx_t *ctx;
   void *qkv_all, *qkv_full, *dqkv_full, *atty_full, *datty_full;
   float *lse_full;
 } zeroc__gpt_cp_t;
 
-/* Fills `cp` from the context's mesh (cp group, size, rank) and the mode. */
-void zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_kernels_t *k,
-                        zeroc_dtype_t dt, zeroc_cp_mode_t mode);
-
-/* The bytes of each scratch buffer for micro-batches of B sequences of T
- * global tokens (Tl = T/n local): pos, then the attention's qkv (x3), atty (x2)
- * and lse. All 0 when n == 1. */
-void zeroc__gpt_cp_bytes(const zeroc__gpt_cp_t *cp, int B, int T, int C, int Cl, int NHl,
-                         size_t *pos, size_t *qkv, size_t *atty, size_t *lse);
+/* Fills `cp` from the context's mesh (cp group, size, rank) and creates the
+ * attention's cp object (n > 1) in `mode`, its buffers reserved for B
+ * sequences of T global tokens, Cl channels and NH / tp heads per tp rank.
+ * Checks T and the heads (cp/cp.h). */
+zeroc_result_t zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_kernels_t *k,
+                                  zeroc_dtype_t dt, zeroc_cp_mode_t mode, int B, int T, int Cl,
+                                  int NH, int tp);
+/* Frees what init made and the gathered attention's scratch (pos is the model's). */
+void zeroc__gpt_cp_fini(zeroc__gpt_cp_t *cp);
 
 /* Forward (grad 0): x rows [row0, row0+nrows) of the (B*Tl, C) local tokens
  * += wpe at their global positions. Backward (grad 1): wpe at those positions

@@ -51,7 +51,7 @@ struct zeroc_gpt {
   zeroc_kernels_t *k;
   zeroc__tp_t tp;
   zeroc__gpt_cp_t cp; /* context parallelism: a batch's T tokens are this rank's zigzag share */
-  size_t cp_pos_bytes;
+  size_t cp_pos_bytes; /* cp > 1: the position scratch cp.pos */
   int Bmax, Vp, recompute;
   float drop;            /* dropout probability (0: none) */
   uint64_t drop_seed;    /* with the batch's step and slots, the masks' key */

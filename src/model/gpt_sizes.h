@@ -35,7 +35,6 @@ typedef struct zeroc__gpt_shape {
   double Vl;  /* vocabulary rows per tp rank, Vp / tp */
   double e;   /* bytes of an activation element */
   int tp, sp; /* tp size; sequence parallelism (tp > 1 only) */
-  double Tcp; /* context parallelism (cp > 1): the T/cp local tokens of a sequence; else 0 */
 } zeroc__gpt_shape_t;
 
 /* The bytes of each buffer gpt.c allocates for that shape. */
@@ -57,11 +56,15 @@ typedef struct zeroc__gpt_bytes {
   double dln;     /* (BT,C), or with sequence parallelism the larger of (Nl,C) and (BT,Cl) */
   double gath;    /* sequence parallelism: (BT,C) all-gathered input or partial sums; else 0 */
   double lngrad;  /* sequence parallelism: 4C LayerNorm weight gradients; else 0 */
-  double cp_pos;  /* context parallelism: (Tcp,C), the zeros the embedding kernels take for wpe
-                     (positions are added by chunk) and the sink of their wpe gradient; else 0 */
-  double scratch; /* all of it: fch x 2, dln, resid x 2 (dres), gath x 2, lngrad, cp_pos */
+  double scratch; /* all of it: fch x 2, dln, resid x 2 (dres), gath x 2, lngrad */
 } zeroc__gpt_bytes_t;
 
 void zeroc__gpt_buffer_bytes(const zeroc__gpt_shape_t *s, zeroc__gpt_bytes_t *out);
+
+/* Context parallelism (cp > 1) adds one backward-scratch buffer (tag
+ * workspace) to the model: (T/cp, C) in the activation dtype, the zeros the
+ * embedding kernels take for wpe (positions are added by zigzag chunk) and the
+ * sink of their wpe gradient. 0 for cp 1. */
+double zeroc__gpt_cp_pos_bytes(int seq, int cp, int C, double e);
 
 #endif

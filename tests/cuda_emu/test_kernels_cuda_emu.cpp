@@ -387,8 +387,6 @@ static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t o
 
 /* ---- attention blocks (context parallelism) ------------------------------------------ */
 
-static dvec todv(const vec &v) { return dvec(v.begin(), v.end()); }
-
 /* A causal sequence of T = 4c tokens cut into 4 chunks, every visible (query chunk, key
  * chunk) pair a block (diagonal or full) merged by log-sum-exp, then every pair's backward
  * with the final out and lse: equals the one-piece kernel (itself checked against double
@@ -430,12 +428,11 @@ static void t_attention_blocks(zeroc_dtype_t dt, int B, int c, int NH, int HS,
         }
       }
   const double to = dt == ZEROC_FP32 ? 1e-5 : 2e-2, tb = dt == ZEROC_FP32 ? 1e-5 : 5e-2;
-  double e = relerr(get(dt, o2, n1), todv(get(dt, out, n1)));
+  double e = relerr(get(dt, o2, n1), tod(get(dt, out, n1)));
   CHECK(e < to, "attention blocks %s B %d c %d NH %d HS %d drop %d: out error %g", dn, B, c, NH,
         HS, dp != nullptr, e);
-  e = relerr(vec(l2, l2 + nl), todv(vec(lse, lse + nl)));
-  CHECK(e < 1e-5, "attention blocks %s: lse error %g", dn, e);
-  e = relerr(get(dt, dq2, n3), todv(get(dt, dq, n3)));
+  CHECK((e = relerr(vec(l2, l2 + nl), tod(vec(lse, lse + nl)))) < 1e-5, "blocks lse %s: %g", dn, e);
+  e = relerr(get(dt, dq2, n3), tod(get(dt, dq, n3)));
   CHECK(e < tb, "attention blocks %s B %d c %d NH %d HS %d drop %d: dqkv error %g", dn, B, c, NH,
         HS, dp != nullptr, e);
   /* rows 1.. of width 3 from a stride-5 source into a stride-7 destination, twice (add) */
