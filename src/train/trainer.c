@@ -315,6 +315,8 @@ static void predict(zeroc_trainer_t *tr) {
   pc.tp = mesh->tp;
   pc.pp = mesh->pp;
   pc.hsdp = mesh->dp_replicate;
+  pc.cp = mesh->cp; /* the planner counts T / cp tokens per rank and the cp buffers */
+  pc.cp_mode = c->cp_mode;
   pc.microbatches = c->grad_accum;
   pc.vpp = c->vpp;
   pc.param_bytes = (int)zeroc_dtype_size(in->dtype);
