@@ -51,7 +51,11 @@ modes)
   compare "--batch 4" 4 --cp 4 --batch 4
   compare "--batch 4" 4 --cp 4 --cp-mode ulysses --batch 4
   compare "--batch 4 --recompute full" 2 --cp 2 --recompute full --batch 4
-  compare "--batch 4 --recompute full" 4 --cp 4 --cp-mode ulysses --recompute full --batch 4 ;;
+  compare "--batch 4 --recompute full" 4 --cp 4 --cp-mode ulysses --recompute full --batch 4
+  # the start-up line names the layout
+  $MPIRUN $FLAGS -np 2 "$ZEROC" train --device cpu "${COMMON[@]}" --steps 1 --cp 2 --cp-mode ulysses \
+    | grep -q 'tp 1, cp 2 (ulysses), batch' || fail "the start-up line does not show 'cp 2 (ulysses)'"
+  echo "start-up line: cp 2 (ulysses)" ;;
 
 composed)
   # with tp (and sequence parallelism), ZeRO-3 x dp 2, HSDP, offload
