@@ -45,7 +45,8 @@ static void run_case(zeroc__cp_mode_t mode, int overlap, int with_drop, int B, i
   const int N = g->size, r = g->rank, C = NH * HS, Tl = T / N;
   const size_t n3 = (size_t)B * T * 3 * C, n1 = (size_t)B * T * C;
   const size_t l3 = (size_t)B * Tl * 3 * C, l1 = (size_t)B * Tl * C;
-  zeroc_dropout_t dp = {0.15f, zeroc__dropout_key(11, 4, 1, ZEROC_DROP_ATTN), 3, 0, T, T, NH + 2, 1};
+  zeroc_dropout_t dp = {0.15f, zeroc__dropout_key(11, 4, 1, ZEROC_DROP_ATTN), 3, 0, T, T, NH + 2,
+                        1};
   const zeroc_dropout_t *drop = with_drop ? &dp : NULL;
   /* the single rank's attention of the whole sequence (every rank computes it) */
   float *qkv = malloc(sizeof(float) * n3), *dout = malloc(sizeof(float) * n1);
@@ -79,8 +80,8 @@ static void run_case(zeroc__cp_mode_t mode, int overlap, int with_drop, int B, i
   const char *mn = mode == ZEROC_CP_RING ? "ring" : "ulysses";
   double eo = zt_rel_err(lo, want_o, l1), ed = zt_rel_err(ld, want_d, l3);
   ZT_ASSERT_MSG(eo <= 1e-5 && ed <= 1e-5,
-                "cp %d %s overlap %d drop %d B %d T %d NH %d HS %d: out err %g, dqkv err %g", N,
-                mn, overlap, with_drop, B, T, NH, HS, eo, ed);
+                "cp %d %s overlap %d drop %d B %d T %d NH %d HS %d: out err %g, dqkv err %g", N, mn,
+                overlap, with_drop, B, T, NH, HS, eo, ed);
   /* communication: the formulas of cp/cp.h */
   zeroc_comm_counters_t k;
   zeroc__group_counters(g, &k);
@@ -177,8 +178,8 @@ static void test_refusals(void) {
   CU_ASSERT_EQUAL(zeroc__cp_attention_forward(cp, zeroc_ctx_compute_stream(ctx), x, x, x, 1,
                                               2 * N + 1, 8, 2, NULL),
                   ZEROC_ERR_INVALID_ARG);
-  CU_ASSERT_EQUAL(zeroc__cp_attention_forward(cp, zeroc_ctx_compute_stream(ctx), x, x, x, 1,
-                                              2 * N, 3 * (N + 1), N + 1, NULL),
+  CU_ASSERT_EQUAL(zeroc__cp_attention_forward(cp, zeroc_ctx_compute_stream(ctx), x, x, x, 1, 2 * N,
+                                              3 * (N + 1), N + 1, NULL),
                   ZEROC_ERR_INVALID_ARG);
   zeroc__cp_destroy(cp);
   CU_ASSERT_EQUAL(zeroc__cp_position(2, 1, 8, 0), 2);

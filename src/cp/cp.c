@@ -41,7 +41,8 @@ zeroc_result_t zeroc__cp_create(zeroc_kernels_t *k, const zeroc__devmem_t *mem, 
                                 zeroc__cp_mode_t mode, int overlap, zeroc__cp_t **out) {
   *out = NULL;
   if (mode != ZEROC_CP_RING && mode != ZEROC_CP_ULYSSES)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp mode %d: accepted ring (0), ulysses (1)", (int)mode);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp mode %d: accepted ring (0), ulysses (1)",
+                      (int)mode);
   zeroc__cp_t *cp = calloc(1, sizeof *cp);
   if (!cp) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cp object");
   cp->k = k;
@@ -112,7 +113,8 @@ zeroc_result_t zeroc__cp_check_shape(const zeroc__cp_t *cp, int B, int T, int Cl
   ZEROC_CHECK(zeroc__cp_check_seq(cp->size, T));
   if (cp->mode == ZEROC_CP_ULYSSES && NHl % cp->size)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "cp-mode ulysses: %d heads per tp rank not divisible by cp %d", NHl, cp->size);
+                      "cp-mode ulysses: %d heads per tp rank not divisible by cp %d", NHl,
+                      cp->size);
   return ZEROC_OK;
 }
 
@@ -120,8 +122,7 @@ zeroc_result_t zeroc__cp_attention_forward(zeroc__cp_t *cp, zeroc_stream_t *s, v
                                            float *lse, const void *qkv, int B, int T, int Cl,
                                            int NHl, const zeroc_dropout_t *drop) {
   ZEROC_CHECK(zeroc__cp_check_shape(cp, B, T, Cl, NHl));
-  if (cp->size == 1)
-    return zeroc_k_attention_forward(cp->k, s, out, lse, qkv, B, T, Cl, NHl, drop);
+  if (cp->size == 1) return zeroc_k_attention_forward(cp->k, s, out, lse, qkv, B, T, Cl, NHl, drop);
   ZEROC_CHECK(zeroc__cp_reserve(cp, B, T, Cl, NHl));
   if (cp->mode == ZEROC_CP_ULYSSES)
     return zeroc__cp_ulysses_forward(cp, s, out, lse, qkv, B, T, Cl, NHl, drop);

@@ -115,8 +115,11 @@ static inline int64_t zeroc__cp_position(int N, int r, int T, int i) {
  * positions; lse: B*NHl*Tl fp32 kept for backward (ring: (B,NHl,Tl) of the local
  * rows; ulysses: (B,NHl/N,T) of this rank's heads in natural order).
  * drop: NULL, or the layer's attention dropout with global coordinates
- * (drop->first the global index of this rank's first head): masks equal the
- * single-rank run's. Everything is enqueued on `s` (the compute stream).
+ * (drop->first the global index of this rank's first head, positions numbered
+ * on the whole sequence: drop->Tmax >= T): masks equal the single-rank run's.
+ * Everything is enqueued on `s` (the compute stream). Nothing is kept in the cp
+ * object between calls (every transfer has completed, in `s`'s order, when a
+ * call returns), so all layers and micro-batches can share one cp object.
  */
 zeroc_result_t zeroc__cp_attention_forward(zeroc__cp_t *cp, zeroc_stream_t *s, void *out,
                                            float *lse, const void *qkv, int B, int T, int Cl,
