@@ -74,6 +74,9 @@ static void run_case(zeroc__cp_mode_t mode, int overlap, int with_drop, int B, i
   zeroc_stream_t *s = zeroc_ctx_compute_stream(ctx);
   zeroc__group_counters_reset(g);
   ZT_OK(zeroc__cp_attention_forward(cp, s, lo, ll, lq, B, T, C, NH, drop));
+  ZT_OK(zeroc_stream_sync(s));
+  zeroc_comm_counters_t kf;
+  zeroc__group_counters(g, &kf);
   ZT_OK(zeroc__cp_attention_backward(cp, s, ld, ldo, lq, lo, ll, B, T, C, NH, drop));
   ZT_OK(zeroc_stream_sync(s));
   for (size_t i = 0; i < l3; i++) ld[i] -= ld0[i];
@@ -99,6 +102,16 @@ static void run_case(zeroc__cp_mode_t mode, int overlap, int with_drop, int B, i
                   (unsigned long long)k.bus_bytes[ZEROC_COLL_ALLTOALL], (unsigned long long)want);
     CU_ASSERT_EQUAL(k.bytes[ZEROC_COLL_SEND], 0);
   }
+  /* and the planner's function, forward and backward apart */
+  uint64_t pf, pb;
+  zeroc__cp_comm_bytes(mode, N, B, T, C, e, &pf, &pb);
+  const int cc = mode == ZEROC_CP_RING ? ZEROC_COLL_SEND : ZEROC_COLL_ALLTOALL;
+  const uint64_t f = mode == ZEROC_CP_RING ? kf.bytes[cc] : kf.bus_bytes[cc];
+  const uint64_t fb = mode == ZEROC_CP_RING ? k.bytes[cc] : k.bus_bytes[cc];
+  ZT_ASSERT_MSG(f == pf && fb - f == pb,
+                "%s comm bytes fwd %llu bwd %llu, zeroc__cp_comm_bytes %llu %llu", mn,
+                (unsigned long long)f, (unsigned long long)(fb - f), (unsigned long long)pf,
+                (unsigned long long)pb);
   /* memory: what the accountant saw is the size function */
   const uint64_t got_b = buffers_now() - before;
   const size_t want_b = zeroc__cp_buffer_bytes(mode, N, B, T, C, NH, e);
