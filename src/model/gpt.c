@@ -563,8 +563,7 @@ static zeroc_result_t alloc_buffers(zeroc_gpt_t *g, int batch, int has_embed, in
    * regions (the residual stream, the LayerNorms) */
   size_t BT = (size_t)batch * (size_t)T;
   zeroc__gpt_shape_t shape = {(double)BT, (double)split_rows(g), (double)C, g->Cl, g->NHl,
-                              g->Vl,      (double)g->es,         t,         tp->sp,
-                              g->cp.n > 1 ? (double)T : 0};
+                              g->Vl,      (double)g->es,         t,         tp->sp};
   zeroc__gpt_buffer_bytes(&shape, &g->sz);
   for (int sl = 0; sl < g->slots; sl++) CHK(slot_alloc(g, &g->act[sl], has_embed, has_head));
   if (g->recompute && g->nblocks) CHK(saved_alloc(g, &g->shared_saved));

@@ -67,7 +67,7 @@ double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t, int s
                             zeroc_recompute_t rc, int e, int flash) {
   double n = s * b, r = sp && t > 1 ? t : 1;
   /* the buffers src/model/gpt.c allocates for a block (no vocabulary needed) */
-  zeroc__gpt_shape_t shape = {n, n / r, h, h / t, a / t, 0, e, t, sp && t > 1, 0};
+  zeroc__gpt_shape_t shape = {n, n / r, h, h / t, a / t, 0, e, t, sp && t > 1};
   zeroc__gpt_bytes_t z;
   zeroc__gpt_buffer_bytes(&shape, &z);
   if (rc == ZEROC_RECOMPUTE_FULL) return z.resid; /* the block's output, the next one's input */
@@ -351,9 +351,11 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
 
   /* src/model/gpt.c's buffers for this shape (gpt_sizes.c) */
   double r = sp ? t : 1, Vt = zeroc__gpt_padded_vocab(m->vocab, t) / t;
-  zeroc__gpt_shape_t shape = {n, n / r, C, C / t, a / t, Vt, e, t, sp, c->cp > 1 ? s : 0};
+  zeroc__gpt_shape_t shape = {n, n / r, C, C / t, a / t, Vt, e, t, sp};
   zeroc__gpt_bytes_t z;
   zeroc__gpt_buffer_bytes(&shape, &z);
+  /* cp: the model's (T/cp, C) position scratch, backward scratch like the rest */
+  z.scratch += zeroc__gpt_cp_pos_bytes(m->seq, c->cp, m->hidden, e);
 
   /* With cp a rank's score matrices are (T/cp) x T: as many as cp x heads
    * matrices of (T/cp)^2, which is what the formulas get for s = T/cp. The
