@@ -44,7 +44,7 @@ zeroc_result_t zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_k
 void zeroc__gpt_cp_fini(zeroc__gpt_cp_t *cp) {
   zeroc__cp_destroy(cp->cp);
   cp->cp = NULL;
-  void *bufs[6] = {cp->qkv_all,   cp->qkv_full,   cp->dqkv_full,
+  void *bufs[6] = {cp->qkv_all,  cp->qkv_full,   cp->dqkv_full,
                    cp->atty_full, cp->datty_full, cp->lse_full};
   for (int i = 0; i < 6; i++)
     if (bufs[i]) zeroc_mem_free(cp->ctx, bufs[i]);
@@ -74,9 +74,9 @@ static int seq_runs(const zeroc__gpt_cp_t *cp, int64_t lo, int64_t hi, int Tl, r
   return n;
 }
 
-zeroc_result_t zeroc__gpt_cp_positions(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *x, void *wpe,
-                                       int64_t row0, int64_t nrows, int B, int Tl, int C,
-                                       int grad) {
+zeroc_result_t zeroc__gpt_cp_positions(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *x,
+                                       void *wpe, int64_t row0, int64_t nrows, int B, int Tl,
+                                       int C, int grad) {
   size_t row = (size_t)C * cp->es;
   for (int b = 0; b < B; b++) {
     int64_t base = (int64_t)b * Tl;
@@ -143,8 +143,7 @@ static zeroc_result_t gather_scratch(zeroc__gpt_cp_t *cp, int B, int Tl, int Cl,
     CHK(zeroc_mem_alloc(cp->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, qkv, q[i]));
   for (int i = 0; i < 2; i++)
     CHK(zeroc_mem_alloc(cp->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, atty, a[i]));
-  return zeroc_mem_alloc(cp->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, lse,
-                         (void **)&cp->lse_full);
+  return zeroc_mem_alloc(cp->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, lse, (void **)&cp->lse_full);
 }
 
 /* qkv_full (B,T,3Cl) from every rank's local qkv, and the attention of the
@@ -160,8 +159,8 @@ static zeroc_result_t full_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, const
                                    Tl * cp->n, Cl, NHl, drop);
 }
 
-static zeroc_result_t gathered_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *out,
-                                       float *lse, const void *qkv, int B, int Tl, int Cl, int NHl,
+static zeroc_result_t gathered_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *out, float *lse,
+                                       const void *qkv, int B, int Tl, int Cl, int NHl,
                                        const zeroc_dropout_t *drop) {
   CHK(gather_scratch(cp, B, Tl, Cl, NHl));
   CHK(full_forward(cp, s, qkv, B, Tl, Cl, NHl, drop));
@@ -210,20 +209,19 @@ zeroc_result_t zeroc__gpt_cp_attention_forward(zeroc__gpt_cp_t *cp, zeroc_stream
                                                int NHl, const zeroc_dropout_t *drop) {
   zeroc_dropout_t dd;
   const zeroc_dropout_t *d = global_drop(cp, drop, Tl, &dd);
-  zeroc_result_t r =
-      zeroc__cp_attention_forward(cp->cp, s, out, lse, qkv, B, Tl * cp->n, Cl, NHl, d);
+  zeroc_result_t r = zeroc__cp_attention_forward(cp->cp, s, out, lse, qkv, B, Tl * cp->n, Cl, NHl, d);
   if (r == ZEROC_ERR_UNSUPPORTED) r = gathered_forward(cp, s, out, lse, qkv, B, Tl, Cl, NHl, d);
   return r;
 }
 
-zeroc_result_t zeroc__gpt_cp_attention_backward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *dqkv,
-                                                const void *dout, const void *qkv, const void *out,
-                                                const float *lse, int B, int Tl, int Cl, int NHl,
-                                                const zeroc_dropout_t *drop) {
+zeroc_result_t zeroc__gpt_cp_attention_backward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s,
+                                                void *dqkv, const void *dout, const void *qkv,
+                                                const void *out, const float *lse, int B, int Tl,
+                                                int Cl, int NHl, const zeroc_dropout_t *drop) {
   zeroc_dropout_t dd;
   const zeroc_dropout_t *d = global_drop(cp, drop, Tl, &dd);
-  zeroc_result_t r =
-      zeroc__cp_attention_backward(cp->cp, s, dqkv, dout, qkv, out, lse, B, Tl * cp->n, Cl, NHl, d);
+  zeroc_result_t r = zeroc__cp_attention_backward(cp->cp, s, dqkv, dout, qkv, out, lse, B,
+                                                  Tl * cp->n, Cl, NHl, d);
   if (r == ZEROC_ERR_UNSUPPORTED) r = gathered_backward(cp, s, dqkv, dout, qkv, B, Tl, Cl, NHl, d);
   return r;
 }

@@ -48,8 +48,8 @@ zeroc_result_t zeroc__train_load(zeroc_trainer_t *tr, zeroc_data_t *d, uint64_t 
   /* the step and the slots name the sequences for dropout's masks */
   int slot;
   ZEROC_CHECK(zeroc_data_first_slot(d, &lay, u, &slot));
-  *b = (zeroc_gpt_batch_t){c->batch, c->seq / tr->cp, tr->inputs + at, tr->targets + at,
-                           step,     (uint64_t)slot};
+  *b = (zeroc_gpt_batch_t){c->batch,         c->seq / tr->cp, tr->inputs + at,
+                           tr->targets + at, step,   (uint64_t)slot};
   if (tr->dev_in) {
     zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);
     ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_in + at, tr->inputs + at, ntok * 4));
