@@ -24,7 +24,8 @@ memory)
   # every tag of rank 0's peak equals the plan's part, to the byte
   for cfg in "1 --cp 1" "2 --cp 2 --cp-mode ring" "2 --cp 2 --cp-mode ulysses" \
              "4 --cp 4 --cp-mode ring" "4 --cp 4 --cp-mode ulysses" \
-             "4 --cp 2 --cp-mode ring --zero 3" "2 --cp 2 --cp-mode ring --recompute full"; do
+             "4 --cp 2 --cp-mode ring --zero 3" "2 --cp 2 --cp-mode ring --recompute full" \
+             "4 --cp 2 --cp-mode ulysses --pp 2 --zero 1" "4 --cp 2 --cp-mode ring --tp 2 --zero 3"; do
     set -- $cfg; np=$1; shift
     run "$np" "${MODEL[@]}" --batch 2 --steps 2 "$@" --metrics "$WORK/m.jsonl" || fail "np $np '$*' run"
     peak=$(tags "$WORK/m.jsonl" peak_by_tag); pred=$(tags "$WORK/m.jsonl" predicted_by_tag)
