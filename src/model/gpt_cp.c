@@ -1,6 +1,7 @@
 /*
- * model/gpt_cp.c - the GPT's context parallelism: positions of the zigzag
- * chunks, and attention over the sequence from this rank's tokens.
+ * model/gpt_cp.c - the GPT's context parallelism: positions and dropout of
+ * the zigzag chunks, and attention over the sequence from this rank's tokens
+ * (cp/'s ring or Ulysses).
  *
  * The sequence's 2n chunks of c = T/(2n) tokens are dealt in zigzag (rank r
  * holds chunks r and 2n-1-r), so every rank has the same causal work. Local
@@ -27,7 +28,6 @@ zeroc_result_t zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_k
   cp->k = k;
   cp->dt = dt;
   cp->es = zeroc_dtype_size(dt);
-  cp->ctx = ctx;
   if (cp->n == 1) return ZEROC_OK;
   zeroc__cp_mode_t cm = cp->mode == ZEROC_CP_MODE_ULYSSES ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
   CHK(zeroc__cp_check_seq(cp->n, T));
@@ -44,10 +44,6 @@ zeroc_result_t zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_k
 void zeroc__gpt_cp_fini(zeroc__gpt_cp_t *cp) {
   zeroc__cp_destroy(cp->cp);
   cp->cp = NULL;
-  void *bufs[6] = {cp->qkv_all,  cp->qkv_full,   cp->dqkv_full,
-                   cp->atty_full, cp->datty_full, cp->lse_full};
-  for (int i = 0; i < 6; i++)
-    if (bufs[i]) zeroc_mem_free(cp->ctx, bufs[i]);
 }
 
 /* The first global position of half h (0, 1) of rank r's tokens. */
@@ -115,85 +111,6 @@ zeroc_result_t zeroc__gpt_cp_dropout(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, voi
   return ZEROC_OK;
 }
 
-/* Moves the (B, Tl, w) token rows of rank r between its local layout and the
- * (B, T, w) global one: to_global copies local -> global, else global -> local. */
-static zeroc_result_t reorder(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *global, void *local,
-                              int r, int B, int Tl, size_t w, int to_global) {
-  int64_t c = Tl / 2, T = (int64_t)Tl * cp->n;
-  size_t row = w * cp->es;
-  for (int b = 0; b < B; b++)
-    for (int h = 0; h < 2; h++) {
-      char *gp = (char *)global + (size_t)(b * T + chunk_start(cp, r, h, c)) * row;
-      char *lp = (char *)local + (size_t)(b * (int64_t)Tl + h * c) * row;
-      CHK(to_global ? zeroc_memcpy_async(s, gp, lp, (size_t)c * row)
-                    : zeroc_memcpy_async(s, lp, gp, (size_t)c * row));
-    }
-  return ZEROC_OK;
-}
-
-/* TEMPORARY, until cp/'s ring and Ulysses bodies land: the sequence gathered
- * on every rank and the plain kernels run on it. */
-static zeroc_result_t gather_scratch(zeroc__gpt_cp_t *cp, int B, int Tl, int Cl, int NHl) {
-  if (cp->qkv_all) return ZEROC_OK;
-  size_t BT = (size_t)B * (size_t)Tl * (size_t)cp->n, qkv = BT * 3 * (size_t)Cl * cp->es;
-  size_t atty = BT * (size_t)Cl * cp->es, lse = BT * (size_t)NHl * 4;
-  void **q[3] = {&cp->qkv_all, &cp->qkv_full, &cp->dqkv_full};
-  void **a[2] = {&cp->atty_full, &cp->datty_full};
-  for (int i = 0; i < 3; i++)
-    CHK(zeroc_mem_alloc(cp->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, qkv, q[i]));
-  for (int i = 0; i < 2; i++)
-    CHK(zeroc_mem_alloc(cp->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, atty, a[i]));
-  return zeroc_mem_alloc(cp->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, lse, (void **)&cp->lse_full);
-}
-
-/* qkv_full (B,T,3Cl) from every rank's local qkv, and the attention of the
- * whole sequence into atty_full, lse_full. */
-static zeroc_result_t full_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, const void *qkv, int B,
-                                   int Tl, int Cl, int NHl, const zeroc_dropout_t *drop) {
-  size_t part = (size_t)B * (size_t)Tl * 3 * (size_t)Cl;
-  CHK(zeroc__allgather(cp->g, s, qkv, cp->qkv_all, part, cp->dt));
-  for (int r = 0; r < cp->n; r++)
-    CHK(reorder(cp, s, cp->qkv_full, (char *)cp->qkv_all + (size_t)r * part * cp->es, r, B, Tl,
-                3 * (size_t)Cl, 1));
-  return zeroc_k_attention_forward(cp->k, s, cp->atty_full, cp->lse_full, cp->qkv_full, B,
-                                   Tl * cp->n, Cl, NHl, drop);
-}
-
-static zeroc_result_t gathered_forward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *out, float *lse,
-                                       const void *qkv, int B, int Tl, int Cl, int NHl,
-                                       const zeroc_dropout_t *drop) {
-  CHK(gather_scratch(cp, B, Tl, Cl, NHl));
-  CHK(full_forward(cp, s, qkv, B, Tl, Cl, NHl, drop));
-  CHK(reorder(cp, s, cp->atty_full, out, cp->rank, B, Tl, (size_t)Cl, 0));
-  /* lse (B,NHl,Tl) from (B,NHl,T): the same zigzag per (sequence, head) */
-  int64_t c = Tl / 2, T = (int64_t)Tl * cp->n;
-  for (int bh = 0; bh < B * NHl; bh++)
-    for (int h = 0; h < 2; h++)
-      CHK(zeroc_memcpy_async(s, lse + (size_t)bh * Tl + (size_t)(h * c),
-                             cp->lse_full + (size_t)bh * T + chunk_start(cp, cp->rank, h, c),
-                             (size_t)c * sizeof(float)));
-  return ZEROC_OK;
-}
-
-static zeroc_result_t gathered_backward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s, void *dqkv,
-                                        const void *dout, const void *qkv, int B, int Tl, int Cl,
-                                        int NHl, const zeroc_dropout_t *drop) {
-  CHK(gather_scratch(cp, B, Tl, Cl, NHl));
-  int T = Tl * cp->n;
-  size_t BT = (size_t)B * (size_t)T;
-  CHK(full_forward(cp, s, qkv, B, Tl, Cl, NHl, drop));
-  CHK(zeroc_memset_async(s, cp->datty_full, 0, BT * (size_t)Cl * cp->es));
-  CHK(reorder(cp, s, cp->datty_full, (void *)dout, cp->rank, B, Tl, (size_t)Cl, 1));
-  CHK(zeroc_memset_async(s, cp->dqkv_full, 0, BT * 3 * (size_t)Cl * cp->es));
-  CHK(zeroc_k_attention_backward(cp->k, s, cp->dqkv_full, cp->datty_full, cp->qkv_full,
-                                 cp->atty_full, cp->lse_full, B, T, Cl, NHl, drop));
-  /* every rank's queries contributed to every key and value: sum, keep ours */
-  CHK(zeroc__allreduce(cp->g, s, cp->dqkv_full, cp->dqkv_full, BT * 3 * (size_t)Cl, cp->dt,
-                       ZEROC_SUM));
-  CHK(reorder(cp, s, cp->dqkv_full, cp->qkv_all, cp->rank, B, Tl, 3 * (size_t)Cl, 0));
-  return zeroc_k_add(cp->k, s, dqkv, cp->qkv_all, (size_t)B * Tl * 3 * (size_t)Cl);
-}
-
 /* Attention dropout's descriptor with the global sequence length (its masks
  * are named by global head, query and key positions). */
 static const zeroc_dropout_t *global_drop(const zeroc__gpt_cp_t *cp, const zeroc_dropout_t *d,
@@ -209,9 +126,7 @@ zeroc_result_t zeroc__gpt_cp_attention_forward(zeroc__gpt_cp_t *cp, zeroc_stream
                                                int NHl, const zeroc_dropout_t *drop) {
   zeroc_dropout_t dd;
   const zeroc_dropout_t *d = global_drop(cp, drop, Tl, &dd);
-  zeroc_result_t r = zeroc__cp_attention_forward(cp->cp, s, out, lse, qkv, B, Tl * cp->n, Cl, NHl, d);
-  if (r == ZEROC_ERR_UNSUPPORTED) r = gathered_forward(cp, s, out, lse, qkv, B, Tl, Cl, NHl, d);
-  return r;
+  return zeroc__cp_attention_forward(cp->cp, s, out, lse, qkv, B, Tl * cp->n, Cl, NHl, d);
 }
 
 zeroc_result_t zeroc__gpt_cp_attention_backward(zeroc__gpt_cp_t *cp, zeroc_stream_t *s,
@@ -220,10 +135,8 @@ zeroc_result_t zeroc__gpt_cp_attention_backward(zeroc__gpt_cp_t *cp, zeroc_strea
                                                 int Cl, int NHl, const zeroc_dropout_t *drop) {
   zeroc_dropout_t dd;
   const zeroc_dropout_t *d = global_drop(cp, drop, Tl, &dd);
-  zeroc_result_t r = zeroc__cp_attention_backward(cp->cp, s, dqkv, dout, qkv, out, lse, B,
-                                                  Tl * cp->n, Cl, NHl, d);
-  if (r == ZEROC_ERR_UNSUPPORTED) r = gathered_backward(cp, s, dqkv, dout, qkv, B, Tl, Cl, NHl, d);
-  return r;
+  return zeroc__cp_attention_backward(cp->cp, s, dqkv, dout, qkv, out, lse, B, Tl * cp->n, Cl,
+                                      NHl, d);
 }
 
 void zeroc_gpt_cp_tokens(const int32_t *full, int32_t *local, int B, int T, int cp, int rank) {

@@ -29,11 +29,6 @@ typedef struct zeroc__gpt_cp {
    * added apart, chunk by chunk), and the sink of their wpe gradient
    * (gpt_sizes.h cp_pos) */
   void *pos;
-  /* the sequence-wide attention's scratch while cp/ reports its attention
-   * unsupported, allocated on first use: (B,T,3Cl) x 3, (B,T,Cl) x 2, (B,NHl,T) */
-  zeroc_ctx_t *ctx;
-  void *qkv_all, *qkv_full, *dqkv_full, *atty_full, *datty_full;
-  float *lse_full;
 } zeroc__gpt_cp_t;
 
 /* Fills `cp` from the context's mesh (cp group, size, rank) and creates the
@@ -43,7 +38,7 @@ typedef struct zeroc__gpt_cp {
 zeroc_result_t zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_kernels_t *k,
                                   zeroc_dtype_t dt, zeroc_cp_mode_t mode, int B, int T, int Cl,
                                   int NH, int tp);
-/* Frees what init made and the gathered attention's scratch (pos is the model's). */
+/* Frees what init made (pos is the model's). */
 void zeroc__gpt_cp_fini(zeroc__gpt_cp_t *cp);
 
 /* Forward (grad 0): x rows [row0, row0+nrows) of the (B*Tl, C) local tokens
