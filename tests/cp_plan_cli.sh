@@ -24,7 +24,8 @@ memory)
   # every tag of rank 0's peak equals the plan's part, to the byte
   for cfg in "1 --cp 1" "2 --cp 2 --cp-mode ring" "2 --cp 2 --cp-mode ulysses" \
              "4 --cp 4 --cp-mode ring" "4 --cp 4 --cp-mode ulysses" \
-             "4 --cp 2 --cp-mode ring --zero 3" "2 --cp 2 --cp-mode ring --recompute full"; do
+             "4 --cp 2 --cp-mode ring --zero 3" "2 --cp 2 --cp-mode ring --recompute full" \
+             "4 --cp 2 --cp-mode ulysses --pp 2 --zero 1" "4 --cp 2 --cp-mode ring --tp 2 --zero 3"; do
     set -- $cfg; np=$1; shift
     run "$np" "${MODEL[@]}" --batch 2 --steps 2 "$@" --metrics "$WORK/m.jsonl" || fail "np $np '$*' run"
     peak=$(tags "$WORK/m.jsonl" peak_by_tag); pred=$(tags "$WORK/m.jsonl" predicted_by_tag)
@@ -35,12 +36,13 @@ comm)
   # cp bytes per step per rank: a cp run's comm bytes less those of the same
   # ranks as plain data parallelism (the same ZeRO group size, the same
   # parameters) equal the plan's comm.cp; both runs are ZeRO-3 over 4 ranks
+  run 4 "${MODEL[@]}" --zero 3 --batch 2 --steps 2 --metrics "$WORK/dp.jsonl" || fail "dp run"
+  run 4 "${MODEL[@]}" --zero 3 --batch 2 --steps 2 --recompute full --metrics "$WORK/dprc.jsonl" || fail "dp run"
   for cfg in "--cp 2 --cp-mode ring" "--cp 2 --cp-mode ulysses" "--cp 4 --cp-mode ring" \
              "--cp 4 --cp-mode ulysses" "--cp 2 --cp-mode ring --recompute full"; do
-    set -- $cfg; n=$2
-    run 4 "${MODEL[@]}" --zero 3 --batch 2 --steps 2 --metrics "$WORK/dp.jsonl" || fail "dp run"
+    set -- $cfg; n=$2; base=dp; [ $# -gt 4 ] && base=dprc
     run 4 "${MODEL[@]}" --zero 3 --batch $((2 * n)) --steps 2 "$@" --metrics "$WORK/cp.jsonl" || fail "'$cfg' run"
-    dp=$(field "$WORK/dp.jsonl" comm_bytes | tail -1); cp=$(field "$WORK/cp.jsonl" comm_bytes | tail -1)
+    dp=$(field "$WORK/$base.jsonl" comm_bytes | tail -1); cp=$(field "$WORK/cp.jsonl" comm_bytes | tail -1)
     want=$("$ZEROC" plan "${SHAPE[@]}" --gpus 4 --zero 3 --batch $((2 * n)) "$@" --json |
            sed -n 's/.*"comm": {[^}]*"cp": \([0-9]*\)}.*/\1/p')
     [ -n "$want" ] && [ $((cp - dp)) = "$want" ] || fail "'$cfg': cp run $cp - dp run $dp = $((cp - dp)) bytes, formula $want"

@@ -36,6 +36,7 @@ static const knob_t KNOBS[] = {
     {"ZEROC_CUDA_TF32", 1, 0, 1, "1 allows TF32 matmuls"},
     {"ZEROC_NCCL_SELF", 1, 0, 1, "1 runs NCCL on one-rank groups"},
     {"ZEROC_PEAK_TFLOPS", 0, 0.001, 1e7, "peak TFLOP/s per GPU for the MFU figure"},
+    {"ZEROC_CP_OVERLAP", 1, 0, 1, "1 overlaps the ring's K/V hops with attention, 0 waits for each first"},
 };
 
 static const knob_t *knob_of(const char *name) {

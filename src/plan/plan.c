@@ -377,13 +377,12 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   if (c->recompute == ZEROC_RECOMPUTE_FULL) act += layer_full - layer;
   /* Context parallelism (plan/cp.c): what ring or Ulysses keeps per block
    * (only the block being back-propagated with recompute), and its transient
-   * buffers, allocated once. */
+   * buffers, allocated once per rank. */
   zeroc__plan_cp_t cpb;
   zeroc__plan_cp_block(c->cp_mode, c->cp, m->batch, m->seq, m->hidden / t, m->heads / t, e, &cpb);
-  if (st->blocks > 0) {
+  if (st->blocks > 0)
     act += (c->recompute == ZEROC_RECOMPUTE_FULL ? 1.0 : st->inflight * st->blocks) * cpb.saved;
-    mem->buffers += cpb.buffers;
-  }
+  mem->buffers += cpb.buffers; /* the model builds its cp object on every stage */
   if (st->output) {
     /* ln_f input and output (B,T,C), its mean/rstd, the logits (B,T,V/t)
      * (the fused cross-entropy overwrites them with their gradient) and the

@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "model/gpt_internal.h"
 #include "runtime/runtime.h"
 #include "train/trainer.h"
 #include "zeroc/device.h"
@@ -159,7 +160,7 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
     if (r) return zeroc__ctx_ret(tr->ctx, r);
   }
   int s = tr->next;
-  double t0 = zeroc__now_s();
+  double t0 = zeroc__now_s(), cp_wait0 = zeroc__gpt_cp_wait_s(tr->gpt);
   zeroc_pipeline_stats_t pst = {0};
   r = run_batches(tr, s, &pst);
   if (r) return zeroc__ctx_ret(tr->ctx, r);
@@ -169,6 +170,8 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
   int numeric_stop = r == ZEROC_ERR_NUMERIC;
   if (r && !numeric_stop) return zeroc__ctx_ret(tr->ctx, r);
   double dt = zeroc__now_s() - t0;
+  /* the compute stream's waits on cp transfers are exposed communication too */
+  info.exposed_comm_ms += (zeroc__gpt_cp_wait_s(tr->gpt) - cp_wait0) * 1e3;
   zeroc_result_t rm = fill_metrics(tr, s, dt, &info, &pst, m);
   if (rm) return zeroc__ctx_ret(tr->ctx, rm);
   tr->next = s + 1;
