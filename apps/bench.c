@@ -1,7 +1,8 @@
 /*
  * apps/bench.c - `zeroc bench`: trains the same model on the same data and
  * global batch under every layout the world allows (ZeRO-0/1/2/3, HSDP
- * splits, TP, PP and their combinations), a few steps each, and writes
+ * splits, TP, PP and their combinations; context parallelism, ring and
+ * Ulysses, when --cp asks for it), a few steps each, and writes
  * bench.csv, bench.md (a table with the machine and build) and bench.png
  * (gnuplot: throughput and peak memory per layout).
  *
@@ -30,10 +31,11 @@
 typedef struct {
   char name[48];
   int zero, hsdp, tp, pp, vpp, micro, batch; /* micro: grad-accum, or micro-batches with pp */
-  const char *schedule;
+  int cp;                                    /* context-parallel size, 1: none */
+  const char *schedule, *cp_mode;
   /* results */
   int status; /* 0 ok, 2 unsupported/bad, 1 failed */
-  double step_ms, tokens_s, exposed_ms, comm_mb, peak_mib, loss_last;
+  double step_ms, tokens_s, exposed_ms, comm_mb, comm_bytes, peak_mib, loss_last;
   int steps_measured;
 } layout_t;
 
@@ -77,29 +79,58 @@ static void summarise(figures_t *f, layout_t *l) {
   l->step_ms = median(f->ms, f->n);
   l->tokens_s = median(f->tps, f->n);
   l->exposed_ms = median(f->ex, f->n);
-  l->comm_mb = median(f->cb, f->n) / 1048576.0;
+  l->comm_bytes = median(f->cb, f->n);
+  l->comm_mb = l->comm_bytes / 1048576.0;
   l->peak_mib = f->peak / 1048576.0;
   l->loss_last = f->loss;
 }
 
+/* Context-parallel layouts, cp = 2, 4, ... up to cp_max dividing the world:
+ * ring and Ulysses (where cp divides the heads) with ZeRO-3 over the rest,
+ * and with TP 2 when the world allows it. The sequence must cut into 2 cp
+ * zigzag chunks. */
+static int enumerate_cp(int world, const zeroc_gpt_config_t *g, int G, int cp_max, layout_t *out,
+                        int n) {
+  static const char *const MODES[] = {"ring", "ulysses"};
+  for (int cp = 2; cp <= cp_max && n < MAX_LAYOUTS - 4; cp *= 2) {
+    if (world % cp || g->seq % (2 * cp)) continue;
+    for (int t = 1; t <= 2 && t * cp <= world; t++) {
+      if ((world / cp) % t || g->heads % t) continue;
+      for (int k = 0; k < 2 && n < MAX_LAYOUTS - 4; k++) {
+        if (k == 1 && (g->heads / t) % cp) continue; /* Ulysses splits the heads */
+        int dp = world / (cp * t);
+        if (G % dp) continue;
+        layout_t l = {.zero = 3, .hsdp = 1, .tp = t, .pp = 1, .vpp = 1, .micro = 1,
+                      .batch = G / dp, .cp = cp, .cp_mode = MODES[k]};
+        snprintf(l.name, sizeof l.name, "cp-%d-%s%s", cp, MODES[k], t > 1 ? "+tp-2" : "");
+        out[n++] = l;
+      }
+    }
+  }
+  return n;
+}
+
 /* Every layout of `world` ranks worth comparing: ZeRO stages, HSDP splits,
- * TP (x FSDP), PP and PTD. The global batch G is the same in all. */
-static int enumerate(int world, const zeroc_gpt_config_t *g, int G, layout_t *out) {
+ * TP (x FSDP), PP and PTD, then CP up to cp_max (1: none). The global batch
+ * G is the same in all. */
+static int enumerate(int world, const zeroc_gpt_config_t *g, int G, int cp_max, layout_t *out) {
   int n = 0;
   for (int z = 0; z <= 3; z++)
     out[n++] = (layout_t){.zero = z, .hsdp = 1, .tp = 1, .pp = 1, .vpp = 1, .micro = 1,
-                          .batch = G / world};
+                          .batch = G / world, .cp = 1};
   for (int z = 0; z < 4; z++) snprintf(out[z].name, sizeof out[z].name, "zero-%d", z);
   for (int r = 2; r < world; r++) {
     if (world % r) continue;
-    layout_t l = {.zero = 3, .hsdp = r, .tp = 1, .pp = 1, .vpp = 1, .micro = 1, .batch = G / world};
+    layout_t l = {.zero = 3, .hsdp = r, .tp = 1, .pp = 1, .vpp = 1, .micro = 1, .batch = G / world,
+                  .cp = 1};
     snprintf(l.name, sizeof l.name, "hsdp-%dx%d", r, world / r);
     out[n++] = l;
   }
   for (int t = 2; t <= world && n < MAX_LAYOUTS - 4; t++) {
     if (world % t || g->heads % t) continue;
     int dp = world / t;
-    layout_t l = {.zero = dp > 1 ? 3 : 0, .hsdp = 1, .tp = t, .pp = 1, .vpp = 1, .micro = 1, .batch = G / dp};
+    layout_t l = {.zero = dp > 1 ? 3 : 0, .hsdp = 1, .tp = t, .pp = 1, .vpp = 1, .micro = 1, .batch = G / dp,
+                  .cp = 1};
     snprintf(l.name, sizeof l.name, "tp-%d%s", t, dp > 1 ? "+zero-3" : "");
     out[n++] = l;
   }
@@ -110,7 +141,7 @@ static int enumerate(int world, const zeroc_gpt_config_t *g, int G, layout_t *ou
       int dp = world / (p * t), m = 2 * p;
       if (G % (dp * m)) continue;
       layout_t l = {.zero = 1, .hsdp = 1, .tp = t, .pp = p, .vpp = 1, .micro = m, .batch = G / (dp * m),
-                    .schedule = "1f1b"};
+                    .schedule = "1f1b", .cp = 1};
       if (t > 1) snprintf(l.name, sizeof l.name, "pp-%d+tp-%d", p, t);
       else snprintf(l.name, sizeof l.name, "pp-%d", p);
       out[n++] = l;
@@ -123,7 +154,7 @@ static int enumerate(int world, const zeroc_gpt_config_t *g, int G, layout_t *ou
       }
     }
   }
-  return n;
+  return enumerate_cp(world, g, G, cp_max, out, n);
 }
 
 static void machine_info(char *buf, size_t n, int world) {
@@ -166,24 +197,28 @@ static int write_outputs(const char *dir, const char *model, const char *device,
     return 1;
   }
   fprintf(c, "layout,zero,hsdp,tp,pp,vpp,microbatches,batch,status,steps,tokens_per_s,step_ms,"
-             "exposed_comm_ms,comm_mib_per_step,peak_device_mib,loss_last\n");
+             "exposed_comm_ms,comm_mib_per_step,peak_device_mib,loss_last,cp,cp_mode,"
+             "comm_bytes_per_step\n");
   fprintf(m, "# zeroc bench: %s, device %s, global batch %d x %d tokens\n\n%s\n\n", model, device,
           G, T, info);
-  fprintf(m, "| layout | zero | hsdp | tp | pp | micro | tokens/s | step ms | exposed comm ms | "
-             "comm MiB/step | peak MiB/rank | loss |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  fprintf(m, "| layout | zero | hsdp | tp | pp | cp | micro | tokens/s | step ms | exposed comm ms | "
+             "comm MiB/step | comm bytes/step | peak MiB/rank | loss |\n"
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (int i = 0; i < n; i++) {
     layout_t *l = &L[i];
     const char *st = l->status == 0 ? "ok" : l->status == 2 ? "refused" : "failed";
-    fprintf(c, "%s,%d,%d,%d,%d,%d,%d,%d,%s,%d,%.1f,%.2f,%.2f,%.3f,%.2f,%.6f\n", l->name, l->zero,
-            l->hsdp, l->tp, l->pp, l->vpp, l->micro, l->batch, st, l->steps_measured, l->tokens_s,
-            l->step_ms, l->exposed_ms, l->comm_mb, l->peak_mib, l->loss_last);
+    const char *mode = l->cp > 1 ? l->cp_mode : "-";
+    fprintf(c, "%s,%d,%d,%d,%d,%d,%d,%d,%s,%d,%.1f,%.2f,%.2f,%.3f,%.2f,%.6f,%d,%s,%.0f\n", l->name,
+            l->zero, l->hsdp, l->tp, l->pp, l->vpp, l->micro, l->batch, st, l->steps_measured,
+            l->tokens_s, l->step_ms, l->exposed_ms, l->comm_mb, l->peak_mib, l->loss_last, l->cp,
+            mode, l->comm_bytes);
     if (l->status == 0)
-      fprintf(m, "| %s | %d | %d | %d | %d | %d | %.0f | %.1f | %.1f | %.2f | %.2f | %.4f |\n", l->name,
-              l->zero, l->hsdp, l->tp, l->pp, l->micro, l->tokens_s, l->step_ms, l->exposed_ms,
-              l->comm_mb, l->peak_mib, l->loss_last);
+      fprintf(m, "| %s | %d | %d | %d | %d | %d | %d | %.0f | %.1f | %.1f | %.2f | %.0f | %.2f | %.4f |\n",
+              l->name, l->zero, l->hsdp, l->tp, l->pp, l->cp, l->micro, l->tokens_s, l->step_ms,
+              l->exposed_ms, l->comm_mb, l->comm_bytes, l->peak_mib, l->loss_last);
     else
-      fprintf(m, "| %s | %d | %d | %d | %d | %d | %s | | | | | |\n", l->name, l->zero, l->hsdp, l->tp,
-              l->pp, l->micro, st);
+      fprintf(m, "| %s | %d | %d | %d | %d | %d | %d | %s | | | | | | |\n", l->name, l->zero, l->hsdp,
+              l->tp, l->pp, l->cp, l->micro, st);
   }
   fprintf(m, "\nMedians over the measured steps (warm-up excluded). `loss` is the last step's: every "
              "layout computes the same math, so they agree to rounding.\n");
@@ -243,7 +278,8 @@ static int split_words(char *buf, char **argv, int max) {
 static int check_train_flags(const char *extra) {
   static const char *const OWN[] = {
       "--model", "--steps",       "--batch",        "--zero",       "--hsdp",    "--tp",     "--pp",
-      "--vpp",   "--pp-schedule", "--microbatches", "--grad-accum", "--metrics", "--device", NULL};
+      "--vpp",   "--pp-schedule", "--microbatches", "--grad-accum", "--metrics", "--device",
+      "--cp",    "--cp-mode",     "--seq",          NULL};
   if (strlen(extra) > EXTRA_MAX)
     return zarg_fail("bench", "--train: %zu characters; accepted up to %d", strlen(extra),
                      EXTRA_MAX);
@@ -257,7 +293,7 @@ static int check_train_flags(const char *extra) {
       if (!strncmp(argv[i], OWN[k], len) && (argv[i][len] == 0 || argv[i][len] == '='))
         return zarg_fail("bench",
                          "--train '%s': bench sets %s for each run; accepted train's other flags "
-                         "(bench's own --model, --steps, --batch, --device, --only)",
+                         "(bench's own --model, --seq, --steps, --batch, --device, --cp, --only)",
                          extra, OWN[k]);
     }
   return zeroc_train_check_flags(n, argv); /* train's one line on a bad flag or value */
@@ -332,14 +368,17 @@ static int prepare_out(const char *out) {
 
 /* One layout, as `zeroc train` with bench's flags, the layout's and --train's.
  * Returns train's exit status, the same on every rank. */
-static int run_layout(const layout_t *l, const char *model, const char *device, int steps,
-                      const char *metrics, const char *extra, figures_t *fig) {
+static int run_layout(const layout_t *l, const char *model, int seq, const char *device,
+                      int steps, const char *metrics, const char *extra, figures_t *fig) {
   char buf[2048], *targv[ARGV_MAX];
   int k =
       snprintf(buf, sizeof buf,
                "--device %s --model %s --steps %d --batch %d --zero %d --hsdp %d --tp %d --pp %d "
                "--lr 3e-3 --seed 1 --quiet --metrics %s",
                device, model, steps, l->batch, l->zero, l->hsdp, l->tp, l->pp, metrics);
+  if (seq > 0) k += snprintf(buf + k, sizeof buf - (size_t)k, " --seq %d", seq);
+  if (l->cp > 1)
+    k += snprintf(buf + k, sizeof buf - (size_t)k, " --cp %d --cp-mode %s", l->cp, l->cp_mode);
   if (l->pp > 1)
     k += snprintf(buf + k, sizeof buf - (size_t)k, " --microbatches %d --pp-schedule %s --vpp %d",
                   l->micro, l->schedule, l->vpp);
@@ -356,17 +395,20 @@ int zeroc_cmd_bench(int argc, char **argv) {
   for (int i = 0; i < argc; i++)
     if (!strcmp(argv[i], "--help")) {
       printf("usage: mpirun -np N zeroc bench [--out DIR] [--device auto|cpu|cuda] [--model tiny]\n"
-             "                   [--steps 12] [--warmup-steps 3] [--batch B] [--only LAYOUT,...]\n"
-             "                   [--train \"FLAGS\"]\n"
+             "                   [--seq T] [--steps 12] [--warmup-steps 3] [--batch B] [--cp C]\n"
+             "                   [--only LAYOUT,...] [--train \"FLAGS\"]\n"
              "Trains the same model on the same global batch (B x N sequences) under every layout\n"
              "of N ranks (ZeRO-0/1/2/3, HSDP, TP, PP, PTD) and writes bench.csv, bench.md and\n"
              "bench.png into --out (default bench-out, created with its parents). --device is\n"
-             "train's (default auto: cuda when a GPU is visible). --only keeps the named layouts;\n"
+             "train's (default auto: cuda when a GPU is visible). --cp C adds context-parallel\n"
+             "layouts cp-2, cp-4, ... up to C, ring and ulysses (cp-4-ring, cp-2-ulysses+tp-2);\n"
+             "--seq sets the sequence length (default the model's). --only keeps the named layouts;\n"
              "--train passes further train flags to every run (not those bench sets). A layout\n"
              "that fails makes the exit status 1, one train refuses 2.\n");
       return 0;
     }
-  int model = 0, device = 0, steps = 12, warmup = 3, batch = 0, set_batch = 0;
+  int model = 0, device = 0, steps = 12, warmup = 3, batch = 0, set_batch = 0, cp_max = 1,
+      seq = 0, set_seq = 0;
   const char *out = "bench-out", *only = NULL, *extra = "";
   static const char *const MODELS[] = {"tiny",      "small",      "gpt2-124m", "gpt2-350m",
                                        "gpt2-774m", "gpt2-1558m", NULL};
@@ -377,6 +419,8 @@ int zeroc_cmd_bench(int argc, char **argv) {
       {"--steps", ARG_INT, &steps, 2, 100000, 0, NULL, NULL},
       {"--warmup-steps", ARG_INT, &warmup, 0, 100000, 0, NULL, NULL},
       {"--batch", ARG_INT, &batch, ZARG_LIM_BATCH, 0, NULL, &set_batch},
+      {"--seq", ARG_INT, &seq, ZARG_LIM_SEQ, 0, NULL, &set_seq},
+      {"--cp", ARG_INT, &cp_max, 1, 4096, 0, NULL, NULL},
       {"--only", ARG_STRING, &only, 0, 0, 0, NULL, NULL},
       {"--train", ARG_STRING, &extra, 0, 0, 0, NULL, NULL},
   };
@@ -386,6 +430,7 @@ int zeroc_cmd_bench(int argc, char **argv) {
   zeroc_gpt_config_t g;
   zeroc_gpt_preset(MODELS[model], &g);
   if (set_batch) g.batch = batch;
+  if (set_seq) g.seq = seq;
 
   int provided, world, rank;
   MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
@@ -393,7 +438,7 @@ int zeroc_cmd_bench(int argc, char **argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int G = g.batch * world;
   layout_t L[MAX_LAYOUTS];
-  int n = enumerate(world, &g, G, L);
+  int n = enumerate(world, &g, G, cp_max, L);
   /* every rank decides the same; only rank 0 looks at --out (it alone writes) */
   int rc = only && (n = select_layouts(only, L, n, world)) < 0 ? 2 : 0;
   if (!rc && rank == 0) rc = prepare_out(out);
@@ -420,7 +465,7 @@ int zeroc_cmd_bench(int argc, char **argv) {
     }
     memset(fig, 0, sizeof *fig);
     fig->warmup = warmup;
-    l->status = run_layout(l, MODELS[model], dev, steps, metrics, extra, fig);
+    l->status = run_layout(l, MODELS[model], set_seq ? seq : 0, dev, steps, metrics, extra, fig);
     if (rank == 0) {
       if (l->status == 0) summarise(fig, l);
       if (l->status == 0)

@@ -21,7 +21,7 @@ typedef struct opts {
   zeroc_plan_config_t cfg;
   const char *model;
   int layers, hidden, heads, vocab, seq, batch; /* -1: the model's */
-  int zero_set, tp_set, pp_set, hsdp_set, mb_set, vpp_set;
+  int zero_set, tp_set, pp_set, hsdp_set, mb_set, vpp_set, cp_set, cp_mode_set;
   int all, json, top;
   int64_t global_batch; /* --all: 0 is batch x gpus */
 } opts_t;
@@ -33,6 +33,9 @@ static const char *offload_name(zeroc_offload_t o) {
   return o == ZEROC_OFFLOAD_CPU ? "cpu" : o == ZEROC_OFFLOAD_NVME ? "nvme" : "none";
 }
 static const char *dtype_name(int bytes) { return bytes == 4 ? "fp32" : "bf16"; }
+static const char *cp_mode_name(zeroc_cp_mode_t m) {
+  return m == ZEROC_CP_MODE_ULYSSES ? "ulysses" : "ring";
+}
 static const char *act_model_name(zeroc_act_model_t a) {
   return a == ZEROC_ACT_MEGATRON ? "megatron" : "zeroc";
 }
@@ -50,10 +53,14 @@ static void usage(FILE *f) {
       "  --layers --hidden --heads --vocab --seq N   override the model's shape\n"
       "  --batch N             micro-batch per data-parallel rank (default: the model's)\n"
       "layout:\n"
-      "  --gpus N              world size (default 1); dp = gpus / (tp x pp)\n"
+      "  --gpus N              world size (default 1); dp = gpus / (tp x pp x cp)\n"
       "  --zero 0|1|2|3        ZeRO stage (default 3; 1 with --pp > 1)\n"
       "  --tp N, --pp N        tensor- and pipeline-parallel sizes (default 1)\n"
-      "  --hsdp R              replicas; shards span dp / R ranks (default 1)\n"
+      "  --hsdp R              replicas; shards span dp / R x cp ranks (default 1)\n"
+      "  --cp N                context-parallel size: each rank holds T / N tokens of every\n"
+      "                        sequence (default 1; with --all: the largest tried, default gpus)\n"
+      "  --cp-mode ring|ulysses  K/V passed around a ring, or all-to-all to head-split\n"
+      "                        (default ring; --all tries both unless given)\n"
       "  --microbatches M      micro-batches per step (default pp)\n"
       "  --vpp V               model chunks per pipeline rank: interleaved schedule when > 1\n"
       "                        (default 1: 1F1B; --all plans 1F1B)\n"
@@ -136,6 +143,8 @@ static int is_switch(const char *f) {
  * zeroc train has too are train's (apps/args.c). */
 static const char *const act_models[] = {"zeroc", "megatron", NULL};
 static const char *const attentions[] = {"naive", "flash", NULL};
+static const char *const cp_modes[] = {"ring", "ulysses",
+                                       NULL}; /* ZEROC_CP_MODE_RING, ZEROC_CP_MODE_ULYSSES */
 
 /* "a, b, c" */
 static const char *choices_text(const char *const *names, char *buf, size_t n) {
@@ -147,7 +156,8 @@ static const char *choices_text(const char *const *names, char *buf, size_t n) {
 
 static int parse(int argc, char **argv, opts_t *o) {
   zeroc_plan_config_t *c = &o->cfg;
-  int model = 0, dtype = 0, recompute = 0, off_opt = 0, off_par = 0, act_model = 0, attention = 1;
+  int model = 0, dtype = 0, recompute = 0, off_opt = 0, off_par = 0, act_model = 0, attention = 1,
+      cp_mode = 0;
   /* Numeric flags: int (i), int64 (l) or number (d) in [lo, hi], (lo, hi] when lo_open;
    * those zeroc train has too take train's limits (ZARG_LIM_*). */
   const struct num {
@@ -172,6 +182,7 @@ static int parse(int argc, char **argv, opts_t *o) {
       {"--hsdp", &c->hsdp, NULL, NULL, ZARG_LIM_HSDP, 0, &o->hsdp_set},
       {"--microbatches", &c->microbatches, NULL, NULL, ZARG_LIM_MICROBATCHES, 0, &o->mb_set},
       {"--vpp", &c->vpp, NULL, NULL, ZARG_LIM_VPP, 0, &o->vpp_set},
+      {"--cp", &c->cp, NULL, NULL, 1, 4096, 0, &o->cp_set},
       {"--prefetch", &c->prefetch, NULL, NULL, ZARG_LIM_PREFETCH, 0, NULL},
       {"--gpus-per-node", &c->gpus_per_node, NULL, NULL, 1, 1 << 16, 0, NULL},
       {"--top", &o->top, NULL, NULL, 0, 1 << 20, 0, NULL},
@@ -199,6 +210,7 @@ static int parse(int argc, char **argv, opts_t *o) {
       {"--offload-params", zarg_offloads, &off_par},
       {"--act-model", act_models, &act_model},
       {"--attention", attentions, &attention},
+      {"--cp-mode", cp_modes, &cp_mode},
   };
   for (int i = 0; i < argc; i++) {
     char flag[64], acc[160];
@@ -252,6 +264,7 @@ static int parse(int argc, char **argv, opts_t *o) {
         if (!strcmp(v, ch->names[j])) found = j;
       if (found < 0) return bad(f, v, choices_text(ch->names, acc, sizeof acc));
       *ch->index = found;
+      if (ch->index == &cp_mode) o->cp_mode_set = 1;
       done = 1;
     }
     if (!done) {
@@ -267,6 +280,7 @@ static int parse(int argc, char **argv, opts_t *o) {
   c->offload_params = (zeroc_offload_t)off_par;
   c->act_model = act_model ? ZEROC_ACT_MEGATRON : ZEROC_ACT_ZEROC;
   c->flash_attention = attention;
+  c->cp_mode = cp_mode ? ZEROC_CP_MODE_ULYSSES : ZEROC_CP_MODE_RING;
   return 0;
 }
 
@@ -309,6 +323,10 @@ static int resolve(opts_t *o) {
                       "give --vpp with one layout (--pp, --microbatches)\n");
       return 2;
     }
+    /* the search tries cp = 1, 2, 4, ... up to --cp (all the gpus when not
+     * given), both modes unless --cp-mode names one */
+    if (!o->cp_set) c->cp = c->gpus < 4096 ? c->gpus : 4096;
+    if (!o->cp_mode_set) c->cp_mode = ZEROC_CP_MODE_DEFAULT;
     int64_t g = o->global_batch ? o->global_batch : (int64_t)m->batch * c->gpus;
     if (g > (1 << 24)) {
       fprintf(stderr,
@@ -326,8 +344,13 @@ static int resolve(opts_t *o) {
   }
   if (!o->zero_set) c->zero = c->pp > 1 ? 1 : 3;
   if (!o->mb_set) c->microbatches = c->pp;
-  if (c->gpus % ((int64_t)c->tp * c->pp)) {
-    fprintf(stderr, "zeroc plan: --tp %d x --pp %d must divide --gpus %d\n", c->tp, c->pp, c->gpus);
+  if (c->gpus % ((int64_t)c->tp * c->pp * c->cp)) {
+    if (c->cp == 1)
+      fprintf(stderr, "zeroc plan: --tp %d x --pp %d must divide --gpus %d\n", c->tp, c->pp,
+              c->gpus);
+    else
+      fprintf(stderr, "zeroc plan: --tp %d x --pp %d x --cp %d must divide --gpus %d\n", c->tp,
+              c->pp, c->cp, c->gpus);
     return 2;
   }
   /* as zeroc train: stages may be uneven (the runtime's balanced cut), but
@@ -344,10 +367,24 @@ static int resolve(opts_t *o) {
     fprintf(stderr, "zeroc plan: --tp %d must divide the heads (%d)\n", c->tp, m->heads);
     return 2;
   }
-  int dp = c->gpus / (c->tp * c->pp);
+  if (c->cp > 1 && m->seq % (2 * c->cp)) {
+    fprintf(stderr,
+            "zeroc plan: --cp %d must split --seq %d into 2 x cp = %d equal chunks (the zigzag "
+            "split)\n",
+            c->cp, m->seq, 2 * c->cp);
+    return 2;
+  }
+  if (c->cp > 1 && c->cp_mode == ZEROC_CP_MODE_ULYSSES && (m->heads / c->tp) % c->cp) {
+    fprintf(stderr,
+            "zeroc plan: --cp %d with --cp-mode ulysses must divide the heads per tp rank (%d); "
+            "--cp-mode ring has no such cap\n",
+            c->cp, m->heads / c->tp);
+    return 2;
+  }
+  int dp = c->gpus / (c->tp * c->pp * c->cp);
   if (dp % c->hsdp) {
-    fprintf(stderr, "zeroc plan: --hsdp %d must divide dp %d (= --gpus / (--tp x --pp))\n", c->hsdp,
-            dp);
+    fprintf(stderr, "zeroc plan: --hsdp %d must divide dp %d (= --gpus / (--tp x --pp x --cp))\n",
+            c->hsdp, dp);
     return 2;
   }
   if (c->vpp > 1 && c->pp == 1) {
@@ -421,13 +458,23 @@ static void print_single(const zeroc_plan_result_t *r) {
   const zeroc_plan_memory_t *d = &r->device;
   char p[32];
   print_model(r);
-  printf("layout     %d GPU%s = tp %d x pp %d x dp %d; ZeRO-%d", c->gpus, c->gpus > 1 ? "s" : "",
-         c->tp, c->pp, r->dp, c->zero);
+  if (c->cp > 1)
+    printf("layout     %d GPU%s = tp %d x pp %d x cp %d x dp %d; ZeRO-%d", c->gpus,
+           c->gpus > 1 ? "s" : "", c->tp, c->pp, c->cp, r->dp, c->zero);
+  else
+    printf("layout     %d GPU%s = tp %d x pp %d x dp %d; ZeRO-%d", c->gpus, c->gpus > 1 ? "s" : "",
+           c->tp, c->pp, r->dp, c->zero);
   if (c->zero > 0) printf(", shards over %d rank%s", r->shard, r->shard > 1 ? "s" : "");
   if (c->hsdp > 1) printf(" (HSDP: %d replicas)", c->hsdp);
   if (c->vpp > 1) printf("; interleaved pipeline, %d chunks per rank", c->vpp);
   printf("\n");
   print_options(c, c->sequence_parallel && c->tp > 1);
+  if (c->cp > 1)
+    printf("context    cp %d, %s: each rank holds chunks r and %d-r of %d, %d tokens per sequence; "
+           "sends %.4g MiB per step in its cp group (per block and micro-batch %.4g MiB "
+           "forward, %.4g backward)\n",
+           c->cp, cp_mode_name(c->cp_mode), 2 * c->cp - 1, 2 * c->cp, c->model.seq / c->cp,
+           r->comm.cp / 1048576.0, r->comm.cp_forward / 1048576.0, r->comm.cp_backward / 1048576.0);
   printf("batch      micro-batch %d x %d micro-batches x dp %d = %lld sequences = %.0f tokens per "
          "step\n",
          c->model.batch, c->microbatches, r->dp, (long long)r->global_batch, r->tokens_per_step);
@@ -453,9 +500,11 @@ static void print_single(const zeroc_plan_result_t *r) {
   if (r->nvme_bytes > 0)
     printf("  nvme         %9.2f (offloaded, per rank)\n", r->nvme_bytes / GIB);
   const zeroc_plan_time_t *t = &r->time;
+  char cpt[48] = "";
+  if (c->cp > 1) snprintf(cpt, sizeof cpt, ", cp %.4g", t->cp);
   printf("step time  %.4g s estimated (compute %.4g, bubble %.4g, tp %.4g, pp %.4g, dp %.4g, "
-         "offload %.4g); %s tokens/s\n",
-         t->total, t->compute, t->bubble, t->tp, t->pp, t->dp, t->offload,
+         "offload %.4g%s); %s tokens/s\n",
+         t->total, t->compute, t->bubble, t->tp, t->pp, t->dp, t->offload, cpt,
          count_str(r->tokens_per_step / t->total, p, sizeof p));
 }
 
@@ -482,21 +531,27 @@ static void print_all(const opts_t *o, const zeroc_plan_result_t *v, size_t n, i
   size_t shown_n = o->top && (size_t)o->top < n ? (size_t)o->top : n;
   printf("%zu layouts fit; the %zu fastest (memory per rank in GiB, time per step in s):\n", n,
          shown_n);
-  printf("%4s %3s %3s %5s %4s %4s %5s %5s | %7s %6s %6s %6s %6s %5s | %7s | %8s %8s %8s\n", "#",
-         "tp", "pp", "dp", "hsdp", "zero", "mbs", "m", "params", "grads", "optim", "act", "buf",
-         "work", "total", "step", "compute", "overhead");
+  printf("%4s %3s %3s %3s %4s %5s %4s %4s %5s %5s | %7s %6s %6s %6s %6s %5s | %7s | %8s %8s "
+         "%8s\n",
+         "#", "tp", "pp", "cp", "mode", "dp", "hsdp", "zero", "mbs", "m", "params", "grads",
+         "optim", "act", "buf", "work", "total", "step", "compute", "overhead");
   for (size_t i = 0; i < shown_n; i++) {
     const zeroc_plan_result_t *r = &v[i];
     const zeroc_plan_memory_t *d = &r->device;
-    printf("%4zu %3d %3d %5d %4d %4d %5d %5d | %7.2f %6.2f %6.2f %6.2f %6.2f %5.2f | %7.2f | "
-           "%8.4g %8.4g %8.4g\n",
-           i + 1, r->cfg.tp, r->cfg.pp, r->dp, r->cfg.hsdp, r->cfg.zero, r->cfg.model.batch,
-           r->cfg.microbatches, d->params / GIB, d->grads / GIB, d->optimizer / GIB,
-           d->activations / GIB, d->buffers / GIB, d->workspace / GIB, d->total / GIB,
-           r->time.total, r->time.compute, r->time.total - r->time.compute);
+    printf("%4zu %3d %3d %3d %4s %5d %4d %4d %5d %5d | %7.2f %6.2f %6.2f %6.2f %6.2f %5.2f | "
+           "%7.2f | %8.4g %8.4g %8.4g\n",
+           i + 1, r->cfg.tp, r->cfg.pp, r->cfg.cp,
+           r->cfg.cp == 1                         ? "-"
+           : r->cfg.cp_mode == ZEROC_CP_MODE_RING ? "ring"
+                                                  : "uly",
+           r->dp, r->cfg.hsdp, r->cfg.zero, r->cfg.model.batch, r->cfg.microbatches,
+           d->params / GIB, d->grads / GIB, d->optimizer / GIB, d->activations / GIB,
+           d->buffers / GIB, d->workspace / GIB, d->total / GIB, r->time.total, r->time.compute,
+           r->time.total - r->time.compute);
   }
-  printf("mbs: micro-batch per dp rank, m: micro-batches per step; overhead: pipeline bubble "
-         "plus communication and offload not hidden by compute\n");
+  printf("cp: context-parallel size (mode ring or uly(sses)); mbs: micro-batch per dp rank, m: "
+         "micro-batches per step; overhead: pipeline bubble plus communication and offload not "
+         "hidden by compute\n");
 }
 
 /* ---- JSON output --------------------------------------------------------------- */
@@ -513,21 +568,24 @@ static void json_layout(const zeroc_plan_result_t *r) {
   const zeroc_plan_memory_t *d = &r->device;
   const zeroc_plan_time_t *t = &r->time;
   printf(
-      "{\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"vpp\": %d, \"dp\": %d, \"hsdp\": %d, "
+      "{\"gpus\": %d, \"tp\": %d, \"pp\": %d, \"vpp\": %d, \"cp\": %d, \"cp_mode\": \"%s\", "
+      "\"dp\": %d, \"hsdp\": %d, "
       "\"shard\": %d, \"zero\": %d, \"batch\": %d, \"microbatches\": %d, \"global_batch\": %lld, "
       "\"tokens_per_step\": %.0f, \"flops_per_step\": %.6e, \"flops_per_token\": %.6e,\n",
-      c->gpus, c->tp, c->pp, c->vpp, r->dp, c->hsdp, r->shard, c->zero, c->model.batch,
-      c->microbatches, (long long)r->global_batch, r->tokens_per_step, r->flops_per_step,
-      r->flops_per_token);
+      c->gpus, c->tp, c->pp, c->vpp, c->cp, cp_mode_name(c->cp_mode), r->dp, c->hsdp, r->shard,
+      c->zero, c->model.batch, c->microbatches, (long long)r->global_batch, r->tokens_per_step,
+      r->flops_per_step, r->flops_per_token);
   printf("   \"memory\": {\"stage\": %d, \"params_rank\": %.0f, \"params\": %.0f, \"grads\": %.0f, "
          "\"optimizer\": %.0f, \"activations\": %.0f, \"buffers\": %.0f, \"workspace\": %.0f, "
          "\"total\": %.0f, \"host\": %.0f, \"nvme\": %.0f, \"gpu_mem\": %.0f, \"fits\": %s},\n",
          r->stage, r->params_rank, d->params, d->grads, d->optimizer, d->activations, d->buffers,
          d->workspace, d->total, r->host_bytes, r->nvme_bytes, r->gpu_mem_bytes,
          r->fits ? "true" : "false");
+  printf("   \"comm\": {\"cp_forward\": %.0f, \"cp_backward\": %.0f, \"cp\": %.0f},\n",
+         r->comm.cp_forward, r->comm.cp_backward, r->comm.cp);
   printf("   \"time\": {\"compute\": %.6g, \"bubble\": %.6g, \"tp\": %.6g, \"pp\": %.6g, \"dp\": "
-         "%.6g, \"offload\": %.6g, \"total\": %.6g, \"tokens_per_s\": %.6g}}",
-         t->compute, t->bubble, t->tp, t->pp, t->dp, t->offload, t->total,
+         "%.6g, \"offload\": %.6g, \"cp\": %.6g, \"total\": %.6g, \"tokens_per_s\": %.6g}}",
+         t->compute, t->bubble, t->tp, t->pp, t->dp, t->offload, t->cp, t->total,
          r->tokens_per_step / t->total);
 }
 

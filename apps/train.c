@@ -86,21 +86,23 @@ static void print_header(const ztrain_opts_t *o, const zeroc_train_info_t *in, c
   char b1[32];
   printf("zeroc train: %s (%d layers, hidden %d, %d heads, vocab %d, seq %d), %.2fM parameters\n",
          MODELS[o->model], g->layers, g->hidden, g->heads, g->vocab, g->seq, in->params / 1e6);
-  char ppdesc[64] = "";
+  char ppdesc[64] = "", cpdesc[64] = "";
+  if (mesh->cp > 1) /* context parallelism: shown only when asked for */
+    snprintf(cpdesc, sizeof cpdesc, ", cp %d (%s)", mesh->cp, zeroc_cp_mode_name(c->cp_mode));
   if (c->vpp > 1) snprintf(ppdesc, sizeof ppdesc, ", %d chunks per rank", c->vpp);
   if (mesh->pp > 1)
-    printf("  %d ranks on %s: pp %d (%s%s), ZeRO-%d, dp %d (%d x %d), tp %d%s, batch %d x %d "
+    printf("  %d ranks on %s: pp %d (%s%s), ZeRO-%d, dp %d (%d x %d), tp %d%s%s, batch %d x %d "
            "micro-batches x dp %d = %d sequences (%.0f tokens) per step, %s%s\n",
            mesh->world, dev, mesh->pp, PP_SCHEDULES[o->pp_schedule], ppdesc, c->zero, mesh->dp,
            mesh->dp_replicate, mesh->dp_shard, mesh->tp,
-           c->sequence_parallel ? " (sequence parallel)" : "", g->batch, c->grad_accum, mesh->dp,
+           c->sequence_parallel ? " (sequence parallel)" : "", cpdesc, g->batch, c->grad_accum, mesh->dp,
            in->global_batch, in->tokens_per_step, zeroc_dtype_name(in->dtype),
            c->recompute ? ", recompute" : "");
   else
-    printf("  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), tp %d%s, batch %d x accum %d x dp %d = %d "
+    printf("  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), tp %d%s%s, batch %d x accum %d x dp %d = %d "
            "sequences (%.0f tokens) per step, %s, prefetch %d%s\n",
            mesh->world, dev, c->zero, mesh->dp, mesh->dp_replicate, mesh->dp_shard, mesh->tp,
-           c->sequence_parallel ? " (sequence parallel)" : "", g->batch, c->grad_accum, mesh->dp,
+           c->sequence_parallel ? " (sequence parallel)" : "", cpdesc, g->batch, c->grad_accum, mesh->dp,
            in->global_batch, in->tokens_per_step, zeroc_dtype_name(in->dtype), c->prefetch,
            c->recompute ? ", recompute" : "");
   if (in->data.kind == ZEROC_DATA_SYNTHETIC)
@@ -280,6 +282,7 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
   cc.tp = o.tp;
   cc.pp = o.pp;
   cc.hsdp = o.hsdp;
+  cc.cp = o.cp;
   cc.comm_timeout_s = o.comm_timeout;
   zeroc_ctx_t *ctx = NULL;
   zeroc_result_t r = zeroc_ctx_create(&ctx, &cc);

@@ -27,9 +27,11 @@
 #define OFFLOADS     zarg_offloads
 #define SCHEDULES    ztrain_schedules
 #define PP_SCHEDULES ztrain_pp_schedules
+#define ZTRAIN_CP_MODES ztrain_cp_modes
 
 const char *const ztrain_schedules[] = {"constant", "cosine", NULL};
 const char *const ztrain_pp_schedules[] = {"1f1b", "interleaved", NULL};
+const char *const ztrain_cp_modes[] = {"ring", "ulysses", NULL};
 
 void ztrain_opts_init(ztrain_opts_t *o) {
   /* -1 / 0: unset, the trainer's default; the layout flags' defaults are needed
@@ -40,7 +42,7 @@ void ztrain_opts_init(ztrain_opts_t *o) {
   o->seed = -1;
   o->schedule = 1;
   o->zero = 3;
-  o->hsdp = o->tp = o->pp = o->vpp = o->grad_accum = 1;
+  o->hsdp = o->tp = o->pp = o->vpp = o->grad_accum = o->cp = 1;
   o->prefetch = 2;
   o->sample_tokens = 64;
   o->comm_timeout = 0; /* unset: the context takes ZEROC_COMM_TIMEOUT, else 300 */
@@ -56,6 +58,8 @@ void ztrain_usage(void) {
          "         --weight-decay (0) --clip (1, 0 = off) --beta1 (0.9) --beta2 (0.95) --eps (1e-8)\n"
          "         --dropout P (0): attention, residual and embedding dropout, seeded by --seed\n"
          "layout:  --zero 0|1|2|3 (3; 1 with --pp) --hsdp R (1) --tp (1) --prefetch K (2)\n"
+         "         --cp N (1): context parallelism, each sequence split over N ranks\n"
+         "         --cp-mode ring|ulysses (ring); the world is tp x cp x pp x dp\n"
          "         --recompute none|full --dtype fp32|bf16 --device cpu|cuda\n"
          "         --offload-optimizer none|cpu|nvme --offload-params none|cpu|nvme --nvme-dir DIR\n"
          "pipeline: --pp P (1) --pp-schedule 1f1b|interleaved (1f1b) --vpp V (1, chunks per rank)\n"
@@ -97,6 +101,8 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--zero", ARG_INT, &o->zero, ZARG_LIM_ZERO, 0, NULL, &o->set_zero},
       {"--hsdp", ARG_INT, &o->hsdp, ZARG_LIM_HSDP, 0, NULL, NULL},
       {"--tp", ARG_INT, &o->tp, ZARG_LIM_TP, 0, NULL, NULL},
+      {"--cp", ARG_INT, &o->cp, ZARG_LIM_TP, 0, NULL, NULL},
+      {"--cp-mode", ARG_CHOICE, &o->cp_mode, 0, 0, 0, ZTRAIN_CP_MODES, NULL},
       {"--pp", ARG_INT, &o->pp, ZARG_LIM_PP, 0, NULL, NULL},
       {"--pp-schedule", ARG_CHOICE, &o->pp_schedule, 0, 0, 0, PP_SCHEDULES, &o->set_pp_schedule},
       {"--vpp", ARG_INT, &o->vpp, ZARG_LIM_VPP, 0, NULL, &o->set_vpp},
@@ -187,6 +193,22 @@ static int rule_fail(void) {
   return zarg_fail("train", "%s", colon ? colon + 2 : e);
 }
 
+/* Context parallelism's rules (the library checks them too). */
+static int ztrain_check_cp(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc) {
+  if (o->cp == 1) return 0;
+  if (gc->seq % (2 * o->cp))
+    return zarg_fail("train",
+                     "--seq %d is not divisible by 2 x --cp = %d: context parallelism deals each "
+                     "sequence out in 2 x cp zigzag chunks",
+                     gc->seq, 2 * o->cp);
+  if (o->cp_mode == 1 && (gc->heads / o->tp) % o->cp)
+    return zarg_fail("train",
+                     "--cp-mode ulysses splits the %d heads of each tp rank (--heads %d / --tp "
+                     "%d) over --cp %d ranks: cp must divide them (or use --cp-mode ring)",
+                     gc->heads / o->tp, gc->heads, o->tp, o->cp);
+  return 0;
+}
+
 /* One line and exit 2, nothing written; or --print-schedule's output. Returns
  * -1 to go on training, else the exit status. Resolves the model's shape and,
  * with --pp, --zero and the micro-batches. */
@@ -199,6 +221,7 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
   zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
   ztrain_config(o, gc, &tc);
   if (zeroc__train_check_shape(&tc, gc, o->tp, &FLAG_NAMES)) return rule_fail();
+  if (ztrain_check_cp(o, gc)) return 2;
   if (o->pp == 1) {
     if (o->print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1");
     if (o->set_microbatches)
@@ -281,5 +304,6 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->spike_window = o->spike_window;
   c->spike_z = o->spike_z;
   c->dropout = o->dropout;
+  c->cp_mode = o->cp_mode == 1 ? ZEROC_CP_MODE_ULYSSES : ZEROC_CP_MODE_RING;
   c->reduce_maxima = o->metrics != NULL;
 }

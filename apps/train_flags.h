@@ -13,6 +13,7 @@
 
 extern const char *const ztrain_schedules[];    /* constant, cosine */
 extern const char *const ztrain_pp_schedules[]; /* 1f1b, interleaved */
+extern const char *const ztrain_cp_modes[];     /* ring, ulysses */
 
 /* The flags as given: choices are indices into their name tables (apps/args.h). */
 typedef struct ztrain_opts {
@@ -20,6 +21,7 @@ typedef struct ztrain_opts {
   int layers, hidden, heads, vocab, seq, batch, grad_accum, steps, warmup, zero, hsdp, tp, pp;
   int vpp, microbatches, prefetch, save_every, shuffle, quiet, print_topology, print_schedule;
   int sequence_parallel, max_skipped, spike_window, val_every;
+  int cp, cp_mode; /* --cp (1), --cp-mode: 0 ring, 1 ulysses */
   int64_t seed, val_tokens;
   double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout, spike_z, dropout;
   const char *data, *save, *resume, *export_path, *init, *metrics, *nvme_dir, *val_data;

@@ -328,15 +328,15 @@ static void test_alltoallv(void) {
 }
 
 /* Each group of a layout contains exactly the ranks whose coordinates agree
- * except along that group's axis. */
-static void check_groups(int tp, int pp, int hsdp) {
+ * except along that group's axis (the cp ranks join dp and dp_shard). */
+static void check_groups_cp(int tp, int cp, int pp, int hsdp) {
   int W = zt_world();
-  if (W % (tp * pp) || (W / (tp * pp)) % hsdp) return;
-  zeroc_ctx_t *c = zt_ctx(tp, pp, hsdp);
+  if (W % (tp * cp * pp) || (W / (tp * cp * pp)) % hsdp) return;
+  zeroc_ctx_t *c = zt_ctx_cp(tp, cp, pp, hsdp);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   const zeroc_mesh_info_t *m = zeroc_ctx_mesh(c);
   zeroc_mesh_info_t all[64];
-  for (int r = 0; r < W; r++) ZT_OK(zeroc_mesh_layout(W, tp, pp, hsdp, r, &all[r]));
+  for (int r = 0; r < W; r++) ZT_OK(zeroc_mesh_layout_cp(W, tp, cp, pp, hsdp, r, &all[r]));
   for (int k = 0; k < ZEROC_GROUP_COUNT; k++) {
     zeroc_group_t *g = zeroc__ctx_group(c, (zeroc_group_kind_t)k);
     int64_t sum = m->rank, want = 0;
@@ -345,31 +345,39 @@ static void check_groups(int tp, int pp, int hsdp) {
       const zeroc_mesh_info_t *o = &all[r];
       int same_tp = o->tp_rank == m->tp_rank, same_pp = o->pp_rank == m->pp_rank;
       int same_sh = o->dp_shard_rank == m->dp_shard_rank, same_rep = o->dp_replicate_rank == m->dp_replicate_rank;
+      int same_cp = o->cp_rank == m->cp_rank;
       int in = k == ZEROC_GROUP_WORLD ? 1
-               : k == ZEROC_GROUP_TP ? same_pp && same_sh && same_rep
-               : k == ZEROC_GROUP_PP ? same_tp && same_sh && same_rep
+               : k == ZEROC_GROUP_TP ? same_pp && same_sh && same_rep && same_cp
+               : k == ZEROC_GROUP_PP ? same_tp && same_sh && same_rep && same_cp
                : k == ZEROC_GROUP_DP ? same_tp && same_pp
                : k == ZEROC_GROUP_DP_SHARD ? same_tp && same_pp && same_rep
-                                           : same_tp && same_pp && same_sh;
+               : k == ZEROC_GROUP_CP ? same_tp && same_pp && same_rep && same_sh
+                                     : same_tp && same_pp && same_sh && same_cp;
       if (in) {
         want += r;
         members++;
       }
     }
     int expect_size = k == ZEROC_GROUP_WORLD ? W : k == ZEROC_GROUP_TP ? tp : k == ZEROC_GROUP_PP ? pp
-                      : k == ZEROC_GROUP_DP ? m->dp : k == ZEROC_GROUP_DP_SHARD ? m->dp_shard : m->dp_replicate;
+                      : k == ZEROC_GROUP_DP ? m->dp * cp : k == ZEROC_GROUP_DP_SHARD ? m->dp_shard * cp
+                      : k == ZEROC_GROUP_CP ? cp : m->dp_replicate;
     CU_ASSERT_EQUAL(g->size, expect_size);
     CU_ASSERT_EQUAL(members, expect_size);
     ZT_OK(zeroc__allreduce_host(g, &sum, 1, ZEROC_INT64, ZEROC_SUM));
-    ZT_ASSERT_MSG(sum == want, "layout tp%d pp%d hsdp%d group %s: sum of members %lld, want %lld", tp,
-                  pp, hsdp, g->name, (long long)sum, (long long)want);
+    ZT_ASSERT_MSG(sum == want, "layout tp%d cp%d pp%d hsdp%d group %s: sum of members %lld, want %lld",
+                  tp, cp, pp, hsdp, g->name, (long long)sum, (long long)want);
+    /* cp fastest inside dp and dp_shard */
     int rank_in_group = k == ZEROC_GROUP_TP ? m->tp_rank : k == ZEROC_GROUP_PP ? m->pp_rank
-                        : k == ZEROC_GROUP_DP ? m->dp_rank : k == ZEROC_GROUP_DP_SHARD ? m->dp_shard_rank
-                        : k == ZEROC_GROUP_DP_REPLICATE ? m->dp_replicate_rank : m->rank;
+                        : k == ZEROC_GROUP_DP ? m->dp_rank * cp + m->cp_rank
+                        : k == ZEROC_GROUP_DP_SHARD ? m->dp_shard_rank * cp + m->cp_rank
+                        : k == ZEROC_GROUP_DP_REPLICATE ? m->dp_replicate_rank
+                        : k == ZEROC_GROUP_CP ? m->cp_rank : m->rank;
     CU_ASSERT_EQUAL(g->rank, rank_in_group);
   }
   ZT_OK(zeroc_ctx_finalize(c));
 }
+
+static void check_groups(int tp, int pp, int hsdp) { check_groups_cp(tp, 1, pp, hsdp); }
 
 static void test_groups_per_layout(void) {
   check_groups(1, 1, 1);
@@ -378,6 +386,11 @@ static void test_groups_per_layout(void) {
   check_groups(1, 1, 2);
   check_groups(2, 2, 1);
   check_groups(4, 1, 1);
+  check_groups_cp(1, 2, 1, 1);
+  check_groups_cp(1, 4, 1, 1);
+  check_groups_cp(2, 2, 1, 1);
+  check_groups_cp(1, 2, 2, 1);
+  check_groups_cp(1, 2, 1, 2);
 }
 
 static int setup(void) {

@@ -119,6 +119,40 @@ static void test_grouped_ring(void) {
   zeroc_mem_free(ctx, in);
 }
 
+/* All-to-all (equal counts) and all-to-allv (rank r sends r + p + 1 elements to rank p,
+ * packed in reverse peer order) on device buffers. */
+static void test_alltoall(void) {
+  zeroc_group_t *g = zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD);
+  int n = g->size, r = g->rank;
+  size_t c = 1001;
+  float *h = malloc(4 * c * (size_t)n);
+  for (int p = 0; p < n; p++)
+    for (size_t j = 0; j < c; j++) h[(size_t)p * c + j] = val(r, (size_t)p * 7919 + j);
+  float *ds = dev_alloc(4 * c * (size_t)n), *dr = dev_alloc(4 * c * (size_t)n);
+  to_dev(ds, h, 4 * c * (size_t)n);
+  ZT_OK(zeroc__alltoall(g, s, ds, dr, c, ZEROC_FP32));
+  to_host(h, dr, 4 * c * (size_t)n);
+  int bad = 0;
+  for (int q = 0; q < n; q++)
+    for (size_t j = 0; j < c; j++) bad += h[(size_t)q * c + j] != val(q, (size_t)r * 7919 + j);
+  ZT_ASSERT_MSG(bad == 0, "alltoall: %d wrong", bad);
+  size_t sc[64], sd[64], rc[64], rd[64], so = 0, ro = 0;
+  for (int p = n - 1; p >= 0; p--) sc[p] = (size_t)(r + p + 1), sd[p] = so, so += sc[p];
+  for (int p = 0; p < n; p++) rc[p] = (size_t)(p + r + 1), rd[p] = ro, ro += rc[p];
+  for (int p = 0; p < n; p++)
+    for (size_t j = 0; j < sc[p]; j++) h[sd[p] + j] = (float)(r * 10000 + p * 100) + (float)j;
+  to_dev(ds, h, 4 * so);
+  ZT_OK(zeroc__alltoallv(g, s, ds, sc, sd, dr, rc, rd, ZEROC_FP32));
+  to_host(h, dr, 4 * ro);
+  bad = 0;
+  for (int q = 0; q < n; q++)
+    for (size_t j = 0; j < rc[q]; j++) bad += h[rd[q] + j] != (float)(q * 10000 + r * 100) + (float)j;
+  ZT_ASSERT_MSG(bad == 0, "alltoallv: %d wrong", bad);
+  zeroc_mem_free(ctx, ds);
+  zeroc_mem_free(ctx, dr);
+  free(h);
+}
+
 static int setup(void) {
   setenv("ZEROC_NCCL_SELF", "1", 1); /* run NCCL even on a one-rank group */
   zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
@@ -142,6 +176,7 @@ int main(int argc, char **argv) {
       {"all-gather and reduce-scatter on device buffers", test_allgather_reduce_scatter},
       {"bf16 all-reduce and broadcast", test_allreduce_bf16_and_broadcast},
       {"send and receive grouped (ring)", test_grouped_ring},
+      {"all-to-all and all-to-allv on device buffers", test_alltoall},
       ZT_END,
   };
   return zt_run_mpi_ex(argc, argv, "comm_nccl", tests, 1, 0, setup, teardown);

@@ -71,6 +71,63 @@ static void test_mesh_errors(void) {
   CU_ASSERT_EQUAL(zeroc_mesh_layout(4, 1, 1, 1, 4, &m), ZEROC_ERR_INVALID_ARG);
 }
 
+/* With context parallelism: [pp][hsdp][dp/hsdp][cp][tp], every rank's
+ * coordinates unique and mapping back, cp next to tp; dp excludes cp. */
+static void check_layout_cp(int world, int tp, int cp, int pp, int hsdp) {
+  int seen[256] = {0};
+  for (int r = 0; r < world; r++) {
+    zeroc_mesh_info_t m;
+    ZT_OK(zeroc_mesh_layout_cp(world, tp, cp, pp, hsdp, r, &m));
+    CU_ASSERT_EQUAL(m.cp, cp);
+    CU_ASSERT_EQUAL(m.dp, world / (tp * cp * pp));
+    CU_ASSERT_EQUAL(m.dp_shard * m.dp_replicate, m.dp);
+    CU_ASSERT_EQUAL(m.tp_rank, r % tp);
+    CU_ASSERT_EQUAL(m.cp_rank, r / tp % cp);
+    CU_ASSERT_EQUAL(m.pp_rank, r / (tp * cp * m.dp));
+    CU_ASSERT_EQUAL(zeroc_mesh_rank_of_cp(&m, m.pp_rank, m.dp_replicate_rank, m.dp_shard_rank,
+                                          m.cp_rank, m.tp_rank),
+                    r);
+    int code = (((m.pp_rank * hsdp + m.dp_replicate_rank) * m.dp_shard + m.dp_shard_rank) * cp +
+                m.cp_rank) * tp + m.tp_rank;
+    CU_ASSERT(code >= 0 && code < world);
+    if (code >= 0 && code < world) seen[code]++;
+    /* cp 1 is the layout without cp */
+    zeroc_mesh_info_t a, b;
+    if (world % (tp * pp) == 0 && (world / (tp * pp)) % hsdp == 0) {
+      ZT_OK(zeroc_mesh_layout(world, tp, pp, hsdp, r, &a));
+      ZT_OK(zeroc_mesh_layout_cp(world, tp, 1, pp, hsdp, r, &b));
+      CU_ASSERT_EQUAL(memcmp(&a, &b, sizeof a), 0);
+      CU_ASSERT_EQUAL(a.cp, 1);
+      CU_ASSERT_EQUAL(a.cp_rank, 0);
+    }
+  }
+  for (int i = 0; i < world; i++) CU_ASSERT_EQUAL(seen[i], 1);
+}
+
+static void test_mesh_layouts_cp(void) {
+  check_layout_cp(2, 1, 2, 1, 1);
+  check_layout_cp(4, 1, 4, 1, 1);
+  check_layout_cp(4, 2, 2, 1, 1);
+  check_layout_cp(8, 2, 2, 2, 1);
+  check_layout_cp(16, 1, 2, 2, 2);
+  check_layout_cp(48, 2, 2, 3, 2);
+  /* world 16 = pp 2 x dp 2 x cp 2 x tp 2: rank 13 = pp 1, dp 1, cp 0, tp 1 */
+  zeroc_mesh_info_t m;
+  ZT_OK(zeroc_mesh_layout_cp(16, 2, 2, 2, 1, 13, &m));
+  CU_ASSERT_EQUAL(m.tp_rank, 1);
+  CU_ASSERT_EQUAL(m.cp_rank, 0);
+  CU_ASSERT_EQUAL(m.dp_shard_rank, 1);
+  CU_ASSERT_EQUAL(m.pp_rank, 1);
+  CU_ASSERT_EQUAL(zeroc_mesh_layout_cp(8, 2, 3, 1, 1, 0, &m), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "tp x cp x pp = 2 x 3 x 1 = 6 does not divide the world size 8"));
+  CU_ASSERT_EQUAL(zeroc_mesh_layout_cp(8, 1, 0, 1, 1, 0, &m), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_mesh_layout_cp(8, 1, 2, 1, 3, 0, &m), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "hsdp 3 does not divide"));
+  CU_ASSERT_STRING_EQUAL(zeroc_group_name(ZEROC_GROUP_CP), "cp");
+  CU_ASSERT_STRING_EQUAL(zeroc_cp_mode_name(ZEROC_CP_MODE_DEFAULT), "ring");
+  CU_ASSERT_STRING_EQUAL(zeroc_cp_mode_name(ZEROC_CP_MODE_ULYSSES), "ulysses");
+}
+
 static void test_accountant(void) {
   zeroc__mem_t m;
   ZT_OK(zeroc__mem_init(&m));
@@ -187,6 +244,7 @@ int main(void) {
       {"result codes and error text", test_results},
       {"mesh layouts map ranks one to one", test_mesh_layouts},
       {"mesh errors name the numbers", test_mesh_errors},
+      {"mesh layouts with cp map ranks one to one", test_mesh_layouts_cp},
       {"memory accountant", test_accountant},
       {"topology plan on synthetic topologies", test_topology_synthetic},
       {"bf16 conversion", test_bf16},

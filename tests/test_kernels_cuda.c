@@ -351,6 +351,58 @@ static void test_attention(void) {
   }
 }
 
+/* Context parallelism's block pair (q and k/v from different chunks of a packed qkv),
+ * its merge into a running (out, lse) and its backward, against the cpu twins. */
+static void check_attention_block(zeroc_dtype_t dt, int causal, const zeroc_dropout_t *dp) {
+  zeroc_kernels_t *k = kern(dt);
+  const int B = 2, c = 37, NH = 3, HS = 64, C = NH * HS, T = 2 * c;
+  const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+  const size_t np = (size_t)B * c * C, npl = (size_t)B * NH * c;
+  const int kc = causal ? 1 : 0;
+  zeroc_attn_block_t a = {.B = B, .NH = NH, .HS = HS, .Tq = c, .Tk = c, .causal = causal,
+                          .q_t = 3 * (size_t)C, .q_b = (size_t)T * 3 * C, .kv_t = 3 * (size_t)C,
+                          .kv_b = (size_t)T * 3 * C, .o_t = (size_t)C, .o_b = (size_t)T * C,
+                          .l_h = (size_t)T, .l_b = (size_t)NH * T, .q_pos = c, .k_pos = kc * c};
+  float *qkv = host_rand(dt, nq, 50, -1.5f, 1.5f), *o = host_rand(dt, no, 51, -1, 1);
+  float *l = host_rand(ZEROC_FP32, nl, 52, -1, 1), *dout = host_rand(dt, no, 53, -1, 1);
+  float *dq = host_rand(dt, nq, 54, -0.1f, 0.1f);
+  void *d_qkv = dev_from(dt, qkv, nq, 0), *d_o = dev_from(dt, o, no, 0);
+  float *d_l = dev_from(ZEROC_FP32, l, nl, 0);
+  void *d_po = dev_alloc(dt, np, 0), *d_dq = dev_from(dt, dq, nq, 0);
+  float *d_pl = dev_alloc(ZEROC_FP32, npl, 0);
+  const size_t es = zeroc_dtype_size(dt), qo = (size_t)c * 3 * C, ko = (size_t)kc * c * 3 * C + C;
+#define AT(p, e) ((void *)((char *)(p) + (e) * es))
+  ZT_OK(zeroc_k_attention_block_forward(k, st, d_po, d_pl, AT(d_qkv, qo), AT(d_qkv, ko),
+                                        AT(d_qkv, ko + C), &a, dp));
+  ZT_OK(zeroc_k_attention_merge(k, st, AT(d_o, (size_t)c * C), d_l + c, d_po, d_pl, &a, 0));
+  float *po = malloc(np * sizeof(float)), *pl = malloc(npl * sizeof(float));
+  zeroc__cpu_attention_block_forward(po, pl, qkv + qo, qkv + ko, qkv + ko + C, &a, dp);
+  expect_close("attention_block_forward out", dt, d_po, po, np, tol(dt));
+  expect_close("attention_block_forward lse", ZEROC_FP32, d_pl, pl, npl, TOL_FP32);
+  zeroc__cpu_attention_merge(o + (size_t)c * C, l + c, po, pl, &a, 0);
+  expect_close("attention_merge out", dt, d_o, o, no, tol(dt));
+  expect_close("attention_merge lse", ZEROC_FP32, d_l, l, nl, TOL_FP32);
+  ZT_OK(zeroc_k_attention_block_backward(
+      k, st, AT(d_dq, qo), AT(d_dq, ko), AT(d_dq, ko + C), AT(dev_from(dt, dout, no, 0), (size_t)c * C),
+      AT(d_qkv, qo), AT(d_qkv, ko), AT(d_qkv, ko + C), AT(d_o, (size_t)c * C), d_l + c, &a, dp));
+#undef AT
+  zeroc__cpu_attention_block_backward(dq + qo, dq + ko, dq + ko + C, dout + (size_t)c * C,
+                                      qkv + qo, qkv + ko, qkv + ko + C, o + (size_t)c * C, l + c,
+                                      &a, dp);
+  expect_close("attention_block_backward dqkv", dt, d_dq, dq, nq, tol(dt));
+  dev_free_all();
+  free(qkv), free(o), free(l), free(dout), free(dq), free(po), free(pl);
+}
+
+static void test_attention_block(void) {
+  zeroc_dropout_t dp = {0.1f, zeroc__dropout_key(3, 5, 2, ZEROC_DROP_ATTN), 9, 0, 74, 256, 8, 2};
+  for (int i = 0; i < 2; i++)
+    for (int causal = 0; causal < 2; causal++) {
+      check_attention_block(DTYPES[i], causal, NULL);
+      check_attention_block(DTYPES[i], causal, &dp);
+    }
+}
+
 /* d/dqkv of L = sum(out * R) against central differences (fp32), and repeat runs. */
 static void test_attention_finite_differences(void) {
   const int B = 1, T = 70, NH = 2, HS = 16, C = NH * HS;
@@ -663,6 +715,7 @@ int main(int argc, char **argv) {
       {"matmul", test_matmul},
       {"attention", test_attention},
       {"attention finite differences and repeat", test_attention_finite_differences},
+      {"attention block pair, merge, backward (context parallelism)", test_attention_block},
       {"gelu, residual, add", test_elementwise},
       {"crossentropy", test_crossentropy},
       {"cast, accumulate, scale, sumsq, adamw", test_engine},

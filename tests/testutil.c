@@ -77,10 +77,13 @@ int zt_run_mpi_ex(int argc, char **argv, const char *suite, const zt_test_t *tes
   return (sum[1] || sum[2]) ? 1 : 0;
 }
 
-zeroc_ctx_t *zt_ctx(int tp, int pp, int hsdp) {
+zeroc_ctx_t *zt_ctx(int tp, int pp, int hsdp) { return zt_ctx_cp(tp, 1, pp, hsdp); }
+
+zeroc_ctx_t *zt_ctx_cp(int tp, int cp, int pp, int hsdp) {
   zeroc_ctx_config_t cfg = ZEROC_CTX_CONFIG_INIT;
   cfg.device = ZEROC_DEVICE_CPU;
   cfg.tp = tp;
+  cfg.cp = cp;
   cfg.pp = pp;
   cfg.hsdp = hsdp;
   cfg.comm_timeout_s = 120;
@@ -88,8 +91,8 @@ zeroc_ctx_t *zt_ctx(int tp, int pp, int hsdp) {
   zeroc_ctx_t *ctx = NULL;
   zeroc_result_t r = zeroc_ctx_create(&ctx, &cfg);
   if (r != ZEROC_OK) {
-    fprintf(stderr, "[rank %d] zeroc_ctx_create(tp %d, pp %d, hsdp %d): %s: %s\n", g_rank, tp, pp,
-            hsdp, zeroc_result_name(r), zeroc_last_error(NULL));
+    fprintf(stderr, "[rank %d] zeroc_ctx_create(tp %d, cp %d, pp %d, hsdp %d): %s: %s\n", g_rank,
+            tp, cp, pp, hsdp, zeroc_result_name(r), zeroc_last_error(NULL));
     return NULL;
   }
   return ctx;

@@ -40,6 +40,8 @@ int zt_world(void);
 
 /* A context for tests: cpu device, the given mesh, a short comm timeout. */
 zeroc_ctx_t *zt_ctx(int tp, int pp, int hsdp);
+/* The same with a context-parallel size. */
+zeroc_ctx_t *zt_ctx_cp(int tp, int cp, int pp, int hsdp);
 
 /* Deterministic fills (xoshiro-like generator seeded by `seed`). */
 void zt_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi);

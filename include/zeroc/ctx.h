@@ -42,18 +42,19 @@ typedef struct zeroc_ctx_config {
   size_t size;                /* sizeof(zeroc_ctx_config_t), set by the initializer */
   uint32_t magic;             /* ZEROC_CONFIG_MAGIC */
   zeroc_device_kind_t device; /* AUTO (unset): cuda when a GPU is visible, else cpu */
-  int tp, pp, hsdp;           /* mesh sizes; 0 (unset): 1. dp = world / (tp x pp) */
+  int tp, pp, hsdp;           /* mesh sizes; 0 (unset): 1. dp = world / (tp x cp x pp) */
   double comm_timeout_s;      /* a collective waiting longer aborts; 0: ZEROC_COMM_TIMEOUT or 300 */
   int bind;                   /* bind rank to cores: 1 yes, 0 no; -1: ZEROC_BIND or yes */
   int threads;                /* compute threads per rank; 0: from the topology / ZEROC_THREADS */
   int gpu;                    /* GPU ordinal; -1: nearest to the rank's cores (local rank) */
   const void *mpi_comm;       /* an MPI_Comm* whose ranks form this context's world (e.g. to
                                  run zeroc on part of a job); NULL: MPI_COMM_WORLD */
+  int cp;                     /* context-parallel size (the sequence split); 0 (unset): 1 */
 } zeroc_ctx_config_t;
 
 /* Every field "unset" (see above); the library resolves them at create. */
 #define ZEROC_CTX_CONFIG_INIT                                                    \
-  { sizeof(zeroc_ctx_config_t), ZEROC_CONFIG_MAGIC, ZEROC_DEVICE_AUTO, 0, 0, 0, 0.0, -1, 0, -1, NULL }
+  { sizeof(zeroc_ctx_config_t), ZEROC_CONFIG_MAGIC, ZEROC_DEVICE_AUTO, 0, 0, 0, 0.0, -1, 0, -1, NULL, 0 }
 
 /*
  * Creates a context on MPI_COMM_WORLD (or cfg->mpi_comm).

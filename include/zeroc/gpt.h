@@ -50,7 +50,11 @@ uint64_t zeroc_gpt_num_params(const zeroc_gpt_config_t *c);
 typedef struct zeroc_gpt zeroc_gpt_t;
 
 /* One micro-batch: B sequences of T tokens (T <= seq), device memory.
- * targets may be NULL (forward only: no loss gradient, no dropout). */
+ * targets may be NULL (forward only: no loss gradient, no dropout).
+ * With the context's cp > 1 (context parallelism) the batch holds this rank's
+ * tokens of each sequence of T x cp: T (even) tokens, the sequence's chunks r
+ * and 2cp-1-r of T/2 tokens (zigzag, r the cp rank; zeroc_gpt_cp_tokens), and
+ * the loss is this rank's share of the mean over all T x cp tokens. */
 typedef struct zeroc_gpt_batch {
   int B, T;
   const int32_t *inputs;  /* (B,T) token ids < vocab */
@@ -62,6 +66,11 @@ typedef struct zeroc_gpt_batch {
   uint64_t step;       /* the optimizer step */
   uint64_t first_slot; /* slot of row 0 in the step's global batch (zeroc_data_first_slot) */
 } zeroc_gpt_batch_t;
+
+/* Context parallelism: local (B, T/cp) <- this cp rank's zigzag tokens of full
+ * (B, T) (host memory): chunks r and 2cp-1-r of T/(2cp) tokens of each sequence.
+ * T must be divisible by 2 x cp. */
+void zeroc_gpt_cp_tokens(const int32_t *full, int32_t *local, int B, int T, int cp, int rank);
 
 /* The part of the unit list one pipeline rank builds: `nchunks` contiguous
  * ranges of the global units in increasing order (one stage per chunk; v > 1
@@ -96,10 +105,11 @@ typedef struct zeroc_gpt_options {
                             adds; only in training passes (a batch with targets, not
                             zeroc_model_eval) */
   uint64_t dropout_seed; /* the masks' seed (with the batch's step and slots) */
+  zeroc_cp_mode_t cp_mode; /* with the context's cp > 1: attention's ring or ulysses; DEFAULT: ring */
 } zeroc_gpt_options_t;
 
 #define ZEROC_GPT_OPTIONS_INIT                                                                    \
-  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL, 0.0f, 0 }
+  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL, 0.0f, 0, ZEROC_CP_MODE_DEFAULT }
 
 /*
  * Builds the GPT's unit list (embedding, `layers` blocks, head tied to the
@@ -113,6 +123,12 @@ typedef struct zeroc_gpt_options {
  * tied head split by vocabulary rows (padded to a multiple of 64 x tp); every
  * tp size starts from the same weights. Each rank's units hold its slices, so
  * zeroc_shard() shards them over dp like any other (TP x FSDP).
+ * With the context's cp > 1 (context parallelism) every rank holds all of its
+ * units' weights and runs them on its zigzag tokens of each sequence (see
+ * zeroc_gpt_batch_t): positions and dropout masks follow the global tokens,
+ * attention sees the whole sequence by the ring or Ulysses (options.cp_mode),
+ * and the shards of zeroc_shard() span dp_shard x cp; seq must be divisible
+ * by 2 x cp, and Ulysses needs cp to divide the heads of a tp rank.
  * Returns ZEROC_ERR_INVALID_ARG for a bad shape (or tp not dividing heads; a
  * stage with empty, overlapping or unordered chunks, slots outside 1..4096),
  * ZEROC_ERR_NOMEM.

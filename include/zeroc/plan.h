@@ -31,7 +31,7 @@ typedef enum zeroc_act_model {
 /*
  * What to plan. Initialise with ZEROC_PLAN_CONFIG_INIT, then set fields; an
  * uninitialised struct is rejected. The mesh is the engine's
- * [pp][hsdp][dp/hsdp][tp] with dp = gpus / (tp x pp).
+ * [pp][hsdp][dp/hsdp][cp][tp] with dp = gpus / (tp x pp x cp).
  */
 typedef struct zeroc_plan_config {
   size_t size;              /* sizeof(zeroc_plan_config_t), set by the initializer */
@@ -65,6 +65,13 @@ typedef struct zeroc_plan_config {
   int vpp;           /* model chunks per pipeline rank: 1 (1F1B) or more (interleaved schedule) */
   int compute_bytes; /* bytes the kernels compute in: param_bytes on cuda (0), 4 on cpu, whose
                         kernels are fp32 (16-bit parameters then get fp32 compute copies) */
+  /* Context parallelism (docs/cp.md): each of cp ranks holds T / cp tokens of
+   * every sequence (two zigzag chunks); parameters shard over dp_shard x cp.
+   * zeroc_plan_search reads cp as the largest cp size it may use (1 when
+   * unset) and cp_mode as the only mode it may use (both when DEFAULT). */
+  int cp; /* context-parallel size (default 1) */
+  zeroc_cp_mode_t
+      cp_mode; /* ZEROC_CP_MODE_RING (DEFAULT) or ZEROC_CP_MODE_ULYSSES (zeroc/mesh.h) */
 } zeroc_plan_config_t;
 
 /* Every number "unset" (ZEROC_UNSET, zeroc/types.h; the enums none/zeroc):
@@ -82,7 +89,7 @@ typedef struct zeroc_plan_config {
         ZEROC_UNSET, ZEROC_RECOMPUTE_NONE, ZEROC_UNSET, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE,    \
         ZEROC_UNSET, ZEROC_ACT_ZEROC, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET,          \
         ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, \
-        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET                                                      \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT                  \
   }
 
 /* Bytes per rank on the device, by the memory accountant's tags. */
@@ -105,7 +112,20 @@ typedef struct zeroc_plan_time {
   double dp;      /* ZeRO collectives, the part compute does not hide */
   double offload; /* PCIe / NVMe traffic of offload (not overlapped) */
   double total;
+  double cp; /* context-parallel traffic compute does not hide (in total): the ring's K/V
+                steps beyond the attention they overlap, all of Ulysses' all-to-alls */
 } zeroc_plan_time_t;
+
+/* Bytes one rank sends per optimizer step in its context-parallel group, as
+ * the comm counters count them (docs/cp.md, "Communication"). */
+typedef struct zeroc_plan_comm {
+  double cp_forward;  /* per block and micro-batch, forward: ring, K and V of the other chunks,
+                         (N-1) 2X; Ulysses, q, k, v to head-split and the output back, 4X (N-1)/N */
+  double cp_backward; /* per block and micro-batch, backward: ring, K and V again and the dK, dV
+                         accumulators home, (N-1) 2X + N 2X; Ulysses, 4X (N-1)/N */
+  double cp;          /* per step: microbatches x the stage's blocks x (forward, twice with full
+                         recompute, + backward); X = B (T/N) (C/tp) act_bytes, N = cp */
+} zeroc_plan_comm_t;
 
 typedef struct zeroc_plan_result {
   zeroc_plan_config_t cfg; /* the layout as planned (microbatches, act_bytes resolved) */
@@ -123,6 +143,7 @@ typedef struct zeroc_plan_result {
   double gpu_mem_bytes;       /* cfg.gpu_mem_gib in bytes */
   int fits;                   /* device.total <= gpu_mem_bytes */
   zeroc_plan_time_t time;
+  zeroc_plan_comm_t comm; /* per rank per step */
 } zeroc_plan_result_t;
 
 /*

@@ -15,7 +15,7 @@
  * the context's mesh) the pipeline; runs the learning-rate schedule; reports
  * loss and gradient-norm spikes; writes checkpoints at the configured cadence;
  * and checks on resume that the checkpoint belongs to the same model and data.
- * The layout (tp, pp, hsdp, dp) is the context's mesh. Every call but the
+ * The layout (tp, cp, pp, hsdp, dp) is the context's mesh. Every call but the
  * inspection ones is collective over the context's world.
  */
 #ifndef ZEROC_TRAIN_H
@@ -116,6 +116,8 @@ typedef struct zeroc_train_config {
   int dim, dense;           /* embedding dim, dense features */
   const char *bottom, *top; /* comma lists of MLP widths ("512,256,128", "1024,1,"..) */
   int embedding_sharding;   /* zeroc_embed_sharding_t: 0 auto, 1 table, 2 column, 3 row, 4 data */
+  /* context parallelism (the context's cp > 1: each sequence split over the cp ranks) */
+  zeroc_cp_mode_t cp_mode; /* attention over the cp group: ring or ulysses; DEFAULT: ring */
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -123,7 +125,8 @@ typedef struct zeroc_train_config {
     sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 0, 0, 0, 0, -1, -1.0, 0,      \
         ZEROC_LR_DEFAULT, 0.0, -1.0, -1.0, -1.0, -1.0, -1, -1, -1, -1, 0, -1, 0,                   \
         ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_1F1B, 0, NULL, 0, NULL, NULL, \
-        NULL, 0, NULL, 0, -1.0, 0, NULL, 0, 0, 0.0, 0, NULL, 0, 0, NULL, NULL, 0                   \
+        NULL, 0, NULL, 0, -1.0, 0, NULL, 0, 0, 0.0, 0, NULL, 0, 0, NULL, NULL, 0,                  \
+        ZEROC_CP_MODE_DEFAULT                                                                      \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */

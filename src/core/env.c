@@ -38,6 +38,7 @@ static const knob_t KNOBS[] = {
     {"ZEROC_PEAK_TFLOPS", 0, 0.001, 1e7, "peak TFLOP/s per GPU for the MFU figure"},
     {"ZEROC_DLRM_EMBED", 1, 0, 1, "1 (default): the DLRM trainer's tables model-parallel (src/embed), 0: replicated host tables (the reference)"},
     {"ZEROC_DLRM_HOST_TABLES", 1, 0, 1152921504606846976.0, "bytes: the DLRM trainer's tables above this on a rank live in host memory, 0 (default) = none"},
+    {"ZEROC_CP_OVERLAP", 1, 0, 1, "1 overlaps the ring's K/V hops with attention, 0 waits for each first"},
 };
 
 static const knob_t *knob_of(const char *name) {

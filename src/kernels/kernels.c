@@ -158,6 +158,60 @@ zeroc_result_t zeroc_k_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
   return ZEROC_OK;
 }
 
+static zeroc_result_t check_block(const char *fn, const zeroc_attn_block_t *b) {
+  if (!b || b->B < 1 || b->NH < 1 || b->HS < 1 || b->Tq < 1 || b->Tk < 1 ||
+      (b->causal && (b->Tq != b->Tk || b->q_pos != b->k_pos)) || b->q_pos < 0 || b->k_pos < 0)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: block B %d NH %d HS %d Tq %d Tk %d causal %d q_pos %lld k_pos %lld; "
+                      "accepted positive sizes, a causal block square at one position",
+                      fn, b ? b->B : 0, b ? b->NH : 0, b ? b->HS : 0, b ? b->Tq : 0,
+                      b ? b->Tk : 0, b ? b->causal : 0, b ? (long long)b->q_pos : 0LL,
+                      b ? (long long)b->k_pos : 0LL);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_attention_block_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *pout,
+                                               float *plse, const void *q, const void *kk,
+                                               const void *v, const zeroc_attn_block_t *blk,
+                                               const zeroc_dropout_t *drop) {
+  ZEROC_CHECK(check_block(__func__, blk));
+  ZEROC_CHECK(check_dropout(__func__, drop));
+  CUDA_OR_CPU(attention_block_forward, k, s, pout, plse, q, kk, v, blk, drop);
+  zeroc__cpu_attention_block_forward(pout, plse, q, kk, v, blk, drop);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_attention_merge(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                       float *lse, const void *pout, const float *plse,
+                                       const zeroc_attn_block_t *blk, int first) {
+  ZEROC_CHECK(check_block(__func__, blk));
+  CUDA_OR_CPU(attention_merge, k, s, out, lse, pout, plse, blk, first);
+  zeroc__cpu_attention_merge(out, lse, pout, plse, blk, first);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_attention_block_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dq,
+                                                void *dk, void *dv, const void *dout,
+                                                const void *q, const void *kk, const void *v,
+                                                const void *out, const float *lse,
+                                                const zeroc_attn_block_t *blk,
+                                                const zeroc_dropout_t *drop) {
+  ZEROC_CHECK(check_block(__func__, blk));
+  ZEROC_CHECK(check_dropout(__func__, drop));
+  CUDA_OR_CPU(attention_block_backward, k, s, dq, dk, dv, dout, q, kk, v, out, lse, blk, drop);
+  zeroc__cpu_attention_block_backward(dq, dk, dv, dout, q, kk, v, out, lse, blk, drop);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_copy_rows(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst, size_t dst_t,
+                                 const void *src, size_t src_t, size_t rows, size_t width,
+                                 int add) {
+  if (!rows || !width) return ZEROC_OK;
+  CUDA_OR_CPU(copy_rows, k, s, dst, dst_t, src, src_t, rows, width, add);
+  zeroc__cpu_copy_rows(dst, dst_t, src, src_t, rows, width, add);
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_k_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
                                     const void *inp, size_t N) {
   CUDA_OR_CPU(gelu_forward, k, s, out, inp, N);

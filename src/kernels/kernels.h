@@ -131,6 +131,50 @@ zeroc_result_t zeroc_k_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
                                           const float *lse, int B, int T, int C, int NH,
                                           const zeroc_dropout_t *drop);
 
+/* ---- attention blocks (context parallelism) ----------------------------------------
+ * One (query block, key block) pair of causal attention, with q and k/v at separate
+ * addresses and strides, for attention split over the sequence (cp/ring.c). A pair is
+ * either diagonal (same positions, causal inside) or fully visible; fully masked
+ * pairs are never called. Positions are global, so dropout masks (kernels/dropout.h)
+ * are the unsplit run's: query i of the block is position q_pos + i, key j k_pos + j. */
+typedef struct zeroc_attn_block {
+  int B, NH, HS;        /* sequences, heads of this call, head size */
+  int Tq, Tk;           /* query rows and key rows of the block */
+  int causal;           /* 1: diagonal (Tq == Tk, q_pos == k_pos): key j seen by query i iff j <= i */
+  size_t q_t, q_b;      /* q and dq: elements between tokens, between sequences; head h at h*HS */
+  size_t kv_t, kv_b;    /* k, v, dk, dv: likewise */
+  size_t o_t, o_b;      /* out and dout: likewise */
+  size_t l_h, l_b;      /* lse (fp32): between heads, between sequences; queries adjacent */
+  int64_t q_pos, k_pos; /* global positions of query 0 and key 0 */
+} zeroc_attn_block_t;
+
+/* The pair's own attention: pout (B,Tq,NH*HS) act, contiguous, = softmax over the
+ * block's visible keys of q k^T / sqrt(HS), times v; plse (B,NH,Tq) fp32 contiguous
+ * its log-sum-exp (of the undropped scores, as zeroc_k_attention_forward). */
+zeroc_result_t zeroc_k_attention_block_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *pout,
+                                               float *plse, const void *q, const void *kk,
+                                               const void *v, const zeroc_attn_block_t *blk,
+                                               const zeroc_dropout_t *drop);
+/* Merges a pair's (pout, plse) (layout as above) into the running (out, lse) of the
+ * query block (blk's o_* and l_* layout): lse' = log(e^lse + e^plse), out' = out
+ * e^(lse-lse') + pout e^(plse-lse'). first != 0: out, lse <- pout, plse (nothing yet). */
+zeroc_result_t zeroc_k_attention_merge(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                       float *lse, const void *pout, const float *plse,
+                                       const zeroc_attn_block_t *blk, int first);
+/* The pair's backward given the FINAL out and lse of the query rows (D = rowsum(dout *
+ * out)): dq (q layout) +=, dk and dv (kv layout) += their part of the gradient. */
+zeroc_result_t zeroc_k_attention_block_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dq,
+                                                void *dk, void *dv, const void *dout,
+                                                const void *q, const void *kk, const void *v,
+                                                const void *out, const float *lse,
+                                                const zeroc_attn_block_t *blk,
+                                                const zeroc_dropout_t *drop);
+/* Strided rows of act: dst[r*dst_t + w] = (or += when add) src[r*src_t + w], r < rows,
+ * w < width (pack and unpack of the cp transfers). */
+zeroc_result_t zeroc_k_copy_rows(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst, size_t dst_t,
+                                 const void *src, size_t src_t, size_t rows, size_t width,
+                                 int add);
+
 /* GPT-2's tanh GELU: out (N) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
 zeroc_result_t zeroc_k_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
                                     const void *inp, size_t N);

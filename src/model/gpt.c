@@ -21,83 +21,12 @@
 
 #include "core/error.h"
 #include "kernels/kernels.h"
-#include "model/gpt_internal.h"
+#include "model/gpt_impl.h"
 #include "model/gpt_sizes.h"
 #include "runtime/runtime.h"
 #include "tp/split.h"
 #include "tp/tp.h"
 #include "zeroc/gpt.h"
-
-enum { BLOCK_PARAMS = 12 };
-/* parameter order inside a block unit */
-enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB };
-/* parameter order inside the head: a head on another rank than the embedding
- * carries its own copy of wte last */
-enum { HEAD_LNFW, HEAD_LNFB, HEAD_WTE };
-
-/* What one block keeps for its backward (in the activation dtype; statistics
- * fp32). Per tp rank, with Cl = C/tp, NHl = NH/tp, and Nl = B*T/tp rows under
- * sequence parallelism (else B*T): ln1, res2, ln2 (Nl,C); qkv (B,T,3Cl) as
- * q | k | v of this rank's heads; atty (B,T,Cl); fch, fchg (B,T,4Cl). */
-typedef struct {
-  void *ln1, *qkv, *atty, *res2, *ln2, *fch, *fchg;
-  float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd; /* (Nl) */
-  float *lse;                                       /* (B,NHl,T) */
-} saved_t;
-
-/* The activations of one in-flight micro-batch (a slot), for the units this
- * rank holds. */
-typedef struct {
-  void *x0;       /* embedding output (Nl,C): B*T rows, or this rank's B*T/tp with SP */
-  void **xout;    /* per local block, its output (Nl,C) */
-  saved_t *saved; /* per local block (recompute: NULL, the model's one shared set) */
-  void *lnf;      /* head: final LayerNorm output (Nl,C) */
-  float *lnf_mean, *lnf_rstd;
-  void *logits;  /* (B,T,Vl): this rank's logits, then their gradient in place */
-  float *losses; /* (B,T) */
-} slot_act_t;
-
-struct zeroc_gpt {
-  zeroc_ctx_t *ctx;
-  zeroc_gpt_config_t cfg;
-  zeroc_kernels_t *k;
-  zeroc__tp_t tp;
-  int Bmax, Vp, recompute;
-  float drop;            /* dropout probability (0: none) */
-  uint64_t drop_seed;    /* with the batch's step and slots, the masks' key */
-  int t, Cl, NHl, Vl;    /* tp size; channels, heads and vocabulary rows per tp rank */
-  size_t es;             /* activation element size */
-  zeroc__gpt_bytes_t sz; /* the bytes of each buffer (gpt_sizes.c, which the planner calls too) */
-  zeroc_layer_t *layers; /* this rank's units */
-  int nlayers;
-  int *gunit;                              /* (nlayers) global unit index of each local unit */
-  int nchunks, *chunk_first, *chunk_count; /* local unit ranges of the chunks */
-  int nblocks;                             /* blocks held here */
-  zeroc_param_desc_t embed_p[2], head_p[3];
-  zeroc_param_desc_t *block_p; /* L x 12 */
-  /* activations, one set per slot */
-  int slots;
-  slot_act_t *act;
-  saved_t shared_saved; /* recompute: the one set every block recomputes into */
-  float *ce_stats; /* tp > 1: (3,B,T) row max, target logit, sum of exp (used inside the head) */
-  float *losses_host;
-  const float *last_losses; /* the losses of the last head forward */
-  /* gradient scratch, one block's worth, and the ping-pong residual gradients */
-  void *dfch, *dfchg, *dln, *datty, *dqkv, *dres[2];
-  /* sequence parallelism: (B,T,C) all-gathered inputs and partial sums, and the
-   * LayerNorm gradients (4C) summed over the tp ranks before they are added */
-  void *gath, *part, *lngrad;
-  int dres_next;
-  struct blockref {
-    struct zeroc_gpt *g;
-    int l, lb;
-  } * refs; /* per local block: global and local index */
-  uint64_t act_bytes;
-  float *wpe_tail; /* imported position rows beyond seq, kept for export (host) */
-  int wpe_tail_rows;
-  void **allocs;
-  int nallocs;
-};
 
 /* ---- allocation -------------------------------------------------------------------- */
 
@@ -123,7 +52,7 @@ static zeroc_result_t scratch_alloc(zeroc_gpt_t *g, size_t bytes, void **p) {
 
 /* Token rows of the sequence-split regions for the largest micro-batch. */
 static size_t split_rows(const zeroc_gpt_t *g) {
-  size_t BT = (size_t)g->Bmax * (size_t)g->cfg.seq, t = (size_t)g->t;
+  size_t BT = (size_t)g->Bmax * (size_t)(g->cfg.seq / g->cp.n), t = (size_t)g->t;
   return g->tp.sp ? (BT + t - 1) / t : BT;
 }
 
@@ -196,10 +125,11 @@ static void tp_split(zeroc_param_desc_t *p, const zeroc__tp_t *tp, int dim, int 
 static zeroc_result_t io_batch(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
                                const zeroc_gpt_batch_t **out) {
   const zeroc_gpt_batch_t *b = io->batch;
-  if (!b || b->B < 1 || b->B > g->Bmax || b->T < 1 || b->T > g->cfg.seq)
+  int Tmax = g->cfg.seq / g->cp.n; /* with cp, T counts this rank's tokens: an even number */
+  if (!b || b->B < 1 || b->B > g->Bmax || b->T < 1 || b->T > Tmax || (g->cp.n > 1 && b->T % 2))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "gpt batch B %d T %d: accepted 1 <= B <= %d, 1 <= T <= %d", b ? b->B : 0,
-                      b ? b->T : 0, g->Bmax, g->cfg.seq);
+                      "gpt batch B %d T %d: accepted 1 <= B <= %d, 1 <= T <= %d%s", b ? b->B : 0,
+                      b ? b->T : 0, g->Bmax, Tmax, g->cp.n > 1 ? ", T even (cp)" : "");
   if (io->slot < 0 || io->slot >= g->slots)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt activation slot %d: accepted 0..%d", io->slot,
                       g->slots - 1);
@@ -226,13 +156,20 @@ static const zeroc_dropout_t *drop_at(zeroc_gpt_t *g, const zeroc_layer_io_t *io
   return d;
 }
 
+/* Residual dropout of Nl token rows (with cp, run by chunk at global positions). */
+static zeroc_result_t drop_rows(zeroc_gpt_t *g, zeroc_stream_t *s, void *out, const void *in,
+                                const zeroc_dropout_t *d, int Nl) {
+  if (g->cp.n > 1) return zeroc__gpt_cp_dropout(&g->cp, s, out, in, d, Nl, g->cfg.hidden);
+  return zeroc_k_dropout(g->k, s, out, in, d, Nl, g->cfg.hidden);
+}
+
 /* Residual dropout's backward: dy (Nl,C) masked into the residual scratch not `keep` */
 static zeroc_result_t drop_grad(zeroc_gpt_t *g, zeroc_stream_t *s, const zeroc_dropout_t *d,
                                 const void *dy, const void *keep, int Nl, const void **out) {
   *out = dy;
   if (!d) return ZEROC_OK;
   void *dst = g->dres[0] == keep ? g->dres[1] : g->dres[0];
-  CHK(zeroc_k_dropout(g->k, s, dst, dy, d, Nl, g->cfg.hidden));
+  CHK(drop_rows(g, s, dst, dy, d, Nl));
   *out = dst;
   return ZEROC_OK;
 }
@@ -247,11 +184,18 @@ static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
   CHK(io_batch(g, io, &b));
   CHK(zeroc__tp_rows(&g->tp, b->B * b->T, &Nl));
   void *x0 = g->act[io->slot].x0;
-  CHK(zeroc__tp_embedding_forward(&g->tp, io->stream, x0, g->part, b->inputs, io->params[0],
-                                  io->params[1], b->B, b->T, g->cfg.hidden, g->Vl));
+  /* with cp the positions are added apart, chunk by chunk (gpt_cp.c) */
+  const void *wpe = g->cp.n > 1 ? g->cp.pos : io->params[1];
+  if (g->cp.n > 1) CHK(zeroc_memset_async(io->stream, g->cp.pos, 0, g->cp_pos_bytes));
+  CHK(zeroc__tp_embedding_forward(&g->tp, io->stream, x0, g->part, b->inputs, io->params[0], wpe,
+                                  b->B, b->T, g->cfg.hidden, g->Vl));
+  if (g->cp.n > 1)
+    CHK(zeroc__gpt_cp_positions(&g->cp, io->stream, x0, io->params[1],
+                                g->tp.sp ? (int64_t)g->tp.rank * Nl : 0, Nl, b->B, b->T,
+                                g->cfg.hidden, 0));
   zeroc_dropout_t dd;
   const zeroc_dropout_t *d = drop_at(g, io, b, g->cfg.layers, ZEROC_DROP_EMBED, Nl, &dd);
-  if (d) CHK(zeroc_k_dropout(g->k, io->stream, x0, x0, d, Nl, g->cfg.hidden));
+  if (d) CHK(drop_rows(g, io->stream, x0, x0, d, Nl));
   io->out = x0;
   return ZEROC_OK;
 }
@@ -266,8 +210,14 @@ static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
   const void *dout;
   CHK(drop_grad(g, io->stream, drop_at(g, io, b, g->cfg.layers, ZEROC_DROP_EMBED, Nl, &dd),
                 io->dout, NULL, Nl, &dout));
-  CHK(zeroc__tp_embedding_backward(&g->tp, io->stream, io->grads[0], io->grads[1], dout, g->gath,
-                                   b->inputs, b->B, b->T, g->cfg.hidden, g->Vl));
+  int cp = g->cp.n > 1;
+  CHK(zeroc__tp_embedding_backward(&g->tp, io->stream, io->grads[0], cp ? g->cp.pos : io->grads[1],
+                                   dout, g->gath, b->inputs, b->B, b->T, g->cfg.hidden, g->Vl));
+  /* cp: the position gradients of all B*T local rows (gathered over tp with SP) */
+  if (cp)
+    CHK(zeroc__gpt_cp_positions(&g->cp, io->stream, (void *)(g->tp.sp ? g->gath : dout),
+                                io->grads[1], 0, (int64_t)b->B * b->T, b->B, b->T, g->cfg.hidden,
+                                1));
   io->din = NULL;
   return ZEROC_OK;
 }
@@ -308,10 +258,13 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   CHK(zeroc_k_layernorm_forward(k, s, a->ln1, a->ln1_mean, a->ln1_rstd, io->in, p[LN1W], p[LN1B],
                                 Nl, C));
   CHK(zeroc__tp_column_forward(tp, s, a->qkv, a->ln1, g->gath, p[QKVW], p[QKVB], N, C, 3 * Cl));
-  CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, Cl, g->NHl, da));
+  if (g->cp.n > 1)
+    CHK(zeroc__gpt_cp_attention_forward(&g->cp, s, a->atty, a->lse, a->qkv, B, T, Cl, g->NHl, da));
+  else
+    CHK(zeroc_k_attention_forward(k, s, a->atty, a->lse, a->qkv, B, T, Cl, g->NHl, da));
   /* attention projection (dropped out), then the residual, into res2 */
   CHK(zeroc__tp_row_forward(tp, s, a->res2, a->atty, g->part, p[ATTPROJW], p[ATTPROJB], N, Cl, C));
-  if (dr1) CHK(zeroc_k_dropout(k, s, a->res2, a->res2, dr1, Nl, C));
+  if (dr1) CHK(drop_rows(g, s, a->res2, a->res2, dr1, Nl));
   CHK(zeroc_k_add(k, s, a->res2, io->in, (size_t)Nl * C));
   CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B],
                                 Nl, C));
@@ -319,7 +272,7 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   CHK(zeroc_k_gelu_forward(k, s, a->fchg, a->fch, (size_t)N * 4 * Cl));
   void *out = g->act[io->slot].xout[l];
   CHK(zeroc__tp_row_forward(tp, s, out, a->fchg, g->part, p[FCPROJW], p[FCPROJB], N, 4 * Cl, C));
-  if (dr2) CHK(zeroc_k_dropout(k, s, out, out, dr2, Nl, C));
+  if (dr2) CHK(drop_rows(g, s, out, out, dr2, Nl));
   CHK(zeroc_k_add(k, s, out, a->res2, (size_t)Nl * C));
   io->out = out;
   return ZEROC_OK;
@@ -384,8 +337,12 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   CHK(zeroc__tp_row_backward(tp, s, g->datty, d[ATTPROJW], d[ATTPROJB], dproj, a->atty, g->gath,
                              p[ATTPROJW], N, Cl, C));
   CHK(zeroc_memset_async(s, g->dqkv, 0, (size_t)N * 3 * Cl * e));
-  CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl, g->NHl,
-                                 da));
+  if (g->cp.n > 1)
+    CHK(zeroc__gpt_cp_attention_backward(&g->cp, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B,
+                                         T, Cl, g->NHl, da));
+  else
+    CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl,
+                                   g->NHl, da));
   CHK(zeroc__tp_column_backward(tp, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, g->gath, g->part,
                                 p[QKVW], N, C, 3 * Cl));
   CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN1W, 0), ln_grad(g, d, LN1B, 1), g->dln,
@@ -418,8 +375,11 @@ static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
   *io->loss = 0;
   if (!b->targets) return ZEROC_OK; /* logits only */
   /* The loss is the mean over the B*T positions (a target of -1 counts as a
-   * zero loss), so the gradient of each position is grad_scale / N. */
-  float dloss = io->grad_scale / (float)N;
+   * zero loss), so the gradient of each position is grad_scale / N. With cp the
+   * mean is over the cp ranks' N x cp tokens: each rank's loss is its share of
+   * it (their sum is the mean), and its gradients sum over the cp ranks. */
+  int64_t Ng = (int64_t)N * g->cp.n;
+  float dloss = io->grad_scale / (float)Ng;
   CHK(zeroc__tp_crossentropy(&g->tp, s, A->losses, A->logits, b->targets, g->ce_stats, N, V, g->Vl,
                              dloss));
   g->last_losses = A->losses;
@@ -428,7 +388,7 @@ static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
   CHK(zeroc_stream_sync(s));
   double sum = 0;
   for (int i = 0; i < N; i++) sum += g->losses_host[i];
-  *io->loss = (float)(sum / N);
+  *io->loss = (float)(sum / (double)Ng);
   return ZEROC_OK;
 }
 
@@ -597,7 +557,7 @@ static void wire_units(zeroc_gpt_t *g, const zeroc_gpt_stage_t *stage, int tied)
  * gpt_sizes.c, which the planner calls too). */
 static zeroc_result_t alloc_buffers(zeroc_gpt_t *g, int batch, int has_embed, int has_head) {
   const int t = g->t;
-  const int64_t C = g->cfg.hidden, T = g->cfg.seq;
+  const int64_t C = g->cfg.hidden, T = g->cfg.seq / g->cp.n; /* this rank's tokens */
   zeroc__tp_t *tp = &g->tp;
   /* BT tokens of the largest micro-batch; Nl of them in the sequence-split
    * regions (the residual stream, the LayerNorms) */
@@ -624,6 +584,8 @@ static zeroc_result_t alloc_buffers(zeroc_gpt_t *g, int batch, int has_embed, in
     CHK(scratch_alloc(g, (size_t)g->sz.gath, &g->part));
     CHK(scratch_alloc(g, (size_t)g->sz.lngrad, &g->lngrad));
   }
+  g->cp_pos_bytes = (size_t)zeroc__gpt_cp_pos_bytes(g->cfg.seq, g->cp.n, (int)C, (double)g->es);
+  if (g->cp.n > 1) CHK(scratch_alloc(g, g->cp_pos_bytes, &g->cp.pos));
   g->losses_host = malloc(BT * sizeof(float));
   if (!g->losses_host) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "host losses");
   if (has_head) g->last_losses = g->act[0].losses;
@@ -677,6 +639,8 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   ZEROC_TRY(
       zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), o.dtype, &g->k));
   ZEROC_TRY(zeroc__tp_init(&g->tp, ctx, g->k, o.sequence_parallel));
+  ZEROC_TRY(zeroc__gpt_cp_init(&g->cp, ctx, g->k, o.dtype, o.cp_mode, batch, cfg->seq, g->Cl,
+                               cfg->heads, t));
   zeroc__tp_t *tp = &g->tp;
   int64_t C = cfg->hidden, T = cfg->seq;
   float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)L);
@@ -734,6 +698,7 @@ void zeroc_gpt_destroy(zeroc_gpt_t *g) {
   if (!g) return;
   for (int i = 0; i < g->nallocs; i++) zeroc_mem_free(g->ctx, g->allocs[i]);
   free(g->allocs);
+  zeroc__gpt_cp_fini(&g->cp);
   zeroc_kernels_destroy(g->k);
   for (int sl = 0; g->act && sl < g->slots; sl++) {
     free(g->act[sl].xout);
@@ -750,51 +715,3 @@ void zeroc_gpt_destroy(zeroc_gpt_t *g) {
   free(g->wpe_tail);
   free(g);
 }
-
-void zeroc__gpt_set_wpe_tail(zeroc_gpt_t *g, float *rows, int nrows) {
-  free(g->wpe_tail);
-  g->wpe_tail = nrows > 0 ? rows : NULL;
-  g->wpe_tail_rows = nrows > 0 ? nrows : 0;
-  if (nrows <= 0) free(rows);
-}
-
-const void *zeroc__gpt_logits(const zeroc_gpt_t *g, int slot) {
-  return slot >= 0 && slot < g->slots ? g->act[slot].logits : NULL;
-}
-
-const float *zeroc__gpt_wpe_tail(const zeroc_gpt_t *g, int *nrows) {
-  *nrows = g->wpe_tail_rows;
-  return g->wpe_tail;
-}
-
-const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n) {
-  if (n) *n = g->nlayers;
-  return g->layers;
-}
-
-int zeroc_gpt_chunks(const zeroc_gpt_t *g) { return g->nchunks; }
-
-void zeroc_gpt_chunk_units(const zeroc_gpt_t *g, int chunk, int *first, int *count) {
-  int ok = chunk >= 0 && chunk < g->nchunks;
-  if (first) *first = ok ? g->chunk_first[chunk] : 0;
-  if (count) *count = ok ? g->chunk_count[chunk] : 0;
-}
-
-int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local) {
-  return local >= 0 && local < g->nlayers ? g->gunit[local] : -1;
-}
-
-const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, int *n) {
-  int L = g->cfg.layers;
-  *n = unit == 0 || unit == L + 1 ? 2 : unit > 0 && unit <= L ? BLOCK_PARAMS : 0;
-  if (unit == 0) return g->embed_p;
-  if (unit == L + 1) return g->head_p; /* ln_f only: a tied wte copy is the embedding's */
-  return *n ? &g->block_p[(size_t)(unit - 1) * BLOCK_PARAMS] : NULL;
-}
-
-int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g) { return g->Vp; }
-int zeroc_gpt_local_vocab(const zeroc_gpt_t *g) { return g->Vl; }
-int zeroc_gpt_sequence_parallel(const zeroc_gpt_t *g) { return g->tp.sp; }
-const zeroc_gpt_config_t *zeroc_gpt_config(const zeroc_gpt_t *g) { return &g->cfg; }
-uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g) { return g->act_bytes; }
-const float *zeroc_gpt_losses(const zeroc_gpt_t *g) { return g->last_losses; }

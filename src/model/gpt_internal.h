@@ -23,4 +23,9 @@ const float *zeroc__gpt_wpe_tail(const zeroc_gpt_t *g, int *nrows);
  * hold the logits' gradient instead); NULL on a rank without the head. */
 const void *zeroc__gpt_logits(const zeroc_gpt_t *g, int slot);
 
+/* Seconds the compute stream has waited for context-parallel transfers (ring
+ * hops, Ulysses all-to-alls) since the model was built: the trainer counts the
+ * growth over a step as exposed communication. 0 without cp. */
+double zeroc__gpt_cp_wait_s(const zeroc_gpt_t *g);
+
 #endif

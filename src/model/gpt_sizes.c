@@ -41,6 +41,10 @@ void zeroc__gpt_buffer_bytes(const zeroc__gpt_shape_t *s, zeroc__gpt_bytes_t *b)
   b->scratch = 2 * b->fch + b->dln + 2 * b->resid + 2 * b->gath + b->lngrad;
 }
 
+double zeroc__gpt_cp_pos_bytes(int seq, int cp, int C, double e) {
+  return cp > 1 ? (double)(seq / cp) * C * e : 0;
+}
+
 int zeroc_gpt_num_units(const zeroc_gpt_config_t *c) { return c->layers + 2; }
 
 /* Costs for cutting the unit list into pipeline stages: each unit's share of

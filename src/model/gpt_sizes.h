@@ -61,4 +61,10 @@ typedef struct zeroc__gpt_bytes {
 
 void zeroc__gpt_buffer_bytes(const zeroc__gpt_shape_t *s, zeroc__gpt_bytes_t *out);
 
+/* Context parallelism (cp > 1) adds one backward-scratch buffer (tag
+ * workspace) to the model: (T/cp, C) in the activation dtype, the zeros the
+ * embedding kernels take for wpe (positions are added by zigzag chunk) and the
+ * sink of their wpe gradient. 0 for cp 1. */
+double zeroc__gpt_cp_pos_bytes(int seq, int cp, int C, double e);
+
 #endif

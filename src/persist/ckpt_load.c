@@ -347,8 +347,8 @@ static zeroc_result_t read_manifest(load_t *L, const char *path) {
     ZEROC_CHECK(zeroc__ckpt_get_u64(mj, "tp", what, MAX_MESH, &L->old_tp));
     ZEROC_CHECK(zeroc__ckpt_get_u64(mj, "pp", what, MAX_MESH, &old_pp));
     /* not needed to load, but a manifest claiming nonsense is not trusted */
-    const char *more[] = {"world", "dp", "dp_shard", "dp_replicate"};
-    for (int i = 0; i < 4; i++) {
+    const char *more[] = {"world", "dp", "dp_shard", "dp_replicate", "cp"};
+    for (int i = 0; i < 5; i++) {
       uint64_t v;
       if (zeroc__json_get(mj, more[i]))
         ZEROC_CHECK(zeroc__ckpt_get_u64(mj, more[i], what, MAX_MESH * MAX_MESH, &v));

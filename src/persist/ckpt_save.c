@@ -152,7 +152,8 @@ static zeroc_result_t gather_stage_units(zeroc_model_t *m, char ***texts_out) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
   *texts_out = NULL;
-  if (mesh->pp == 1 || mesh->dp_rank != 0 || mesh->tp_rank != 0) return ZEROC_OK;
+  if (mesh->pp == 1 || mesh->dp_rank != 0 || mesh->cp_rank != 0 || mesh->tp_rank != 0)
+    return ZEROC_OK;
   zeroc_group_t *g = zeroc__ctx_group(ctx, ZEROC_GROUP_PP);
   zeroc_result_t res = ZEROC_OK;
   zeroc__jw_t w;
@@ -216,9 +217,12 @@ static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_
   zeroc__jw_uint(&w, zeroc_model_steps(m));
   zeroc__jw_key(&w, "mesh");
   zeroc__jw_object_begin(&w);
-  const char *names[] = {"world", "tp", "pp", "dp", "dp_shard", "dp_replicate"};
-  int vals[] = {mesh->world, mesh->tp, mesh->pp, mesh->dp, mesh->dp_shard, mesh->dp_replicate};
-  for (int i = 0; i < 6; i++) {
+  /* the flat shards are cut over dp_shard x cp (shard_size): a load re-cuts them
+   * for another dp or cp alike */
+  const char *names[] = {"world", "tp", "pp", "dp", "dp_shard", "dp_replicate", "cp"};
+  int vals[] = {mesh->world,    mesh->tp,           mesh->pp, mesh->dp,
+                mesh->dp_shard, mesh->dp_replicate, mesh->cp};
+  for (int i = 0; i < 7; i++) {
     zeroc__jw_key(&w, names[i]);
     zeroc__jw_int(&w, vals[i]);
   }
@@ -251,8 +255,9 @@ static zeroc_result_t write_manifest(zeroc_model_t *m, const char *path, uint64_
   for (int r = 0; r < mesh->world; r++) {
     if (!table[r * 3 + 2]) continue;
     zeroc_mesh_info_t rm;
-    zeroc_mesh_layout(mesh->world, mesh->tp, mesh->pp, mesh->dp_replicate, r, &rm);
-    int shard = shard_size == 1 ? 0 : rm.dp_shard_rank;
+    zeroc_mesh_layout_cp(mesh->world, mesh->tp, mesh->cp, mesh->pp, mesh->dp_replicate, r, &rm);
+    /* its place in the flat-shard group (dp_shard x cp, cp fastest) */
+    int shard = shard_size == 1 ? 0 : rm.dp_shard_rank * rm.cp + rm.cp_rank;
     char fname[64];
     shard_file_name(fname, sizeof fname, &rm, shard);
     zeroc__jw_object_begin(&w);

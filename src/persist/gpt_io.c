@@ -266,7 +266,8 @@ zeroc_result_t zeroc__gpt_collect(zeroc_model_t *m, const zeroc_gpt_t *g, zeroc_
                 .L = L,
                 .NU = L + 2,
                 .ppc = zeroc__ctx_group(ctx, ZEROC_GROUP_PP)->mpi[ZEROC_P2P_CHANNEL]};
-  int rep = mesh->dp_rank == 0 && mesh->tp_rank == 0; /* speaks for its pipeline stage */
+  /* speaks for its pipeline stage */
+  int rep = mesh->dp_rank == 0 && mesh->cp_rank == 0 && mesh->tp_rank == 0;
   zeroc_result_t res = ZEROC_OK;
   E.full = calloc((size_t)E.n, sizeof *E.full);
   E.recv = calloc((size_t)mesh->pp, sizeof *E.recv);

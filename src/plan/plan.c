@@ -116,6 +116,8 @@ static const zeroc_plan_config_t DEFAULTS = {
     .bw_nvme_gbs = 3.0,
     .vpp = 1,
     .compute_bytes = 0, /* param_bytes */
+    .cp = 1,
+    .cp_mode = ZEROC_CP_MODE_RING,
 };
 
 #define UNSET_D      ((double)ZEROC_UNSET)
@@ -128,6 +130,8 @@ static void resolve_unset(zeroc_plan_config_t *out) {
   RESOLVE(gpus), RESOLVE(zero), RESOLVE(tp), RESOLVE(pp), RESOLVE(hsdp), RESOLVE(microbatches);
   RESOLVE(param_bytes), RESOLVE(act_bytes), RESOLVE(sequence_parallel), RESOLVE(prefetch);
   RESOLVE(flash_attention), RESOLVE(gpus_per_node), RESOLVE(vpp), RESOLVE(compute_bytes);
+  RESOLVE(cp);
+  if (out->cp_mode == ZEROC_CP_MODE_DEFAULT) out->cp_mode = ZEROC_CP_MODE_RING;
   RESOLVE_D(gpu_mem_gib), RESOLVE_D(workspace_mib), RESOLVE_D(peak_tflops), RESOLVE_D(mfu);
   RESOLVE_D(bw_intra_gbs), RESOLVE_D(bw_inter_gbs), RESOLVE_D(lat_intra_us);
   RESOLVE_D(lat_inter_us), RESOLVE_D(bw_pcie_gbs), RESOLVE_D(bw_nvme_gbs);
@@ -215,9 +219,14 @@ zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "tp %d, pp %d, hsdp %d, microbatches %d: each must be >= 1", c->tp, c->pp,
                       c->hsdp, c->microbatches);
-  if (c->gpus % ((int64_t)c->tp * c->pp))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d x pp %d must divide gpus %d", c->tp, c->pp,
-                      c->gpus);
+  ZEROC_CHECK(zeroc__plan_check_cp(c));
+  if (c->gpus % ((int64_t)c->tp * c->pp * c->cp)) {
+    if (c->cp == 1)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d x pp %d must divide gpus %d", c->tp, c->pp,
+                        c->gpus);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d x pp %d x cp %d must divide gpus %d", c->tp,
+                      c->pp, c->cp, c->gpus);
+  }
   /* Stages may be uneven: the runtime cuts the units (embedding, blocks, head)
    * by cost (zeroc_pipeline_partition) and needs one per stage, no more. */
   if (zeroc_gpt_num_units(m) < (int64_t)c->pp * c->vpp)
@@ -227,10 +236,10 @@ zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
                       c->pp, c->vpp, (long long)c->pp * c->vpp, zeroc_gpt_num_units(m), m->layers);
   if (m->heads % c->tp)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d must divide the heads %d", c->tp, m->heads);
-  int dp = c->gpus / (c->tp * c->pp);
+  int dp = c->gpus / (c->tp * c->pp * c->cp);
   if (dp % c->hsdp)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "hsdp %d must divide dp %d (= gpus %d / (tp x pp))",
-                      c->hsdp, dp, c->gpus);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "hsdp %d must divide dp %d (= gpus %d / (tp x pp%s))",
+                      c->hsdp, dp, c->gpus, c->cp > 1 ? " x cp" : "");
   if (c->vpp < 1 || (c->vpp > 1 && c->pp == 1))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "vpp %d with pp %d: accepted vpp 1, or vpp > 1 (interleaved) with pp > 1",
@@ -306,9 +315,11 @@ static zeroc_result_t stage_of(const zeroc_plan_config_t *c, const int *bounds,
 static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const stage_t *st,
                                    zeroc_plan_memory_t *mem, double *host, double *nvme) {
   const zeroc_gpt_config_t *m = &c->model;
-  double s = m->seq, b = m->batch, C = m->hidden, a = m->heads, n = s * b;
+  /* s: the tokens of a sequence this rank holds, T / cp (its zigzag chunks) */
+  double s = (double)m->seq / c->cp, b = m->batch, C = m->hidden, a = m->heads, n = s * b;
   int t = c->tp, sp = c->sequence_parallel && t > 1, e = c->act_bytes, pb = c->param_bytes;
-  int nd = c->zero == 0 ? 1 : dp / c->hsdp;
+  /* ZeRO shards over dp_shard x cp: cp ranks compute with the same weights */
+  int nd = c->zero == 0 ? 1 : dp / c->hsdp * c->cp;
   ZEROC_CHECK(zeroc_plan_model_states(st->params, c->zero, nd, pb, mem));
   /* ZeRO-2/3 accumulating micro-steps keep the gradient shard in fp32
    * (shard/sizes.c, the engine's gshard dtype) */
@@ -343,21 +354,35 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   zeroc__gpt_shape_t shape = {n, n / r, C, C / t, a / t, Vt, e, t, sp};
   zeroc__gpt_bytes_t z;
   zeroc__gpt_buffer_bytes(&shape, &z);
+  /* cp: the model's (T/cp, C) position scratch, backward scratch like the rest */
+  z.scratch += zeroc__gpt_cp_pos_bytes(m->seq, c->cp, m->hidden, e);
 
+  /* With cp a rank's score matrices are (T/cp) x T: as many as cp x heads
+   * matrices of (T/cp)^2, which is what the formulas get for s = T/cp. The
+   * log-sum-exp (flash) is one per local token and head. */
+  double as = a * c->cp, af = c->flash_attention ? a : as;
   double layer, layer_full;
   if (c->act_model == ZEROC_ACT_MEGATRON) {
     /* Korthikanti's counts are for 16-bit activations; scaled for fp32. */
-    layer = zeroc_plan_act_megatron(s, b, C, a, t, sp, c->recompute) * e / 2.0;
-    layer_full = zeroc_plan_act_megatron(s, b, C, a, t, sp, ZEROC_RECOMPUTE_NONE) * e / 2.0;
+    layer = zeroc_plan_act_megatron(s, b, C, as, t, sp, c->recompute) * e / 2.0;
+    layer_full = zeroc_plan_act_megatron(s, b, C, as, t, sp, ZEROC_RECOMPUTE_NONE) * e / 2.0;
   } else {
-    layer = zeroc_plan_act_zeroc(s, b, C, a, t, sp, c->recompute, e, c->flash_attention);
+    layer = zeroc_plan_act_zeroc(s, b, C, af, t, sp, c->recompute, e, c->flash_attention);
     layer_full =
-        zeroc_plan_act_zeroc(s, b, C, a, t, sp, ZEROC_RECOMPUTE_NONE, e, c->flash_attention);
+        zeroc_plan_act_zeroc(s, b, C, af, t, sp, ZEROC_RECOMPUTE_NONE, e, c->flash_attention);
   }
   double act = (double)st->inflight * st->blocks * layer;
   /* With recompute, the layer being back-propagated is rebuilt in full; its
    * input is one of the layer inputs already counted. */
   if (c->recompute == ZEROC_RECOMPUTE_FULL) act += layer_full - layer;
+  /* Context parallelism (plan/cp.c): what ring or Ulysses keeps per block
+   * (only the block being back-propagated with recompute), and its transient
+   * buffers, allocated once per rank. */
+  zeroc__plan_cp_t cpb;
+  zeroc__plan_cp_block(c->cp_mode, c->cp, m->batch, m->seq, m->hidden / t, m->heads / t, e, &cpb);
+  if (st->blocks > 0)
+    act += (c->recompute == ZEROC_RECOMPUTE_FULL ? 1.0 : st->inflight * st->blocks) * cpb.saved;
+  mem->buffers += cpb.buffers; /* the model builds its cp object on every stage */
   if (st->output) {
     /* ln_f input and output (B,T,C), its mean/rstd, the logits (B,T,V/t)
      * (the fused cross-entropy overwrites them with their gradient) and the
@@ -409,15 +434,46 @@ static double ring(double bytes, int n, double bw, double lat) {
   return (n - 1) * lat + (double)(n - 1) / n * bytes / bw;
 }
 
-static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double flops,
+/* Context parallelism's exposed time per step (docs/cp.md): the ring hides
+ * each K/V step behind the attention of the chunk in hand, so only the part
+ * of a step longer than that attention shows (and dK/dV's last step home);
+ * Ulysses' all-to-alls sit between the projections and the attention and
+ * hide behind nothing. `blocks`: the blocks of the stage that sets the pace. */
+static double cp_time(const zeroc_plan_config_t *c, double blocks) {
+  const zeroc_gpt_config_t *m = &c->model;
+  int N = c->cp, t = c->tp;
+  if (N <= 1) return 0;
+  double bw, lat, T = m->seq, b = m->batch, C = m->hidden;
+  link_of(c, (int64_t)t * N, &bw, &lat);
+  zeroc__plan_cp_t k;
+  zeroc__plan_cp_block(c->cp_mode, N, m->batch, m->seq, m->hidden / t, m->heads / t, c->act_bytes,
+                       &k);
+  double rc = c->recompute == ZEROC_RECOMPUTE_FULL ? 2.0 : 1.0, fwd, bwd;
+  if (c->cp_mode == ZEROC_CP_MODE_RING) {
+    /* one forward step: K, V sent (forward / (N-1) bytes) against 1/N of the
+     * rank's attention, 4 b T^2 C / (N t) FLOPs forward, twice that backward */
+    double attn = 4.0 * b * T * T * C / ((double)N * t) / (c->mfu * c->peak_tflops * 1e12) / N;
+    double step = k.forward / (N - 1), tx = lat + step / bw, tb = lat + 2.0 * step / bw;
+    fwd = (N - 1) * fmax(0.0, tx - attn);
+    bwd = (N - 1) * fmax(0.0, tb - 2.0 * attn) + tx;
+  } else {
+    /* two all-to-alls each way, N-1 exchanges apiece */
+    fwd = 2.0 * (N - 1) * lat + k.forward / bw;
+    bwd = 2.0 * (N - 1) * lat + k.backward / bw;
+  }
+  return c->microbatches * blocks * (rc * fwd + bwd);
+}
+
+static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double flops, double blocks,
                       zeroc_plan_time_t *tm) {
   const zeroc_gpt_config_t *m = &c->model;
-  int t = c->tp, p = c->pp, mb = c->microbatches, R = c->hsdp, nd = dp / R;
+  /* with cp, ZeRO shards and reduces over dp_shard x cp (x replicas) */
+  int t = c->tp, p = c->pp, mb = c->microbatches, R = c->hsdp, nd = dp / R * c->cp;
   double e = c->act_bytes, pb = c->param_bytes, bw, lat;
   memset(tm, 0, sizeof *tm);
   tm->compute = flops / ((double)c->gpus * c->mfu * c->peak_tflops * 1e12);
   if (p > 1) tm->bubble = tm->compute * (p - 1) / ((double)mb * c->vpp);
-  double x = (double)m->seq * m->batch * m->hidden * e; /* one (B,T,C) activation */
+  double x = (double)m->seq / c->cp * m->batch * m->hidden * e; /* one (B,T/cp,C) activation */
   if (t > 1) {
     /* 2 all-reduces forward, 2 backward per layer (Megatron), 2 more for the
      * recomputed forward; sequence parallelism swaps each for an all-gather
@@ -430,19 +486,19 @@ static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double f
     /* Activation forward and gradient backward per micro-batch per stage; the
      * slowest boundary sets the pace, across nodes if the mesh spans nodes. */
     link_of(c, c->gpus, &bw, &lat);
-    double rows = (double)m->seq * m->batch / (c->sequence_parallel && t > 1 ? t : 1);
+    double rows = (double)m->seq / c->cp * m->batch / (c->sequence_parallel && t > 1 ? t : 1);
     double xb = zeroc__pp_boundary_bytes(rows * m->hidden, (int)e); /* one message (pp/sizes.c) */
     tm->pp = 2.0 * mb * (lat + xb / bw);
   }
-  if (dp > 1) {
+  if (dp * c->cp > 1) {
     double full = psi * pb, hide = 0, ovl = 0, post = 0, bw_r, lat_r, hs = 0;
     link_of(c, (int64_t)t * nd, &bw, &lat);
-    link_of(c, (int64_t)t * dp, &bw_r, &lat_r);
+    link_of(c, (int64_t)t * dp * c->cp, &bw_r, &lat_r);
     double rs = ring(full, nd, bw, lat), ag = ring(full, nd, bw, lat);
     if (R > 1) hs = 2.0 * ring(full / nd, R, bw_r, lat_r); /* all-reduce of the grad shard */
     switch (c->zero) {
     case 0: /* all-reduce of the full grads during the last micro-step's backward */
-      ovl = 2.0 * ring(full, dp, bw_r, lat_r);
+      ovl = 2.0 * ring(full, dp * c->cp, bw_r, lat_r);
       hide = tm->compute * 2.0 / 3.0 / mb;
       break;
     case 1: /* full grads persist: one reduce-scatter at the end, gather after the step */
@@ -473,15 +529,16 @@ static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double f
     if (c->offload_params == ZEROC_OFFLOAD_NVME)
       tm->offload += (2.0 * mb + 1.0) * pb * shard / nvme;
   }
-  tm->total = tm->compute + tm->bubble + tm->tp + tm->pp + tm->dp + tm->offload;
+  tm->cp = cp_time(c, blocks);
+  tm->total = tm->compute + tm->bubble + tm->tp + tm->pp + tm->dp + tm->offload + tm->cp;
 }
 
 zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_result_t *out) {
   memset(out, 0, sizeof *out);
   out->cfg = *c;
   out->params = zeroc_gpt_num_params(&c->model);
-  out->dp = c->gpus / (c->tp * c->pp);
-  out->shard = c->zero == 0 ? 1 : out->dp / c->hsdp;
+  out->dp = c->gpus / (c->tp * c->pp * c->cp);
+  out->shard = c->zero == 0 ? 1 : out->dp / c->hsdp * c->cp;
   out->global_batch = (int64_t)c->model.batch * c->microbatches * out->dp;
   out->tokens_per_step = (double)out->global_batch * c->model.seq;
   out->flops_per_step =
@@ -502,7 +559,7 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
   }
   if (!res && c->vpp > 1)
     res = zeroc__pp_schedule_create(ZEROC_PP_INTERLEAVED, c->pp, c->microbatches, c->vpp, &sch);
-  double psi = 0;
+  double psi = 0, blocks = 0;
   for (int r = 0; r < c->pp && !res; r++) {
     stage_t st;
     zeroc_plan_memory_t mem;
@@ -516,7 +573,9 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
       out->device = mem;
       out->host_bytes = host;
       out->nvme_bytes = nvme;
+      out->comm.cp = st.blocks; /* the reported stage's blocks, for the bytes below */
     }
+    blocks = fmax(blocks, st.blocks);
     /* Collectives move the largest stage's parameters: it sets the pace. */
     psi = fmax(psi, st.params);
   }
@@ -526,7 +585,16 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
   ZEROC_CHECK(res);
   out->gpu_mem_bytes = c->gpu_mem_gib * GIB;
   out->fits = c->gpu_mem_gib == 0 || out->device.total <= out->gpu_mem_bytes;
-  step_time(c, out->dp, psi, out->flops_per_step, &out->time);
+  step_time(c, out->dp, psi, out->flops_per_step, blocks, &out->time);
+  /* the reported stage's context-parallel bytes per step (plan/cp.c) */
+  zeroc__plan_cp_t k;
+  double rblocks = out->comm.cp;
+  zeroc__plan_cp_block(c->cp_mode, c->cp, c->model.batch, c->model.seq, c->model.hidden / c->tp,
+                       c->model.heads / c->tp, c->act_bytes, &k);
+  out->comm.cp_forward = k.forward;
+  out->comm.cp_backward = k.backward;
+  out->comm.cp = c->microbatches * rblocks *
+                 ((c->recompute == ZEROC_RECOMPUTE_FULL ? 2.0 : 1.0) * k.forward + k.backward);
   return ZEROC_OK;
 }
 

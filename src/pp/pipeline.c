@@ -358,11 +358,11 @@ zeroc_result_t zeroc_pipeline_create(zeroc_model_t *m, const int *chunk_first,
   /* one rank's failure stops every rank here, before the collectives below */
   ZEROC_TRY(zeroc_ctx_agree(ctx, res));
 
-  /* the tied copies: (first stage, dp d, tp t) with (last stage, dp d, tp t) */
+  /* the tied copies: (first stage, dp d, cp c, tp t) with (last stage, dp d, cp c, tp t) */
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
   int ends = mesh->pp_rank == 0 || mesh->pp_rank == mesh->pp - 1;
   ZEROC_TRY(zeroc__group_split(zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD),
-                               ends ? mesh->dp_rank * mesh->tp + mesh->tp_rank : -1, mesh->pp_rank,
+                               ends ? (mesh->dp_rank * mesh->cp + mesh->cp_rank) * mesh->tp + mesh->tp_rank : -1, mesh->pp_rank,
                                "pp_tied", &p->tie_g));
   int64_t tied = 0;
   for (int i = 0; i < m->n; i++)

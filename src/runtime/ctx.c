@@ -38,6 +38,7 @@ static zeroc_result_t read_ctx_config(const zeroc_ctx_config_t *in, zeroc_ctx_co
   if (out->tp == 0) out->tp = 1;
   if (out->pp == 0) out->pp = 1;
   if (out->hsdp == 0) out->hsdp = 1;
+  if (out->cp == 0) out->cp = 1;
   if ((unsigned)out->device > ZEROC_DEVICE_CUDA)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "device %d: accepted auto (0), cpu (1), cuda (2)",
                       (int)out->device);
@@ -207,8 +208,8 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
                      provided, MPI_THREAD_MULTIPLE);
   if (res == ZEROC_OK) res = read_ctx_config(cfg, &ctx->cfg);
   if (res == ZEROC_OK)
-    res = zeroc_mesh_layout(ctx->mesh.world, ctx->cfg.tp, ctx->cfg.pp, ctx->cfg.hsdp,
-                            ctx->mesh.rank, &ctx->mesh);
+    res = zeroc_mesh_layout_cp(ctx->mesh.world, ctx->cfg.tp, ctx->cfg.cp, ctx->cfg.pp,
+                               ctx->cfg.hsdp, ctx->mesh.rank, &ctx->mesh);
   /* every knob judged here, so a bad value fails every rank's create at once
    * rather than one module's first use later */
   if (res == ZEROC_OK) res = zeroc__env_check_all();

@@ -54,7 +54,7 @@ struct zeroc_ctx {
   zeroc__pool_env_t pool_env; /* pinned pool: accountant, topology, NUMA node, device */
 };
 
-/* Creates the mesh groups (world, tp, pp, dp, dp_shard, dp_replicate) from
+/* Creates the mesh groups (world, tp, pp, dp, dp_shard, dp_replicate, cp) from
  * ctx->mesh, ctx->wcomm and ctx->comm_env (runtime/groups.c). */
 zeroc_result_t zeroc__mesh_create_groups(zeroc_ctx_t *ctx);
 

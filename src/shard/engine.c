@@ -192,11 +192,13 @@ static void pool_fini(zeroc_model_t *m, zeroc__pool_t *p) {
 
 uint64_t zeroc__model_comm_bytes(const zeroc_model_t *m) {
   uint64_t b = 0;
-  /* the data-parallel collectives, the layers' own tensor-parallel ones, and
-   * the pipeline's point-to-point activations and gradients */
-  const zeroc_group_t *gs[4] = {m->shard_g, m->rep_g, zeroc__ctx_group(m->ctx, ZEROC_GROUP_TP),
-                                zeroc__ctx_group(m->ctx, ZEROC_GROUP_PP)};
-  for (int i = 0; i < 4; i++) {
+  /* the data-parallel collectives, the layers' own tensor-parallel ones, the
+   * pipeline's point-to-point activations and gradients, and context
+   * parallelism's K/V hops or all-to-alls */
+  const zeroc_group_t *gs[5] = {m->shard_g, m->rep_g, zeroc__ctx_group(m->ctx, ZEROC_GROUP_TP),
+                                zeroc__ctx_group(m->ctx, ZEROC_GROUP_PP),
+                                zeroc__ctx_group(m->ctx, ZEROC_GROUP_CP)};
+  for (int i = 0; i < 5; i++) {
     zeroc_comm_counters_t c;
     zeroc__group_counters(gs[i], &c);
     for (int k = 0; k < ZEROC_COLL_COUNT; k++) b += c.bus_bytes[k];

@@ -101,10 +101,10 @@ zeroc_result_t zeroc__dlrm_check(const zeroc_trainer_t *tr, const zeroc_train_co
   /* every rank data-parallel: tp, pp (and any other model-parallel size) 1 */
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(tr->ctx);
   if (mesh->dp != mesh->world)
-    return BAD("model %s: the mesh has %d data-parallel ranks of %d (pp %d, tp %d); the DLRM's "
-               "layout is data-parallel MLPs with model-parallel tables over the same ranks, so "
+    return BAD("model %s: the mesh has %d data-parallel ranks of %d (pp %d, tp %d, cp %d); the "
+               "DLRM's layout is data-parallel MLPs with model-parallel tables over the same ranks, so "
                "pipeline, tensor and context parallelism are for the GPT",
-               c->model, mesh->dp, mesh->world, tr->pp, tr->tp);
+               c->model, mesh->dp, mesh->world, tr->pp, tr->tp, mesh->cp);
   if (c->grad_accum != 1)
     return BAD("grad_accum %d with model %s: accepted 1 (the tables update in every backward)",
                c->grad_accum, c->model);

@@ -31,7 +31,7 @@ zeroc_result_t zeroc__train_print_schedule(FILE *f, const zeroc_train_config_t *
   if (!r) r = zeroc__train_partition(g, S, bounds);
   if (r) goto exit;
   zeroc_gpt_unit_costs(g, cost);
-  zeroc_pipeline_config_t pc = zeroc__train_pipe_config(c, tp, act_dtype);
+  zeroc_pipeline_config_t pc = zeroc__train_pipe_config(c, tp, 1, act_dtype);
   fprintf(f, "pipeline: %s, %d ranks x %d chunks = %d stages, %d micro-batches of %d sequences\n",
           c->pp_schedule == ZEROC_PIPELINE_INTERLEAVED ? "interleaved" : "1f1b", pp, c->vpp, S,
           c->grad_accum, g->batch);

@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "model/gpt_internal.h"
 #include "runtime/runtime.h"
 #include "train/trainer.h"
 #include "zeroc/device.h"
@@ -37,11 +38,17 @@ zeroc_result_t zeroc__train_load(zeroc_trainer_t *tr, zeroc_data_t *d, uint64_t 
   size_t ntok = tr->ntok;
   /* a pipeline takes the whole step's micro-batches at once, one slot each */
   size_t at = tr->pipe ? (size_t)u * ntok : 0;
-  ZEROC_CHECK(zeroc_data_batch(d, &lay, step, u, tr->inputs + at, tr->targets + at));
+  if (tr->cp > 1) { /* the cp ranks of a dp index read the same batch and keep their tokens */
+    ZEROC_CHECK(zeroc_data_batch(d, &lay, step, u, tr->full_in, tr->full_tg));
+    zeroc_gpt_cp_tokens(tr->full_in, tr->inputs + at, c->batch, c->seq, tr->cp, tr->cp_rank);
+    zeroc_gpt_cp_tokens(tr->full_tg, tr->targets + at, c->batch, c->seq, tr->cp, tr->cp_rank);
+  } else {
+    ZEROC_CHECK(zeroc_data_batch(d, &lay, step, u, tr->inputs + at, tr->targets + at));
+  }
   /* the step and the slots name the sequences for dropout's masks */
   int slot;
   ZEROC_CHECK(zeroc_data_first_slot(d, &lay, u, &slot));
-  *b = (zeroc_gpt_batch_t){c->batch,         c->seq, tr->inputs + at,
+  *b = (zeroc_gpt_batch_t){c->batch,         c->seq / tr->cp, tr->inputs + at,
                            tr->targets + at, step,   (uint64_t)slot};
   if (tr->dev_in) {
     zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);
@@ -157,7 +164,7 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
     if (r) return zeroc__ctx_ret(tr->ctx, r);
   }
   int s = tr->next;
-  double t0 = zeroc__now_s();
+  double t0 = zeroc__now_s(), cp_wait0 = zeroc__gpt_cp_wait_s(tr->gpt);
   zeroc_pipeline_stats_t pst = {0};
   r = run_batches(tr, s, &pst);
   if (r) return zeroc__ctx_ret(tr->ctx, r);
@@ -167,6 +174,8 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
   int numeric_stop = r == ZEROC_ERR_NUMERIC;
   if (r && !numeric_stop) return zeroc__ctx_ret(tr->ctx, r);
   double dt = zeroc__now_s() - t0;
+  /* the compute stream's waits on cp transfers are exposed communication too */
+  info.exposed_comm_ms += (zeroc__gpt_cp_wait_s(tr->gpt) - cp_wait0) * 1e3;
   zeroc_result_t rm = fill_metrics(tr, s, dt, &info, &pst, m);
   if (rm) return zeroc__ctx_ret(tr->ctx, rm);
   tr->next = s + 1;

@@ -102,6 +102,12 @@ static zeroc_result_t check_config(const zeroc_trainer_t *tr, const zeroc_train_
   if (!(c->dropout >= 0 && c->dropout < 1))
     return BAD("dropout %g: accepted 0 <= dropout < 1", c->dropout);
   if (pp == 1 && c->vpp > 1) return BAD("vpp %d is for a pipeline (pp > 1)", c->vpp);
+  if ((unsigned)c->cp_mode > ZEROC_CP_MODE_ULYSSES)
+    return BAD("cp_mode %d: accepted ZEROC_CP_MODE_RING, ZEROC_CP_MODE_ULYSSES", (int)c->cp_mode);
+  if (tr->cp > 1 && g->seq % (2 * tr->cp))
+    return BAD("seq %d is not divisible by 2 x cp = %d: context parallelism deals each sequence "
+               "out in 2 x cp zigzag chunks",
+               g->seq, 2 * tr->cp);
   if (pp > 1 && !il && c->pp_schedule != ZEROC_PIPELINE_1F1B)
     return BAD("pp_schedule %d: accepted 1F1B, INTERLEAVED", (int)c->pp_schedule);
   if (tr->info.dlrm) return zeroc__dlrm_check(tr, c);
@@ -125,15 +131,15 @@ zeroc_data_config_t zeroc__train_data_config(const zeroc_trainer_t *tr, const ch
   return dcfg;
 }
 
-zeroc_pipeline_config_t zeroc__train_pipe_config(const zeroc_train_config_t *c, int tp,
+zeroc_pipeline_config_t zeroc__train_pipe_config(const zeroc_train_config_t *c, int tp, int cp,
                                                  zeroc_dtype_t act_dtype) {
   zeroc_pipeline_config_t pc = ZEROC_PIPELINE_CONFIG_INIT;
   pc.schedule = c->pp_schedule;
   pc.microbatches = c->grad_accum;
   pc.chunks = c->vpp;
   /* the residual stream between stages: (B*T, C), or this tp rank's B*T/tp rows
-   * of it with sequence parallelism */
-  size_t rows = (size_t)c->batch * (size_t)c->seq / (size_t)(c->sequence_parallel ? tp : 1);
+   * of it with sequence parallelism; with cp, of this rank's T/cp tokens */
+  size_t rows = (size_t)c->batch * (size_t)(c->seq / cp) / (size_t)(c->sequence_parallel ? tp : 1);
   pc.act_numel = rows * (size_t)c->hidden;
   pc.act_dtype = act_dtype;
   return pc;
@@ -179,7 +185,7 @@ static zeroc_result_t build_model(zeroc_trainer_t *tr) {
   /* the model computes in the kernels' dtype: fp32 on cpu (bf16 parameters are
    * converted for compute by the engine), the parameter dtype on cuda */
   zeroc_dtype_t act_dtype = tr->info.device == ZEROC_DEVICE_CPU ? ZEROC_FP32 : dtype;
-  zeroc_pipeline_config_t pcfg = zeroc__train_pipe_config(c, tr->tp, act_dtype);
+  zeroc_pipeline_config_t pcfg = zeroc__train_pipe_config(c, tr->tp, tr->cp, act_dtype);
   zeroc_gpt_options_t go = ZEROC_GPT_OPTIONS_INIT;
   go.batch = g->batch;
   go.recompute = c->recompute;
@@ -187,6 +193,7 @@ static zeroc_result_t build_model(zeroc_trainer_t *tr) {
   go.sequence_parallel = c->sequence_parallel;
   go.dropout = (float)c->dropout;
   go.dropout_seed = (uint64_t)c->seed;
+  go.cp_mode = c->cp_mode;
   int first[64], count[64];
   zeroc_gpt_stage_t st = {c->vpp, first, count, 1};
   zeroc_result_t r = ZEROC_OK;
@@ -277,9 +284,18 @@ static zeroc_result_t start_point(zeroc_trainer_t *tr) {
 
 static zeroc_result_t alloc_buffers(zeroc_trainer_t *tr) {
   const zeroc_train_config_t *c = &tr->info.config;
-  /* a pipeline holds the whole step's micro-batches at once */
-  size_t ntok = (size_t)c->batch * (size_t)c->seq, nmb = tr->pipe ? (size_t)c->grad_accum : 1;
+  /* a pipeline holds the whole step's micro-batches at once; with cp, of this
+   * rank's tokens, split from one whole micro-batch at a time */
+  size_t full = (size_t)c->batch * (size_t)c->seq, nmb = tr->pipe ? (size_t)c->grad_accum : 1;
+  size_t ntok = full / (size_t)tr->cp;
   tr->ntok = ntok;
+  if (tr->cp > 1) {
+    tr->full_in = malloc(full * 4);
+    tr->full_tg = malloc(full * 4);
+    if (!tr->full_in || !tr->full_tg)
+      return ZEROC_FAIL(ZEROC_ERR_NOMEM, "out of host memory for the token buffers (2 x %zu bytes)",
+                        full * 4);
+  }
   tr->inputs = malloc(ntok * nmb * 4);
   tr->targets = malloc(ntok * nmb * 4);
   tr->mbs = calloc(nmb, sizeof *tr->mbs);
@@ -311,6 +327,8 @@ static void predict(zeroc_trainer_t *tr) {
   pc.tp = mesh->tp;
   pc.pp = mesh->pp;
   pc.hsdp = mesh->dp_replicate;
+  pc.cp = mesh->cp; /* the planner counts T / cp tokens per rank and the cp buffers */
+  pc.cp_mode = c->cp_mode;
   pc.microbatches = c->grad_accum;
   pc.vpp = c->vpp;
   pc.param_bytes = (int)zeroc_dtype_size(in->dtype);
@@ -404,6 +422,7 @@ zeroc_result_t zeroc_trainer_create(zeroc_ctx_t *ctx, const zeroc_train_config_t
   tr->ctx = ctx;
   tr->dp = mesh->dp, tr->dp_rank = mesh->dp_rank;
   tr->pp = mesh->pp, tr->pp_rank = mesh->pp_rank, tr->tp = mesh->tp;
+  tr->cp = mesh->cp, tr->cp_rank = mesh->cp_rank;
   tr->info.device = zeroc_ctx_device(ctx);
   zeroc_train_config_t *c = &tr->info.config;
   zeroc_result_t r = read_config(cfg, c);
@@ -437,6 +456,8 @@ void zeroc_trainer_destroy(zeroc_trainer_t *tr) {
   zeroc_mem_free(tr->ctx, tr->dev_tg);
   free(tr->inputs);
   free(tr->targets);
+  free(tr->full_in);
+  free(tr->full_tg);
   free(tr->mbs);
   free(tr->mbp);
   free(tr->bounds);

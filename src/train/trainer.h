@@ -17,6 +17,7 @@ struct zeroc_trainer {
   zeroc_train_info_t info; /* info.config: the resolved config */
   int dtype_given;         /* param_dtype as configured: -1 for "auto" */
   int dp, dp_rank, pp, pp_rank, tp;
+  int cp, cp_rank; /* context parallelism: this rank keeps its zigzag tokens of each sequence */
   zeroc_data_t *data;
   zeroc_data_t *val; /* val_data, opened at create */
   zeroc_gpt_t *gpt;
@@ -25,8 +26,9 @@ struct zeroc_trainer {
   int *bounds;            /* with a pipeline: the cut into pp x vpp stages */
   zeroc_gpt_batch_t *mbs; /* with a pipeline: the step's micro-batches */
   const void **mbp;
-  size_t ntok; /* tokens of one micro-batch: B x T */
+  size_t ntok; /* tokens of one micro-batch on this rank: B x T (B x T/cp with cp) */
   int32_t *inputs, *targets, *dev_in, *dev_tg;
+  int32_t *full_in, *full_tg; /* cp > 1: one micro-batch's B x T tokens, before the split */
   int next;         /* 0-based index of the next step */
   int save_pending; /* the cadence's checkpoint after step `next` is due */
   int skipped_total, spikes_total;
@@ -87,7 +89,7 @@ zeroc_data_config_t zeroc__train_data_config(const zeroc_trainer_t *tr, const ch
  * crossing stages in `act_dtype`; and the balanced cut of `g`'s units into
  * `stages` stages, bounds[0..stages]. The trainer and --print-schedule share
  * them, so the schedule printed is the one that runs. */
-zeroc_pipeline_config_t zeroc__train_pipe_config(const zeroc_train_config_t *c, int tp,
+zeroc_pipeline_config_t zeroc__train_pipe_config(const zeroc_train_config_t *c, int tp, int cp,
                                                  zeroc_dtype_t act_dtype);
 zeroc_result_t zeroc__train_partition(const zeroc_gpt_config_t *g, int stages, int *bounds);
 

@@ -385,6 +385,68 @@ static void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t o
         "attention_backward %s B %d T %d NH %d HS %d off %zu: error %g", dn, B, T, NH, HS, off, e);
 }
 
+/* ---- attention blocks (context parallelism) ------------------------------------------ */
+
+/* A causal sequence of T = 4c tokens cut into 4 chunks, every visible (query chunk, key
+ * chunk) pair a block (diagonal or full) merged by log-sum-exp, then every pair's backward
+ * with the final out and lse: equals the one-piece kernel (itself checked against double
+ * above), out, lse and dqkv; plus the strided row copy, assigned and accumulated. */
+static void t_attention_blocks(zeroc_dtype_t dt, int B, int c, int NH, int HS,
+                               const zeroc_dropout_t *dp = nullptr) {
+  const char *dn = zeroc_dtype_name(dt);
+  const int T = 4 * c, C = NH * HS, NCH = 4;
+  const size_t n3 = (size_t)B * T * 3 * C, n1 = (size_t)B * T * C, nl = (size_t)B * NH * T;
+  Dev d;
+  Kernels K(dt);
+  vec qkv = randv(dt, n3, -1.5f, 1.5f), g = randv(dt, n1);
+  void *pq = d.put(dt, qkv), *pg = d.put(dt, g);
+  void *out = d.put(dt, vec(n1, NAN)), *dq = d.put(dt, vec(n3, 0.0f));
+  float *lse = d.raw<float>(nl, NAN);
+  OK(zeroc__cuda_attention_forward(&K.k, NULL, out, lse, pq, B, T, C, NH, dp));
+  OK(zeroc__cuda_attention_backward(&K.k, NULL, dq, pg, pq, out, lse, B, T, C, NH, dp));
+  void *o2 = d.put(dt, vec(n1, NAN)), *dq2 = d.put(dt, vec(n3, 0.0f));
+  float *l2 = d.raw<float>(nl, NAN), *pl = d.raw<float>(nl, NAN);
+  void *po = d.put(dt, vec(n1, NAN));
+  const size_t es = zeroc_dtype_size(dt);
+  auto at = [&](void *p, size_t e) { return (void *)((char *)p + e * es); };
+  for (int pass = 0; pass < 2; pass++)
+    for (int qc = 0; qc < NCH; qc++)
+      for (int kc = 0; kc <= qc; kc++) {
+        zeroc_attn_block_t a = {B, NH, HS, c, c, qc == kc, 3 * (size_t)C, (size_t)T * 3 * C,
+                                3 * (size_t)C, (size_t)T * 3 * C, (size_t)C, (size_t)T * C,
+                                (size_t)T, (size_t)NH * T, (int64_t)qc * c, (int64_t)kc * c};
+        void *q = at(pq, (size_t)qc * c * 3 * C), *kk = at(pq, (size_t)kc * c * 3 * C + C);
+        void *oq = at(o2, (size_t)qc * c * C);
+        if (pass == 0) {
+          OK(zeroc__cuda_attention_block_forward(&K.k, NULL, po, pl, q, kk, at(kk, C), &a, dp));
+          OK(zeroc__cuda_attention_merge(&K.k, NULL, oq, l2 + qc * c, po, pl, &a, kc == 0));
+        } else {
+          void *gq = at(dq2, (size_t)qc * c * 3 * C), *gk = at(dq2, (size_t)kc * c * 3 * C + C);
+          OK(zeroc__cuda_attention_block_backward(&K.k, NULL, gq, gk, at(gk, C),
+                                                  at(pg, (size_t)qc * c * C), q, kk, at(kk, C), oq,
+                                                  l2 + qc * c, &a, dp));
+        }
+      }
+  const double to = dt == ZEROC_FP32 ? 1e-5 : 2e-2, tb = dt == ZEROC_FP32 ? 1e-5 : 5e-2;
+  double e = relerr(get(dt, o2, n1), tod(get(dt, out, n1)));
+  CHECK(e < to, "attention blocks %s B %d c %d NH %d HS %d drop %d: out error %g", dn, B, c, NH,
+        HS, dp != nullptr, e);
+  CHECK((e = relerr(vec(l2, l2 + nl), tod(vec(lse, lse + nl)))) < 1e-5, "blocks lse %s: %g", dn, e);
+  e = relerr(get(dt, dq2, n3), tod(get(dt, dq, n3)));
+  CHECK(e < tb, "attention blocks %s B %d c %d NH %d HS %d drop %d: dqkv error %g", dn, B, c, NH,
+        HS, dp != nullptr, e);
+  /* rows 1.. of width 3 from a stride-5 source into a stride-7 destination, twice (add) */
+  vec src = randv(dt, 20), dst0(28, 0.5f);
+  void *pd = d.put(dt, dst0);
+  OK(zeroc__cuda_copy_rows(&K.k, NULL, at(pd, 1), 7, at(d.put(dt, src), 2), 5, 4, 3, 0));
+  vec once = get(dt, pd, 28);
+  size_t bad = 0;
+  for (int r = 0; r < 4; r++)
+    for (int w = 0; w < 7; w++)
+      bad += once[r * 7 + w] != (w >= 1 && w < 4 ? src[r * 5 + 1 + w] : 0.5f);
+  CHECK(bad == 0, "copy_rows %s: %zu differ", dn, bad);
+}
+
 /* ---- dropout ------------------------------------------------------------------------ */
 
 // in (N,C) -> out (N,C) = in * mask: bit for bit the rule (in fp32, rounded once to dt), in
@@ -765,6 +827,13 @@ int main(int argc, char **argv) {
       dp.T = 100;
       dp.Tmax = 100;
       t_attention(dt, 1, 100, 1, 128, 1, &dp);
+    }
+    if (want("attention_blocks")) {
+      t_attention_blocks(dt, 2, 5, 3, 16);
+      t_attention_blocks(dt, 1, 3, 2, 40); /* two dims per lane, the last partly */
+      t_attention_blocks(dt, 1, 2, 1, 128);
+      zeroc_dropout_t dp = {0.2f, zeroc__dropout_key(7, 2, 1, ZEROC_DROP_ATTN), 5, 0, 20, 96, 8, 3};
+      t_attention_blocks(dt, 2, 5, 3, 16, &dp);
     }
     if (want("dropout")) {
       t_dropout(dt, 7, 24, 0); /* vector path, rows not a multiple of the pack */

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernels/dropout.h"
+#include "kernels/kernels.h"
 
 void zeroc__cpu_encoder_forward(float *out, const int32_t *inp, const float *wte,
                                 const float *wpe, int B, int T, int C);
@@ -33,6 +34,19 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
 void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
                                    const float *out, const float *lse, int B, int T, int C, int NH,
                                    const zeroc_dropout_t *drop);
+/* attention blocks (kernels.h: zeroc_attn_block_t) */
+void zeroc__cpu_attention_block_forward(float *pout, float *plse, const float *q, const float *k,
+                                        const float *v, const zeroc_attn_block_t *blk,
+                                        const zeroc_dropout_t *drop);
+void zeroc__cpu_attention_merge(float *out, float *lse, const float *pout, const float *plse,
+                                const zeroc_attn_block_t *blk, int first);
+void zeroc__cpu_attention_block_backward(float *dq, float *dk, float *dv, const float *dout,
+                                         const float *q, const float *k, const float *v,
+                                         const float *out, const float *lse,
+                                         const zeroc_attn_block_t *blk,
+                                         const zeroc_dropout_t *drop);
+void zeroc__cpu_copy_rows(float *dst, size_t dst_t, const float *src, size_t src_t, size_t rows,
+                          size_t width, int add);
 void zeroc__cpu_gelu_forward(float *out, const float *inp, size_t N);
 void zeroc__cpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
 void zeroc__cpu_residual_forward(float *out, const float *a, const float *b, size_t N);

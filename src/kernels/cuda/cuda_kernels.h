@@ -27,6 +27,10 @@ zeroc_result_t zeroc__cuda_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
 zeroc_result_t zeroc__cuda_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, int N, int C, int OC);
 zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const zeroc_dropout_t *drop);
 zeroc_result_t zeroc__cuda_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T, int C, int NH, const zeroc_dropout_t *drop);
+zeroc_result_t zeroc__cuda_attention_block_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *pout, float *plse, const void *q, const void *kk, const void *v, const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop);
+zeroc_result_t zeroc__cuda_attention_merge(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, float *lse, const void *pout, const float *plse, const zeroc_attn_block_t *blk, int first);
+zeroc_result_t zeroc__cuda_attention_block_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dq, void *dk, void *dv, const void *dout, const void *q, const void *kk, const void *v, const void *out, const float *lse, const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop);
+zeroc_result_t zeroc__cuda_copy_rows(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst, size_t dst_t, const void *src, size_t src_t, size_t rows, size_t width, int add);
 zeroc_result_t zeroc__cuda_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *inp, size_t N);
 zeroc_result_t zeroc__cuda_gelu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, const void *inp, const void *dout, size_t N);
 zeroc_result_t zeroc__cuda_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *a, const void *b, size_t N);

@@ -1,0 +1,61 @@
+/*
+ * plan/cp.c - context parallelism in the planner: the bytes ring attention
+ * and Ulysses keep or move per transformer block (docs/cp.md gives the
+ * reasoning), and the checks of a cp layout.
+ *
+ * Notation, for one micro-batch on one rank: N the cp size, BTl = B T / N the
+ * local tokens (two zigzag chunks of each sequence), Cl = C / tp the channels
+ * of this tp rank, e bytes per activation element, and X = BTl Cl e the bytes
+ * of one local (B, T/N, C/tp) tensor, such as K or V.
+ */
+#include "cp/cp.h"
+#include "core/error.h"
+#include "plan/plan_internal.h"
+
+/* the public mode (zeroc/mesh.h) as src/cp names it */
+static zeroc__cp_mode_t cp_mode(int mode) {
+  return mode == ZEROC_CP_MODE_ULYSSES ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
+}
+
+void zeroc__plan_cp_block(int mode, int N, int B, int T, int Cl, int NHl, int e,
+                          zeroc__plan_cp_t *out) {
+  double X = (double)B * (T / N) * Cl * e;
+  out->saved = out->buffers = out->forward = out->backward = 0;
+  if (N <= 1) return;
+  /* the buffers src/cp allocates (zeroc__cp_buffer_bytes; the formulas below) */
+  out->buffers = (double)zeroc__cp_buffer_bytes(cp_mode(mode), N, B, T, Cl, NHl, (size_t)e);
+  if (mode == ZEROC_CP_MODE_ULYSSES) {
+    /* Forward: all-to-all q, k, v (3X) from sequence-split to head-split,
+     * attention on the whole sequence for NHl/N heads, the output (X) back.
+     * Each all-to-all keeps 1/N of its buffer local: (N-1)/N of 4X leaves.
+     * Backward: q, k, v and the output again, the output's gradient (5X) to
+     * head-split, dq, dk, dv (3X) back: nothing head-split is kept between
+     * forward and backward. Buffers: send and receive staging of qkv,
+     * head-split qkv, out, dout and dqkv, 14X. */
+    out->forward = 4.0 * X * (N - 1) / N;
+    out->backward = 8.0 * X * (N - 1) / N;
+    return;
+  }
+  /* Ring: N-1 hops forward, each sending the K and V in hand (2X) to the
+   * next rank while attending to them. Backward: K and V go round again
+   * (N-1 sends of 2X) and the dK, dV accumulators travel with them and take
+   * one more hop home (N sends of 2X). Buffers: double buffers of K/V and of
+   * dK/dV (4 x 2X), one block's partial output (c Cl e) and its log-sum-exp
+   * (c NHl fp32), c = B T / 2N. Nothing beyond gpt.c's own q, k, v, output and log-sum-exp
+   * is kept for backward. */
+  out->forward = (N - 1) * 2.0 * X;
+  out->backward = (N - 1) * 2.0 * X + N * 2.0 * X;
+}
+
+zeroc_result_t zeroc__plan_check_cp(const zeroc_plan_config_t *c) {
+  const zeroc_gpt_config_t *m = &c->model;
+  if (c->cp < 1 || c->cp > 4096)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp %d: accepted 1..4096", c->cp);
+  if (c->cp_mode != ZEROC_CP_MODE_RING && c->cp_mode != ZEROC_CP_MODE_ULYSSES)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp_mode %d: accepted %d (ring) or %d (ulysses)",
+                      (int)c->cp_mode, (int)ZEROC_CP_MODE_RING, (int)ZEROC_CP_MODE_ULYSSES);
+  if (c->cp == 1) return ZEROC_OK;
+  /* src/cp's own checks: the zigzag needs 2 cp | seq; Ulysses cp | heads / tp */
+  ZEROC_CHECK(zeroc__cp_check_seq(c->cp, m->seq));
+  return zeroc__cp_check_heads(cp_mode(c->cp_mode), m->heads, c->tp, c->cp);
+}
