@@ -14,7 +14,8 @@ void zeroc__gpt_set_wpe_tail(zeroc_gpt_t *g, float *rows, int nrows) {
   if (nrows <= 0) free(rows);
 }
 
-double zeroc__gpt_cp_wait_s(const zeroc_gpt_t *g) { return g->cp.cp ? g->cp.cp->wait_s : 0; }
+/* g NULL (a trainer running another model, e.g. the DLRM): no cp, 0 */
+double zeroc__gpt_cp_wait_s(const zeroc_gpt_t *g) { return g && g->cp.cp ? g->cp.cp->wait_s : 0; }
 
 const void *zeroc__gpt_logits(const zeroc_gpt_t *g, int slot) {
   return slot >= 0 && slot < g->slots ? g->act[slot].logits : NULL;
