@@ -23,9 +23,10 @@
 static const char *const NAMES[] = {"auto", "table", "column", "row", "data"};
 
 typedef struct {
-  int model, tables, dim, dense, batch, steps, warmup, zero, device, no_host;
+  zdlrm_shape_t sh;
+  int steps, warmup, zero, device, no_host;
   double lr;
-  const char *rows, *bottom, *top, *out;
+  const char *out;
 } opts_t;
 
 typedef struct {
@@ -49,14 +50,7 @@ static int parse(int argc, char **argv, opts_t *o) {
   memset(o, 0, sizeof *o);
   o->steps = 20, o->warmup = 3, o->zero = 3, o->lr = 0.01, o->device = 1; /* cpu */
   const zarg_t args[] = {
-      {"--model", ARG_CHOICE, &o->model, 0, 0, 0, zdlrm_models, NULL},
-      {"--tables", ARG_INT, &o->tables, 1, ZEROC_DLRM_MAX_TABLES, 0, NULL, NULL},
-      {"--rows", ARG_STRING, &o->rows, 0, 0, 0, NULL, NULL},
-      {"--dim", ARG_INT, &o->dim, 1, 4096, 0, NULL, NULL},
-      {"--dense", ARG_INT, &o->dense, 1, 65536, 0, NULL, NULL},
-      {"--bottom", ARG_STRING, &o->bottom, 0, 0, 0, NULL, NULL},
-      {"--top", ARG_STRING, &o->top, 0, 0, 0, NULL, NULL},
-      {"--batch", ARG_INT, &o->batch, ZARG_LIM_BATCH, 0, NULL, NULL},
+      ZDLRM_SHAPE_ARGS(&o->sh),
       {"--steps", ARG_INT, &o->steps, 2, 4096, 0, NULL, NULL},
       {"--warmup-steps", ARG_INT, &o->warmup, 0, 4000, 0, NULL, NULL},
       {"--zero", ARG_INT, &o->zero, ZARG_LIM_ZERO, 0, NULL, NULL},
@@ -75,9 +69,7 @@ static int parse(int argc, char **argv, opts_t *o) {
 /* One layout: train o->steps steps, the figures of those after warm-up. */
 static void run_row(zeroc_ctx_t *ctx, const opts_t *o, row_t *r) {
   zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
-  c.model = zdlrm_models[o->model];
-  c.tables = o->tables, c.rows = o->rows, c.dim = o->dim, c.dense = o->dense;
-  c.bottom = o->bottom, c.top = o->top, c.batch = o->batch;
+  zdlrm_shape_apply(&o->sh, &c);
   c.steps = o->steps, c.lr = o->lr, c.zero = o->zero, c.seed = 1;
   c.embedding_sharding = r->sharding;
   c.val_tokens = 1, c.val_every = 0;
@@ -183,7 +175,7 @@ int zbench_dlrm_run(int argc, char **argv) {
   if (root) {
     const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
     printf("zeroc bench: %s on %d ranks (%s), ZeRO-%d on the MLPs, %d steps (median after %d)\n",
-           zdlrm_models[o.model], mesh->world, zarg_devices[o.device], o.zero, o.steps, o.warmup);
+           zdlrm_models[o.sh.model], mesh->world, zarg_devices[o.device], o.zero, o.steps, o.warmup);
     print_rows(stdout, rows, n, 0);
     FILE *f = NULL;
     if (o.out) {
@@ -194,7 +186,7 @@ int zbench_dlrm_run(int argc, char **argv) {
     }
     if (f) {
       fprintf(f, "%s on %d ranks (%s), ZeRO-%d, %d steps, median after %d\n\n",
-              zdlrm_models[o.model], mesh->world, zarg_devices[o.device], o.zero, o.steps,
+              zdlrm_models[o.sh.model], mesh->world, zarg_devices[o.device], o.zero, o.steps,
               o.warmup);
       print_rows(f, rows, n, 1);
       fclose(f);

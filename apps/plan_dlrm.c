@@ -15,14 +15,12 @@
 
 #define MIB 1048576.0
 
-const char *const zdlrm_models[] = {"dlrm-tiny", "dlrm", "dlrm-mlperf", NULL};
-static const char *const SHARDINGS[] = {"auto", "table", "column", "row", "data", NULL};
 
 typedef struct {
-  int model, tables, dim, dense, batch, gpus, zero, hsdp, prefetch, sharding, set_sharding;
+  zdlrm_shape_t sh;
+  int gpus, zero, hsdp, prefetch, sharding, set_sharding;
   int rank, json;
   int64_t host_tables;
-  const char *rows, *bottom, *top;
 } opts_t;
 
 void zplan_dlrm_usage(void) {
@@ -43,19 +41,12 @@ static int parse(int argc, char **argv, opts_t *o) {
   memset(o, 0, sizeof *o);
   o->gpus = 1, o->zero = 3, o->hsdp = 1, o->prefetch = 2, o->rank = -1;
   const zarg_t args[] = {
-      {"--model", ARG_CHOICE, &o->model, 0, 0, 0, zdlrm_models, NULL},
-      {"--tables", ARG_INT, &o->tables, 1, ZEROC_DLRM_MAX_TABLES, 0, NULL, NULL},
-      {"--rows", ARG_STRING, &o->rows, 0, 0, 0, NULL, NULL},
-      {"--dim", ARG_INT, &o->dim, 1, 4096, 0, NULL, NULL},
-      {"--dense", ARG_INT, &o->dense, 1, 65536, 0, NULL, NULL},
-      {"--bottom", ARG_STRING, &o->bottom, 0, 0, 0, NULL, NULL},
-      {"--top", ARG_STRING, &o->top, 0, 0, 0, NULL, NULL},
-      {"--batch", ARG_INT, &o->batch, ZARG_LIM_BATCH, 0, NULL, NULL},
+      ZDLRM_SHAPE_ARGS(&o->sh),
       {"--gpus", ARG_INT, &o->gpus, 1, 65536, 0, NULL, NULL},
       {"--zero", ARG_INT, &o->zero, ZARG_LIM_ZERO, 0, NULL, NULL},
       {"--hsdp", ARG_INT, &o->hsdp, ZARG_LIM_HSDP, 0, NULL, NULL},
       {"--prefetch", ARG_INT, &o->prefetch, ZARG_LIM_PREFETCH, 0, NULL, NULL},
-      {"--embedding-sharding", ARG_CHOICE, &o->sharding, 0, 0, 0, SHARDINGS, &o->set_sharding},
+      {"--embedding-sharding", ARG_CHOICE, &o->sharding, 0, 0, 0, zdlrm_shardings, &o->set_sharding},
       {"--host-tables", ARG_I64, &o->host_tables, 0, 1e18, 0, NULL, NULL},
       {"--rank", ARG_INT, &o->rank, 0, 65535, 0, NULL, NULL},
       {"--json", ARG_SWITCH, &o->json, 0, 0, 0, NULL, NULL},
@@ -71,7 +62,7 @@ static void choice_text(const zeroc_plan_dlrm_result_t *r, int T, char *buf, siz
   for (int k = 1; k < ZEROC_EMBED_SHARDING_COUNT; k++)
     if (count[k])
       snprintf(buf + strlen(buf), n - strlen(buf), "%s%d %s", buf[0] ? ", " : "", count[k],
-               SHARDINGS[k]);
+               zdlrm_shardings[k]);
 }
 
 static void print_header(const opts_t *o, const zeroc_plan_dlrm_config_t *pc,
@@ -80,7 +71,7 @@ static void print_header(const opts_t *o, const zeroc_plan_dlrm_config_t *pc,
   double tp = (double)r->table_params;
   printf("zeroc plan: %s (%d tables, dim %d, %d dense), %.3gM MLP parameters, %.4g%s table "
          "parameters (%.4g GiB fp32)\n",
-         zdlrm_models[o->model], m->tables, m->dim, m->dense, r->mlp_params / 1e6,
+         zdlrm_models[o->sh.model], m->tables, m->dim, m->dense, r->mlp_params / 1e6,
          tp >= 1e9 ? tp / 1e9 : tp / 1e6, tp >= 1e9 ? "G" : "M", tp * 4.0 / (MIB * 1024));
   printf("  %d ranks (all data-parallel), ZeRO-%d on the MLPs%s, batch %d per rank; MiB per "
          "rank, bytes per step\n",
@@ -127,9 +118,7 @@ int zplan_dlrm_run(int argc, char **argv) {
   opts_t o;
   if (parse(argc, argv, &o)) return 2;
   zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
-  tc.model = zdlrm_models[o.model];
-  tc.tables = o.tables, tc.rows = o.rows, tc.dim = o.dim, tc.dense = o.dense;
-  tc.bottom = o.bottom, tc.top = o.top, tc.batch = o.batch;
+  zdlrm_shape_apply(&o.sh, &tc);
   zeroc_plan_dlrm_config_t pc = ZEROC_PLAN_DLRM_CONFIG_INIT;
   if (zeroc_train_dlrm_shape(&tc, &pc.model))
     return zarg_fail("plan", "%s", zarg_user_msg(zeroc_last_error(NULL)));
@@ -146,16 +135,16 @@ int zplan_dlrm_run(int argc, char **argv) {
   if (o.json) {
     printf("{\"model\": \"%s\", \"tables\": %d, \"dim\": %d, \"batch\": %d, \"gpus\": %d, "
            "\"zero\": %d, \"mlp_params\": %llu, \"table_params\": %llu, \"layouts\": [",
-           zdlrm_models[o.model], pc.model.tables, pc.model.dim, pc.model.batch, pc.gpus, pc.zero,
+           zdlrm_models[o.sh.model], pc.model.tables, pc.model.dim, pc.model.batch, pc.gpus, pc.zero,
            (unsigned long long)r[first].mlp_params, (unsigned long long)r[first].table_params);
-    for (int s = first; s <= last; s++) json_row(SHARDINGS[s], &r[s], s == last);
+    for (int s = first; s <= last; s++) json_row(zdlrm_shardings[s], &r[s], s == last);
     printf("]}\n");
     return 0;
   }
   print_header(&o, &pc, &r[first]);
   /* the explicit shardings first, auto (the cost model's pick per table) last */
   for (int s = first == 0 && last > 0 ? 1 : first; s <= last; s++)
-    print_row(SHARDINGS[s], &r[s], pc.model.tables);
+    print_row(zdlrm_shardings[s], &r[s], pc.model.tables);
   if (first == 0 && last > 0) print_row("auto", &r[0], pc.model.tables);
   return 0;
 }

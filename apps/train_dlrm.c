@@ -14,21 +14,29 @@
 
 #include "apps/args.h"
 #include "apps/cli.h"
+#include "apps/dlrm_cli.h"
 #include "apps/metrics.h"
 #include "apps/train_dlrm.h"
 #include "zeroc/train.h"
 #include "zeroc/zeroc.h"
 
-static const char *const DLRM_MODELS[] = {"dlrm-tiny", "dlrm", "dlrm-mlperf", NULL};
-static const char *const SHARDINGS[] = {"auto", "table", "column", "row", "data", NULL};
+const char *const zdlrm_models[] = {"dlrm-tiny", "dlrm", "dlrm-mlperf", NULL};
+const char *const zdlrm_shardings[] = {"auto", "table", "column", "row", "data", NULL};
+
+void zdlrm_shape_apply(const zdlrm_shape_t *sh, zeroc_train_config_t *c) {
+  c->model = zdlrm_models[sh->model];
+  c->tables = sh->tables, c->rows = sh->rows, c->dim = sh->dim, c->dense = sh->dense;
+  c->bottom = sh->bottom, c->top = sh->top, c->batch = sh->batch;
+}
 static const char *const SCHEDULES[] = {"constant", "cosine", NULL};
 
 typedef struct {
-  int device, model, dtype, zero, hsdp, prefetch, recompute, schedule, set_schedule, sharding;
-  int batch, steps, warmup, tables, dim, dense, val_every, max_skipped, quiet, off_opt;
+  zdlrm_shape_t sh;
+  int device, dtype, zero, hsdp, prefetch, recompute, schedule, set_schedule, sharding;
+  int steps, warmup, val_every, max_skipped, quiet, off_opt;
   int64_t seed, val_samples;
   double lr, clip, beta1, beta2, eps, weight_decay, comm_timeout;
-  const char *data, *val_data, *rows, *bottom, *top, *metrics, *save, *resume;
+  const char *data, *val_data, *metrics, *save, *resume;
   int save_every;
 } dlrm_opts_t;
 
@@ -70,15 +78,8 @@ static int parse(int argc, char **argv, dlrm_opts_t *o) {
   o->zero = 3, o->hsdp = 1, o->prefetch = 2, o->schedule = 1;
   const zarg_t args[] = {
       {"--device", ARG_CHOICE, &o->device, 0, 0, 0, zarg_devices, NULL},
-      {"--model", ARG_CHOICE, &o->model, 0, 0, 0, DLRM_MODELS, NULL},
-      {"--tables", ARG_INT, &o->tables, 1, ZEROC_DLRM_MAX_TABLES, 0, NULL, NULL},
-      {"--rows", ARG_STRING, &o->rows, 0, 0, 0, NULL, NULL},
-      {"--dim", ARG_INT, &o->dim, 1, 4096, 0, NULL, NULL},
-      {"--dense", ARG_INT, &o->dense, 1, 65536, 0, NULL, NULL},
-      {"--bottom", ARG_STRING, &o->bottom, 0, 0, 0, NULL, NULL},
-      {"--top", ARG_STRING, &o->top, 0, 0, 0, NULL, NULL},
-      {"--embedding-sharding", ARG_CHOICE, &o->sharding, 0, 0, 0, SHARDINGS, NULL},
-      {"--batch", ARG_INT, &o->batch, ZARG_LIM_BATCH, 0, NULL, NULL},
+      ZDLRM_SHAPE_ARGS(&o->sh),
+      {"--embedding-sharding", ARG_CHOICE, &o->sharding, 0, 0, 0, zdlrm_shardings, NULL},
       {"--steps", ARG_INT, &o->steps, 0, 1e9, 0, NULL, NULL},
       {"--lr", ARG_DOUBLE, &o->lr, 0, 10, 0, NULL, NULL},
       {"--warmup", ARG_INT, &o->warmup, 0, 1e9, 0, NULL, NULL},
@@ -158,10 +159,9 @@ static int parse(int argc, char **argv, dlrm_opts_t *o) {
 }
 
 static void to_config(const dlrm_opts_t *o, zeroc_train_config_t *c) {
-  c->model = DLRM_MODELS[o->model];
-  c->tables = o->tables, c->rows = o->rows, c->dim = o->dim, c->dense = o->dense;
-  c->bottom = o->bottom, c->top = o->top, c->embedding_sharding = o->sharding;
-  c->batch = o->batch, c->steps = o->steps, c->lr = o->lr, c->warmup = o->warmup;
+  zdlrm_shape_apply(&o->sh, c);
+  c->embedding_sharding = o->sharding;
+  c->steps = o->steps, c->lr = o->lr, c->warmup = o->warmup;
   c->schedule = !o->set_schedule ? ZEROC_LR_DEFAULT
                 : o->schedule    ? ZEROC_LR_COSINE
                                  : ZEROC_LR_CONSTANT;
@@ -197,11 +197,11 @@ static void print_header(const zeroc_train_info_t *in, const zeroc_mesh_info_t *
   for (int k = 0; k < 6; k++)
     if (count[k])
       snprintf(tabs + strlen(tabs), sizeof tabs - strlen(tabs), "%s%d %s", tabs[0] ? ", " : "",
-               count[k], k ? SHARDINGS[k - 1] : "replicated");
+               count[k], k ? zdlrm_shardings[k - 1] : "replicated");
   printf("  %d ranks on %s: ZeRO-%d on the MLPs, dp %d (%d x %d), tables %s (%s), batch %d x dp "
          "%d = %d samples per step\n",
          mesh->world, in->device == ZEROC_DEVICE_CUDA ? "cuda" : "cpu", c->zero, mesh->dp,
-         mesh->dp_replicate, mesh->dp_shard, tabs, SHARDINGS[c->embedding_sharding], c->batch,
+         mesh->dp_replicate, mesh->dp_shard, tabs, zdlrm_shardings[c->embedding_sharding], c->batch,
          mesh->dp, in->global_batch);
   if (isfinite(in->auc_ceiling))
     printf("  data: synthetic clicks from a hidden model; on the %d held-out samples the best "
