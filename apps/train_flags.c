@@ -205,10 +205,6 @@ static int ztrain_check_cp(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc)
                      "--cp-mode ulysses splits the %d heads of each tp rank (--heads %d / --tp "
                      "%d) over --cp %d ranks: cp must divide them (or use --cp-mode ring)",
                      gc->heads / o->tp, gc->heads, o->tp, o->cp);
-  if (o->sample_every)
-    return zarg_fail("train", "--sample-every with --cp %d: the sampler does not split sequences; "
-                     "sample from the exported weights with zeroc sample",
-                     o->cp);
   return 0;
 }
 

@@ -3,9 +3,10 @@
 # real ranks: every layout's per-step losses match the single-rank run's of the
 # same model and data to 1e-5 relative over 5 steps (fp32, cpu), alone and with
 # tp (and sequence parallelism), ZeRO-3 x dp, HSDP, pp (1F1B, interleaved),
-# recompute, offload, dropout and evaluation; checkpoints saved at one cp size
-# resume at another; bad flags print one line and exit non-zero. Each layout
-# prints its largest relative loss difference.
+# recompute, offload, dropout, evaluation and sampling; checkpoints saved at one
+# cp size resume at another, weights export and import between cp sizes; bad
+# flags print one line and exit non-zero. Each layout prints its largest
+# relative loss difference.
 # usage: cp_cli.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS" TEST_NAME
 set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
@@ -50,7 +51,11 @@ modes)
   compare "--batch 4" 4 --cp 4 --batch 4
   compare "--batch 4" 4 --cp 4 --cp-mode ulysses --batch 4
   compare "--batch 4 --recompute full" 2 --cp 2 --recompute full --batch 4
-  compare "--batch 4 --recompute full" 4 --cp 4 --cp-mode ulysses --recompute full --batch 4 ;;
+  compare "--batch 4 --recompute full" 4 --cp 4 --cp-mode ulysses --recompute full --batch 4
+  # the start-up line names the layout
+  $MPIRUN $FLAGS -np 2 "$ZEROC" train --device cpu "${COMMON[@]}" --steps 1 --cp 2 --cp-mode ulysses \
+    | grep -q 'tp 1, cp 2 (ulysses), batch' || fail "the start-up line does not show 'cp 2 (ulysses)'"
+  echo "start-up line: cp 2 (ulysses)" ;;
 
 composed)
   # with tp (and sequence parallelism), ZeRO-3 x dp 2, HSDP, offload
@@ -73,7 +78,13 @@ dropout_eval)
   compare "--batch 4 --dropout 0.1" 4 --cp 2 --tp 2 --sequence-parallel --dropout 0.1 --batch 4
   run 1 "${COMMON[@]}" --batch 4 --val-data synthetic --val-tokens 512 --metrics "$WORK/v1.jsonl" > /dev/null || fail "single-rank eval"
   run 2 "${COMMON[@]}" --cp 2 --batch 4 --val-data synthetic --val-tokens 512 --metrics "$WORK/v2.jsonl" > /dev/null || fail "cp 2 eval"
-  echo "cp 2 evaluation: $(same val_loss "$WORK/v1.jsonl" "$WORK/v2.jsonl")" ;;
+  echo "cp 2 evaluation: $(same val_loss "$WORK/v1.jsonl" "$WORK/v2.jsonl")"
+  # --sample-every: the sampler runs on the gathered weights, the same text as one rank's
+  S=(--batch 4 --vocab 256 --steps 2 --sample-every 2 --sample-tokens 16 --tokenizer bytes)
+  run 1 "${COMMON[@]}" "${S[@]}" | grep 'sample (16 tokens)' > "$WORK/s1" || fail "single-rank sample"
+  run 2 "${COMMON[@]}" "${S[@]}" --cp 2 | grep 'sample (16 tokens)' > "$WORK/s2" || fail "cp 2 sample"
+  cmp -s "$WORK/s1" "$WORK/s2" || fail "cp 2 sampled other text: $(cat "$WORK/s1" "$WORK/s2")"
+  echo "cp 2 --sample-every: the single rank's sample" ;;
 
 resume_other_cp)
   # saved at cp 2 x dp 2 (ZeRO-3), resumed at cp 4 and at cp 1 on one rank; and
@@ -88,7 +99,13 @@ resume_other_cp)
   run 1 "${R[@]}" --batch 4 --save "$WORK/ck1" --save-every 3 --metrics "$WORK/d.jsonl" > /dev/null || fail "cp 1 run"
   run 2 "${R[@]}" --cp 2 --cp-mode ulysses --batch 4 --resume "$WORK/ck1/step_00000003" --metrics "$WORK/e.jsonl" > /dev/null \
     || fail "cp 2 resume of a cp 1 checkpoint"
-  echo "cp 1 -> cp 2: $(same loss "$WORK/d.jsonl" "$WORK/e.jsonl" 3)" ;;
+  echo "cp 1 -> cp 2: $(same loss "$WORK/d.jsonl" "$WORK/e.jsonl" 3)"
+  # safetensors: what cp 2 exports, cp 4 (x pp 1) imports and exports unchanged
+  run 2 "${R[@]}" --steps 2 --cp 2 --batch 4 --export "$WORK/a.safetensors" > /dev/null || fail "cp 2 export"
+  run 4 "${R[@]}" --steps 0 --cp 4 --batch 4 --init "$WORK/a.safetensors" --export "$WORK/b.safetensors" > /dev/null \
+    || fail "cp 4 init"
+  cmp -s "$WORK/a.safetensors" "$WORK/b.safetensors" || fail "cp 2 -> cp 4 changed the exported weights"
+  echo "cp 2 export -> cp 4 import/export: identical" ;;
 
 bad_flags)
   # NP|ARGS|a word the message must name
@@ -103,7 +120,6 @@ bad_flags)
 4|--cp 3 --seq 60|tp x cp x pp
 4|--cp 4 --seq 60|2 x
 2|--cp 4 --tp 2 --cp-mode ulysses|ulysses
-2|--cp 2 --sample-every 1 --tokenizer bytes|--sample-every
 2|--cp 2 --cp-mode bogus|ring
 LIST
   ;;

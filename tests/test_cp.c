@@ -45,7 +45,8 @@ static void run_case(zeroc__cp_mode_t mode, int overlap, int with_drop, int B, i
   const int N = g->size, r = g->rank, C = NH * HS, Tl = T / N;
   const size_t n3 = (size_t)B * T * 3 * C, n1 = (size_t)B * T * C;
   const size_t l3 = (size_t)B * Tl * 3 * C, l1 = (size_t)B * Tl * C;
-  zeroc_dropout_t dp = {0.15f, zeroc__dropout_key(11, 4, 1, ZEROC_DROP_ATTN), 3, 0, T, T, NH + 2, 1};
+  zeroc_dropout_t dp = {0.15f, zeroc__dropout_key(11, 4, 1, ZEROC_DROP_ATTN), 3, 0, T, T, NH + 2,
+                        1};
   const zeroc_dropout_t *drop = with_drop ? &dp : NULL;
   /* the single rank's attention of the whole sequence (every rank computes it) */
   float *qkv = malloc(sizeof(float) * n3), *dout = malloc(sizeof(float) * n1);
@@ -73,14 +74,17 @@ static void run_case(zeroc__cp_mode_t mode, int overlap, int with_drop, int B, i
   zeroc_stream_t *s = zeroc_ctx_compute_stream(ctx);
   zeroc__group_counters_reset(g);
   ZT_OK(zeroc__cp_attention_forward(cp, s, lo, ll, lq, B, T, C, NH, drop));
+  ZT_OK(zeroc_stream_sync(s));
+  zeroc_comm_counters_t kf;
+  zeroc__group_counters(g, &kf);
   ZT_OK(zeroc__cp_attention_backward(cp, s, ld, ldo, lq, lo, ll, B, T, C, NH, drop));
   ZT_OK(zeroc_stream_sync(s));
   for (size_t i = 0; i < l3; i++) ld[i] -= ld0[i];
   const char *mn = mode == ZEROC_CP_RING ? "ring" : "ulysses";
   double eo = zt_rel_err(lo, want_o, l1), ed = zt_rel_err(ld, want_d, l3);
   ZT_ASSERT_MSG(eo <= 1e-5 && ed <= 1e-5,
-                "cp %d %s overlap %d drop %d B %d T %d NH %d HS %d: out err %g, dqkv err %g", N,
-                mn, overlap, with_drop, B, T, NH, HS, eo, ed);
+                "cp %d %s overlap %d drop %d B %d T %d NH %d HS %d: out err %g, dqkv err %g", N, mn,
+                overlap, with_drop, B, T, NH, HS, eo, ed);
   /* communication: the formulas of cp/cp.h */
   zeroc_comm_counters_t k;
   zeroc__group_counters(g, &k);
@@ -98,6 +102,16 @@ static void run_case(zeroc__cp_mode_t mode, int overlap, int with_drop, int B, i
                   (unsigned long long)k.bus_bytes[ZEROC_COLL_ALLTOALL], (unsigned long long)want);
     CU_ASSERT_EQUAL(k.bytes[ZEROC_COLL_SEND], 0);
   }
+  /* and the planner's function, forward and backward apart */
+  uint64_t pf, pb;
+  zeroc__cp_comm_bytes(mode, N, B, T, C, e, &pf, &pb);
+  const int cc = mode == ZEROC_CP_RING ? ZEROC_COLL_SEND : ZEROC_COLL_ALLTOALL;
+  const uint64_t f = mode == ZEROC_CP_RING ? kf.bytes[cc] : kf.bus_bytes[cc];
+  const uint64_t fb = mode == ZEROC_CP_RING ? k.bytes[cc] : k.bus_bytes[cc];
+  ZT_ASSERT_MSG(f == pf && fb - f == pb,
+                "%s comm bytes fwd %llu bwd %llu, zeroc__cp_comm_bytes %llu %llu", mn,
+                (unsigned long long)f, (unsigned long long)(fb - f), (unsigned long long)pf,
+                (unsigned long long)pb);
   /* memory: what the accountant saw is the size function */
   const uint64_t got_b = buffers_now() - before;
   const size_t want_b = zeroc__cp_buffer_bytes(mode, N, B, T, C, NH, e);
@@ -177,8 +191,8 @@ static void test_refusals(void) {
   CU_ASSERT_EQUAL(zeroc__cp_attention_forward(cp, zeroc_ctx_compute_stream(ctx), x, x, x, 1,
                                               2 * N + 1, 8, 2, NULL),
                   ZEROC_ERR_INVALID_ARG);
-  CU_ASSERT_EQUAL(zeroc__cp_attention_forward(cp, zeroc_ctx_compute_stream(ctx), x, x, x, 1,
-                                              2 * N, 3 * (N + 1), N + 1, NULL),
+  CU_ASSERT_EQUAL(zeroc__cp_attention_forward(cp, zeroc_ctx_compute_stream(ctx), x, x, x, 1, 2 * N,
+                                              3 * (N + 1), N + 1, NULL),
                   ZEROC_ERR_INVALID_ARG);
   zeroc__cp_destroy(cp);
   CU_ASSERT_EQUAL(zeroc__cp_position(2, 1, 8, 0), 2);

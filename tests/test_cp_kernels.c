@@ -41,10 +41,21 @@ static void pair_make(pairdata_t *d, int Tq, int Tk, int causal, int64_t qp, int
   zt_fill_uniform(d->q, (size_t)B * Tq * qt, seed, -1.5f, 1.5f);
   zt_fill_uniform(d->kv, (size_t)B * Tk * kvt, seed + 1, -1.5f, 1.5f);
   zt_fill_uniform(d->dout, (size_t)B * Tq * C, seed + 2, -1, 1);
-  d->blk = (zeroc_attn_block_t){.B = B, .NH = NH, .HS = HS, .Tq = Tq, .Tk = Tk, .causal = causal,
-                                .q_t = qt, .q_b = (size_t)Tq * qt, .kv_t = kvt,
-                                .kv_b = (size_t)Tk * kvt, .o_t = C, .o_b = (size_t)Tq * C,
-                                .l_h = (size_t)Tq, .l_b = (size_t)NH * Tq, .q_pos = qp,
+  d->blk = (zeroc_attn_block_t){.B = B,
+                                .NH = NH,
+                                .HS = HS,
+                                .Tq = Tq,
+                                .Tk = Tk,
+                                .causal = causal,
+                                .q_t = qt,
+                                .q_b = (size_t)Tq * qt,
+                                .kv_t = kvt,
+                                .kv_b = (size_t)Tk * kvt,
+                                .o_t = C,
+                                .o_b = (size_t)Tq * C,
+                                .l_h = (size_t)Tq,
+                                .l_b = (size_t)NH * Tq,
+                                .q_pos = qp,
                                 .k_pos = kp};
 }
 
@@ -113,8 +124,9 @@ static void check_pair(int Tq, int Tk, int causal, int64_t qp, int64_t kp,
   ZT_OK(zeroc_k_attention_block_forward(K, NULL, po, pl, d.q, d.kv, d.kv + C, &d.blk, dp));
   pair_ref(&d, dp, ro, rl);
   double eo = rel(po, ro, no), el = rel(pl, rl, nl);
-  ZT_ASSERT_MSG(eo < 1e-5 && el < 1e-5, "block Tq %d Tk %d causal %d drop %d: out err %g lse err %g",
-                Tq, Tk, causal, dp != NULL, eo, el);
+  ZT_ASSERT_MSG(eo < 1e-5 && el < 1e-5,
+                "block Tq %d Tk %d causal %d drop %d: out err %g lse err %g", Tq, Tk, causal,
+                dp != NULL, eo, el);
   /* backward with the block's own out and lse (the block is then a whole attention):
    * gradients pre-filled, so the kernel must accumulate */
   const size_t nq = (size_t)B * Tq * (C + 2), nkv = (size_t)B * Tk * 2 * C;
@@ -124,8 +136,8 @@ static void check_pair(int Tq, int Tk, int causal, int64_t qp, int64_t kp,
   float *dq0 = malloc(sizeof(float) * nq), *dkv0 = malloc(sizeof(float) * nkv);
   memcpy(dq0, dq, sizeof(float) * nq);
   memcpy(dkv0, dkv, sizeof(float) * nkv);
-  ZT_OK(zeroc_k_attention_block_backward(K, NULL, dq, dkv, dkv + C, d.dout, d.q, d.kv, d.kv + C,
-                                         po, pl, &d.blk, dp));
+  ZT_OK(zeroc_k_attention_block_backward(K, NULL, dq, dkv, dkv + C, d.dout, d.q, d.kv, d.kv + C, po,
+                                         pl, &d.blk, dp));
   /* central differences of sum(dout * out) on a sample of every input */
   const double h = 1e-3;
   double num = 0, den = 0;
@@ -185,10 +197,22 @@ static void check_split(const zeroc_dropout_t *dp) {
   for (int pass = 0; pass < 2; pass++)
     for (int k = 0; k < 3; k++) {
       const int qc = pairs[k][0], kc = pairs[k][1];
-      zeroc_attn_block_t a = {.B = B, .NH = NH, .HS = HS, .Tq = c, .Tk = c, .causal = qc == kc,
-                              .q_t = 3 * C, .q_b = (size_t)T * 3 * C, .kv_t = 3 * C,
-                              .kv_b = (size_t)T * 3 * C, .o_t = C, .o_b = (size_t)T * C,
-                              .l_h = T, .l_b = (size_t)NH * T, .q_pos = qc * c, .k_pos = kc * c};
+      zeroc_attn_block_t a = {.B = B,
+                              .NH = NH,
+                              .HS = HS,
+                              .Tq = c,
+                              .Tk = c,
+                              .causal = qc == kc,
+                              .q_t = 3 * C,
+                              .q_b = (size_t)T * 3 * C,
+                              .kv_t = 3 * C,
+                              .kv_b = (size_t)T * 3 * C,
+                              .o_t = C,
+                              .o_b = (size_t)T * C,
+                              .l_h = T,
+                              .l_b = (size_t)NH * T,
+                              .q_pos = qc * c,
+                              .k_pos = kc * c};
       const float *q = qkv + (size_t)qc * c * 3 * C, *kk = qkv + (size_t)kc * c * 3 * C + C;
       if (pass == 0) {
         ZT_OK(zeroc_k_attention_block_forward(K, NULL, po, pl, q, kk, kk + C, &a, dp));
@@ -196,9 +220,9 @@ static void check_split(const zeroc_dropout_t *dp) {
                                       k != 2));
       } else {
         float *g = dq2 + (size_t)qc * c * 3 * C, *gk = dq2 + (size_t)kc * c * 3 * C + C;
-        ZT_OK(zeroc_k_attention_block_backward(K, NULL, g, gk, gk + C, dout + (size_t)qc * c * C,
-                                               q, kk, kk + C, o2 + (size_t)qc * c * C,
-                                               l2 + qc * c, &a, dp));
+        ZT_OK(zeroc_k_attention_block_backward(K, NULL, g, gk, gk + C, dout + (size_t)qc * c * C, q,
+                                               kk, kk + C, o2 + (size_t)qc * c * C, l2 + qc * c, &a,
+                                               dp));
       }
     }
   double eo = zt_rel_err(o2, out, n1), el = zt_rel_err(l2, lse, nl), ed = zt_rel_err(dq2, dq, n3);

@@ -123,6 +123,12 @@ typedef struct zeroc_gpt_options {
  * tied head split by vocabulary rows (padded to a multiple of 64 x tp); every
  * tp size starts from the same weights. Each rank's units hold its slices, so
  * zeroc_shard() shards them over dp like any other (TP x FSDP).
+ * With the context's cp > 1 (context parallelism) every rank holds all of its
+ * units' weights and runs them on its zigzag tokens of each sequence (see
+ * zeroc_gpt_batch_t): positions and dropout masks follow the global tokens,
+ * attention sees the whole sequence by the ring or Ulysses (options.cp_mode),
+ * and the shards of zeroc_shard() span dp_shard x cp; seq must be divisible
+ * by 2 x cp, and Ulysses needs cp to divide the heads of a tp rank.
  * Returns ZEROC_ERR_INVALID_ARG for a bad shape (or tp not dividing heads; a
  * stage with empty, overlapping or unordered chunks, slots outside 1..4096),
  * ZEROC_ERR_NOMEM.

@@ -17,6 +17,21 @@ size_t zeroc__cp_buffer_bytes(zeroc__cp_mode_t mode, int N, int B, int T, int Cl
   return (4 * b * Tl * 2 * (size_t)Cl + b * c * (size_t)Cl) * esz + b * (size_t)NHl * c * 4;
 }
 
+void zeroc__cp_comm_bytes(zeroc__cp_mode_t mode, int N, int B, int T, int Cl, size_t esz,
+                          uint64_t *fwd, uint64_t *bwd) {
+  *fwd = *bwd = 0;
+  if (N <= 1 || B < 1 || T < 2 * N || Cl < 1) return;
+  const uint64_t n = (uint64_t)N, u = (uint64_t)B * (uint64_t)(T / N) * (uint64_t)Cl * esz;
+  if (mode == ZEROC_CP_ULYSSES) {
+    /* per all-to-all of J*Cl columns: J*u/N to each of the N-1 others */
+    *fwd = 4 * (u / n) * (n - 1); /* qkv (3) and out (1) */
+    *bwd = 8 * (u / n) * (n - 1); /* qkv, out, dout and dqkv */
+  } else {
+    *fwd = (n - 1) * 2 * u;     /* K/V (2Cl) to the next rank, N-1 hops */
+    *bwd = (2 * n - 1) * 2 * u; /* K/V again (N-1 hops) and dK/dV (N hops) */
+  }
+}
+
 zeroc_result_t zeroc__cp_check_seq(int N, int T) {
   if (N < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp %d: accepted cp >= 1", N);
   if (N > 1 && (T < 2 * N || T % (2 * N)))
@@ -41,7 +56,8 @@ zeroc_result_t zeroc__cp_create(zeroc_kernels_t *k, const zeroc__devmem_t *mem, 
                                 zeroc__cp_mode_t mode, int overlap, zeroc__cp_t **out) {
   *out = NULL;
   if (mode != ZEROC_CP_RING && mode != ZEROC_CP_ULYSSES)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp mode %d: accepted ring (0), ulysses (1)", (int)mode);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp mode %d: accepted ring (0), ulysses (1)",
+                      (int)mode);
   zeroc__cp_t *cp = calloc(1, sizeof *cp);
   if (!cp) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cp object");
   cp->k = k;
@@ -112,7 +128,8 @@ zeroc_result_t zeroc__cp_check_shape(const zeroc__cp_t *cp, int B, int T, int Cl
   ZEROC_CHECK(zeroc__cp_check_seq(cp->size, T));
   if (cp->mode == ZEROC_CP_ULYSSES && NHl % cp->size)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "cp-mode ulysses: %d heads per tp rank not divisible by cp %d", NHl, cp->size);
+                      "cp-mode ulysses: %d heads per tp rank not divisible by cp %d", NHl,
+                      cp->size);
   return ZEROC_OK;
 }
 
@@ -120,8 +137,7 @@ zeroc_result_t zeroc__cp_attention_forward(zeroc__cp_t *cp, zeroc_stream_t *s, v
                                            float *lse, const void *qkv, int B, int T, int Cl,
                                            int NHl, const zeroc_dropout_t *drop) {
   ZEROC_CHECK(zeroc__cp_check_shape(cp, B, T, Cl, NHl));
-  if (cp->size == 1)
-    return zeroc_k_attention_forward(cp->k, s, out, lse, qkv, B, T, Cl, NHl, drop);
+  if (cp->size == 1) return zeroc_k_attention_forward(cp->k, s, out, lse, qkv, B, T, Cl, NHl, drop);
   ZEROC_CHECK(zeroc__cp_reserve(cp, B, T, Cl, NHl));
   if (cp->mode == ZEROC_CP_ULYSSES)
     return zeroc__cp_ulysses_forward(cp, s, out, lse, qkv, B, T, Cl, NHl, drop);

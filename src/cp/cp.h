@@ -95,6 +95,13 @@ zeroc_result_t zeroc__cp_reserve(zeroc__cp_t *cp, int B, int T, int Cl, int NHl)
 size_t zeroc__cp_buffer_bytes(zeroc__cp_mode_t mode, int N, int B, int T, int Cl, int NHl,
                               size_t esz);
 
+/* Bytes this rank sends to other cp ranks for one attention layer's forward
+ * (*fwd) and backward (*bwd), as the comm counters count them (ring: send bytes;
+ * ulysses: all-to-all bus bytes): the formulas above, for the planner. 0 when
+ * N == 1. Ulysses needs Cl divisible by N (as its head check does). */
+void zeroc__cp_comm_bytes(zeroc__cp_mode_t mode, int N, int B, int T, int Cl, size_t esz,
+                          uint64_t *fwd, uint64_t *bwd);
+
 /* ZEROC_OK when a global sequence of T tokens splits over N cp ranks (T a
  * multiple of 2N); otherwise ZEROC_ERR_INVALID_ARG with a one-line message. */
 zeroc_result_t zeroc__cp_check_seq(int N, int T);
@@ -115,8 +122,11 @@ static inline int64_t zeroc__cp_position(int N, int r, int T, int i) {
  * positions; lse: B*NHl*Tl fp32 kept for backward (ring: (B,NHl,Tl) of the local
  * rows; ulysses: (B,NHl/N,T) of this rank's heads in natural order).
  * drop: NULL, or the layer's attention dropout with global coordinates
- * (drop->first the global index of this rank's first head): masks equal the
- * single-rank run's. Everything is enqueued on `s` (the compute stream).
+ * (drop->first the global index of this rank's first head, positions numbered
+ * on the whole sequence: drop->Tmax >= T): masks equal the single-rank run's.
+ * Everything is enqueued on `s` (the compute stream). Nothing is kept in the cp
+ * object between calls (every transfer has completed, in `s`'s order, when a
+ * call returns), so all layers and micro-batches can share one cp object.
  */
 zeroc_result_t zeroc__cp_attention_forward(zeroc__cp_t *cp, zeroc_stream_t *s, void *out,
                                            float *lse, const void *qkv, int B, int T, int Cl,

@@ -105,11 +105,22 @@ static int pair(const ring_t *R, int qh, int src, int kh, zeroc_attn_block_t *b)
   const int qc = chunk(R->cp, R->cp->rank, qh), kc = chunk(R->cp, src, kh);
   if (kc > qc) return 0;
   const size_t Cl = (size_t)R->Cl, Tl = (size_t)R->Tl;
-  *b = (zeroc_attn_block_t){.B = R->B, .NH = R->NHl, .HS = R->HS, .Tq = R->c, .Tk = R->c,
-                            .causal = kc == qc, .q_t = 3 * Cl, .q_b = Tl * 3 * Cl,
-                            .kv_t = 2 * Cl, .kv_b = Tl * 2 * Cl, .o_t = Cl, .o_b = Tl * Cl,
-                            .l_h = Tl, .l_b = (size_t)R->NHl * Tl,
-                            .q_pos = (int64_t)qc * R->c, .k_pos = (int64_t)kc * R->c};
+  *b = (zeroc_attn_block_t){.B = R->B,
+                            .NH = R->NHl,
+                            .HS = R->HS,
+                            .Tq = R->c,
+                            .Tk = R->c,
+                            .causal = kc == qc,
+                            .q_t = 3 * Cl,
+                            .q_b = Tl * 3 * Cl,
+                            .kv_t = 2 * Cl,
+                            .kv_b = Tl * 2 * Cl,
+                            .o_t = Cl,
+                            .o_b = Tl * Cl,
+                            .l_h = Tl,
+                            .l_b = (size_t)R->NHl * Tl,
+                            .q_pos = (int64_t)qc * R->c,
+                            .k_pos = (int64_t)kc * R->c};
   return 1;
 }
 

@@ -31,8 +31,7 @@ static zeroc_result_t a2a(uly_t *U, size_t blk) {
   return r;
 }
 
-static void uly_setup(uly_t *U, zeroc__cp_t *cp, zeroc_stream_t *s, int B, int T, int Cl,
-                      int NHl) {
+static void uly_setup(uly_t *U, zeroc__cp_t *cp, zeroc_stream_t *s, int B, int T, int Cl, int NHl) {
   U->cp = cp;
   U->s = s;
   U->B = B;
@@ -112,9 +111,9 @@ static const zeroc_dropout_t *heads_drop(const uly_t *U, const zeroc_dropout_t *
   return tmp;
 }
 
-zeroc_result_t zeroc__cp_ulysses_forward(zeroc__cp_t *cp, zeroc_stream_t *s, void *out,
-                                         float *lse, const void *qkv, int B, int T, int Cl,
-                                         int NHl, const zeroc_dropout_t *drop) {
+zeroc_result_t zeroc__cp_ulysses_forward(zeroc__cp_t *cp, zeroc_stream_t *s, void *out, float *lse,
+                                         const void *qkv, int B, int T, int Cl, int NHl,
+                                         const zeroc_dropout_t *drop) {
   uly_t U;
   zeroc_dropout_t dh;
   uly_setup(&U, cp, s, B, T, Cl, NHl);

@@ -15,7 +15,7 @@
 #include "kernels/cuda/common.cuh"
 
 #define AB_HS_MAX 128
-#define AB_PER (AB_HS_MAX / 32) /* head dimensions per lane */
+#define AB_PER    (AB_HS_MAX / 32) /* head dimensions per lane */
 
 /* This lane's head dimensions of a row (0 past HS). */
 template <typename T>
@@ -53,7 +53,8 @@ __global__ void block_forward_kernel(T *pout, float *plse, const T *q, const T *
   for (int u = 0; u < AB_PER; u++) o[u] = 0.0f;
   const uint32_t thr = dr ? zeroc__dropout_threshold(dp.p) : 0;
   const float dsc = dr ? zeroc__dropout_scale(dp.p) : 1.0f;
-  const uint64_t rk = dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
+  const uint64_t rk =
+      dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
   float m = -INFINITY, l = 0.0f;
   const int jend = a.causal ? i + 1 : a.Tk;
   for (int j = 0; j < jend; j++) {
@@ -105,8 +106,8 @@ __global__ void merge_kernel(T *out, float *lse, const T *pout, const float *pls
 // dk, dv += for key row j; grid (Tk, NH, B), one warp
 template <typename T>
 __global__ void block_dkdv_kernel(T *dk, T *dv, const T *dout, const T *q, const T *k, const T *v,
-                                  const T *out, const float *lse, zeroc_attn_block_t a,
-                                  float scale, zeroc_dropout_t dp, bool dr) {
+                                  const T *out, const float *lse, zeroc_attn_block_t a, float scale,
+                                  zeroc_dropout_t dp, bool dr) {
   const int j = blockIdx.x, h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x, HS = a.HS;
   const size_t kvo = b * a.kv_b + (size_t)j * a.kv_t + (size_t)h * HS;
   float kj[AB_PER], vj[AB_PER], qi[AB_PER], dy[AB_PER], oi[AB_PER], gk[AB_PER], gv[AB_PER];
@@ -124,7 +125,8 @@ __global__ void block_dkdv_kernel(T *dk, T *dv, const T *dout, const T *q, const
     ab_load(oi, out + oo, HS, lane);
     const float D = ab_dot(dy, oi), L = lse[b * a.l_b + h * a.l_h + i];
     const float p = expf(ab_dot(qi, kj) * scale - L);
-    const uint64_t rk = dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
+    const uint64_t rk =
+        dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
     const float mk = ab_mask(dp, dr, rk, a.k_pos + j, thr, dsc);
     const float dpv = ab_dot(dy, vj) * mk;
     const float ds = p * (dpv - D) * scale;
@@ -161,7 +163,8 @@ __global__ void block_dq_kernel(T *dq, const T *dout, const T *q, const T *k, co
   const float D = ab_dot(dy, oi), L = lse[b * a.l_b + h * a.l_h + i];
   const uint32_t thr = dr ? zeroc__dropout_threshold(dp.p) : 0;
   const float dsc = dr ? zeroc__dropout_scale(dp.p) : 1.0f;
-  const uint64_t rk = dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
+  const uint64_t rk =
+      dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
   const int jend = a.causal ? i + 1 : a.Tk;
   for (int j = 0; j < jend; j++) {
     const size_t kvo = b * a.kv_b + (size_t)j * a.kv_t + (size_t)h * HS;
@@ -205,9 +208,10 @@ static zeroc_result_t ab_check(const char *fn, const zeroc_attn_block_t *a) {
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_attention_block_forward(
-    zeroc_kernels_t *k, zeroc_stream_t *s, void *pout, float *plse, const void *q, const void *kk,
-    const void *v, const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop) {
+extern "C" zeroc_result_t
+zeroc__cuda_attention_block_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *pout, float *plse,
+                                    const void *q, const void *kk, const void *v,
+                                    const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop) {
   ZEROC_CHECK(ab_check("attention_block_forward", blk));
   cudaStream_t st = zc_stream(k, s);
   const zeroc_dropout_t dp = drop ? *drop : zeroc_dropout_t{};
@@ -233,11 +237,11 @@ extern "C" zeroc_result_t zeroc__cuda_attention_merge(zeroc_kernels_t *k, zeroc_
   cudaStream_t st = zc_stream(k, s);
   dim3 grid(blk->Tq, blk->NH, blk->B), block(32);
   if (k->dtype == ZEROC_BF16)
-    merge_kernel<bf16><<<grid, block, 0, st>>>((bf16 *)out, lse, (const bf16 *)pout, plse, *blk,
-                                               first);
+    merge_kernel<bf16>
+        <<<grid, block, 0, st>>>((bf16 *)out, lse, (const bf16 *)pout, plse, *blk, first);
   else
-    merge_kernel<float><<<grid, block, 0, st>>>((float *)out, lse, (const float *)pout, plse,
-                                                *blk, first);
+    merge_kernel<float>
+        <<<grid, block, 0, st>>>((float *)out, lse, (const float *)pout, plse, *blk, first);
   ZC_LAUNCHED("merge_kernel", grid, block, 0);
   return ZEROC_OK;
 }
@@ -258,10 +262,11 @@ static zeroc_result_t block_backward(cudaStream_t st, T *dq, T *dk, T *dv, const
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_attention_block_backward(
-    zeroc_kernels_t *k, zeroc_stream_t *s, void *dq, void *dk, void *dv, const void *dout,
-    const void *q, const void *kk, const void *v, const void *out, const float *lse,
-    const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop) {
+extern "C" zeroc_result_t
+zeroc__cuda_attention_block_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dq, void *dk,
+                                     void *dv, const void *dout, const void *q, const void *kk,
+                                     const void *v, const void *out, const float *lse,
+                                     const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop) {
   ZEROC_CHECK(ab_check("attention_block_backward", blk));
   cudaStream_t st = zc_stream(k, s);
   if (k->dtype == ZEROC_BF16)
@@ -281,11 +286,11 @@ extern "C" zeroc_result_t zeroc__cuda_copy_rows(zeroc_kernels_t *k, zeroc_stream
   const unsigned blocks = (unsigned)(n / 256 + 1 < 4096 ? n / 256 + 1 : 4096);
   dim3 grid(blocks), block(256);
   if (k->dtype == ZEROC_BF16)
-    copy_rows_kernel<bf16><<<grid, block, 0, st>>>((bf16 *)dst, dst_t, (const bf16 *)src, src_t,
-                                                   rows, width, add);
+    copy_rows_kernel<bf16>
+        <<<grid, block, 0, st>>>((bf16 *)dst, dst_t, (const bf16 *)src, src_t, rows, width, add);
   else
-    copy_rows_kernel<float><<<grid, block, 0, st>>>((float *)dst, dst_t, (const float *)src, src_t,
-                                                    rows, width, add);
+    copy_rows_kernel<float>
+        <<<grid, block, 0, st>>>((float *)dst, dst_t, (const float *)src, src_t, rows, width, add);
   ZC_LAUNCHED("copy_rows_kernel", grid, block, 0);
   return ZEROC_OK;
 }
