@@ -150,9 +150,11 @@ typedef struct zeroc_plan_result {
  * Plans one layout.
  *   cfg: an initialised config; out: receives the plan.
  * Returns ZEROC_ERR_INVALID_ARG, naming the field, the value and what is
- * accepted, for a bad shape or a layout that does not divide (tp x pp must
- * divide gpus, pp the layers, tp the heads, hsdp the dp size), ZeRO-2/3 with
- * pp > 1, hsdp > 1 with ZeRO-0, offload_params without ZeRO-3.
+ * accepted, for a bad shape or a layout that does not divide (tp x pp x cp
+ * must divide gpus, pp the layers, tp the heads, hsdp the dp size, 2 cp the
+ * seq, and with Ulysses cp the heads / tp), ZeRO-2/3 with pp > 1, hsdp > 1
+ * with ZeRO-0, offload_params without ZeRO-3, a cp_mode other than ring or
+ * ulysses.
  */
 zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg, zeroc_plan_result_t *out);
 
@@ -161,12 +163,15 @@ zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg, zeroc_plan_res
  * `global_batch` sequences (0: cfg->model.batch x cfg->gpus) and keeps those
  * that fit cfg->gpu_mem_gib, fastest first (ties: less memory first).
  * Layouts: tp dividing gpus_per_node, at most 8 and dividing the heads; pp
- * dividing the layers; dp the rest (dividing global_batch); ZeRO 0-3 with
- * pp == 1, 0-1 with pp > 1; hsdp replica counts dividing dp; for each, the
- * micro-batch count m (dividing global_batch / dp) with the shortest step.
- * cfg's model, dtype, recompute, sequence parallelism, offload, activation
- * model and cluster apply to every layout; its zero, tp, pp, hsdp and
- * microbatches are ignored. With offload_params only ZeRO-3 is considered.
+ * dividing the layers; cp = 1, 2, 4, ... up to cfg->cp (1 when unset) with
+ * 2 cp dividing seq, in ring and (where cp divides heads / tp) Ulysses, or
+ * only cfg->cp_mode when it is not DEFAULT; dp the rest (dividing
+ * global_batch); ZeRO 0-3 with pp == 1, 0-1 with pp > 1; hsdp replica counts
+ * dividing dp; for each, the micro-batch count m (dividing global_batch / dp)
+ * with the shortest step. cfg's model, dtype, recompute, sequence
+ * parallelism, offload, activation model and cluster apply to every layout;
+ * its zero, tp, pp, hsdp and microbatches are ignored (cp and cp_mode bound
+ * the search, as above). With offload_params only ZeRO-3 is considered.
  *   list: receives a malloc'd array (NULL when count is 0), freed with
  *   zeroc_plan_free; count: receives its length.
  * Returns ZEROC_ERR_INVALID_ARG for a bad config or a global batch outside

@@ -17,34 +17,34 @@ static zeroc__cp_mode_t cp_mode(int mode) {
   return mode == ZEROC_CP_MODE_ULYSSES ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
 }
 
+/* What the two modes keep, hold and send (src/cp computes the numbers; this
+ * is why they are what they are), per block and micro-batch:
+ *
+ * Ring: N-1 hops forward, each sending the K and V in hand (2X) to the next
+ * rank while attending to them: (N-1) 2X. Backward: K and V go round again
+ * ((N-1) 2X) and the dK, dV accumulators travel with them and take one more
+ * hop home (N 2X): (3N-2) 2X in all. Buffers: double buffers of K/V and of
+ * dK/dV (8X), one block's partial output (c Cl e) and its log-sum-exp
+ * (c NHl fp32), c = B T / 2N. Nothing beyond gpt.c's own q, k, v, output and
+ * log-sum-exp is kept for backward.
+ *
+ * Ulysses: forward, all-to-all q, k, v (3X) from sequence-split to head-split,
+ * attention on the whole sequence for NHl/N heads, the output (X) back; each
+ * all-to-all keeps 1/N of its buffer local, so (N-1)/N of 4X leaves.
+ * Backward: q, k, v and the output again and the output's gradient (5X) to
+ * head-split, dq, dk, dv (3X) back: 8X (N-1)/N; 12X (N-1)/N in all. Nothing
+ * head-split is kept between forward and backward. Buffers: send and receive
+ * staging of qkv, head-split qkv, out, dout and dqkv, 14X. */
 void zeroc__plan_cp_block(int mode, int N, int B, int T, int Cl, int NHl, int e,
                           zeroc__plan_cp_t *out) {
-  double X = (double)B * (T / N) * Cl * e;
   out->saved = out->buffers = out->forward = out->backward = 0;
   if (N <= 1) return;
-  /* the buffers src/cp allocates (zeroc__cp_buffer_bytes; the formulas below) */
+  /* the buffers src/cp allocates and the bytes it sends: one source of truth */
   out->buffers = (double)zeroc__cp_buffer_bytes(cp_mode(mode), N, B, T, Cl, NHl, (size_t)e);
-  if (mode == ZEROC_CP_MODE_ULYSSES) {
-    /* Forward: all-to-all q, k, v (3X) from sequence-split to head-split,
-     * attention on the whole sequence for NHl/N heads, the output (X) back.
-     * Each all-to-all keeps 1/N of its buffer local: (N-1)/N of 4X leaves.
-     * Backward: q, k, v and the output again, the output's gradient (5X) to
-     * head-split, dq, dk, dv (3X) back: nothing head-split is kept between
-     * forward and backward. Buffers: send and receive staging of qkv,
-     * head-split qkv, out, dout and dqkv, 14X. */
-    out->forward = 4.0 * X * (N - 1) / N;
-    out->backward = 8.0 * X * (N - 1) / N;
-    return;
-  }
-  /* Ring: N-1 hops forward, each sending the K and V in hand (2X) to the
-   * next rank while attending to them. Backward: K and V go round again
-   * (N-1 sends of 2X) and the dK, dV accumulators travel with them and take
-   * one more hop home (N sends of 2X). Buffers: double buffers of K/V and of
-   * dK/dV (4 x 2X), one block's partial output (c Cl e) and its log-sum-exp
-   * (c NHl fp32), c = B T / 2N. Nothing beyond gpt.c's own q, k, v, output and log-sum-exp
-   * is kept for backward. */
-  out->forward = (N - 1) * 2.0 * X;
-  out->backward = (N - 1) * 2.0 * X + N * 2.0 * X;
+  uint64_t fwd, bwd;
+  zeroc__cp_comm_bytes(cp_mode(mode), N, B, T, Cl, (size_t)e, &fwd, &bwd);
+  out->forward = (double)fwd;
+  out->backward = (double)bwd;
 }
 
 zeroc_result_t zeroc__plan_check_cp(const zeroc_plan_config_t *c) {
