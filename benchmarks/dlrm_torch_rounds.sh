@@ -5,7 +5,8 @@
 # batch per rank, optimizers and fp32. Three PyTorch baselines:
 #   gather: nn.EmbeddingBag(sparse=True) tables, their sparse gradients exchanged in two
 #           all-gathers for all tables, zeroc's row-wise AdaGrad on the touched rows
-#           (the strongest plain-PyTorch version found here);
+#           (the fastest plain-PyTorch version found for `dlrm`; for `dlrm-tiny`'s
+#           750 rows the dense one is faster);
 #   sparse: nn.EmbeddingBag(sparse=True) under DDP (gloo's sparse all-reduce, one per
 #           table) and torch.optim.Adagrad (per-element state) on the touched rows;
 #   dense:  dense table gradients all-reduced by DDP, Adagrad on every row (what a naive
