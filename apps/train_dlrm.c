@@ -121,6 +121,8 @@ static int parse(int argc, char **argv, dlrm_opts_t *o) {
                                          "--microbatches",
                                          "--grad-accum",
                                          "--sequence-parallel",
+                                         "--cp",
+                                         "--cp-mode",
                                          "--dropout",
                                          "--export",
                                          "--init",
