@@ -71,7 +71,12 @@ criteo)
   { head -3 "$FIX/criteo_small.tsv"; printf '1\t2\t3\n'; } > "$WORK/bad.tsv"
   out=$(run 1 "${C[@]}" --data "$WORK/bad.tsv" 2>&1); rc=$?
   [ $rc = 2 ] && echo "$out" | grep -q "bad.tsv:4: 3 fields; accepted 40" || { echo "$out"; fail "malformed line: exit $rc"; }
-  echo "malformed line refused: $(echo "$out" | grep bad.tsv)" ;;
+  echo "malformed line refused: $(echo "$out" | grep bad.tsv)"
+  # a FIFO with no writer would block the open; refused by kind, at once (timeout: no hang)
+  mkfifo "$WORK/fifo.tsv"
+  out=$(timeout 30 "$ZEROC" train --device cpu "${C[@]}" --batch 8 --data "$WORK/fifo.tsv" 2>&1); rc=$?
+  [ $rc = 2 ] && echo "$out" | grep -q "fifo.tsv' is a fifo, not a regular file" || { echo "$out"; fail "fifo data: exit $rc"; }
+  echo "fifo refused: $out" ;;
 resume)
   # saved at 2 ranks (column-wise tables) at step 3, resumed at 4 ranks row-wise and at
   # 1 rank data-parallel: the last 3 losses are the uninterrupted run's

@@ -6,6 +6,8 @@
  * value into its table's rows.
  */
 #include <errno.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include "core/error.h"
 #include "io/clicks_internal.h"
+#include "io/files.h"
 #include "io/rng.h"
 
 #define NF        (1 + ZEROC__CRITEO_DENSE + ZEROC__CRITEO_TABLES)
@@ -133,9 +136,17 @@ zeroc_result_t zeroc__clicks_criteo(const char *path, const zeroc__click_shape_t
   if (!c) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "click source");
   c->T = s->tables, c->ndense = s->dense, c->hot = 1;
   memcpy(c->rows, s->rows, sizeof(int64_t) * (size_t)s->tables);
-  FILE *f = fopen(path, "r");
-  zeroc_result_t r = f ? read_all(c, path, f)
-                       : ZEROC_FAIL(ZEROC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  /* a regular file only: a FIFO would block the open (and the read) with no writer, a
+   * directory or device is no TSV; the shared open refuses them by name without blocking */
+  int fd = -1;
+  struct stat st;
+  zeroc_result_t r = zeroc__open_regular(path, "Criteo TSV", &fd, &st);
+  FILE *f = NULL;
+  if (!r && !(f = fdopen(fd, "r"))) {
+    r = ZEROC_FAIL(ZEROC_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    close(fd);
+  }
+  if (!r) r = read_all(c, path, f);
   if (f) fclose(f);
   if (r) {
     zeroc__clicks_destroy(c);
