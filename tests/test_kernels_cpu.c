@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/cpu/vmath.h"
 #include "kernels/kernels.h"
 #include "runtime/runtime.h"
 #include "testutil.h"
@@ -732,6 +733,55 @@ static void test_accumulate_scale(void) {
   release();
 }
 
+/* ---- the kernels' vectorisable exp ------------------------------------------------- */
+
+/* zeroc__expf against double exp over its whole range (a fine grid plus the
+ * values softmax and GELU feed it), and its edges: 0 below the smallest normal,
+ * +inf above its top, NaN kept. */
+static void test_vexpf(void) {
+  double worst = 0;
+  float worst_x = 0;
+  for (int i = 0; i <= 2000000; i++) {
+    const float x = ZEROC_EXPF_LO + (ZEROC_EXPF_HI - ZEROC_EXPF_LO) * (float)i / 2000000.0f;
+    const double want = exp((double)x), e = fabs((double)zeroc__expf(x) - want) / want;
+    if (e > worst) worst = e, worst_x = x;
+  }
+  const float small[] = {0.0f, -0.0f, 1e-8f, -1e-8f, 0.5f, -0.5f, 0.34657359f, -0.34657359f};
+  for (size_t i = 0; i < sizeof small / sizeof *small; i++) {
+    const double want = exp((double)small[i]);
+    const double e = fabs((double)zeroc__expf(small[i]) - want) / want;
+    if (e > worst) worst = e, worst_x = small[i];
+  }
+  if (verbose) printf("\n    zeroc__expf worst rel err %.2e at %g", worst, worst_x);
+  /* 3 ulp of 1.0f (2^-23 each) */
+  ZT_ASSERT_MSG(worst <= 3.6e-7, "zeroc__expf: relative error %.3g at x = %.9g > 3.6e-7", worst,
+                worst_x);
+  ZT_ASSERT_MSG(zeroc__expf(0.0f) == 1.0f, "zeroc__expf(0) = %.9g, want 1", zeroc__expf(0.0f));
+  ZT_ASSERT_MSG(zeroc__expf(-100.0f) == 0.0f && zeroc__expf(-INFINITY) == 0.0f,
+                "zeroc__expf below the normal range: %g, %g, want 0", zeroc__expf(-100.0f),
+                zeroc__expf(-INFINITY));
+  ZT_ASSERT_MSG(isinf(zeroc__expf(89.0f)) && isinf(zeroc__expf(INFINITY)),
+                "zeroc__expf above its range: %g, %g, want inf", zeroc__expf(89.0f),
+                zeroc__expf(INFINITY));
+  ZT_ASSERT_MSG(isnan(zeroc__expf(NAN)), "zeroc__expf(NaN) = %g, want NaN", zeroc__expf(NAN));
+  /* the same through a vectorised loop (8 lanes, a tail of 3) */
+  float in[19], out[19];
+  for (int i = 0; i < 19; i++) in[i] = -9.0f + (float)i;
+  in[4] = NAN;
+  in[7] = -INFINITY;
+#pragma omp simd
+  for (int i = 0; i < 19; i++) out[i] = zeroc__expf(in[i]);
+  for (int i = 0; i < 19; i++) {
+    if (i == 4) {
+      ZT_ASSERT_MSG(isnan(out[i]), "vectorised zeroc__expf(NaN) = %g", out[i]);
+      continue;
+    }
+    const double want = exp((double)in[i]);
+    ZT_ASSERT_MSG(fabs(out[i] - want) <= 3.6e-7 * want, "vectorised zeroc__expf(%g) = %.9g, want %.9g",
+                  in[i], out[i], want);
+  }
+}
+
 static void test_sumsq(void) {
   const size_t n = 100003; /* above the threading threshold */
   float *x = frand(n, 101, -2, 2);
@@ -944,6 +994,7 @@ int main(int argc, char **argv) {
       {"cast fp32 <-> bf16", test_cast},
       {"accumulate and scale", test_accumulate_scale},
       {"add_to into fp32 and bf16", test_add_to},
+      {"vectorisable expf vs exp, edges, NaN", test_vexpf},
       {"sumsq, NaN and Inf propagate", test_sumsq},
       {"adamw vs reference over 5 steps", test_adamw},
       {"bad shapes are rejected", test_bad_shapes},
