@@ -12,7 +12,8 @@ nil. Data: uniform random tokens (zeroc's --data synthetic), generated before th
 Ranks come from mpirun (OMPI_COMM_WORLD_RANK/SIZE); the same environment as torchrun sets
 (OMP_NUM_THREADS=1 per rank) is the caller's. DDP over gloo, the optimiser state sharded by
 torch.distributed.optim.ZeroRedundancyOptimizer (ZeRO-1) when world > 1.
-Prints per step `step N ms M` on rank 0 and one summary line: median of steps 4..30.
+Prints per step `step N ms M` on rank 0 and one summary line: median of steps 4 to the last.
+Runs on PyTorch 1.13 (Debian's python3-torch, which lacks scaled_dot_product_attention) and 2.x.
 """
 import argparse
 import math
@@ -42,7 +43,12 @@ class Block(nn.Module):
         B, T, C = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.nh, C // self.nh).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if hasattr(F, "scaled_dot_product_attention"):  # PyTorch >= 2.0 (flash / fused on CPU)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # Debian's python3-torch 1.13: the attention written out, as nanoGPT did then
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.shape[-1]))
+            mask = torch.ones(T, T, dtype=torch.bool).tril()
+            y = att.masked_fill(~mask, float("-inf")).softmax(dim=-1) @ v
         x = x + self.attn_proj(y.transpose(1, 2).contiguous().view(B, T, C))
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 
@@ -112,7 +118,7 @@ def main():
         times.append(dt)
         if rank == 0:
             print(f"step {s + 1} ms {dt * 1e3:.3f} loss {loss.item():.4f}", flush=True)
-    med = statistics.median(times[3:30])  # steps 4..30
+    med = statistics.median(times[3:] if len(times) > 3 else times)  # steps 4..
     if rank == 0:
         tok = a.batch * a.seq * world / med
         print(f"torch: median step {med * 1e3:.2f} ms, {tok:.0f} tokens/s over {world} ranks, "

@@ -2,17 +2,27 @@
 # benchmarks/gpt_vs_torch.sh - tokens/s of `zeroc train` (GPT, fp32, CPU ranks) and of the
 # same GPT in PyTorch (benchmarks/gpt_vs_torch.py: DDP + ZeroRedundancyOptimizer over gloo,
 # OMP_NUM_THREADS=1 per rank as torchrun sets it for more than one rank), in ROUNDS interleaved rounds whose order
-# alternates. Each round's figure is the median tokens/s of steps 4..30; the summary gives
+# alternates. Each round's figure is the median tokens/s of steps 4..STEPS; the summary gives
 # the median of the rounds, their range, the model GFLOP/s (Megatron's formula, as
 # zeroc_plan_flops_megatron in src/plan/plan.c) and the share of the sgemm ceiling
 # of the machine (bench_sgemm, n = 2048, on all `nproc` threads).
 # usage: gpt_vs_torch.sh BUILD_DIR PYTHON [NP] [ROUNDS]
+#   PYTHON: /usr/bin/python3 with Debian's python3-torch (1.13, what issue 20 measured) or a venv's
 #   env ZEROC_FLAGS (default "--zero 1"), ZEROC_ENV (e.g. "ZEROC_THREADS=1"), the shape in
-#   LAYERS HIDDEN HEADS VOCAB SEQ BATCH (defaults 4 256 4 4096 128 8: issue 20), MPIRUN_FLAGS,
+#   LAYERS HIDDEN HEADS VOCAB SEQ BATCH (defaults 4 256 4 4096 128 8: issue 20), or PRESET=small
+#   (4 128 4 512 128 4) or PRESET=gpt2-124m (12 768 12 50257 1024 1), STEPS (default 30), MPIRUN_FLAGS,
 #   SKIP_TORCH=1 (zeroc only), TORCH_THREADS (OMP_NUM_THREADS of each PyTorch rank), CEIL (the machine's sgemm GFLOP/s; measured when unset)
 set -u
 BUILD=$1 PY=$2 NP=${3:-2} ROUNDS=${4:-5}
+case ${PRESET:-} in
+  small) : "${LAYERS:=4}" "${HIDDEN:=128}" "${HEADS:=4}" "${VOCAB:=512}" "${SEQ:=128}" "${BATCH:=4}" ;;
+  gpt2-124m) : "${LAYERS:=12}" "${HIDDEN:=768}" "${HEADS:=12}" "${VOCAB:=50257}" "${SEQ:=1024}" "${BATCH:=1}" ;;
+  "") ;;
+  *) echo "gpt_vs_torch.sh: PRESET '$PRESET' unknown; accepted: small, gpt2-124m (or set LAYERS HIDDEN HEADS VOCAB SEQ BATCH)" >&2; exit 2 ;;
+esac
 L=${LAYERS:-4} H=${HIDDEN:-256} NH=${HEADS:-4} V=${VOCAB:-4096} T=${SEQ:-128} B=${BATCH:-8}
+STEPS=${STEPS:-30}
+[ "$STEPS" -ge 5 ] 2>/dev/null || { echo "gpt_vs_torch.sh: STEPS '$STEPS' must be an integer >= 5 (steps 1-3 are warm-up)" >&2; exit 2; }
 ZF=${ZEROC_FLAGS:---zero 1} ZENV=${ZEROC_ENV:-}
 FLAGS=${MPIRUN_FLAGS:---allow-run-as-root --oversubscribe}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-gpt-torch-XXXXXX")
@@ -26,15 +36,15 @@ run_zeroc() {
   local envx=() e
   for e in $ZENV; do envx+=(-x "$e"); done
   env $ZENV mpirun $FLAGS -np "$NP" "${envx[@]}" "$BUILD/zeroc" train --device cpu --model custom \
-    "${SHAPE[@]}" $ZF --steps 30 --quiet --metrics "$WORK/m.jsonl" > "$WORK/z.log" 2>&1 ||
+    "${SHAPE[@]}" $ZF --steps "$STEPS" --quiet --metrics "$WORK/m.jsonl" > "$WORK/z.log" 2>&1 ||
     { cat "$WORK/z.log" >&2; exit 1; }
-  sed -n 's/.*"tokens_per_s": \([^,]*\).*/\1/p' "$WORK/m.jsonl" | sed -n '4,30p' | med
+  sed -n 's/.*"tokens_per_s": \([^,]*\).*/\1/p' "$WORK/m.jsonl" | sed -n "4,${STEPS}p" | med
 }
 run_torch() {
   OMP_NUM_THREADS=$TT MASTER_PORT=$((20000 + RANDOM % 20000)) mpirun $FLAGS -np "$NP" \
     -x OMP_NUM_THREADS -x MASTER_PORT "$PY" "$(dirname "$0")/gpt_vs_torch.py" "${SHAPE[@]}" \
-    --steps 30 > "$WORK/t.log" 2>&1 || { cat "$WORK/t.log" >&2; exit 1; }
-  awk -v tok=$((B * T * NP)) '$1 == "step" { print tok * 1000 / $4 }' "$WORK/t.log" | sed -n '4,30p' | med
+    --steps "$STEPS" > "$WORK/t.log" 2>&1 || { cat "$WORK/t.log" >&2; exit 1; }
+  awk -v tok=$((B * T * NP)) '$1 == "step" { print tok * 1000 / $4 }' "$WORK/t.log" | sed -n "4,${STEPS}p" | med
 }
 : > "$WORK/zr"; : > "$WORK/tr"
 for r in $(seq 1 "$ROUNDS"); do
