@@ -9,18 +9,12 @@
 # usage: gpt_vs_torch.sh BUILD_DIR PYTHON [NP] [ROUNDS]
 #   PYTHON: /usr/bin/python3 with Debian's python3-torch (1.13, what issue 20 measured) or a venv's
 #   env ZEROC_FLAGS (default "--zero 1"), ZEROC_ENV (e.g. "ZEROC_THREADS=1"), the shape in
-#   LAYERS HIDDEN HEADS VOCAB SEQ BATCH (defaults 4 256 4 4096 128 8: issue 20), or PRESET=small
-#   (4 128 4 512 128 4) or PRESET=gpt2-124m (12 768 12 50257 1024 1), STEPS (default 30), MPIRUN_FLAGS,
+#   PRESET or LAYERS HIDDEN HEADS VOCAB SEQ BATCH (gpt_shape.sh; default issue 20's GPT),
+#   STEPS (default 30), MPIRUN_FLAGS,
 #   SKIP_TORCH=1 (zeroc only), TORCH_THREADS (OMP_NUM_THREADS of each PyTorch rank), CEIL (the machine's sgemm GFLOP/s; measured when unset)
 set -u
 BUILD=$1 PY=$2 NP=${3:-2} ROUNDS=${4:-5}
-case ${PRESET:-} in
-  small) : "${LAYERS:=4}" "${HIDDEN:=128}" "${HEADS:=4}" "${VOCAB:=512}" "${SEQ:=128}" "${BATCH:=4}" ;;
-  gpt2-124m) : "${LAYERS:=12}" "${HIDDEN:=768}" "${HEADS:=12}" "${VOCAB:=50257}" "${SEQ:=1024}" "${BATCH:=1}" ;;
-  "") ;;
-  *) echo "gpt_vs_torch.sh: PRESET '$PRESET' unknown; accepted: small, gpt2-124m (or set LAYERS HIDDEN HEADS VOCAB SEQ BATCH)" >&2; exit 2 ;;
-esac
-L=${LAYERS:-4} H=${HIDDEN:-256} NH=${HEADS:-4} V=${VOCAB:-4096} T=${SEQ:-128} B=${BATCH:-8}
+. "$(dirname "$0")/gpt_shape.sh"
 STEPS=${STEPS:-30}
 [ "$STEPS" -ge 5 ] 2>/dev/null || { echo "gpt_vs_torch.sh: STEPS '$STEPS' must be an integer >= 5 (steps 1-3 are warm-up)" >&2; exit 2; }
 ZF=${ZEROC_FLAGS:---zero 1} ZENV=${ZEROC_ENV:-}
@@ -30,7 +24,6 @@ trap 'rm -rf "$WORK"' EXIT
 # torchrun sets OMP_NUM_THREADS=1 when it starts more than one process per node; one
 # process keeps PyTorch's default, a thread per core
 TT=${TORCH_THREADS:-$([ "$NP" -gt 1 ] && echo 1 || nproc)}
-SHAPE=(--layers $L --hidden $H --heads $NH --vocab $V --seq $T --batch $B)
 med() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 run_zeroc() {
   local envx=() e
