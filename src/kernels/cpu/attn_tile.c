@@ -1,0 +1,261 @@
+/*
+ * kernels/cpu/attn_tile.c - attention of one head in tiles of BQ queries x BK
+ * keys (attn_tile.h). Each tile is a handful of small matrix products (q k^T,
+ * p v, and in the backward dout v^T, p^T dout, ds k, ds^T q), done by one
+ * register-blocked micro-kernel, plus row-wise softmax work with the vector exp
+ * of vmath.h. Before this the kernels took one dot product per (query, key)
+ * pair and a libm expf per score, and ran at a small fraction of the
+ * multiply-add rate of the machine.
+ *
+ * Causal: key tiles wholly above the diagonal are skipped; only the tiles that
+ * cross it mask their scores. Every sum runs in a fixed order that depends on
+ * the shapes only, never on the thread that runs the head.
+ */
+#include "kernels/cpu/attn_tile.h"
+
+/* ISO C mode (-std=c11) keeps a * b + c as two roundings; the x86-64-v3 clone
+ * should fuse them (2 FMAs a cycle instead of a multiply and an add). */
+#pragma GCC optimize("fp-contract=fast")
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/vmath.h"
+
+#define BQ 64        /* query rows of a tile */
+#define BK_MAX 64    /* key rows of a tile (fewer for big heads, see tile_keys) */
+#define PACK 8192    /* floats of a transposed k or v tile: HS x BK */
+
+/* The tiles are on the stack (5 x 16 KiB + 2 x 32 KiB at most): per-thread,
+ * no allocation, and small beside any thread's stack. */
+static int tile_keys(int HS) {
+  const int bk = PACK / HS;
+  return bk >= BK_MAX ? BK_MAX : (bk > 8 ? bk / 8 * 8 : (bk > 0 ? bk : 1));
+}
+
+/* GCC's vector extension: 8 floats, one AVX register in the x86-64-v3 clone,
+ * two SSE ones in the baseline one. Used only in locals (never passed by value,
+ * which would change the ABI between the clones). */
+typedef float v8 __attribute__((vector_size(32)));
+#define LD(p) ({ v8 x_; memcpy(&x_, (p), sizeof x_); x_; })
+#define ST(p, x) do { v8 y_ = (x); memcpy((p), &y_, sizeof y_); } while (0)
+
+#define ZEROC_INL static inline __attribute__((always_inline))
+
+/* c (M x N, rows ldc apart) += a (M x K, rows lda apart) b (K x N, rows ldb
+ * apart), all row-major. 4 rows x 16 columns of c are held in 8 vector
+ * registers over the whole K loop: per k, 2 loads of b and 4 broadcasts of a
+ * feed 8 fused multiply-adds. A short last row group recomputes its last row
+ * (the pointers are clamped) and stores only the real ones. */
+ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, size_t lda,
+                      const float *restrict b, size_t ldb, int M, int N, int K) {
+  for (int i = 0; i < M; i += 4) {
+    const int mr = M - i < 4 ? M - i : 4;
+    const float *a0 = a + (size_t)i * lda, *a1 = a + (size_t)(i + (mr > 1)) * lda;
+    const float *a2 = a + (size_t)(i + (mr > 2 ? 2 : mr - 1)) * lda;
+    const float *a3 = a + (size_t)(i + mr - 1) * lda;
+    float *c0 = c + (size_t)i * ldc;
+    int j = 0;
+    for (; j + 16 <= N; j += 16) {
+      v8 x00 = {0}, x01 = {0}, x10 = {0}, x11 = {0}, x20 = {0}, x21 = {0}, x30 = {0}, x31 = {0};
+      for (int k = 0; k < K; k++) {
+        const float *bk = b + (size_t)k * ldb + j;
+        const v8 b0 = LD(bk), b1 = LD(bk + 8);
+        x00 += a0[k] * b0, x01 += a0[k] * b1, x10 += a1[k] * b0, x11 += a1[k] * b1;
+        x20 += a2[k] * b0, x21 += a2[k] * b1, x30 += a3[k] * b0, x31 += a3[k] * b1;
+      }
+      const v8 acc[4][2] = {{x00, x01}, {x10, x11}, {x20, x21}, {x30, x31}};
+      for (int r = 0; r < mr; r++) {
+        float *cr = c0 + (size_t)r * ldc + j;
+        ST(cr, LD(cr) + acc[r][0]);
+        ST(cr + 8, LD(cr + 8) + acc[r][1]);
+      }
+    }
+    for (; j + 8 <= N; j += 8) {
+      v8 x0 = {0}, x1 = {0}, x2 = {0}, x3 = {0};
+      for (int k = 0; k < K; k++) {
+        const v8 b0 = LD(b + (size_t)k * ldb + j);
+        x0 += a0[k] * b0, x1 += a1[k] * b0, x2 += a2[k] * b0, x3 += a3[k] * b0;
+      }
+      const v8 acc[4] = {x0, x1, x2, x3};
+      for (int r = 0; r < mr; r++) ST(c0 + (size_t)r * ldc + j, LD(c0 + (size_t)r * ldc + j) + acc[r]);
+    }
+    for (; j < N; j++) /* head sizes and key counts that are not multiples of 8 */
+      for (int r = 0; r < mr; r++) {
+        const float *ar = a + (size_t)(i + r) * lda;
+        float s = 0;
+        for (int k = 0; k < K; k++) s += ar[k] * b[(size_t)k * ldb + j];
+        c0[(size_t)r * ldc + j] += s;
+      }
+  }
+}
+
+/* t (HS x n, row-major) = the n rows x (HS each, rows ld apart) transposed: makes
+ * k^T and v^T tiles the micro-kernel reads along rows. */
+ZEROC_INL void pack_t(float *restrict t, const float *restrict x, size_t ld, int n, int HS) {
+  for (int j = 0; j < n; j++)
+    for (int d = 0; d < HS; d++) t[(size_t)d * n + j] = x[(size_t)j * ld + d];
+}
+
+/* t (n x m) = s (m x n) transposed */
+ZEROC_INL void transpose(float *restrict t, const float *restrict s, int m, int n) {
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) t[(size_t)j * m + i] = s[(size_t)i * n + j];
+}
+
+ZEROC_INL float dotf(const float *a, const float *b, int n) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int i = 0; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+/* keys of the tile at j0 (nj of them) that query row i sees */
+ZEROC_INL int visible(const zeroc__attn_head_t *a, int i, int j0, int nj) {
+  if (!a->causal) return nj;
+  const int n = i - j0 + 1;
+  return n < 0 ? 0 : (n > nj ? nj : n);
+}
+
+ZEROC_INL uint64_t row_key(const zeroc__attn_head_t *a, int i) {
+  return zeroc__dropout_row_key(a->drop->key,
+                                zeroc__dropout_row_att(a->drop, a->b, a->h, a->q_pos + i));
+}
+
+/* p (nj) <- dropout's multiplier of (row key rk, keys j0..): 1/(1-p) kept, 0 dropped,
+ * times p */
+ZEROC_INL void drop_row(float *restrict p, const zeroc__attn_head_t *a, uint64_t rk, int j0,
+                        int nj) {
+  const uint32_t thr = zeroc__dropout_threshold(a->drop->p);
+  const float dsc = zeroc__dropout_scale(a->drop->p);
+  const uint32_t c0 = (uint32_t)(a->k_pos + j0);
+#pragma omp simd
+  for (int c = 0; c < nj; c++) p[c] = zeroc__dropout_bits(rk, c0 + (uint32_t)c) >= thr ? p[c] * dsc : 0.0f;
+}
+
+/* One row of a forward tile: s (nj scores q.k) -> the row's probabilities against
+ * the new running max (dropped if dropout is on); rescales o (HS) and l to it. */
+ZEROC_INL void fwd_row(float *restrict s, float *restrict o, float *m, float *l,
+                       const zeroc__attn_head_t *a, float scale, int i, int j0, int nj) {
+  const int vis = visible(a, i, j0, nj);
+  float mx = *m;
+#pragma omp simd reduction(max : mx)
+  for (int c = 0; c < vis; c++) mx = s[c] * scale > mx ? s[c] * scale : mx;
+  float sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int c = 0; c < nj; c++) {
+    const float p = c < vis ? zeroc__expf(s[c] * scale - mx) : 0.0f;
+    s[c] = p;
+    sum += p;
+  }
+  if (mx != *m) { /* rescale what was summed against the old max (0 on the first tile) */
+    const float alpha = zeroc__expf(*m - mx);
+    *l *= alpha;
+#pragma omp simd
+    for (int d = 0; d < a->HS; d++) o[d] *= alpha;
+    *m = mx;
+  }
+  *l += sum;
+  if (a->drop && a->drop->p > 0) drop_row(s, a, row_key(a, i), j0, nj);
+}
+
+// q, k, v of one head -> o (Tq rows o_t apart) = attention, lse (Tq)
+ZEROC_CPU_HOT void zeroc__attn_head_forward(const zeroc__attn_head_t *a, float *o, float *lse) {
+  const int HS = a->HS, BK = tile_keys(HS);
+  const float scale = 1.0f / sqrtf((float)HS);
+  float kt[PACK], s[BQ * BK_MAX], m[BQ], l[BQ];
+  for (int i0 = 0; i0 < a->Tq; i0 += BQ) {
+    const int ni = a->Tq - i0 < BQ ? a->Tq - i0 : BQ;
+    float *oi = o + (size_t)i0 * a->o_t;
+    for (int r = 0; r < ni; r++) {
+      memset(oi + (size_t)r * a->o_t, 0, (size_t)HS * sizeof *o);
+      m[r] = -INFINITY, l[r] = 0;
+    }
+    const int jend = a->causal ? i0 + ni : a->Tk; /* tiles above the diagonal: skipped */
+    for (int j0 = 0; j0 < jend; j0 += BK) {
+      const int nj = jend - j0 < BK ? jend - j0 : BK;
+      pack_t(kt, a->k + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
+      memset(s, 0, (size_t)ni * nj * sizeof *s);
+      mm_acc(s, nj, a->q + (size_t)i0 * a->q_t, a->q_t, kt, nj, ni, nj, HS); /* (ni,nj) q k^T */
+      for (int r = 0; r < ni; r++)
+        fwd_row(s + (size_t)r * nj, oi + (size_t)r * a->o_t, &m[r], &l[r], a, scale, i0 + r, j0,
+                nj);
+      mm_acc(oi, a->o_t, s, nj, a->v + (size_t)j0 * a->kv_t, a->kv_t, ni, HS, nj); /* += p v */
+    }
+    for (int r = 0; r < ni; r++) {
+      float *restrict orow = oi + (size_t)r * a->o_t;
+      const float il = 1.0f / l[r];
+#pragma omp simd
+      for (int d = 0; d < HS; d++) orow[d] *= il;
+      lse[i0 + r] = m[r] + logf(l[r]);
+    }
+  }
+}
+
+/* One row of a backward tile: p (nj scores q.k), dp (nj, dout.v) -> p = ds, the
+ * gradient of the scores times scale, dp = the (dropped) probabilities that met v.
+ * With p_j = softmax row i and dp_j = dout . v_j, ds_j = p_j (dp_j - sum_k p_k dp_k),
+ * and the sum is D = dout . out_i. With dropout's multiplier m_j v meets m_j p_j and
+ * dp_j is m_j dout . v_j; D is still the sum. */
+ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_head_t *a,
+                       float scale, float L, float D, int i, int j0, int nj) {
+  const int vis = visible(a, i, j0, nj);
+#pragma omp simd
+  for (int c = 0; c < nj; c++) p[c] = c < vis ? zeroc__expf(p[c] * scale - L) : 0.0f;
+  if (a->drop && a->drop->p > 0) {
+    const uint32_t thr = zeroc__dropout_threshold(a->drop->p);
+    const float dsc = zeroc__dropout_scale(a->drop->p);
+    const uint64_t rk = row_key(a, i);
+    const uint32_t c0 = (uint32_t)(a->k_pos + j0);
+#pragma omp simd
+    for (int c = 0; c < nj; c++) {
+      const float mk = zeroc__dropout_bits(rk, c0 + (uint32_t)c) >= thr ? dsc : 0.0f;
+      const float ds = p[c] * (dp[c] * mk - D) * scale;
+      dp[c] = p[c] * mk;
+      p[c] = ds;
+    }
+  } else {
+#pragma omp simd
+    for (int c = 0; c < nj; c++) {
+      const float ds = p[c] * (dp[c] - D) * scale;
+      dp[c] = p[c];
+      p[c] = ds;
+    }
+  }
+}
+
+// dout, out (o_t), lse of one head -> dq (q_t) +=, dk, dv (kv_t) +=
+ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float *dq, float *dk,
+                                             float *dv, const float *dout, const float *out,
+                                             const float *lse) {
+  const int HS = a->HS, BK = tile_keys(HS);
+  const float scale = 1.0f / sqrtf((float)HS);
+  float kt[PACK], vt[PACK], p[BQ * BK_MAX], dp[BQ * BK_MAX], pt[BQ * BK_MAX], dst[BQ * BK_MAX];
+  /* key tiles outside: dk and dv of a tile sum over the query tiles in registers'
+   * reach; dq sums over key tiles in key order */
+  for (int j0 = 0; j0 < a->Tk; j0 += BK) {
+    const int nj = a->Tk - j0 < BK ? a->Tk - j0 : BK;
+    const float *kj = a->k + (size_t)j0 * a->kv_t, *vj = a->v + (size_t)j0 * a->kv_t;
+    pack_t(kt, kj, a->kv_t, nj, HS);
+    pack_t(vt, vj, a->kv_t, nj, HS);
+    float *dkj = dk + (size_t)j0 * a->kv_t, *dvj = dv + (size_t)j0 * a->kv_t;
+    for (int i0 = a->causal ? j0 / BQ * BQ : 0; i0 < a->Tq; i0 += BQ) {
+      const int ni = a->Tq - i0 < BQ ? a->Tq - i0 : BQ;
+      const float *qi = a->q + (size_t)i0 * a->q_t, *dyi = dout + (size_t)i0 * a->o_t;
+      memset(p, 0, (size_t)ni * nj * sizeof *p);
+      memset(dp, 0, (size_t)ni * nj * sizeof *dp);
+      mm_acc(p, nj, qi, a->q_t, kt, nj, ni, nj, HS);       /* (ni,nj) q k^T */
+      mm_acc(dp, nj, dyi, a->o_t, vt, nj, ni, nj, HS);     /* (ni,nj) dout v^T */
+      for (int r = 0; r < ni; r++) {
+        const float *dy = dyi + (size_t)r * a->o_t, *orow = out + (size_t)(i0 + r) * a->o_t;
+        bwd_row(p + (size_t)r * nj, dp + (size_t)r * nj, a, scale, lse[i0 + r],
+                dotf(dy, orow, HS), i0 + r, j0, nj);
+      }
+      transpose(pt, dp, ni, nj);                           /* (nj,ni) p^T (dropped) */
+      transpose(dst, p, ni, nj);                           /* (nj,ni) ds^T */
+      mm_acc(dvj, a->kv_t, pt, ni, dyi, a->o_t, nj, HS, ni);  /* dv += p^T dout */
+      mm_acc(dkj, a->kv_t, dst, ni, qi, a->q_t, nj, HS, ni);  /* dk += ds^T q */
+      mm_acc(dq + (size_t)i0 * a->q_t, a->q_t, p, nj, kj, a->kv_t, ni, HS, nj); /* dq += ds k */
+    }
+  }
+}
