@@ -22,8 +22,12 @@
 
 #include "kernels/cpu/vmath.h"
 
-#define BQ 64        /* query rows of a tile */
-#define BK_MAX 64    /* key rows of a tile (fewer for big heads, see tile_keys) */
+#ifndef BQ
+#define BQ 64 /* query rows of a tile */
+#endif
+#ifndef BK_MAX
+#define BK_MAX 64 /* key rows of a tile (fewer for big heads, see tile_keys) */
+#endif
 #define PACK 8192    /* floats of a transposed k or v tile: HS x BK */
 
 /* The tiles are on the stack (5 x 16 KiB + 2 x 32 KiB at most): per-thread,
