@@ -30,7 +30,7 @@
 #endif
 #define PACK 8192    /* floats of a transposed k or v tile: HS x BK */
 
-/* The tiles are on the stack (5 x 16 KiB + 2 x 32 KiB at most): per-thread,
+/* The tiles are on the stack (2 x 16 KiB + 2 x 32 KiB at most): per-thread,
  * no allocation, and small beside any thread's stack. */
 static int tile_keys(int HS) {
   const int bk = PACK / HS;
@@ -46,27 +46,45 @@ typedef float v8 __attribute__((vector_size(32)));
 
 #define ZEROC_INL static inline __attribute__((always_inline))
 
-/* c (M x N, rows ldc apart) += a (M x K, rows lda apart) b (K x N, rows ldb
- * apart), all row-major. 4 rows x 16 columns of c are held in 8 vector
- * registers over the whole K loop: per k, 2 loads of b and 4 broadcasts of a
- * feed 8 fused multiply-adds. A short last row group recomputes its last row
- * (the pointers are clamped) and stores only the real ones. */
-ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, size_t lda,
-                      const float *restrict b, size_t ldb, int M, int N, int K) {
+/* What the causal mask lets a product of a diagonal tile skip. `off` is the
+ * query tile's start minus the key tile's (query row i of the tile sees key
+ * column j iff j <= i + off; off >= the tile's size: no mask):
+ * MM_COLS: c's rows are queries, its columns keys (q k^T, dout v^T): columns past
+ *   the last row's view are left as they are (the softmax masks them anyway);
+ * MM_KEND: c's rows are queries, the sum runs over keys (p v, ds k): stop there;
+ * MM_KBEG: c's rows are keys, the sum runs over queries (p^T dout, ds^T q): start
+ *   at the first query that sees the row. */
+enum { MM_COLS, MM_KEND, MM_KBEG };
+
+/* c (M x N, rows ldc apart) += a (M x K; element (i, k) at a[i*ars + k*acs], so a
+ * may be read transposed) b (K x N, rows ldb apart), b and c row-major. 4 rows x
+ * 16 columns of c are held in 8 vector registers over the whole K loop: per k,
+ * 2 loads of b and 4 broadcasts of a feed 8 fused multiply-adds. A short last
+ * row group recomputes its last row (the pointers are clamped) and stores only
+ * the real ones. */
+ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, size_t ars,
+                      size_t acs, const float *restrict b, size_t ldb, int M, int N, int K,
+                      int role, int off) {
   for (int i = 0; i < M; i += 4) {
     const int mr = M - i < 4 ? M - i : 4;
-    const float *a0 = a + (size_t)i * lda, *a1 = a + (size_t)(i + (mr > 1)) * lda;
-    const float *a2 = a + (size_t)(i + (mr > 2 ? 2 : mr - 1)) * lda;
-    const float *a3 = a + (size_t)(i + mr - 1) * lda;
+    const float *a0 = a + (size_t)i * ars, *a1 = a + (size_t)(i + (mr > 1)) * ars;
+    const float *a2 = a + (size_t)(i + (mr > 2 ? 2 : mr - 1)) * ars;
+    const float *a3 = a + (size_t)(i + mr - 1) * ars;
     float *c0 = c + (size_t)i * ldc;
+    const int last = i + mr - 1 + off + 1; /* columns / keys the group's last row sees */
+    int n = N, k0 = 0, k1 = K;
+    if (role == MM_COLS && last < N) n = (last + 15) / 16 * 16 < N ? (last + 15) / 16 * 16 : N;
+    if (role == MM_KEND && last < K) k1 = last;
+    if (role == MM_KBEG && i - off > 0) k0 = i - off;
     int j = 0;
-    for (; j + 16 <= N; j += 16) {
+    for (; j + 16 <= n; j += 16) {
       v8 x00 = {0}, x01 = {0}, x10 = {0}, x11 = {0}, x20 = {0}, x21 = {0}, x30 = {0}, x31 = {0};
-      for (int k = 0; k < K; k++) {
+      for (int k = k0; k < k1; k++) {
         const float *bk = b + (size_t)k * ldb + j;
         const v8 b0 = LD(bk), b1 = LD(bk + 8);
-        x00 += a0[k] * b0, x01 += a0[k] * b1, x10 += a1[k] * b0, x11 += a1[k] * b1;
-        x20 += a2[k] * b0, x21 += a2[k] * b1, x30 += a3[k] * b0, x31 += a3[k] * b1;
+        const size_t ka = (size_t)k * acs;
+        x00 += a0[ka] * b0, x01 += a0[ka] * b1, x10 += a1[ka] * b0, x11 += a1[ka] * b1;
+        x20 += a2[ka] * b0, x21 += a2[ka] * b1, x30 += a3[ka] * b0, x31 += a3[ka] * b1;
       }
       const v8 acc[4][2] = {{x00, x01}, {x10, x11}, {x20, x21}, {x30, x31}};
       for (int r = 0; r < mr; r++) {
@@ -75,36 +93,70 @@ ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, si
         ST(cr + 8, LD(cr + 8) + acc[r][1]);
       }
     }
-    for (; j + 8 <= N; j += 8) {
+    for (; j + 8 <= n; j += 8) {
       v8 x0 = {0}, x1 = {0}, x2 = {0}, x3 = {0};
-      for (int k = 0; k < K; k++) {
+      for (int k = k0; k < k1; k++) {
         const v8 b0 = LD(b + (size_t)k * ldb + j);
-        x0 += a0[k] * b0, x1 += a1[k] * b0, x2 += a2[k] * b0, x3 += a3[k] * b0;
+        const size_t ka = (size_t)k * acs;
+        x0 += a0[ka] * b0, x1 += a1[ka] * b0, x2 += a2[ka] * b0, x3 += a3[ka] * b0;
       }
       const v8 acc[4] = {x0, x1, x2, x3};
       for (int r = 0; r < mr; r++) ST(c0 + (size_t)r * ldc + j, LD(c0 + (size_t)r * ldc + j) + acc[r]);
     }
-    for (; j < N; j++) /* head sizes and key counts that are not multiples of 8 */
+    for (; j < n; j++) /* head sizes and key counts that are not multiples of 8 */
       for (int r = 0; r < mr; r++) {
-        const float *ar = a + (size_t)(i + r) * lda;
-        float s = 0;
-        for (int k = 0; k < K; k++) s += ar[k] * b[(size_t)k * ldb + j];
-        c0[(size_t)r * ldc + j] += s;
+        const float *ar = a + (size_t)(i + r) * ars;
+        float sum = 0;
+        for (int k = k0; k < k1; k++) sum += ar[(size_t)k * acs] * b[(size_t)k * ldb + j];
+        c0[(size_t)r * ldc + j] += sum;
       }
   }
 }
 
-/* t (HS x n, row-major) = the n rows x (HS each, rows ld apart) transposed: makes
- * k^T and v^T tiles the micro-kernel reads along rows. */
-ZEROC_INL void pack_t(float *restrict t, const float *restrict x, size_t ld, int n, int HS) {
-  for (int j = 0; j < n; j++)
-    for (int d = 0; d < HS; d++) t[(size_t)d * n + j] = x[(size_t)j * ld + d];
-}
+typedef int v8i __attribute__((vector_size(32)));
+#ifdef __clang__
+#define SHUF(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
+#else
+#define SHUF(x, y, ...) __builtin_shuffle(x, y, (v8i){__VA_ARGS__})
+#endif
 
-/* t (n x m) = s (m x n) transposed */
-ZEROC_INL void transpose(float *restrict t, const float *restrict s, int m, int n) {
-  for (int i = 0; i < m; i++)
-    for (int j = 0; j < n; j++) t[(size_t)j * m + i] = s[(size_t)i * n + j];
+/* t (HS x n, row-major) = the n rows x (HS each, rows ld apart) transposed: makes
+ * k^T and v^T tiles the micro-kernel reads along rows. In 8 x 8 blocks by
+ * shuffles (unpack, shuffle, lane swap: 24 for 64 floats), as an element-wise
+ * copy took a fifth of the forward's time. */
+ZEROC_INL void pack_t(float *restrict t, const float *restrict x, size_t ld, int n, int HS) {
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    int d = 0;
+    for (; d + 8 <= HS; d += 8) {
+      const float *xr = x + (size_t)j * ld + d;
+      const v8 r0 = LD(xr), r1 = LD(xr + ld), r2 = LD(xr + 2 * ld), r3 = LD(xr + 3 * ld);
+      const v8 r4 = LD(xr + 4 * ld), r5 = LD(xr + 5 * ld), r6 = LD(xr + 6 * ld),
+               r7 = LD(xr + 7 * ld);
+      const v8 t0 = SHUF(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13), t1 = SHUF(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
+      const v8 t2 = SHUF(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13), t3 = SHUF(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
+      const v8 t4 = SHUF(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13), t5 = SHUF(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
+      const v8 t6 = SHUF(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13), t7 = SHUF(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
+      /* u0: rows 0-3 of columns 0 and 4; u1: 1 and 5; u2: 2 and 6; u3: 3 and 7; u4-u7: rows 4-7 */
+      const v8 u0 = SHUF(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13), u1 = SHUF(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+      const v8 u2 = SHUF(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13), u3 = SHUF(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+      const v8 u4 = SHUF(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13), u5 = SHUF(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
+      const v8 u6 = SHUF(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13), u7 = SHUF(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
+      float *tc = t + (size_t)d * n + j;
+      ST(tc, SHUF(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST(tc + n, SHUF(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST(tc + 2 * (size_t)n, SHUF(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST(tc + 3 * (size_t)n, SHUF(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST(tc + 4 * (size_t)n, SHUF(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15));
+      ST(tc + 5 * (size_t)n, SHUF(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15));
+      ST(tc + 6 * (size_t)n, SHUF(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15));
+      ST(tc + 7 * (size_t)n, SHUF(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15));
+    }
+    for (; d < HS; d++) /* head sizes that are not multiples of 8 */
+      for (int k = j; k < j + 8; k++) t[(size_t)d * n + k] = x[(size_t)k * ld + d];
+  }
+  for (; j < n; j++)
+    for (int d = 0; d < HS; d++) t[(size_t)d * n + j] = x[(size_t)j * ld + d];
 }
 
 ZEROC_INL float dotf(const float *a, const float *b, int n) {
@@ -180,11 +232,12 @@ ZEROC_CPU_HOT void zeroc__attn_head_forward(const zeroc__attn_head_t *a, float *
       const int nj = jend - j0 < BK ? jend - j0 : BK;
       pack_t(kt, a->k + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
       memset(s, 0, (size_t)ni * nj * sizeof *s);
-      mm_acc(s, nj, a->q + (size_t)i0 * a->q_t, a->q_t, kt, nj, ni, nj, HS); /* (ni,nj) q k^T */
+      const int off = a->causal ? i0 - j0 : BQ + BK_MAX; /* see MM_COLS */
+      mm_acc(s, nj, a->q + (size_t)i0 * a->q_t, a->q_t, 1, kt, nj, ni, nj, HS, MM_COLS, off);
       for (int r = 0; r < ni; r++)
         fwd_row(s + (size_t)r * nj, oi + (size_t)r * a->o_t, &m[r], &l[r], a, scale, i0 + r, j0,
                 nj);
-      mm_acc(oi, a->o_t, s, nj, a->v + (size_t)j0 * a->kv_t, a->kv_t, ni, HS, nj); /* += p v */
+      mm_acc(oi, a->o_t, s, nj, 1, a->v + (size_t)j0 * a->kv_t, a->kv_t, ni, HS, nj, MM_KEND, off);
     }
     for (int r = 0; r < ni; r++) {
       float *restrict orow = oi + (size_t)r * a->o_t;
@@ -234,7 +287,7 @@ ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float 
                                              const float *lse) {
   const int HS = a->HS, BK = tile_keys(HS);
   const float scale = 1.0f / sqrtf((float)HS);
-  float kt[PACK], vt[PACK], p[BQ * BK_MAX], dp[BQ * BK_MAX], pt[BQ * BK_MAX], dst[BQ * BK_MAX];
+  float kt[PACK], vt[PACK], p[BQ * BK_MAX], dp[BQ * BK_MAX];
   /* key tiles outside: dk and dv of a tile sum over the query tiles in registers'
    * reach; dq sums over key tiles in key order */
   for (int j0 = 0; j0 < a->Tk; j0 += BK) {
@@ -248,18 +301,19 @@ ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float 
       const float *qi = a->q + (size_t)i0 * a->q_t, *dyi = dout + (size_t)i0 * a->o_t;
       memset(p, 0, (size_t)ni * nj * sizeof *p);
       memset(dp, 0, (size_t)ni * nj * sizeof *dp);
-      mm_acc(p, nj, qi, a->q_t, kt, nj, ni, nj, HS);       /* (ni,nj) q k^T */
-      mm_acc(dp, nj, dyi, a->o_t, vt, nj, ni, nj, HS);     /* (ni,nj) dout v^T */
+      const int off = a->causal ? i0 - j0 : BQ + BK_MAX; /* see MM_COLS */
+      mm_acc(p, nj, qi, a->q_t, 1, kt, nj, ni, nj, HS, MM_COLS, off);    /* (ni,nj) q k^T */
+      mm_acc(dp, nj, dyi, a->o_t, 1, vt, nj, ni, nj, HS, MM_COLS, off);  /* (ni,nj) dout v^T */
       for (int r = 0; r < ni; r++) {
         const float *dy = dyi + (size_t)r * a->o_t, *orow = out + (size_t)(i0 + r) * a->o_t;
         bwd_row(p + (size_t)r * nj, dp + (size_t)r * nj, a, scale, lse[i0 + r],
                 dotf(dy, orow, HS), i0 + r, j0, nj);
       }
-      transpose(pt, dp, ni, nj);                           /* (nj,ni) p^T (dropped) */
-      transpose(dst, p, ni, nj);                           /* (nj,ni) ds^T */
-      mm_acc(dvj, a->kv_t, pt, ni, dyi, a->o_t, nj, HS, ni);  /* dv += p^T dout */
-      mm_acc(dkj, a->kv_t, dst, ni, qi, a->q_t, nj, HS, ni);  /* dk += ds^T q */
-      mm_acc(dq + (size_t)i0 * a->q_t, a->q_t, p, nj, kj, a->kv_t, ni, HS, nj); /* dq += ds k */
+      /* p (ni,nj) holds ds, dp the dropped probabilities: read transposed for dk, dv */
+      mm_acc(dvj, a->kv_t, dp, 1, nj, dyi, a->o_t, nj, HS, ni, MM_KBEG, off); /* += p^T dout */
+      mm_acc(dkj, a->kv_t, p, 1, nj, qi, a->q_t, nj, HS, ni, MM_KBEG, off);   /* += ds^T q */
+      mm_acc(dq + (size_t)i0 * a->q_t, a->q_t, p, nj, 1, kj, a->kv_t, ni, HS, nj, MM_KEND,
+             off); /* dq += ds k */
     }
   }
 }
