@@ -29,8 +29,9 @@
 #define BK_MAX 64 /* key rows of a tile (fewer for big heads, see tile_keys) */
 #endif
 #define PACK 8192    /* floats of a transposed k or v tile: HS x BK */
+#define QCHUNK 2048  /* query rows whose D the backward keeps at once (a multiple of BQ) */
 
-/* The tiles are on the stack (2 x 16 KiB + 2 x 32 KiB at most): per-thread,
+/* The tiles are on the stack (2 x 16 KiB + 2 x 32 KiB + 8 KiB at most): per-thread,
  * no allocation, and small beside any thread's stack. */
 static int tile_keys(int HS) {
   const int bk = PACK / HS;
@@ -281,39 +282,51 @@ ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_
   }
 }
 
+/* One (query tile, key tile) pair of the backward: recompute p, then dv, dk, dq. */
+ZEROC_INL void bwd_tile(const zeroc__attn_head_t *a, float *dq, float *dkj, float *dvj,
+                        const float *dout, const float *lse, const float *D, const float *kt,
+                        const float *vt, float *restrict p, float *restrict dp, int i0, int ni,
+                        int j0, int nj) {
+  const int HS = a->HS;
+  const float scale = 1.0f / sqrtf((float)HS);
+  const float *qi = a->q + (size_t)i0 * a->q_t, *dyi = dout + (size_t)i0 * a->o_t;
+  const float *kj = a->k + (size_t)j0 * a->kv_t;
+  memset(p, 0, (size_t)ni * nj * sizeof *p);
+  memset(dp, 0, (size_t)ni * nj * sizeof *dp);
+  const int off = a->causal ? i0 - j0 : BQ + BK_MAX; /* see MM_COLS */
+  mm_acc(p, nj, qi, a->q_t, 1, kt, nj, ni, nj, HS, MM_COLS, off);   /* (ni,nj) q k^T */
+  mm_acc(dp, nj, dyi, a->o_t, 1, vt, nj, ni, nj, HS, MM_COLS, off); /* (ni,nj) dout v^T */
+  for (int r = 0; r < ni; r++)
+    bwd_row(p + (size_t)r * nj, dp + (size_t)r * nj, a, scale, lse[i0 + r], D[r], i0 + r, j0, nj);
+  /* p (ni,nj) holds ds, dp the dropped probabilities: read transposed for dk, dv */
+  mm_acc(dvj, a->kv_t, dp, 1, nj, dyi, a->o_t, nj, HS, ni, MM_KBEG, off); /* += p^T dout */
+  mm_acc(dkj, a->kv_t, p, 1, nj, qi, a->q_t, nj, HS, ni, MM_KBEG, off);   /* += ds^T q */
+  mm_acc(dq + (size_t)i0 * a->q_t, a->q_t, p, nj, 1, kj, a->kv_t, ni, HS, nj, MM_KEND,
+         off); /* dq += ds k */
+}
+
 // dout, out (o_t), lse of one head -> dq (q_t) +=, dk, dv (kv_t) +=
 ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float *dq, float *dk,
                                              float *dv, const float *dout, const float *out,
                                              const float *lse) {
   const int HS = a->HS, BK = tile_keys(HS);
-  const float scale = 1.0f / sqrtf((float)HS);
-  float kt[PACK], vt[PACK], p[BQ * BK_MAX], dp[BQ * BK_MAX];
-  /* key tiles outside: dk and dv of a tile sum over the query tiles in registers'
-   * reach; dq sums over key tiles in key order */
-  for (int j0 = 0; j0 < a->Tk; j0 += BK) {
-    const int nj = a->Tk - j0 < BK ? a->Tk - j0 : BK;
-    const float *kj = a->k + (size_t)j0 * a->kv_t, *vj = a->v + (size_t)j0 * a->kv_t;
-    pack_t(kt, kj, a->kv_t, nj, HS);
-    pack_t(vt, vj, a->kv_t, nj, HS);
-    float *dkj = dk + (size_t)j0 * a->kv_t, *dvj = dv + (size_t)j0 * a->kv_t;
-    for (int i0 = a->causal ? j0 / BQ * BQ : 0; i0 < a->Tq; i0 += BQ) {
-      const int ni = a->Tq - i0 < BQ ? a->Tq - i0 : BQ;
-      const float *qi = a->q + (size_t)i0 * a->q_t, *dyi = dout + (size_t)i0 * a->o_t;
-      memset(p, 0, (size_t)ni * nj * sizeof *p);
-      memset(dp, 0, (size_t)ni * nj * sizeof *dp);
-      const int off = a->causal ? i0 - j0 : BQ + BK_MAX; /* see MM_COLS */
-      mm_acc(p, nj, qi, a->q_t, 1, kt, nj, ni, nj, HS, MM_COLS, off);    /* (ni,nj) q k^T */
-      mm_acc(dp, nj, dyi, a->o_t, 1, vt, nj, ni, nj, HS, MM_COLS, off);  /* (ni,nj) dout v^T */
-      for (int r = 0; r < ni; r++) {
-        const float *dy = dyi + (size_t)r * a->o_t, *orow = out + (size_t)(i0 + r) * a->o_t;
-        bwd_row(p + (size_t)r * nj, dp + (size_t)r * nj, a, scale, lse[i0 + r],
-                dotf(dy, orow, HS), i0 + r, j0, nj);
-      }
-      /* p (ni,nj) holds ds, dp the dropped probabilities: read transposed for dk, dv */
-      mm_acc(dvj, a->kv_t, dp, 1, nj, dyi, a->o_t, nj, HS, ni, MM_KBEG, off); /* += p^T dout */
-      mm_acc(dkj, a->kv_t, p, 1, nj, qi, a->q_t, nj, HS, ni, MM_KBEG, off);   /* += ds^T q */
-      mm_acc(dq + (size_t)i0 * a->q_t, a->q_t, p, nj, 1, kj, a->kv_t, ni, HS, nj, MM_KEND,
-             off); /* dq += ds k */
+  float kt[PACK], vt[PACK], p[BQ * BK_MAX], dp[BQ * BK_MAX], D[QCHUNK];
+  /* Queries in chunks of QCHUNK rows (all of them below that), whose D = dout . out
+   * is computed once; inside, key tiles outside: dk and dv of a tile sum over the
+   * query tiles, dq over the key tiles, each in a fixed order. */
+  for (int c0 = 0; c0 < a->Tq; c0 += QCHUNK) {
+    const int cn = a->Tq - c0 < QCHUNK ? a->Tq - c0 : QCHUNK;
+    for (int r = 0; r < cn; r++)
+      D[r] = dotf(dout + (size_t)(c0 + r) * a->o_t, out + (size_t)(c0 + r) * a->o_t, HS);
+    const int jend = a->causal ? c0 + cn : a->Tk; /* key tiles past the chunk: unseen */
+    for (int j0 = 0; j0 < jend; j0 += BK) {
+      const int nj = jend - j0 < BK ? jend - j0 : BK;
+      pack_t(kt, a->k + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
+      pack_t(vt, a->v + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
+      const int istart = a->causal && j0 / BQ * BQ > c0 ? j0 / BQ * BQ : c0;
+      for (int i0 = istart; i0 < c0 + cn; i0 += BQ)
+        bwd_tile(a, dq, dk + (size_t)j0 * a->kv_t, dv + (size_t)j0 * a->kv_t, dout, lse,
+                 D + (i0 - c0), kt, vt, p, dp, i0, c0 + cn - i0 < BQ ? c0 + cn - i0 : BQ, j0, nj);
     }
   }
 }
