@@ -56,21 +56,22 @@ typedef float v8 __attribute__((vector_size(32)));
  * MM_KBEG: c's rows are keys, the sum runs over queries (p^T dout, ds^T q): start
  *   at the first query that sees the row. */
 enum { MM_COLS, MM_KEND, MM_KBEG };
+enum { MR = 6 }; /* rows of c a micro-kernel step holds: 12 of the 16 vector registers */
 
 /* c (M x N, rows ldc apart) += a (M x K; element (i, k) at a[i*ars + k*acs], so a
- * may be read transposed) b (K x N, rows ldb apart), b and c row-major. 4 rows x
- * 16 columns of c are held in 8 vector registers over the whole K loop: per k,
- * 2 loads of b and 4 broadcasts of a feed 8 fused multiply-adds. A short last
+ * may be read transposed) b (K x N, rows ldb apart), b and c row-major. 6 rows x
+ * 16 columns of c are held in 12 vector registers over the whole K loop: per k,
+ * 2 loads of b and 6 broadcasts of a feed 12 fused multiply-adds. A short last
  * row group recomputes its last row (the pointers are clamped) and stores only
  * the real ones. */
 ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, size_t ars,
                       size_t acs, const float *restrict b, size_t ldb, int M, int N, int K,
                       int role, int off) {
-  for (int i = 0; i < M; i += 4) {
-    const int mr = M - i < 4 ? M - i : 4;
-    const float *a0 = a + (size_t)i * ars, *a1 = a + (size_t)(i + (mr > 1)) * ars;
-    const float *a2 = a + (size_t)(i + (mr > 2 ? 2 : mr - 1)) * ars;
-    const float *a3 = a + (size_t)(i + mr - 1) * ars;
+  for (int i = 0; i < M; i += MR) {
+    const int mr = M - i < MR ? M - i : MR;
+    const float *ar[MR]; /* row pointers, the last real row repeated past M */
+    for (int r = 0; r < MR; r++) ar[r] = a + (size_t)(i + (r < mr ? r : mr - 1)) * ars;
+    const float *a0 = ar[0], *a1 = ar[1], *a2 = ar[2], *a3 = ar[3], *a4 = ar[4], *a5 = ar[5];
     float *c0 = c + (size_t)i * ldc;
     const int last = i + mr - 1 + off + 1; /* columns / keys the group's last row sees */
     int n = N, k0 = 0, k1 = K;
@@ -80,14 +81,17 @@ ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, si
     int j = 0;
     for (; j + 16 <= n; j += 16) {
       v8 x00 = {0}, x01 = {0}, x10 = {0}, x11 = {0}, x20 = {0}, x21 = {0}, x30 = {0}, x31 = {0};
+      v8 x40 = {0}, x41 = {0}, x50 = {0}, x51 = {0};
       for (int k = k0; k < k1; k++) {
         const float *bk = b + (size_t)k * ldb + j;
         const v8 b0 = LD(bk), b1 = LD(bk + 8);
         const size_t ka = (size_t)k * acs;
         x00 += a0[ka] * b0, x01 += a0[ka] * b1, x10 += a1[ka] * b0, x11 += a1[ka] * b1;
         x20 += a2[ka] * b0, x21 += a2[ka] * b1, x30 += a3[ka] * b0, x31 += a3[ka] * b1;
+        x40 += a4[ka] * b0, x41 += a4[ka] * b1, x50 += a5[ka] * b0, x51 += a5[ka] * b1;
       }
-      const v8 acc[4][2] = {{x00, x01}, {x10, x11}, {x20, x21}, {x30, x31}};
+      const v8 acc[MR][2] = {{x00, x01}, {x10, x11}, {x20, x21},
+                             {x30, x31}, {x40, x41}, {x50, x51}};
       for (int r = 0; r < mr; r++) {
         float *cr = c0 + (size_t)r * ldc + j;
         ST(cr, LD(cr) + acc[r][0]);
@@ -95,20 +99,20 @@ ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, si
       }
     }
     for (; j + 8 <= n; j += 8) {
-      v8 x0 = {0}, x1 = {0}, x2 = {0}, x3 = {0};
+      v8 x0 = {0}, x1 = {0}, x2 = {0}, x3 = {0}, x4 = {0}, x5 = {0};
       for (int k = k0; k < k1; k++) {
         const v8 b0 = LD(b + (size_t)k * ldb + j);
         const size_t ka = (size_t)k * acs;
         x0 += a0[ka] * b0, x1 += a1[ka] * b0, x2 += a2[ka] * b0, x3 += a3[ka] * b0;
+        x4 += a4[ka] * b0, x5 += a5[ka] * b0;
       }
-      const v8 acc[4] = {x0, x1, x2, x3};
+      const v8 acc[MR] = {x0, x1, x2, x3, x4, x5};
       for (int r = 0; r < mr; r++) ST(c0 + (size_t)r * ldc + j, LD(c0 + (size_t)r * ldc + j) + acc[r]);
     }
     for (; j < n; j++) /* head sizes and key counts that are not multiples of 8 */
       for (int r = 0; r < mr; r++) {
-        const float *ar = a + (size_t)(i + r) * ars;
         float sum = 0;
-        for (int k = k0; k < k1; k++) sum += ar[(size_t)k * acs] * b[(size_t)k * ldb + j];
+        for (int k = k0; k < k1; k++) sum += ar[r][(size_t)k * acs] * b[(size_t)k * ldb + j];
         c0[(size_t)r * ldc + j] += sum;
       }
   }
