@@ -13,9 +13,12 @@
  */
 #include "kernels/cpu/attn_tile.h"
 
-/* ISO C mode (-std=c11) keeps a * b + c as two roundings; the x86-64-v3 clone
- * should fuse them (2 FMAs a cycle instead of a multiply and an add). */
+/* GCC in ISO C mode (-std=c11) keeps a * b + c as two roundings; the x86-64-v3
+ * clone should fuse them (2 FMAs a cycle instead of a multiply and an add).
+ * Clang fuses within an expression by default. */
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("fp-contract=fast")
+#endif
 
 #include <math.h>
 #include <string.h>
@@ -32,10 +35,11 @@
 #define QCHUNK 2048  /* query rows whose D the backward keeps at once (a multiple of BQ) */
 
 /* The tiles are on the stack (2 x 16 KiB + 2 x 32 KiB + 8 KiB at most): per-thread,
- * no allocation, and small beside any thread's stack. */
+ * no allocation, and small beside any thread's stack. Key tiles shrink so that
+ * k^T fits one pack down to 8 keys (HS <= 1024); past that see scores(). */
 static int tile_keys(int HS) {
   const int bk = PACK / HS;
-  return bk >= BK_MAX ? BK_MAX : (bk > 8 ? bk / 8 * 8 : (bk > 0 ? bk : 1));
+  return bk >= BK_MAX ? BK_MAX : (bk >= 8 ? bk / 8 * 8 : 8);
 }
 
 /* GCC's vector extension: 8 floats, one AVX register in the x86-64-v3 clone,
@@ -46,6 +50,14 @@ typedef float v8 __attribute__((vector_size(32)));
 #define ST(p, x) do { v8 y_ = (x); memcpy((p), &y_, sizeof y_); } while (0)
 
 #define ZEROC_INL static inline __attribute__((always_inline))
+
+/* A vectorised max: GCC does it; Clang cannot, and -Werror turns its remark
+ * that a forced loop stayed scalar into an error. */
+#if defined(__clang__)
+#define SIMD_MAX_MX
+#else
+#define SIMD_MAX_MX _Pragma("omp simd reduction(max : mx)")
+#endif
 
 /* What the causal mask lets a product of a diagonal tile skip. `off` is the
  * query tile's start minus the key tile's (query row i of the tile sees key
@@ -164,6 +176,20 @@ ZEROC_INL void pack_t(float *restrict t, const float *restrict x, size_t ld, int
     for (int d = 0; d < HS; d++) t[(size_t)d * n + j] = x[(size_t)j * ld + d];
 }
 
+/* s (ni x nj) += x (ni rows xs apart) y^T, y the nj rows (ys apart) of a key
+ * tile: y^T is packed into t first, unless `packed` (t holds it already). A head
+ * too big for one pack (HS nj > PACK) goes in slices of its width, each packed
+ * and multiplied in turn. */
+ZEROC_INL void scores(float *restrict s, const float *x, size_t xs, const float *y, size_t ys,
+                      float *restrict t, int packed, int ni, int nj, int HS, int off) {
+  const int dc = HS * nj <= PACK ? HS : PACK / nj;
+  for (int d0 = 0; d0 < HS; d0 += dc) {
+    const int dn = HS - d0 < dc ? HS - d0 : dc;
+    if (!packed) pack_t(t, y + d0, ys, nj, dn);
+    mm_acc(s, nj, x + d0, xs, 1, t, nj, ni, nj, dn, MM_COLS, off);
+  }
+}
+
 ZEROC_INL float dotf(const float *a, const float *b, int n) {
   float s = 0;
 #pragma omp simd reduction(+ : s)
@@ -200,7 +226,7 @@ ZEROC_INL void fwd_row(float *restrict s, float *restrict o, float *m, float *l,
                        const zeroc__attn_head_t *a, float scale, int i, int j0, int nj) {
   const int vis = visible(a, i, j0, nj);
   float mx = *m;
-#pragma omp simd reduction(max : mx)
+  SIMD_MAX_MX
   for (int c = 0; c < vis; c++) mx = s[c] * scale > mx ? s[c] * scale : mx;
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
@@ -235,10 +261,10 @@ ZEROC_CPU_HOT void zeroc__attn_head_forward(const zeroc__attn_head_t *a, float *
     const int jend = a->causal ? i0 + ni : a->Tk; /* tiles above the diagonal: skipped */
     for (int j0 = 0; j0 < jend; j0 += BK) {
       const int nj = jend - j0 < BK ? jend - j0 : BK;
-      pack_t(kt, a->k + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
       memset(s, 0, (size_t)ni * nj * sizeof *s);
       const int off = a->causal ? i0 - j0 : BQ + BK_MAX; /* see MM_COLS */
-      mm_acc(s, nj, a->q + (size_t)i0 * a->q_t, a->q_t, 1, kt, nj, ni, nj, HS, MM_COLS, off);
+      scores(s, a->q + (size_t)i0 * a->q_t, a->q_t, a->k + (size_t)j0 * a->kv_t, a->kv_t, kt, 0,
+             ni, nj, HS, off); /* (ni,nj) q k^T */
       for (int r = 0; r < ni; r++)
         fwd_row(s + (size_t)r * nj, oi + (size_t)r * a->o_t, &m[r], &l[r], a, scale, i0 + r, j0,
                 nj);
@@ -286,20 +312,21 @@ ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_
   }
 }
 
-/* One (query tile, key tile) pair of the backward: recompute p, then dv, dk, dq. */
+/* One (query tile, key tile) pair of the backward: recompute p, then dv, dk, dq.
+ * kt, vt: k^T and v^T of the key tile if `packed`, else scratch (see scores). */
 ZEROC_INL void bwd_tile(const zeroc__attn_head_t *a, float *dq, float *dkj, float *dvj,
-                        const float *dout, const float *lse, const float *D, const float *kt,
-                        const float *vt, float *restrict p, float *restrict dp, int i0, int ni,
-                        int j0, int nj) {
+                        const float *dout, const float *lse, const float *D, float *kt, float *vt,
+                        int packed, float *restrict p, float *restrict dp, int i0, int ni, int j0,
+                        int nj) {
   const int HS = a->HS;
   const float scale = 1.0f / sqrtf((float)HS);
   const float *qi = a->q + (size_t)i0 * a->q_t, *dyi = dout + (size_t)i0 * a->o_t;
-  const float *kj = a->k + (size_t)j0 * a->kv_t;
+  const float *kj = a->k + (size_t)j0 * a->kv_t, *vj = a->v + (size_t)j0 * a->kv_t;
   memset(p, 0, (size_t)ni * nj * sizeof *p);
   memset(dp, 0, (size_t)ni * nj * sizeof *dp);
   const int off = a->causal ? i0 - j0 : BQ + BK_MAX; /* see MM_COLS */
-  mm_acc(p, nj, qi, a->q_t, 1, kt, nj, ni, nj, HS, MM_COLS, off);   /* (ni,nj) q k^T */
-  mm_acc(dp, nj, dyi, a->o_t, 1, vt, nj, ni, nj, HS, MM_COLS, off); /* (ni,nj) dout v^T */
+  scores(p, qi, a->q_t, kj, a->kv_t, kt, packed, ni, nj, HS, off);    /* (ni,nj) q k^T */
+  scores(dp, dyi, a->o_t, vj, a->kv_t, vt, packed, ni, nj, HS, off);  /* (ni,nj) dout v^T */
   for (int r = 0; r < ni; r++)
     bwd_row(p + (size_t)r * nj, dp + (size_t)r * nj, a, scale, lse[i0 + r], D[r], i0 + r, j0, nj);
   /* p (ni,nj) holds ds, dp the dropped probabilities: read transposed for dk, dv */
@@ -325,12 +352,16 @@ ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float 
     const int jend = a->causal ? c0 + cn : a->Tk; /* key tiles past the chunk: unseen */
     for (int j0 = 0; j0 < jend; j0 += BK) {
       const int nj = jend - j0 < BK ? jend - j0 : BK;
-      pack_t(kt, a->k + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
-      pack_t(vt, a->v + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
+      const int packed = HS * nj <= PACK; /* k^T, v^T packed once for all query tiles */
+      if (packed) {
+        pack_t(kt, a->k + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
+        pack_t(vt, a->v + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
+      }
       const int istart = a->causal && j0 / BQ * BQ > c0 ? j0 / BQ * BQ : c0;
       for (int i0 = istart; i0 < c0 + cn; i0 += BQ)
         bwd_tile(a, dq, dk + (size_t)j0 * a->kv_t, dv + (size_t)j0 * a->kv_t, dout, lse,
-                 D + (i0 - c0), kt, vt, p, dp, i0, c0 + cn - i0 < BQ ? c0 + cn - i0 : BQ, j0, nj);
+                 D + (i0 - c0), kt, vt, packed, p, dp, i0, c0 + cn - i0 < BQ ? c0 + cn - i0 : BQ, j0,
+                 nj);
     }
   }
 }
