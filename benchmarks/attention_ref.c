@@ -22,7 +22,7 @@ static inline float dot(const float *a, const float *b, int n) {
 
 // qkv (B,T,3C) = [q | k | v], head h at columns h*HS.. of each -> out (B,T,C), lse (B,NH,T)
 void bench_ref_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C,
-                                  int NH, const zeroc_dropout_t *drop) {
+                                 int NH, const zeroc_dropout_t *drop) {
   const int HS = C / NH;
   const int dr = drop && drop->p > 0;
   const uint32_t thr = dr ? zeroc__dropout_threshold(drop->p) : 0;
@@ -68,8 +68,8 @@ void bench_ref_attention_forward(float *out, float *lse, const float *qkv, int B
 
 // dout (B,T,C), qkv (B,T,3C), out (B,T,C), lse (B,NH,T) -> dqkv (B,T,3C) +=
 void bench_ref_attention_backward(float *dqkv, const float *dout, const float *qkv,
-                                   const float *out, const float *lse, int B, int T, int C, int NH,
-                                   const zeroc_dropout_t *drop) {
+                                  const float *out, const float *lse, int B, int T, int C, int NH,
+                                  const zeroc_dropout_t *drop) {
   const int HS = C / NH;
   const int dr = drop && drop->p > 0;
   const uint32_t thr = dr ? zeroc__dropout_threshold(drop->p) : 0;

@@ -165,8 +165,8 @@ static int bench_attention(int B, int T, int C, int NH) {
   float *out2 = buf(NC, 2, -1, 1), *lse2 = buf((size_t)B * NH * T, 17, 0, 1);
   const double pairs = (double)B * NH * T * (T + 1) / 2, HS = (double)C / NH;
   const zeroc_dropout_t d_att = {0.1f, 1, 0, 0, T, T, NH, 0};
-  printf("attention B=%d T=%d C=%d NH=%d (HS %g), median (min) of %d interleaved reps\n", B, T,
-         C, NH, HS, reps);
+  printf("attention B=%d T=%d C=%d NH=%d (HS %g), median (min) of %d interleaved reps\n", B, T, C,
+         NH, HS, reps);
   printf("%-24s %10s %10s %9s %10s %10s %9s %7s\n", "", "old ms", "(min)", "GFLOP/s", "new ms",
          "(min)", "GFLOP/s", "speedup");
   double *t = malloc(8 * (size_t)reps * sizeof *t);
@@ -175,9 +175,15 @@ static int bench_attention(int B, int T, int C, int NH) {
       const zeroc_dropout_t *d = v & 4 ? &d_att : NULL;
       const double t0 = zeroc__now_s();
       switch (v & 3) {
-      case 0: bench_ref_attention_forward(out2, lse2, qkv, B, T, C, NH, d); break;
-      case 1: CHECK(zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH, d)); break;
-      case 2: bench_ref_attention_backward(dqkv, dout, qkv, out2, lse2, B, T, C, NH, d); break;
+      case 0:
+        bench_ref_attention_forward(out2, lse2, qkv, B, T, C, NH, d);
+        break;
+      case 1:
+        CHECK(zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH, d));
+        break;
+      case 2:
+        bench_ref_attention_backward(dqkv, dout, qkv, out2, lse2, B, T, C, NH, d);
+        break;
       default:
         CHECK(zeroc_k_attention_backward(K, NULL, dqkv, dout, qkv, out, lse, B, T, C, NH, d));
       }
@@ -227,8 +233,10 @@ int main(int argc, char **argv) {
     }
   }
   if (att[0] && (att[0] < 1 || att[1] < 1 || att[3] < 1 || att[2] < att[3] || att[2] % att[3])) {
-    fprintf(stderr, "bench_kernels_cpu: --attention %d %d %d %d: accepted B, T, NH >= 1, C a multiple of NH\n",
-            att[0], att[1], att[2], att[3]);
+    fprintf(
+        stderr,
+        "bench_kernels_cpu: --attention %d %d %d %d: accepted B, T, NH >= 1, C a multiple of NH\n",
+        att[0], att[1], att[2], att[3]);
     return 2;
   }
   if (reps < 1 || batch < 0) {

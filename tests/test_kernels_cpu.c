@@ -502,10 +502,9 @@ static void ref_attention_drop(const attd_args_t *a, double *out, double *lse) {
         double *o = out + ((size_t)b * T + t) * C + h * HS;
         for (int i = 0; i < HS; i++) o[i] = 0;
         for (int j = 0; j <= t; j++) {
-          const double m = !d                                                         ? 1.0
-                           : zeroc__dropout_bits(rk, (uint32_t)j) >=
-                                   zeroc__dropout_threshold(d->p) ? 1.0 / (1.0 - d->p)
-                                                                  : 0.0;
+          double m = 1.0; /* dropout's multiplier: 1/(1-p) kept, 0 dropped */
+          if (d && zeroc__dropout_bits(rk, (uint32_t)j) < zeroc__dropout_threshold(d->p)) m = 0.0;
+          if (d && m > 0) m = 1.0 / (1.0 - d->p);
           const double *vv = a->qkv + ((size_t)b * T + j) * 3 * C + 2 * C + h * HS;
           for (int i = 0; i < HS; i++) o[i] += m * exp(s[j] - mx) / z * vv[i];
         }
@@ -557,7 +556,7 @@ static void check_attention_tiles(int B, int T, int C, int NH, float p) {
 static void test_attention_tiles(void) {
   const struct {
     int B, T, C, NH;
-  } sh[] = {{2, 1, 80, 1},  {2, 31, 24, 3}, {1, 64, 48, 2}, {1, 65, 128, 2},
+  } sh[] = {{2, 1, 80, 1},   {2, 31, 24, 3},  {1, 64, 48, 2}, {1, 65, 128, 2},
             {1, 130, 80, 1}, {1, 130, 48, 2}, {2, 65, 21, 3}, {1, 70, 8, 1}};
   for (size_t i = 0; i < sizeof sh / sizeof *sh; i++) {
     check_attention_tiles(sh[i].B, sh[i].T, sh[i].C, sh[i].NH, 0.0f);

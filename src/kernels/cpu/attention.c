@@ -23,9 +23,21 @@ static zeroc__attn_head_t head(const float *qkv, long bh, int T, int C, int NH,
   const long b = bh / NH, h = bh % NH;
   const size_t C3 = 3 * (size_t)C;
   const float *q = qkv + (size_t)b * T * C3 + (size_t)h * HS;
-  return (zeroc__attn_head_t){.q = q, .k = q + C, .v = q + 2 * (size_t)C, .q_t = C3, .kv_t = C3,
-                              .o_t = (size_t)C, .Tq = T, .Tk = T, .HS = HS, .causal = 1,
-                              .drop = drop, .b = b, .h = h, .q_pos = 0, .k_pos = 0};
+  return (zeroc__attn_head_t){.q = q,
+                              .k = q + C,
+                              .v = q + 2 * (size_t)C,
+                              .q_t = C3,
+                              .kv_t = C3,
+                              .o_t = (size_t)C,
+                              .Tq = T,
+                              .Tk = T,
+                              .HS = HS,
+                              .causal = 1,
+                              .drop = drop,
+                              .b = b,
+                              .h = h,
+                              .q_pos = 0,
+                              .k_pos = 0};
 }
 
 // qkv (B,T,3C) = [q | k | v], head h at columns h*HS.. of each -> out (B,T,C), lse (B,NH,T)

@@ -23,10 +23,21 @@ static zeroc__attn_head_t head(const float *q, const float *k, const float *v,
                                const zeroc_dropout_t *drop) {
   const long b = bh / blk->NH, h = bh % blk->NH;
   const size_t qo = b * blk->q_b + h * blk->HS, ko = b * blk->kv_b + h * blk->HS;
-  return (zeroc__attn_head_t){.q = q + qo, .k = k + ko, .v = v + ko, .q_t = blk->q_t,
-                              .kv_t = blk->kv_t, .o_t = o_t, .Tq = blk->Tq, .Tk = blk->Tk,
-                              .HS = blk->HS, .causal = blk->causal, .drop = drop, .b = b, .h = h,
-                              .q_pos = blk->q_pos, .k_pos = blk->k_pos};
+  return (zeroc__attn_head_t){.q = q + qo,
+                              .k = k + ko,
+                              .v = v + ko,
+                              .q_t = blk->q_t,
+                              .kv_t = blk->kv_t,
+                              .o_t = o_t,
+                              .Tq = blk->Tq,
+                              .Tk = blk->Tk,
+                              .HS = blk->HS,
+                              .causal = blk->causal,
+                              .drop = drop,
+                              .b = b,
+                              .h = h,
+                              .q_pos = blk->q_pos,
+                              .k_pos = blk->k_pos};
 }
 
 // q, k, v (blk strides) -> pout (B,Tq,NH*HS), plse (B,NH,Tq), both contiguous

@@ -31,8 +31,8 @@
 #ifndef BK_MAX
 #define BK_MAX 64 /* key rows of a tile (fewer for big heads, see tile_keys) */
 #endif
-#define PACK 8192    /* floats of a transposed k or v tile: HS x BK */
-#define QCHUNK 2048  /* query rows whose D the backward keeps at once (a multiple of BQ) */
+#define PACK   8192 /* floats of a transposed k or v tile: HS x BK */
+#define QCHUNK 2048 /* query rows whose D the backward keeps at once (a multiple of BQ) */
 
 /* The tiles are on the stack (2 x 16 KiB + 2 x 32 KiB + 8 KiB at most): per-thread,
  * no allocation, and small beside any thread's stack. Key tiles shrink so that
@@ -46,8 +46,17 @@ static int tile_keys(int HS) {
  * two SSE ones in the baseline one. Used only in locals (never passed by value,
  * which would change the ABI between the clones). */
 typedef float v8 __attribute__((vector_size(32)));
-#define LD(p) ({ v8 x_; memcpy(&x_, (p), sizeof x_); x_; })
-#define ST(p, x) do { v8 y_ = (x); memcpy((p), &y_, sizeof y_); } while (0)
+#define LD(p)                                                                                      \
+  ({                                                                                               \
+    v8 x_;                                                                                         \
+    memcpy(&x_, (p), sizeof x_);                                                                   \
+    x_;                                                                                            \
+  })
+#define ST(p, x)                                                                                   \
+  do {                                                                                             \
+    v8 y_ = (x);                                                                                   \
+    memcpy((p), &y_, sizeof y_);                                                                   \
+  } while (0)
 
 #define ZEROC_INL static inline __attribute__((always_inline))
 
@@ -119,7 +128,8 @@ ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, si
         x4 += a4[ka] * b0, x5 += a5[ka] * b0;
       }
       const v8 acc[MR] = {x0, x1, x2, x3, x4, x5};
-      for (int r = 0; r < mr; r++) ST(c0 + (size_t)r * ldc + j, LD(c0 + (size_t)r * ldc + j) + acc[r]);
+      for (int r = 0; r < mr; r++)
+        ST(c0 + (size_t)r * ldc + j, LD(c0 + (size_t)r * ldc + j) + acc[r]);
     }
     for (; j < n; j++) /* head sizes and key counts that are not multiples of 8 */
       for (int r = 0; r < mr; r++) {
@@ -150,15 +160,23 @@ ZEROC_INL void pack_t(float *restrict t, const float *restrict x, size_t ld, int
       const v8 r0 = LD(xr), r1 = LD(xr + ld), r2 = LD(xr + 2 * ld), r3 = LD(xr + 3 * ld);
       const v8 r4 = LD(xr + 4 * ld), r5 = LD(xr + 5 * ld), r6 = LD(xr + 6 * ld),
                r7 = LD(xr + 7 * ld);
-      const v8 t0 = SHUF(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13), t1 = SHUF(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
-      const v8 t2 = SHUF(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13), t3 = SHUF(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
-      const v8 t4 = SHUF(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13), t5 = SHUF(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
-      const v8 t6 = SHUF(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13), t7 = SHUF(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
+      const v8 t0 = SHUF(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13),
+               t1 = SHUF(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
+      const v8 t2 = SHUF(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13),
+               t3 = SHUF(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
+      const v8 t4 = SHUF(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13),
+               t5 = SHUF(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
+      const v8 t6 = SHUF(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13),
+               t7 = SHUF(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
       /* u0: rows 0-3 of columns 0 and 4; u1: 1 and 5; u2: 2 and 6; u3: 3 and 7; u4-u7: rows 4-7 */
-      const v8 u0 = SHUF(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13), u1 = SHUF(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
-      const v8 u2 = SHUF(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13), u3 = SHUF(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
-      const v8 u4 = SHUF(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13), u5 = SHUF(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
-      const v8 u6 = SHUF(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13), u7 = SHUF(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
+      const v8 u0 = SHUF(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13),
+               u1 = SHUF(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+      const v8 u2 = SHUF(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13),
+               u3 = SHUF(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+      const v8 u4 = SHUF(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13),
+               u5 = SHUF(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
+      const v8 u6 = SHUF(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13),
+               u7 = SHUF(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
       float *tc = t + (size_t)d * n + j;
       ST(tc, SHUF(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11));
       ST(tc + n, SHUF(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11));
@@ -217,7 +235,8 @@ ZEROC_INL void drop_row(float *restrict p, const zeroc__attn_head_t *a, uint64_t
   const float dsc = zeroc__dropout_scale(a->drop->p);
   const uint32_t c0 = (uint32_t)(a->k_pos + j0);
 #pragma omp simd
-  for (int c = 0; c < nj; c++) p[c] = zeroc__dropout_bits(rk, c0 + (uint32_t)c) >= thr ? p[c] * dsc : 0.0f;
+  for (int c = 0; c < nj; c++)
+    p[c] = zeroc__dropout_bits(rk, c0 + (uint32_t)c) >= thr ? p[c] * dsc : 0.0f;
 }
 
 /* One row of a forward tile: s (nj scores q.k) -> the row's probabilities against
@@ -263,8 +282,8 @@ ZEROC_CPU_HOT void zeroc__attn_head_forward(const zeroc__attn_head_t *a, float *
       const int nj = jend - j0 < BK ? jend - j0 : BK;
       memset(s, 0, (size_t)ni * nj * sizeof *s);
       const int off = a->causal ? i0 - j0 : BQ + BK_MAX; /* see MM_COLS */
-      scores(s, a->q + (size_t)i0 * a->q_t, a->q_t, a->k + (size_t)j0 * a->kv_t, a->kv_t, kt, 0,
-             ni, nj, HS, off); /* (ni,nj) q k^T */
+      scores(s, a->q + (size_t)i0 * a->q_t, a->q_t, a->k + (size_t)j0 * a->kv_t, a->kv_t, kt, 0, ni,
+             nj, HS, off); /* (ni,nj) q k^T */
       for (int r = 0; r < ni; r++)
         fwd_row(s + (size_t)r * nj, oi + (size_t)r * a->o_t, &m[r], &l[r], a, scale, i0 + r, j0,
                 nj);
@@ -324,9 +343,9 @@ ZEROC_INL void bwd_tile(const zeroc__attn_head_t *a, float *dq, float *dkj, floa
   const float *kj = a->k + (size_t)j0 * a->kv_t, *vj = a->v + (size_t)j0 * a->kv_t;
   memset(p, 0, (size_t)ni * nj * sizeof *p);
   memset(dp, 0, (size_t)ni * nj * sizeof *dp);
-  const int off = a->causal ? i0 - j0 : BQ + BK_MAX; /* see MM_COLS */
-  scores(p, qi, a->q_t, kj, a->kv_t, kt, packed, ni, nj, HS, off);    /* (ni,nj) q k^T */
-  scores(dp, dyi, a->o_t, vj, a->kv_t, vt, packed, ni, nj, HS, off);  /* (ni,nj) dout v^T */
+  const int off = a->causal ? i0 - j0 : BQ + BK_MAX;                 /* see MM_COLS */
+  scores(p, qi, a->q_t, kj, a->kv_t, kt, packed, ni, nj, HS, off);   /* (ni,nj) q k^T */
+  scores(dp, dyi, a->o_t, vj, a->kv_t, vt, packed, ni, nj, HS, off); /* (ni,nj) dout v^T */
   for (int r = 0; r < ni; r++)
     bwd_row(p + (size_t)r * nj, dp + (size_t)r * nj, a, scale, lse[i0 + r], D[r], i0 + r, j0, nj);
   /* p (ni,nj) holds ds, dp the dropped probabilities: read transposed for dk, dv */
@@ -360,8 +379,8 @@ ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float 
       const int istart = a->causal && j0 / BQ * BQ > c0 ? j0 / BQ * BQ : c0;
       for (int i0 = istart; i0 < c0 + cn; i0 += BQ)
         bwd_tile(a, dq, dk + (size_t)j0 * a->kv_t, dv + (size_t)j0 * a->kv_t, dout, lse,
-                 D + (i0 - c0), kt, vt, packed, p, dp, i0, c0 + cn - i0 < BQ ? c0 + cn - i0 : BQ, j0,
-                 nj);
+                 D + (i0 - c0), kt, vt, packed, p, dp, i0, c0 + cn - i0 < BQ ? c0 + cn - i0 : BQ,
+                 j0, nj);
     }
   }
 }

@@ -29,10 +29,10 @@ typedef struct zeroc__attn_head {
   const float *q, *k, *v;
   size_t q_t, kv_t, o_t;
   int Tq, Tk, HS;
-  int causal;             /* 1: key j is seen by query i iff j <= i (Tq == Tk) */
+  int causal;                  /* 1: key j is seen by query i iff j <= i (Tq == Tk) */
   const zeroc_dropout_t *drop; /* NULL or p == 0: none */
-  int64_t b, h;           /* the head's sequence and (local) head, for the dropout rows */
-  int64_t q_pos, k_pos;   /* global positions of query 0 and key 0 */
+  int64_t b, h;                /* the head's sequence and (local) head, for the dropout rows */
+  int64_t q_pos, k_pos;        /* global positions of query 0 and key 0 */
 } zeroc__attn_head_t;
 
 /* -> o (Tq rows o_t apart, HS each) = softmax(q k^T / sqrt(HS)) v, lse (Tq) */
