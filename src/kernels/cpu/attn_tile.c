@@ -247,13 +247,14 @@ ZEROC_INL void fwd_row(float *restrict s, float *restrict o, float *m, float *l,
   float mx = *m;
   SIMD_MAX_MX
   for (int c = 0; c < vis; c++) mx = s[c] * scale > mx ? s[c] * scale : mx;
-  float sum = 0;
+  float sum = 0; /* exp only where seen: half of a diagonal tile is masked */
 #pragma omp simd reduction(+ : sum)
-  for (int c = 0; c < nj; c++) {
-    const float p = c < vis ? zeroc__expf(s[c] * scale - mx) : 0.0f;
+  for (int c = 0; c < vis; c++) {
+    const float p = zeroc__expf(s[c] * scale - mx);
     s[c] = p;
     sum += p;
   }
+  for (int c = vis; c < nj; c++) s[c] = 0;
   if (mx != *m) { /* rescale what was summed against the old max (0 on the first tile) */
     const float alpha = zeroc__expf(*m - mx);
     *l *= alpha;
@@ -308,7 +309,8 @@ ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_
                        float scale, float L, float D, int i, int j0, int nj) {
   const int vis = visible(a, i, j0, nj);
 #pragma omp simd
-  for (int c = 0; c < nj; c++) p[c] = c < vis ? zeroc__expf(p[c] * scale - L) : 0.0f;
+  for (int c = 0; c < vis; c++) p[c] = zeroc__expf(p[c] * scale - L);
+  for (int c = vis; c < nj; c++) p[c] = 0;
   if (a->drop && a->drop->p > 0) {
     const uint32_t thr = zeroc__dropout_threshold(a->drop->p);
     const float dsc = zeroc__dropout_scale(a->drop->p);
