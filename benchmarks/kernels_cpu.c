@@ -4,6 +4,10 @@
  * each, with GFLOP/s for the matmuls and attention.
  *
  *   bench_kernels_cpu [--model NAME] [--batch B] [--reps N]
+ *   bench_kernels_cpu --attention B T C NH [--reps N]
+ * The second times only attention, forward and backward, with and without
+ * dropout, the current kernels beside the previous ones (attention_ref.c),
+ * interleaved rep by rep so a busy machine slows both alike.
  * Threads: ZEROC_THREADS (default: the cores hwloc gives the rank).
  */
 #include <math.h>
@@ -13,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "attention_ref.h"
 #include "core/clock.h"
 #include "kernels/kernels.h"
 #include "runtime/runtime.h"
@@ -148,11 +153,68 @@ static void adamw(bench_t *b) {
   CHECK(zeroc_k_adamw(K, NULL, b->p[0], b->p[1], b->p[2], b->p[3], (size_t)b->i[0], &a));
 }
 
+/* ---- attention, previous kernels beside the current ones -------------------------- */
+
+/* attention FLOPs actually done on the causal triangle, T(T+1)/2 (query, key) pairs
+ * per head: forward q.k and p.v (4 HS each: 2 B NH T(T+1) HS in all); backward q.k,
+ * dout.v, and the dv, dq, dk updates (10 HS each) */
+static int bench_attention(int B, int T, int C, int NH) {
+  const size_t NC = (size_t)B * T * C;
+  float *qkv = buf(3 * NC, 15, -1, 1), *dqkv = buf(3 * NC, 16, -1, 1), *out = buf(NC, 2, -1, 1);
+  float *dout = buf(NC, 3, -1, 1), *lse = buf((size_t)B * NH * T, 17, 0, 1);
+  float *out2 = buf(NC, 2, -1, 1), *lse2 = buf((size_t)B * NH * T, 17, 0, 1);
+  const double pairs = (double)B * NH * T * (T + 1) / 2, HS = (double)C / NH;
+  const zeroc_dropout_t d_att = {0.1f, 1, 0, 0, T, T, NH, 0};
+  printf("attention B=%d T=%d C=%d NH=%d (HS %g), median (min) of %d interleaved reps\n", B, T, C,
+         NH, HS, reps);
+  printf("%-24s %10s %10s %9s %10s %10s %9s %7s\n", "", "old ms", "(min)", "GFLOP/s", "new ms",
+         "(min)", "GFLOP/s", "speedup");
+  double *t = malloc(8 * (size_t)reps * sizeof *t);
+  for (int w = -2; w < reps; w++) /* 2 warm-up rounds */
+    for (int v = 0; v < 8; v++) {
+      const zeroc_dropout_t *d = v & 4 ? &d_att : NULL;
+      const double t0 = zeroc__now_s();
+      switch (v & 3) {
+      case 0:
+        bench_ref_attention_forward(out2, lse2, qkv, B, T, C, NH, d);
+        break;
+      case 1:
+        CHECK(zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH, d));
+        break;
+      case 2:
+        bench_ref_attention_backward(dqkv, dout, qkv, out2, lse2, B, T, C, NH, d);
+        break;
+      default:
+        CHECK(zeroc_k_attention_backward(K, NULL, dqkv, dout, qkv, out, lse, B, T, C, NH, d));
+      }
+      if (w >= 0) t[(size_t)v * reps + w] = zeroc__now_s() - t0;
+    }
+  double maxd = 0; /* the two agree to rounding (the last forward had dropout) */
+  for (size_t i = 0; i < NC; i++) maxd = fmax(maxd, fabs((double)out[i] - out2[i]));
+  for (int v = 0; v < 8; v += 2) {
+    const double f = (v & 2 ? 10 : 4) * HS * pairs;
+    double med[2], best[2];
+    for (int k = 0; k < 2; k++) {
+      double *tv = t + (size_t)(v + k) * reps;
+      qsort(tv, (size_t)reps, sizeof *tv, cmp_double);
+      med[k] = tv[reps / 2], best[k] = tv[0];
+    }
+    char name[40];
+    snprintf(name, sizeof name, "attention %s%s", v & 2 ? "bwd" : "fwd", v & 4 ? " dropout" : "");
+    printf("%-24s %10.3f %10.3f %9.2f %10.3f %10.3f %9.2f %6.2fx\n", name, 1e3 * med[0],
+           1e3 * best[0], f / med[0] * 1e-9, 1e3 * med[1], 1e3 * best[1], f / med[1] * 1e-9,
+           med[0] / med[1]);
+  }
+  printf("max |out new - out old| %.3g\n", maxd);
+  free(t), free(qkv), free(dqkv), free(out), free(dout), free(lse), free(out2), free(lse2);
+  return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
   const char *model = "small";
-  int batch = 0;
+  int batch = 0, att[4] = {0};
   for (int a = 1; a < argc; a++) {
     if (!strcmp(argv[a], "--model") && a + 1 < argc)
       model = argv[++a];
@@ -160,10 +222,22 @@ int main(int argc, char **argv) {
       batch = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--reps") && a + 1 < argc)
       reps = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--attention") && a + 4 < argc)
+      for (int k = 0; k < 4; k++) att[k] = atoi(argv[++a]);
     else {
-      fprintf(stderr, "usage: %s [--model NAME] [--batch B >= 1] [--reps N >= 1]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [--model NAME] [--batch B >= 1] [--reps N >= 1] "
+              "[--attention B T C NH]\n",
+              argv[0]);
       return 2;
     }
+  }
+  if (att[0] && (att[0] < 1 || att[1] < 1 || att[3] < 1 || att[2] < att[3] || att[2] % att[3])) {
+    fprintf(
+        stderr,
+        "bench_kernels_cpu: --attention %d %d %d %d: accepted B, T, NH >= 1, C a multiple of NH\n",
+        att[0], att[1], att[2], att[3]);
+    return 2;
   }
   if (reps < 1 || batch < 0) {
     fprintf(stderr, "bench_kernels_cpu: --reps %d / --batch %d: accepted >= 1\n", reps, batch);
@@ -179,6 +253,13 @@ int main(int argc, char **argv) {
   CHECK(zeroc_ctx_create(&ctx, &cfg));
   CHECK(
       zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), ZEROC_FP32, &K));
+  if (att[0]) {
+    const int rc = bench_attention(att[0], att[1], att[2], att[3]);
+    zeroc_kernels_destroy(K);
+    zeroc_ctx_destroy(ctx);
+    MPI_Finalize();
+    return rc;
+  }
 
   const int B = batch ? batch : g.batch, T = g.seq, C = g.hidden, NH = g.heads, V = g.vocab;
   const int Vp = (V + 127) / 128 * 128, N = B * T, L = g.layers;

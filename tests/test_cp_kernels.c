@@ -81,7 +81,7 @@ static double pair_ref(const pairdata_t *d, const zeroc_dropout_t *dp, double *o
     for (int h = 0; h < NH; h++)
       for (int i = 0; i < d->Tq; i++) {
         const int jn = d->causal ? i + 1 : d->Tk;
-        double s[64], mx = -1e300, sum = 0;
+        double s[160], mx = -1e300, sum = 0; /* Tk <= 160 */
         for (int j = 0; j < jn; j++) {
           double x = 0;
           for (int e = 0; e < HS; e++)
@@ -138,13 +138,15 @@ static void check_pair(int Tq, int Tk, int causal, int64_t qp, int64_t kp,
   memcpy(dkv0, dkv, sizeof(float) * nkv);
   ZT_OK(zeroc_k_attention_block_backward(K, NULL, dq, dkv, dkv + C, d.dout, d.q, d.kv, d.kv + C, po,
                                          pl, &d.blk, dp));
-  /* central differences of sum(dout * out) on a sample of every input */
+  /* central differences of sum(dout * out) on a sample of every input (sparser on
+   * the big pairs; 37 is prime to both row strides, so every column is hit) */
   const double h = 1e-3;
+  const size_t step = (size_t)Tq * Tk > 1000 ? 37 : 3;
   double num = 0, den = 0;
   for (int which = 0; which < 2; which++) {
     float *x = which ? d.kv : d.q;
     const size_t n = which ? nkv : nq;
-    for (size_t i = 0; i < n; i += 3) {
+    for (size_t i = 0; i < n; i += step) {
       if (!which && i % (C + 2) >= C) continue; /* the gap */
       const float keep = x[i], xp = keep + (float)h, xm = keep - (float)h;
       x[i] = xp;
@@ -175,6 +177,12 @@ static void test_block_pairs(void) {
   check_pair(6, 6, 1, 12, 12, &dp);
   check_pair(5, 7, 0, 30, 3, &dp);
   check_pair(1, 1, 1, 0, 0, NULL);
+  /* across the cpu kernel's 64 x 64 tiles: a diagonal pair one row past a tile, an
+   * off-diagonal one with partial tiles both ways */
+  zeroc_dropout_t dl = {0.25f, zeroc__dropout_key(3, 1, 2, ZEROC_DROP_ATTN), 4, 0, 200, 256, 8, 2};
+  check_pair(65, 65, 1, 65, 65, NULL);
+  check_pair(65, 65, 1, 65, 65, &dl);
+  check_pair(70, 131, 0, 140, 3, &dl);
 }
 
 /* A causal sequence of T = 2c tokens in two chunks: rows of chunk 0 = its diagonal

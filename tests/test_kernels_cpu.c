@@ -466,6 +466,105 @@ static void test_attention_t1(void) {
   release();
 }
 
+/* Shapes that cross the kernel's tiles (64 queries x 64 keys: one tile, one past
+ * a tile, two partial) and head sizes below, at and past its 16-wide columns,
+ * odd among them, each with and without dropout on the probabilities. The
+ * reference is ref_attention's arithmetic plus the dropout mask drawn from the
+ * hash at (row (b, h, t), key j); the gradient is checked by central
+ * differences on a spread sample of qkv (every input of a T = 130 head would
+ * take minutes), still over q, k and v, every head and every tile. */
+
+typedef struct {
+  double *qkv;
+  const zeroc_dropout_t *d; /* NULL: none */
+  int B, T, C, NH;
+} attd_args_t;
+
+static void ref_attention_drop(const attd_args_t *a, double *out, double *lse) {
+  const int B = a->B, T = a->T, C = a->C, NH = a->NH, HS = C / NH;
+  const zeroc_dropout_t *d = a->d;
+  double *s = malloc((size_t)T * sizeof *s);
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < NH; h++)
+      for (int t = 0; t < T; t++) {
+        const double *q = a->qkv + ((size_t)b * T + t) * 3 * C + h * HS;
+        double mx = -INFINITY, z = 0;
+        for (int j = 0; j <= t; j++) {
+          const double *kk = a->qkv + ((size_t)b * T + j) * 3 * C + C + h * HS;
+          double x = 0;
+          for (int i = 0; i < HS; i++) x += q[i] * kk[i];
+          s[j] = x / sqrt((double)HS);
+          mx = fmax(mx, s[j]);
+        }
+        for (int j = 0; j <= t; j++) z += exp(s[j] - mx);
+        const uint64_t rk =
+            d ? zeroc__dropout_row_key(d->key, zeroc__dropout_row_att(d, b, h, t)) : 0;
+        double *o = out + ((size_t)b * T + t) * C + h * HS;
+        for (int i = 0; i < HS; i++) o[i] = 0;
+        for (int j = 0; j <= t; j++) {
+          double m = 1.0; /* dropout's multiplier: 1/(1-p) kept, 0 dropped */
+          if (d && zeroc__dropout_bits(rk, (uint32_t)j) < zeroc__dropout_threshold(d->p)) m = 0.0;
+          if (d && m > 0) m = 1.0 / (1.0 - d->p);
+          const double *vv = a->qkv + ((size_t)b * T + j) * 3 * C + 2 * C + h * HS;
+          for (int i = 0; i < HS; i++) o[i] += m * exp(s[j] - mx) / z * vv[i];
+        }
+        if (lse) lse[((size_t)b * NH + h) * T + t] = mx + log(z);
+      }
+  free(s);
+}
+
+static void check_attention_tiles(int B, int T, int C, int NH, float p) {
+  const size_t N3 = (size_t)B * T * 3 * C, NC = (size_t)B * T * C, NL = (size_t)B * NH * T;
+  const zeroc_dropout_t d = {p, zeroc__dropout_key(7, 3, 1, ZEROC_DROP_ATTN), 2, 0, T, T + 5, NH,
+                             0};
+  const zeroc_dropout_t *dp = p > 0 ? &d : NULL;
+  char what[96];
+  float *qkv = frand(N3, 47, -2, 2), *out = fnan(NC), *lse = fnan(NL);
+  ZT_OK(zeroc_k_attention_forward(K, NULL, out, lse, qkv, B, T, C, NH, dp));
+  attd_args_t a = {to_d(qkv, N3), dp, B, T, C, NH};
+  double *ref = dalloc(NC), *rlse = dalloc(NL), *o = dalloc(NC);
+  ref_attention_drop(&a, ref, rlse);
+  snprintf(what, sizeof what, "attention fwd B%d T%d C%d NH%d p%g", B, T, C, NH, p);
+  expect_close(what, out, ref, NC, TOL_FWD);
+  snprintf(what, sizeof what, "attention lse B%d T%d C%d NH%d p%g", B, T, C, NH, p);
+  expect_close(what, lse, rlse, NL, TOL_FWD);
+
+  float *R = frand(NC, 48, -1, 1);
+  float *dqkv0 = frand(N3, 49, -1, 1), *dqkv = fcopy(dqkv0, N3);
+  ZT_OK(zeroc_k_attention_backward(K, NULL, dqkv, R, qkv, out, lse, B, T, C, NH, dp));
+  enum { NS = 160 };
+  const size_t ns = N3 < NS ? N3 : NS;
+  float got[NS], pre[NS];
+  double g[NS];
+  for (size_t k = 0; k < ns; k++) {
+    const size_t i = (size_t)(((double)k + 0.37) * (double)N3 / (double)ns);
+    const double x0 = a.qkv[i];
+    a.qkv[i] = x0 + FD_H;
+    ref_attention_drop(&a, o, NULL);
+    double lp = 0, lm = 0;
+    for (size_t e = 0; e < NC; e++) lp += o[e] * R[e];
+    a.qkv[i] = x0 - FD_H;
+    ref_attention_drop(&a, o, NULL);
+    for (size_t e = 0; e < NC; e++) lm += o[e] * R[e];
+    a.qkv[i] = x0;
+    g[k] = (lp - lm) / (2 * FD_H), got[k] = dqkv[i], pre[k] = dqkv0[i];
+  }
+  snprintf(what, sizeof what, "attention dqkv B%d T%d C%d NH%d p%g", B, T, C, NH, p);
+  expect_grad(what, got, pre, g, ns, TOL_BWD);
+}
+
+static void test_attention_tiles(void) {
+  const struct {
+    int B, T, C, NH;
+  } sh[] = {{2, 1, 80, 1},   {2, 31, 24, 3},  {1, 64, 48, 2}, {1, 65, 128, 2},
+            {1, 130, 80, 1}, {1, 130, 48, 2}, {2, 65, 21, 3}, {1, 70, 8, 1}};
+  for (size_t i = 0; i < sizeof sh / sizeof *sh; i++) {
+    check_attention_tiles(sh[i].B, sh[i].T, sh[i].C, sh[i].NH, 0.0f);
+    check_attention_tiles(sh[i].B, sh[i].T, sh[i].C, sh[i].NH, 0.2f);
+  }
+  release();
+}
+
 /* ---- elementwise -------------------------------------------------------------------- */
 
 typedef struct {
@@ -986,6 +1085,7 @@ int main(int argc, char **argv) {
       {"matmul fwd/bwd vs reference and finite differences", test_matmul},
       {"attention fwd/bwd vs reference and finite differences", test_attention},
       {"attention with T = 1", test_attention_t1},
+      {"attention across tile edges, odd head sizes, dropout", test_attention_tiles},
       {"gelu fwd/bwd vs reference and finite differences", test_gelu},
       {"residual and add", test_residual_add},
       {"crossentropy: loss, gradient, padding, masked targets", test_crossentropy},

@@ -1,75 +1,54 @@
 /*
- * kernels/cpu/attention.c - causal multi-head self-attention, flash style: the
- * forward keeps a running max and sum per query row (online softmax) and saves
- * only the row's log-sum-exp; the backward recomputes each probability from q,
- * k and that log-sum-exp. Neither keeps a T x T matrix nor any scratch memory.
+ * kernels/cpu/attention.c - causal multi-head self-attention over whole
+ * sequences, q k v interleaved in qkv: each (b, h) is one head for
+ * attn_tile.c, which does the tiled flash-style arithmetic (online softmax
+ * forward saving only the log-sum-exp, probabilities recomputed backward).
  *
  * Work is split over (b, h): one thread owns every dq, dk, dv row of a head of
- * a sequence, so the backward needs no atomics and sums in a fixed order.
- *
- * Dropout on the probabilities (drop non-NULL, p > 0): the row's sum l and its
- * log-sum-exp are those of the undropped probabilities; only what multiplies v
- * is dropped (and scaled), and the backward redraws the same mask from the hash.
+ * a sequence, so the backward needs no atomics and sums in a fixed order, and
+ * the results do not depend on the thread count.
  */
-#include <math.h>
 #include <stddef.h>
 
+#include "kernels/cpu/attn_tile.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 #define PAR_MIN 32768 /* multiply-adds below which threading costs more than it saves */
 
-/* `omp simd` here and below lets the compiler vectorise loops of unknown length
- * (HS) at -O2; the rows they touch never overlap. */
-static inline float dot(const float *a, const float *b, int n) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int i = 0; i < n; i++) s += a[i] * b[i];
-  return s;
+/* head h of sequence b: q at column h*HS of row (b, t) of qkv (3C wide), k C and v 2C
+ * columns further */
+static zeroc__attn_head_t head(const float *qkv, long bh, int T, int C, int NH,
+                               const zeroc_dropout_t *drop) {
+  const int HS = C / NH;
+  const long b = bh / NH, h = bh % NH;
+  const size_t C3 = 3 * (size_t)C;
+  const float *q = qkv + (size_t)b * T * C3 + (size_t)h * HS;
+  return (zeroc__attn_head_t){.q = q,
+                              .k = q + C,
+                              .v = q + 2 * (size_t)C,
+                              .q_t = C3,
+                              .kv_t = C3,
+                              .o_t = (size_t)C,
+                              .Tq = T,
+                              .Tk = T,
+                              .HS = HS,
+                              .causal = 1,
+                              .drop = drop,
+                              .b = b,
+                              .h = h,
+                              .q_pos = 0,
+                              .k_pos = 0};
 }
 
 // qkv (B,T,3C) = [q | k | v], head h at columns h*HS.. of each -> out (B,T,C), lse (B,NH,T)
 void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C,
                                   int NH, const zeroc_dropout_t *drop) {
-  const int HS = C / NH;
-  const int dr = drop && drop->p > 0;
-  const uint32_t thr = dr ? zeroc__dropout_threshold(drop->p) : 0;
-  const float dsc = dr ? zeroc__dropout_scale(drop->p) : 1.0f;
-  const float scale = 1.0f / sqrtf((float)HS);
-  const size_t C3 = 3 * (size_t)C;
   const long BH = (long)B * NH;
-#pragma omp parallel for if (BH * T * T * HS > PAR_MIN) schedule(static)
+#pragma omp parallel for if (BH * T * T * (C / NH) > PAR_MIN) schedule(static)
   for (long bh = 0; bh < BH; bh++) {
+    const zeroc__attn_head_t a = head(qkv, bh, T, C, NH, drop);
     const long b = bh / NH, h = bh % NH;
-    const float *base = qkv + (size_t)b * T * C3 + (size_t)h * HS; /* q of (b, t=0, h) */
-    for (int t = 0; t < T; t++) {
-      const float *q = base + t * C3;
-      float *restrict o = out + ((size_t)b * T + t) * C + (size_t)h * HS;
-      for (int d = 0; d < HS; d++) o[d] = 0;
-      /* o holds sum_j exp(s_j - m) v_j for the running max m; l the matching sum */
-      float m = -INFINITY, l = 0;
-      const uint64_t rk =
-          dr ? zeroc__dropout_row_key(drop->key, zeroc__dropout_row_att(drop, b, h, t)) : 0;
-      for (int j = 0; j <= t; j++) {
-        const float *kj = base + j * C3 + C, *restrict vj = base + j * C3 + 2 * (size_t)C;
-        const float s = dot(q, kj, HS) * scale;
-        if (s > m) { /* rescale what was summed against the old max */
-          const float a = expf(m - s);
-          l *= a;
-#pragma omp simd
-          for (int d = 0; d < HS; d++) o[d] *= a;
-          m = s;
-        }
-        float p = expf(s - m);
-        l += p;
-        if (dr) p = zeroc__dropout_bits(rk, (uint32_t)j) >= thr ? p * dsc : 0.0f;
-#pragma omp simd
-        for (int d = 0; d < HS; d++) o[d] += p * vj[d];
-      }
-      const float il = 1.0f / l;
-#pragma omp simd
-      for (int d = 0; d < HS; d++) o[d] *= il;
-      lse[bh * T + t] = m + logf(l);
-    }
+    zeroc__attn_head_forward(&a, out + (size_t)b * T * C + (size_t)h * a.HS, lse + bh * T);
   }
 }
 
@@ -77,48 +56,14 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
 void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
                                    const float *out, const float *lse, int B, int T, int C, int NH,
                                    const zeroc_dropout_t *drop) {
-  const int HS = C / NH;
-  const int dr = drop && drop->p > 0;
-  const uint32_t thr = dr ? zeroc__dropout_threshold(drop->p) : 0;
-  const float dsc = dr ? zeroc__dropout_scale(drop->p) : 1.0f;
-  const float scale = 1.0f / sqrtf((float)HS);
-  const size_t C3 = 3 * (size_t)C;
   const long BH = (long)B * NH;
-#pragma omp parallel for if (BH * T * T * HS > PAR_MIN) schedule(static)
+#pragma omp parallel for if (BH * T * T * (C / NH) > PAR_MIN) schedule(static)
   for (long bh = 0; bh < BH; bh++) {
+    const zeroc__attn_head_t a = head(qkv, bh, T, C, NH, drop);
     const long b = bh / NH, h = bh % NH;
-    const size_t off = (size_t)b * T * C3 + (size_t)h * HS;
-    const float *base = qkv + off;
-    float *dbase = dqkv + off;
-    for (int t = 0; t < T; t++) {
-      const size_t row = ((size_t)b * T + t) * C + (size_t)h * HS;
-      const float *q = base + t * C3, *dy = dout + row;
-      float *restrict dq = dbase + t * C3;
-      /* With p_j = softmax row t and dp_j = dy . v_j, the softmax backward is
-       * ds_j = p_j (dp_j - sum_i p_i dp_i), and sum_i p_i dp_i = dy . out_t. With
-       * dropout's mask m_j (kept: 1/(1-p), else 0) v meets m_j p_j and dp_j is
-       * m_j dy . v_j; dy . out_t is still the sum. */
-      const float D = dot(dy, out + row, HS), L = lse[bh * T + t];
-      const uint64_t rk =
-          dr ? zeroc__dropout_row_key(drop->key, zeroc__dropout_row_att(drop, b, h, t)) : 0;
-      for (int j = 0; j <= t; j++) {
-        const float *kj = base + j * C3 + C, *vj = base + j * C3 + 2 * (size_t)C;
-        float *restrict dkj = dbase + j * C3 + C, *restrict dvj = dbase + j * C3 + 2 * (size_t)C;
-        const float p = expf(dot(q, kj, HS) * scale - L);
-        float dp = dot(dy, vj, HS), pv = p;
-        if (dr) {
-          const float m = zeroc__dropout_bits(rk, (uint32_t)j) >= thr ? dsc : 0.0f;
-          dp *= m;
-          pv *= m;
-        }
-        const float ds = p * (dp - D) * scale;
-#pragma omp simd
-        for (int d = 0; d < HS; d++) {
-          dvj[d] += pv * dy[d];
-          dq[d] += ds * kj[d];
-          dkj[d] += ds * q[d];
-        }
-      }
-    }
+    const size_t row = (size_t)b * T * C + (size_t)h * a.HS; /* (b, t=0, h) of out, dout */
+    float *dq = dqkv + (a.q - qkv);
+    zeroc__attn_head_backward(&a, dq, dq + C, dq + 2 * (size_t)C, dout + row, out + row,
+                              lse + bh * T);
   }
 }

@@ -1,0 +1,388 @@
+/*
+ * kernels/cpu/attn_tile.c - attention of one head in tiles of BQ queries x BK
+ * keys (attn_tile.h). Each tile is a handful of small matrix products (q k^T,
+ * p v, and in the backward dout v^T, p^T dout, ds k, ds^T q), done by one
+ * register-blocked micro-kernel, plus row-wise softmax work with the vector exp
+ * of vmath.h. Before this the kernels took one dot product per (query, key)
+ * pair and a libm expf per score, and ran at a small fraction of the
+ * multiply-add rate of the machine.
+ *
+ * Causal: key tiles wholly above the diagonal are skipped; only the tiles that
+ * cross it mask their scores. Every sum runs in a fixed order that depends on
+ * the shapes only, never on the thread that runs the head.
+ */
+#include "kernels/cpu/attn_tile.h"
+
+/* GCC in ISO C mode (-std=c11) keeps a * b + c as two roundings; the x86-64-v3
+ * clone should fuse them (2 FMAs a cycle instead of a multiply and an add).
+ * Clang fuses within an expression by default. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=fast")
+#endif
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/vmath.h"
+
+#ifndef BQ
+#define BQ 64 /* query rows of a tile */
+#endif
+#ifndef BK_MAX
+#define BK_MAX 64 /* key rows of a tile (fewer for big heads, see tile_keys) */
+#endif
+#define PACK   8192 /* floats of a transposed k or v tile: HS x BK */
+#define QCHUNK 2048 /* query rows whose D the backward keeps at once (a multiple of BQ) */
+
+/* The tiles are on the stack (2 x 16 KiB + 2 x 32 KiB + 8 KiB at most): per-thread,
+ * no allocation, and small beside any thread's stack. Key tiles shrink so that
+ * k^T fits one pack down to 8 keys (HS <= 1024); past that see scores(). */
+static int tile_keys(int HS) {
+  const int bk = PACK / HS;
+  return bk >= BK_MAX ? BK_MAX : (bk >= 8 ? bk / 8 * 8 : 8);
+}
+
+/* GCC's vector extension: 8 floats, one AVX register in the x86-64-v3 clone,
+ * two SSE ones in the baseline one. Used only in locals (never passed by value,
+ * which would change the ABI between the clones). */
+typedef float v8 __attribute__((vector_size(32)));
+#define LD(p)                                                                                      \
+  ({                                                                                               \
+    v8 x_;                                                                                         \
+    memcpy(&x_, (p), sizeof x_);                                                                   \
+    x_;                                                                                            \
+  })
+#define ST(p, x)                                                                                   \
+  do {                                                                                             \
+    v8 y_ = (x);                                                                                   \
+    memcpy((p), &y_, sizeof y_);                                                                   \
+  } while (0)
+
+#define ZEROC_INL static inline __attribute__((always_inline))
+
+/* A vectorised max: GCC does it; Clang cannot, and -Werror turns its remark
+ * that a forced loop stayed scalar into an error. */
+#if defined(__clang__)
+#define SIMD_MAX_MX
+#else
+#define SIMD_MAX_MX _Pragma("omp simd reduction(max : mx)")
+#endif
+
+/* What the causal mask lets a product of a diagonal tile skip. `off` is the
+ * query tile's start minus the key tile's (query row i of the tile sees key
+ * column j iff j <= i + off; off >= the tile's size: no mask):
+ * MM_COLS: c's rows are queries, its columns keys (q k^T, dout v^T): columns past
+ *   the last row's view are left as they are (the softmax masks them anyway);
+ * MM_KEND: c's rows are queries, the sum runs over keys (p v, ds k): stop there;
+ * MM_KBEG: c's rows are keys, the sum runs over queries (p^T dout, ds^T q): start
+ *   at the first query that sees the row. */
+enum { MM_COLS, MM_KEND, MM_KBEG };
+enum { MR = 6 }; /* rows of c a micro-kernel step holds: 12 of the 16 vector registers */
+
+/* c (M x N, rows ldc apart) += a (M x K; element (i, k) at a[i*ars + k*acs], so a
+ * may be read transposed) b (K x N, rows ldb apart), b and c row-major. 6 rows x
+ * 16 columns of c are held in 12 vector registers over the whole K loop: per k,
+ * 2 loads of b and 6 broadcasts of a feed 12 fused multiply-adds. A short last
+ * row group recomputes its last row (the pointers are clamped) and stores only
+ * the real ones. */
+ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, size_t ars,
+                      size_t acs, const float *restrict b, size_t ldb, int M, int N, int K,
+                      int role, int off) {
+  for (int i = 0; i < M; i += MR) {
+    const int mr = M - i < MR ? M - i : MR;
+    const float *ar[MR]; /* row pointers, the last real row repeated past M */
+    for (int r = 0; r < MR; r++) ar[r] = a + (size_t)(i + (r < mr ? r : mr - 1)) * ars;
+    const float *a0 = ar[0], *a1 = ar[1], *a2 = ar[2], *a3 = ar[3], *a4 = ar[4], *a5 = ar[5];
+    float *c0 = c + (size_t)i * ldc;
+    const int last = i + mr - 1 + off + 1; /* columns / keys the group's last row sees */
+    int n = N, k0 = 0, k1 = K;
+    if (role == MM_COLS && last < N) n = (last + 15) / 16 * 16 < N ? (last + 15) / 16 * 16 : N;
+    if (role == MM_KEND && last < K) k1 = last;
+    if (role == MM_KBEG && i - off > 0) k0 = i - off;
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+      v8 x00 = {0}, x01 = {0}, x10 = {0}, x11 = {0}, x20 = {0}, x21 = {0}, x30 = {0}, x31 = {0};
+      v8 x40 = {0}, x41 = {0}, x50 = {0}, x51 = {0};
+      for (int k = k0; k < k1; k++) {
+        const float *bk = b + (size_t)k * ldb + j;
+        const v8 b0 = LD(bk), b1 = LD(bk + 8);
+        const size_t ka = (size_t)k * acs;
+        x00 += a0[ka] * b0, x01 += a0[ka] * b1, x10 += a1[ka] * b0, x11 += a1[ka] * b1;
+        x20 += a2[ka] * b0, x21 += a2[ka] * b1, x30 += a3[ka] * b0, x31 += a3[ka] * b1;
+        x40 += a4[ka] * b0, x41 += a4[ka] * b1, x50 += a5[ka] * b0, x51 += a5[ka] * b1;
+      }
+      const v8 acc[MR][2] = {{x00, x01}, {x10, x11}, {x20, x21},
+                             {x30, x31}, {x40, x41}, {x50, x51}};
+      for (int r = 0; r < mr; r++) {
+        float *cr = c0 + (size_t)r * ldc + j;
+        ST(cr, LD(cr) + acc[r][0]);
+        ST(cr + 8, LD(cr + 8) + acc[r][1]);
+      }
+    }
+    for (; j + 8 <= n; j += 8) {
+      v8 x0 = {0}, x1 = {0}, x2 = {0}, x3 = {0}, x4 = {0}, x5 = {0};
+      for (int k = k0; k < k1; k++) {
+        const v8 b0 = LD(b + (size_t)k * ldb + j);
+        const size_t ka = (size_t)k * acs;
+        x0 += a0[ka] * b0, x1 += a1[ka] * b0, x2 += a2[ka] * b0, x3 += a3[ka] * b0;
+        x4 += a4[ka] * b0, x5 += a5[ka] * b0;
+      }
+      const v8 acc[MR] = {x0, x1, x2, x3, x4, x5};
+      for (int r = 0; r < mr; r++)
+        ST(c0 + (size_t)r * ldc + j, LD(c0 + (size_t)r * ldc + j) + acc[r]);
+    }
+    for (; j < n; j++) /* head sizes and key counts that are not multiples of 8 */
+      for (int r = 0; r < mr; r++) {
+        float sum = 0;
+        for (int k = k0; k < k1; k++) sum += ar[r][(size_t)k * acs] * b[(size_t)k * ldb + j];
+        c0[(size_t)r * ldc + j] += sum;
+      }
+  }
+}
+
+typedef int v8i __attribute__((vector_size(32)));
+#ifdef __clang__
+#define SHUF(x, y, ...) __builtin_shufflevector(x, y, __VA_ARGS__)
+#else
+#define SHUF(x, y, ...) __builtin_shuffle(x, y, (v8i){__VA_ARGS__})
+#endif
+
+/* t (HS x n, row-major) = the n rows x (HS each, rows ld apart) transposed: makes
+ * k^T and v^T tiles the micro-kernel reads along rows. In 8 x 8 blocks by
+ * shuffles (unpack, shuffle, lane swap: 24 for 64 floats), as an element-wise
+ * copy took a fifth of the forward's time. */
+ZEROC_INL void pack_t(float *restrict t, const float *restrict x, size_t ld, int n, int HS) {
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    int d = 0;
+    for (; d + 8 <= HS; d += 8) {
+      const float *xr = x + (size_t)j * ld + d;
+      const v8 r0 = LD(xr), r1 = LD(xr + ld), r2 = LD(xr + 2 * ld), r3 = LD(xr + 3 * ld);
+      const v8 r4 = LD(xr + 4 * ld), r5 = LD(xr + 5 * ld), r6 = LD(xr + 6 * ld),
+               r7 = LD(xr + 7 * ld);
+      const v8 t0 = SHUF(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13),
+               t1 = SHUF(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
+      const v8 t2 = SHUF(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13),
+               t3 = SHUF(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);
+      const v8 t4 = SHUF(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13),
+               t5 = SHUF(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);
+      const v8 t6 = SHUF(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13),
+               t7 = SHUF(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);
+      /* u0: rows 0-3 of columns 0 and 4; u1: 1 and 5; u2: 2 and 6; u3: 3 and 7; u4-u7: rows 4-7 */
+      const v8 u0 = SHUF(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13),
+               u1 = SHUF(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);
+      const v8 u2 = SHUF(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13),
+               u3 = SHUF(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);
+      const v8 u4 = SHUF(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13),
+               u5 = SHUF(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);
+      const v8 u6 = SHUF(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13),
+               u7 = SHUF(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
+      float *tc = t + (size_t)d * n + j;
+      ST(tc, SHUF(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST(tc + n, SHUF(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST(tc + 2 * (size_t)n, SHUF(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST(tc + 3 * (size_t)n, SHUF(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST(tc + 4 * (size_t)n, SHUF(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15));
+      ST(tc + 5 * (size_t)n, SHUF(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15));
+      ST(tc + 6 * (size_t)n, SHUF(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15));
+      ST(tc + 7 * (size_t)n, SHUF(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15));
+    }
+    for (; d < HS; d++) /* head sizes that are not multiples of 8 */
+      for (int k = j; k < j + 8; k++) t[(size_t)d * n + k] = x[(size_t)k * ld + d];
+  }
+  for (; j < n; j++)
+    for (int d = 0; d < HS; d++) t[(size_t)d * n + j] = x[(size_t)j * ld + d];
+}
+
+/* s (ni x nj) += x (ni rows xs apart) y^T, y the nj rows (ys apart) of a key
+ * tile: y^T is packed into t first, unless `packed` (t holds it already). A head
+ * too big for one pack (HS nj > PACK) goes in slices of its width, each packed
+ * and multiplied in turn. */
+ZEROC_INL void scores(float *restrict s, const float *x, size_t xs, const float *y, size_t ys,
+                      float *restrict t, int packed, int ni, int nj, int HS, int off) {
+  const int dc = HS * nj <= PACK ? HS : PACK / nj;
+  for (int d0 = 0; d0 < HS; d0 += dc) {
+    const int dn = HS - d0 < dc ? HS - d0 : dc;
+    if (!packed) pack_t(t, y + d0, ys, nj, dn);
+    mm_acc(s, nj, x + d0, xs, 1, t, nj, ni, nj, dn, MM_COLS, off);
+  }
+}
+
+ZEROC_INL float dotf(const float *a, const float *b, int n) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int i = 0; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+/* keys of the tile at j0 (nj of them) that query row i sees */
+ZEROC_INL int visible(const zeroc__attn_head_t *a, int i, int j0, int nj) {
+  if (!a->causal) return nj;
+  const int n = i - j0 + 1;
+  return n < 0 ? 0 : (n > nj ? nj : n);
+}
+
+ZEROC_INL uint64_t row_key(const zeroc__attn_head_t *a, int i) {
+  return zeroc__dropout_row_key(a->drop->key,
+                                zeroc__dropout_row_att(a->drop, a->b, a->h, a->q_pos + i));
+}
+
+/* p (nj) <- dropout's multiplier of (row key rk, keys j0..): 1/(1-p) kept, 0 dropped,
+ * times p */
+ZEROC_INL void drop_row(float *restrict p, const zeroc__attn_head_t *a, uint64_t rk, int j0,
+                        int nj) {
+  const uint32_t thr = zeroc__dropout_threshold(a->drop->p);
+  const float dsc = zeroc__dropout_scale(a->drop->p);
+  const uint32_t c0 = (uint32_t)(a->k_pos + j0);
+#pragma omp simd
+  for (int c = 0; c < nj; c++)
+    p[c] = zeroc__dropout_bits(rk, c0 + (uint32_t)c) >= thr ? p[c] * dsc : 0.0f;
+}
+
+/* One row of a forward tile: s (nj scores q.k) -> the row's probabilities against
+ * the new running max (dropped if dropout is on); rescales o (HS) and l to it. */
+ZEROC_INL void fwd_row(float *restrict s, float *restrict o, float *m, float *l,
+                       const zeroc__attn_head_t *a, float scale, int i, int j0, int nj) {
+  const int vis = visible(a, i, j0, nj);
+  float mx = *m;
+  SIMD_MAX_MX
+  for (int c = 0; c < vis; c++) mx = s[c] * scale > mx ? s[c] * scale : mx;
+  float sum = 0; /* exp only where seen: half of a diagonal tile is masked */
+#pragma omp simd reduction(+ : sum)
+  for (int c = 0; c < vis; c++) {
+    const float p = zeroc__expf(s[c] * scale - mx);
+    s[c] = p;
+    sum += p;
+  }
+  for (int c = vis; c < nj; c++) s[c] = 0;
+  if (mx != *m) { /* rescale what was summed against the old max (0 on the first tile) */
+    const float alpha = zeroc__expf(*m - mx);
+    *l *= alpha;
+#pragma omp simd
+    for (int d = 0; d < a->HS; d++) o[d] *= alpha;
+    *m = mx;
+  }
+  *l += sum;
+  if (a->drop && a->drop->p > 0) drop_row(s, a, row_key(a, i), j0, nj);
+}
+
+// q, k, v of one head -> o (Tq rows o_t apart) = attention, lse (Tq)
+ZEROC_CPU_HOT void zeroc__attn_head_forward(const zeroc__attn_head_t *a, float *o, float *lse) {
+  const int HS = a->HS, BK = tile_keys(HS);
+  const float scale = 1.0f / sqrtf((float)HS);
+  float kt[PACK], s[BQ * BK_MAX], m[BQ], l[BQ];
+  for (int i0 = 0; i0 < a->Tq; i0 += BQ) {
+    const int ni = a->Tq - i0 < BQ ? a->Tq - i0 : BQ;
+    float *oi = o + (size_t)i0 * a->o_t;
+    for (int r = 0; r < ni; r++) {
+      memset(oi + (size_t)r * a->o_t, 0, (size_t)HS * sizeof *o);
+      m[r] = -INFINITY, l[r] = 0;
+    }
+    const int jend = a->causal ? i0 + ni : a->Tk; /* tiles above the diagonal: skipped */
+    for (int j0 = 0; j0 < jend; j0 += BK) {
+      const int nj = jend - j0 < BK ? jend - j0 : BK;
+      memset(s, 0, (size_t)ni * nj * sizeof *s);
+      const int off = a->causal ? i0 - j0 : BQ + BK_MAX; /* see MM_COLS */
+      scores(s, a->q + (size_t)i0 * a->q_t, a->q_t, a->k + (size_t)j0 * a->kv_t, a->kv_t, kt, 0, ni,
+             nj, HS, off); /* (ni,nj) q k^T */
+      for (int r = 0; r < ni; r++)
+        fwd_row(s + (size_t)r * nj, oi + (size_t)r * a->o_t, &m[r], &l[r], a, scale, i0 + r, j0,
+                nj);
+      mm_acc(oi, a->o_t, s, nj, 1, a->v + (size_t)j0 * a->kv_t, a->kv_t, ni, HS, nj, MM_KEND, off);
+    }
+    for (int r = 0; r < ni; r++) {
+      float *restrict orow = oi + (size_t)r * a->o_t;
+      const float il = 1.0f / l[r];
+#pragma omp simd
+      for (int d = 0; d < HS; d++) orow[d] *= il;
+      lse[i0 + r] = m[r] + logf(l[r]);
+    }
+  }
+}
+
+/* One row of a backward tile: p (nj scores q.k), dp (nj, dout.v) -> p = ds, the
+ * gradient of the scores times scale, dp = the (dropped) probabilities that met v.
+ * With p_j = softmax row i and dp_j = dout . v_j, ds_j = p_j (dp_j - sum_k p_k dp_k),
+ * and the sum is D = dout . out_i. With dropout's multiplier m_j v meets m_j p_j and
+ * dp_j is m_j dout . v_j; D is still the sum. */
+ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_head_t *a,
+                       float scale, float L, float D, int i, int j0, int nj) {
+  const int vis = visible(a, i, j0, nj);
+#pragma omp simd
+  for (int c = 0; c < vis; c++) p[c] = zeroc__expf(p[c] * scale - L);
+  for (int c = vis; c < nj; c++) p[c] = 0;
+  if (a->drop && a->drop->p > 0) {
+    const uint32_t thr = zeroc__dropout_threshold(a->drop->p);
+    const float dsc = zeroc__dropout_scale(a->drop->p);
+    const uint64_t rk = row_key(a, i);
+    const uint32_t c0 = (uint32_t)(a->k_pos + j0);
+#pragma omp simd
+    for (int c = 0; c < nj; c++) {
+      const float mk = zeroc__dropout_bits(rk, c0 + (uint32_t)c) >= thr ? dsc : 0.0f;
+      const float ds = p[c] * (dp[c] * mk - D) * scale;
+      dp[c] = p[c] * mk;
+      p[c] = ds;
+    }
+  } else {
+#pragma omp simd
+    for (int c = 0; c < nj; c++) {
+      const float ds = p[c] * (dp[c] - D) * scale;
+      dp[c] = p[c];
+      p[c] = ds;
+    }
+  }
+}
+
+/* One (query tile, key tile) pair of the backward: recompute p, then dv, dk, dq.
+ * kt, vt: k^T and v^T of the key tile if `packed`, else scratch (see scores). */
+ZEROC_INL void bwd_tile(const zeroc__attn_head_t *a, float *dq, float *dkj, float *dvj,
+                        const float *dout, const float *lse, const float *D, float *kt, float *vt,
+                        int packed, float *restrict p, float *restrict dp, int i0, int ni, int j0,
+                        int nj) {
+  const int HS = a->HS;
+  const float scale = 1.0f / sqrtf((float)HS);
+  const float *qi = a->q + (size_t)i0 * a->q_t, *dyi = dout + (size_t)i0 * a->o_t;
+  const float *kj = a->k + (size_t)j0 * a->kv_t, *vj = a->v + (size_t)j0 * a->kv_t;
+  memset(p, 0, (size_t)ni * nj * sizeof *p);
+  memset(dp, 0, (size_t)ni * nj * sizeof *dp);
+  const int off = a->causal ? i0 - j0 : BQ + BK_MAX;                 /* see MM_COLS */
+  scores(p, qi, a->q_t, kj, a->kv_t, kt, packed, ni, nj, HS, off);   /* (ni,nj) q k^T */
+  scores(dp, dyi, a->o_t, vj, a->kv_t, vt, packed, ni, nj, HS, off); /* (ni,nj) dout v^T */
+  for (int r = 0; r < ni; r++)
+    bwd_row(p + (size_t)r * nj, dp + (size_t)r * nj, a, scale, lse[i0 + r], D[r], i0 + r, j0, nj);
+  /* p (ni,nj) holds ds, dp the dropped probabilities: read transposed for dk, dv */
+  mm_acc(dvj, a->kv_t, dp, 1, nj, dyi, a->o_t, nj, HS, ni, MM_KBEG, off); /* += p^T dout */
+  mm_acc(dkj, a->kv_t, p, 1, nj, qi, a->q_t, nj, HS, ni, MM_KBEG, off);   /* += ds^T q */
+  mm_acc(dq + (size_t)i0 * a->q_t, a->q_t, p, nj, 1, kj, a->kv_t, ni, HS, nj, MM_KEND,
+         off); /* dq += ds k */
+}
+
+// dout, out (o_t), lse of one head -> dq (q_t) +=, dk, dv (kv_t) +=
+ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float *dq, float *dk,
+                                             float *dv, const float *dout, const float *out,
+                                             const float *lse) {
+  const int HS = a->HS, BK = tile_keys(HS);
+  float kt[PACK], vt[PACK], p[BQ * BK_MAX], dp[BQ * BK_MAX], D[QCHUNK];
+  /* Queries in chunks of QCHUNK rows (all of them below that), whose D = dout . out
+   * is computed once; inside, key tiles outside: dk and dv of a tile sum over the
+   * query tiles, dq over the key tiles, each in a fixed order. */
+  for (int c0 = 0; c0 < a->Tq; c0 += QCHUNK) {
+    const int cn = a->Tq - c0 < QCHUNK ? a->Tq - c0 : QCHUNK;
+    for (int r = 0; r < cn; r++)
+      D[r] = dotf(dout + (size_t)(c0 + r) * a->o_t, out + (size_t)(c0 + r) * a->o_t, HS);
+    const int jend = a->causal ? c0 + cn : a->Tk; /* key tiles past the chunk: unseen */
+    for (int j0 = 0; j0 < jend; j0 += BK) {
+      const int nj = jend - j0 < BK ? jend - j0 : BK;
+      const int packed = HS * nj <= PACK; /* k^T, v^T packed once for all query tiles */
+      if (packed) {
+        pack_t(kt, a->k + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
+        pack_t(vt, a->v + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
+      }
+      const int istart = a->causal && j0 / BQ * BQ > c0 ? j0 / BQ * BQ : c0;
+      for (int i0 = istart; i0 < c0 + cn; i0 += BQ)
+        bwd_tile(a, dq, dk + (size_t)j0 * a->kv_t, dv + (size_t)j0 * a->kv_t, dout, lse,
+                 D + (i0 - c0), kt, vt, packed, p, dp, i0, c0 + cn - i0 < BQ ? c0 + cn - i0 : BQ,
+                 j0, nj);
+    }
+  }
+}
