@@ -3,7 +3,8 @@
  * `small` preset: B=4, T=128, C=128, NH=4, V=512) and prints the median time of
  * each, with GFLOP/s for the matmuls and attention.
  *
- *   bench_kernels_cpu [--model NAME] [--batch B] [--reps N]
+ *   bench_kernels_cpu [--model NAME] [--batch B] [--reps N] [--seq T] [--hidden C]
+ *                     [--heads NH] [--vocab V]   (each overrides the preset's value)
  * Threads: ZEROC_THREADS (default: the cores hwloc gives the rank).
  */
 #include <math.h>
@@ -152,7 +153,7 @@ static void adamw(bench_t *b) {
 
 int main(int argc, char **argv) {
   const char *model = "small";
-  int batch = 0;
+  int batch = 0, seq = 0, hidden = 0, heads = 0, vocab = 0;
   for (int a = 1; a < argc; a++) {
     if (!strcmp(argv[a], "--model") && a + 1 < argc)
       model = argv[++a];
@@ -160,19 +161,43 @@ int main(int argc, char **argv) {
       batch = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--reps") && a + 1 < argc)
       reps = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--seq") && a + 1 < argc)
+      seq = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--hidden") && a + 1 < argc)
+      hidden = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--heads") && a + 1 < argc)
+      heads = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--vocab") && a + 1 < argc)
+      vocab = atoi(argv[++a]);
     else {
-      fprintf(stderr, "usage: %s [--model NAME] [--batch B >= 1] [--reps N >= 1]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [--model NAME] [--batch B >= 1] [--reps N >= 1] [--seq T >= 1] "
+              "[--hidden C >= 1] [--heads NH >= 1, dividing C] [--vocab V >= 1]\n",
+              argv[0]);
       return 2;
     }
   }
-  if (reps < 1 || batch < 0) {
-    fprintf(stderr, "bench_kernels_cpu: --reps %d / --batch %d: accepted >= 1\n", reps, batch);
+  if (reps < 1 || batch < 0 || seq < 0 || hidden < 0 || heads < 0 || vocab < 0) {
+    fprintf(stderr,
+            "bench_kernels_cpu: --reps %d / --batch %d / --seq %d / --hidden %d / --heads %d / "
+            "--vocab %d: accepted >= 1\n",
+            reps, batch, seq, hidden, heads, vocab);
     return 2;
   }
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   zeroc_gpt_config_t g;
   CHECK(zeroc_gpt_preset(model, &g));
+  if (seq) g.seq = seq;
+  if (hidden) g.hidden = hidden;
+  if (heads) g.heads = heads;
+  if (vocab) g.vocab = vocab;
+  if (g.hidden % g.heads) {
+    fprintf(stderr, "bench_kernels_cpu: --heads %d does not divide --hidden %d\n", g.heads,
+            g.hidden);
+    MPI_Finalize();
+    return 2;
+  }
   zeroc_ctx_config_t cfg = ZEROC_CTX_CONFIG_INIT;
   cfg.device = ZEROC_DEVICE_CPU;
   zeroc_ctx_t *ctx = NULL;
