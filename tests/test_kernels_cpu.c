@@ -639,6 +639,7 @@ static void test_crossentropy(void) {
   check_xent(6, 3, 3, 0, 1.0f);
   check_xent(2, 13, 16, 0, 1.0f); /* row 0 is masked: one row of work */
   check_xent(7, 9, 11, 0, 0.5f);
+  check_xent(4, 200, 208, 0, 1.0f); /* rows over several 64-term blocks of the sum */
   release();
 }
 

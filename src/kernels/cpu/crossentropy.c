@@ -13,17 +13,47 @@
 #define PAR_MIN 32768 /* elements below which threading costs more than it saves */
 
 /* Three vectorised passes over a row of V (the row, 16 KiB at V 4096, stays in
- * L1/L2 between them): max; exp(x - max) kept in place and summed (in double:
- * V terms); scaling by dloss / sum. A one-pass online max would cost a second
- * exp per element to rescale. The sum's lanes make its order differ from a
- * sequential one, but it is fixed by V alone, never by the thread count. */
+ * L1/L2 between them): max; exp(x - max) kept in place and summed; scaling by
+ * dloss / sum. A one-pass online max would cost a second exp per element to
+ * rescale. The order of the sum is fixed by V alone, never by the thread count.
+ * The helpers are always inlined: a static function called from a
+ * ZEROC_CPU_HOT kernel is not cloned, and would run at the baseline width. */
+
+#define SUM_BLOCK  64 /* exps summed in float lanes, then added into the double sum */
+#define ROW_INLINE static inline __attribute__((always_inline))
 
 // x (V) -> max over x, NaN elements skipped as the sequential max did
-static inline float row_max(const float *x, int V) {
+ROW_INLINE float row_max(const float *x, int V) {
   float m = x[0];
 #pragma omp simd reduction(max : m)
   for (int i = 1; i < V; i++) m = x[i] > m ? x[i] : m;
   return m;
+}
+
+// x (V), m -> sum of exp(x - m); x <- exp(x - m) when keep. Each term is in
+// (0, 1], so a block's float sum is off by a few 1e-7 relative at most; the
+// blocks add in double, so long rows (V 50257) stay as exact as a double sum of
+// every term, without widening each exp to double inside the vector loop
+// (which costs more than the exp).
+ROW_INLINE double row_sumexp(float *x, int V, float m, int keep) {
+  double sum = 0;
+  for (int i0 = 0; i0 < V; i0 += SUM_BLOCK) {
+    const int i1 = i0 + SUM_BLOCK < V ? i0 + SUM_BLOCK : V;
+    float fs = 0;
+    if (keep) {
+#pragma omp simd reduction(+ : fs)
+      for (int i = i0; i < i1; i++) {
+        const float e = zeroc__expf(x[i] - m);
+        x[i] = e;
+        fs += e;
+      }
+    } else {
+#pragma omp simd reduction(+ : fs)
+      for (int i = i0; i < i1; i++) fs += zeroc__expf(x[i] - m);
+    }
+    sum += fs;
+  }
+  return sum;
 }
 
 // logits (N,Vp) (columns V..Vp-1 padding), targets (N) -> losses (N);
@@ -52,18 +82,7 @@ ZEROC_CPU_HOT void zeroc__cpu_crossentropy_forward_backward(float *losses, float
     /* subtracting the row max keeps every exp in (0, 1]: no overflow */
     const float m = row_max(x, V);
     const float xt = x[tg];
-    double sum = 0;
-    if (grad) {
-#pragma omp simd reduction(+ : sum)
-      for (int i = 0; i < V; i++) { /* keep exp(x - m) in place for the gradient */
-        const float e = zeroc__expf(x[i] - m);
-        x[i] = e;
-        sum += e;
-      }
-    } else {
-#pragma omp simd reduction(+ : sum)
-      for (int i = 0; i < V; i++) sum += zeroc__expf(x[i] - m);
-    }
+    const double sum = row_sumexp(x, V, m, grad); /* exp(x - m) kept for the gradient */
     losses[n] = (float)((double)m + log(sum) - (double)xt);
     if (grad) {
       const float sc = (float)(dloss / sum);
