@@ -85,6 +85,7 @@ ZEROC_CPU_HOT void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, fl
     for (int n = 0; n < N; n++) {
       const float *x = inp + (size_t)n * C + c0, *d = dout + (size_t)n * C + c0;
       const float m = mean[n], r = rstd[n];
+      /* lanes run across channels: each channel still adds its rows in order */
 #pragma omp simd
       for (int j = 0; j < nc; j++) {
         aw[j] += (double)d[j] * ((x[j] - m) * r);
