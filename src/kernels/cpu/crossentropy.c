@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/softmax_row.h"
 #include "kernels/cpu/vmath.h"
 
 #define PAR_MIN 32768 /* elements below which threading costs more than it saves */
@@ -16,45 +17,7 @@
  * L1/L2 between them): max; exp(x - max) kept in place and summed; scaling by
  * dloss / sum. A one-pass online max would cost a second exp per element to
  * rescale. The order of the sum is fixed by V alone, never by the thread count.
- * The helpers are always inlined: a static function called from a
- * ZEROC_CPU_HOT kernel is not cloned, and would run at the baseline width. */
-
-#define SUM_BLOCK  64 /* exps summed in float lanes, then added into the double sum */
-#define ROW_INLINE static inline __attribute__((always_inline))
-
-// x (V) -> max over x, NaN elements skipped as the sequential max did
-ROW_INLINE float row_max(const float *x, int V) {
-  float m = x[0];
-#pragma omp simd reduction(max : m)
-  for (int i = 1; i < V; i++) m = x[i] > m ? x[i] : m;
-  return m;
-}
-
-// x (V), m -> sum of exp(x - m); x <- exp(x - m) when keep. Each term is in
-// (0, 1], so a block's float sum is off by a few 1e-7 relative at most; the
-// blocks add in double, so long rows (V 50257) stay as exact as a double sum of
-// every term, without widening each exp to double inside the vector loop
-// (which costs more than the exp).
-ROW_INLINE double row_sumexp(float *x, int V, float m, int keep) {
-  double sum = 0;
-  for (int i0 = 0; i0 < V; i0 += SUM_BLOCK) {
-    const int i1 = i0 + SUM_BLOCK < V ? i0 + SUM_BLOCK : V;
-    float fs = 0;
-    if (keep) {
-#pragma omp simd reduction(+ : fs)
-      for (int i = i0; i < i1; i++) {
-        const float e = zeroc__expf(x[i] - m);
-        x[i] = e;
-        fs += e;
-      }
-    } else {
-#pragma omp simd reduction(+ : fs)
-      for (int i = i0; i < i1; i++) fs += zeroc__expf(x[i] - m);
-    }
-    sum += fs;
-  }
-  return sum;
-}
+ */
 
 // logits (N,Vp) (columns V..Vp-1 padding), targets (N) -> losses (N);
 // when dloss != 0: logits <- dloss * (softmax - onehot(target)), padding <- 0

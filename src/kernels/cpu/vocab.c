@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/softmax_row.h"
 #include "kernels/cpu/vmath.h"
 
 #define PAR_MIN  32768 /* elements below which threading costs more than it saves */
@@ -92,18 +93,15 @@ ZEROC_CPU_HOT void zeroc__cpu_vocab_ce_local(float *mx, float *xt, const float *
 }
 
 // logits (N,Vl), mx (N) the global row max -> se (N) = sum of exp(x - mx) over this
-// slice's real columns (accumulated in double)
+// slice's real columns
 ZEROC_CPU_HOT void zeroc__cpu_vocab_ce_sumexp(float *se, const float *logits, const float *mx,
                                               int N, int Vl, int v0, int V) {
   const int R = real_cols(Vl, v0, V);
 #pragma omp parallel for if ((long)N * Vl > PAR_MIN) schedule(static)
   for (int n = 0; n < N; n++) {
     const float *x = logits + (size_t)n * Vl;
-    const float m = mx[n];
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (int i = 0; i < R; i++) s += zeroc__expf(x[i] - m);
-    se[n] = (float)s;
+    /* summed as the unsplit kernel sums its row (x is not written: keep 0) */
+    se[n] = (float)row_sumexp((float *)x, R, mx[n], 0);
   }
 }
 
