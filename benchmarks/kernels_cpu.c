@@ -3,7 +3,8 @@
  * `small` preset: B=4, T=128, C=128, NH=4, V=512) and prints the median time of
  * each, with GFLOP/s for the matmuls and attention.
  *
- *   bench_kernels_cpu [--model NAME] [--batch B] [--reps N]
+ *   bench_kernels_cpu [--model NAME] [--batch B] [--reps N] [--seq T] [--hidden C]
+ *                     [--heads NH] [--vocab V]   (each overrides the preset's value)
  *   bench_kernels_cpu --attention B T C NH [--reps N]
  * The second times only attention, forward and backward, with and without
  * dropout, the current kernels beside the previous ones (attention_ref.c),
@@ -214,7 +215,7 @@ static int bench_attention(int B, int T, int C, int NH) {
 
 int main(int argc, char **argv) {
   const char *model = "small";
-  int batch = 0, att[4] = {0};
+  int batch = 0, seq = 0, hidden = 0, heads = 0, vocab = 0, att[4] = {0};
   for (int a = 1; a < argc; a++) {
     if (!strcmp(argv[a], "--model") && a + 1 < argc)
       model = argv[++a];
@@ -224,9 +225,18 @@ int main(int argc, char **argv) {
       reps = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--attention") && a + 4 < argc)
       for (int k = 0; k < 4; k++) att[k] = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--seq") && a + 1 < argc)
+      seq = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--hidden") && a + 1 < argc)
+      hidden = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--heads") && a + 1 < argc)
+      heads = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--vocab") && a + 1 < argc)
+      vocab = atoi(argv[++a]);
     else {
       fprintf(stderr,
-              "usage: %s [--model NAME] [--batch B >= 1] [--reps N >= 1] "
+              "usage: %s [--model NAME] [--batch B >= 1] [--reps N >= 1] [--seq T >= 1] "
+              "[--hidden C >= 1] [--heads NH >= 1, dividing C] [--vocab V >= 1] "
               "[--attention B T C NH]\n",
               argv[0]);
       return 2;
@@ -239,14 +249,27 @@ int main(int argc, char **argv) {
         att[0], att[1], att[2], att[3]);
     return 2;
   }
-  if (reps < 1 || batch < 0) {
-    fprintf(stderr, "bench_kernels_cpu: --reps %d / --batch %d: accepted >= 1\n", reps, batch);
+  if (reps < 1 || batch < 0 || seq < 0 || hidden < 0 || heads < 0 || vocab < 0) {
+    fprintf(stderr,
+            "bench_kernels_cpu: --reps %d / --batch %d / --seq %d / --hidden %d / --heads %d / "
+            "--vocab %d: accepted >= 1\n",
+            reps, batch, seq, hidden, heads, vocab);
     return 2;
   }
   int provided;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   zeroc_gpt_config_t g;
   CHECK(zeroc_gpt_preset(model, &g));
+  if (seq) g.seq = seq;
+  if (hidden) g.hidden = hidden;
+  if (heads) g.heads = heads;
+  if (vocab) g.vocab = vocab;
+  if (g.hidden % g.heads) {
+    fprintf(stderr, "bench_kernels_cpu: --heads %d does not divide --hidden %d\n", g.heads,
+            g.hidden);
+    MPI_Finalize();
+    return 2;
+  }
   zeroc_ctx_config_t cfg = ZEROC_CTX_CONFIG_INIT;
   cfg.device = ZEROC_DEVICE_CPU;
   zeroc_ctx_t *ctx = NULL;

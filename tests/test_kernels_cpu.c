@@ -336,6 +336,11 @@ static void test_layernorm(void) {
   check_layernorm(14, 24, 0);
   check_layernorm(26, 48, 0);
   check_layernorm(13, 37, 30); /* rows far from zero: the variance must not cancel */
+  /* the vector loops' tails: C below and not a multiple of the width, one row,
+   * C across the backward's 64-channel dweight blocks */
+  check_layernorm(5, 3, 0);
+  check_layernorm(1, 13, 0);
+  check_layernorm(7, 70, 0);
   release();
 }
 
@@ -385,6 +390,7 @@ static void test_matmul(void) {
   check_matmul(14, 24, 37, 1);
   check_matmul(26, 48, 144, 1);
   check_matmul(13, 24, 37, 0);
+  check_matmul(3, 5, 5, 1); /* bias sums shorter than one vector */
   release();
 }
 
@@ -606,6 +612,46 @@ static void test_gelu(void) {
   release();
 }
 
+/* The vector loop's tails (lengths below and not a multiple of 8: the two
+ * clones and the thread split put elements in different lanes and tails, each
+ * must give the scalar result), the exp's saturation edge, and NaN kept. */
+static void test_gelu_lengths(void) {
+  static const size_t lens[] = {1, 3, 7, 9, 17, 33};
+  for (size_t k = 0; k < sizeof lens / sizeof *lens; k++) {
+    const size_t N = lens[k];
+    float *x = frand(N, 54 + k, -6, 6), *out = fnan(N);
+    ZT_OK(zeroc_k_gelu_forward(K, NULL, out, x, N));
+    ew_args_t a = {to_d(x, N), N};
+    double *ref = dalloc(N), *g = dalloc(N);
+    gelu_eval(&a, ref);
+    expect_close("gelu fwd, short", out, ref, N, TOL_FWD);
+    /* dout away from 0 and a small prefill: with one element the norm is that
+     * element, and gelu' is ~0.01 near its zero at x = -0.75, where a prefill
+     * of ~1 would round the result to its own ulp */
+    float *R = frand(N, 64 + k, 0.5f, 1.5f), *d0 = frand(N, 74 + k, -0.1f, 0.1f);
+    float *d = fcopy(d0, N);
+    ZT_OK(zeroc_k_gelu_backward(K, NULL, d, x, R, N));
+    fd_grad(gelu_eval, &a, a.x, N, to_d(R, N), N, g);
+    expect_grad("gelu bwd, short", d, d0, g, N, TOL_BWD);
+  }
+  /* 2k(x + a x^3) crosses exp's limits (-87.3, 88.4) near |x| = 10.0, 10.04 */
+  float x[9] = {-10.2f, -10.05f, -10.03f, -9.9f, 9.9f, 9.99f, 10.01f, 10.2f, NAN}, y[9],
+        dy[9] = {0};
+  const float one[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  ZT_OK(zeroc_k_gelu_forward(K, NULL, y, x, 9));
+  ZT_OK(zeroc_k_gelu_backward(K, NULL, dy, x, one, 9));
+  for (int i = 0; i < 8; i++) {
+    const double want = ref_gelu(x[i]), h = 1e-3;
+    const double dwant = (ref_gelu(x[i] + h) - ref_gelu(x[i] - h)) / (2 * h);
+    ZT_ASSERT_MSG(fabs(y[i] - want) <= 1e-6 * fmax(1.0, fabs(want)), "gelu(%g) = %g, want %g", x[i],
+                  y[i], want);
+    ZT_ASSERT_MSG(fabs(dy[i] - dwant) <= 1e-6, "gelu'(%g) = %g, want %g", x[i], dy[i], dwant);
+  }
+  ZT_ASSERT_MSG(isnan(y[8]) && isnan(dy[8]), "gelu(NaN) = %g, gelu'(NaN) = %g: not NaN", y[8],
+                dy[8]);
+  release();
+}
+
 static void test_residual_add(void) {
   const size_t N = 1001;
   float *a = frand(N, 61, -1, 1), *b = frand(N, 62, -1, 1), *out = fnan(N);
@@ -687,6 +733,32 @@ static void test_crossentropy(void) {
   check_xent(14, 37, 48, 0, 1.0f / 14); /* padding logits 1e4 would dominate if read */
   check_xent(13, 37, 37, 0, 0.37f);     /* no padding */
   check_xent(14, 37, 48, 100, 0.5f);    /* exp(100) overflows fp32 without the max shift */
+  /* the vector loops' tails: rows shorter than and not a multiple of 8, one row */
+  check_xent(6, 5, 8, 0, 0.25f);
+  check_xent(6, 3, 3, 0, 1.0f);
+  check_xent(2, 13, 16, 0, 1.0f); /* row 0 is masked: one row of work */
+  check_xent(7, 9, 11, 0, 0.5f);
+  check_xent(4, 200, 208, 0, 1.0f); /* rows over several 64-term blocks of the sum */
+  release();
+}
+
+/* A NaN logit (a diverged model) gives that row a NaN loss, wherever it sits
+ * in the row (first element, vector body, tail), and leaves the others alone. */
+static void test_crossentropy_nan_logit(void) {
+  const int N = 4, V = 37, Vp = 40;
+  const int at[4] = {0, 9, 36, -1}; /* -1: no NaN in that row */
+  int32_t tg[4] = {3, 30, 5, 7};
+  float *x = frand((size_t)N * Vp, 76, -4, 4), *loss = fnan(N);
+  for (int n = 0; n < N; n++)
+    if (at[n] >= 0) x[(size_t)n * Vp + at[n]] = NAN;
+  const float *x0 = fcopy(x, (size_t)N * Vp);
+  ZT_OK(zeroc_k_crossentropy_forward_backward(K, NULL, loss, x, tg, N, V, Vp, 0.0f));
+  for (int n = 0; n < 3; n++)
+    ZT_ASSERT_MSG(isnan(loss[n]), "row %d: NaN logit, loss %g", n, loss[n]);
+  double ref[4];
+  int32_t ok_tg[4] = {-1, -1, -1, 7};
+  ref_xent(ref, to_d(x0, (size_t)N * Vp), ok_tg, N, V, Vp);
+  CU_ASSERT(fabs(loss[3] - ref[3]) <= 1e-5 * ref[3]);
   release();
 }
 
@@ -1088,9 +1160,11 @@ int main(int argc, char **argv) {
       {"attention across tile edges, odd head sizes, dropout", test_attention_tiles},
       {"gelu fwd/bwd vs reference and finite differences", test_gelu},
       {"residual and add", test_residual_add},
+      {"gelu on short lengths, at exp's edges and on NaN", test_gelu_lengths},
       {"crossentropy: loss, gradient, padding, masked targets", test_crossentropy},
       {"crossentropy with dloss 0 leaves the logits", test_crossentropy_dloss0},
       {"crossentropy with a target >= V gives NaN", test_crossentropy_bad_target},
+      {"crossentropy with a NaN logit gives NaN", test_crossentropy_nan_logit},
       {"cast fp32 <-> bf16", test_cast},
       {"accumulate and scale", test_accumulate_scale},
       {"add_to into fp32 and bf16", test_add_to},

@@ -7,9 +7,11 @@
 #include <stddef.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/vmath.h"
 
 // in (N,C) -> out (N,C) = in * keep / (1 - p); out may alias in
-void zeroc__cpu_dropout(float *out, const float *in, const zeroc_dropout_t *d, int N, int C) {
+ZEROC_CPU_HOT void zeroc__cpu_dropout(float *out, const float *in, const zeroc_dropout_t *d, int N,
+                                      int C) {
   const uint32_t thr = zeroc__dropout_threshold(d->p);
   const float sc = zeroc__dropout_scale(d->p);
 #pragma omp parallel for if ((long)N * C > 65536) schedule(static)
@@ -17,6 +19,7 @@ void zeroc__cpu_dropout(float *out, const float *in, const zeroc_dropout_t *d, i
     const uint64_t rk = zeroc__dropout_row_key(d->key, zeroc__dropout_row_rc(d, r));
     const float *x = in + (size_t)r * C;
     float *y = out + (size_t)r * C;
+#pragma omp simd
     for (int c = 0; c < C; c++)
       y[c] = zeroc__dropout_bits(rk, (uint32_t)c) >= thr ? x[c] * sc : 0.0f;
   }

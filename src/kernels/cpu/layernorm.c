@@ -1,19 +1,23 @@
 /*
  * kernels/cpu/layernorm.c - LayerNorm over the last dimension (eps 1e-5),
- * saving each row's mean and 1/std for the backward pass.
+ * saving each row's mean and 1/std for the backward pass. Every row pass is a
+ * `simd` loop (the double sums in lanes: their order is fixed by C alone, not
+ * by how rows are split over threads).
  */
 #include <math.h>
 #include <stddef.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/vmath.h"
 
 #define LN_EPS   1e-5
 #define PAR_MIN  16384 /* elements below which threading costs more than it saves */
 #define CH_BLOCK 64    /* channels per dweight/dbias work item */
 
 // inp (N,C), weight (C), bias (C) -> out (N,C), mean (N), rstd (N)
-void zeroc__cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
-                                  const float *weight, const float *bias, int N, int C) {
+ZEROC_CPU_HOT void zeroc__cpu_layernorm_forward(float *out, float *mean, float *rstd,
+                                                const float *inp, const float *weight,
+                                                const float *bias, int N, int C) {
 #pragma omp parallel for if ((size_t)N * C > PAR_MIN) schedule(static)
   for (int n = 0; n < N; n++) {
     const float *x = inp + (size_t)n * C;
@@ -21,9 +25,11 @@ void zeroc__cpu_layernorm_forward(float *out, float *mean, float *rstd, const fl
     /* Two passes in double: the one-pass E[x^2] - E[x]^2 loses every digit when
      * a row's mean is large against its spread (a residual stream can be). */
     double s = 0;
+#pragma omp simd reduction(+ : s)
     for (int c = 0; c < C; c++) s += x[c];
     const double mu = s / C;
     double v = 0;
+#pragma omp simd reduction(+ : v)
     for (int c = 0; c < C; c++) {
       const double d = x[c] - mu;
       v += d * d;
@@ -45,9 +51,10 @@ void zeroc__cpu_layernorm_forward(float *out, float *mean, float *rstd, const fl
 // dweight and dbias are sums over rows; rather than per-thread partial sums
 // (whose combination order would depend on the thread count) each work item
 // owns a block of channels and sums its rows in order, so results repeat bitwise.
-void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                                   const float *inp, const float *weight, const float *mean,
-                                   const float *rstd, int N, int C) {
+ZEROC_CPU_HOT void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, float *dbias,
+                                                 const float *dout, const float *inp,
+                                                 const float *weight, const float *mean,
+                                                 const float *rstd, int N, int C) {
   const int par = (size_t)N * C > PAR_MIN;
 #pragma omp parallel for if (par) schedule(static)
   for (int n = 0; n < N; n++) {
@@ -55,12 +62,14 @@ void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, co
     float *dx = dinp + (size_t)n * C;
     const float m = mean[n], r = rstd[n];
     double sg = 0, sgx = 0;
+#pragma omp simd reduction(+ : sg, sgx)
     for (int c = 0; c < C; c++) {
       const double g = (double)d[c] * weight[c];
       sg += g;
       sgx += g * ((x[c] - m) * r);
     }
     const float mg = (float)(sg / C), mgx = (float)(sgx / C);
+#pragma omp simd
     for (int c = 0; c < C; c++) {
       const float xhat = (x[c] - m) * r;
       dx[c] += r * (d[c] * weight[c] - mg - xhat * mgx);
@@ -76,6 +85,8 @@ void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, co
     for (int n = 0; n < N; n++) {
       const float *x = inp + (size_t)n * C + c0, *d = dout + (size_t)n * C + c0;
       const float m = mean[n], r = rstd[n];
+      /* lanes run across channels: each channel still adds its rows in order */
+#pragma omp simd
       for (int j = 0; j < nc; j++) {
         aw[j] += (double)d[j] * ((x[j] - m) * r);
         ab[j] += d[j];

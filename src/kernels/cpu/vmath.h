@@ -6,10 +6,12 @@
  * FMA, every x86 server since 2013) and for the baseline (SSE2), the loader
  * picking one when the library is loaded (GCC's target_clones, an ifunc). The
  * library itself is built for the baseline, so it runs anywhere; without this
- * its loops ran 4 floats wide with no FMA on CPUs that do 8 with FMA. GCC also
- * clones the functions `#pragma omp` outlines from a marked kernel. Results
- * differ in the last bits between the two clones (FMA rounds once), never
- * between runs or thread counts on one machine.
+ * its loops ran 4 floats wide on CPUs that do 8. GCC also clones the functions
+ * `#pragma omp` outlines from a marked kernel, but not a static helper it calls
+ * unless that is inlined (mark such helpers always_inline). The build is
+ * -std=c11, so a * b + c is not fused into an FMA unless a file asks
+ * (attn_tile.c does, for its products); results may differ in the last bits
+ * between the two clones, never between runs or thread counts on one machine.
  *
  * zeroc__expf is exp in float that a `#pragma omp simd` loop vectorises
  * (libm's expf is a scalar call): ~1-2 ulp relative error for x in

@@ -12,14 +12,17 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/softmax_row.h"
+#include "kernels/cpu/vmath.h"
 
 #define PAR_MIN  32768 /* elements below which threading costs more than it saves */
 #define CH_BLOCK 16    /* channels per backward work item: one 64-byte line of dwte */
 
 // inp (B,T) ids, wte (Vl,C) = rows v0.. of the vocabulary, wpe (>=T,C) or NULL
 // -> out (B,T,C) = [v0 <= id < v0+Vl] wte[id - v0] + wpe[t]
-void zeroc__cpu_vocab_embed_forward(float *out, const int32_t *inp, const float *wte,
-                                    const float *wpe, int B, int T, int C, int v0, int Vl) {
+ZEROC_CPU_HOT void zeroc__cpu_vocab_embed_forward(float *out, const int32_t *inp, const float *wte,
+                                                  const float *wpe, int B, int T, int C, int v0,
+                                                  int Vl) {
   const size_t BT = (size_t)B * T;
 #pragma omp parallel for if (BT * (size_t)C > PAR_MIN) schedule(static)
   for (size_t bt = 0; bt < BT; bt++) {
@@ -29,6 +32,7 @@ void zeroc__cpu_vocab_embed_forward(float *out, const int32_t *inp, const float 
     float *o = out + bt * C;
     /* the same float operation as the unsplit embedding, so a token's row is
      * bit-identical whichever rank holds it */
+#pragma omp simd
     for (int c = 0; c < C; c++) o[c] = (te ? te[c] : 0.0f) + (pe ? pe[c] : 0.0f);
   }
 }
@@ -36,8 +40,9 @@ void zeroc__cpu_vocab_embed_forward(float *out, const int32_t *inp, const float 
 // dout (B,T,C) -> dwte (Vl,C) += rows of tokens in [v0, v0+Vl); dwpe (T,C) += sum over b
 // (when not NULL). Deterministic: each work item owns a block of channels and
 // walks the tokens in (b,t) order, as the unsplit encoder backward does.
-void zeroc__cpu_vocab_embed_backward(float *dwte, float *dwpe, const float *dout,
-                                     const int32_t *inp, int B, int T, int C, int v0, int Vl) {
+ZEROC_CPU_HOT void zeroc__cpu_vocab_embed_backward(float *dwte, float *dwpe, const float *dout,
+                                                   const int32_t *inp, int B, int T, int C, int v0,
+                                                   int Vl) {
   const size_t BT = (size_t)B * T;
   const int nblocks = (C + CH_BLOCK - 1) / CH_BLOCK;
 #pragma omp parallel for if (BT * (size_t)C > PAR_MIN) schedule(static)
@@ -49,6 +54,7 @@ void zeroc__cpu_vocab_embed_backward(float *dwte, float *dwpe, const float *dout
       if (id < 0 || id >= Vl) continue;
       const float *d = dout + bt * C;
       float *te = dwte + (size_t)id * C;
+#pragma omp simd
       for (int c = c0; c < c1; c++) te[c] += d[c];
     }
     if (!dwpe) continue;
@@ -56,6 +62,7 @@ void zeroc__cpu_vocab_embed_backward(float *dwte, float *dwpe, const float *dout
       float *pe = dwpe + (size_t)t * C;
       for (int b = 0; b < B; b++) {
         const float *d = dout + ((size_t)b * T + t) * C;
+#pragma omp simd
         for (int c = c0; c < c1; c++) pe[c] += d[c];
       }
     }
@@ -70,13 +77,14 @@ static int real_cols(int Vl, int v0, int V) {
 
 // logits (N,Vl) -> mx (N) = max over the real columns of this slice (-inf when it has
 // none), xt (N) = the target's logit when the target is in this slice, else 0
-void zeroc__cpu_vocab_ce_local(float *mx, float *xt, const float *logits, const int32_t *targets,
-                               int N, int Vl, int v0, int V) {
+ZEROC_CPU_HOT void zeroc__cpu_vocab_ce_local(float *mx, float *xt, const float *logits,
+                                             const int32_t *targets, int N, int Vl, int v0, int V) {
   const int R = real_cols(Vl, v0, V);
 #pragma omp parallel for if ((long)N * Vl > PAR_MIN) schedule(static)
   for (int n = 0; n < N; n++) {
     const float *x = logits + (size_t)n * Vl;
     float m = -INFINITY;
+#pragma omp simd reduction(max : m)
     for (int i = 0; i < R; i++) m = x[i] > m ? x[i] : m;
     mx[n] = m;
     const int32_t tg = targets[n] - v0;
@@ -85,24 +93,23 @@ void zeroc__cpu_vocab_ce_local(float *mx, float *xt, const float *logits, const 
 }
 
 // logits (N,Vl), mx (N) the global row max -> se (N) = sum of exp(x - mx) over this
-// slice's real columns (accumulated in double)
-void zeroc__cpu_vocab_ce_sumexp(float *se, const float *logits, const float *mx, int N, int Vl,
-                                int v0, int V) {
+// slice's real columns
+ZEROC_CPU_HOT void zeroc__cpu_vocab_ce_sumexp(float *se, const float *logits, const float *mx,
+                                              int N, int Vl, int v0, int V) {
   const int R = real_cols(Vl, v0, V);
 #pragma omp parallel for if ((long)N * Vl > PAR_MIN) schedule(static)
   for (int n = 0; n < N; n++) {
     const float *x = logits + (size_t)n * Vl;
-    double s = 0;
-    for (int i = 0; i < R; i++) s += expf(x[i] - mx[n]);
-    se[n] = (float)s;
+    /* summed as the unsplit kernel sums its row (x is not written: keep 0) */
+    se[n] = (float)row_sumexp((float *)x, R, mx[n], 0);
   }
 }
 
 // losses (N) = mx + log(se) - xt (target < 0: 0, no gradient; target >= V: NaN);
 // when dloss != 0: logits <- dloss * (exp(x - mx) / se - onehot(target)), padding 0
-void zeroc__cpu_vocab_ce_finish(float *losses, float *logits, const int32_t *targets,
-                                const float *mx, const float *se, const float *xt, int N, int Vl,
-                                int v0, int V, float dloss) {
+ZEROC_CPU_HOT void zeroc__cpu_vocab_ce_finish(float *losses, float *logits, const int32_t *targets,
+                                              const float *mx, const float *se, const float *xt,
+                                              int N, int Vl, int v0, int V, float dloss) {
   const int R = real_cols(Vl, v0, V), grad = dloss != 0.0f;
 #pragma omp parallel for if ((long)N * Vl > PAR_MIN) schedule(static)
   for (int n = 0; n < N; n++) {
@@ -121,8 +128,9 @@ void zeroc__cpu_vocab_ce_finish(float *losses, float *logits, const int32_t *tar
     }
     losses[n] = (float)((double)mx[n] + log((double)se[n]) - (double)xt[n]);
     if (!grad) continue;
-    const float sc = (float)(dloss / (double)se[n]);
-    for (int i = 0; i < R; i++) x[i] = expf(x[i] - mx[n]) * sc;
+    const float sc = (float)(dloss / (double)se[n]), m = mx[n];
+#pragma omp simd
+    for (int i = 0; i < R; i++) x[i] = zeroc__expf(x[i] - m) * sc;
     for (int i = R; i < Vl; i++) x[i] = 0;
     if (tg >= v0 && tg - v0 < R) x[tg - v0] -= dloss;
   }
