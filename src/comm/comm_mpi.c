@@ -102,22 +102,12 @@ static const char *coll_name[ZEROC_COLL_COUNT] = {"allgather", "reduce_scatter",
                                                   "broadcast", "send",          "recv",
                                                   "alltoall"};
 
-/* How long the compute channel's caller polls (yielding between tests) before
- * it sleeps. It is blocked on the collective anyway, and MPI's non-blocking
- * collectives only progress inside MPI_Test: a sleeping caller adds up to its
- * sleep interval to every round of the collective. Tensor parallelism puts
- * ~20 such collectives on the critical path of every step. A stream worker
- * backs off sooner, leaving the core to the compute thread beside it. */
-#define COMPUTE_POLL_S 2e-3
-
 /* Polls `req` until it completes or the timeout passes. Spins briefly, then
- * yields (on the compute channel for COMPUTE_POLL_S), then sleeps with growing
- * intervals up to 1 ms. */
+ * yields, then sleeps with growing intervals up to 1 ms. */
 static zeroc_result_t wait_req(const mpi_op_t *o, MPI_Request *req) {
   zeroc_group_t *g = o->g;
   double timeout = g->env.timeout;
   double t0 = zeroc__now_s(), next_check = t0 + 0.5;
-  double poll_until = o->wd == 0 ? t0 + COMPUTE_POLL_S : 0;
   long sleep_ns = 1000;
   for (unsigned spin = 0;; spin++) {
     int done = 0;
@@ -127,8 +117,7 @@ static zeroc_result_t wait_req(const mpi_op_t *o, MPI_Request *req) {
                         coll_name[o->coll], (unsigned long long)o->seq, g->name, e);
     if (done) return ZEROC_OK;
     if (spin < 200) continue;
-    if (poll_until > 0 && !(spin & 63) && zeroc__now_s() >= poll_until) poll_until = 0;
-    if (spin < 400 || poll_until > 0) {
+    if (spin < 400) {
       sched_yield();
       continue;
     }
