@@ -3,7 +3,9 @@
  * that every rank reports together (no hang), topology printing, repeated
  * create/finalize.
  */
+#include <cblas.h>
 #include <mpi.h>
+#include <omp.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -102,6 +104,32 @@ static void test_print_topology(void) {
   ZT_OK(zeroc_ctx_finalize(c));
 }
 
+/* The context's thread count reaches both OpenMP (the kernels) and OpenBLAS
+ * (sgemm). With the OpenMP build (CMakeLists.txt's ZEROC_OPENBLAS) the library
+ * loaded at run time must be that build, not whatever the system's
+ * libopenblas.so.0 alternative names. (That build takes its count from
+ * omp_get_max_threads() at each call, so sgemm and the kernels agree.) */
+static void test_threads_reach_openmp_and_openblas(void) {
+  for (int n = 2; n >= 1; n--) {
+    zeroc_ctx_config_t cfg = ZEROC_CTX_CONFIG_INIT;
+    cfg.device = ZEROC_DEVICE_CPU;
+    cfg.threads = n;
+    zeroc_ctx_t *c = NULL;
+    ZT_OK(zeroc_ctx_create(&c, &cfg));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(omp_get_max_threads(), n);
+    CU_ASSERT_EQUAL(openblas_get_num_threads(), n);
+#ifdef ZEROC_OPENBLAS_OPENMP
+    ZT_ASSERT_MSG(openblas_get_parallel() == 2,
+                  "built with OpenBLAS's OpenMP build, but the loaded libopenblas.so.0 reports "
+                  "threading %d (0 serial, 1 pthread, 2 OpenMP): is LD_LIBRARY_PATH overriding "
+                  "the RUNPATH?",
+                  openblas_get_parallel());
+#endif
+    ZT_OK(zeroc_ctx_finalize(c));
+  }
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"create and finalize repeatedly", test_create_finalize_repeatedly},
@@ -109,6 +137,7 @@ int main(int argc, char **argv) {
       {"a bad mesh fails on every rank, no hang", test_bad_mesh_fails_everywhere},
       {"cuda without a GPU", test_cuda_without_gpu},
       {"topology printed for every rank", test_print_topology},
+      {"the thread count reaches OpenMP and OpenBLAS", test_threads_reach_openmp_and_openblas},
       ZT_END,
   };
   return zt_run_mpi(argc, argv, "ctx", tests, 1, 0);
