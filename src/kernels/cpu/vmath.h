@@ -9,8 +9,8 @@
  * its loops ran 4 floats wide on CPUs that do 8. GCC also clones the functions
  * `#pragma omp` outlines from a marked kernel, but not a static helper it calls
  * unless that is inlined (mark such helpers always_inline). The build is
- * -std=c11, so a * b + c is not fused into an FMA unless a file asks
- * (attn_tile.c does, for its products); results may differ in the last bits
+ * -std=c11, where a * b + c is not fused into an FMA, but the cpu kernels are
+ * compiled with -ffp-contract=fast (CMakeLists.txt); results may differ in the last bits
  * between the two clones, never between runs or thread counts on one machine.
  *
  * zeroc__expf is exp in float that a `#pragma omp simd` loop vectorises
