@@ -10,36 +10,53 @@
 
 /* ---- double-precision reference ----------------------------------------------------- */
 
-/* Materialises each row of scores (the plain way the kernel avoids). */
-static void ref_attention(double *out, double *lse, const double *qkv, int B, int T, int C,
-                          int NH) {
-  const int HS = C / NH;
+/* Materialises each row of scores (the plain way the kernel avoids); with a
+ * dropout mask (d non-NULL) drawn from the hash at (row (b, h, t), key j). */
+typedef struct {
+  double *qkv;
+  const zeroc_dropout_t *d; /* NULL: none */
+  int B, T, C, NH;
+} attd_args_t;
+
+static void ref_attention_drop(const attd_args_t *a, double *out, double *lse) {
+  const int B = a->B, T = a->T, C = a->C, NH = a->NH, HS = C / NH;
+  const zeroc_dropout_t *d = a->d;
   double *s = malloc((size_t)T * sizeof *s);
   for (int b = 0; b < B; b++)
     for (int h = 0; h < NH; h++)
       for (int t = 0; t < T; t++) {
-        const double *q = qkv + ((size_t)b * T + t) * 3 * C + h * HS;
-        double mx = -INFINITY;
+        const double *q = a->qkv + ((size_t)b * T + t) * 3 * C + h * HS;
+        double mx = -INFINITY, z = 0;
         for (int j = 0; j <= t; j++) {
-          const double *kk = qkv + ((size_t)b * T + j) * 3 * C + C + h * HS;
-          double d = 0;
-          for (int i = 0; i < HS; i++) d += q[i] * kk[i];
-          s[j] = d / sqrt((double)HS);
+          const double *kk = a->qkv + ((size_t)b * T + j) * 3 * C + C + h * HS;
+          double x = 0;
+          for (int i = 0; i < HS; i++) x += q[i] * kk[i];
+          s[j] = x / sqrt((double)HS);
           mx = fmax(mx, s[j]);
         }
-        double z = 0;
         for (int j = 0; j <= t; j++) z += exp(s[j] - mx);
+        const uint64_t rk =
+            d ? zeroc__dropout_row_key(d->key, zeroc__dropout_row_att(d, b, h, t)) : 0;
         double *o = out + ((size_t)b * T + t) * C + h * HS;
         for (int i = 0; i < HS; i++) o[i] = 0;
         for (int j = 0; j <= t; j++) {
-          const double *vv = qkv + ((size_t)b * T + j) * 3 * C + 2 * C + h * HS;
-          for (int i = 0; i < HS; i++) o[i] += exp(s[j] - mx) / z * vv[i];
+          double m = 1.0; /* dropout's multiplier: 1/(1-p) kept, 0 dropped */
+          if (d && zeroc__dropout_bits(rk, (uint32_t)j) < zeroc__dropout_threshold(d->p)) m = 0.0;
+          if (d && m > 0) m = 1.0 / (1.0 - d->p);
+          const double *vv = a->qkv + ((size_t)b * T + j) * 3 * C + 2 * C + h * HS;
+          for (int i = 0; i < HS; i++) o[i] += m * exp(s[j] - mx) / z * vv[i];
         }
         if (lse) lse[((size_t)b * NH + h) * T + t] = mx + log(z);
       }
   free(s);
 }
 
+/* the same without dropout */
+static void ref_attention(double *out, double *lse, const double *qkv, int B, int T, int C,
+                          int NH) {
+  const attd_args_t a = {(double *)qkv, NULL, B, T, C, NH};
+  ref_attention_drop(&a, out, lse);
+}
 
 /* ---- attention ---------------------------------------------------------------------- */
 
@@ -126,45 +143,6 @@ static void test_attention_t1(void) {
  * hash at (row (b, h, t), key j); the gradient is checked by central
  * differences on a spread sample of qkv (every input of a T = 130 head would
  * take minutes), still over q, k and v, every head and every tile. */
-
-typedef struct {
-  double *qkv;
-  const zeroc_dropout_t *d; /* NULL: none */
-  int B, T, C, NH;
-} attd_args_t;
-
-static void ref_attention_drop(const attd_args_t *a, double *out, double *lse) {
-  const int B = a->B, T = a->T, C = a->C, NH = a->NH, HS = C / NH;
-  const zeroc_dropout_t *d = a->d;
-  double *s = malloc((size_t)T * sizeof *s);
-  for (int b = 0; b < B; b++)
-    for (int h = 0; h < NH; h++)
-      for (int t = 0; t < T; t++) {
-        const double *q = a->qkv + ((size_t)b * T + t) * 3 * C + h * HS;
-        double mx = -INFINITY, z = 0;
-        for (int j = 0; j <= t; j++) {
-          const double *kk = a->qkv + ((size_t)b * T + j) * 3 * C + C + h * HS;
-          double x = 0;
-          for (int i = 0; i < HS; i++) x += q[i] * kk[i];
-          s[j] = x / sqrt((double)HS);
-          mx = fmax(mx, s[j]);
-        }
-        for (int j = 0; j <= t; j++) z += exp(s[j] - mx);
-        const uint64_t rk =
-            d ? zeroc__dropout_row_key(d->key, zeroc__dropout_row_att(d, b, h, t)) : 0;
-        double *o = out + ((size_t)b * T + t) * C + h * HS;
-        for (int i = 0; i < HS; i++) o[i] = 0;
-        for (int j = 0; j <= t; j++) {
-          double m = 1.0; /* dropout's multiplier: 1/(1-p) kept, 0 dropped */
-          if (d && zeroc__dropout_bits(rk, (uint32_t)j) < zeroc__dropout_threshold(d->p)) m = 0.0;
-          if (d && m > 0) m = 1.0 / (1.0 - d->p);
-          const double *vv = a->qkv + ((size_t)b * T + j) * 3 * C + 2 * C + h * HS;
-          for (int i = 0; i < HS; i++) o[i] += m * exp(s[j] - mx) / z * vv[i];
-        }
-        if (lse) lse[((size_t)b * NH + h) * T + t] = mx + log(z);
-      }
-  free(s);
-}
 
 static void check_attention_tiles(int B, int T, int C, int NH, float p) {
   const size_t N3 = (size_t)B * T * 3 * C, NC = (size_t)B * T * C, NL = (size_t)B * NH * T;
