@@ -138,9 +138,8 @@ static void test_attention_t1(void) {
 
 /* Shapes that cross the kernel's tiles (64 queries x 64 keys: one tile, one past
  * a tile, two partial) and head sizes below, at and past its 16-wide columns,
- * odd among them, each with and without dropout on the probabilities. The
- * reference is ref_attention's arithmetic plus the dropout mask drawn from the
- * hash at (row (b, h, t), key j); the gradient is checked by central
+ * odd among them, each with and without dropout on the probabilities, against
+ * ref_attention_drop; the gradient is checked by central
  * differences on a spread sample of qkv (every input of a T = 130 head would
  * take minutes), still over q, k and v, every head and every tile. */
 
