@@ -1,6 +1,7 @@
 """benchmarks/gpu/torch_gpt.py - the same GPT-2 shape in PyTorch (bf16 autocast, fused
 AdamW, scaled_dot_product_attention), timed with CUDA events; prints the median
-tokens/s of the steps after warm-up as its last line. Written for zeroc's side-by-side
+tokens/s of the steps after warm-up and the peak allocated bytes as its last line
+("TOKENS_PER_S PEAK_BYTES"). --compile times the torch.compile'd model. Written for zeroc's side-by-side
 comparison; takes zeroc train's model flags (--model, --layers, --hidden, --heads,
 --vocab, --seq, --batch, --steps)."""
 import argparse
@@ -56,6 +57,7 @@ def main():
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--compile", action="store_true")
     a, _ = p.parse_known_args()
     L, c, nh = PRESETS.get(a.model, (a.layers, a.hidden, a.heads))
     L, c, nh = a.layers or L, a.hidden or c, a.heads or nh
@@ -63,6 +65,7 @@ def main():
     torch.manual_seed(1)
     model = GPT(L, c, nh, vp, a.seq).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
+    step_model = torch.compile(model) if a.compile else model
     idx = torch.randint(0, a.vocab, (a.batch, a.seq), device="cuda")
     tgt = torch.randint(0, a.vocab, (a.batch, a.seq), device="cuda")
     times = []
@@ -70,14 +73,14 @@ def main():
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(idx, tgt)
+            loss = step_model(idx, tgt)
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
         e.record()
         torch.cuda.synchronize()
         times.append(s.elapsed_time(e) / 1e3)
-    print(f"{a.batch * a.seq / statistics.median(times[5:]):.0f}")
+    print(f"{a.batch * a.seq / statistics.median(times[5:]):.0f} {torch.cuda.max_memory_allocated()}")
 
 
 if __name__ == "__main__":
