@@ -351,6 +351,42 @@ static void test_attention(void) {
   }
 }
 
+/* The tensor-core kernels (attention_mma.cu: bf16, head 64 or 128) at training lengths,
+ * against the cpu kernels on the same bf16 inputs; the gradient starts at 0 so all of it
+ * is held to 1e-2, and the backward runs twice, bit for bit (no atomics: deterministic). */
+static void check_attention_mma(int B, int T, int NH, int HS) {
+  const zeroc_dtype_t dt = ZEROC_BF16;
+  zeroc_kernels_t *k = kern(dt);
+  const int C = NH * HS;
+  const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+  float *qkv = host_rand(dt, nq, 43, -1.5f, 1.5f), *dout = host_rand(dt, no, 44, -1, 1);
+  float *ro = malloc(no * sizeof(float)), *rl = malloc(nl * sizeof(float));
+  float *g = calloc(nq, sizeof(float)), *h1 = malloc(nq * sizeof(float)),
+        *h2 = malloc(nq * sizeof(float));
+  void *d_qkv = dev_from(dt, qkv, nq, 0), *out = dev_alloc(dt, no, 0), *d_dout = dev_from(dt, dout, no, 0);
+  void *g1 = dev_from(dt, g, nq, 0), *g2 = dev_from(dt, g, nq, 0);
+  float *lse = dev_alloc(ZEROC_FP32, nl, 0);
+  ZT_OK(zeroc_k_attention_forward(k, st, out, lse, d_qkv, B, T, C, NH, NULL));
+  zeroc__cpu_attention_forward(ro, rl, qkv, B, T, C, NH, NULL);
+  expect_close("attention_forward out (tensor cores)", dt, out, ro, no, TOL_BF16);
+  expect_close("attention_forward lse (tensor cores)", ZEROC_FP32, lse, rl, nl, TOL_FP32);
+  ZT_OK(zeroc_k_attention_backward(k, st, g1, d_dout, d_qkv, out, lse, B, T, C, NH, NULL));
+  ZT_OK(zeroc_k_attention_backward(k, st, g2, d_dout, d_qkv, out, lse, B, T, C, NH, NULL));
+  zeroc__cpu_attention_backward(g, dout, qkv, ro, rl, B, T, C, NH, NULL);
+  expect_close("attention_backward dqkv (tensor cores)", dt, g1, g, nq, TOL_BF16);
+  dev_get(dt, h1, g1, nq);
+  dev_get(dt, h2, g2, nq);
+  ZT_ASSERT_MSG(!memcmp(h1, h2, nq * sizeof(float)), "attention_backward (T %d, HS %d): two runs differ", T, HS);
+  dev_free_all();
+  free(qkv), free(dout), free(ro), free(rl), free(g), free(h1), free(h2);
+}
+
+static void test_attention_mma(void) {
+  check_attention_mma(2, 1024, 2, 64);  /* GPT-2's head */
+  check_attention_mma(1, 2048, 2, 128); /* the 1.3B model's */
+  check_attention_mma(1, 300, 3, 128);  /* T not a tile multiple */
+}
+
 /* Context parallelism's block pair (q and k/v from different chunks of a packed qkv),
  * its merge into a running (out, lse) and its backward, against the cpu twins. */
 static void check_attention_block(zeroc_dtype_t dt, int causal, const zeroc_dropout_t *dp) {
@@ -715,6 +751,7 @@ int main(int argc, char **argv) {
       {"matmul", test_matmul},
       {"attention", test_attention},
       {"attention finite differences and repeat", test_attention_finite_differences},
+      {"attention on the tensor cores at training lengths, deterministic", test_attention_mma},
       {"attention block pair, merge, backward (context parallelism)", test_attention_block},
       {"gelu, residual, add", test_elementwise},
       {"crossentropy", test_crossentropy},

@@ -122,7 +122,7 @@ typedef struct {
   zeroc_kernels_t *k;
   void *a, *b, *c, *d, *e, *f, *g, *h; /* buffers, named per body below */
   int32_t *tok;
-  int n, cc, oc;
+  int n, cc, oc, h_b;
   size_t len;
 } args_t;
 
@@ -154,13 +154,15 @@ static void b_mm_b(void *p) {
   args_t *a = p;
   CK(zeroc_k_matmul_backward(a->k, zs, a->a, a->e, a->f, a->g, a->b, a->c, a->n, a->cc, a->oc));
 }
+/* attention: batch h, tokens n, channels cc, heads oc */
 static void b_at_f(void *p) {
   args_t *a = p;
-  CK(zeroc_k_attention_forward(a->k, zs, a->a, a->d, a->b, B, T, C, NH, NULL));
+  CK(zeroc_k_attention_forward(a->k, zs, a->a, a->d, a->b, a->h_b, a->n, a->cc, a->oc, NULL));
 }
 static void b_at_b(void *p) {
   args_t *a = p;
-  CK(zeroc_k_attention_backward(a->k, zs, a->c, a->e, a->b, a->a, a->d, B, T, C, NH, NULL));
+  CK(zeroc_k_attention_backward(a->k, zs, a->c, a->e, a->b, a->a, a->d, a->h_b, a->n, a->cc,
+                                a->oc, NULL));
 }
 static void b_gelu_f(void *p) {
   args_t *a = p;
@@ -202,6 +204,30 @@ static void b_adamw(void *p) {
   args_t *a = p;
   zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f};
   CK(zeroc_k_adamw(a->k, zs, a->b, a->c, a->d, a->e, a->len, &ar));
+}
+
+/* Causal attention: half the T x T work; the backward counted as 2.5 forwards (its five
+ * products; the deterministic kernels recompute the scores once more). bf16 against the
+ * bf16 GEMM ceiling (tensor cores, attention_mma.cu) unless ZEROC_CUDA_FLASH=0. */
+static void bench_attention(zeroc_kernels_t *k, zeroc_dtype_t dt, int b, int t, int c, int nh,
+                            const char *shape) {
+  args_t a = {.k = k, .n = t, .cc = c, .oc = nh, .h_b = b};
+  const size_t n = (size_t)b * t;
+  a.a = dbuf(k, dt, n * c, 16, -1, 1);     /* out */
+  a.b = dbuf(k, dt, n * 3 * c, 17, -1, 1); /* qkv */
+  a.c = dbuf(k, dt, n * 3 * c, 18, -1, 1); /* dqkv */
+  a.e = dbuf(k, dt, n * c, 19, -1, 1);     /* dout */
+  CK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS,
+                     (size_t)b * nh * t * sizeof(float), &a.d));
+  const char *fl = getenv("ZEROC_CUDA_FLASH");
+  const double ceil = dt == ZEROC_BF16 && !(fl && !strcmp(fl, "0")) ? bf16_tflops : fp32_tflops;
+  double flops = 2.0 * b * nh * (double)t * t * (c / nh); /* 2 matmuls x 2 flops x T^2/2 */
+  double ms = time_ms(b_at_f, &a);
+  row_flops("attention_forward", dt, shape, ms, flops, ceil);
+  ms = time_ms(b_at_b, &a);
+  row_flops("attention_backward", dt, shape, ms, 2.5 * flops, ceil);
+  zeroc_mem_free(ctx, a.a), zeroc_mem_free(ctx, a.b), zeroc_mem_free(ctx, a.c);
+  zeroc_mem_free(ctx, a.d), zeroc_mem_free(ctx, a.e);
 }
 
 static void model_kernels(zeroc_dtype_t dt) {
@@ -285,22 +311,9 @@ static void model_kernels(zeroc_dtype_t dt) {
         zeroc_mem_free(ctx, m.g);
   }
 
-  /* attention: causal, so half the T x T work; the backward counted as 2.5 forwards */
-  a.a = dbuf(k, dt, (size_t)N * C, 16, -1, 1);     /* out */
-  a.b = dbuf(k, dt, (size_t)N * 3 * C, 17, -1, 1); /* qkv */
-  a.c = dbuf(k, dt, (size_t)N * 3 * C, 18, -1, 1); /* dqkv */
-  a.e = dbuf(k, dt, (size_t)N * C, 19, -1, 1);     /* dout */
-  CK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS,
-                     (size_t)B * NH * T * sizeof(float), &a.d));
-  {
-    double flops = 2.0 * B * NH * (double)T * T * (C / NH); /* 2 matmuls x 2 flops x T^2/2 */
-    ms = time_ms(b_at_f, &a);
-    row_flops("attention_forward", dt, "B8 NH12 T1024 HS64", ms, flops, fp32_tflops);
-    ms = time_ms(b_at_b, &a);
-    row_flops("attention_backward", dt, "B8 NH12 T1024 HS64", ms, 2.5 * flops, fp32_tflops);
-  }
-  zeroc_mem_free(ctx, a.a), zeroc_mem_free(ctx, a.b), zeroc_mem_free(ctx, a.c);
-  zeroc_mem_free(ctx, a.d), zeroc_mem_free(ctx, a.e);
+  /* attention at GPT-2 124M's and the 1.3B model's shapes */
+  bench_attention(k, dt, 8, 1024, 768, 12, "B8 NH12 T1024 HS64");
+  bench_attention(k, dt, 4, 2048, 2048, 16, "B4 NH16 T2048 HS128");
 
   /* elementwise on the MLP activation (N, 4C) and the residual stream (N, C) */
   a.len = (size_t)N * 4 * C;

@@ -20,6 +20,7 @@
  */
 #include <math.h>
 
+#include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/common.cuh"
 
 #define AT_TILE    64 /* queries (and keys) per tile */
@@ -524,6 +525,8 @@ extern "C" zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zero
   const int HS = C / NH;
   if (HS > AT_HS_MAX) return check_heads(k, "attention_forward", C, NH, 0);
   cudaStream_t st = zc_stream(k, s);
+  if (zc_attention_mma_takes(k, C, NH, drop, out, qkv, NULL, NULL))
+    return zc_attention_mma_forward(k, st, out, lse, qkv, B, T, C, NH);
   if (k->dtype == ZEROC_BF16)
     return AT_DISPATCH(bf16, attention_forward, HS, k, st, (bf16 *)out, lse, (const bf16 *)qkv, B,
                        T, C, NH, drop);
@@ -544,6 +547,8 @@ extern "C" zeroc_result_t zeroc__cuda_attention_backward(zeroc_kernels_t *k, zer
   const int HS = C / NH;
   if (HS > AT_HS_MAX) return check_heads(k, "attention_backward", C, NH, 0);
   cudaStream_t st = zc_stream(k, s);
+  if (zc_attention_mma_takes(k, C, NH, drop, dqkv, dout, qkv, out))
+    return zc_attention_mma_backward(k, st, dqkv, dout, qkv, out, lse, B, T, C, NH);
   if (k->dtype == ZEROC_BF16)
     return AT_DISPATCH(bf16, attention_backward, HS, k, st, (bf16 *)dqkv, (const bf16 *)dout,
                        (const bf16 *)qkv, (const bf16 *)out, lse, B, T, C, NH, drop);

@@ -49,6 +49,7 @@ typedef struct zc_state {
   int sms;            /* multiprocessors of the device */
   size_t smem_optin;  /* largest dynamic shared memory a block may opt in to */
   int tf32;           /* fp32 GEMMs may use TF32 tensor cores (ZEROC_CUDA_TF32=1) */
+  int flash;          /* bf16 attention on the tensor cores (ZEROC_CUDA_FLASH, default 1) */
 } zc_state_t;
 
 static inline zc_state_t *zc_state(zeroc_kernels_t *k) { return (zc_state_t *)k->cuda; }

@@ -2,7 +2,8 @@
  * kernels/cuda/init.cu - creates and destroys the per-kernels cuda state (k->cuda):
  * the cuBLASLt handle and workspace, the reduction scratch, the sumsq partials.
  * Knobs: ZEROC_CUDA_TF32=1 lets fp32 GEMMs use TF32 tensor cores (default exact fp32),
- * ZEROC_CUDA_SCRATCH_MB sizes the reduction scratch (default 64).
+ * ZEROC_CUDA_SCRATCH_MB sizes the reduction scratch (default 64), ZEROC_CUDA_FLASH=0 keeps
+ * bf16 attention on the SIMT kernels (default 1: tensor cores, attention_mma.cu).
  */
 #include <stdlib.h>
 
@@ -13,9 +14,10 @@
 extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   zeroc_result_t res = ZEROC_OK;
   int dev = 0, sms = 0, optin = 0;
-  int64_t scratch_mb = 64, tf32 = 0;
+  int64_t scratch_mb = 64, tf32 = 0, flash = 1;
   ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_SCRATCH_MB", 64, &scratch_mb));
   ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_TF32", 0, &tf32));
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_FLASH", 1, &flash));
   zc_state_t *st = (zc_state_t *)calloc(1, sizeof *st);
   if (!st) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cuda kernels state (%zu bytes)", sizeof *st);
   k->cuda = st;
@@ -38,6 +40,7 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   st->sms = sms > 0 ? sms : 1;
   st->smem_optin = (size_t)optin;
   st->tf32 = tf32 != 0;
+  st->flash = flash != 0;
   {
     cublasStatus_t s = cublasLtCreate(&st->lt);
     if (s != CUBLAS_STATUS_SUCCESS) {
