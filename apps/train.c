@@ -175,17 +175,15 @@ static void print_progress(const zeroc_train_metrics_t *m, const zeroc_train_inf
   int pipe = m->pipeline, spike = m->spike;
   if (m->evaluated) snprintf(val, sizeof val, " | val %.4f", m->val_loss);
   printf("%sstep %5d/%d | loss %.4f%s | norm %.3f | %8.0f tok/s | %7.1f ms | comm %6.1f ms "
-         "exposed | "
-         "mem %s (pred %s)%s%s%s%s",
+         "exposed | mem %s (pred %s)%s%s%s",
          tty ? "\r" : "", m->step, in->config.steps, m->loss, val, m->grad_norm, m->tokens_per_s,
          m->step_ms, m->exposed_comm_ms, fmt_bytes((double)m->peak_device, b1, sizeof b1),
          fmt_pred(in->predicted_device, b2, sizeof b2), m->skipped ? " | SKIPPED (non-finite)" : "",
-         spike ? " | SPIKE " : "", spike ? zeroc_spike_name(m->spike) : "",
-         pipe  ? ""
-         : tty ? "   "
-               : "\n");
-  if (pipe) printf(" | bubble %4.1f%%%s", 100 * m->pp_bubble, tty ? "   " : "\n");
+         spike ? " | SPIKE " : "", spike ? zeroc_spike_name(m->spike) : "");
+  if (pipe) printf(" | bubble %4.1f%%", 100 * m->pp_bubble);
   if (in->peak_flops > 0) printf(" | MFU %.1f%%", m->mfu * 100);
+  /* the line ends after every part: a tty line is rewritten in place, padded over the last */
+  printf("%s", tty ? "   " : "\n");
   fflush(stdout);
 }
 

@@ -14,6 +14,10 @@
  * so the 16 threads of a row sit in one half-warp and reduce with shuffles. Scalar
  * fp32 arithmetic (no tensor cores): exact enough for 1e-5 checks in fp32.
  *
+ * bf16 calls with head size 64 or 128 and no dropout go to the tensor-core kernels of
+ * attention_mma.cu instead (ZEROC_CUDA_FLASH=0 keeps them here); these SIMT kernels are
+ * the fp32 path, the fallback, and the reference the tensor-core ones are tested against.
+ *
  * Dropout on the probabilities (dr): the row sums and lse are the undropped ones; what
  * meets v (forward, dv) and what multiplies dO V (dp) carries the mask, drawn from
  * kernels/dropout.h's hash of (sequence, global head, query, key) in every kernel alike.

@@ -63,24 +63,18 @@ __device__ __forceinline__ uint32_t am_ld32(const bf16 *p) {
   return *reinterpret_cast<const uint32_t *>(p);
 }
 
-/* A fragment (16 rows from rb, k-step kk) of a row-major [rows][LDS] tile. */
+/* The A fragment (16 rows from rb, k-step kk) of a row-major [rows][LDS] tile: one
+ * ldmatrix of its four 8x8 quarters (rows +0/+8 by lane bit 3, columns +0/+8 by bit 4). */
 template <int LDS>
-__device__ __forceinline__ void am_frag_a(uint32_t a[4], const bf16 *s, int rb, int kk, int g,
-                                          int t) {
-  const bf16 *p = s + (rb + g) * LDS + kk * 16 + 2 * t;
-  a[0] = am_ld32(p);
-  a[1] = am_ld32(p + 8 * LDS);
-  a[2] = am_ld32(p + 8);
-  a[3] = am_ld32(p + 8 * LDS + 8);
+__device__ __forceinline__ void am_frag_a(uint32_t a[4], const bf16 *s, int rb, int kk, int lane) {
+  zc_ldsm_x4(a, s + (rb + ((lane >> 3) & 1) * 8 + (lane & 7)) * LDS + kk * 16 + (lane >> 4) * 8);
 }
-/* B fragment (n-tile from nb, k-step kk) of B = X^T for a row-major X [n][LDS]: the
- * pairs along k are adjacent in X's rows. */
+/* B fragments of B = X^T for a row-major X [n][LDS] (the pairs along k adjacent in X's
+ * rows), n-tiles nb and nb + 8, k-step kk: {r[0], r[1]} and {r[2], r[3]}, one ldmatrix. */
 template <int LDS>
-__device__ __forceinline__ void am_frag_bt(uint32_t &b0, uint32_t &b1, const bf16 *s, int nb,
-                                           int kk, int g, int t) {
-  const bf16 *p = s + (nb + g) * LDS + kk * 16 + 2 * t;
-  b0 = am_ld32(p);
-  b1 = am_ld32(p + 8);
+__device__ __forceinline__ void am_frag_bt2(uint32_t r[4], const bf16 *s, int nb, int kk,
+                                            int lane) {
+  zc_ldsm_x4(r, s + (nb + (lane >> 4) * 8 + (lane & 7)) * LDS + kk * 16 + ((lane >> 3) & 1) * 8);
 }
 /* B fragments of B = X for a row-major X [k][LDS], k-step at row k0, n-tiles n0 and
  * n0 + 8: {r[0], r[1]} and {r[2], r[3]}, by ldmatrix .trans. */
@@ -151,7 +145,7 @@ __global__ void __launch_bounds__(AM_THREADS)
     __syncthreads();
     if (kt == 0) {
 #pragma unroll
-      for (int kk = 0; kk < S::KS; kk++) am_frag_a<LDS>(qf[kk], sQ, 16 * w, kk, g, t);
+      for (int kk = 0; kk < S::KS; kk++) am_frag_a<LDS>(qf[kk], sQ, 16 * w, kk, lane);
     }
     const bf16 *cK = sK + (kt & 1) * TILE, *cV = sV + (kt & 1) * TILE;
 
@@ -161,10 +155,11 @@ __global__ void __launch_bounds__(AM_THREADS)
 #pragma unroll
     for (int kk = 0; kk < S::KS; kk++)
 #pragma unroll
-      for (int n = 0; n < AM_ROWS / 8; n++) {
-        uint32_t b0, b1;
-        am_frag_bt<LDS>(b0, b1, cK, 8 * n, kk, g, t);
-        zc_mma_bf16(s[n], qf[kk], b0, b1);
+      for (int n = 0; n < AM_ROWS / 8; n += 2) {
+        uint32_t r[4];
+        am_frag_bt2<LDS>(r, cK, 8 * n, kk, lane);
+        zc_mma_bf16(s[n], qf[kk], r[0], r[1]);
+        zc_mma_bf16(s[n + 1], qf[kk], r[2], r[3]);
       }
 
     /* online softmax over this tile (in base 2); keys past the query are masked */
@@ -318,15 +313,17 @@ __global__ void __launch_bounds__(AM_THREADS)
 #pragma unroll
     for (int kk = 0; kk < S::KS; kk++) {
       uint32_t ka[4], va[4];
-      am_frag_a<LDS>(ka, sK, 16 * w, kk, g, t);
-      am_frag_a<LDS>(va, sV, 16 * w, kk, g, t);
+      am_frag_a<LDS>(ka, sK, 16 * w, kk, lane);
+      am_frag_a<LDS>(va, sV, 16 * w, kk, lane);
 #pragma unroll
-      for (int n = 0; n < BQ / 8; n++) {
-        uint32_t b0, b1;
-        am_frag_bt<LDS>(b0, b1, cQ, 8 * n, kk, g, t);
-        zc_mma_bf16(st[n], ka, b0, b1);
-        am_frag_bt<LDS>(b0, b1, cO, 8 * n, kk, g, t);
-        zc_mma_bf16(dpt[n], va, b0, b1);
+      for (int n = 0; n < BQ / 8; n += 2) {
+        uint32_t r[4];
+        am_frag_bt2<LDS>(r, cQ, 8 * n, kk, lane);
+        zc_mma_bf16(st[n], ka, r[0], r[1]);
+        zc_mma_bf16(st[n + 1], ka, r[2], r[3]);
+        am_frag_bt2<LDS>(r, cO, 8 * n, kk, lane);
+        zc_mma_bf16(dpt[n], va, r[0], r[1]);
+        zc_mma_bf16(dpt[n + 1], va, r[2], r[3]);
       }
     }
     /* P^T = exp(S^T scale - lse) where the key is visible, dS^T = P^T (dP^T - D) */
@@ -406,6 +403,10 @@ __global__ void __launch_bounds__(AM_THREADS)
   float dq[S::NT][4];
 #pragma unroll
   for (int n = 0; n < S::NT; n++) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+  /* this warp's Q and dO fragments: kept in registers for head 64, read from shared memory
+   * at every key tile for 128 (in registers they would cost 64 more a thread) */
+  constexpr bool KEEP = HS <= 64;
+  uint32_t qa[KEEP ? S::KS : 1][4], oa[KEEP ? S::KS : 1][4];
 
   for (int kt = 0; kt < nkt; kt++) {
     if (kt + 1 < nkt) {
@@ -417,6 +418,13 @@ __global__ void __launch_bounds__(AM_THREADS)
       zc_cp_wait<0>();
     }
     __syncthreads();
+    if (KEEP && kt == 0) {
+#pragma unroll
+      for (int kk = 0; kk < S::KS; kk++) {
+        am_frag_a<LDS>(qa[KEEP ? kk : 0], sQ, 16 * w, kk, lane);
+        am_frag_a<LDS>(oa[KEEP ? kk : 0], sO, 16 * w, kk, lane);
+      }
+    }
     const bf16 *cK = sK + (kt & 1) * KT, *cV = sV + (kt & 1) * KT;
 
     /* S = Q K^T and dP = dO V^T: 16 queries x BK keys */
@@ -427,16 +435,20 @@ __global__ void __launch_bounds__(AM_THREADS)
       for (int e = 0; e < 4; e++) s[n][e] = dp[n][e] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < S::KS; kk++) {
-      uint32_t qa[4], oa[4];
-      am_frag_a<LDS>(qa, sQ, 16 * w, kk, g, t);
-      am_frag_a<LDS>(oa, sO, 16 * w, kk, g, t);
+      const int f = KEEP ? kk : 0;
+      if (!KEEP) {
+        am_frag_a<LDS>(qa[0], sQ, 16 * w, kk, lane);
+        am_frag_a<LDS>(oa[0], sO, 16 * w, kk, lane);
+      }
 #pragma unroll
-      for (int n = 0; n < BK / 8; n++) {
-        uint32_t b0, b1;
-        am_frag_bt<LDS>(b0, b1, cK, 8 * n, kk, g, t);
-        zc_mma_bf16(s[n], qa, b0, b1);
-        am_frag_bt<LDS>(b0, b1, cV, 8 * n, kk, g, t);
-        zc_mma_bf16(dp[n], oa, b0, b1);
+      for (int n = 0; n < BK / 8; n += 2) {
+        uint32_t r[4];
+        am_frag_bt2<LDS>(r, cK, 8 * n, kk, lane);
+        zc_mma_bf16(s[n], qa[f], r[0], r[1]);
+        zc_mma_bf16(s[n + 1], qa[f], r[2], r[3]);
+        am_frag_bt2<LDS>(r, cV, 8 * n, kk, lane);
+        zc_mma_bf16(dp[n], oa[f], r[0], r[1]);
+        zc_mma_bf16(dp[n + 1], oa[f], r[2], r[3]);
       }
     }
     /* dS = P (dP - D), P = exp(S scale - lse) where the key is visible */

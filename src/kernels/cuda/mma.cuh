@@ -3,7 +3,8 @@
  * the flash attention kernels (attention_mma.cu) use, as inline PTX (sm_80 and later):
  *
  *   zc_mma_bf16   D (16x8 fp32) += A (16x16 bf16, row) B (16x8 bf16, col), mma.sync m16n8k16
- *   zc_ldsm_x4_t  four 8x8 bf16 matrices from shared memory, transposed (ldmatrix .trans)
+ *   zc_ldsm_x4    four 8x8 bf16 matrices from shared memory (ldmatrix)
+ *   zc_ldsm_x4_t  the same, each transposed (ldmatrix .trans)
  *   zc_cp_async16 / zc_cp_async4  global -> shared copies that bypass registers (cp.async),
  *                 zero-filling when `pred` is false; zc_cp_commit / zc_cp_wait<N> group them
  *   zc_pack_bf16  two floats -> one register of two bf16 (round to nearest even)
@@ -34,7 +35,14 @@ __device__ __forceinline__ void zc_mma_bf16(float c[4], const uint32_t a[4], uin
 }
 
 /* Lane l gives the address of row l % 8 of matrix l / 8 (16-byte aligned rows of 8
- * bf16); r[m] receives matrix m transposed: lane 4g + t holds elements (2t, g), (2t+1, g). */
+ * bf16); r[m] receives matrix m: lane 4g + t holds elements (g, 2t), (g, 2t+1). */
+__device__ __forceinline__ void zc_ldsm_x4(uint32_t r[4], const void *row) {
+  const uint32_t a = (uint32_t)__cvta_generic_to_shared(row);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+/* As zc_ldsm_x4, each matrix transposed: lane 4g + t holds elements (2t, g), (2t+1, g). */
 __device__ __forceinline__ void zc_ldsm_x4_t(uint32_t r[4], const void *row) {
   const uint32_t a = (uint32_t)__cvta_generic_to_shared(row);
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"

@@ -64,6 +64,19 @@ inline void zc_mma_bf16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b
   emu::warp_barrier(); /* nobody overwrites a slot before every lane has read */
 }
 
+inline void zc_ldsm_x4(uint32_t r[4], const void *row) {
+  const unsigned t = emu::cur->current, lane = t & 31, base = t - lane;
+  emu::MmaSlot *S = emu::mma_slots(emu::cur->nt);
+  S[t].p = row;
+  emu::warp_barrier();
+  const unsigned g = lane >> 2, q = lane & 3;
+  for (int m = 0; m < 4; m++) {
+    const uint16_t *rp = static_cast<const uint16_t *>(S[base + 8 * m + g].p);
+    r[m] = (uint32_t)rp[2 * q] | (uint32_t)rp[2 * q + 1] << 16;
+  }
+  emu::warp_barrier();
+}
+
 inline void zc_ldsm_x4_t(uint32_t r[4], const void *row) {
   const unsigned t = emu::cur->current, lane = t & 31, base = t - lane;
   emu::MmaSlot *S = emu::mma_slots(emu::cur->nt);
