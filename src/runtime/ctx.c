@@ -128,17 +128,46 @@ static void ctx_comm_abort(void *arg) {
 }
 #endif
 
+/* ZEROC_COMM picks the collectives: auto (nccl on cuda, mpi on cpu), nccl,
+ * mpi (on cuda: staged through pinned host memory, as MPI here cannot read
+ * device memory) or staged (the staged path on either device, so that CI
+ * without a GPU runs it). Staging lets several ranks share one GPU (tests),
+ * which NCCL refuses. */
+static zeroc_result_t comm_choice(zeroc_device_kind_t kind, const zeroc_comm_ops_t **ops) {
+  const char *v = zeroc__env_str("ZEROC_COMM", "auto");
+  int cuda = kind == ZEROC_DEVICE_CUDA;
+  if (!strcmp(v, "auto") || !strcmp(v, "mpi") || !strcmp(v, "nccl") || !strcmp(v, "staged")) {
+    if (!strcmp(v, "nccl") && !cuda)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "ZEROC_COMM=nccl needs the cuda device (this run uses cpu); accepted "
+                        "there: auto, mpi, staged");
+    *ops = &zeroc__mpi_comm_ops;
+    if (!strcmp(v, "staged") || (cuda && !strcmp(v, "mpi"))) *ops = &zeroc__staged_comm_ops;
+#ifdef ZEROC_HAVE_CUDA
+    if (cuda && (!strcmp(v, "auto") || !strcmp(v, "nccl"))) *ops = &zeroc__nccl_comm_ops;
+#endif
+    return ZEROC_OK;
+  }
+  return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                    "ZEROC_COMM='%.64s': accepted auto (nccl on cuda, mpi on cpu), nccl (cuda "
+                    "only), mpi (on cuda staged through pinned host memory: several ranks may "
+                    "share a GPU) or staged (that staging on either device)",
+                    v);
+}
+
 static zeroc_result_t setup_device(zeroc_ctx_t *ctx) {
   zeroc_device_kind_t kind = ctx->cfg.device;
   int ngpu = zeroc__cuda_device_count();
   if (kind == ZEROC_DEVICE_AUTO) kind = ngpu > 0 ? ZEROC_DEVICE_CUDA : ZEROC_DEVICE_CPU;
+  ZEROC_CHECK(comm_choice(kind, &ctx->comm_ops));
   if (kind == ZEROC_DEVICE_CUDA) {
 #ifdef ZEROC_HAVE_CUDA
     if (ngpu <= 0)
       return ZEROC_FAIL(ZEROC_ERR_NODEVICE, "device cuda asked for, but no GPU is visible on %s",
                         ctx->host);
     ctx->dev.ops = &zeroc__cuda_device_ops;
-    ctx->comm_ops = &zeroc__nccl_comm_ops;
+    /* ranks beyond the GPU count share them round robin (all on device 0 with
+     * one GPU): only the staged comm allows that, NCCL refuses it */
     int ord = ctx->cfg.gpu >= 0 ? ctx->cfg.gpu : ctx->local_rank % ngpu;
     ZEROC_CHECK(ctx->dev.ops->open(&ctx->dev, ord));
     ctx->dev.sync_timeout = ctx->comm_timeout;
@@ -152,7 +181,6 @@ static zeroc_result_t setup_device(zeroc_ctx_t *ctx) {
 #endif
   } else {
     ctx->dev.ops = &zeroc__cpu_device_ops;
-    ctx->comm_ops = &zeroc__mpi_comm_ops;
     ZEROC_CHECK(ctx->dev.ops->open(&ctx->dev, 0));
   }
   /* The compute stream owns channel 0: inline on cpu, a high-priority stream on cuda. */
