@@ -27,6 +27,9 @@ if [ "$DEVICE" = cuda ]; then
     echo "no GPU: skipped"; exit 77
   fi
   export ZEROC_COMM=mpi MODEL=${MODEL:-small}
+  # a staged collective holds its stream in a device-side wait: one hardware queue
+  # per stream (default 8 queues), so no other stream's work queues behind it
+  export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 elif [ "$DEVICE" = cpu ]; then
   export ZEROC_COMM=staged MODEL=${MODEL:-tiny}
 else
@@ -41,7 +44,7 @@ COMMON=(--model "$MODEL" --device "$DEVICE" --dtype fp32 --steps 10 --lr 1e-3 --
 run() { # run NAME NP ARGS...
   local name=$1 np=$2; shift 2
   # shellcheck disable=SC2086
-  $MPIRUN $MPIRUN_FLAGS -x ZEROC_COMM -np "$np" "$ZEROC" train "${COMMON[@]}" "$@" \
+  $MPIRUN $MPIRUN_FLAGS -x ZEROC_COMM ${CUDA_DEVICE_MAX_CONNECTIONS:+-x CUDA_DEVICE_MAX_CONNECTIONS} -np "$np" "$ZEROC" train "${COMMON[@]}" "$@" \
     --metrics "$WORK/$name.jsonl" > "$WORK/$name.log" 2>&1 \
     || { tail -20 "$WORK/$name.log"; fail "$name ($np ranks: $*) exited non-zero"; }
 }

@@ -16,7 +16,10 @@
  * releases the stream (later ones on it are skipped), and the check after it
  * makes its error the stream's sticky error, which the next wait returns. On
  * the cpu device the same code runs with plain copies, so CI without a GPU
- * exercises it.
+ * exercises it. A device-side wait holds its hardware queue: with more streams
+ * than CUDA_DEVICE_MAX_CONNECTIONS (default 8) another stream's work may queue
+ * behind it, so tests/gpu_layouts.sh raises that to 32. The pinned staging is
+ * outside the memory accountant, like NCCL's own buffers (a test mode).
  */
 #include <pthread.h>
 #include <stdlib.h>

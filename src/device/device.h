@@ -79,6 +79,7 @@ struct zeroc_device {
   char name[128];
   double peak_tflops_bf16; /* dense bf16 peak of one device; 0 when unknown */
   size_t total_mem;
+  unsigned char uuid[16]; /* cuda: the GPU's UUID, the same for ranks sharing it; cpu: zero */
   int next_channel;       /* channel of the stream being created */
   unsigned channels_used; /* bit c: a live stream holds channel c */
   void *impl;

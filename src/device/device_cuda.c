@@ -76,6 +76,7 @@ static zeroc_result_t cuda_open(zeroc_device_t *dev, int ordinal) {
   dev->ordinal = ordinal;
   snprintf(dev->name, sizeof dev->name, "%s", prop.name);
   dev->total_mem = prop.totalGlobalMem;
+  memcpy(dev->uuid, prop.uuid.bytes, sizeof dev->uuid);
   dev->peak_tflops_bf16 = peak_bf16_tflops(prop.name);
   ZINFO(DEVICE, "cuda device %d: %s, %d SMs, %.1f GiB, peak bf16 %.0f TFLOP/s", ordinal,
         prop.name, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0,

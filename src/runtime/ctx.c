@@ -187,6 +187,31 @@ static zeroc_result_t setup_device(zeroc_ctx_t *ctx) {
   return zeroc__stream_create(&ctx->dev, 1, 1, &ctx->compute);
 }
 
+/* NCCL refuses two ranks of a communicator on one GPU with "duplicate GPU"
+ * deep inside the first collective; this says so at start-up, with the way
+ * out. Collective over the node's ranks (device UUIDs; zero on cpu). */
+static zeroc_result_t check_shared_gpu(zeroc_ctx_t *ctx) {
+  size_t n = sizeof ctx->dev.uuid;
+  unsigned char *all = malloc(n * (size_t)ctx->local_size);
+  if (!all) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "device UUID table");
+  int e = MPI_Allgather(ctx->dev.uuid, (int)n, MPI_BYTE, all, (int)n, MPI_BYTE, ctx->node_comm);
+  zeroc_result_t r = ZEROC_OK;
+  if (e != MPI_SUCCESS) r = ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Allgather of device UUIDs: error %d", e);
+  static const unsigned char zero[16];
+  int nccl = strcmp(ctx->comm_ops->name, "nccl") == 0;
+  for (int q = 0; r == ZEROC_OK && nccl && q < ctx->local_size; q++)
+    if (q != ctx->local_rank && memcmp(all + (size_t)q * n, zero, n) &&
+        !memcmp(all + (size_t)q * n, ctx->dev.uuid, n))
+      r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "local ranks %d and %d on %s share cuda device %d (%s): NCCL refuses "
+                     "several ranks on one GPU; run at most one rank per GPU, or set "
+                     "ZEROC_COMM=mpi to stage collectives through host memory (slow; for tests)",
+                     ctx->local_rank < q ? ctx->local_rank : q, ctx->local_rank < q ? q : ctx->local_rank,
+                     ctx->host, ctx->dev.ordinal, ctx->dev.name);
+  free(all);
+  return r;
+}
+
 zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg) {
   zeroc_result_t res = ZEROC_OK;
   if (!out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_create: NULL output");
@@ -288,6 +313,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
   res = setup_topology(ctx);
   if (res == ZEROC_OK) res = setup_device(ctx);
   ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, res));
+  ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, check_shared_gpu(ctx)));
   ctx->devmem = (zeroc__devmem_t){&ctx->dev, &ctx->mem, ctx->device_limit};
   ctx->pool_env = (zeroc__pool_env_t){&ctx->mem, ctx->topo, ctx->binding.numa, ctx->dev.kind};
   /* the board first: every group's collectives report to it */
