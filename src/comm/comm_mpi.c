@@ -255,8 +255,8 @@ static zeroc_result_t submit_v(zeroc_group_t *g, zeroc_stream_t *s, int coll, co
     return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "the mpi comm backend needs the cpu device");
   }
   int channel = coll == ZEROC_COLL_SEND || coll == ZEROC_COLL_RECV ? ZEROC_P2P_CHANNEL : s->channel;
-  mpi_op_t o = {g,    g->mpi[channel], send, recv, count, g->seq[s->channel], coll, (int)dt, op, peer,
-                tag, s->channel, v};
+  mpi_op_t o = {g,  g->mpi[channel], send, recv, count,      g->seq[s->channel], coll,
+                (int)dt, op, peer,            tag,  s->channel, v};
   zeroc_result_t r = zeroc__stream_enqueue(s, v ? run_op_v : run_op, &o, sizeof o);
   if (r != ZEROC_OK) free(v);
   return r;

@@ -4,9 +4,9 @@
  * ZEROC_COMM=staged on either device) for tests: several ranks sharing one GPU,
  * which NCCL refuses ("duplicate GPU"). Each collective runs in stream order:
  *
- *   stream:  copy inputs -> pinned | notify worker | wait done >= k | copy pinned -> outputs | check k
- *   worker:  once notified of k: zeroc__mpi_run (comm_mpi.c: the same collective,
- *            bf16 rounding, timeout and watchdog as the cpu path); done = k
+ *   stream: copy in -> pinned | notify worker | wait done >= k | copy pinned -> out | check k
+ *   worker: once notified of k: zeroc__mpi_run (comm_mpi.c: the same collective,
+ *           bf16 rounding, timeout and watchdog as the cpu path); done = k
  *
  * One worker thread per stream, as the cpu device has, so a collective waiting
  * for its peers never holds up another stream. The collective cannot run in a
@@ -219,7 +219,9 @@ static zeroc_result_t begin(stage_t *x, zeroc_group_t *g, zeroc_stream_t *s, int
   int p2p = coll == ZEROC_COLL_SEND || coll == ZEROC_COLL_RECV;
   /* channel 0's collectives run on the worker while host helpers
    * (zeroc__allreduce_host) use mpi[0] on the caller: their own duplicate */
-  MPI_Comm comm = p2p ? g->mpi[ZEROC_P2P_CHANNEL] : s->channel == 0 ? g->mpi_staged : g->mpi[s->channel];
+  MPI_Comm comm = p2p               ? g->mpi[ZEROC_P2P_CHANNEL]
+                  : s->channel == 0 ? g->mpi_staged
+                                    : g->mpi[s->channel];
   x->o = (zeroc__mpi_op_t){.g = g,
                            .comm = comm,
                            .send = x->hs,

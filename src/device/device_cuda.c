@@ -320,7 +320,8 @@ static zeroc_result_t cuda_wait_value(zeroc_stream_t *bs, const uint32_t *flag, 
   CUresult r = wait_value32((CUstream)((cuda_stream_t *)bs)->s, (CUdeviceptr)(uintptr_t)d, v,
                             CU_STREAM_WAIT_VALUE_GEQ);
   if (r != CUDA_SUCCESS)
-    return ZEROC_FAIL(ZEROC_ERR_CUDA, "cuStreamWaitValue32 on pinned flag %p (value %u): CUresult %d",
+    return ZEROC_FAIL(ZEROC_ERR_CUDA,
+                      "cuStreamWaitValue32 on pinned flag %p (value %u): CUresult %d",
                       (const void *)flag, v, (int)r);
   return ZEROC_OK;
 }

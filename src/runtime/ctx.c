@@ -206,8 +206,9 @@ static zeroc_result_t check_shared_gpu(zeroc_ctx_t *ctx) {
                      "local ranks %d and %d on %s share cuda device %d (%s): NCCL refuses "
                      "several ranks on one GPU; run at most one rank per GPU, or set "
                      "ZEROC_COMM=mpi to stage collectives through host memory (slow; for tests)",
-                     ctx->local_rank < q ? ctx->local_rank : q, ctx->local_rank < q ? q : ctx->local_rank,
-                     ctx->host, ctx->dev.ordinal, ctx->dev.name);
+                     ctx->local_rank < q ? ctx->local_rank : q,
+                     ctx->local_rank < q ? q : ctx->local_rank, ctx->host, ctx->dev.ordinal,
+                     ctx->dev.name);
   free(all);
   return r;
 }
