@@ -315,8 +315,13 @@ static zeroc_result_t cuda_wait_value(zeroc_stream_t *bs, const uint32_t *flag, 
                       "cudaGetDriverEntryPointByVersion(cuStreamWaitValue32): %s, query result "
                       "%d (the staged comm backend needs the driver's stream memory operations)",
                       cudaGetErrorString(wait_value32_err), (int)wait_value32_q);
+  /* with unified addressing a pinned allocation's host address is its device
+   * address too; ask first, in case the platform says otherwise */
   void *d = NULL;
-  CUDA_TRY(cudaHostGetDevicePointer(&d, (void *)flag, 0));
+  if (cudaHostGetDevicePointer(&d, (void *)flag, 0) != cudaSuccess) {
+    cudaGetLastError();
+    d = (void *)flag;
+  }
   CUresult r = wait_value32((CUstream)((cuda_stream_t *)bs)->s, (CUdeviceptr)(uintptr_t)d, v,
                             CU_STREAM_WAIT_VALUE_GEQ);
   if (r != CUDA_SUCCESS)
