@@ -20,6 +20,11 @@
  * than CUDA_DEVICE_MAX_CONNECTIONS (default 8) another stream's work may queue
  * behind it, so tests/gpu_layouts.sh raises that to 32. The pinned staging is
  * outside the memory accountant, like NCCL's own buffers (a test mode).
+ * bf16 reductions are comm_mpi.c's: each pairwise add in fp32, rounded to bf16,
+ * the rounding NCCL's bf16 sum applies at each step (the order of the adds is
+ * MPI's, so beyond two ranks the last bit may differ from NCCL's), and one
+ * source of truth with the cpu path rather than a second reduction to keep
+ * equal to it.
  */
 #include <pthread.h>
 #include <stdlib.h>
