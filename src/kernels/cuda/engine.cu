@@ -1,9 +1,10 @@
 /*
  * kernels/cuda/engine.cu - the engine's kernels on flat shards: cast fp32 <-> bf16,
  * accumulate, scale, sum of squares (into a device double, deterministic) and the
- * fused AdamW (fp32 gradient; or bf16 gradient and a rounded copy of the result). Each elementwise result is computed with the same IEEE operations in
- * the same order as kernels/cpu/engine.c (explicit _rn intrinsics, so nvcc fuses no
- * multiply-add), which makes them match the cpu twins bit for bit.
+ * fused AdamW (fp32 gradient; or bf16 gradient and a rounded copy of the result). Each
+ * elementwise result is computed with the same IEEE operations in the same order as
+ * kernels/cpu/engine.c (explicit _rn intrinsics, so nvcc fuses no multiply-add), which
+ * makes them match the cpu twins bit for bit.
  */
 #include "kernels/cuda/common.cuh"
 

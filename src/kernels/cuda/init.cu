@@ -5,7 +5,8 @@
  * ZEROC_CUDA_SCRATCH_MB sizes the reduction scratch (default 64), ZEROC_CUDA_FLASH=0 keeps
  * bf16 attention on the SIMT kernels (default 1: tensor cores, attention_mma.cu),
  * ZEROC_CUDA_LT_EPILOGUE=0 keeps GELU and the bias gradients out of the cuBLASLt epilogues
- * (default 1: fused where cuBLASLt offers an algorithm, matmul.cu).
+ * (default 1: fused where cuBLASLt offers an algorithm, GELU in bf16 only; 2: GELU in fp32
+ * too, to test the epilogue's GELU at fp32 precision; matmul.cu).
  */
 #include <stdlib.h>
 
@@ -44,7 +45,7 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   st->smem_optin = (size_t)optin;
   st->tf32 = tf32 != 0;
   st->flash = flash != 0;
-  st->lt_epilogues = lt_epi != 0;
+  st->lt_epilogues = lt_epi <= 0 ? 0 : lt_epi >= 2 ? 2 : 1;
   {
     cublasStatus_t s = cublasLtCreate(&st->lt);
     if (s != CUBLAS_STATUS_SUCCESS) {

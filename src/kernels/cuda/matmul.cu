@@ -4,8 +4,10 @@
  * the backward's dinp and dweight as GEMMs that accumulate (beta 1) or overwrite
  * (beta 0), the GELU's backward in dinp's epilogue (DGELU, DGELU_BGRAD) and dbias in
  * dweight's (BGRADB); where cuBLASLt offers no algorithm for an epilogue (or with
- * ZEROC_CUDA_LT_EPILOGUE=0) the plain GEMM, the GELU kernels of elementwise.cu and
- * the deterministic two-pass column sum below do the same work.
+ * ZEROC_CUDA_LT_EPILOGUE=0, or GELU in fp32: see gelu_epilogue) the plain GEMM, the GELU
+ * kernels of elementwise.cu and the deterministic two-pass column sum below do the same
+ * work. cuBLASLt's GELU is GPT-2's tanh form (its documentation names no formula;
+ * test_kernels_cuda checks it against the cpu's tanh GELU).
  *
  * Row-major X (r,c) is column-major X^T (c,r) with leading dimension c, so every
  * product below is the transpose of the one in the comment, as cuBLASLt sees it.
@@ -264,6 +266,16 @@ static int32_t lt_dtype(const zeroc_kernels_t *k) {
   return k->dtype == ZEROC_BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
+/* Whether GELU goes into the epilogue: bf16 by default. fp32 stays on the kernels of
+ * elementwise.cu (tanhf, the reference the GPU-vs-CPU runs compare to) unless
+ * ZEROC_CUDA_LT_EPILOGUE=2, which lets test_kernels_cuda measure the epilogue's GELU
+ * against the cpu at fp32 precision. The bias gradients (plain sums) go into the
+ * epilogue in both dtypes. */
+static bool gelu_epilogue(const zeroc_kernels_t *k) {
+  const int e = zc_state((zeroc_kernels_t *)k)->lt_epilogues;
+  return e >= 2 || (e == 1 && k->dtype == ZEROC_BF16);
+}
+
 // inp (N,C), weight (OC,C), bias (OC) -> out (N,OC)
 extern "C" zeroc_result_t zeroc__cuda_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
                                                      void *out, const void *inp, const void *weight,
@@ -288,7 +300,7 @@ extern "C" zeroc_result_t zeroc__cuda_matmul_forward_gelu(zeroc_kernels_t *k, ze
   ZC_NONNULL("matmul_forward_gelu", weight);
   bool no_algo = true;
   /* the GELU input goes out as the epilogue's aux matrix: ld a multiple of 8 */
-  if (zc_state(k)->lt_epilogues && OC % 8 == 0 && zc_aligned16(pre)) {
+  if (gelu_epilogue(k) && OC % 8 == 0 && zc_aligned16(pre)) {
     const lt_epi_t x = {bias ? (uint32_t)CUBLASLT_EPILOGUE_GELU_AUX_BIAS
                              : (uint32_t)CUBLASLT_EPILOGUE_GELU_AUX,
                         (void *)bias, lt_dtype(k), pre, OC};
@@ -374,7 +386,7 @@ static zeroc_result_t dinp_gelu(zeroc_kernels_t *k, zeroc_stream_t *s, void *din
   cudaStream_t stream = zc_stream(k, s);
   bool no_algo = true;
   void *bg = dpre_bias ? bgrad_buffer(k, C) : NULL;
-  if (zc_state(k)->lt_epilogues && C % 8 == 0 && zc_aligned16(pre) && (bg || !dpre_bias)) {
+  if (gelu_epilogue(k) && C % 8 == 0 && zc_aligned16(pre) && (bg || !dpre_bias)) {
     const lt_epi_t x = {dpre_bias ? (uint32_t)CUBLASLT_EPILOGUE_DGELU_BGRAD
                                   : (uint32_t)CUBLASLT_EPILOGUE_DGELU,
                         bg, lt_dtype(k), (void *)pre, C};
