@@ -254,8 +254,18 @@ static zeroc_result_t lt_gemm(zeroc_kernels_t *k, cudaStream_t stream, const cha
   }
   if (no_algo) *no_algo = false;
   LT(lt_set_pointers(e->op, x));
-  LT(cublasLtMatmul(st->lt, e->op, &alpha, A, e->la, B, e->lb, &beta, D, e->ld, D, e->ld, &e->algo,
-                    st->lt_ws, st->lt_ws_bytes, stream));
+  {
+    cublasStatus_t s = cublasLtMatmul(st->lt, e->op, &alpha, A, e->la, B, e->lb, &beta, D, e->ld,
+                                      D, e->ld, &e->algo, st->lt_ws, st->lt_ws_bytes, stream);
+    /* an epilogue the heuristic offered but the launch refuses: remembered as having no
+     * algorithm, and the caller falls back (nothing was launched) */
+    if (s == CUBLAS_STATUS_NOT_SUPPORTED && no_algo && x->epi != CUBLASLT_EPILOGUE_DEFAULT) {
+      e->found = 0;
+      *no_algo = true;
+      return ZEROC_OK;
+    }
+    LT(s);
+  }
   return ZEROC_OK;
 fail:
   return res;
