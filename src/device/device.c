@@ -4,6 +4,7 @@
  * functions that take a context unpack it in runtime/device_api.c.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -163,6 +164,30 @@ zeroc_result_t zeroc__staging_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag
   *p = NULL;
   if (h->dev->ops->host_memory) return ZEROC_OK;
   return zeroc__device_alloc(h, ZEROC_MEM_DEVICE, tag, bytes, p);
+}
+
+zeroc_result_t zeroc__readback_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag, size_t bytes,
+                                     void **p) {
+  *p = NULL;
+  if (h->dev->ops->host_memory) return ZEROC_OK;
+  return zeroc__device_alloc(h, ZEROC_MEM_PINNED, tag, bytes, p);
+}
+
+zeroc_result_t zeroc__read_back(zeroc_stream_t *s, zeroc_event_t *ev, void *pinned, void *dst,
+                                const void *src, size_t bytes) {
+  if (!pinned) {
+    if (!s->dev->ops->host_memory)
+      return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "read back of %zu device bytes with no pinned staging",
+                        bytes);
+    ZEROC_CHECK(zeroc_stream_sync(s));
+    memcpy(dst, src, bytes);
+    return ZEROC_OK;
+  }
+  ZEROC_CHECK(zeroc_memcpy_async(s, pinned, src, bytes));
+  ZEROC_CHECK(zeroc_event_record(ev, s));
+  ZEROC_CHECK(zeroc_event_sync(ev)); /* polled on cuda: never a blocking wait in the driver */
+  memcpy(dst, pinned, bytes);
+  return ZEROC_OK;
 }
 
 zeroc_result_t zeroc__view_host(zeroc_stream_t *s, void *dev, size_t bytes, int flags,

@@ -192,6 +192,22 @@ zeroc_result_t zeroc__staging_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag
  * either side). */
 zeroc_result_t zeroc__memcpy_sync(zeroc_stream_t *s, void *dst, const void *src, size_t bytes);
 
+/* Pinned host memory (tag `tag`) that small device results are read back
+ * into (zeroc__read_back), or *p = NULL where device memory is host memory
+ * and nothing is staged. Free with zeroc_mem_free (NULL is fine). */
+zeroc_result_t zeroc__readback_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag, size_t bytes,
+                                     void **p);
+
+/* Reads `bytes` of device memory `src` into host `dst` in `s`'s order, without
+ * a pageable copy and without blocking in the driver: an asynchronous copy
+ * into `pinned` (>= bytes, from zeroc__readback_alloc), then `ev` recorded on
+ * `s` and waited on with the device's polled wait (--comm-timeout, the
+ * communicators' asynchronous errors). Where device memory is host memory
+ * (pinned NULL) it waits for `s` and copies. Work on `s` after this call is
+ * not waited for. */
+zeroc_result_t zeroc__read_back(zeroc_stream_t *s, zeroc_event_t *ev, void *pinned, void *dst,
+                                const void *src, size_t bytes);
+
 #define ZEROC_MAX_CHANNELS 8
 /* Point-to-point messages match only on one communicator, whatever stream each
  * side issues them on: send/recv always use this channel, told apart by tag.

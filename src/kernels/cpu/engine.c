@@ -87,6 +87,14 @@ ZEROC_CPU_HOT double zeroc__cpu_sumsq(const float *x, size_t n) {
   return acc;
 }
 
+/* In index order, as the host-side loss of a loss head always was: the
+ * reported loss repeats bit for bit. Not vectorised (the order is the point). */
+double zeroc__cpu_mean(const float *x, size_t n, double denom) {
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) sum += x[i];
+  return (double)(float)(sum / denom);
+}
+
 /* The loop vectorises, sqrtf included, because the cpu kernels build with
  * -fno-math-errno (CMakeLists.txt): errno's scalar call path would stop it. */
 ZEROC_CPU_HOT void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_t n,
