@@ -155,6 +155,7 @@ zeroc_result_t zeroc_event_query(zeroc_event_t *e, int *done) {
 /* ---- views across the host/device boundary ---------------------------------------- */
 
 zeroc_result_t zeroc__memcpy_sync(zeroc_stream_t *s, void *dst, const void *src, size_t bytes) {
+  ZEROC_CHECK(zeroc_stream_sync(s)); /* polled: the copy then waits for nothing upstream */
   ZEROC_CHECK(zeroc_memcpy_async(s, dst, src, bytes));
   return zeroc_stream_sync(s);
 }

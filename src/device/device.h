@@ -189,7 +189,11 @@ zeroc_result_t zeroc__staging_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag
                                     void **p);
 
 /* Copies `bytes` in `s`'s order and returns when they have arrived (host or device memory on
- * either side). */
+ * either side). The stream's earlier work is waited for first with the polled
+ * wait, so a copy to or from pageable memory (which the driver may perform
+ * synchronously) never blocks in the driver behind a stuck collective: only
+ * the copy itself runs outside the polled wait. Per-step reads of small device
+ * results use zeroc__read_back (pinned, no drain) instead. */
 zeroc_result_t zeroc__memcpy_sync(zeroc_stream_t *s, void *dst, const void *src, size_t bytes);
 
 /* Pinned host memory (tag `tag`) that small device results are read back

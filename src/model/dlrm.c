@@ -83,8 +83,7 @@ static zeroc_result_t unit_forward(zeroc_layer_io_t *io) {
                                    io->grad_scale / (float)B));
   /* on the device when the engine offers an accumulator: no host wait per micro-step */
   if (io->loss_acc) return zeroc_k_mean_add(d->k, s, io->loss_acc, d->losses, (size_t)B, (double)B);
-  CHK(zeroc_memcpy_async(s, d->losses_host, d->losses, sizeof(float) * (size_t)B));
-  CHK(zeroc_stream_sync(s));
+  CHK(zeroc__memcpy_sync(s, d->losses_host, d->losses, sizeof(float) * (size_t)B));
   double sum = 0;
   for (int i = 0; i < B; i++) sum += d->losses_host[i];
   *io->loss = (float)(sum / B);

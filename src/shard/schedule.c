@@ -243,6 +243,9 @@ static zeroc_result_t run_forward(zeroc_model_t *m, int i, const pass_t *p, cons
   io.in = in;
   io.save = save;
   io.recompute = recompute;
+  /* a forward run again for backward must not count its loss twice: any loss
+   * it adds goes where an evaluation's goes (zeroed before each evaluation) */
+  if (recompute) io.loss_acc = m->step_acc + ACC_EVAL;
   zeroc__watchdog_phase(m->ctx, "%s unit %d ('%s')", recompute ? "recompute" : "forward", i,
                         u->L.name ? u->L.name : "");
   ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "forward", m->run.steps + 1, NULL);

@@ -259,8 +259,7 @@ static zeroc_result_t get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t k
     return offloaded_state(m, unit, kind, buf, NULL);
   if (kind == ZEROC_STATE_GRAD) CHK(zeroc_stream_sync(m->reduce_s));
   CHK(state_ptr(m, unit, kind, &p));
-  CHK(zeroc_memcpy_async(m->compute, buf, p, m->u[unit].f.S * 4));
-  return zeroc_stream_sync(m->compute);
+  return zeroc__memcpy_sync(m->compute, buf, p, m->u[unit].f.S * 4);
 }
 
 zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
@@ -280,8 +279,7 @@ static zeroc_result_t set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t k
   if (m->ostate && unit >= 0 && unit < m->n && (unsigned)kind < ZEROC_STATE_GRAD)
     return offloaded_state(m, unit, kind, NULL, buf);
   CHK(state_ptr(m, unit, kind, &p));
-  CHK(zeroc_memcpy_async(m->compute, p, buf, m->u[unit].f.S * 4));
-  return zeroc_stream_sync(m->compute);
+  return zeroc__memcpy_sync(m->compute, p, buf, m->u[unit].f.S * 4);
 }
 
 zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
