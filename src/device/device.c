@@ -96,7 +96,10 @@ void zeroc_stream_destroy(zeroc_stream_t *s) {
   if (c >= 0 && c < ZEROC_P2P_CHANNEL) dev->channels_used &= ~(1u << c);
 }
 
-zeroc_result_t zeroc_stream_sync(zeroc_stream_t *s) { return s->dev->ops->stream_sync(s); }
+zeroc_result_t zeroc_stream_sync(zeroc_stream_t *s) {
+  __atomic_fetch_add(&s->dev->host_waits, 1, __ATOMIC_RELAXED); /* any thread may wait */
+  return s->dev->ops->stream_sync(s);
+}
 
 void *zeroc_stream_native(zeroc_stream_t *s) { return s ? s->native : NULL; }
 
@@ -147,7 +150,10 @@ zeroc_result_t zeroc_event_record(zeroc_event_t *e, zeroc_stream_t *s) {
 zeroc_result_t zeroc_stream_wait_event(zeroc_stream_t *s, zeroc_event_t *e) {
   return s->dev->ops->stream_wait_event(s, e);
 }
-zeroc_result_t zeroc_event_sync(zeroc_event_t *e) { return e->dev->ops->event_sync(e); }
+zeroc_result_t zeroc_event_sync(zeroc_event_t *e) {
+  __atomic_fetch_add(&e->dev->host_waits, 1, __ATOMIC_RELAXED);
+  return e->dev->ops->event_sync(e);
+}
 zeroc_result_t zeroc_event_query(zeroc_event_t *e, int *done) {
   return e->dev->ops->event_query(e, done);
 }

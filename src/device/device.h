@@ -71,6 +71,8 @@ struct zeroc_device {
   char name[128];
   double peak_tflops_bf16; /* dense bf16 peak of one device; 0 when unknown */
   size_t total_mem;
+  uint64_t host_waits;    /* stream and event synchronisations so far (device.c), so a
+                             test can hold the step loop to a number per step */
   int next_channel;       /* channel of the stream being created */
   unsigned channels_used; /* bit c: a live stream holds channel c */
   void *impl;
