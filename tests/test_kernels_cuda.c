@@ -770,6 +770,57 @@ static void test_adamw_mixed(void) {
   check_adamw_mixed(5, 0, ZEROC_BF16);
 }
 
+/* ---- a loss head's mean added on the device, read back through pinned memory -------- */
+
+/* mean_add against its cpu twin (the fp32 rounding of the mean is the same, so
+ * the sums agree to fp32 rounding at worst), accumulated over three calls as
+ * micro-steps do; then zeroc__read_back: pinned staging, the polled event
+ * wait, and later work on the stream not waited for. */
+static void check_mean_add(size_t n, size_t off) {
+  float *x = host_rand(ZEROC_FP32, n, 90, 0, 12);
+  float *dx = dev_from(ZEROC_FP32, x, n, off);
+  double *acc = dev_alloc(ZEROC_FP64, 2, 0), want = 0.75, init[2] = {0.75, -1};
+  ZT_OK(zeroc_memcpy_async(st, acc, init, sizeof init));
+  ZT_OK(zeroc_stream_sync(st));
+  const double denom[3] = {(double)n, 4.0 * (double)n, 3.0};
+  for (int c = 0; c < 3; c++) {
+    ZT_OK(zeroc_k_mean_add(kf, st, acc, dx, n, denom[c]));
+    want += zeroc__cpu_mean(x, n, denom[c]);
+  }
+  const zeroc__devmem_t *h = zeroc__ctx_devmem(ctx);
+  double *pinned = NULL, got[2] = {0, 0};
+  zeroc_event_t *ev = NULL;
+  ZT_OK(zeroc__readback_alloc(h, ZEROC_TAG_WORKSPACE, sizeof got, (void **)&pinned));
+  ZT_ASSERT_MSG(pinned != NULL, "no pinned read-back buffer on the cuda device");
+  ZT_OK(zeroc_event_create(ctx, &ev));
+  ZT_OK(zeroc__read_back(st, ev, pinned, got, acc, sizeof got));
+  ZT_ASSERT_MSG(fabs(got[0] - want) <= 1e-6 * fabs(want), "mean_add %.17g, cpu %.17g (n %zu)",
+                got[0], want, n);
+  ZT_ASSERT_MSG(got[1] == -1, "mean_add wrote past its one double: %g", got[1]);
+  /* n = 0 adds (float)0 and NaN propagates, as on the cpu */
+  ZT_OK(zeroc_k_mean_add(kf, st, acc, dx, 0, 1.0));
+  ZT_OK(zeroc__read_back(st, ev, pinned, got, acc, sizeof got[0]));
+  ZT_ASSERT_MSG(fabs(got[0] - want) <= 1e-6 * fabs(want), "mean_add of nothing changed the sum");
+  x[n / 2] = NAN;
+  dev_put(ZEROC_FP32, dx, x, n);
+  ZT_OK(zeroc_k_mean_add(kf, st, acc, dx, n, 1.0));
+  ZT_OK(zeroc__read_back(st, ev, pinned, got, acc, sizeof got[0]));
+  ZT_ASSERT_MSG(isnan(got[0]), "mean_add over a NaN gave %g", got[0]);
+  zeroc_result_t r = zeroc_k_mean_add(kf, st, acc, dx, n, 0.0);
+  ZT_ASSERT_MSG(r == ZEROC_ERR_INVALID_ARG, "mean_add with denominator 0 -> %s", zeroc_result_name(r));
+  zeroc_event_destroy(ev);
+  zeroc_mem_free(ctx, pinned);
+  free(x);
+  dev_free_all();
+}
+
+static void test_mean_add(void) {
+  check_mean_add(16384, 0);
+  check_mean_add(16384, 1);
+  check_mean_add(1000003, 0);
+  check_mean_add(7, 0);
+}
+
 /* ---- bad input ---------------------------------------------------------------------- */
 
 /* The embedding-bag kernels of embed/ (fp32 only): bags with repeats in blocked rows,
@@ -878,6 +929,7 @@ int main(int argc, char **argv) {
       {"crossentropy", test_crossentropy},
       {"cast, accumulate, scale, sumsq, adamw", test_engine},
       {"adamw_mixed: bf16 gradient in, compute copy out", test_adamw_mixed},
+      {"loss mean on the device, pinned read-back", test_mean_add},
       {"embedding bags, row-wise AdaGrad", test_embedbag},
       {"bad input", test_bad_input},
       ZT_END,

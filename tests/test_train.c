@@ -6,13 +6,17 @@
  * gives bitwise the losses of the run that went straight through; the
  * held-out loss of zeroc_trainer_evaluate, its size (val_tokens resolved to
  * global batches), its cadence in the step's metrics (val_every), which leaves
- * the training losses bitwise as they were, and val_data checked at create.
+ * the training losses bitwise as they were, and val_data checked at create;
+ * the host waits for the device a fixed number of times per step, however
+ * many micro-steps it has (the losses stay on the device until the step).
  */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/device.h"
+#include "runtime/runtime.h"
 #include "testutil.h"
 #include "zeroc/train.h"
 
@@ -379,6 +383,37 @@ static void test_evaluate_pipeline(void) {
                   "pipeline step %d: loss %.9g without evaluation, %.9g with", s + 1, b[s], c[s]);
 }
 
+/* The host's waits on the device (stream and event synchronisations) in
+ * steps 2..4 of a run with `accum` micro-steps per step (step 1 sets up). */
+static uint64_t step_waits(int accum) {
+  zeroc_ctx_t *ctx = zt_ctx(1, 1, 1);
+  if (!ctx) return 0;
+  zeroc_train_config_t c = small_config(4);
+  c.grad_accum = accum;
+  zeroc_trainer_t *tr = NULL;
+  uint64_t n = 0;
+  ZT_OK(zeroc_trainer_create(ctx, &c, &tr));
+  if (tr) {
+    zeroc_train_metrics_t m;
+    ZT_OK(zeroc_trainer_step(tr, &m));
+    zeroc_device_t *dev = zeroc__ctx_device(ctx);
+    uint64_t w0 = __atomic_load_n(&dev->host_waits, __ATOMIC_RELAXED);
+    for (int s = 1; s < 4; s++) ZT_OK(zeroc_trainer_step(tr, &m));
+    n = __atomic_load_n(&dev->host_waits, __ATOMIC_RELAXED) - w0;
+  }
+  zeroc_trainer_destroy(tr);
+  zeroc_ctx_finalize(ctx);
+  return n;
+}
+
+static void test_waits_per_step(void) {
+  uint64_t one = step_waits(1), four = step_waits(4);
+  ZT_ASSERT_MSG(one > 0 && four == one,
+                "host waits in 3 steps: %llu with 1 micro-step per step, %llu with 4 (a wait per "
+                "micro-step crept in)",
+                (unsigned long long)one, (unsigned long long)four);
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"a config not from the initializer, or inconsistent, is refused", test_config_refused},
@@ -388,6 +423,7 @@ int main(int argc, char **argv) {
       {"evaluation at val_every: metrics, training losses unchanged", test_val_every},
       {"evaluation size (val_tokens), rules, shards checked at create", test_val_config},
       {"evaluation through a pipeline: the data-parallel run's loss", test_evaluate_pipeline},
+      {"host waits per step do not grow with the micro-steps", test_waits_per_step},
       ZT_END,
   };
   return zt_run_mpi(argc, argv, "train", tests, 1, 0);

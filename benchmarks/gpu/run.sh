@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # benchmarks/gpu/run.sh - everything the GPU path is checked and measured by, on a machine
 # with a GPU: the GPU tests (kernels against their cpu twins, DLRM kernels, NCCL on one
-# rank, fp32 training on the GPU against the CPU, and where MPIRUN works the multi-rank
+# rank, fp32 training on the GPU against the CPU, with clipping, a skipped step and
+# --max-skipped too, and where MPIRUN works the multi-rank
 # layouts on one GPU against one rank), every cuda kernel timed at GPT-2 124M's shapes,
 # then tokens/s, MFU and peak memory against PyTorch (mfu.sh).
 #
@@ -48,6 +49,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   check test_dlrm_cuda "$tests/test_dlrm_cuda"
   check test_comm_nccl "$tests/test_comm_nccl"
   check gpu_train_matches_cpu "$root/tests/gpu_train.sh" "$zeroc"
+  check gpu_clip_skip_matches_cpu "$root/tests/gpu_clip_skip.sh" "$zeroc"
   if [ -x "$root/tests/gpu_layouts.sh" ]; then
     check gpu_layouts "$root/tests/gpu_layouts.sh" "$zeroc"
   fi

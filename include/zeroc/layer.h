@@ -97,6 +97,9 @@ typedef struct zeroc_layer_io {
   float grad_scale;       /* the last unit multiplies its loss gradient by this
                              (1 / (micro-steps x data-parallel size)) */
   float *loss;            /* the last unit's forward writes its mean loss here */
+  double *loss_acc;       /* or, instead, adds it to this one fp64 of device memory in
+                             stream order (zeroc_k_mean_add in-tree), so that no host
+                             waits for it each micro-step; NULL where not offered */
   void *user;             /* the layer's user pointer */
   int slot;               /* which in-flight micro-batch this call belongs to, 0..slots-1:
                              with pipeline parallelism several micro-batches sit between

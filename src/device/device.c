@@ -4,6 +4,7 @@
  * functions that take a context unpack it in runtime/device_api.c.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -96,7 +97,10 @@ void zeroc_stream_destroy(zeroc_stream_t *s) {
   if (c >= 0 && c < ZEROC_P2P_CHANNEL) dev->channels_used &= ~(1u << c);
 }
 
-zeroc_result_t zeroc_stream_sync(zeroc_stream_t *s) { return s->dev->ops->stream_sync(s); }
+zeroc_result_t zeroc_stream_sync(zeroc_stream_t *s) {
+  __atomic_fetch_add(&s->dev->host_waits, 1, __ATOMIC_RELAXED); /* any thread may wait */
+  return s->dev->ops->stream_sync(s);
+}
 
 void *zeroc_stream_native(zeroc_stream_t *s) { return s ? s->native : NULL; }
 
@@ -155,7 +159,10 @@ zeroc_result_t zeroc_event_record(zeroc_event_t *e, zeroc_stream_t *s) {
 zeroc_result_t zeroc_stream_wait_event(zeroc_stream_t *s, zeroc_event_t *e) {
   return s->dev->ops->stream_wait_event(s, e);
 }
-zeroc_result_t zeroc_event_sync(zeroc_event_t *e) { return e->dev->ops->event_sync(e); }
+zeroc_result_t zeroc_event_sync(zeroc_event_t *e) {
+  __atomic_fetch_add(&e->dev->host_waits, 1, __ATOMIC_RELAXED);
+  return e->dev->ops->event_sync(e);
+}
 zeroc_result_t zeroc_event_query(zeroc_event_t *e, int *done) {
   return e->dev->ops->event_query(e, done);
 }
@@ -163,6 +170,7 @@ zeroc_result_t zeroc_event_query(zeroc_event_t *e, int *done) {
 /* ---- views across the host/device boundary ---------------------------------------- */
 
 zeroc_result_t zeroc__memcpy_sync(zeroc_stream_t *s, void *dst, const void *src, size_t bytes) {
+  ZEROC_CHECK(zeroc_stream_sync(s)); /* polled: the copy then waits for nothing upstream */
   ZEROC_CHECK(zeroc_memcpy_async(s, dst, src, bytes));
   return zeroc_stream_sync(s);
 }
@@ -172,6 +180,30 @@ zeroc_result_t zeroc__staging_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag
   *p = NULL;
   if (h->dev->ops->host_memory) return ZEROC_OK;
   return zeroc__device_alloc(h, ZEROC_MEM_DEVICE, tag, bytes, p);
+}
+
+zeroc_result_t zeroc__readback_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag, size_t bytes,
+                                     void **p) {
+  *p = NULL;
+  if (h->dev->ops->host_memory) return ZEROC_OK;
+  return zeroc__device_alloc(h, ZEROC_MEM_PINNED, tag, bytes, p);
+}
+
+zeroc_result_t zeroc__read_back(zeroc_stream_t *s, zeroc_event_t *ev, void *pinned, void *dst,
+                                const void *src, size_t bytes) {
+  if (!pinned) {
+    if (!s->dev->ops->host_memory)
+      return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "read back of %zu device bytes with no pinned staging",
+                        bytes);
+    ZEROC_CHECK(zeroc_stream_sync(s));
+    memcpy(dst, src, bytes);
+    return ZEROC_OK;
+  }
+  ZEROC_CHECK(zeroc_memcpy_async(s, pinned, src, bytes));
+  ZEROC_CHECK(zeroc_event_record(ev, s));
+  ZEROC_CHECK(zeroc_event_sync(ev)); /* polled on cuda: never a blocking wait in the driver */
+  memcpy(dst, pinned, bytes);
+  return ZEROC_OK;
 }
 
 zeroc_result_t zeroc__view_host(zeroc_stream_t *s, void *dev, size_t bytes, int flags,

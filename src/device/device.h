@@ -80,6 +80,8 @@ struct zeroc_device {
   double peak_tflops_bf16; /* dense bf16 peak of one device; 0 when unknown */
   size_t total_mem;
   unsigned char uuid[16]; /* cuda: the GPU's UUID, the same for ranks sharing it; cpu: zero */
+  uint64_t host_waits;    /* stream and event synchronisations so far (device.c), so a
+                             test can hold the step loop to a number per step */
   int next_channel;       /* channel of the stream being created */
   unsigned channels_used; /* bit c: a live stream holds channel c */
   void *impl;
@@ -211,8 +213,28 @@ zeroc_result_t zeroc__staging_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag
                                     void **p);
 
 /* Copies `bytes` in `s`'s order and returns when they have arrived (host or device memory on
- * either side). */
+ * either side). The stream's earlier work is waited for first with the polled
+ * wait, so a copy to or from pageable memory (which the driver may perform
+ * synchronously) never blocks in the driver behind a stuck collective: only
+ * the copy itself runs outside the polled wait. Per-step reads of small device
+ * results use zeroc__read_back (pinned, no drain) instead. */
 zeroc_result_t zeroc__memcpy_sync(zeroc_stream_t *s, void *dst, const void *src, size_t bytes);
+
+/* Pinned host memory (tag `tag`) that small device results are read back
+ * into (zeroc__read_back), or *p = NULL where device memory is host memory
+ * and nothing is staged. Free with zeroc_mem_free (NULL is fine). */
+zeroc_result_t zeroc__readback_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag, size_t bytes,
+                                     void **p);
+
+/* Reads `bytes` of device memory `src` into host `dst` in `s`'s order, without
+ * a pageable copy and without blocking in the driver: an asynchronous copy
+ * into `pinned` (>= bytes, from zeroc__readback_alloc), then `ev` recorded on
+ * `s` and waited on with the device's polled wait (--comm-timeout, the
+ * communicators' asynchronous errors). Where device memory is host memory
+ * (pinned NULL) it waits for `s` and copies. Work on `s` after this call is
+ * not waited for. */
+zeroc_result_t zeroc__read_back(zeroc_stream_t *s, zeroc_event_t *ev, void *pinned, void *dst,
+                                const void *src, size_t bytes);
 
 #define ZEROC_MAX_CHANNELS 8
 /* Point-to-point messages match only on one communicator, whatever stream each

@@ -357,12 +357,13 @@ zeroc_result_t zeroc_k_vocab_ce_finish(zeroc_kernels_t *k, zeroc_stream_t *s, fl
  * for the others. A NULL stream runs them on the calling thread. */
 
 typedef struct {
-  enum { OP_CAST, OP_ACCUMULATE, OP_SCALE, OP_ADD_TO, OP_SUMSQ, OP_ADAMW, OP_ADAMW_MIXED } op;
+  enum { OP_CAST, OP_ACCUMULATE, OP_SCALE, OP_ADD_TO, OP_SUMSQ, OP_MEAN_ADD, OP_ADAMW, OP_ADAMW_MIXED } op;
   void *dst;
   const void *src;
   int dst_dt, src_dt;
   size_t n;
   float a;
+  double denom; /* mean_add */
   float *m, *v; /* adamw */
   void *out;    /* adamw_mixed: the rounded copy (dst_dt), or NULL */
   zeroc_adamw_args_t adam;
@@ -386,6 +387,9 @@ static zeroc_result_t run_eng_op(void *p) {
     break;
   case OP_SUMSQ:
     *(double *)o->dst += zeroc__cpu_sumsq(o->src, o->n);
+    break;
+  case OP_MEAN_ADD:
+    *(double *)o->dst += zeroc__cpu_mean(o->src, o->n, o->denom);
     break;
   case OP_ADAMW:
     zeroc__cpu_adamw(o->dst, o->m, o->v, o->src, o->n, a->lr, a->beta1, a->beta2, a->eps,
@@ -449,6 +453,14 @@ zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out,
                              size_t n) {
   CUDA_OR_CPU(sumsq, k, s, out, x, n);
   return cpu_in_order(s, &(eng_op_t){.op = OP_SUMSQ, .dst = out, .src = x, .n = n});
+}
+
+zeroc_result_t zeroc_k_mean_add(zeroc_kernels_t *k, zeroc_stream_t *s, double *acc, const float *x,
+                                size_t n, double denom) {
+  if (!(denom > 0))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "mean_add: denominator %g: must be > 0", denom);
+  CUDA_OR_CPU(mean_add, k, s, acc, x, n, denom);
+  return cpu_in_order(s, &(eng_op_t){.op = OP_MEAN_ADD, .dst = acc, .src = x, .n = n, .denom = denom});
 }
 
 zeroc_result_t zeroc_k_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m,

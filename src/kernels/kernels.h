@@ -275,6 +275,11 @@ zeroc_result_t zeroc_k_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
 /* *out (one fp64, device memory) += sum of x[i]^2 (NaN/Inf propagate). */
 zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x,
                              size_t n);
+/* *acc (one fp64, device memory) += (float)(sum of x[i] in fp64 / denom): a loss
+ * head's mean loss, rounded to fp32 as a host-side loss would be, added on the
+ * device so no host waits for it. The cpu twin sums in index order. */
+zeroc_result_t zeroc_k_mean_add(zeroc_kernels_t *k, zeroc_stream_t *s, double *acc, const float *x,
+                                size_t n, double denom);
 
 typedef struct zeroc_adamw_args {
   float lr, beta1, beta2, eps, weight_decay;

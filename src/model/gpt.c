@@ -383,9 +383,10 @@ static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
   CHK(zeroc__tp_crossentropy(&g->tp, s, A->losses, A->logits, b->targets, g->ce_stats, N, V, g->Vl,
                              dloss));
   g->last_losses = A->losses;
-  /* the loss: a host-side mean of the per-token losses */
-  CHK(zeroc_memcpy_async(s, g->losses_host, A->losses, sizeof(float) * (size_t)N));
-  CHK(zeroc_stream_sync(s));
+  /* the loss: the mean of the per-token losses, kept on the device when the
+   * engine offers an accumulator (no host wait per micro-step), else on the host */
+  if (io->loss_acc) return zeroc_k_mean_add(k, s, io->loss_acc, A->losses, (size_t)N, (double)Ng);
+  CHK(zeroc__memcpy_sync(s, g->losses_host, A->losses, sizeof(float) * (size_t)N));
   double sum = 0;
   for (int i = 0; i < N; i++) sum += g->losses_host[i];
   *io->loss = (float)(sum / (double)Ng);

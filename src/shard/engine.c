@@ -444,7 +444,11 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   if (m->rdt != ZEROC_FP32)
     ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_shard, (void **)&m->adam_tmp));
   ZEROC_TRY(
-      alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)zeroc__shard_step_bytes(), (void **)&m->norm_acc));
+      alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)zeroc__shard_step_bytes(), (void **)&m->step_acc));
+  ZEROC_TRY(zeroc_memset_async(m->compute, m->step_acc, 0, (size_t)zeroc__shard_step_bytes()));
+  ZEROC_TRY(zeroc__readback_alloc(zeroc__ctx_devmem(ctx), ZEROC_TAG_WORKSPACE,
+                                  (size_t)zeroc__shard_step_bytes(), (void **)&m->step_host));
+  ZEROC_TRY(zeroc_event_create(ctx, &m->ev_step));
   ZEROC_TRY(zeroc__moff_init(m, maxS));
   if (m->cfg.offload_params != ZEROC_OFFLOAD_NONE && !m->host_grad)
     ZEROC_TRY(zeroc__pinned_get(m->pool, (size_t)zeroc__shard_staging_bytes((double)maxS, 4),
@@ -514,7 +518,9 @@ void zeroc_model_destroy(zeroc_model_t *m) {
   zeroc_mem_free(m->ctx, m->conv_cgrad);
   zeroc_mem_free(m->ctx, m->ws);
   zeroc_mem_free(m->ctx, m->adam_tmp);
-  zeroc_mem_free(m->ctx, m->norm_acc);
+  zeroc_mem_free(m->ctx, m->step_acc);
+  zeroc_mem_free(m->ctx, m->step_host);
+  zeroc_event_destroy(m->ev_step);
   zeroc_event_destroy(m->ev_published);
   zeroc_stream_destroy(m->gather_s);
   zeroc_stream_destroy(m->reduce_s);

@@ -20,6 +20,7 @@
 #include "offload/offload.h"
 #include "runtime/runtime.h"
 #include "shard/flat.h"
+#include "shard/sizes.h"
 #include "zeroc/shard.h"
 
 typedef struct zeroc__slot {
@@ -65,6 +66,8 @@ typedef struct zeroc__unit {
 } zeroc__unit_t;
 
 /* A unit's optimizer state where it currently is (device, or host when offloaded). */
+enum { ACC_SUMSQ, ACC_LOSS, ACC_EVAL }; /* the doubles of step_acc (ZEROC__STEP_ACC) */
+
 typedef struct zeroc__state_view {
   float *master, *m, *v;
 } zeroc__state_view_t;
@@ -88,7 +91,13 @@ struct zeroc_model {
   int cshard_current;            /* AdamW wrote the compute shards: publish skips its cast */
   void *ws;                      /* workspace for callbacks (max workspace_bytes) */
   float *adam_tmp;               /* fp32 copy of a bf16 grad shard for AdamW (max S) */
-  double *norm_acc;              /* device double for sum of squares */
+  /* device doubles (ZEROC__STEP_ACC), so the step's figures stay on the device
+   * until one read per step: [ACC_SUMSQ] the gradient's sum of squares,
+   * [ACC_LOSS] the step's loss (loss units add theirs, zeroc_layer_io_t.loss_acc),
+   * [ACC_EVAL] an evaluation pass's loss */
+  double *step_acc;
+  double *step_host;             /* pinned read-back of step_acc (NULL on the cpu) */
+  zeroc_event_t *ev_step;        /* marks the read-back (waited with the polled wait) */
   zeroc_event_t *ev_published;
   int slots;                     /* micro-batches in flight (saved inputs per unit); 1 */
   uint64_t state_bytes;          /* persistent params + grads + optimizer bytes */

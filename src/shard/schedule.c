@@ -231,6 +231,7 @@ static void fill_io(zeroc_model_t *m, int i, const pass_t *p, zeroc_layer_io_t *
   io->user = u->L.user;
   io->grad_scale = 1.0f / ((float)m->cfg.grad_accum * (float)zeroc_ctx_mesh(m->ctx)->dp);
   io->loss = &m->run.loss_micro;
+  io->loss_acc = m->step_acc + (p->eval ? ACC_EVAL : ACC_LOSS);
   if (u->L.shares >= 0) io->shared_params = m->u[u->L.shares].pviews;
 }
 
@@ -242,6 +243,9 @@ static zeroc_result_t run_forward(zeroc_model_t *m, int i, const pass_t *p, cons
   io.in = in;
   io.save = save;
   io.recompute = recompute;
+  /* a forward run again for backward must not count its loss twice: any loss
+   * it adds goes where an evaluation's goes (zeroed before each evaluation) */
+  if (recompute) io.loss_acc = m->step_acc + ACC_EVAL;
   zeroc__watchdog_phase(m->ctx, "%s unit %d ('%s')", recompute ? "recompute" : "forward", i,
                         u->L.name ? u->L.name : "");
   ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "forward", m->run.steps + 1, NULL);
@@ -289,6 +293,8 @@ static zeroc_result_t forward_pass(zeroc_model_t *m, const pass_t *p, const void
   const void *x = in ? in : p->batch;
   float pass_loss = 0;
   m->run.pass_dir = 1;
+  /* an evaluation reads its loss units' device losses back at the end of the pass */
+  if (p->eval) ZEROC_TRY(zeroc_memset_async(m->compute, m->step_acc + ACC_EVAL, 0, sizeof(double)));
   for (int i = p->first; i <= p->last; i++) {
     zeroc__unit_t *u = &m->u[i];
     if (st == 3) {
@@ -312,6 +318,12 @@ static zeroc_result_t forward_pass(zeroc_model_t *m, const pass_t *p, const void
   }
   if (p->eval && st == 3)
     for (int i = p->first; i <= p->last; i++) ZEROC_TRY(release_params(m, i));
+  if (p->eval) {
+    double dev_loss;
+    ZEROC_TRY(zeroc__read_back(m->compute, m->ev_step, m->step_host, &dev_loss,
+                               m->step_acc + ACC_EVAL, sizeof dev_loss));
+    pass_loss += (float)dev_loss;
+  }
   if (out) *out = (void *)x;
   if (loss) *loss = pass_loss;
   return ZEROC_OK;

@@ -37,4 +37,4 @@ void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
 
 double zeroc__shard_staging_bytes(double shard_numel, int elem) { return shard_numel * elem + 64; }
 
-double zeroc__shard_step_bytes(void) { return (double)sizeof(double); }
+double zeroc__shard_step_bytes(void) { return (double)(ZEROC__STEP_ACC * sizeof(double)); }

@@ -48,8 +48,10 @@ void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
                              double max_unpinned, double max_unit, int nd, int pb, int rb,
                              zeroc__pool_bytes_t *out);
 
-/* The optimizer step's global gradient-norm accumulator: one device double
- * (tag workspace), whatever the model. */
+/* The optimizer step's device accumulators (tag workspace), whatever the
+ * model: ZEROC__STEP_ACC doubles (shard/engine.h: the gradient norm's sum of
+ * squares, the step's loss, an evaluation's loss). */
+#define ZEROC__STEP_ACC 3
 double zeroc__shard_step_bytes(void);
 
 /* A host or device staging copy of a shard of `shard_numel` elements of

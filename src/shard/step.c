@@ -27,14 +27,14 @@ static zeroc_result_t grad_f32(zeroc_model_t *m, zeroc__unit_t *u, const float *
   return ZEROC_OK;
 }
 
-/* This rank's share of the squared gradient norm: replicas of a shard (HSDP,
- * stage 0) and tensor-parallel copies of replicated parameters count once. */
-static zeroc_result_t local_sumsq(zeroc_model_t *m, double *out) {
+/* This rank's share of the squared gradient norm, into step_acc[ACC_SUMSQ] on
+ * the device: replicas of a shard (HSDP, stage 0) and tensor-parallel copies
+ * of replicated parameters count once. */
+static zeroc_result_t local_sumsq(zeroc_model_t *m) {
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
-  *out = 0;
-  if (m->rep_g->rank != 0) return ZEROC_OK;
-  double *acc = m->norm_acc; /* device memory */
+  double *acc = m->step_acc + ACC_SUMSQ; /* device memory */
   CHK(zeroc_memset_async(m->compute, acc, 0, sizeof(double)));
+  if (m->rep_g->rank != 0) return ZEROC_OK;
   for (int i = 0; i < m->n; i++) {
     zeroc__unit_t *u = &m->u[i];
     const float *g;
@@ -47,7 +47,7 @@ static zeroc_result_t local_sumsq(zeroc_model_t *m, double *out) {
       CHK(zeroc_k_sumsq(m->k, m->compute, acc, g + (p->lo - u->f.shard_off), p->hi - p->lo));
     }
   }
-  return zeroc__memcpy_sync(m->compute, out, acc, sizeof(double));
+  return ZEROC_OK;
 }
 
 /* AdamW on the host for offloaded optimizer state, unit by unit: with NVMe,
@@ -136,11 +136,18 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
   ZEROC_TRY(zeroc_event_record(e, m->reduce_s));
   ZEROC_TRY(zeroc__model_wait_comm(m, e));
 
-  double sums[2] = {0, 0};
-  ZEROC_TRY(local_sumsq(m, &sums[0]));
-  /* the loss: the last unit's mean, averaged over micro-steps and data-parallel ranks */
+  /* The step's one read of device figures: the sum of squares and the losses
+   * loss units added on the device, in one copy to pinned memory waited on with
+   * the polled wait (never a pageable copy blocking in the driver). */
+  ZEROC_TRY(local_sumsq(m));
+  double acc[2];
+  ZEROC_TRY(zeroc__read_back(m->compute, m->ev_step, m->step_host, acc, m->step_acc, sizeof acc));
+  ZEROC_TRY(zeroc_memset_async(m->compute, m->step_acc + ACC_LOSS, 0, sizeof(double)));
+  double sums[2] = {acc[ACC_SUMSQ], 0};
+  /* the loss: the last unit's mean (host-written or device-added), averaged
+   * over micro-steps and data-parallel ranks */
   if (mesh->tp_rank == 0 && mesh->pp_rank == mesh->pp - 1)
-    sums[1] = m->run.loss_sum / m->cfg.grad_accum / mesh->dp;
+    sums[1] = (m->run.loss_sum + acc[ACC_LOSS]) / m->cfg.grad_accum / mesh->dp;
   ZEROC_TRY(zeroc__allreduce_host(zeroc__ctx_group(m->ctx, ZEROC_GROUP_WORLD), sums, 2, ZEROC_FP64,
                                   ZEROC_SUM));
   double norm = sqrt(sums[0]);
@@ -260,8 +267,7 @@ static zeroc_result_t get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t k
     return offloaded_state(m, unit, kind, buf, NULL);
   if (kind == ZEROC_STATE_GRAD) CHK(zeroc_stream_sync(m->reduce_s));
   CHK(state_ptr(m, unit, kind, &p));
-  CHK(zeroc_memcpy_async(m->compute, buf, p, m->u[unit].f.S * 4));
-  return zeroc_stream_sync(m->compute);
+  return zeroc__memcpy_sync(m->compute, buf, p, m->u[unit].f.S * 4);
 }
 
 zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
@@ -281,8 +287,7 @@ static zeroc_result_t set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t k
   if (m->ostate && unit >= 0 && unit < m->n && (unsigned)kind < ZEROC_STATE_GRAD)
     return offloaded_state(m, unit, kind, NULL, buf);
   CHK(state_ptr(m, unit, kind, &p));
-  CHK(zeroc_memcpy_async(m->compute, p, buf, m->u[unit].f.S * 4));
-  return zeroc_stream_sync(m->compute);
+  return zeroc__memcpy_sync(m->compute, p, buf, m->u[unit].f.S * 4);
 }
 
 zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,

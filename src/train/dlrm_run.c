@@ -172,9 +172,8 @@ zeroc_result_t zeroc__dlrm_evaluate(zeroc_trainer_t *tr, double *loss, double *a
     ZEROC_CHECK(load(tr, src, d->val_first + at, &b));
     float l;
     ZEROC_CHECK(zeroc_model_eval(tr->model, &b, &l));
-    ZEROC_CHECK(zeroc_memcpy_async(s, d->val_logits + at, zeroc_dlrm_logits(d->dlrm),
+    ZEROC_CHECK(zeroc__memcpy_sync(s, d->val_logits + at, zeroc_dlrm_logits(d->dlrm),
                                    sizeof(float) * (size_t)B));
-    ZEROC_CHECK(zeroc_stream_sync(s));
   }
   /* each rank filled its own samples and left zeros elsewhere: the sum is every logit */
   ZEROC_CHECK(zeroc__allreduce_host(zeroc__ctx_group(tr->ctx, ZEROC_GROUP_DP), d->val_logits,

@@ -187,8 +187,7 @@ zeroc_result_t zeroc__tables_forward(zeroc__tables_t *t, int B, const int32_t *l
   memcpy(t->ids, ids, sizeof(int64_t) * at);
   t->B = B;
   zeroc_stream_t *s = zeroc_ctx_compute_stream(t->ctx);
-  ZEROC_CHECK(zeroc_memcpy_async(s, pooled, t->pooled, sizeof(float) * (size_t)B * T * D));
-  return zeroc_stream_sync(s);
+  return zeroc__memcpy_sync(s, pooled, t->pooled, sizeof(float) * (size_t)B * T * D);
 }
 
 zeroc_result_t zeroc__tables_backward(zeroc__tables_t *t, const float *dpooled, float lr) {
@@ -198,8 +197,7 @@ zeroc_result_t zeroc__tables_backward(zeroc__tables_t *t, const float *dpooled, 
   }
   int T = t->T, D = t->D, B = t->B;
   zeroc_stream_t *s = zeroc_ctx_compute_stream(t->ctx);
-  ZEROC_CHECK(zeroc_memcpy_async(s, t->dpooled, dpooled, sizeof(float) * (size_t)B * T * D));
-  ZEROC_CHECK(zeroc_stream_sync(s));
+  ZEROC_CHECK(zeroc__memcpy_sync(s, t->dpooled, dpooled, sizeof(float) * (size_t)B * T * D));
   zeroc_group_t *dp = zeroc__ctx_group(t->ctx, ZEROC_GROUP_DP);
   size_t at = 0;
   for (int k = 0; k < T; k++) {

@@ -785,6 +785,22 @@ static void t_engine(size_t n, size_t off) {
   for (size_t i = 0; i < n; i++) want += (double)pa[i] * pa[i];
   CHECK(std::fabs(*acc - want) <= 1e-12 * want, "sumsq n %zu: %.17g, want %.17g", n, *acc, want);
 
+  /* a loss head's mean added on the device: (float)(sum / denom) twice, against the
+   * index-order sum of the cpu twin (the block's order differs: fp32 rounding at worst) */
+  vec ls = randv(ZEROC_FP32, n, 0, 12);
+  const float *pl = (const float *)d.put(ZEROC_FP32, ls, off);
+  double *lacc = d.raw<double>(2, -1.0), lwant = -1.0;
+  OK(zeroc__cuda_mean_add(&K.k, NULL, lacc, pl, n, (double)n));
+  OK(zeroc__cuda_mean_add(&K.k, NULL, lacc, pl, n, 3.0));
+  for (double den : {(double)n, 3.0}) {
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += ls[i];
+    lwant += (double)(float)(sum / den);
+  }
+  CHECK(std::fabs(lacc[0] - lwant) <= 1e-6 * std::fabs(lwant), "mean_add n %zu: %.17g, want %.17g",
+        n, lacc[0], lwant);
+  CHECK(lacc[1] == -1.0, "mean_add n %zu wrote past its double: %g", n, lacc[1]);
+
   vec p = randv(ZEROC_FP32, n), m = randv(ZEROC_FP32, n, -0.1f, 0.1f),
       v = randv(ZEROC_FP32, n, 0, 0.01f);
   vec g = randv(ZEROC_FP32, n);

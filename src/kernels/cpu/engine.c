@@ -101,6 +101,14 @@ static inline float adamw_one(float *p, float *m, float *v, float g, float lr, f
   return *p;
 }
 
+/* In index order, as the host-side loss of a loss head always was: the
+ * reported loss repeats bit for bit. Not vectorised (the order is the point). */
+double zeroc__cpu_mean(const float *x, size_t n, double denom) {
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) sum += x[i];
+  return (double)(float)(sum / denom);
+}
+
 /* The loop vectorises, sqrtf included, because the cpu kernels build with
  * -fno-math-errno (CMakeLists.txt): errno's scalar call path would stop it. */
 ZEROC_CPU_HOT void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_t n,

@@ -306,3 +306,25 @@ extern "C" zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *
   ZC_LAUNCHED("sumsq_final_kernel", grid2, block2, 0);
   return ZEROC_OK;
 }
+
+/* ---- a loss head's mean, added on the device --------------------------------------- */
+
+// *acc += (float)(sum of x (n) in double / denom); one block, so the order is fixed by n
+__global__ void mean_add_kernel(double *acc, const float *x, size_t n, double denom) {
+  __shared__ double sh[32];
+  double sum = 0.0;
+  for (size_t i = threadIdx.x; i < n; i += blockDim.x) sum += (double)x[i];
+  sum = zc_block_sum(sum, sh);
+  if (threadIdx.x == 0) *acc += (double)(float)(sum / denom);
+}
+
+extern "C" zeroc_result_t zeroc__cuda_mean_add(zeroc_kernels_t *k, zeroc_stream_t *s, double *acc,
+                                               const float *x, size_t n, double denom) {
+  ZC_NONNULL("mean_add", acc);
+  if (n) ZC_NONNULL("mean_add", x);
+  /* the losses of one micro-batch (B x T, a few 10^4): one block reads them in microseconds */
+  dim3 grid(1), block(1024);
+  mean_add_kernel<<<grid, block, 0, zc_stream(k, s)>>>(acc, x, n, denom);
+  ZC_LAUNCHED("mean_add_kernel", grid, block, 0);
+  return ZEROC_OK;
+}
