@@ -79,7 +79,8 @@ static void export_fallback(zeroc_trainer_t *tr, zeroc_ctx_t *ctx, const ztrain_
 
 /* ---- printing ----------------------------------------------------------------------------- */
 
-static void print_header(const ztrain_opts_t *o, const zeroc_train_info_t *in, const zeroc_mesh_info_t *mesh) {
+static void print_header(const ztrain_opts_t *o, const zeroc_train_info_t *in,
+                         const zeroc_mesh_info_t *mesh, double startup_s) {
   const zeroc_gpt_config_t *g = &in->model;
   const zeroc_train_config_t *c = &in->config;
   const char *dev = in->device == ZEROC_DEVICE_CUDA ? "cuda" : "cpu";
@@ -126,6 +127,8 @@ static void print_header(const ztrain_opts_t *o, const zeroc_train_info_t *in, c
   else
     printf("  no predicted peak device memory: the planner refused this layout (%s)\n",
            in->plan_error);
+  /* the context, the data, the model with its initial values (or a checkpoint) */
+  printf("  start-up %.1f s\n", startup_s);
   fflush(stdout);
 }
 
@@ -283,6 +286,7 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
   cc.cp = o.cp;
   cc.comm_timeout_s = o.comm_timeout;
   zeroc_ctx_t *ctx = NULL;
+  double t_start = now_s();
   zeroc_result_t r = zeroc_ctx_create(&ctx, &cc);
   if (r != ZEROC_OK) {
     if (r == ZEROC_ERR_INVALID_ARG || r == ZEROC_ERR_NODEVICE) {
@@ -321,7 +325,7 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
   r = times ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NOMEM, "out of host memory for %d step times", steps + 1);
   r = zeroc_ctx_agree(ctx, r);
   if (r != ZEROC_OK) goto fail;
-  if (root && !o.quiet) print_header(&o, &in, mesh);
+  if (root && !o.quiet) print_header(&o, &in, mesh, now_s() - t_start);
 
   /* ---- the loop --------------------------------------------------------------------- */
   stage_msg = "train";

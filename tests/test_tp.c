@@ -7,14 +7,17 @@
  * vocabulary not divisible by tp; the split arithmetic; and the whole GPT at
  * tp against the single-rank model: identical initial weights, gradients
  * slice by slice, losses over optimizer steps, replicated parameters kept
- * bit-identical across tp ranks.
+ * bit-identical across tp ranks. Also the initial values: a shard filled in
+ * chunks on several threads is the per-element draw, bit for bit.
  */
 #include <mpi.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
 #include "runtime/runtime.h"
+#include "shard/flat.h"
 #include "testutil.h"
 #include "tp/split.h"
 #include "tp/tp.h"
@@ -345,6 +348,105 @@ static void test_crossentropy(void) {
   fx_close(&f);
 }
 
+/* ---- initial values ------------------------------------------------------------- */
+
+/* The value of local element j of parameter pd (unit `unit`, index i) drawn
+ * one element at a time: the rule every chunked, threaded fill must equal. */
+static float init_ref(const zeroc_param_desc_t *pd, int unit, int i, uint64_t seed, uint64_t j) {
+  uint64_t stream = pd->init_stream ? pd->init_stream : ((uint64_t)unit << 16) + (uint64_t)i + 1;
+  switch (pd->init) {
+  case ZEROC_INIT_ZEROS:
+    return 0.0f;
+  case ZEROC_INIT_ONES:
+    return 1.0f;
+  case ZEROC_INIT_UNIFORM:
+    return pd->init_scale * (2.0f * zeroc_rng_uniform(seed, stream, j) - 1.0f);
+  default:
+    return pd->init_scale * zeroc_rng_normal(seed, stream, zeroc_param_global_index(pd, j));
+  }
+}
+
+static void test_init_threads(void) {
+  /* the counter-based draws are pinned: stored references depend on them */
+  CU_ASSERT_EQUAL(zeroc_rng_normal(1234, 7, 0), 0x1.1c5918p+0f);
+  CU_ASSERT_EQUAL(zeroc_rng_normal(1234, 7, 987654321), -0x1.9173a2p-2f);
+  CU_ASSERT_EQUAL(zeroc_rng_uniform(1234, 7, 12345), 0x1.4c1974p-1f);
+  /* runs of consecutive unsplit indices */
+  zeroc__split_t cases[] = {
+      {2, {12, 5}, 3, 0, 2}, {2, {4, 6}, 1, 1, 3}, {1, {24}, 3, 0, 4}, {2, {8, 3}, 1, 0, 8}};
+  int bad = 0;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int r = 0; r < cases[c].size; r++) {
+      uint64_t n = zeroc__split_full_numel(&cases[c]) / (uint64_t)cases[c].size;
+      for (uint64_t j = 0; j < n; j++) {
+        uint64_t run = zeroc__split_run(&cases[c], j), g = zeroc__split_to_global(&cases[c], r, j);
+        bad += run < 1;
+        for (uint64_t k = 1; k < run && j + k < n; k++)
+          bad += zeroc__split_to_global(&cases[c], r, j + k) != g + k;
+      }
+    }
+  ZT_ASSERT_MSG(bad == 0, "%d run elements map wrongly", bad);
+  /* a layer of every kind, sizes over several chunks, cut into 3 shards */
+  zeroc_param_desc_t p[6] = {
+      {.name = "normal", .ndim = 2, .shape = {301, 1001}, .init_scale = 0.02f},
+      {.name = "uniform",
+       .ndim = 1,
+       .shape = {70001},
+       .init = ZEROC_INIT_UNIFORM,
+       .init_scale = 0.5f},
+      {.name = "ones", .ndim = 1, .shape = {5}, .init = ZEROC_INIT_ONES},
+      {.name = "zeros", .ndim = 1, .shape = {3}, .init = ZEROC_INIT_ZEROS},
+      {.name = "qkv",
+       .ndim = 2,
+       .shape = {360, 300},
+       .init_scale = 0.1f,
+       .init_stream = 9,
+       .init = ZEROC_INIT_CUSTOM,
+       .init_fn = zeroc__split_init_normal,
+       .tp_groups = 3,
+       .tp_dim = 0,
+       .tp_rank = 1,
+       .tp_size = 2,
+       .tp_full = {720, 300}},
+      {.name = "rowp",
+       .ndim = 2,
+       .shape = {300, 250},
+       .init_scale = 0.3f,
+       .init_stream = 11,
+       .init = ZEROC_INIT_CUSTOM,
+       .init_fn = zeroc__split_init_normal,
+       .tp_groups = 1,
+       .tp_dim = 1,
+       .tp_rank = 0,
+       .tp_size = 2,
+       .tp_full = {300, 500}}};
+  zeroc_layer_t L = {.name = "init", .nparams = 6, .params = p};
+  int saved = omp_get_max_threads();
+  const uint64_t seed = 4242;
+  for (int rank = 0; rank < 3; rank++) {
+    zeroc__flat_t f;
+    ZT_OK(zeroc__flat_layout(&L, 5, 3, rank, &f));
+    float *a = malloc(f.S * sizeof *a + 4), *b = malloc(f.S * sizeof *b + 4);
+    float *want = zeros(f.S);
+    omp_set_num_threads(1);
+    zeroc__flat_init_shard(&L, 5, &f, seed, a);
+    omp_set_num_threads(3);
+    memset(b, 0x7f, f.S * sizeof *b); /* stale bytes must not survive */
+    zeroc__flat_init_shard(&L, 5, &f, seed, b);
+    for (int i = 0; i < f.n; i++)
+      for (uint64_t e = f.p[i].lo; e < f.p[i].hi; e++)
+        want[e - f.shard_off] = init_ref(&p[i], 5, i, seed, e - f.p[i].off);
+    ZT_ASSERT_MSG(!memcmp(a, b, f.S * sizeof *a), "shard %d: 1 and 3 threads differ", rank);
+    ZT_ASSERT_MSG(!memcmp(a, want, f.S * sizeof *a),
+                  "shard %d: the threaded fill differs from the per-element draws", rank);
+    free(a);
+    free(b);
+    free(want);
+    zeroc__flat_free(&f);
+  }
+  omp_set_num_threads(saved);
+}
+
 /* ---- the whole GPT -------------------------------------------------------------- */
 
 static const zeroc_gpt_config_t GC = {2, 16, 4, 101, 8, 4}; /* L C NH V T B */
@@ -586,6 +688,7 @@ static void test_gpt_bad_shapes(void) {
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"split arithmetic: local <-> unsplit indices", test_split_arithmetic},
+      {"initial values: threaded chunks equal the per-element draws", test_init_threads},
       {"column-parallel linear (qkv, 3 groups) vs unsplit", test_column_parallel},
       {"column-parallel linear, sequence parallel", test_column_parallel_sp},
       {"row-parallel linear vs unsplit", test_row_parallel},

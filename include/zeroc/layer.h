@@ -47,7 +47,10 @@ struct zeroc_param_desc;
 /* Fills dst[0..n) with the values of elements [first, first+n) of the
  * parameter (row-major over its shape). `seed` is the model's seed. Used with
  * ZEROC_INIT_CUSTOM, e.g. by a tensor-parallel layer to draw its slice of the
- * unsplit tensor's values (see zeroc_rng_normal). */
+ * unsplit tensor's values (see zeroc_rng_normal). A large parameter is filled
+ * in chunks on several threads at once: the function is called concurrently
+ * for disjoint ranges, so it must be a pure function of the element index
+ * (no shared state). */
 typedef void (*zeroc_init_fn)(float *dst, uint64_t first, size_t n,
                               const struct zeroc_param_desc *p, uint64_t seed, void *user);
 

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <omp.h>
+
 #include "core/clock.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -454,7 +456,14 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
     ZEROC_TRY(zeroc__pinned_get(m->pool, (size_t)zeroc__shard_staging_bytes((double)maxS, 4),
                                 ZEROC_TAG_BUFFERS, (void **)&m->host_grad));
   for (int i = 0; i < n; i++) ZEROC_TRY(unit_alloc(m, &m->u[i]));
-  for (int i = 0; i < n; i++) ZEROC_TRY(unit_init(m, i));
+  double t_init = zeroc__now_s();
+  uint64_t init_n = 0;
+  for (int i = 0; i < n; i++) {
+    ZEROC_TRY(unit_init(m, i));
+    init_n += m->u[i].f.S;
+  }
+  ZINFO(SHARD, "model: initial values of %llu shard elements in %.2f s (%d threads)",
+        (unsigned long long)init_n, zeroc__now_s() - t_init, omp_get_max_threads());
   /* allocation can fail on one rank only: agree before the first collective */
   ZEROC_TRY(zeroc_ctx_agree(ctx, ZEROC_OK));
   ZEROC_TRY(zeroc__model_publish(m));

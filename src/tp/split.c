@@ -69,6 +69,16 @@ uint64_t zeroc__split_to_global(const zeroc__split_t *s, int rank, uint64_t i) {
   return (o * F + xg) * inner + in;
 }
 
+uint64_t zeroc__split_run(const zeroc__split_t *s, uint64_t i) {
+  if (s->groups <= 0) return UINT64_MAX;
+  uint64_t inner = inner_of(s), F = (uint64_t)s->full[s->dim];
+  uint64_t Ld = F / (uint64_t)s->size, gl = Ld / (uint64_t)s->groups;
+  /* to the end of this rank's rows of the current group: along them the
+   * unsplit index grows by one per element */
+  uint64_t r = i % (gl * inner);
+  return gl * inner - r;
+}
+
 void zeroc__split_to_local(const zeroc__split_t *s, uint64_t g, int *rank, uint64_t *local) {
   if (s->groups <= 0) {
     *rank = 0;
@@ -111,7 +121,13 @@ void zeroc__split_init_normal(float *dst, uint64_t first, size_t n, const zeroc_
   (void)user;
   zeroc__split_t s;
   zeroc__split_of(p, &s);
-  for (size_t j = 0; j < n; j++)
-    dst[j] = p->init_scale * zeroc_rng_normal(seed, p->init_stream,
-                                              zeroc__split_to_global(&s, p->tp_rank, first + j));
+  /* a run of consecutive unsplit indices maps once, not element by element */
+  for (size_t j = 0; j < n;) {
+    uint64_t g = zeroc__split_to_global(&s, p->tp_rank, first + j);
+    uint64_t run = zeroc__split_run(&s, first + j);
+    size_t m = run < n - j ? (size_t)run : n - j;
+    for (size_t k = 0; k < m; k++)
+      dst[j + k] = p->init_scale * zeroc_rng_normal(seed, p->init_stream, g + k);
+    j += m;
+  }
 }

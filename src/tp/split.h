@@ -30,6 +30,10 @@ uint64_t zeroc__split_full_numel(const zeroc__split_t *s);
 /* Local element i of tp rank `rank` -> its index in the unsplit tensor. */
 uint64_t zeroc__split_to_global(const zeroc__split_t *s, int rank, uint64_t i);
 
+/* How many local elements from i on (at least one) have consecutive unsplit
+ * indices: UINT64_MAX when the tensor is not split. */
+uint64_t zeroc__split_run(const zeroc__split_t *s, uint64_t i);
+
 /* Index g of the unsplit tensor -> the tp rank holding it (0 when not split:
  * every rank does) and its local index there. */
 void zeroc__split_to_local(const zeroc__split_t *s, uint64_t g, int *rank, uint64_t *local);
