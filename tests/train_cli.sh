@@ -7,7 +7,7 @@ set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-train-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --quiet "$@"; }
+run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --device cpu --quiet "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
 field() { sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p" "$1"; }   # one value per line
 COMMON=(--model tiny --lr 3e-3 --warmup 5 --seed 11)
@@ -90,7 +90,7 @@ memory_prediction)
 bench)
   # zeroc bench on 4 ranks: every ZeRO layout and HSDP run, the files appear,
   # and stages 1, 2, 3 (same math, same reduce-scatter) agree bit for bit
-  $MPIRUN $FLAGS -np 4 "$ZEROC" bench --out "$WORK/b" --steps 5 --warmup-steps 2 > "$WORK/out.txt" 2>&1 \
+  $MPIRUN $FLAGS -np 4 "$ZEROC" bench --device cpu --out "$WORK/b" --steps 5 --warmup-steps 2 > "$WORK/out.txt" 2>&1 \
     || { cat "$WORK/out.txt"; fail "bench exited $?"; }
   for f in bench.csv bench.md; do [ -s "$WORK/b/$f" ] || fail "no $f"; done
   command -v gnuplot >/dev/null && { [ -s "$WORK/b/bench.png" ] || fail "no bench.png"; }
