@@ -79,7 +79,8 @@ bad_flags)
 memory_prediction)
   # the planner's per-rank prediction against the accountant's measured peak
   for cfg in "--zero 0" "--zero 1" "--zero 2" "--zero 3" "--zero 3 --recompute full" \
-             "--zero 2 --grad-accum 2 --batch 2" "--zero 3 --prefetch 0" "--zero 1 --hsdp 2"; do
+             "--zero 2 --grad-accum 2 --batch 2" "--zero 3 --prefetch 0" "--zero 1 --hsdp 2" \
+             "--zero 1 --grad-accum 2 --batch 2 --dtype bf16"; do
     run 4 --model small --steps 2 $cfg --metrics "$WORK/m.jsonl" || fail "'$cfg' run"
     peak=$(tail -1 "$WORK/m.jsonl" | sed 's/.*"peak_bytes": {"device": \([0-9]*\).*/\1/')
     pred=$(tail -1 "$WORK/m.jsonl" | sed 's/.*"predicted_bytes": {"device": \([0-9]*\).*/\1/')
