@@ -11,3 +11,29 @@ zeroc_test(NAME test_errors SOURCES test_errors.c NP 1 LABELS mpi)
 zeroc_test(NAME test_comm_nccl SOURCES test_comm_nccl.c LABELS gpu)
 add_test(NAME gpu_train_matches_cpu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu_train.sh $<TARGET_FILE:zeroc_cli>)
 set_tests_properties(gpu_train_matches_cpu PROPERTIES LABELS "gpu" TIMEOUT 900 SKIP_RETURN_CODE 77)
+
+# The staged comm (ZEROC_COMM=mpi on cuda, =staged on either device: MPI on pinned host
+# copies, so several ranks may share one GPU): the collectives of test_comm through the
+# staging code on the cpu device; on a GPU, test_comm_nccl's device-buffer collectives
+# with 2 and 4 ranks on one GPU, and tests/gpu_layouts.sh (ZeRO-1/2/3, HSDP, TP, PP
+# against the 1-rank run; its cpu mode, labelled mpi, also wants bitwise equality with
+# the unstaged mpi backend and checks ZEROC_COMM's refusals).
+string(REPLACE ";" " " _staged_mpirun_flags "${ZEROC_MPIRUN_FLAGS}")
+foreach(np 2 4)
+  add_test(NAME test_comm_staged_np${np}
+    COMMAND ${ZEROC_MPIEXEC} ${ZEROC_MPIRUN_FLAGS} -x ZEROC_COMM -np ${np} $<TARGET_FILE:test_comm>)
+  set_tests_properties(test_comm_staged_np${np} PROPERTIES LABELS "mpi" TIMEOUT 300
+    SKIP_RETURN_CODE 77 PROCESSORS 2 ENVIRONMENT "ZEROC_COMM=staged")
+  add_test(NAME test_comm_nccl_staged_np${np}
+    COMMAND ${ZEROC_MPIEXEC} ${ZEROC_MPIRUN_FLAGS} -x ZEROC_COMM -np ${np} $<TARGET_FILE:test_comm_nccl>)
+  set_tests_properties(test_comm_nccl_staged_np${np} PROPERTIES LABELS "gpu" TIMEOUT 300
+    SKIP_RETURN_CODE 77 ENVIRONMENT "ZEROC_COMM=mpi")
+endforeach()
+add_test(NAME gpu_layouts_staged
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu_layouts.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC})
+set_tests_properties(gpu_layouts_staged PROPERTIES LABELS "gpu" TIMEOUT 1800 SKIP_RETURN_CODE 77
+  ENVIRONMENT "MPIRUN_FLAGS=${_staged_mpirun_flags}")
+add_test(NAME layouts_staged_cpu
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu_layouts.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC})
+set_tests_properties(layouts_staged_cpu PROPERTIES LABELS "mpi" TIMEOUT 600 PROCESSORS 2
+  SKIP_RETURN_CODE 77 ENVIRONMENT "MPIRUN_FLAGS=${_staged_mpirun_flags};ZEROC_LAYOUTS_DEVICE=cpu")

@@ -14,6 +14,15 @@ foreach(t dead_rank stopped_rank stuck_rank save_crash_loop nan_skip nan_stop sp
             "${_rel_mpirun_flags}" ${t})
   set_tests_properties(reliability_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2)
 endforeach()
+# The same timeouts and lost-rank reports through the staged comm (ZEROC_COMM=staged:
+# collectives on the staging workers, their failures returned by the stream's next wait).
+foreach(t dead_rank stuck_rank)
+  add_test(NAME reliability_${t}_staged
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/reliability.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
+            "${_rel_mpirun_flags}" ${t})
+  set_tests_properties(reliability_${t}_staged PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2
+    ENVIRONMENT "ZEROC_COMM=staged")
+endforeach()
 
 # Hostile input (tests/hostile.sh): one CTest entry per probe group,
 # tests/hostile/GROUP.sh; each probe must end in time with the expected exit

@@ -208,6 +208,44 @@ static void test_inline_stream(void) {
   CU_ASSERT_PTR_NULL(zeroc_stream_native(cs));
 }
 
+static void count_up(void *arg) { atomic_fetch_add((atomic_int *)arg, 1); }
+
+/* The staged comm's two primitives: a notification runs in stream order, and
+ * work after a value wait runs only once another thread has written the value
+ * (here a thread standing in for the staged comm's worker). */
+static void test_notify_and_wait_value(void) {
+  zeroc_stream_t *s;
+  ZT_OK(zeroc_stream_create(ctx, 0, &s));
+  uint32_t *flag;
+  int *src, *dst;
+  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_PINNED, ZEROC_TAG_BUFFERS, 64, (void **)&flag));
+  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, sizeof(int), (void **)&src));
+  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, sizeof(int), (void **)&dst));
+  *flag = 0;
+  *src = 5;
+  *dst = 0;
+  atomic_int notified = 0;
+  ZT_OK(zeroc__stream_notify(s, count_up, &notified));
+  ZT_OK(zeroc__stream_wait_value(s, flag, 2));
+  ZT_OK(zeroc_memcpy_async(s, dst, src, sizeof(int)));
+  for (int i = 0; i < 200 && atomic_load(&notified) == 0; i++) usleep(1000);
+  CU_ASSERT_EQUAL(atomic_load(&notified), 1);
+  __atomic_store_n(flag, 1, __ATOMIC_RELEASE); /* not yet: the wait is for >= 2 */
+  usleep(20000);
+  CU_ASSERT_EQUAL(*dst, 0);
+  __atomic_store_n(flag, 2, __ATOMIC_RELEASE);
+  ZT_OK(zeroc_stream_sync(s));
+  CU_ASSERT_EQUAL(*dst, 5);
+  /* a cyclic >=: 0x80000001 - 2 is below 2^31, so 0x80000001 counts as past 2 */
+  __atomic_store_n(flag, 0x80000001u, __ATOMIC_RELEASE);
+  ZT_OK(zeroc__stream_wait_value(s, flag, 2));
+  ZT_OK(zeroc_stream_sync(s));
+  zeroc_mem_free(ctx, flag);
+  zeroc_mem_free(ctx, src);
+  zeroc_mem_free(ctx, dst);
+  zeroc_stream_destroy(s);
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"memory through the accountant", test_memory},
@@ -216,6 +254,7 @@ int main(int argc, char **argv) {
       {"a failed op makes the stream's error sticky", test_sticky_error},
       {"async copies and sets run in order", test_copies_in_order},
       {"the compute stream is inline", test_inline_stream},
+      {"notify and wait for a value in stream order", test_notify_and_wait_value},
       ZT_END,
   };
   /* One rank: the context needs MPI, started here as a singleton. */

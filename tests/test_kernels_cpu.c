@@ -615,6 +615,80 @@ static void test_adamw(void) {
   release();
 }
 
+/* The fused forms (what the GPT block calls) against the separate kernels they replace,
+ * bit for bit: matmul_forward_gelu = matmul + gelu; matmul_backward_ex with pre = a zeroed
+ * dinp += product, a zeroed dpre += gelu' * dinp, dpre_bias += column sums of it;
+ * ZEROC_K_DINP_SET = a zeroed dinp += product (over a NaN-filled buffer); adamw_mixed =
+ * cast + adamw + cast. */
+static void test_fused_twins(void) {
+  const int N = 37, C = 48, OC = 20, K0 = 24;
+  const size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+  float *x = frand((size_t)N * K0, 120, -1, 1), *w = frand((size_t)C * K0, 121, -1, 1);
+  float *b = frand(C, 122, -1, 1), *pre = fnan(NC), *out = fnan(NC);
+  float *pre2 = fnan(NC), *out2 = fnan(NC);
+  ZT_OK(zeroc_k_matmul_forward_gelu(K, NULL, pre, out, x, w, b, N, K0, C));
+  ZT_OK(zeroc_k_matmul_forward(K, NULL, pre2, x, w, b, N, K0, C));
+  ZT_OK(zeroc_k_gelu_forward(K, NULL, out2, pre2, NC));
+  ZT_ASSERT_MSG(!memcmp(pre, pre2, NC * 4) && !memcmp(out, out2, NC * 4),
+                "matmul_forward_gelu differs from matmul_forward + gelu_forward");
+
+  float *w2 = frand(OCC, 123, -1, 1), *g = frand(NO, 124, -1, 1);
+  float *dw = frand(OCC, 125, -1, 1), *db = frand(OC, 126, -1, 1), *dpb = frand(C, 127, -1, 1);
+  float *dw2 = fcopy(dw, OCC), *db2 = fcopy(db, OC), *dpb2 = fcopy(dpb, C);
+  float *dpre = fnan(NC), *t = talloc(NC * 4), *dpre2 = talloc(NC * 4);
+  ZT_OK(zeroc_k_matmul_backward_ex(K, NULL, dpre, dw, db, g, out, w2, N, C, OC, pre, dpb,
+                                   ZEROC_K_DINP_SET));
+  memset(t, 0, NC * 4);
+  memset(dpre2, 0, NC * 4);
+  ZT_OK(zeroc_k_matmul_backward(K, NULL, t, dw2, db2, g, out, w2, N, C, OC));
+  ZT_OK(zeroc_k_gelu_backward(K, NULL, dpre2, pre, t, NC));
+  for (int r = 0; r < N; r++)
+    for (int c = 0; c < C; c++) dpb2[c] += dpre2[(size_t)r * C + c];
+  ZT_ASSERT_MSG(!memcmp(dpre, dpre2, NC * 4), "matmul_backward_ex: dpre differs");
+  ZT_ASSERT_MSG(!memcmp(dpb, dpb2, C * 4), "matmul_backward_ex: dpre_bias differs");
+  ZT_ASSERT_MSG(!memcmp(dw, dw2, OCC * 4) && !memcmp(db, db2, OC * 4),
+                "matmul_backward_ex: dweight or dbias differs");
+  float *ds = fnan(NC);
+  ZT_OK(zeroc_k_matmul_backward_ex(K, NULL, ds, dw, NULL, g, out, w2, N, C, OC, NULL, NULL,
+                                   ZEROC_K_DINP_SET));
+  ZT_ASSERT_MSG(!memcmp(ds, t, NC * 4), "matmul_backward_ex ZEROC_K_DINP_SET differs");
+  /* pre without dinp, dpre_bias without pre, unknown flags */
+  CU_ASSERT_EQUAL(zeroc_k_matmul_backward_ex(K, NULL, NULL, dw, NULL, g, out, w2, N, C, OC, pre,
+                                             NULL, 1),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_matmul_backward_ex(K, NULL, ds, dw, NULL, g, out, w2, N, C, OC, NULL,
+                                             dpb, 1),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_matmul_backward_ex(K, NULL, ds, dw, NULL, g, out, w2, N, C, OC, NULL,
+                                             NULL, 2),
+                  ZEROC_ERR_INVALID_ARG);
+
+  const size_t n = 70001; /* past the threading threshold */
+  zeroc_adamw_args_t a = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 0.1f, 0.05f};
+  float *p = frand(n, 128, -1, 1), *m = frand(n, 129, -0.1f, 0.1f), *v = frand(n, 130, 0, 0.01f);
+  float *gf = frand(n, 131, -1, 1), *p2 = fcopy(p, n), *m2 = fcopy(m, n), *v2 = fcopy(v, n);
+  uint16_t *gb = talloc(n * 2), *o = talloc(n * 2), *o2 = talloc(n * 2);
+  float *g32 = talloc(n * 4), *of = talloc(n * 4);
+  ZT_OK(zeroc_k_cast(K, NULL, gb, ZEROC_BF16, gf, ZEROC_FP32, n));
+  ZT_OK(zeroc_k_adamw_mixed(K, NULL, p, m, v, gb, ZEROC_BF16, o, ZEROC_BF16, n, &a));
+  ZT_OK(zeroc_k_cast(K, NULL, g32, ZEROC_FP32, gb, ZEROC_BF16, n));
+  ZT_OK(zeroc_k_adamw(K, NULL, p2, m2, v2, g32, n, &a));
+  ZT_OK(zeroc_k_cast(K, NULL, o2, ZEROC_BF16, p2, ZEROC_FP32, n));
+  ZT_ASSERT_MSG(!memcmp(p, p2, n * 4) && !memcmp(m, m2, n * 4) && !memcmp(v, v2, n * 4) &&
+                    !memcmp(o, o2, n * 2),
+                "adamw_mixed (bf16 gradient, bf16 copy) differs from cast + adamw + cast");
+  ZT_OK(zeroc_k_adamw_mixed(K, NULL, p, m, v, gf, ZEROC_FP32, of, ZEROC_FP32, n, &a));
+  ZT_OK(zeroc_k_adamw(K, NULL, p2, m2, v2, gf, n, &a));
+  ZT_ASSERT_MSG(!memcmp(p, p2, n * 4) && !memcmp(of, p2, n * 4),
+                "adamw_mixed (fp32 gradient, fp32 copy) differs from adamw");
+  ZT_OK(zeroc_k_adamw_mixed(K, NULL, p, m, v, gf, ZEROC_FP32, NULL, ZEROC_BF16, n, &a));
+  ZT_OK(zeroc_k_adamw(K, NULL, p2, m2, v2, gf, n, &a));
+  ZT_ASSERT_MSG(!memcmp(p, p2, n * 4), "adamw_mixed without a copy differs from adamw");
+  CU_ASSERT_EQUAL(zeroc_k_adamw_mixed(K, NULL, p, m, v, gf, ZEROC_FP64, NULL, ZEROC_BF16, n, &a),
+                  ZEROC_ERR_INVALID_ARG);
+  release();
+}
+
 /* ---- errors and determinism --------------------------------------------------------- */
 
 static void test_bad_shapes(void) {
@@ -773,6 +847,7 @@ int main(int argc, char **argv) {
       {"vectorisable expf vs exp, edges, NaN", test_vexpf},
       {"sumsq, NaN and Inf propagate", test_sumsq},
       {"adamw vs reference over 5 steps", test_adamw},
+      {"fused forms equal the kernels they replace, bit for bit", test_fused_twins},
       {"bad shapes are rejected", test_bad_shapes},
       {"results do not depend on the thread count", test_thread_determinism},
       ZT_END,

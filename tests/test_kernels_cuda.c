@@ -308,6 +308,85 @@ static void test_matmul(void) {
   }
 }
 
+/* The fused linear + GELU paths against their cpu twins: cuBLASLt's GELU_AUX_BIAS,
+ * DGELU_BGRAD and BGRADB epilogues where it has an algorithm, the kernels otherwise (or
+ * everywhere with ZEROC_CUDA_LT_EPILOGUE=0). GELU goes into the epilogue for bf16 only,
+ * unless ZEROC_CUDA_LT_EPILOGUE=2: then the fp32 rows check cuBLASLt's GELU against the
+ * cpu's tanh GELU at 1e-5, where an erf GELU would fail. pre (N,C) = x w^T + b and out =
+ * gelu(pre); then the next layer's backward (w2 (OC,C), input out) straight to dpre =
+ * gelu'(pre) * (dout w2) (written over NaN: ZEROC_K_DINP_SET), dpre_bias += its column
+ * sums, dweight +=, dbias +=. The backward runs twice: the bias gradients must repeat bit
+ * for bit (the determinism the ZeRO stages promise). */
+static void check_matmul_fused(zeroc_dtype_t dt, int N, int K0, int C, int OC, size_t off) {
+  zeroc_kernels_t *k = kern(dt);
+  const size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+  float *x = host_rand(dt, (size_t)N * K0, 90, -1, 1);
+  float *w = host_rand(dt, (size_t)C * K0, 91, -1, 1);
+  float *b = host_rand(dt, C, 92, -1, 1);
+  void *dpre = dev_alloc(dt, NC, off), *dout_ = dev_alloc(dt, NC, off);
+  ZT_OK(zeroc_k_matmul_forward_gelu(k, st, dpre, dout_, dev_from(dt, x, (size_t)N * K0, off),
+                                    dev_from(dt, w, (size_t)C * K0, off), dev_from(dt, b, C, off),
+                                    N, K0, C));
+  float *pre = malloc(NC * sizeof(float)), *act = malloc(NC * sizeof(float));
+  zeroc__cpu_matmul_forward(pre, x, w, b, N, K0, C);
+  zeroc__cpu_gelu_forward(act, pre, NC);
+  expect_close("matmul_forward_gelu pre", dt, dpre, pre, NC, tol_gemm(dt));
+  expect_close("matmul_forward_gelu out", dt, dout_, act, NC, tol_gemm(dt));
+  /* the backward from the device's own pre and out, so both sides see the same inputs */
+  dev_get(dt, pre, dpre, NC);
+  dev_get(dt, act, dout_, NC);
+  float *w2 = host_rand(dt, OCC, 93, -1, 1), *g = host_rand(dt, NO, 94, -1, 1);
+  float *dw = host_rand(dt, OCC, 95, -1, 1), *db = host_rand(dt, OC, 96, -1, 1);
+  float *dpb = host_rand(dt, C, 97, -1, 1), *di = malloc(NC * sizeof(float));
+  void *pw2 = dev_from(dt, w2, OCC, off), *pg = dev_from(dt, g, NO, off);
+  float *got[2][3];
+  for (int rep = 0; rep < 2; rep++) {
+    void *g_di = dev_alloc(dt, NC, off), *g_w = dev_from(dt, dw, OCC, off);
+    void *g_b = dev_from(dt, db, OC, off), *g_pb = dev_from(dt, dpb, C, off);
+    ZT_OK(zeroc_k_matmul_backward_ex(k, st, g_di, g_w, g_b, pg, dout_, pw2, N, C, OC, dpre, g_pb,
+                                     ZEROC_K_DINP_SET));
+    got[rep][0] = malloc(NC * sizeof(float));
+    got[rep][1] = malloc(C * sizeof(float));
+    got[rep][2] = malloc(OC * sizeof(float));
+    dev_get(dt, got[rep][0], g_di, NC);
+    dev_get(dt, got[rep][1], g_pb, C);
+    dev_get(dt, got[rep][2], g_b, OC);
+    if (rep == 0) {
+      zeroc__cpu_matmul_backward_ex(di, dw, db, g, act, w2, N, C, OC, pre, dpb, 1);
+      expect_close("matmul_backward_ex dgelu", dt, g_di, di, NC, tol_gemm(dt));
+      expect_close("matmul_backward_ex dpre_bias", dt, g_pb, dpb, C, tol_gemm(dt));
+      expect_close("matmul_backward_ex dweight", dt, g_w, dw, OCC, tol_gemm(dt));
+      expect_close("matmul_backward_ex dbias", dt, g_b, db, OC, tol_gemm(dt));
+    }
+  }
+  ZT_ASSERT_MSG(!memcmp(got[0][0], got[1][0], NC * sizeof(float)) &&
+                    !memcmp(got[0][1], got[1][1], C * sizeof(float)) &&
+                    !memcmp(got[0][2], got[1][2], OC * sizeof(float)),
+                "matmul_backward_ex (%s, C %d): a repeat differs (not deterministic)",
+                zeroc_dtype_name(dt), C);
+  /* ZEROC_K_DINP_SET alone: NaN before, the product after */
+  void *ds = dev_alloc(dt, NC, off);
+  ZT_OK(zeroc_k_matmul_backward_ex(k, st, ds, NULL, NULL, pg, dout_, pw2, N, C, OC, NULL, NULL,
+                                   ZEROC_K_DINP_SET));
+  for (size_t i = 0; i < NC; i++) di[i] = NAN; /* cblas beta 0 reads nothing */
+  float *dw0 = host_copy(dw, OCC);
+  zeroc__cpu_matmul_backward_ex(di, dw0, NULL, g, act, w2, N, C, OC, NULL, NULL, 1);
+  expect_close("matmul_backward_ex set", dt, ds, di, NC, tol_gemm(dt));
+  dev_free_all();
+  for (int rep = 0; rep < 2; rep++) free(got[rep][0]), free(got[rep][1]), free(got[rep][2]);
+  free(x), free(w), free(b), free(pre), free(act), free(w2), free(g), free(dw), free(db);
+  free(dpb), free(di), free(dw0);
+}
+
+static void test_matmul_fused(void) {
+  for (int i = 0; i < 2; i++) {
+    check_matmul_fused(DTYPES[i], 257, 96, 384, 96, 0);   /* the MLP's shape, scaled down */
+    check_matmul_fused(DTYPES[i], 64, 768, 3072, 768, 0); /* GPT-2's MLP on 64 tokens */
+    check_matmul_fused(DTYPES[i], 33, 40, 24, 16, 8);     /* 16-byte aligned views */
+    check_matmul_fused(DTYPES[i], 9, 8, 20, 8, 0);        /* C % 8 != 0: the kernels */
+  }
+}
+
 /* ---- attention ---------------------------------------------------------------------- */
 
 /* dp: dropout on the probabilities (the cpu twin draws the same mask), or NULL */
@@ -666,6 +745,47 @@ static void test_engine(void) {
   check_engine(5, 0);
 }
 
+/* adamw_mixed against its cpu twin (1e-6, as adamw above), the bf16 gradient read as is,
+ * and the compute copy it writes bit for bit the rounding of its own new param. */
+static void check_adamw_mixed(size_t n, size_t off, zeroc_dtype_t out_dt) {
+  float *p = host_rand(ZEROC_FP32, n, 83, -1, 1), *m = host_rand(ZEROC_FP32, n, 84, -0.1f, 0.1f);
+  float *v = host_rand(ZEROC_FP32, n, 85, 0, 0.01f), *g = host_rand(ZEROC_BF16, n, 86, -1, 1);
+  uint16_t *gb = malloc(n * sizeof *gb), *ob = malloc(n * sizeof *ob);
+  for (size_t i = 0; i < n; i++) gb[i] = zeroc_f32_to_bf16(g[i]);
+  float *dp = dev_from(ZEROC_FP32, p, n, off), *dm = dev_from(ZEROC_FP32, m, n, off);
+  float *dv = dev_from(ZEROC_FP32, v, n, off);
+  void *dout_ = dev_alloc(out_dt, n, off);
+  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f,           1e-8f,
+                           0.1f,  0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f};
+  ZT_OK(zeroc_k_adamw_mixed(kf, st, dp, dm, dv, dev_from(ZEROC_BF16, g, n, off), ZEROC_BF16, dout_,
+                            out_dt, n, &ar));
+  float *out = malloc(n * sizeof(float));
+  zeroc__cpu_adamw_mixed(p, m, v, gb, ZEROC_BF16, out_dt == ZEROC_BF16 ? (void *)ob : out, out_dt,
+                         n, ar.lr, ar.beta1, ar.beta2, ar.eps, ar.weight_decay, ar.grad_scale,
+                         ar.bias_corr1, ar.bias_corr2);
+  expect_close("adamw_mixed param", ZEROC_FP32, dp, p, n, 1e-6);
+  expect_close("adamw_mixed m", ZEROC_FP32, dm, m, n, 1e-6);
+  expect_close("adamw_mixed v", ZEROC_FP32, dv, v, n, 1e-6);
+  float *np = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+  dev_get(ZEROC_FP32, np, dp, n);
+  dev_get(out_dt, got, dout_, n);
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += out_dt == ZEROC_BF16 ? zeroc_f32_to_bf16(got[i]) != zeroc_f32_to_bf16(np[i])
+                                : memcmp(&got[i], &np[i], sizeof(float)) != 0;
+  ZT_ASSERT_MSG(bad == 0, "adamw_mixed %s copy: %zu of %zu differ from the new param rounded",
+                zeroc_dtype_name(out_dt), bad, n);
+  dev_free_all();
+  free(p), free(m), free(v), free(g), free(gb), free(ob), free(out), free(np), free(got);
+}
+
+static void test_adamw_mixed(void) {
+  check_adamw_mixed(1000003, 0, ZEROC_BF16);
+  check_adamw_mixed(1000003, 1, ZEROC_BF16); /* unaligned: element path */
+  check_adamw_mixed(1000003, 0, ZEROC_FP32);
+  check_adamw_mixed(5, 0, ZEROC_BF16);
+}
+
 /* ---- bad input ---------------------------------------------------------------------- */
 
 /* The embedding-bag kernels of embed/ (fp32 only): bags with repeats in blocked rows,
@@ -765,6 +885,7 @@ int main(int argc, char **argv) {
       {"layernorm", test_layernorm},
       {"layernorm finite differences", test_layernorm_finite_differences},
       {"matmul", test_matmul},
+      {"matmul with GELU and bias gradients fused (cuBLASLt epilogues)", test_matmul_fused},
       {"attention", test_attention},
       {"attention finite differences and repeat", test_attention_finite_differences},
       {"attention on the tensor cores at training lengths, deterministic", test_attention_mma},
@@ -772,6 +893,7 @@ int main(int argc, char **argv) {
       {"gelu, residual, add", test_elementwise},
       {"crossentropy", test_crossentropy},
       {"cast, accumulate, scale, sumsq, adamw", test_engine},
+      {"adamw_mixed: bf16 gradient in, compute copy out", test_adamw_mixed},
       {"embedding bags, row-wise AdaGrad", test_embedbag},
       {"bad input", test_bad_input},
       ZT_END,

@@ -154,6 +154,18 @@ static void b_mm_b(void *p) {
   args_t *a = p;
   CK(zeroc_k_matmul_backward(a->k, zs, a->a, a->e, a->f, a->g, a->b, a->c, a->n, a->cc, a->oc));
 }
+/* fused linear + GELU: pre a, out h, inp b, weight c, bias d */
+static void b_mm_fg(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_matmul_forward_gelu(a->k, zs, a->a, a->h, a->b, a->c, a->d, a->n, a->cc, a->oc));
+}
+/* the down-projection's backward through the GELU: dpre a (set), dweight e, dbias f, dout g,
+ * inp b, weight c, pre h, dpre_bias d */
+static void b_mm_bg(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_matmul_backward_ex(a->k, zs, a->a, a->e, a->f, a->g, a->b, a->c, a->n, a->cc, a->oc,
+                                a->h, a->d, ZEROC_K_DINP_SET));
+}
 /* attention: batch h, tokens n, channels cc, heads oc */
 static void b_at_f(void *p) {
   args_t *a = p;
@@ -204,6 +216,13 @@ static void b_adamw(void *p) {
   args_t *a = p;
   zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f};
   CK(zeroc_k_adamw(a->k, zs, a->b, a->c, a->d, a->e, a->len, &ar));
+}
+/* bf16 gradient a in, bf16 compute copy f out */
+static void b_adamw_mixed(void *p) {
+  args_t *a = p;
+  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f};
+  CK(zeroc_k_adamw_mixed(a->k, zs, a->b, a->c, a->d, a->a, ZEROC_BF16, a->f, ZEROC_BF16, a->len,
+                         &ar));
 }
 
 /* Causal attention: half the T x T work; the backward counted as 2.5 forwards (its five
@@ -311,6 +330,33 @@ static void model_kernels(zeroc_dtype_t dt) {
         zeroc_mem_free(ctx, m.g);
   }
 
+  /* the MLP fused (cuBLASLt epilogues): compare matmul_forward "fc C->4C" + gelu_forward,
+   * and matmul_backward "fc proj 4C->C" + gelu_backward (+ the fc bias's column sums) */
+  {
+    const size_t h4 = (size_t)N * 4 * C;
+    args_t m = {.k = k, .n = N, .cc = C, .oc = 4 * C};
+    m.a = dbuf(k, dt, h4, 40, -1, 1);
+    m.h = dbuf(k, dt, h4, 41, -1, 1);
+    m.b = dbuf(k, dt, (size_t)N * C, 42, -1, 1);
+    m.c = dbuf(k, dt, (size_t)4 * C * C, 43, -0.05f, 0.05f);
+    m.d = dbuf(k, dt, 4 * C, 44, -1, 1);
+    double flops = 2.0 * N * C * 4 * C;
+    ms = time_ms(b_mm_fg, &m);
+    row_flops("matmul_forward_gelu", dt, "fc C->4C +gelu", ms, flops, gemm_ceiling);
+    args_t bw = {.k = k, .n = N, .cc = 4 * C, .oc = C};
+    bw.a = dbuf(k, dt, h4, 45, -1, 1);             /* dpre */
+    bw.e = dbuf(k, dt, (size_t)4 * C * C, 46, -1, 1); /* dweight */
+    bw.f = dbuf(k, dt, C, 47, -1, 1);              /* dbias */
+    bw.g = dbuf(k, dt, (size_t)N * C, 48, -1, 1);  /* dout */
+    bw.b = m.h, bw.c = m.c, bw.h = m.a, bw.d = m.d; /* inp = gelu(pre), weight, pre, dpre_bias */
+    ms = time_ms(b_mm_bg, &bw);
+    row_flops("matmul_backward_ex dgelu", dt, "fc proj 4C->C +dgelu", ms, 2 * flops,
+              gemm_ceiling);
+    zeroc_mem_free(ctx, m.a), zeroc_mem_free(ctx, m.h), zeroc_mem_free(ctx, m.b);
+    zeroc_mem_free(ctx, m.c), zeroc_mem_free(ctx, m.d), zeroc_mem_free(ctx, bw.a);
+    zeroc_mem_free(ctx, bw.e), zeroc_mem_free(ctx, bw.f), zeroc_mem_free(ctx, bw.g);
+  }
+
   /* attention at GPT-2 124M's and the 1.3B model's shapes */
   bench_attention(k, dt, 8, 1024, 768, 12, "B8 NH12 T1024 HS64");
   bench_attention(k, dt, 4, 2048, 2048, 16, "B4 NH16 T2048 HS128");
@@ -362,8 +408,13 @@ static void engine_kernels(void) {
   row_bytes("sumsq", ZEROC_FP32, "124M", ms, 4.0 * SHARD);
   ms = time_ms(b_adamw, &a);
   row_bytes("adamw", ZEROC_FP32, "124M", ms, 28.0 * SHARD);
+  /* one pass for what took cast bf16->fp32 (6 B) + adamw (28 B) + cast fp32->bf16 (6 B) */
+  a.f = dbuf(k, ZEROC_BF16, SHARD, 35, -1, 1);
+  ms = time_ms(b_adamw_mixed, &a);
+  row_bytes("adamw_mixed bf16 in/out", ZEROC_FP32, "124M", ms, 28.0 * SHARD);
   zeroc_mem_free(ctx, a.a), zeroc_mem_free(ctx, a.b), zeroc_mem_free(ctx, a.c);
   zeroc_mem_free(ctx, a.d), zeroc_mem_free(ctx, a.e), zeroc_mem_free(ctx, a.g);
+  zeroc_mem_free(ctx, a.f);
   zeroc_kernels_destroy(k);
 }
 

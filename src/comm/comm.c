@@ -18,6 +18,7 @@ zeroc_result_t zeroc__group_create(const zeroc__comm_env_t *env, MPI_Comm comm, 
   g->kind = kind;
   snprintf(g->name, sizeof g->name, "%s", name);
   for (int c = 0; c < ZEROC_MAX_CHANNELS; c++) g->mpi[c] = MPI_COMM_NULL;
+  g->mpi_staged = MPI_COMM_NULL;
   MPI_Comm_size(comm, &g->size);
   MPI_Comm_rank(comm, &g->rank);
   g->world_ranks = malloc(sizeof(int) * (size_t)g->size);
@@ -68,6 +69,7 @@ void zeroc__group_destroy(zeroc_group_t *g) {
   if (g->ops && g->ops->group_fini) g->ops->group_fini(g);
   for (int c = 0; c < ZEROC_MAX_CHANNELS; c++)
     if (g->mpi[c] != MPI_COMM_NULL) MPI_Comm_free(&g->mpi[c]);
+  if (g->mpi_staged != MPI_COMM_NULL) MPI_Comm_free(&g->mpi_staged);
   free(g->world_ranks);
   free(g);
 }

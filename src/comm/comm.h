@@ -6,7 +6,9 @@
  * communicator serialise: a stream uses only its own channel, so a gather on
  * the gather stream and a reduce-scatter on the reduce stream overlap.
  * Backends: mpi (cpu device; the stream's worker thread runs a non-blocking
- * collective and polls it with a timeout) and nccl (cuda device).
+ * collective and polls it with a timeout), nccl (cuda device) and mpi-staged
+ * (the mpi collective on pinned host copies of device memory, for several ranks
+ * on one GPU; comm_staged.c).
  * Point-to-point send/recv always use the group's p2p channel (matched by tag),
  * so a send on one stream meets a recv on any stream of the peer.
  * Byte counters per collective: payload bytes, and "bus" bytes, the bytes a
@@ -65,6 +67,9 @@ struct zeroc_group {
   int size, rank;
   int *world_ranks; /* world rank of each member, by group rank */
   MPI_Comm mpi[ZEROC_MAX_CHANNELS];
+  /* staged backend: a duplicate of mpi[0] for the collectives of channel 0's
+   * stream, which run on a worker thread while host helpers use mpi[0] */
+  MPI_Comm mpi_staged;
   void *nccl[ZEROC_MAX_CHANNELS]; /* ncclComm_t per channel, created on first use */
   uint64_t seq[ZEROC_MAX_CHANNELS]; /* collectives issued per channel, for messages */
   _Atomic uint64_t ctr_calls[ZEROC_COLL_COUNT];
@@ -104,6 +109,7 @@ typedef struct zeroc_comm_ops {
 } zeroc_comm_ops_t;
 
 extern const zeroc_comm_ops_t zeroc__mpi_comm_ops;
+extern const zeroc_comm_ops_t zeroc__staged_comm_ops;
 #ifdef ZEROC_HAVE_CUDA
 extern const zeroc_comm_ops_t zeroc__nccl_comm_ops;
 #endif

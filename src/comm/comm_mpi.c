@@ -9,8 +9,10 @@
  * the context's timeout fails with ZEROC_ERR_TIMEOUT and a message naming the
  * operation, the group and the ranks that never arrived (when they share this
  * node; see comm/watchdog.c), instead of hanging. bf16 reductions use
- * user-defined MPI operations that accumulate in fp32; AVG is a SUM scaled on
- * completion.
+ * user-defined MPI operations that add each pair in fp32 and round the sum to
+ * bf16 (the rounding NCCL's bf16 sum applies at each step of its ring); AVG is
+ * a SUM scaled on completion. The staged backend (comm_staged.c) runs the same
+ * collective (zeroc__mpi_run) for the cuda device.
  */
 #include <limits.h>
 #include <math.h>
@@ -19,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "comm/comm.h"
+#include "comm/comm_mpi.h"
 #include "comm/watchdog.h"
 #include "core/clock.h"
 #include "core/error.h"
@@ -72,7 +74,7 @@ static MPI_Op mpi_op(zeroc_dtype_t dt, zeroc_redop_t op) {
   }
 }
 
-static zeroc_result_t mpi_group_init(zeroc_group_t *g) {
+zeroc_result_t zeroc__mpi_group_init(zeroc_group_t *g) {
   (void)g;
   /* The bf16 operations are created once, by the first group (under
    * zeroc_ctx_create, so on one thread). */
@@ -87,16 +89,7 @@ static zeroc_result_t mpi_group_init(zeroc_group_t *g) {
 
 /* ---- the operation run on the stream ----------------------------------------- */
 
-typedef struct {
-  zeroc_group_t *g;
-  const void *send;
-  void *recv;
-  size_t count;
-  uint64_t seq;
-  int channel, coll, dt, op, peer, tag;
-  int wd; /* the issuing stream's channel: its own watchdog entry (p2p shares `channel`) */
-  int *v;  /* alltoallv: send counts, send displs, recv counts, recv displs (4 x size, heap) */
-} mpi_op_t;
+typedef zeroc__mpi_op_t mpi_op_t;
 
 static const char *coll_name[ZEROC_COLL_COUNT] = {"allgather", "reduce_scatter", "allreduce",
                                                   "broadcast", "send",          "recv",
@@ -164,10 +157,9 @@ static void scale_avg(void *buf, size_t n, zeroc_dtype_t dt, int size) {
   }
 }
 
-static zeroc_result_t run_op(void *payload) {
-  mpi_op_t *o = payload;
+zeroc_result_t zeroc__mpi_run(const mpi_op_t *o) {
   zeroc_group_t *g = o->g;
-  MPI_Comm comm = g->mpi[o->channel];
+  MPI_Comm comm = o->comm;
   MPI_Datatype t = mpi_type((zeroc_dtype_t)o->dt);
   size_t esz = zeroc_dtype_size((zeroc_dtype_t)o->dt);
   MPI_Request req = MPI_REQUEST_NULL;
@@ -242,6 +234,8 @@ done:
   return ZEROC_OK;
 }
 
+static zeroc_result_t run_op(void *payload) { return zeroc__mpi_run(payload); }
+
 /* alltoallv: run, then free the copied count arrays. A stream whose earlier
  * operation failed skips this one and the (small) arrays leak: the stream's
  * error is sticky and the run is ending anyway. */
@@ -261,8 +255,8 @@ static zeroc_result_t submit_v(zeroc_group_t *g, zeroc_stream_t *s, int coll, co
     return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "the mpi comm backend needs the cpu device");
   }
   int channel = coll == ZEROC_COLL_SEND || coll == ZEROC_COLL_RECV ? ZEROC_P2P_CHANNEL : s->channel;
-  mpi_op_t o = {g,   send, recv, count, g->seq[s->channel], channel, coll, (int)dt, op, peer, tag,
-                s->channel, v};
+  mpi_op_t o = {g,  g->mpi[channel], send, recv, count,      g->seq[s->channel], coll,
+                (int)dt, op, peer,            tag,  s->channel, v};
   zeroc_result_t r = zeroc__stream_enqueue(s, v ? run_op_v : run_op, &o, sizeof o);
   if (r != ZEROC_OK) free(v);
   return r;
@@ -306,15 +300,15 @@ static zeroc_result_t mpi_alltoall(zeroc_group_t *g, zeroc_stream_t *s, const vo
 
 /* MPI takes int counts and displacements: they are checked and copied here, so
  * the caller's arrays are free as soon as this returns. */
-static zeroc_result_t mpi_alltoallv(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
-                                    const size_t *send_counts, const size_t *send_displs,
-                                    void *recv, const size_t *recv_counts,
-                                    const size_t *recv_displs, zeroc_dtype_t dt) {
+zeroc_result_t zeroc__mpi_counts(const zeroc_group_t *g, const size_t *send_counts,
+                                 const size_t *send_displs, const size_t *recv_counts,
+                                 const size_t *recv_displs, int **out, size_t *total) {
   int gs = g->size;
+  *out = NULL;
+  *total = 0;
   int *v = malloc(sizeof(int) * 4 * (size_t)gs);
   if (!v) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "alltoallv on %s: count table", g->name);
   const size_t *src[4] = {send_counts, send_displs, recv_counts, recv_displs};
-  size_t total = 0;
   for (int k = 0; k < 4; k++)
     for (int p = 0; p < gs; p++) {
       if (src[k][p] > INT_MAX) {
@@ -325,8 +319,20 @@ static zeroc_result_t mpi_alltoallv(zeroc_group_t *g, zeroc_stream_t *s, const v
                           g->name, src[k][p], p);
       }
       v[k * gs + p] = (int)src[k][p];
-      if (k == 0) total += src[k][p];
+      if (k == 0) *total += src[k][p];
     }
+  *out = v;
+  return ZEROC_OK;
+}
+
+static zeroc_result_t mpi_alltoallv(zeroc_group_t *g, zeroc_stream_t *s, const void *send,
+                                    const size_t *send_counts, const size_t *send_displs,
+                                    void *recv, const size_t *recv_counts,
+                                    const size_t *recv_displs, zeroc_dtype_t dt) {
+  int *v;
+  size_t total;
+  ZEROC_CHECK(
+      zeroc__mpi_counts(g, send_counts, send_displs, recv_counts, recv_displs, &v, &total));
   return submit_v(g, s, ZEROC_COLL_ALLTOALL, send, recv, total, dt, 0, 0, 0, v);
 }
 
@@ -334,14 +340,14 @@ static zeroc_result_t mpi_alltoallv(zeroc_group_t *g, zeroc_stream_t *s, const v
  * the same timeout and diagnostics as every collective. */
 zeroc_result_t zeroc__allreduce_host(zeroc_group_t *g, void *buf, size_t count, zeroc_dtype_t dt,
                                      zeroc_redop_t op) {
-  mpi_op_t o = {g, buf, buf, count, ++g->seq[0], 0, ZEROC_COLL_ALLREDUCE, (int)dt, op, 0, 0, 0,
-                NULL};
-  return run_op(&o);
+  mpi_op_t o = {g, g->mpi[0], buf, buf, count, ++g->seq[0], ZEROC_COLL_ALLREDUCE, (int)dt, op, 0, 0,
+                0, NULL};
+  return zeroc__mpi_run(&o);
 }
 
 const zeroc_comm_ops_t zeroc__mpi_comm_ops = {
     .name = "mpi",
-    .group_init = mpi_group_init,
+    .group_init = zeroc__mpi_group_init,
     .group_fini = NULL,
     .allgather = mpi_allgather,
     .reduce_scatter = mpi_reduce_scatter,

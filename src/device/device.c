@@ -91,6 +91,7 @@ void zeroc_stream_destroy(zeroc_stream_t *s) {
   if (!s) return;
   zeroc_device_t *dev = s->dev;
   int c = s->channel;
+  if (s->comm_free) s->comm_free(s);
   dev->ops->stream_destroy(s);
   if (c >= 0 && c < ZEROC_P2P_CHANNEL) dev->channels_used &= ~(1u << c);
 }
@@ -105,6 +106,14 @@ zeroc_result_t zeroc__stream_enqueue(zeroc_stream_t *s, zeroc__op_fn fn, const v
     return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "stream op payload %zu > %d bytes", n,
                       ZEROC_OP_PAYLOAD_MAX);
   return s->dev->ops->enqueue(s, fn, payload, n);
+}
+
+zeroc_result_t zeroc__stream_notify(zeroc_stream_t *s, void (*fn)(void *), void *arg) {
+  return s->dev->ops->notify(s, fn, arg);
+}
+
+zeroc_result_t zeroc__stream_wait_value(zeroc_stream_t *s, const uint32_t *flag, uint32_t v) {
+  return s->dev->ops->wait_value(s, flag, v);
 }
 
 typedef struct {

@@ -33,6 +33,11 @@ struct zeroc_stream {
   int channel; /* index of this stream's duplicated communicators; 0 = compute */
   int inline_; /* work runs on the calling thread (cpu compute stream) */
   void *native; /* cudaStream_t on cuda */
+  /* The comm backend's state for this stream (the staged backend's worker and
+   * staging buffers), made on first use; zeroc_stream_destroy calls
+   * comm_free(s) before the stream goes. */
+  void *comm;
+  void (*comm_free)(zeroc_stream_t *s);
 };
 
 struct zeroc_event {
@@ -62,6 +67,9 @@ typedef struct zeroc_device_ops {
   zeroc_result_t (*stream_wait_event)(zeroc_stream_t *s, zeroc_event_t *e);
   zeroc_result_t (*event_sync)(zeroc_event_t *e);
   zeroc_result_t (*event_query)(zeroc_event_t *e, int *done);
+  /* See zeroc__stream_notify and zeroc__stream_wait_value below. */
+  zeroc_result_t (*notify)(zeroc_stream_t *s, void (*fn)(void *), void *arg);
+  zeroc_result_t (*wait_value)(zeroc_stream_t *s, const uint32_t *flag, uint32_t v);
 } zeroc_device_ops_t;
 
 struct zeroc_device {
@@ -71,6 +79,7 @@ struct zeroc_device {
   char name[128];
   double peak_tflops_bf16; /* dense bf16 peak of one device; 0 when unknown */
   size_t total_mem;
+  unsigned char uuid[16]; /* cuda: the GPU's UUID, the same for ranks sharing it; cpu: zero */
   int next_channel;       /* channel of the stream being created */
   unsigned channels_used; /* bit c: a live stream holds channel c */
   void *impl;
@@ -114,6 +123,19 @@ int zeroc__cuda_device_count(void);
 /* Enqueues fn(payload copy) in stream order. n <= ZEROC_OP_PAYLOAD_MAX. */
 zeroc_result_t zeroc__stream_enqueue(zeroc_stream_t *s, zeroc__op_fn fn, const void *payload,
                                      size_t n);
+
+/* Calls fn(arg) on a host thread when `s` reaches this point. fn must not block
+ * or call the device API. cuda: it runs even after an earlier operation of `s`
+ * failed (so a stream waiting on what fn starts cannot hang); cpu: skipped
+ * then, like every later operation of a failed stream, waits included. */
+zeroc_result_t zeroc__stream_notify(zeroc_stream_t *s, void (*fn)(void *), void *arg);
+
+/* Work enqueued on `s` after this waits until (int32_t)(*flag - v) >= 0 (a
+ * cyclic >=). `flag`: host memory from the device's ZEROC_MEM_PINNED
+ * allocation, written by a host thread with a release store. cuda: a
+ * stream memory wait (cuStreamWaitValue32), so no host thread blocks; cpu: the
+ * stream's worker (the caller, on an inline stream) polls it. */
+zeroc_result_t zeroc__stream_wait_value(zeroc_stream_t *s, const uint32_t *flag, uint32_t v);
 
 /* Creates a stream with an explicit inline flag (cpu: run on the caller). */
 zeroc_result_t zeroc__stream_create(zeroc_device_t *dev, int priority, int inline_,

@@ -12,10 +12,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -206,6 +208,49 @@ static zeroc_result_t cpu_memset_async(zeroc_stream_t *s, void *dst, int v, size
   return cpu_enqueue(s, run_memset, &c, sizeof c);
 }
 
+/* ---- host signals (the staged comm backend) ----------------------------------- */
+
+typedef struct {
+  void (*fn)(void *);
+  void *arg;
+  const uint32_t *flag;
+  uint32_t v;
+} signal_op_t;
+
+static zeroc_result_t run_notify(void *p) {
+  signal_op_t *o = p;
+  o->fn(o->arg);
+  return ZEROC_OK;
+}
+
+static zeroc_result_t cpu_notify(zeroc_stream_t *s, void (*fn)(void *), void *arg) {
+  signal_op_t o = {fn, arg, NULL, 0};
+  return cpu_enqueue(s, run_notify, &o, sizeof o);
+}
+
+/* Polls the flag, backing off from yielding to sleeping 1 ms, like the mpi
+ * backend's wait: the writer is another thread of this process. */
+static zeroc_result_t run_wait_value(void *p) {
+  signal_op_t *o = p;
+  long ns = 1000;
+  for (unsigned spin = 0;
+       (int32_t)(__atomic_load_n(o->flag, __ATOMIC_ACQUIRE) - o->v) < 0; spin++) {
+    if (spin < 100) {
+      sched_yield();
+      continue;
+    }
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
+    if (ns < 1000000) ns += ns / 4 + 1000;
+  }
+  return ZEROC_OK;
+}
+
+static zeroc_result_t cpu_wait_value(zeroc_stream_t *s, const uint32_t *flag, uint32_t v) {
+  signal_op_t o = {NULL, NULL, flag, v};
+  return cpu_enqueue(s, run_wait_value, &o, sizeof o);
+}
+
 /* ---- events ----------------------------------------------------------------- */
 
 static zeroc_result_t cpu_event_create(zeroc_device_t *dev, zeroc_event_t **out) {
@@ -298,4 +343,6 @@ const zeroc_device_ops_t zeroc__cpu_device_ops = {
     .stream_wait_event = cpu_stream_wait_event,
     .event_sync = cpu_event_sync,
     .event_query = cpu_event_query,
+    .notify = cpu_notify,
+    .wait_value = cpu_wait_value,
 };

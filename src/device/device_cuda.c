@@ -8,6 +8,7 @@
  * through cudaLaunchHostFunc; their failures are kept as the stream's sticky
  * error and returned by the next synchronisation.
  */
+#include <cuda.h> /* types of the one driver call, found at run time (no libcuda link) */
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -75,6 +76,7 @@ static zeroc_result_t cuda_open(zeroc_device_t *dev, int ordinal) {
   dev->ordinal = ordinal;
   snprintf(dev->name, sizeof dev->name, "%s", prop.name);
   dev->total_mem = prop.totalGlobalMem;
+  memcpy(dev->uuid, prop.uuid.bytes, sizeof dev->uuid);
   dev->peak_tflops_bf16 = peak_bf16_tflops(prop.name);
   ZINFO(DEVICE, "cuda device %d: %s, %d SMs, %.1f GiB, peak bf16 %.0f TFLOP/s", ordinal,
         prop.name, prop.multiProcessorCount, prop.totalGlobalMem / 1073741824.0,
@@ -287,6 +289,55 @@ static zeroc_result_t cuda_event_query(zeroc_event_t *be, int *done) {
   return ZEROC_OK;
 }
 
+/* ---- host signals (the staged comm backend) ----------------------------------- */
+
+/* cudaLaunchHostFunc directly, not through run_host_op: it must run even after
+ * an earlier operation of the stream failed. */
+static zeroc_result_t cuda_notify(zeroc_stream_t *bs, void (*fn)(void *), void *arg) {
+  CUDA_TRY(cudaLaunchHostFunc(((cuda_stream_t *)bs)->s, fn, arg));
+  return ZEROC_OK;
+}
+
+typedef CUresult (*wait_value32_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+static wait_value32_fn wait_value32;
+static pthread_once_t wait_value32_once = PTHREAD_ONCE_INIT;
+static cudaError_t wait_value32_err;
+static enum cudaDriverEntryPointQueryResult wait_value32_q;
+
+static void find_wait_value32(void) {
+  void *p = NULL;
+  wait_value32_err =
+      cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &p, 12000, cudaEnableDefault,
+                                       &wait_value32_q);
+  if (wait_value32_err == cudaSuccess && wait_value32_q == cudaDriverEntryPointSuccess)
+    wait_value32 = (wait_value32_fn)p;
+}
+
+/* A stream memory wait: the GPU's front end polls the pinned flag, so neither
+ * a host thread nor an SM is held while the staged collective runs. */
+static zeroc_result_t cuda_wait_value(zeroc_stream_t *bs, const uint32_t *flag, uint32_t v) {
+  pthread_once(&wait_value32_once, find_wait_value32);
+  if (!wait_value32)
+    return ZEROC_FAIL(ZEROC_ERR_CUDA,
+                      "cudaGetDriverEntryPointByVersion(cuStreamWaitValue32): %s, query result "
+                      "%d (the staged comm backend needs the driver's stream memory operations)",
+                      cudaGetErrorString(wait_value32_err), (int)wait_value32_q);
+  /* with unified addressing a pinned allocation's host address is its device
+   * address too; ask first, in case the platform says otherwise */
+  void *d = NULL;
+  if (cudaHostGetDevicePointer(&d, (void *)flag, 0) != cudaSuccess) {
+    cudaGetLastError();
+    d = (void *)flag;
+  }
+  CUresult r = wait_value32((CUstream)((cuda_stream_t *)bs)->s, (CUdeviceptr)(uintptr_t)d, v,
+                            CU_STREAM_WAIT_VALUE_GEQ);
+  if (r != CUDA_SUCCESS)
+    return ZEROC_FAIL(ZEROC_ERR_CUDA,
+                      "cuStreamWaitValue32 on pinned flag %p (value %u): CUresult %d",
+                      (const void *)flag, v, (int)r);
+  return ZEROC_OK;
+}
+
 const zeroc_device_ops_t zeroc__cuda_device_ops = {
     .name = "cuda",
     .host_memory = 0,
@@ -306,4 +357,6 @@ const zeroc_device_ops_t zeroc__cuda_device_ops = {
     .stream_wait_event = cuda_stream_wait_event,
     .event_sync = cuda_event_sync,
     .event_query = cuda_event_query,
+    .notify = cuda_notify,
+    .wait_value = cuda_wait_value,
 };

@@ -121,6 +121,34 @@ zeroc_result_t zeroc_k_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, vo
   return ZEROC_OK;
 }
 
+zeroc_result_t zeroc_k_matmul_forward_gelu(zeroc_kernels_t *k, zeroc_stream_t *s, void *pre,
+                                           void *out, const void *inp, const void *weight,
+                                           const void *bias, int N, int C, int OC) {
+  POSITIVE(N, C, OC);
+  CUDA_OR_CPU(matmul_forward_gelu, k, s, pre, out, inp, weight, bias, N, C, OC);
+  zeroc__cpu_matmul_forward(pre, inp, weight, bias, N, C, OC);
+  zeroc__cpu_gelu_forward(out, pre, (size_t)N * (size_t)OC);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_matmul_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                          void *dweight, void *dbias, const void *dout,
+                                          const void *inp, const void *weight, int N, int C,
+                                          int OC, const void *pre, void *dpre_bias,
+                                          unsigned flags) {
+  POSITIVE(N, C, OC);
+  if ((flags & ~ZEROC_K_DINP_SET) || (pre && !dinp) || (dpre_bias && !pre))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "matmul_backward_ex: flags 0x%x, pre %p, dinp %p, dpre_bias %p; accepted "
+                      "flags ZEROC_K_DINP_SET, pre only with dinp, dpre_bias only with pre",
+                      flags, pre, dinp, dpre_bias);
+  CUDA_OR_CPU(matmul_backward_ex, k, s, dinp, dweight, dbias, dout, inp, weight, N, C, OC, pre,
+              dpre_bias, flags);
+  zeroc__cpu_matmul_backward_ex(dinp, dweight, dbias, dout, inp, weight, N, C, OC, pre, dpre_bias,
+                                (flags & ZEROC_K_DINP_SET) != 0);
+  return ZEROC_OK;
+}
+
 /* A dropout descriptor: NULL, or 0 <= p < 1 with positive sizes. */
 static zeroc_result_t check_dropout(const char *fn, const zeroc_dropout_t *d) {
   if (!d) return ZEROC_OK;
@@ -329,13 +357,14 @@ zeroc_result_t zeroc_k_vocab_ce_finish(zeroc_kernels_t *k, zeroc_stream_t *s, fl
  * for the others. A NULL stream runs them on the calling thread. */
 
 typedef struct {
-  enum { OP_CAST, OP_ACCUMULATE, OP_SCALE, OP_ADD_TO, OP_SUMSQ, OP_ADAMW } op;
+  enum { OP_CAST, OP_ACCUMULATE, OP_SCALE, OP_ADD_TO, OP_SUMSQ, OP_ADAMW, OP_ADAMW_MIXED } op;
   void *dst;
   const void *src;
   int dst_dt, src_dt;
   size_t n;
   float a;
   float *m, *v; /* adamw */
+  void *out;    /* adamw_mixed: the rounded copy (dst_dt), or NULL */
   zeroc_adamw_args_t adam;
 } eng_op_t;
 
@@ -361,6 +390,11 @@ static zeroc_result_t run_eng_op(void *p) {
   case OP_ADAMW:
     zeroc__cpu_adamw(o->dst, o->m, o->v, o->src, o->n, a->lr, a->beta1, a->beta2, a->eps,
                      a->weight_decay, a->grad_scale, a->bias_corr1, a->bias_corr2);
+    break;
+  case OP_ADAMW_MIXED:
+    zeroc__cpu_adamw_mixed(o->dst, o->m, o->v, o->src, o->src_dt, o->out, o->dst_dt, o->n, a->lr,
+                           a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_scale,
+                           a->bias_corr1, a->bias_corr2);
     break;
   }
   return ZEROC_OK;
@@ -423,6 +457,26 @@ zeroc_result_t zeroc_k_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param
   return cpu_in_order(
       s,
       &(eng_op_t){.op = OP_ADAMW, .dst = param, .m = m, .v = v, .src = grad, .n = n, .adam = *a});
+}
+
+zeroc_result_t zeroc_k_adamw_mixed(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m,
+                                   float *v, const void *grad, zeroc_dtype_t grad_dt, void *out,
+                                   zeroc_dtype_t out_dt, size_t n, const zeroc_adamw_args_t *a) {
+  if (!fp32_or_bf16(grad_dt) || (out && !fp32_or_bf16(out_dt)))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "adamw_mixed: gradient %s, output %s: accepted fp32 and bf16",
+                      zeroc_dtype_name(grad_dt), zeroc_dtype_name(out_dt));
+  CUDA_OR_CPU(adamw_mixed, k, s, param, m, v, grad, grad_dt, out, out_dt, n, a);
+  return cpu_in_order(s, &(eng_op_t){.op = OP_ADAMW_MIXED,
+                                     .dst = param,
+                                     .m = m,
+                                     .v = v,
+                                     .src = grad,
+                                     .src_dt = grad_dt,
+                                     .out = out,
+                                     .dst_dt = out_dt,
+                                     .n = n,
+                                     .adam = *a});
 }
 
 /* ---- host kernels ----------------------------------------------------------------- */

@@ -115,6 +115,27 @@ zeroc_result_t zeroc_k_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, vo
                                        void *dweight, void *dbias, const void *dout,
                                        const void *inp, const void *weight, int N, int C, int OC);
 
+/* A linear layer followed by GELU: pre (N,OC) = inp @ weight^T + bias (may be NULL), kept
+ * for the backward; out (N,OC) = gelu(pre). On cuda one GEMM with cuBLASLt's GELU_AUX_BIAS
+ * epilogue where it has an algorithm for the shape (cpu, or else: the two kernels). */
+zeroc_result_t zeroc_k_matmul_forward_gelu(zeroc_kernels_t *k, zeroc_stream_t *s, void *pre,
+                                           void *out, const void *inp, const void *weight,
+                                           const void *bias, int N, int C, int OC);
+
+/* Flags of zeroc_k_matmul_backward_ex. */
+#define ZEROC_K_DINP_SET 1u /* dinp = dout @ weight: its old contents are not read (no memset) */
+
+/* zeroc_k_matmul_backward with options. flags: ZEROC_K_DINP_SET. pre (N,C) act or NULL:
+ * inp is gelu(pre), and dinp = gelu'(pre) * (dout @ weight), the gradient before that GELU
+ * (always set, never added); dpre_bias (C) += its column sums, the bias gradient of the
+ * layer that made pre (NULL: none; needs pre). On cuda the GELU's gradient and the bias
+ * gradients come from cuBLASLt epilogues where it has an algorithm for the shape. */
+zeroc_result_t zeroc_k_matmul_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                          void *dweight, void *dbias, const void *dout,
+                                          const void *inp, const void *weight, int N, int C,
+                                          int OC, const void *pre, void *dpre_bias,
+                                          unsigned flags);
+
 /* Causal multi-head attention, flash style (no T x T matrix kept):
  * qkv (B,T,3C) holds q | k | v, head h in columns [h*HS, (h+1)*HS) of each;
  * out (B,T,C) = softmax(q k^T / sqrt(HS), causal) v per head;
@@ -267,6 +288,13 @@ typedef struct zeroc_adamw_args {
  * param -= lr * (m/bc1 / (sqrt(v/bc2) + eps) + wd * param). */
 zeroc_result_t zeroc_k_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m,
                              float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a);
+
+/* zeroc_k_adamw reading the gradient in grad_dt (fp32 or bf16: the reduced shard, no fp32
+ * copy) and, when out is not NULL, writing the new param rounded to out_dt (fp32 or bf16:
+ * the compute shard) in the same pass; the same bits as cast + adamw + cast. */
+zeroc_result_t zeroc_k_adamw_mixed(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m,
+                                   float *v, const void *grad, zeroc_dtype_t grad_dt, void *out,
+                                   zeroc_dtype_t out_dt, size_t n, const zeroc_adamw_args_t *a);
 
 /* ---- host kernels (host memory, calling thread, any device) ---------------------
  * For state kept on the host (optimizer offload): the same arithmetic as the

@@ -268,8 +268,9 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   CHK(zeroc_k_add(k, s, a->res2, io->in, (size_t)Nl * C));
   CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B],
                                 Nl, C));
-  CHK(zeroc__tp_column_forward(tp, s, a->fch, a->ln2, g->gath, p[FCW], p[FCB], N, C, 4 * Cl));
-  CHK(zeroc_k_gelu_forward(k, s, a->fchg, a->fch, (size_t)N * 4 * Cl));
+  /* the MLP's up-projection and its GELU: one GEMM on cuda (the GELU in its epilogue) */
+  CHK(zeroc__tp_column_forward_gelu(tp, s, a->fch, a->fchg, a->ln2, g->gath, p[FCW], p[FCB], N, C,
+                                    4 * Cl));
   void *out = g->act[io->slot].xout[l];
   CHK(zeroc__tp_row_forward(tp, s, out, a->fchg, g->part, p[FCPROJW], p[FCPROJB], N, 4 * Cl, C));
   if (dr2) CHK(drop_rows(g, s, out, out, dr2, Nl));
@@ -320,22 +321,21 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
    * which may be dout itself: dout is dead once copied) */
   const void *dout;
   CHK(drop_grad(g, s, dr2, io->dout, dx, Nl, &dout));
-  CHK(zeroc_memset_async(s, g->dfchg, 0, (size_t)N * 4 * Cl * e));
-  CHK(zeroc__tp_row_backward(tp, s, g->dfchg, d[FCPROJW], d[FCPROJB], dout, a->fchg, g->gath,
-                             p[FCPROJW], N, 4 * Cl, C));
-  CHK(zeroc_memset_async(s, g->dfch, 0, (size_t)N * 4 * Cl * e));
-  CHK(zeroc_k_gelu_backward(k, s, g->dfch, a->fch, g->dfchg, (size_t)N * 4 * Cl));
+  /* the down-projection's backward straight through the GELU: dfch (N,4Cl) = gelu'(fch) *
+   * (dout @ W), written, not added (no memset), and the up-projection's bias gradient from
+   * it (on cuda both in the GEMM's epilogue) */
+  CHK(zeroc__tp_row_backward_ex(tp, s, g->dfch, d[FCPROJW], d[FCPROJB], dout, a->fchg, g->gath,
+                                p[FCPROJW], N, 4 * Cl, C, a->fch, d[FCB], ZEROC_K_DINP_SET));
   /* dln (Nl,C): the MLP input's gradient, summed over the tp ranks */
-  CHK(zeroc__tp_column_backward(tp, s, g->dln, d[FCW], d[FCB], g->dfch, a->ln2, g->gath, g->part,
+  CHK(zeroc__tp_column_backward(tp, s, g->dln, d[FCW], NULL, g->dfch, a->ln2, g->gath, g->part,
                                 p[FCW], N, C, 4 * Cl));
   CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN2W, 2), ln_grad(g, d, LN2B, 3), g->dln,
                                  a->res2, p[LN2W], a->ln2_mean, a->ln2_rstd, Nl, C));
   /* dx now holds dres2; it is also the gradient of x through the first residual */
   const void *dproj;
   CHK(drop_grad(g, s, dr1, dx, dx, Nl, &dproj));
-  CHK(zeroc_memset_async(s, g->datty, 0, (size_t)N * Cl * e));
-  CHK(zeroc__tp_row_backward(tp, s, g->datty, d[ATTPROJW], d[ATTPROJB], dproj, a->atty, g->gath,
-                             p[ATTPROJW], N, Cl, C));
+  CHK(zeroc__tp_row_backward_ex(tp, s, g->datty, d[ATTPROJW], d[ATTPROJB], dproj, a->atty,
+                                g->gath, p[ATTPROJW], N, Cl, C, NULL, NULL, ZEROC_K_DINP_SET));
   CHK(zeroc_memset_async(s, g->dqkv, 0, (size_t)N * 3 * Cl * e));
   if (g->cp.n > 1)
     CHK(zeroc__gpt_cp_attention_backward(&g->cp, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B,

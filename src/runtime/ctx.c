@@ -128,17 +128,46 @@ static void ctx_comm_abort(void *arg) {
 }
 #endif
 
+/* ZEROC_COMM picks the collectives: auto (nccl on cuda, mpi on cpu), nccl,
+ * mpi (on cuda: staged through pinned host memory, as MPI here cannot read
+ * device memory) or staged (the staged path on either device, so that CI
+ * without a GPU runs it). Staging lets several ranks share one GPU (tests),
+ * which NCCL refuses. */
+static zeroc_result_t comm_choice(zeroc_device_kind_t kind, const zeroc_comm_ops_t **ops) {
+  const char *v = zeroc__env_str("ZEROC_COMM", "auto");
+  int cuda = kind == ZEROC_DEVICE_CUDA;
+  if (!strcmp(v, "auto") || !strcmp(v, "mpi") || !strcmp(v, "nccl") || !strcmp(v, "staged")) {
+    if (!strcmp(v, "nccl") && !cuda)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "ZEROC_COMM=nccl needs the cuda device (this run uses cpu); accepted "
+                        "there: auto, mpi, staged");
+    *ops = &zeroc__mpi_comm_ops;
+    if (!strcmp(v, "staged") || (cuda && !strcmp(v, "mpi"))) *ops = &zeroc__staged_comm_ops;
+#ifdef ZEROC_HAVE_CUDA
+    if (cuda && (!strcmp(v, "auto") || !strcmp(v, "nccl"))) *ops = &zeroc__nccl_comm_ops;
+#endif
+    return ZEROC_OK;
+  }
+  return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                    "ZEROC_COMM='%.64s': accepted auto (nccl on cuda, mpi on cpu), nccl (cuda "
+                    "only), mpi (on cuda staged through pinned host memory: several ranks may "
+                    "share a GPU) or staged (that staging on either device)",
+                    v);
+}
+
 static zeroc_result_t setup_device(zeroc_ctx_t *ctx) {
   zeroc_device_kind_t kind = ctx->cfg.device;
   int ngpu = zeroc__cuda_device_count();
   if (kind == ZEROC_DEVICE_AUTO) kind = ngpu > 0 ? ZEROC_DEVICE_CUDA : ZEROC_DEVICE_CPU;
+  ZEROC_CHECK(comm_choice(kind, &ctx->comm_ops));
   if (kind == ZEROC_DEVICE_CUDA) {
 #ifdef ZEROC_HAVE_CUDA
     if (ngpu <= 0)
       return ZEROC_FAIL(ZEROC_ERR_NODEVICE, "device cuda asked for, but no GPU is visible on %s",
                         ctx->host);
     ctx->dev.ops = &zeroc__cuda_device_ops;
-    ctx->comm_ops = &zeroc__nccl_comm_ops;
+    /* ranks beyond the GPU count share them round robin (all on device 0 with
+     * one GPU): only the staged comm allows that, NCCL refuses it */
     int ord = ctx->cfg.gpu >= 0 ? ctx->cfg.gpu : ctx->local_rank % ngpu;
     ZEROC_CHECK(ctx->dev.ops->open(&ctx->dev, ord));
     ctx->dev.sync_timeout = ctx->comm_timeout;
@@ -152,11 +181,36 @@ static zeroc_result_t setup_device(zeroc_ctx_t *ctx) {
 #endif
   } else {
     ctx->dev.ops = &zeroc__cpu_device_ops;
-    ctx->comm_ops = &zeroc__mpi_comm_ops;
     ZEROC_CHECK(ctx->dev.ops->open(&ctx->dev, 0));
   }
   /* The compute stream owns channel 0: inline on cpu, a high-priority stream on cuda. */
   return zeroc__stream_create(&ctx->dev, 1, 1, &ctx->compute);
+}
+
+/* NCCL refuses two ranks of a communicator on one GPU with "duplicate GPU"
+ * deep inside the first collective; this says so at start-up, with the way
+ * out. Collective over the node's ranks (device UUIDs; zero on cpu). */
+static zeroc_result_t check_shared_gpu(zeroc_ctx_t *ctx) {
+  size_t n = sizeof ctx->dev.uuid;
+  unsigned char *all = malloc(n * (size_t)ctx->local_size);
+  if (!all) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "device UUID table");
+  int e = MPI_Allgather(ctx->dev.uuid, (int)n, MPI_BYTE, all, (int)n, MPI_BYTE, ctx->node_comm);
+  zeroc_result_t r = ZEROC_OK;
+  if (e != MPI_SUCCESS) r = ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Allgather of device UUIDs: error %d", e);
+  static const unsigned char zero[16];
+  int nccl = strcmp(ctx->comm_ops->name, "nccl") == 0;
+  for (int q = 0; r == ZEROC_OK && nccl && q < ctx->local_size; q++)
+    if (q != ctx->local_rank && memcmp(all + (size_t)q * n, zero, n) &&
+        !memcmp(all + (size_t)q * n, ctx->dev.uuid, n))
+      r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "local ranks %d and %d on %s share cuda device %d (%s): NCCL refuses "
+                     "several ranks on one GPU; run at most one rank per GPU, or set "
+                     "ZEROC_COMM=mpi to stage collectives through host memory (slow; for tests)",
+                     ctx->local_rank < q ? ctx->local_rank : q,
+                     ctx->local_rank < q ? q : ctx->local_rank, ctx->host, ctx->dev.ordinal,
+                     ctx->dev.name);
+  free(all);
+  return r;
 }
 
 zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg) {
@@ -260,6 +314,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
   res = setup_topology(ctx);
   if (res == ZEROC_OK) res = setup_device(ctx);
   ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, res));
+  ZEROC_TRY(agree_world(ctx->wcomm, ctx->mesh.rank, check_shared_gpu(ctx)));
   ctx->devmem = (zeroc__devmem_t){&ctx->dev, &ctx->mem, ctx->device_limit};
   ctx->pool_env = (zeroc__pool_env_t){&ctx->mem, ctx->topo, ctx->binding.numa, ctx->dev.kind};
   /* the board first: every group's collectives report to it */

@@ -335,7 +335,7 @@ zeroc_result_t zeroc__model_publish(zeroc_model_t *m) {
         zeroc_result_t r = zeroc__moff_param_store(m, i, hv.ptr);
         zeroc_result_t e = zeroc__view_end(&hv);
         CHK(r ? r : e);
-      } else {
+      } else if (!m->cshard_current) {
         CHK(zeroc_k_cast(m->k, m->compute, u->cshard, m->pdt, u->master, ZEROC_FP32, u->f.S));
       }
     }
@@ -345,6 +345,7 @@ zeroc_result_t zeroc__model_publish(zeroc_model_t *m) {
 
 zeroc_result_t zeroc__model_publish_gathers(zeroc_model_t *m) {
   int st = m->cfg.stage;
+  m->cshard_current = 0;
   for (int i = 0; i < m->n; i++) m->u[i].view_ready = 0;
   m->conv_owner = -1;
   CHK(zeroc_event_record(m->ev_published, m->compute));

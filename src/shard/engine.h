@@ -88,6 +88,7 @@ struct zeroc_model {
   zeroc__pool_t tpool;  /* reduce-scatter outputs (reduce dtype, max S) */
   float *conv_view, *conv_cgrad; /* shared compute copies of non-pinned units */
   int conv_owner;                /* unit whose params conv_view holds, -1 none */
+  int cshard_current;            /* AdamW wrote the compute shards: publish skips its cast */
   void *ws;                      /* workspace for callbacks (max workspace_bytes) */
   float *adam_tmp;               /* fp32 copy of a bf16 grad shard for AdamW (max S) */
   double *norm_acc;              /* device double for sum of squares */

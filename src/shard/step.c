@@ -88,18 +88,26 @@ static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef) {
   zeroc_adamw_args_t a = {lr, c->beta1, c->beta2, c->eps, c->weight_decay, clip_coef,
                           (float)(1.0 - pow(c->beta1, t)), (float)(1.0 - pow(c->beta2, t))};
   if (m->ostate) return adamw_host(m, &a);
+  /* one pass per range: the gradient shard read in its own dtype (no fp32 copy) and,
+   * unless the parameters are offloaded, the compute shard written beside the master
+   * (zeroc__model_publish then skips its cast; the elements outside every range keep
+   * the values the last full publish gave them, as the master does) */
+  const int own = m->cfg.offload_params == ZEROC_OFFLOAD_NONE;
+  const size_t pe = zeroc_dtype_size(m->pdt);
   for (int i = 0; i < m->n; i++) {
     zeroc__unit_t *u = &m->u[i];
-    const float *g;
-    CHK(grad_f32(m, u, &g));
+    const size_t gs = zeroc_dtype_size(u->gshard_dt);
     for (int j = 0; j < u->f.n; j++) {
       const zeroc__flat_param_t *p = &u->f.p[j];
       if (p->lo == p->hi) continue;
       size_t off = p->lo - u->f.shard_off, n = p->hi - p->lo;
       a.weight_decay = (p->flags & ZEROC_PARAM_NO_DECAY) ? 0.0f : c->weight_decay;
-      CHK(zeroc_k_adamw(m->k, m->compute, u->master + off, u->m + off, u->v + off, g + off, n, &a));
+      CHK(zeroc_k_adamw_mixed(m->k, m->compute, u->master + off, u->m + off, u->v + off,
+                              (const char *)u->gshard + off * gs, u->gshard_dt,
+                              own ? (char *)u->cshard + off * pe : NULL, m->pdt, n, &a));
     }
   }
+  m->cshard_current = own;
   return ZEROC_OK;
 }
 

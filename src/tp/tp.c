@@ -58,10 +58,6 @@ static zeroc_result_t scatter_rows(zeroc__tp_t *tp, zeroc_stream_t *s, void *loc
                                ZEROC_SUM);
 }
 
-static size_t bytes(const zeroc__tp_t *tp, int rows, int cols) {
-  return (size_t)rows * (size_t)cols * zeroc_dtype_size(tp->dt);
-}
-
 /* ---- linear layers ------------------------------------------------------------ */
 
 // in (Nl,C) -> [f: all-gather with SP] -> (N,C) @ w (OCl,C)^T + b -> out (N,OCl)
@@ -76,19 +72,32 @@ zeroc_result_t zeroc__tp_column_forward(zeroc__tp_t *tp, zeroc_stream_t *s, void
   return zeroc_k_matmul_forward(tp->k, s, out, x, w, b, N, C, OCl);
 }
 
+// in (Nl,C) -> [f] -> pre (N,OCl) = (N,C) @ w^T + b, out = gelu(pre)
+zeroc_result_t zeroc__tp_column_forward_gelu(zeroc__tp_t *tp, zeroc_stream_t *s, void *pre,
+                                             void *out, const void *in, void *gathered,
+                                             const void *w, const void *b, int N, int C, int OCl) {
+  const void *x = in;
+  if (seqsplit(tp)) {
+    CHK(gather_rows(tp, s, gathered, in, N, C));
+    x = gathered;
+  }
+  return zeroc_k_matmul_forward_gelu(tp->k, s, pre, out, x, w, b, N, C, OCl);
+}
+
 // dout (N,OCl) -> din (Nl,C) = [f backward: all-reduce, or reduce-scatter with SP] of dout @ w
 zeroc_result_t zeroc__tp_column_backward(zeroc__tp_t *tp, zeroc_stream_t *s, void *din, void *dw,
                                          void *db, const void *dout, const void *in, void *gathered,
                                          void *partial, const void *w, int N, int C, int OCl) {
+  /* din (or partial) is written by the GEMM (beta 0), not zeroed and added to */
   if (!seqsplit(tp)) {
-    CHK(zeroc_memset_async(s, din, 0, bytes(tp, N, C)));
-    CHK(zeroc_k_matmul_backward(tp->k, s, din, dw, db, dout, in, w, N, C, OCl));
+    CHK(zeroc_k_matmul_backward_ex(tp->k, s, din, dw, db, dout, in, w, N, C, OCl, NULL, NULL,
+                                   ZEROC_K_DINP_SET));
     return zeroc__tp_allreduce(tp, s, din, (size_t)N * (size_t)C, tp->dt, ZEROC_SUM);
   }
   /* only the rank's rows of the input were kept: gather them again for dw */
   CHK(gather_rows(tp, s, gathered, in, N, C));
-  CHK(zeroc_memset_async(s, partial, 0, bytes(tp, N, C)));
-  CHK(zeroc_k_matmul_backward(tp->k, s, partial, dw, db, dout, gathered, w, N, C, OCl));
+  CHK(zeroc_k_matmul_backward_ex(tp->k, s, partial, dw, db, dout, gathered, w, N, C, OCl, NULL,
+                                 NULL, ZEROC_K_DINP_SET));
   return scatter_rows(tp, s, din, partial, N, C);
 }
 
@@ -117,6 +126,19 @@ zeroc_result_t zeroc__tp_row_backward(zeroc__tp_t *tp, zeroc_stream_t *s, void *
     d = gathered;
   }
   return zeroc_k_matmul_backward(tp->k, s, din, dw, db, d, in, w, N, Cl, OC);
+}
+
+zeroc_result_t zeroc__tp_row_backward_ex(zeroc__tp_t *tp, zeroc_stream_t *s, void *din, void *dw,
+                                         void *db, const void *dout, const void *in,
+                                         void *gathered, const void *w, int N, int Cl, int OC,
+                                         const void *pre, void *dpre_bias, unsigned flags) {
+  const void *d = dout;
+  if (seqsplit(tp)) {
+    CHK(gather_rows(tp, s, gathered, dout, N, OC));
+    d = gathered;
+  }
+  return zeroc_k_matmul_backward_ex(tp->k, s, din, dw, db, d, in, w, N, Cl, OC, pre, dpre_bias,
+                                    flags);
 }
 
 /* ---- vocabulary-parallel embedding and cross-entropy ------------------------------ */

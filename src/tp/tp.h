@@ -53,6 +53,11 @@ zeroc_result_t zeroc__tp_allreduce(zeroc__tp_t *tp, zeroc_stream_t *s, void *buf
 zeroc_result_t zeroc__tp_column_forward(zeroc__tp_t *tp, zeroc_stream_t *s, void *out,
                                         const void *in, void *gathered, const void *w,
                                         const void *b, int N, int C, int OCl);
+/* zeroc__tp_column_forward followed by GELU (zeroc_k_matmul_forward_gelu): pre (N,OCl)
+ * the linear output kept for the backward, out (N,OCl) = gelu(pre). */
+zeroc_result_t zeroc__tp_column_forward_gelu(zeroc__tp_t *tp, zeroc_stream_t *s, void *pre,
+                                             void *out, const void *in, void *gathered,
+                                             const void *w, const void *b, int N, int C, int OCl);
 /* dout (N,OCl) -> din (Nl,C) = (overwritten) the gradient w.r.t. in, summed over
  * the tp ranks; dw (OCl,C) +=, db (OCl) += (db may be NULL). Without sequence
  * parallelism din must hold (N,C); with it, `gathered` and `partial` are (N,C)
@@ -74,6 +79,14 @@ zeroc_result_t zeroc__tp_row_forward(zeroc__tp_t *tp, zeroc_stream_t *s, void *o
 zeroc_result_t zeroc__tp_row_backward(zeroc__tp_t *tp, zeroc_stream_t *s, void *din, void *dw,
                                       void *db, const void *dout, const void *in, void *gathered,
                                       const void *w, int N, int Cl, int OC);
+/* zeroc__tp_row_backward with zeroc_k_matmul_backward_ex's pre, dpre_bias and flags: din
+ * overwritten with ZEROC_K_DINP_SET; with pre (N,Cl), in = gelu(pre) and din = the
+ * gradient before the GELU, dpre_bias (Cl) += its column sums (the column-parallel
+ * layer's bias before it: this rank's slice, nothing to reduce). */
+zeroc_result_t zeroc__tp_row_backward_ex(zeroc__tp_t *tp, zeroc_stream_t *s, void *din, void *dw,
+                                         void *db, const void *dout, const void *in,
+                                         void *gathered, const void *w, int N, int Cl, int OC,
+                                         const void *pre, void *dpre_bias, unsigned flags);
 
 /* ---- vocabulary-parallel embedding and cross-entropy ------------------------------ */
 

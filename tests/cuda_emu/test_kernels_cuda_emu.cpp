@@ -298,6 +298,80 @@ static void t_matmul(zeroc_dtype_t dt, int N, int C, int OC, bool bias) {
   CHECK(bias ? e < tol(dt) : e == 0, "matmul_backward dbias %s (bias %d): error %g", dn, bias, e);
 }
 
+static double gelu_d(double x) {
+  return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+static double gelu_grad_d(double x) {
+  double t = std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x);
+}
+
+// The fused linear + GELU: forward pre (N,C) = x w^T + b, out = gelu(pre); backward of the
+// next layer (weight w2 (OC,C), input gelu(pre)) straight to dpre = gelu'(pre) * (dout w2)
+// with dpre_bias += its column sums, and ZEROC_K_DINP_SET without pre. `epi` 0: the
+// fallback kernels (ZEROC_CUDA_LT_EPILOGUE=0); C % 8 != 0 falls back too.
+static void t_matmul_fused(zeroc_dtype_t dt, int N, int K0, int C, int OC, bool epi) {
+  const char *dn = zeroc_dtype_name(dt);
+  setenv("ZEROC_CUDA_LT_EPILOGUE", epi ? "2" : "0", 1); /* 2: GELU in the epilogue in fp32 too */
+  Dev d;
+  Kernels K(dt);
+  vec x = randv(dt, (size_t)N * K0), w = randv(dt, (size_t)C * K0), b = randv(dt, C);
+  void *pre = d.put(dt, vec((size_t)N * C, NAN)), *out = d.put(dt, vec((size_t)N * C, NAN));
+  OK(zeroc__cuda_matmul_forward_gelu(&K.k, NULL, pre, out, d.put(dt, x), d.put(dt, w), d.put(dt, b),
+                                     N, K0, C));
+  dvec rp((size_t)N * C), ro((size_t)N * C);
+  for (int r = 0; r < N; r++)
+    for (int c = 0; c < C; c++) {
+      double a = b[c];
+      for (int j = 0; j < K0; j++) a += (double)x[(size_t)r * K0 + j] * w[(size_t)c * K0 + j];
+      rp[(size_t)r * C + c] = a;
+      ro[(size_t)r * C + c] = gelu_d(a);
+    }
+  double e = relerr(get(dt, pre, (size_t)N * C), rp);
+  CHECK(e < tol(dt), "matmul_forward_gelu pre %s %d %d %d epi %d: error %g", dn, N, K0, C, epi, e);
+  e = relerr(get(dt, out, (size_t)N * C), ro);
+  CHECK(e < tol(dt), "matmul_forward_gelu out %s %d %d %d epi %d: error %g", dn, N, K0, C, epi, e);
+
+  vec pv = get(dt, pre, (size_t)N * C), inp = get(dt, out, (size_t)N * C);
+  vec w2 = randv(dt, (size_t)OC * C), g = randv(dt, (size_t)N * OC);
+  vec dw = randv(dt, (size_t)OC * C), db = randv(dt, OC), dpb = randv(dt, C);
+  void *di = d.put(dt, vec((size_t)N * C, NAN)), *g_w = d.put(dt, dw), *g_b = d.put(dt, db);
+  void *g_pb = d.put(dt, dpb), *pw2 = d.put(dt, w2), *pg = d.put(dt, g);
+  OK(zeroc__cuda_matmul_backward_ex(&K.k, NULL, di, g_w, g_b, pg, out, pw2, N, C, OC, pre, g_pb,
+                                    ZEROC_K_DINP_SET));
+  dvec rdi((size_t)N * C), rdw = tod(dw), rdb = tod(db), rpb = tod(dpb), rset((size_t)N * C);
+  for (int r = 0; r < N; r++)
+    for (int c = 0; c < C; c++) {
+      double a = 0;
+      for (int o = 0; o < OC; o++) a += (double)g[(size_t)r * OC + o] * w2[(size_t)o * C + c];
+      rset[(size_t)r * C + c] = a;
+      rdi[(size_t)r * C + c] = a * gelu_grad_d(pv[(size_t)r * C + c]);
+      rpb[c] += rdi[(size_t)r * C + c];
+    }
+  for (int r = 0; r < N; r++)
+    for (int o = 0; o < OC; o++) {
+      rdb[o] += g[(size_t)r * OC + o];
+      for (int c = 0; c < C; c++)
+        rdw[(size_t)o * C + c] += (double)g[(size_t)r * OC + o] * inp[(size_t)r * C + c];
+    }
+  const double tb = dt == ZEROC_FP32 ? tol(dt) : 2e-2; /* bias gradients: sums of N roundings */
+  e = relerr(get(dt, di, (size_t)N * C), rdi);
+  CHECK(e < tol(dt), "matmul_backward_ex dgelu %s epi %d C %d: error %g", dn, epi, C, e);
+  e = relerr(get(dt, g_pb, C), rpb);
+  CHECK(e < tb, "matmul_backward_ex dpre_bias %s epi %d C %d: error %g", dn, epi, C, e);
+  e = relerr(get(dt, g_w, (size_t)OC * C), rdw);
+  CHECK(e < tol(dt), "matmul_backward_ex dweight %s epi %d: error %g", dn, epi, e);
+  e = relerr(get(dt, g_b, OC), rdb);
+  CHECK(e < tb, "matmul_backward_ex dbias %s epi %d: error %g", dn, epi, e);
+  /* ZEROC_K_DINP_SET without pre: dinp (NaN before) is the product, nothing added */
+  void *ds = d.put(dt, vec((size_t)N * C, NAN));
+  OK(zeroc__cuda_matmul_backward_ex(&K.k, NULL, ds, NULL, NULL, pg, out, pw2, N, C, OC, NULL, NULL,
+                                    ZEROC_K_DINP_SET));
+  e = relerr(get(dt, ds, (size_t)N * C), rset);
+  CHECK(e < tol(dt), "matmul_backward_ex set %s epi %d: error %g", dn, epi, e);
+  unsetenv("ZEROC_CUDA_LT_EPILOGUE");
+}
+
 /* ---- attention ----------------------------------------------------------------------- */
 
 /* The dropout rule of kernels/dropout.h, written out: 1/(1-p) when kept, else 0. */
@@ -730,6 +804,29 @@ static void t_engine(size_t n, size_t off) {
     bad += pi != pp[i] || mi != pm[i] || vi != pv[i];
   }
   CHECK(bad == 0, "adamw n %zu: %zu differ", n, bad);
+
+  /* adamw_mixed: the bf16 gradient read as is, the new param also written in bf16 (and
+   * fp32): the bits of cast + adamw + cast, so of the loop above on the same inputs */
+  for (int od = 0; od < 2; od++) {
+    const zeroc_dtype_t out_dt = od ? ZEROC_FP32 : ZEROC_BF16;
+    vec gb = randv(ZEROC_BF16, n); /* bf16 values: exact in fp32 */
+    float *qp = (float *)d.put(ZEROC_FP32, p, off), *qm = (float *)d.put(ZEROC_FP32, m, off);
+    float *qv = (float *)d.put(ZEROC_FP32, v, off);
+    void *qo = d.put(out_dt, vec(n, NAN), off);
+    OK(zeroc__cuda_adamw_mixed(&K.k, NULL, qp, qm, qv, d.put(ZEROC_BF16, gb, off), ZEROC_BF16, qo,
+                               out_dt, n, &ar));
+    bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      float gi = gb[i] * ar.grad_scale;
+      float mi = ar.beta1 * m[i] + ib1 * gi, vi = ar.beta2 * v[i] + ib2 * gi * gi;
+      float pi =
+          p[i] - ar.lr * ((mi * rbc1) / (sqrtf(vi * rbc2) + ar.eps) + ar.weight_decay * p[i]);
+      bool ob = od ? ((float *)qo)[i] != pi : ((uint16_t *)qo)[i] != zeroc_f32_to_bf16(pi);
+      bad += pi != qp[i] || mi != qm[i] || vi != qv[i] || ob;
+    }
+    CHECK(bad == 0, "adamw_mixed (bf16 grad, %s out) n %zu: %zu differ", zeroc_dtype_name(out_dt),
+          n, bad);
+  }
 }
 
 // embed/'s bags: w (R,dc), nb bags in blocks of 3 (out rows blk_stride apart), then
@@ -800,6 +897,10 @@ int main(int argc, char **argv) {
     if (want("matmul")) {
       t_matmul(dt, 33, 40, 24, true);
       t_matmul(dt, 17, 8, 5, false);
+      for (bool epi : {true, false}) {
+        t_matmul_fused(dt, 21, 24, 40, 16, epi);
+        t_matmul_fused(dt, 9, 8, 13, 5, epi); /* C % 8 != 0: the kernels even with epilogues */
+      }
     }
     if (want("elementwise")) {
       t_elementwise(dt, 1003, 0);

@@ -28,6 +28,11 @@ void zeroc__cpu_matvec_forward(float *out, const float *inp, const float *weight
                                const float *bias, int C, int OC);
 void zeroc__cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                 const float *inp, const float *weight, int N, int C, int OC);
+/* zeroc_k_matmul_backward_ex's twin: set_dinp overwrites dinp; pre (N,C) or NULL: dinp =
+ * gelu'(pre) * (dout @ weight) (set), dpre_bias (C, may be NULL) += its column sums */
+void zeroc__cpu_matmul_backward_ex(float *dinp, float *dweight, float *dbias, const float *dout,
+                                   const float *inp, const float *weight, int N, int C, int OC,
+                                   const float *pre, float *dpre_bias, int set_dinp);
 /* drop: attention dropout on the probabilities, or NULL */
 void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C,
                                   int NH, const zeroc_dropout_t *drop);
@@ -49,6 +54,8 @@ void zeroc__cpu_copy_rows(float *dst, size_t dst_t, const float *src, size_t src
                           size_t width, int add);
 void zeroc__cpu_gelu_forward(float *out, const float *inp, size_t N);
 void zeroc__cpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
+/* d (N) = gelu'(inp) * d, in place */
+void zeroc__cpu_gelu_scale(float *d, const float *inp, size_t N);
 void zeroc__cpu_residual_forward(float *out, const float *a, const float *b, size_t N);
 void zeroc__cpu_add(float *y, const float *x, size_t N);
 void zeroc__cpu_dropout(float *out, const float *in, const zeroc_dropout_t *d, int N, int C);
@@ -74,6 +81,10 @@ double zeroc__cpu_sumsq(const float *x, size_t n);
 void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_t n, float lr,
                       float beta1, float beta2, float eps, float wd, float grad_scale, float bc1,
                       float bc2);
+/* grad (n) in grad_dt; out (n) in out_dt, or NULL: = the new param, rounded */
+void zeroc__cpu_adamw_mixed(float *param, float *m, float *v, const void *grad, int grad_dt,
+                            void *out, int out_dt, size_t n, float lr, float beta1, float beta2,
+                            float eps, float wd, float grad_scale, float bc1, float bc2);
 
 /* kernels/cpu/embedbag.c */
 void zeroc__cpu_embedbag_forward(float *out, int64_t blk, int64_t blk_stride, int64_t ldo,

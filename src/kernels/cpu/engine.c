@@ -89,6 +89,20 @@ ZEROC_CPU_HOT double zeroc__cpu_sumsq(const float *x, size_t n) {
   return acc;
 }
 
+/* One element of AdamW: both loops below inline it, so they round alike. */
+static inline float adamw_one(float *p, float *m, float *v, float g, float lr, float beta1,
+                              float beta2, float ib1, float ib2, float rbc1, float rbc2, float eps,
+                              float wd, float grad_scale) {
+  g = g * grad_scale;
+  float mi = beta1 * *m + ib1 * g;
+  float vi = beta2 * *v + ib2 * g * g;
+  *m = mi;
+  *v = vi;
+  float mhat = mi * rbc1, vhat = vi * rbc2;
+  *p -= lr * (mhat / (sqrtf(vhat) + eps) + wd * *p);
+  return *p;
+}
+
 /* The loop vectorises, sqrtf included, because the cpu kernels build with
  * -fno-math-errno (CMakeLists.txt): errno's scalar call path would stop it. */
 ZEROC_CPU_HOT void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_t n,
@@ -97,13 +111,30 @@ ZEROC_CPU_HOT void zeroc__cpu_adamw(float *param, float *m, float *v, const floa
   const float ib1 = 1.0f - beta1, ib2 = 1.0f - beta2;
   const float rbc1 = 1.0f / bc1, rbc2 = 1.0f / bc2;
 #pragma omp parallel for simd if (n > PAR_MIN) schedule(static)
+  for (size_t i = 0; i < n; i++)
+    adamw_one(&param[i], &m[i], &v[i], grad[i], lr, beta1, beta2, ib1, ib2, rbc1, rbc2, eps, wd,
+              grad_scale);
+}
+
+/* AdamW reading a gradient in grad_dt and, when out is set, writing the new parameter
+ * rounded to out_dt as well: zeroc__cpu_cast + zeroc__cpu_adamw + zeroc__cpu_cast in one
+ * pass, the same bits. */
+ZEROC_CPU_HOT void zeroc__cpu_adamw_mixed(float *param, float *m, float *v, const void *grad,
+                                          int grad_dt, void *out, int out_dt, size_t n, float lr,
+                                          float beta1, float beta2, float eps, float wd,
+                                          float grad_scale, float bc1, float bc2) {
+  const float ib1 = 1.0f - beta1, ib2 = 1.0f - beta2;
+  const float rbc1 = 1.0f / bc1, rbc2 = 1.0f / bc2;
+  const float *gf = grad_dt == ZEROC_FP32 ? grad : NULL;
+  const uint16_t *gb = grad_dt == ZEROC_FP32 ? NULL : grad;
+  float *of = out && out_dt == ZEROC_FP32 ? out : NULL;
+  uint16_t *ob = out && out_dt == ZEROC_BF16 ? out : NULL;
+#pragma omp parallel for simd if (n > PAR_MIN) schedule(static)
   for (size_t i = 0; i < n; i++) {
-    float g = grad[i] * grad_scale;
-    float mi = beta1 * m[i] + ib1 * g;
-    float vi = beta2 * v[i] + ib2 * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    float mhat = mi * rbc1, vhat = vi * rbc2;
-    param[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * param[i]);
+    float g = gf ? gf[i] : zeroc_bf16_to_f32(gb[i]);
+    float p = adamw_one(&param[i], &m[i], &v[i], g, lr, beta1, beta2, ib1, ib2, rbc1, rbc2, eps,
+                        wd, grad_scale);
+    if (of) of[i] = p;
+    if (ob) ob[i] = zeroc_f32_to_bf16(p);
   }
 }

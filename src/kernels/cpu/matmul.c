@@ -26,23 +26,40 @@ void zeroc__cpu_matvec_forward(float *out, const float *inp, const float *weight
               1);
 }
 
-// dout (N,OC) -> dinp (N,C) +=, dweight (OC,C) +=, dbias (OC) +=
-ZEROC_CPU_HOT void zeroc__cpu_matmul_backward(float *dinp, float *dweight, float *dbias,
-                                              const float *dout, const float *inp,
-                                              const float *weight, int N, int C, int OC) {
-  if (dinp)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
-                1.0f, dinp, C);
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
-              dweight, C);
-  /* Column sums, rows in order: each dbias[o] gets its additions in the same
-   * order as before, only OC-wide in vectors (`simd`: the compiler cannot rule
-   * out dbias aliasing dout; the caller's buffers never do). */
-  if (dbias) {
-    for (int n = 0; n < N; n++) {
-      const float *row = dout + (size_t)n * OC;
+/* Column sums of x (N,OC), rows in order: each sum[o] gets its additions in the same
+ * order as a scalar loop, only OC-wide in vectors (`simd`: the compiler cannot rule out
+ * sum aliasing x; the caller's buffers never do). */
+static void colsum_add(float *sum, const float *x, int N, int OC) {
+  for (int n = 0; n < N; n++) {
+    const float *row = x + (size_t)n * OC;
 #pragma omp simd
-      for (int o = 0; o < OC; o++) dbias[o] += row[o];
+    for (int o = 0; o < OC; o++) sum[o] += row[o];
+  }
+}
+
+// dout (N,OC) -> dinp (N,C) += (= with set_dinp or pre), dweight (OC,C) +=, dbias (OC) +=;
+// pre (N,C): dinp = gelu'(pre) * (dout @ weight), dpre_bias (C) += its column sums
+ZEROC_CPU_HOT void zeroc__cpu_matmul_backward_ex(float *dinp, float *dweight, float *dbias,
+                                                 const float *dout, const float *inp,
+                                                 const float *weight, int N, int C, int OC,
+                                                 const float *pre, float *dpre_bias,
+                                                 int set_dinp) {
+  if (dinp) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
+                set_dinp || pre ? 0.0f : 1.0f, dinp, C);
+    if (pre) {
+      zeroc__cpu_gelu_scale(dinp, pre, (size_t)N * (size_t)C);
+      if (dpre_bias) colsum_add(dpre_bias, dinp, N, C);
     }
   }
+  if (dweight)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
+                dweight, C);
+  if (dbias) colsum_add(dbias, dout, N, OC);
+}
+
+// dout (N,OC) -> dinp (N,C) +=, dweight (OC,C) +=, dbias (OC) +=
+void zeroc__cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                                const float *inp, const float *weight, int N, int C, int OC) {
+  zeroc__cpu_matmul_backward_ex(dinp, dweight, dbias, dout, inp, weight, N, C, OC, NULL, NULL, 0);
 }

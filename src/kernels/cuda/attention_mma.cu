@@ -36,6 +36,11 @@ template <int HS> struct am_shape {
   static constexpr int LDS = HS + 8;                 /* bf16 per shared row */
   static constexpr int SUB = HS <= 64 ? 64 : 32;     /* backward inner tile */
   static constexpr int KS = HS / 16, NT = HS / 8;    /* k-steps, n-tiles over the head */
+  /* dk/dv blocks per multiprocessor the registers must allow: 3 for head 64 (168 a
+   * thread, no spills, against 183 and 2 blocks unbounded; the shared memory allows 3),
+   * 2 for 128 (the dk and dv accumulators take 128 a thread; 3 would spill). The other
+   * kernels fit 3 or more unbounded. */
+  static constexpr int MINB = HS <= 64 ? 3 : 2;
 };
 
 /* ---- staging and fragments -------------------------------------------------------- */
@@ -255,7 +260,7 @@ __global__ void am_rowdot_kernel(float *D, const bf16 *dout, const bf16 *out, in
 
 // -> dqkv k and v parts +=; block (key tile, head, batch); walks query tiles of SUB
 template <int HS>
-__global__ void __launch_bounds__(AM_THREADS)
+__global__ void __launch_bounds__(AM_THREADS, am_shape<HS>::MINB)
     am_dkdv_kernel(bf16 *dqkv, const bf16 *dout, const bf16 *qkv, const float *lse,
                    const float *Dd, int Tn, int C, int NH, float sl2, float scale) {
   using S = am_shape<HS>;

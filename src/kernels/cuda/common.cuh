@@ -57,7 +57,12 @@ typedef struct zc_state {
   size_t smem_optin;  /* largest dynamic shared memory a block may opt in to */
   int tf32;           /* fp32 GEMMs may use TF32 tensor cores (ZEROC_CUDA_TF32=1) */
   int flash;          /* bf16 attention on the tensor cores (ZEROC_CUDA_FLASH, default 1) */
+  int lt_epilogues;   /* ZEROC_CUDA_LT_EPILOGUE: 0 off, 1 bias grads + bf16 GELU, 2 + fp32 GELU */
+  struct zc_lt_cache *lt_cache; /* descriptors and algorithms per GEMM shape (matmul.cu) */
 } zc_state_t;
+
+/* Frees the GEMM cache of matmul.cu (NULL: nothing). */
+void zc_lt_cache_free(struct zc_lt_cache *c);
 
 static inline zc_state_t *zc_state(zeroc_kernels_t *k) { return (zc_state_t *)k->cuda; }
 

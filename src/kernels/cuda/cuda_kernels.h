@@ -25,6 +25,8 @@ zeroc_result_t zeroc__cuda_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t 
 zeroc_result_t zeroc__cuda_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, const float *mean, const float *rstd, int N, int C);
 zeroc_result_t zeroc__cuda_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *inp, const void *weight, const void *bias, int N, int C, int OC);
 zeroc_result_t zeroc__cuda_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, int N, int C, int OC);
+zeroc_result_t zeroc__cuda_matmul_forward_gelu(zeroc_kernels_t *k, zeroc_stream_t *s, void *pre, void *out, const void *inp, const void *weight, const void *bias, int N, int C, int OC);
+zeroc_result_t zeroc__cuda_matmul_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, int N, int C, int OC, const void *pre, void *dpre_bias, unsigned flags);
 zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, const zeroc_dropout_t *drop);
 zeroc_result_t zeroc__cuda_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv, const void *dout, const void *qkv, const void *out, const float *lse, int B, int T, int C, int NH, const zeroc_dropout_t *drop);
 zeroc_result_t zeroc__cuda_attention_block_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *pout, float *plse, const void *q, const void *kk, const void *v, const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop);
@@ -33,6 +35,8 @@ zeroc_result_t zeroc__cuda_attention_block_backward(zeroc_kernels_t *k, zeroc_st
 zeroc_result_t zeroc__cuda_copy_rows(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst, size_t dst_t, const void *src, size_t src_t, size_t rows, size_t width, int add);
 zeroc_result_t zeroc__cuda_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *inp, size_t N);
 zeroc_result_t zeroc__cuda_gelu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, const void *inp, const void *dout, size_t N);
+/* d (N) = gelu'(inp) * d, in place (matmul.cu's fallback for the DGELU epilogue) */
+zeroc_result_t zeroc__cuda_gelu_scale(zeroc_kernels_t *k, zeroc_stream_t *s, void *d, const void *inp, size_t N);
 zeroc_result_t zeroc__cuda_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *a, const void *b, size_t N);
 zeroc_result_t zeroc__cuda_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y, const void *x, size_t N);
 zeroc_result_t zeroc__cuda_dropout(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *in, const zeroc_dropout_t *drop, int N, int C);
@@ -48,6 +52,7 @@ zeroc_result_t zeroc__cuda_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x
 zeroc_result_t zeroc__cuda_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst, zeroc_dtype_t dst_dt, const float *src, size_t n);
 zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x, size_t n);
 zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m, float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a);
+zeroc_result_t zeroc__cuda_adamw_mixed(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m, float *v, const void *grad, zeroc_dtype_t grad_dt, void *out, zeroc_dtype_t out_dt, size_t n, const zeroc_adamw_args_t *a);
 
 zeroc_result_t zeroc__cuda_embedbag_forward(zeroc_kernels_t *k, zeroc_stream_t *s, float *out, int64_t blk, int64_t blk_stride, int64_t ldo, const float *w, int64_t ldw, const int64_t *idx, const int32_t *offs, int64_t nbags, int dc);
 zeroc_result_t zeroc__cuda_embedbag_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *grad, int64_t ldg, const int64_t *idx, const int32_t *offs, int64_t nbags, const float *dout, int64_t blk, int64_t blk_stride, int64_t ldo, int dc);

@@ -1,5 +1,6 @@
 /*
- * kernels/cuda/elementwise.cu - GPT-2's tanh GELU forward and backward, the residual
+ * kernels/cuda/elementwise.cu - GPT-2's tanh GELU forward and backward (adding, or in
+ * place on a gradient the matmul backward has just written), the residual
  * sum and the in-place add: memory-bound, 8 elements per thread with 16-byte accesses
  * when every pointer is 16-byte aligned, element by element otherwise and at the tail.
  */
@@ -50,6 +51,21 @@ template <typename T> struct GeluBackward {
   }
 };
 
+// inp (n), d (n) -> d = gelu'(inp) * d: the backward when d was just written (no zeroed
+// gradient to add to)
+template <typename T> struct GeluScale {
+  T *d;
+  const T *inp;
+  __device__ void operator()(size_t i, size_t n, bool vec) const {
+    float x[8], g[8];
+    zc_load8(inp, i, n, vec, x);
+    zc_load8(d, i, n, vec, g);
+#pragma unroll
+    for (int e = 0; e < 8; e++) g[e] = gelu_grad(x[e]) * g[e];
+    zc_store8(d, i, n, vec, g);
+  }
+};
+
 // a, b (n) -> out (n); out may alias a or b: each element is read before it is written
 template <typename T> struct Residual {
   T *out;
@@ -92,6 +108,19 @@ extern "C" zeroc_result_t zeroc__cuda_gelu_backward(zeroc_kernels_t *k, zeroc_st
   return zc_launch_packs(
       k, zc_stream(k, s), "gelu_backward<fp32>",
       GeluBackward<float>{(float *)dinp, (const float *)inp, (const float *)dout}, N, vec);
+}
+
+extern "C" zeroc_result_t zeroc__cuda_gelu_scale(zeroc_kernels_t *k, zeroc_stream_t *s, void *d,
+                                                 const void *inp, size_t N) {
+  if (N == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
+  ZC_NONNULL("gelu_scale", d);
+  ZC_NONNULL("gelu_scale", inp);
+  const bool vec = zc_aligned16(d) && zc_aligned16(inp);
+  if (k->dtype == ZEROC_BF16)
+    return zc_launch_packs(k, zc_stream(k, s), "gelu_scale<bf16>",
+                           GeluScale<bf16>{(bf16 *)d, (const bf16 *)inp}, N, vec);
+  return zc_launch_packs(k, zc_stream(k, s), "gelu_scale<fp32>",
+                         GeluScale<float>{(float *)d, (const float *)inp}, N, vec);
 }
 
 extern "C" zeroc_result_t zeroc__cuda_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s,

@@ -1,10 +1,11 @@
 /*
  * kernels/cuda/engine.cu - the engine's kernels on flat shards: cast fp32 <-> bf16,
  * accumulate, scale, sum of squares (into a device double, deterministic, on up to
- * ZC_SUMSQ_STREAMS streams at once: each has its own partials) and the
- * fused AdamW. Each elementwise result is computed with the same IEEE operations in
- * the same order as kernels/cpu/engine.c (explicit _rn intrinsics, so nvcc fuses no
- * multiply-add), which makes them match the cpu twins bit for bit.
+ * ZC_SUMSQ_STREAMS streams at once: each has its own partials) and the fused AdamW
+ * (fp32 gradient; or bf16 gradient and a rounded copy of the result). Each
+ * elementwise result is computed with the same IEEE operations in the same order as
+ * kernels/cpu/engine.c (explicit _rn intrinsics, so nvcc fuses no multiply-add), which
+ * makes them match the cpu twins bit for bit.
  */
 #include "kernels/cuda/common.cuh"
 
@@ -87,6 +88,39 @@ struct AdamW {
     zc_store8(m, i, n, vec, mm);
     zc_store8(v, i, n, vec, vv);
     zc_store8(param, i, n, vec, p);
+  }
+};
+
+/* AdamW reading the gradient in G (bf16: the reduced shard itself, no fp32 copy) and
+ * also writing the new parameter rounded to O (the compute shard, when `out` is set):
+ * one pass where there were a cast, AdamW and a cast. The update is AdamW's above,
+ * operation for operation, so both write the same bits. */
+template <typename G, typename O> struct AdamWMixed {
+  AdamW a; /* a.grad unused */
+  const G *grad;
+  O *out;
+  __device__ void operator()(size_t i, size_t n, bool vec) const {
+    float p[8], mm[8], vv[8], g[8];
+    zc_load8(a.param, i, n, vec, p);
+    zc_load8(a.m, i, n, vec, mm);
+    zc_load8(a.v, i, n, vec, vv);
+    zc_load8(grad, i, n, vec, g);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      float gi = __fmul_rn(g[e], a.grad_scale);
+      float mi = __fadd_rn(__fmul_rn(a.beta1, mm[e]), __fmul_rn(a.ib1, gi));
+      float vi = __fadd_rn(__fmul_rn(a.beta2, vv[e]), __fmul_rn(__fmul_rn(a.ib2, gi), gi));
+      mm[e] = mi;
+      vv[e] = vi;
+      float mhat = __fmul_rn(mi, a.rbc1), vhat = __fmul_rn(vi, a.rbc2);
+      float step =
+          __fadd_rn(__fdiv_rn(mhat, __fadd_rn(__fsqrt_rn(vhat), a.eps)), __fmul_rn(a.wd, p[e]));
+      p[e] = __fsub_rn(p[e], __fmul_rn(a.lr, step));
+    }
+    zc_store8(a.m, i, n, vec, mm);
+    zc_store8(a.v, i, n, vec, vv);
+    zc_store8(a.param, i, n, vec, p);
+    if (out) zc_store8(out, i, n, vec, p);
   }
 };
 
@@ -177,6 +211,54 @@ extern "C" zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *
   f.grad_scale = a->grad_scale;
   const bool vec = zc_aligned16(param) && zc_aligned16(m) && zc_aligned16(v) && zc_aligned16(grad);
   return zc_launch_packs(k, zc_stream(k, s), "adamw", f, n, vec);
+}
+
+template <typename G, typename O>
+static zeroc_result_t adamw_mixed_launch(zeroc_kernels_t *k, cudaStream_t st, const AdamW &f,
+                                         const void *grad, void *out, size_t n, bool vec) {
+  AdamWMixed<G, O> m{f, (const G *)grad, (O *)out};
+  return zc_launch_packs(k, st, "adamw_mixed", m, n, vec);
+}
+
+extern "C" zeroc_result_t zeroc__cuda_adamw_mixed(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                  float *param, float *m, float *v,
+                                                  const void *grad, zeroc_dtype_t grad_dt,
+                                                  void *out, zeroc_dtype_t out_dt, size_t n,
+                                                  const zeroc_adamw_args_t *a) {
+  if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
+  ZC_NONNULL("adamw_mixed", param);
+  ZC_NONNULL("adamw_mixed", m);
+  ZC_NONNULL("adamw_mixed", v);
+  ZC_NONNULL("adamw_mixed", grad);
+  ZC_NONNULL("adamw_mixed", a);
+  if ((grad_dt != ZEROC_FP32 && grad_dt != ZEROC_BF16) ||
+      (out && out_dt != ZEROC_FP32 && out_dt != ZEROC_BF16))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "adamw_mixed: gradient %s, output %s: accepted fp32 and bf16",
+                      zeroc_dtype_name(grad_dt), zeroc_dtype_name(out_dt));
+  AdamW f;
+  f.param = param;
+  f.m = m;
+  f.v = v;
+  f.grad = NULL;
+  f.lr = a->lr;
+  f.beta1 = a->beta1;
+  f.beta2 = a->beta2;
+  f.ib1 = 1.0f - a->beta1;
+  f.ib2 = 1.0f - a->beta2;
+  f.rbc1 = 1.0f / a->bias_corr1;
+  f.rbc2 = 1.0f / a->bias_corr2;
+  f.eps = a->eps;
+  f.wd = a->weight_decay;
+  f.grad_scale = a->grad_scale;
+  const bool vec = zc_aligned16(param) && zc_aligned16(m) && zc_aligned16(v) &&
+                   zc_aligned16(grad) && (!out || zc_aligned16(out));
+  cudaStream_t st = zc_stream(k, s);
+  const bool gb = grad_dt == ZEROC_BF16, ob = out && out_dt == ZEROC_BF16;
+  if (gb && ob) return adamw_mixed_launch<bf16, bf16>(k, st, f, grad, out, n, vec);
+  if (gb) return adamw_mixed_launch<bf16, float>(k, st, f, grad, out, n, vec);
+  if (ob) return adamw_mixed_launch<float, bf16>(k, st, f, grad, out, n, vec);
+  return adamw_mixed_launch<float, float>(k, st, f, grad, out, n, vec);
 }
 
 /* ---- sum of squares: fixed grid and tree, so the double it adds repeats bit for bit -- */

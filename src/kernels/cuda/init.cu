@@ -3,7 +3,10 @@
  * the cuBLASLt handle and workspace, the reduction scratch, the sumsq partials.
  * Knobs: ZEROC_CUDA_TF32=1 lets fp32 GEMMs use TF32 tensor cores (default exact fp32),
  * ZEROC_CUDA_SCRATCH_MB sizes the reduction scratch (default 64), ZEROC_CUDA_FLASH=0 keeps
- * bf16 attention on the SIMT kernels (default 1: tensor cores, attention_mma.cu).
+ * bf16 attention on the SIMT kernels (default 1: tensor cores, attention_mma.cu),
+ * ZEROC_CUDA_LT_EPILOGUE=0 keeps GELU and the bias gradients out of the cuBLASLt epilogues
+ * (default 1: fused where cuBLASLt offers an algorithm, GELU in bf16 only; 2: GELU in fp32
+ * too, to test the epilogue's GELU at fp32 precision; matmul.cu).
  */
 #include <stdlib.h>
 
@@ -14,10 +17,11 @@
 extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   zeroc_result_t res = ZEROC_OK;
   int dev = 0, sms = 0, optin = 0;
-  int64_t scratch_mb = 64, tf32 = 0, flash = 1;
+  int64_t scratch_mb = 64, tf32 = 0, flash = 1, lt_epi = 1;
   ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_SCRATCH_MB", 64, &scratch_mb));
   ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_TF32", 0, &tf32));
   ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_FLASH", 1, &flash));
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_LT_EPILOGUE", 1, &lt_epi));
   zc_state_t *st = (zc_state_t *)calloc(1, sizeof *st);
   if (!st) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cuda kernels state (%zu bytes)", sizeof *st);
   k->cuda = st;
@@ -42,6 +46,7 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   st->smem_optin = (size_t)optin;
   st->tf32 = tf32 != 0;
   st->flash = flash != 0;
+  st->lt_epilogues = lt_epi <= 0 ? 0 : lt_epi >= 2 ? 2 : 1;
   {
     cublasStatus_t s = cublasLtCreate(&st->lt);
     if (s != CUBLAS_STATUS_SUCCESS) {
@@ -70,6 +75,8 @@ extern "C" void zeroc__cuda_kernels_fini(zeroc_kernels_t *k) {
   if (!st) return;
   /* Work still queued may use the buffers, and the pool would hand them out again. */
   cudaDeviceSynchronize();
+  zc_lt_cache_free(st->lt_cache); /* its descriptors belong to the handle */
+  st->lt_cache = NULL;
   if (st->lt) cublasLtDestroy(st->lt);
   zeroc__device_free(k->mem, st->lt_ws);
   zeroc__device_free(k->mem, st->scratch);

@@ -1,7 +1,10 @@
 /*
  * tests/cuda_emu/include/cublasLt.h - the CPU emulation's cuBLASLt: the documented
  * column-major contract (D = alpha op(A) op(B) + beta C, layouts as rows, columns and
- * leading dimension, the BIAS epilogue adding bias[row]) computed naively in double,
+ * leading dimension, the BIAS epilogue adding bias[row], GELU_AUX(_BIAS) storing the
+ * GELU input in the aux matrix, DGELU(_BGRAD) multiplying by gelu'(aux) and summing each
+ * row into the bias gradient, BGRADB summing op(B) over k per column; GELU is the tanh
+ * form) computed naively in double,
  * with the shape checks the real heuristic query makes. It checks how the kernels
  * describe their row-major products, not cuBLASLt itself.
  */
@@ -9,6 +12,7 @@
 #define ZEROC_CUDA_EMU_CUBLASLT_H
 #include "cuda_bf16.h"
 #include "cuda_runtime.h"
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -20,12 +24,22 @@ typedef enum {
 typedef enum { CUDA_R_32F = 0, CUDA_R_16BF = 14 } cudaDataType_t;
 typedef enum { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 } cublasComputeType_t;
 typedef enum { CUBLAS_OP_N = 0, CUBLAS_OP_T = 1 } cublasOperation_t;
-typedef enum { CUBLASLT_EPILOGUE_DEFAULT = 1, CUBLASLT_EPILOGUE_BIAS = 4 } cublasLtEpilogue_t;
+typedef enum {
+  CUBLASLT_EPILOGUE_DEFAULT = 1,
+  CUBLASLT_EPILOGUE_BIAS = 4,
+  CUBLASLT_EPILOGUE_GELU_AUX = 160,
+  CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 164,
+  CUBLASLT_EPILOGUE_DGELU = 192,
+  CUBLASLT_EPILOGUE_DGELU_BGRAD = 208,
+  CUBLASLT_EPILOGUE_BGRADB = 512
+} cublasLtEpilogue_t;
 typedef enum {
   CUBLASLT_MATMUL_DESC_TRANSA = 3,
   CUBLASLT_MATMUL_DESC_TRANSB = 4,
   CUBLASLT_MATMUL_DESC_EPILOGUE = 7,
   CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8,
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER = 11,
+  CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD = 12,
   CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26
 } cublasLtMatmulDescAttributes_t;
 typedef enum {
@@ -41,6 +55,8 @@ struct emu_lt_desc {
   uint32_t epi = 1;
   const void *bias = nullptr;
   int bias_type = -1;
+  void *aux = nullptr;
+  int64_t aux_ld = 0;
 };
 struct emu_lt_layout {
   int type;
@@ -105,6 +121,14 @@ inline cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
     if (n != 4) return CUBLAS_STATUS_INVALID_VALUE;
     memcpy(&d->bias_type, v, 4);
     break;
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER:
+    if (n != sizeof(void *)) return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(&d->aux, v, n);
+    break;
+  case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+    if (n != 8) return CUBLAS_STATUS_INVALID_VALUE;
+    memcpy(&d->aux_ld, v, 8);
+    break;
   }
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -146,6 +170,15 @@ cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t, cublasLtMatmulDesc_t d, cublasL
     *found = 0;
     return CUBLAS_STATUS_INVALID_VALUE;
   }
+  // the aux matrix of the GELU epilogues: ld a multiple of 8, at least the rows of D
+  if ((d->epi & 128) && (!d->aux || d->aux_ld % 8 || d->aux_ld < (int64_t)m)) {
+    *found = 0;
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  if ((d->epi & (16 | 512)) && !d->bias) {
+    *found = 0;
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
   r->algo.id = 1;
   *found = 1;
   return CUBLAS_STATUS_SUCCESS;
@@ -167,6 +200,13 @@ inline void emu_st(void *p, int type, size_t i, double v) {
   memcpy(&u, &f, 4);
   ((uint16_t *)p)[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
+inline double emu_gelu(double x) {
+  return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+inline double emu_gelu_grad(double x) {
+  double t = std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x);
+}
 inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, const void *alpha,
                                      const void *A, cublasLtMatrixLayout_t la, const void *B,
                                      cublasLtMatrixLayout_t lb, const void *beta, const void *C,
@@ -187,11 +227,32 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t d, c
       }
       double v = al * acc;
       if (be != 0) v += be * emu_ld(C, lc->type, i + j * lc->ld);
-      if (d->epi == CUBLASLT_EPILOGUE_BIAS) v += emu_ld(d->bias, d->bias_type, i);
+      if (d->epi == CUBLASLT_EPILOGUE_BIAS || d->epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS)
+        v += emu_ld(d->bias, d->bias_type, i);
+      if (d->epi == CUBLASLT_EPILOGUE_GELU_AUX || d->epi == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+        emu_st(d->aux, ld->type, i + j * d->aux_ld, v);
+        v = emu_gelu(v);
+      }
+      if (d->epi == CUBLASLT_EPILOGUE_DGELU || d->epi == CUBLASLT_EPILOGUE_DGELU_BGRAD)
+        v *= emu_gelu_grad(emu_ld(d->aux, ld->type, i + j * d->aux_ld));
       out[i + j * m] = v;
     }
   for (uint64_t j = 0; j < n; j++)
     for (uint64_t i = 0; i < m; i++) emu_st(D, ld->type, i + j * ld->ld, out[i + j * m]);
+  // bias gradients: written (not added), in the bias data type
+  if (d->epi == CUBLASLT_EPILOGUE_DGELU_BGRAD)
+    for (uint64_t i = 0; i < m; i++) {
+      double s = 0;
+      for (uint64_t j = 0; j < n; j++) s += out[i + j * m];
+      emu_st((void *)d->bias, d->bias_type, i, s);
+    }
+  if (d->epi == CUBLASLT_EPILOGUE_BGRADB)
+    for (uint64_t j = 0; j < n; j++) {
+      double s = 0;
+      for (uint64_t p = 0; p < k; p++)
+        s += d->tb ? emu_ld(B, lb->type, j + p * lb->ld) : emu_ld(B, lb->type, p + j * lb->ld);
+      emu_st((void *)d->bias, d->bias_type, j, s);
+    }
   return CUBLAS_STATUS_SUCCESS;
 }
 #endif
