@@ -82,7 +82,7 @@ data_bad_flags)
 
 data_train)
   data --tokenizer bytes --out "$WORK/d" --quiet "$LIC/*" > /dev/null || fail "prepare"
-  run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --quiet "$@"; }
+  run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --device cpu --quiet "$@"; }
   # the directory stands for its train_*.bin shards
   $MPIRUN $FLAGS -np 2 "$ZEROC" train --model tiny --vocab 256 --device cpu --steps 12 --lr 3e-3 --seed 3 \
     --data "$WORK/d" --metrics "$WORK/m.jsonl" > "$WORK/train.out" || fail "training on the prepared shards"

@@ -9,7 +9,7 @@ set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-eval-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train "$@"; }
+run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --device cpu "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
 field() { sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p" "$1"; }   # one value per line
 # the tiny GPT, global batch 8 x 64 tokens; 2048 validation tokens = 4 global batches
@@ -58,7 +58,7 @@ shard() {
 # refused FLAGS... -- TEXT: exit 2, one line naming TEXT, no metrics written (one plain rank)
 refused() {
   local args=() ; while [ "$1" != -- ]; do args+=("$1"); shift; done; shift
-  out=$("$ZEROC" train "${COMMON[@]}" --metrics "$WORK/r.jsonl" "${args[@]}" 2>&1); rc=$?
+  out=$("$ZEROC" train --device cpu "${COMMON[@]}" --metrics "$WORK/r.jsonl" "${args[@]}" 2>&1); rc=$?
   [ $rc = 2 ] || fail "${args[*]}: exit $rc, expected 2: $out"
   echo "$out" | grep -qF -- "$1" || fail "${args[*]}: message '$out' does not say '$1'"
   [ "$(echo "$out" | grep -c .)" = 1 ] || fail "${args[*]}: more than one line: $out"

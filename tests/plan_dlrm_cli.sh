@@ -29,7 +29,7 @@ out=$("$ZEROC" plan --model dlrm-tiny --gpus 4 --hsdp 3 2>&1); rc=$?
 echo "bad flags refused"
 # zeroc bench --model dlrm-tiny on 2 ranks: every sharding with device tables, the
 # model-parallel ones with host tables, all ok, and the same last loss in every row
-$MPIRUN $FLAGS -np 2 "$ZEROC" bench "${SHAPE[@]}" --steps 5 --warmup-steps 1 --out "$WORK" > "$WORK/b.txt" 2>&1 \
+$MPIRUN $FLAGS -np 2 "$ZEROC" bench --device cpu "${SHAPE[@]}" --steps 5 --warmup-steps 1 --out "$WORK" > "$WORK/b.txt" 2>&1 \
   || { cat "$WORK/b.txt"; fail "bench exited $?"; }
 rows=$(grep -cE '^\| (table|column|row|data|auto) \| (device|host) \| [0-9]' "$WORK/bench_dlrm.md")
 [ "$rows" = 9 ] || fail "bench_dlrm.md has $rows measured rows, want 9: $(cat "$WORK/bench_dlrm.md")"

@@ -9,7 +9,7 @@ set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-pp-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --quiet "$@"; }
+run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --device cpu --quiet "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
 field() { sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p" "$1"; }   # one value per line
 COMMON=(--model tiny --lr 3e-3 --warmup 2 --seed 11 --steps 5)
@@ -59,7 +59,7 @@ pp2_tp2_sp) need_tp; matches 4 --batch 2 --pp 2 --tp 2 --sequence-parallel --mic
 
 print_schedule)
   # a plain process: no MPI, nothing trained, nothing written
-  out=$("$ZEROC" train --model tiny --pp 2 --microbatches 4 --print-schedule --metrics "$WORK/m.jsonl") || fail "exited $?"
+  out=$("$ZEROC" train --device cpu --model tiny --pp 2 --microbatches 4 --print-schedule --metrics "$WORK/m.jsonl") || fail "exited $?"
   echo "$out" | grep -qx "r0: F0.0 Sa0.0>1 F1.0 \[Sa1.0>1 Rg0.0<1\] B0.0 F2.0 \[Sa2.0>1 Rg1.0<1\] B1.0 F3.0 \[Sa3.0>1 Rg2.0<1\] B2.0 Rg3.0<1 B3.0" \
     || fail "rank 0's 1F1B list is not the expected one: $out"
   echo "$out" | grep -qx "r1: Ra0.0<0 F0.0 B0.0 \[Sg0.0>0 Ra1.0<0\] F1.0 B1.0 \[Sg1.0>0 Ra2.0<0\] F2.0 B2.0 \[Sg2.0>0 Ra3.0<0\] F3.0 B3.0 Sg3.0>0" \
@@ -69,11 +69,11 @@ print_schedule)
   echo "$out" | grep -q "activation sets kept per rank: r0 2 r1 1" || fail "slots: $out"
   echo "$out" | grep -q "of the busy time (theory (p-1)/(v m) = 0.2500)" || fail "no bubble line: $out"
   [ ! -e "$WORK/m.jsonl" ] || fail "--print-schedule wrote metrics"
-  out=$("$ZEROC" train --model tiny --pp 2 --pp-schedule interleaved --vpp 2 --microbatches 4 --print-schedule) || fail "interleaved exited $?"
+  out=$("$ZEROC" train --device cpu --model tiny --pp 2 --pp-schedule interleaved --vpp 2 --microbatches 4 --print-schedule) || fail "interleaved exited $?"
   echo "$out" | grep -q "^r0: F0.0 Sa0.0>1 F1.0 \[Sa1.0>1 Ra0.1<1\] F0.1" || fail "interleaved list: $out"
   echo "$out" | grep -q "4 stages" || fail "interleaved stages: $out"
   # under mpirun only the launch's rank 0 prints
-  n=$($MPIRUN $FLAGS -np 2 "$ZEROC" train --pp 2 --print-schedule | grep -c "^r0:")
+  n=$($MPIRUN $FLAGS -np 2 "$ZEROC" train --device cpu --pp 2 --print-schedule | grep -c "^r0:")
   [ "$n" = 1 ] || fail "under mpirun the schedule was printed $n times"
   echo "schedules printed as expected" ;;
 
@@ -150,7 +150,7 @@ bad_flags)
     a=${args%|*} flag=${args#*|}
     # all but the last are refused before MPI starts: a plain process is enough
     if [ "$flag" = "x pp = 1 x 3" ]; then out=$(run 2 $a 2>&1 >/dev/null); rc=$?
-    else out=$("$ZEROC" train --quiet $a 2>&1 >/dev/null); rc=$?; fi
+    else out=$("$ZEROC" train --device cpu --quiet $a 2>&1 >/dev/null); rc=$?; fi
     [ $rc -eq 2 ] || fail "'$a' exited $rc, want 2 ($out)"
     lines=$(echo "$out" | grep -c "zeroc train")
     [ "$lines" = 1 ] || fail "'$a' printed $lines zeroc lines: $out"

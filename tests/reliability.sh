@@ -24,9 +24,9 @@ REF=$WORK/ref.jsonl
 
 fail() { echo "FAIL: $*"; exit 1; }
 now() { date +%s.%N; }
-run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --quiet "$@"; }
+run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --device cpu --quiet "$@"; }
 # runf SPEC NP ARGS...: with ZEROC_FAULT=SPEC on every rank
-runf() { local spec=$1 np=$2; shift 2; ZEROC_FAULT=$spec $MPIRUN $FLAGS -x ZEROC_FAULT -np "$np" "$ZEROC" train --quiet "$@"; }
+runf() { local spec=$1 np=$2; shift 2; ZEROC_FAULT=$spec $MPIRUN $FLAGS -x ZEROC_FAULT -np "$np" "$ZEROC" train --device cpu --quiet "$@"; }
 # "step loss grad_norm" per metrics line
 losses() { sed -n 's/^{"step": \([0-9]*\), "loss": \([^,]*\), .*"grad_norm": \([^,]*\),.*/\1 \2 \3/p' "$1"; }
 field() { sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p" "$1"; }

@@ -9,7 +9,7 @@ set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-sample-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-train() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --quiet "$@"; }
+train() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --device cpu --quiet "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
 field() { sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p" "$1"; }
 COMMON=(--model tiny --lr 3e-3 --seed 11)

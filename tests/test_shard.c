@@ -384,6 +384,57 @@ static void test_bf16(void) {
   check_layout("stage 1 bf16 params fp32 reduce", (layout_t){1, 1, 2, 1, 0, ZEROC_BF16, ZEROC_FP32, 0}, 3e-2);
 }
 
+/* One unit whose backward adds 1 to each gradient in the first micro-step and 2^-9
+ * in the three others. bf16 rounds 1 + 2^-9 to 1 (a tie, to even), so a bf16
+ * running sum would stay 1 whatever follows; stages 0 and 1 sum in fp32, 1 + 3 x
+ * 2^-9, and round once to bf16 for the reduction: 1 + 2^-7. */
+static zeroc_result_t probe_fwd(zeroc_layer_io_t *io) {
+  *io->loss = 0;
+  io->out = NULL;
+  return ZEROC_OK;
+}
+static zeroc_result_t probe_bwd(zeroc_layer_io_t *io) {
+  float *g = io->grads[0];
+  for (int i = 0; i < 8; i++) g[i] += io->micro == 0 ? 1.0f : 0x1p-9f;
+  io->din = NULL;
+  return ZEROC_OK;
+}
+static const zeroc_param_desc_t P_probe[] = {{.name = "w", .ndim = 1, .shape = {8}, .init = ZEROC_INIT_ZEROS}};
+static const zeroc_layer_t PROBE[] = {{"probe", 1, P_probe, -1, probe_fwd, probe_bwd, 0, NULL}};
+
+static void test_bf16_accumulation(void) {
+  for (int st = 0; st <= 1; st++) {
+    zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
+    cc.device = ZEROC_DEVICE_CPU;
+    cc.threads = 1;
+    MPI_Comm self = MPI_COMM_SELF;
+    cc.mpi_comm = &self;
+    zeroc_ctx_t *ctx = NULL;
+    ZT_OK(zeroc_ctx_create(&ctx, &cc));
+    if (!ctx) return;
+    zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
+    sc.stage = st;
+    sc.grad_accum = 4;
+    sc.param_dtype = sc.reduce_dtype = ZEROC_BF16;
+    sc.clip = 0;
+    zeroc_model_t *m = NULL;
+    ZT_OK(zeroc_shard(ctx, PROBE, 1, &sc, &m));
+    zeroc_step_info_t info = {0};
+    int dummy = 0;
+    for (int u = 0; m && u < 4; u++) {
+      ZT_OK(zeroc_model_forward(m, &dummy));
+      ZT_OK(zeroc_model_backward(m));
+    }
+    if (m) ZT_OK(zeroc_model_step(m, 0.01f, &info));
+    const double want = sqrt(8.0) * (1 + 0x1p-7);
+    ZT_ASSERT_MSG(fabs(info.grad_norm - want) <= 1e-6 * want,
+                  "stage %d bf16, 4 micro-steps: gradient norm %.9g, want %.9g (%.9g: summed in "
+                  "bf16)", st, info.grad_norm, want, sqrt(8.0));
+    zeroc_model_destroy(m);
+    ZT_OK(zeroc_ctx_finalize(ctx));
+  }
+}
+
 /* Model-state bytes per rank equal the ZeRO formula on the padded shard:
  * (p + g + 12) N for stage 0, p N + g N + 12 S for 1, p N + (g + 12) S for 2,
  * (p + g + 12) S for 3, with p, g the param and grad bytes. */
@@ -448,6 +499,7 @@ int main(int argc, char **argv) {
       {"HSDP 2x2 matches the reference", test_hsdp},
       {"stages 1, 2, 3 are bitwise identical", test_stages_bitwise},
       {"bf16 parameters and gradients", test_bf16},
+      {"bf16 micro-steps sum in fp32 at stages 0 and 1", test_bf16_accumulation},
       {"model-state memory equals the ZeRO formula", test_memory_formula},
       {"communication bytes per step match the ZeRO paper", test_comm_volume},
       ZT_END,

@@ -7,7 +7,7 @@ set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-train-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --quiet "$@"; }
+run() { local np=$1; shift; $MPIRUN $FLAGS -np "$np" "$ZEROC" train --device cpu --quiet "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
 field() { sed -n "s/.*\"$2\": \([^,}]*\).*/\1/p" "$1"; }   # one value per line
 COMMON=(--model tiny --lr 3e-3 --warmup 5 --seed 11)
@@ -79,7 +79,8 @@ bad_flags)
 memory_prediction)
   # the planner's per-rank prediction against the accountant's measured peak
   for cfg in "--zero 0" "--zero 1" "--zero 2" "--zero 3" "--zero 3 --recompute full" \
-             "--zero 2 --grad-accum 2 --batch 2" "--zero 3 --prefetch 0" "--zero 1 --hsdp 2"; do
+             "--zero 2 --grad-accum 2 --batch 2" "--zero 3 --prefetch 0" "--zero 1 --hsdp 2" \
+             "--zero 1 --grad-accum 2 --batch 2 --dtype bf16"; do
     run 4 --model small --steps 2 $cfg --metrics "$WORK/m.jsonl" || fail "'$cfg' run"
     peak=$(tail -1 "$WORK/m.jsonl" | sed 's/.*"peak_bytes": {"device": \([0-9]*\).*/\1/')
     pred=$(tail -1 "$WORK/m.jsonl" | sed 's/.*"predicted_bytes": {"device": \([0-9]*\).*/\1/')
@@ -90,7 +91,7 @@ memory_prediction)
 bench)
   # zeroc bench on 4 ranks: every ZeRO layout and HSDP run, the files appear,
   # and stages 1, 2, 3 (same math, same reduce-scatter) agree bit for bit
-  $MPIRUN $FLAGS -np 4 "$ZEROC" bench --out "$WORK/b" --steps 5 --warmup-steps 2 > "$WORK/out.txt" 2>&1 \
+  $MPIRUN $FLAGS -np 4 "$ZEROC" bench --device cpu --out "$WORK/b" --steps 5 --warmup-steps 2 > "$WORK/out.txt" 2>&1 \
     || { cat "$WORK/out.txt"; fail "bench exited $?"; }
   for f in bench.csv bench.md; do [ -s "$WORK/b/$f" ] || fail "no $f"; done
   command -v gnuplot >/dev/null && { [ -s "$WORK/b/bench.png" ] || fail "no bench.png"; }

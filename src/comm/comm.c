@@ -195,10 +195,10 @@ void zeroc__group_counters_reset(zeroc_group_t *g) {
   }
 }
 
-zeroc_result_t zeroc__comm_group_start(const zeroc_group_t *g) {
-  return g->ops->group_start ? g->ops->group_start() : ZEROC_OK;
+zeroc_result_t zeroc__comm_group_start(zeroc_group_t *g) {
+  return g->ops->group_start ? g->ops->group_start(g) : ZEROC_OK;
 }
 
-zeroc_result_t zeroc__comm_group_end(const zeroc_group_t *g) {
-  return g->ops->group_end ? g->ops->group_end() : ZEROC_OK;
+zeroc_result_t zeroc__comm_group_end(zeroc_group_t *g) {
+  return g->ops->group_end ? g->ops->group_end(g) : ZEROC_OK;
 }

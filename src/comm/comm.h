@@ -102,8 +102,10 @@ typedef struct zeroc_comm_ops {
                               const size_t *send_counts, const size_t *send_displs, void *recv,
                               const size_t *recv_counts, const size_t *recv_displs,
                               zeroc_dtype_t dt);
-  zeroc_result_t (*group_start)(void); /* batch the following calls (ncclGroupStart); may be NULL */
-  zeroc_result_t (*group_end)(void);
+  /* batch the following calls on g (ncclGroupStart); may be NULL. A backend that
+   * creates communicators lazily creates g's p2p one here, outside the batch. */
+  zeroc_result_t (*group_start)(zeroc_group_t *g);
+  zeroc_result_t (*group_end)(zeroc_group_t *g);
 } zeroc_comm_ops_t;
 
 extern const zeroc_comm_ops_t zeroc__mpi_comm_ops;
@@ -167,8 +169,8 @@ zeroc_result_t zeroc__alltoallv(zeroc_group_t *g, zeroc_stream_t *s, const void 
 /* Brackets calls that must be issued together (a send and a receive of a
  * pipeline exchange, several collectives at once): ncclGroupStart/End on
  * nccl; nothing on mpi, whose operations never block their issuer. */
-zeroc_result_t zeroc__comm_group_start(const zeroc_group_t *g);
-zeroc_result_t zeroc__comm_group_end(const zeroc_group_t *g);
+zeroc_result_t zeroc__comm_group_start(zeroc_group_t *g);
+zeroc_result_t zeroc__comm_group_end(zeroc_group_t *g);
 
 /* Sums of the counters of every group of the context (tp, pp, dp_shard, ...). */
 void zeroc__group_counters(const zeroc_group_t *g, zeroc_comm_counters_t *out);

@@ -5,7 +5,11 @@
  * different streams overlap. A communicator is created on first use from the
  * host thread that issues the collective (every rank issues in the same
  * program order, so creation is consistent), bootstrapped by broadcasting the
- * unique id over the group's MPI communicator. Size-1 groups copy instead.
+ * unique id over the group's MPI communicator. Never inside ncclGroupStart/End:
+ * NCCL would defer the creation to ncclGroupEnd, after the group's sends and
+ * receives were posted on a communicator not yet made, so nccl_group_start
+ * makes the group's p2p communicator before it opens the batch, and a creation
+ * inside a batch fails loudly. Size-1 groups copy instead.
  * Errors, including asynchronous ones (ncclCommGetAsyncError), become
  * ZEROC_ERR_NCCL with the call and the group named.
  */
@@ -55,12 +59,22 @@ static zeroc_result_t nccl_ret(ncclResult_t r, const char *call, zeroc_group_t *
 /* The NCCL communicator of group g for the stream's channel, created on first
  * use. *out is NULL on failure. Creation must have completed (ncclSuccess), so
  * ncclInProgress is a failure here: nccl_ret would return OK with no communicator. */
+/* ncclGroupStart calls this thread has open (NCCL's groups are per thread, too) */
+static _Thread_local int nccl_depth;
+
 static zeroc_result_t get_comm_ch(zeroc_group_t *g, int c, ncclComm_t *out) {
   *out = NULL;
   if (g->nccl[c]) {
     *out = g->nccl[c];
     return ZEROC_OK;
   }
+  if (nccl_depth > 0)
+    return ZEROC_FAIL(ZEROC_ERR_INTERNAL,
+                      "the NCCL communicator of group %s channel %d would be created inside "
+                      "ncclGroupStart/End (%d open), where NCCL defers it past the calls that "
+                      "use it: create it before the group (nccl_group_start does for the p2p "
+                      "channel)",
+                      g->name, c, nccl_depth);
   ncclUniqueId id;
   memset(&id, 0, sizeof id); /* filled by rank 0, then broadcast */
   if (g->rank == 0) {
@@ -260,14 +274,25 @@ void zeroc__nccl_abort(zeroc_group_t *g) {
   }
 }
 
-static zeroc_result_t nccl_group_start(void) {
+/* The batches hold sends and receives (pipeline, context-parallel ring), which use
+ * g's p2p channel: its communicator is made now, before ncclGroupStart. */
+static zeroc_result_t nccl_group_start(zeroc_group_t *g) {
+  if (g->size > 1 || nccl_self()) {
+    ncclComm_t c;
+    ZEROC_CHECK(get_comm_ch(g, ZEROC_P2P_CHANNEL, &c));
+  }
   ncclResult_t r = ncclGroupStart();
-  return r == ncclSuccess ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NCCL, "ncclGroupStart: %s", ncclGetErrorString(r));
+  if (r != ncclSuccess)
+    return ZEROC_FAIL(ZEROC_ERR_NCCL, "ncclGroupStart on group %s: %s", g->name,
+                      ncclGetErrorString(r));
+  nccl_depth++;
+  return ZEROC_OK;
 }
 
-static zeroc_result_t nccl_group_end(void) {
+static zeroc_result_t nccl_group_end(zeroc_group_t *g) {
+  nccl_depth--;
   ncclResult_t r = ncclGroupEnd();
-  return r == ncclSuccess ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NCCL, "ncclGroupEnd: %s", ncclGetErrorString(r));
+  return nccl_ret(r, "ncclGroupEnd", g);
 }
 
 const zeroc_comm_ops_t zeroc__nccl_comm_ops = {

@@ -105,13 +105,18 @@ extern const zeroc_device_ops_t zeroc__cuda_device_ops;
 /* The caching allocator behind device memory (device/pool_cuda.c): freed
  * blocks are kept per rounded size and reused, so a steady step loop makes no
  * cudaMalloc/cudaFree calls; on cudaMalloc failure the cache is released and
- * the allocation retried once. */
+ * the allocation retried once. A freed block is handed out again only once
+ * every live stream has passed the free (events), so frees and allocations
+ * may happen at any time, work still queued on any stream notwithstanding. */
 zeroc_result_t zeroc__cuda_pool_open(zeroc_device_t *dev);
 void zeroc__cuda_pool_close(zeroc_device_t *dev);
 zeroc_result_t zeroc__cuda_pool_alloc(zeroc_device_t *dev, size_t bytes, void **p);
 void zeroc__cuda_pool_free(zeroc_device_t *dev, void *p, size_t bytes);
 /* cudaMalloc calls made so far (to check the step loop makes none). */
 uint64_t zeroc__cuda_pool_mallocs(zeroc_device_t *dev);
+/* The device's live streams (cudaStream_t), on which a free records its events. */
+zeroc_result_t zeroc__cuda_pool_stream_add(zeroc_device_t *dev, void *stream);
+void zeroc__cuda_pool_stream_remove(zeroc_device_t *dev, void *stream);
 #endif
 
 /* Number of CUDA devices visible (0 without the CUDA backend or a GPU). */

@@ -120,6 +120,12 @@ static zeroc_result_t cuda_stream_create(zeroc_device_t *dev, int priority, int 
     free(s);
     return ZEROC_FAIL(ZEROC_ERR_CUDA, "cudaStreamCreateWithPriority: %s", cudaGetErrorString(e));
   }
+  zeroc_result_t r = zeroc__cuda_pool_stream_add(dev, s->s);
+  if (r != ZEROC_OK) {
+    cudaStreamDestroy(s->s);
+    free(s);
+    return r;
+  }
   pthread_mutex_init(&s->mu, NULL);
   s->base.dev = dev;
   s->base.native = s->s;
@@ -176,6 +182,7 @@ static zeroc_result_t cuda_stream_sync(zeroc_stream_t *bs) {
 static void cuda_stream_destroy(zeroc_stream_t *bs) {
   cuda_stream_t *s = (cuda_stream_t *)bs;
   cudaStreamSynchronize(s->s);
+  zeroc__cuda_pool_stream_remove(bs->dev, s->s);
   cudaStreamDestroy(s->s);
   pthread_mutex_destroy(&s->mu);
   free(s);

@@ -321,12 +321,13 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   /* ZeRO shards over dp_shard x cp: cp ranks compute with the same weights */
   int nd = c->zero == 0 ? 1 : dp / c->hsdp * c->cp;
   ZEROC_CHECK(zeroc_plan_model_states(st->params, c->zero, nd, pb, mem));
-  /* ZeRO-2/3 accumulating micro-steps keep the gradient shard in fp32
-   * (shard/sizes.c, the engine's gshard dtype) */
-  if (c->zero >= 2 && c->microbatches > 1 && pb != 4) {
+  /* micro-steps accumulate in fp32 (shard/sizes.c, as the engine allocates):
+   * ZeRO-2/3 keep the gradient shard in fp32, ZeRO-0/1 a running sum of the
+   * full grads beside them */
+  if (c->microbatches > 1 && pb != 4) {
     zeroc__unit_bytes_t g;
     zeroc__shard_unit_bytes(c->zero, st->params, nd, 0, pb, pb, 4, &g);
-    mem->grads = g.grads;
+    mem->grads = g.grads + g.accum;
   }
   *host = *nvme = 0;
   double opt = mem->optimizer;

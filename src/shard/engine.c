@@ -221,9 +221,12 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   size_t S = u->f.S;
   /* the bytes of each buffer (shard/sizes.c, which the planner calls too) */
   u->gshard_dt = st <= 1 || m->cfg.grad_accum == 1 ? m->rdt : ZEROC_FP32;
+  /* micro-steps accumulate in fp32 at every stage: 2-3 in the grad shard, 0-1 in
+   * a running sum beside the full grads (a 16-bit sum would round every micro-step) */
+  const int acc32 = m->cfg.grad_accum > 1 && m->rdt != ZEROC_FP32;
   zeroc__unit_bytes_t b;
   zeroc__shard_unit_bytes(st, (double)u->f.N, m->shard_g->size, u->pinned, (int)esz(m->pdt),
-                          (int)esz(m->rdt), (int)esz(u->gshard_dt), &b);
+                          (int)esz(m->rdt), acc32 ? 4 : (int)esz(u->gshard_dt), &b);
   if (m->cfg.offload_optimizer == ZEROC_OFFLOAD_NONE) {
     size_t ob = (size_t)b.opt_buffer;
     CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, ob, (void **)&u->master));
@@ -253,6 +256,7 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   if (st <= 1) {
     CHK(alloc_dev(m, ZEROC_TAG_GRADS, (size_t)b.grads, &u->fgrad_own));
     u->gshard = st == 0 ? u->fgrad_own : (char *)u->fgrad_own + u->f.shard_off * esz(m->rdt);
+    if (b.accum > 0) CHK(alloc_dev(m, ZEROC_TAG_GRADS, (size_t)b.accum, (void **)&u->gacc));
   } else {
     CHK(alloc_dev(m, ZEROC_TAG_GRADS, (size_t)b.grads, &u->gshard));
     if (u->pinned) {
@@ -503,6 +507,7 @@ void zeroc_model_destroy(zeroc_model_t *m) {
       zeroc_mem_free(m->ctx, u->cshard);
     zeroc_mem_free(m->ctx, u->full_own);
     zeroc_mem_free(m->ctx, u->fgrad_own);
+    zeroc_mem_free(m->ctx, u->gacc);
     if (m->cfg.stage >= 2) zeroc_mem_free(m->ctx, u->gshard);
     if (u->pinned && m->conv) {
       zeroc_mem_free(m->ctx, u->view);

@@ -47,6 +47,9 @@ typedef struct zeroc__unit {
   void *fgrad_own;       /* stages 0/1: persistent full grads; stage 2/3 pinned: dedicated */
   void *gshard;          /* grad shard */
   zeroc_dtype_t gshard_dt;
+  /* stages 0/1 accumulating micro-steps in a 16-bit reduce dtype: the full grads'
+   * running sum in fp32 (fgrad holds one micro-step's, rounded once at the end) */
+  float *gacc;
   float *view, *cgrad;   /* fp32 compute copies when the kernels' dtype differs (cpu bf16) */
   zeroc__slot_t own_pslot, own_gslot; /* dedicated slots of a pinned unit */
 

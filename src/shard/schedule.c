@@ -155,7 +155,7 @@ static zeroc_result_t ready_grads(zeroc_model_t *m, int i) {
  * over micro-steps where the stage keeps full grads. */
 static zeroc_result_t conv_grads_out(zeroc_model_t *m, zeroc__unit_t *u) {
   size_t n = u->f.N;
-  if (m->cfg.stage <= 1 && u->nbwd > 0)
+  if (m->cfg.stage <= 1 && u->nbwd > 0 && !u->gacc)
     return zeroc_k_add_to(m->k, m->compute, u->fgrad, m->rdt, u->cgrad, n);
   return zeroc_k_cast(m->k, m->compute, u->fgrad, m->rdt, u->cgrad, ZEROC_FP32, n);
 }
@@ -167,6 +167,20 @@ static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
   int st = m->cfg.stage, last = u->nbwd == m->cfg.grad_accum - 1;
   size_t S = u->f.S;
   zeroc_stream_t *rs = m->reduce_s;
+  if (u->gacc) {
+    /* stages 0-1 in a 16-bit dtype: the full grads hold this micro-step's alone
+     * (zeroed after each is added), their sum runs in fp32 and is rounded once */
+    zeroc_stream_t *cs = m->compute;
+    size_t N = u->f.N;
+    if (u->nbwd == 0)
+      CHK(zeroc_k_cast(m->k, cs, u->gacc, ZEROC_FP32, u->fgrad, m->rdt, N));
+    else
+      CHK(zeroc_k_accumulate(m->k, cs, u->gacc, u->fgrad, m->rdt, N, 1.0f));
+    if (last)
+      CHK(zeroc_k_cast(m->k, cs, u->fgrad, m->rdt, u->gacc, ZEROC_FP32, N));
+    else if (!m->conv) /* conv_grads_out overwrites them */
+      CHK(zeroc_memset_async(cs, u->fgrad, 0, N * esz(m->rdt)));
+  }
   if (st <= 1 && !last) return ZEROC_OK; /* full grads accumulate locally */
   CHK(zeroc_event_record(u->ev_bwd, m->compute));
   CHK(zeroc_stream_wait_event(rs, u->ev_bwd));

@@ -13,7 +13,8 @@ void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, in
   out->opt_buffer = 4.0 * N / nd;
   out->optimizer = 12.0 * N / nd;
   out->params = stage >= 3 ? pb * N / nd : pb * N;
-  out->grads = stage >= 2 ? gb * N / nd : gb * N;
+  out->grads = stage >= 2 ? gb * N / nd : rb * N;
+  if (stage <= 1 && gb != rb) out->accum = gb * N;
   if (pinned && stage == 3) out->own_gather = pb * N;
   if (pinned && stage >= 2) out->own_fgrad = rb * N;
   if (pinned) out->fp32_copy = 4.0 * N;

@@ -21,11 +21,14 @@ typedef struct zeroc__unit_bytes {
   double own_gather; /* stage 3, pinned unit: its dedicated gathered params, N */
   double own_fgrad;  /* stages 2-3, pinned unit: its dedicated full grads, N */
   double fp32_copy;  /* a pinned unit's fp32 compute copy (params or grads), N */
+  double accum;      /* stages 0-1, gb != rb: the fp32 running sum of the full grads, 4 N */
 } zeroc__unit_bytes_t;
 
 /* pb, rb, gb: bytes of a parameter, of a reduced gradient and of an element
- * of the gradient buffer the stage keeps (the grad shard may be fp32 to
- * accumulate micro-steps); pinned: a later unit shares its parameters. */
+ * of the gradient buffer the stage accumulates micro-steps in (fp32 where rb is
+ * 16 bits and micro-steps accumulate: stages 2-3 keep the grad shard in it,
+ * stages 0-1 a running sum of the full grads beside them); pinned: a later
+ * unit shares its parameters. */
 void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, int rb, int gb,
                              zeroc__unit_bytes_t *out);
 

@@ -2,7 +2,7 @@
 # tests/hostile.sh; see probe there). Bench probes stay cheap: the tiny model,
 # a few steps, one or two layouts. The probes of bad input leave --device out
 # (train's default) so that each shows its own defect, not the flag's absence.
-BENCH=(--model tiny --steps 3 --warmup-steps 1)
+BENCH=(--device cpu --model tiny --steps 3 --warmup-steps 1)
 
 # ---- zeroc bench: nonsense must fail with one line, never an exit-0 empty table
 probe "bench --only with an unknown layout" 2 "--only.*'bogus'.*accepted.*zero-0" 60 -- \

@@ -2,7 +2,9 @@
  * kernels/cpu/engine.c - the engine's kernels on flat fp32 shards: casts,
  * accumulation, scaling, sum of squares and AdamW. Every loop is `simd` (GCC
  * at -O2 would vectorise few of them on its own: its cost model is the very
- * cheap one) and split across the rank's OpenMP threads.
+ * cheap one) and split across the rank's OpenMP threads. Built with
+ * -ffp-contract=off (CMakeLists.txt): every product and sum rounds on its own,
+ * as in the cuda twins, so both give the same bits on any host.
  */
 #include <math.h>
 #include <omp.h>

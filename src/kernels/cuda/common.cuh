@@ -12,6 +12,7 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,14 +29,17 @@ typedef __nv_bfloat16 bf16;
 
 /* ---- state ---------------------------------------------------------------------- */
 
-/* Blocks of the first sumsq pass; its partials live in their own small buffer so
- * sumsq may run on another stream than the model kernels. */
+/* Blocks of the first sumsq pass. Its partials live in their own small buffers,
+ * one per stream (up to ZC_SUMSQ_STREAMS streams, claimed on first use), so sumsq
+ * may run on several streams at once and beside the model kernels. */
 #define ZC_SUMSQ_BLOCKS 1024
+#define ZC_SUMSQ_STREAMS 8
 
 /*
  * k->cuda. The cuBLASLt workspace and the reduction scratch are shared by every
- * launch of this kernels object, so matmul, layernorm_backward, matmul_backward (dbias)
- * and encoder_backward must be issued on one stream at a time (or ordered by events),
+ * launch of this kernels object, so matmul, layernorm_backward, matmul_backward (dbias),
+ * encoder_backward and vocab_embed_backward (token sort) must be issued on one stream at
+ * a time (or ordered by events),
  * as one cuBLASLt workspace must. The engine kernels (cast, accumulate, scale, adamw)
  * use neither and sumsq uses its own partials: those may run on any stream.
  */
@@ -45,7 +49,10 @@ typedef struct zc_state {
   size_t lt_ws_bytes;
   void *scratch; /* partial sums of the deterministic reductions, encoder sort */
   size_t scratch_bytes;
-  double *sumsq_part; /* ZC_SUMSQ_BLOCKS partial sums */
+  double *sumsq_part; /* ZC_SUMSQ_STREAMS x ZC_SUMSQ_BLOCKS partial sums */
+  cudaStream_t sumsq_owner[ZC_SUMSQ_STREAMS]; /* the stream of each slot (claimed: used) */
+  int sumsq_used;                             /* slots claimed */
+  pthread_mutex_t sumsq_mu;                   /* guards the two above */
   int sms;            /* multiprocessors of the device */
   size_t smem_optin;  /* largest dynamic shared memory a block may opt in to */
   int tf32;           /* fp32 GEMMs may use TF32 tensor cores (ZEROC_CUDA_TF32=1) */
@@ -243,5 +250,14 @@ static inline zeroc_result_t zc_row_groups(zeroc_kernels_t *k, const char *fn, i
   *groups = (int)(((size_t)N + rpg - 1) / rpg);
   return ZEROC_OK;
 }
+
+/* ---- token sort (encoder.cu) ---------------------------------------------------------- */
+
+/* The positions 0..N-1 of inp (N token ids) stably sorted by token, in k's reduction
+ * scratch: *keys (N) the sorted ids, *pos (N) their positions, ascending within an id.
+ * The arrays live until the next kernel that uses the scratch on the stream. `who`
+ * names the caller in the error when the scratch is too small. */
+zeroc_result_t zc_sort_tokens(zeroc_kernels_t *k, cudaStream_t st, const int32_t *inp, int N,
+                              const char *who, int32_t **keys, int32_t **pos);
 
 #endif

@@ -96,10 +96,37 @@ static unsigned grid_for(zeroc_kernels_t *k, size_t threads) {
 
 static size_t round256(size_t n) { return (n + 255) / 256 * 256; }
 
+zeroc_result_t zc_sort_tokens(zeroc_kernels_t *k, cudaStream_t st, const int32_t *inp, int N,
+                              const char *who, int32_t **keys_out, int32_t **pos_out) {
+  zc_state_t *S = zc_state(k);
+  /* scratch: positions in, sorted keys, sorted positions, then CUB's temporary storage */
+  size_t temp_bytes = 0;
+  ZC_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, (const int32_t *)nullptr,
+                                          (int32_t *)nullptr, (const int32_t *)nullptr,
+                                          (int32_t *)nullptr, N, 0, 32, st));
+  const size_t arr = round256((size_t)N * sizeof(int32_t));
+  if (3 * arr + temp_bytes > S->scratch_bytes)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: sorting %d tokens needs %zu bytes of scratch, %zu "
+                      "available; raise ZEROC_CUDA_SCRATCH_MB",
+                      who, N, 3 * arr + temp_bytes, S->scratch_bytes);
+  char *base = (char *)S->scratch;
+  int32_t *pos_in = (int32_t *)base, *keys = (int32_t *)(base + arr),
+          *pos = (int32_t *)(base + 2 * arr);
+  void *temp = base + 3 * arr;
+
+  dim3 block(ENC_THREADS), grid(grid_for(k, (size_t)N));
+  iota_kernel<<<grid, block, 0, st>>>(pos_in, N);
+  ZC_LAUNCHED("iota_kernel", grid, block, 0);
+  ZC_CUDA(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, inp, keys, pos_in, pos, N, 0, 32, st));
+  *keys_out = keys;
+  *pos_out = pos;
+  return ZEROC_OK;
+}
+
 template <typename T>
 static zeroc_result_t encoder_backward(zeroc_kernels_t *k, cudaStream_t st, T *dwte, T *dwpe,
                                        const T *dout, const int32_t *inp, int B, int Tn, int C) {
-  zc_state_t *S = zc_state(k);
   const int N = B * Tn;
   const size_t packs = (size_t)(C + 7) / 8;
   const bool vec_pe = C % 8 == 0 && zc_aligned16(dwpe) && zc_aligned16(dout);
@@ -109,27 +136,8 @@ static zeroc_result_t encoder_backward(zeroc_kernels_t *k, cudaStream_t st, T *d
   encoder_backward_wpe_kernel<T><<<grid1, block, 0, st>>>(dwpe, dout, B, Tn, C, vec_pe);
   ZC_LAUNCHED("encoder_backward_wpe_kernel", grid1, block, 0);
 
-  /* scratch: positions in, sorted keys, sorted positions, then CUB's temporary storage */
-  size_t temp_bytes = 0;
-  ZC_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, (const int32_t *)nullptr,
-                                          (int32_t *)nullptr, (const int32_t *)nullptr,
-                                          (int32_t *)nullptr, N, 0, 32, st));
-  const size_t arr = round256((size_t)N * sizeof(int32_t));
-  if (3 * arr + temp_bytes > S->scratch_bytes)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "encoder_backward: sorting %d tokens needs %zu bytes of scratch, %zu "
-                      "available; raise ZEROC_CUDA_SCRATCH_MB",
-                      N, 3 * arr + temp_bytes, S->scratch_bytes);
-  char *base = (char *)S->scratch;
-  int32_t *pos_in = (int32_t *)base, *keys = (int32_t *)(base + arr),
-          *pos = (int32_t *)(base + 2 * arr);
-  void *temp = base + 3 * arr;
-
-  dim3 grid2(grid_for(k, (size_t)N));
-  iota_kernel<<<grid2, block, 0, st>>>(pos_in, N);
-  ZC_LAUNCHED("iota_kernel", grid2, block, 0);
-  ZC_CUDA(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, inp, keys, pos_in, pos, N, 0, 32, st));
-
+  int32_t *keys = nullptr, *pos = nullptr;
+  ZEROC_CHECK(zc_sort_tokens(k, st, inp, N, "encoder_backward", &keys, &pos));
   dim3 grid3(grid_for(k, (size_t)N * packs));
   encoder_backward_wte_kernel<T><<<grid3, block, 0, st>>>(dwte, dout, keys, pos, N, C, vec_te);
   ZC_LAUNCHED("encoder_backward_wte_kernel", grid3, block, 0);

@@ -1,7 +1,8 @@
 /*
  * kernels/cuda/engine.cu - the engine's kernels on flat shards: cast fp32 <-> bf16,
- * accumulate, scale, sum of squares (into a device double, deterministic) and the
- * fused AdamW (fp32 gradient; or bf16 gradient and a rounded copy of the result). Each
+ * accumulate, scale, sum of squares (into a device double, deterministic, on up to
+ * ZC_SUMSQ_STREAMS streams at once: each has its own partials) and the fused AdamW
+ * (fp32 gradient; or bf16 gradient and a rounded copy of the result). Each
  * elementwise result is computed with the same IEEE operations in the same order as
  * kernels/cpu/engine.c (explicit _rn intrinsics, so nvcc fuses no multiply-add), which
  * makes them match the cpu twins bit for bit.
@@ -288,6 +289,24 @@ __global__ void sumsq_final_kernel(double *out, const double *part, int parts) {
   if (threadIdx.x == 0) *out += acc;
 }
 
+/* The partials of stream st: its own slot, claimed on its first sumsq. Two streams
+ * sharing one buffer would race (one's first pass overwriting what the other's
+ * second pass reads); the slots are allocated with the kernels, not here. */
+static zeroc_result_t sumsq_slot(zc_state_t *z, cudaStream_t st, double **part) {
+  pthread_mutex_lock(&z->sumsq_mu);
+  int i = 0;
+  while (i < z->sumsq_used && z->sumsq_owner[i] != st) i++;
+  if (i == z->sumsq_used && i < ZC_SUMSQ_STREAMS) z->sumsq_owner[z->sumsq_used++] = st;
+  pthread_mutex_unlock(&z->sumsq_mu);
+  if (i == ZC_SUMSQ_STREAMS)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "sumsq on a %dth stream: accepted at most %d streams per kernels object "
+                      "(ZC_SUMSQ_STREAMS)",
+                      ZC_SUMSQ_STREAMS + 1, ZC_SUMSQ_STREAMS);
+  *part = z->sumsq_part + (size_t)i * ZC_SUMSQ_BLOCKS;
+  return ZEROC_OK;
+}
+
 extern "C" zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out,
                                             const float *x, size_t n) {
   ZC_NONNULL("sumsq", out);
@@ -298,7 +317,8 @@ extern "C" zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *
   size_t blocks = (n + SUMSQ_THREADS * 8 - 1) / (SUMSQ_THREADS * 8);
   if (blocks > ZC_SUMSQ_BLOCKS) blocks = ZC_SUMSQ_BLOCKS;
   dim3 grid1((unsigned)blocks), block1(SUMSQ_THREADS);
-  double *part = zc_state(k)->sumsq_part;
+  double *part = NULL;
+  ZEROC_CHECK(sumsq_slot(zc_state(k), st, &part));
   sumsq_partial_kernel<<<grid1, block1, 0, st>>>(part, x, n, zc_aligned16(x));
   ZC_LAUNCHED("sumsq_partial_kernel", grid1, block1, 0);
   dim3 grid2(1), block2(1024);

@@ -25,6 +25,7 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   zc_state_t *st = (zc_state_t *)calloc(1, sizeof *st);
   if (!st) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cuda kernels state (%zu bytes)", sizeof *st);
   k->cuda = st;
+  pthread_mutex_init(&st->sumsq_mu, NULL);
   if (scratch_mb < 1 || scratch_mb > 65536) {
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "ZEROC_CUDA_SCRATCH_MB=%lld: accepted 1 to 65536",
                      (long long)scratch_mb);
@@ -61,7 +62,8 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   ZEROC_TRY(zeroc__device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->scratch_bytes,
                                 &st->scratch));
   ZEROC_TRY(zeroc__device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE,
-                                ZC_SUMSQ_BLOCKS * sizeof(double), (void **)&st->sumsq_part));
+                                (size_t)ZC_SUMSQ_STREAMS * ZC_SUMSQ_BLOCKS * sizeof(double),
+                                (void **)&st->sumsq_part));
   return ZEROC_OK;
 fail:
   zeroc__cuda_kernels_fini(k);
@@ -79,6 +81,7 @@ extern "C" void zeroc__cuda_kernels_fini(zeroc_kernels_t *k) {
   zeroc__device_free(k->mem, st->lt_ws);
   zeroc__device_free(k->mem, st->scratch);
   zeroc__device_free(k->mem, st->sumsq_part);
+  pthread_mutex_destroy(&st->sumsq_mu);
   free(st);
   k->cuda = NULL;
 }

@@ -25,18 +25,33 @@ __global__ void vocab_embed_forward_kernel(T *out, const int32_t *inp, const T *
   }
 }
 
-// dout (B,T,C) -> dwte (Vl,C) +=: one thread per channel walks the tokens in (b,t)
-// order, as the cpu twin does, so each row gets its additions in the same order
+/*
+ * keys (N) the token ids sorted, pos (N) their positions (ascending within an id;
+ * zc_sort_tokens), dout (N,C) -> dwte (Vl,C) rows v0.. +=. One thread per (sorted
+ * index, 8 channels); only the first index of a run of this slice's tokens works,
+ * adding the run's rows in position order, each sum rounded to T as it is stored:
+ * the additions and roundings of the cpu twin's walk over (b,t), in parallel over
+ * rows and channels, no atomics.
+ */
 template <typename T>
-__global__ void vocab_embed_backward_wte_kernel(T *dwte, const T *dout, const int32_t *inp,
-                                                size_t BT, int C, int v0, int Vl) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  for (size_t bt = 0; bt < BT; bt++) {
-    const int id = inp[bt] - v0;
-    if (id < 0 || id >= Vl) continue;
-    T *p = dwte + (size_t)id * C + c;
-    *p = zc_to<T>(zc_f(*p) + zc_f(dout[bt * C + c]));
+__global__ void vocab_embed_backward_wte_kernel(T *dwte, const T *dout, const int32_t *keys,
+                                                const int32_t *pos, int N, int C, int v0, int Vl,
+                                                bool vec) {
+  const size_t packs = (size_t)(C + 7) / 8, total = (size_t)N * packs;
+  for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+       idx += (size_t)gridDim.x * blockDim.x) {
+    const int i = (int)(idx / packs), c = (int)(idx % packs) * 8;
+    const int32_t tok = keys[i], id = tok - v0;
+    if (id < 0 || id >= Vl || (i > 0 && keys[i - 1] == tok)) continue;
+    float acc[8], g[8];
+    T *row = dwte + (size_t)id * C;
+    zc_load8(row, c, C, vec, acc);
+    for (int j = i; j < N && keys[j] == tok; j++) {
+      zc_load8(dout + (size_t)pos[j] * C, c, C, vec, g);
+#pragma unroll
+      for (int e = 0; e < 8; e++) acc[e] = zc_f(zc_to<T>(acc[e] + g[e]));
+    }
+    zc_store8(row, c, C, vec, acc);
   }
 }
 
@@ -159,14 +174,17 @@ zeroc_result_t zeroc__cuda_vocab_embed_backward(zeroc_kernels_t *k, zeroc_stream
   ZC_NONNULL("vocab_embed_backward", dout);
   ZC_NONNULL("vocab_embed_backward", inp);
   cudaStream_t st = zc_stream(k, s);
-  dim3 g1((unsigned)((C + VT - 1) / VT)), block(VT);
-  size_t BT = (size_t)B * T;
+  const int N = B * T;
+  int32_t *keys = nullptr, *pos = nullptr;
+  ZEROC_CHECK(zc_sort_tokens(k, st, inp, N, "vocab_embed_backward", &keys, &pos));
+  const bool vec = C % 8 == 0 && zc_aligned16(dwte) && zc_aligned16(dout);
+  dim3 g1(blocks_for((size_t)N * ((C + 7) / 8))), block(VT);
   if (k->dtype == ZEROC_BF16)
-    vocab_embed_backward_wte_kernel<bf16>
-        <<<g1, block, 0, st>>>((bf16 *)dwte, (const bf16 *)dout, inp, BT, C, v0, Vl);
+    vocab_embed_backward_wte_kernel<bf16><<<g1, block, 0, st>>>(
+        (bf16 *)dwte, (const bf16 *)dout, keys, pos, N, C, v0, Vl, vec);
   else
-    vocab_embed_backward_wte_kernel<float>
-        <<<g1, block, 0, st>>>((float *)dwte, (const float *)dout, inp, BT, C, v0, Vl);
+    vocab_embed_backward_wte_kernel<float><<<g1, block, 0, st>>>(
+        (float *)dwte, (const float *)dout, keys, pos, N, C, v0, Vl, vec);
   ZC_LAUNCHED("vocab_embed_backward_wte_kernel", g1, block, 0);
   if (dwpe) {
     dim3 g2(blocks_for((size_t)T * C));
