@@ -10,7 +10,7 @@
 #
 # Without --bin it configures a CUDA build (BUILD_DIR, default build-gpu) and builds it;
 # with --bin DIR it runs prebuilt binaries from DIR (zeroc, test_kernels_cuda,
-# test_dlrm_cuda, test_comm_nccl, zeroc_kernels_bench), as on a GPU machine that cannot
+# test_cuda_parallel, test_dlrm_cuda, test_comm_nccl, zeroc_kernels_bench), as on a GPU machine that cannot
 # build zeroc, without CTest's absolute paths. Bench args go to zeroc_kernels_bench
 # (--reps, --dtype, --bf16-tflops, --fp32-tflops). WHAT=tests|bench|mfu|all (default all)
 # picks the parts; MFU_STEPS (default 30) the steps of each MFU run.
@@ -46,12 +46,22 @@ check() { # check NAME CMD...: runs it; 77 (skipped) on a GPU machine counts as 
 }
 if [ "$what" = all ] || [ "$what" = tests ]; then
   check test_kernels_cuda "$tests/test_kernels_cuda"
+  check test_cuda_parallel "$tests/test_cuda_parallel"
   check test_dlrm_cuda "$tests/test_dlrm_cuda"
   check test_comm_nccl "$tests/test_comm_nccl"
   check gpu_train_matches_cpu "$root/tests/gpu_train.sh" "$zeroc"
   check gpu_clip_skip_matches_cpu "$root/tests/gpu_clip_skip.sh" "$zeroc"
-  if [ -x "$root/tests/gpu_layouts.sh" ]; then
-    check gpu_layouts "$root/tests/gpu_layouts.sh" "$zeroc"
+  # several ranks on one GPU through the staged comm (MPIRUN: the launcher, default mpirun)
+  mpirun=${MPIRUN:-mpirun}
+  if command -v "$mpirun" >/dev/null; then
+    flags=(); [ "$(id -u)" = 0 ] && flags=(--allow-run-as-root --oversubscribe)
+    for np in 2 4; do
+      check "test_comm_nccl staged np $np" env ZEROC_COMM=mpi "$mpirun" "${flags[@]}" -x ZEROC_COMM -np $np "$tests/test_comm_nccl"
+    done
+    check gpu_layouts "$root/tests/gpu_layouts.sh" "$zeroc" "$mpirun"
+  else
+    echo "== run.sh: no $mpirun: the multi-rank checks on one GPU were not run" >&2
+    st=1
   fi
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
