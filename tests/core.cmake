@@ -39,3 +39,8 @@ set_tests_properties(layouts_staged_cpu PROPERTIES LABELS "mpi" TIMEOUT 600 PROC
   SKIP_RETURN_CODE 77 ENVIRONMENT "MPIRUN_FLAGS=${_staged_mpirun_flags};ZEROC_LAYOUTS_DEVICE=cpu")
 add_test(NAME gpu_clip_skip_matches_cpu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu_clip_skip.sh $<TARGET_FILE:zeroc_cli>)
 set_tests_properties(gpu_clip_skip_matches_cpu PROPERTIES LABELS "gpu" TIMEOUT 900 SKIP_RETURN_CODE 77)
+
+# every numeric environment knob the sources read is in env.c's table (the cuda kernels'
+# knobs are read only on a GPU, so no cpu test would notice a missing one)
+add_test(NAME env_knobs_in_table COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/env_knobs.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(env_knobs_in_table PROPERTIES LABELS "unit" TIMEOUT 60)
