@@ -81,7 +81,7 @@ static void usage(FILE *f) {
       "  --bw-intra GBS, --bw-inter GBS   per-GPU link bandwidth (default 300, 25)\n"
       "  --lat-intra US, --lat-inter US   latency per ring step (default 10, 20)\n"
       "  --bw-pcie GBS, --bw-nvme GBS     offload bandwidth per GPU (default 25, 3)\n"
-      "  --workspace-mib M     fixed per-rank workspace (default 64)\n"
+      "  --workspace-mib M     fixed per-rank workspace (default: zeroc's cuda kernels, 192 MiB)\n"
       "output:\n"
       "  --all                 every layout of --gpus that fits, fastest first\n"
       "  --global-batch G      --all: sequences per step (default batch x gpus)\n"

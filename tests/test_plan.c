@@ -261,7 +261,10 @@ static void test_uneven_stages(void) {
  * the optimizer step's 24 bytes of device accumulators (3 doubles: the gradient
  * norm's sum of squares, the step's loss, an evaluation's loss), plus AdamW's fp32
  * copy of the largest bf16 gradient shard, 4 * 872 / nd (nd = 2; 1 at ZeRO-0),
- * plus the fixed 64 MiB. */
+ * plus the fixed workspace of zeroc's cuda kernels: two kernels objects (the model's
+ * and the engine's), each a 32 MiB cuBLASLt workspace, the 64 MiB scratch and
+ * 8 x 1024 doubles of sumsq partials. */
+#define KERNELS_WS (2 * (32 * 1048576.0 + 64 * 1048576.0 + 8 * 1024 * 8))
 static void test_buffers_hand(void) {
   zeroc_plan_config_t c = gpt(4, 8, 2, 50, 16, 3);
   zeroc_plan_result_t r;
@@ -276,7 +279,7 @@ static void test_buffers_hand(void) {
     ZT_OK(zeroc_plan_compute(&c, &r));
     ZT_ASSERT_MSG(r.device.buffers == t[i].want, "ZeRO-%d prefetch %d: buffers %g, hand %g",
                   t[i].zero, t[i].prefetch, r.device.buffers, t[i].want);
-    double ws = 8448 + 24 + 4 * 872 / (t[i].zero ? 2 : 1) + 64 * 1048576.0;
+    double ws = 8448 + 24 + 4 * 872 / (t[i].zero ? 2 : 1) + KERNELS_WS;
     ZT_ASSERT_MSG(r.device.workspace == ws, "ZeRO-%d: workspace %.0f, hand %.0f", t[i].zero,
                   r.device.workspace, ws);
   }
@@ -287,7 +290,7 @@ static void test_buffers_hand(void) {
   c.zero = 3;
   c.compute_bytes = 4;
   ZT_OK(zeroc_plan_compute(&c, &r));
-  double ws = 2 * 8448 + 24 + 4 * 872 / 2 + 2 * 4 * 872 + 2 * 4 * 640 + 64 * 1048576.0;
+  double ws = 2 * 8448 + 24 + 4 * 872 / 2 + 2 * 4 * 872 + 2 * 4 * 640 + KERNELS_WS;
   ZT_ASSERT_MSG(r.device.workspace == ws, "fp32 compute: workspace %.0f, hand %.0f",
                 r.device.workspace, ws);
 }
@@ -584,11 +587,11 @@ static void test_config_checks(void) {
       ru.cfg.model.batch == 4 && ru.cfg.gpus == 1 && ru.cfg.zero == 3 && ru.cfg.tp == 1 &&
       ru.cfg.pp == 1 && ru.cfg.hsdp == 1 && ru.cfg.param_bytes == 2 && ru.cfg.act_bytes == 2 &&
       ru.cfg.prefetch == 2 && ru.cfg.flash_attention == 1 && ru.cfg.gpu_mem_gib == 80.0 &&
-      ru.cfg.workspace_mib == 64.0 && ru.cfg.gpus_per_node == 8 && ru.cfg.peak_tflops == 989.0 &&
+      ru.cfg.workspace_mib == KERNELS_WS / 1048576.0 && ru.cfg.gpus_per_node == 8 && ru.cfg.peak_tflops == 989.0 &&
       ru.cfg.mfu == 0.5 && ru.cfg.bw_nvme_gbs == 3.0 && ru.cfg.vpp == 1);
   set.model = (zeroc_gpt_config_t){12, 768, 12, 50257, 1024, 4};
   set.gpus = 1, set.zero = 3, set.tp = set.pp = set.hsdp = 1, set.param_bytes = 2;
-  set.prefetch = 2, set.flash_attention = 1, set.gpu_mem_gib = 80, set.workspace_mib = 64;
+  set.prefetch = 2, set.flash_attention = 1, set.gpu_mem_gib = 80, set.workspace_mib = KERNELS_WS / 1048576.0;
   set.gpus_per_node = 8, set.peak_tflops = 989, set.mfu = 0.5, set.vpp = 1;
   ZT_OK(zeroc_plan_compute(&set, &rs));
   CU_ASSERT(ru.device.total == rs.device.total && ru.time.total == rs.time.total);

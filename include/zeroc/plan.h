@@ -77,7 +77,7 @@ typedef struct zeroc_plan_config {
 /* Every number "unset" (ZEROC_UNSET, zeroc/types.h; the enums none/zeroc):
  * zeroc_plan_compute gives each unset field the library's default, which is
  * gpt2-124m on 1 GPU, ZeRO-3, bf16, no recompute, zeroc activation model with
- * flash attention, 80 GiB GPUs, 64 MiB workspace; 8 GPUs per node at 989
+ * flash attention, 80 GiB GPUs, zeroc's cuda kernels' workspace (192 MiB); 8 GPUs per node at 989
  * TFLOP/s and MFU 0.5, 300 GB/s / 10 us inside a node, 25 GB/s / 20 us across,
  * PCIe 25 GB/s, NVMe 3 GB/s per GPU (the resolved config is in the result's
  * `cfg`). */

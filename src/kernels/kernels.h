@@ -312,6 +312,17 @@ zeroc_result_t zeroc_k_host_cast(void *dst, zeroc_dtype_t dst_dt, const void *sr
 zeroc_result_t zeroc_k_host_adamw(float *param, float *m, float *v, const float *grad, size_t n,
                                   const zeroc_adamw_args_t *a);
 
+/* What one zeroc_kernels_t holds on a cuda device besides its callers' buffers: the
+ * cuBLASLt workspace (what cuBLASLt asks for on Hopper), the reduction scratch
+ * (ZEROC_CUDA_SCRATCH_MB, default 64) and the sumsq partial sums of up to 8 streams. The
+ * cuda state allocates exactly these and the planner counts them, so both read here. */
+#define ZEROC_K_LT_WORKSPACE_BYTES ((size_t)32 << 20)
+#define ZEROC_K_SCRATCH_MB_DEFAULT 64
+#define ZEROC_K_SUMSQ_BLOCKS       1024
+#define ZEROC_K_SUMSQ_STREAMS      8
+/* Their bytes on `kind` (0 on the cpu, whose kernels allocate nothing of their own). */
+size_t zeroc__kernels_device_bytes(zeroc_device_kind_t kind);
+
 /* The dtype the kernels of ctx's device compute in for parameters of
  * `param_dtype`: that dtype on cuda, fp32 on cpu (bf16 parameters are then
  * converted to fp32 compute copies). */

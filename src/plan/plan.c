@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "kernels/kernels.h"
 #include "model/gpt_sizes.h"
 #include "plan/plan_internal.h"
 #include "pp/schedule.h"
@@ -104,7 +105,7 @@ static const zeroc_plan_config_t DEFAULTS = {
     .act_model = ZEROC_ACT_ZEROC,
     .flash_attention = 1,
     .gpu_mem_gib = 80.0,
-    .workspace_mib = 64.0,
+    .workspace_mib = (double)ZEROC_UNSET, /* resolved by gpt_kernels_workspace_mib() */
     .gpus_per_node = 8,
     .peak_tflops = 989.0,
     .mfu = 0.5,
@@ -121,6 +122,15 @@ static const zeroc_plan_config_t DEFAULTS = {
 };
 
 #define UNSET_D      ((double)ZEROC_UNSET)
+
+/* The fixed workspace of a GPT rank on a GPU: zeroc's own cuda kernels, two of them (the
+ * model's, model/gpt.c, and the optimizer engine's, shard/engine.c), each its cuBLASLt
+ * workspace, reduction scratch and sumsq partials (kernels/kernels.h, what they allocate). */
+#define GPT_KERNELS_OBJECTS 2
+static double gpt_kernels_workspace_mib(void) {
+  return GPT_KERNELS_OBJECTS * (double)zeroc__kernels_device_bytes(ZEROC_DEVICE_CUDA) /
+         (1024.0 * 1024.0);
+}
 #define RESOLVE(f)   (out->f = out->f == ZEROC_UNSET ? DEFAULTS.f : out->f)
 #define RESOLVE_D(f) (out->f = out->f == UNSET_D ? DEFAULTS.f : out->f)
 
@@ -132,7 +142,8 @@ static void resolve_unset(zeroc_plan_config_t *out) {
   RESOLVE(flash_attention), RESOLVE(gpus_per_node), RESOLVE(vpp), RESOLVE(compute_bytes);
   RESOLVE(cp);
   if (out->cp_mode == ZEROC_CP_MODE_DEFAULT) out->cp_mode = ZEROC_CP_MODE_RING;
-  RESOLVE_D(gpu_mem_gib), RESOLVE_D(workspace_mib), RESOLVE_D(peak_tflops), RESOLVE_D(mfu);
+  RESOLVE_D(gpu_mem_gib), RESOLVE_D(peak_tflops), RESOLVE_D(mfu);
+  if (out->workspace_mib == UNSET_D) out->workspace_mib = gpt_kernels_workspace_mib();
   RESOLVE_D(bw_intra_gbs), RESOLVE_D(bw_inter_gbs), RESOLVE_D(lat_intra_us);
   RESOLVE_D(lat_inter_us), RESOLVE_D(bw_pcie_gbs), RESOLVE_D(bw_nvme_gbs);
 }

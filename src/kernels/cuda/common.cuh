@@ -32,8 +32,8 @@ typedef __nv_bfloat16 bf16;
 /* Blocks of the first sumsq pass. Its partials live in their own small buffers,
  * one per stream (up to ZC_SUMSQ_STREAMS streams, claimed on first use), so sumsq
  * may run on several streams at once and beside the model kernels. */
-#define ZC_SUMSQ_BLOCKS 1024
-#define ZC_SUMSQ_STREAMS 8
+#define ZC_SUMSQ_BLOCKS ZEROC_K_SUMSQ_BLOCKS
+#define ZC_SUMSQ_STREAMS ZEROC_K_SUMSQ_STREAMS
 
 /*
  * k->cuda. The cuBLASLt workspace and the reduction scratch are shared by every

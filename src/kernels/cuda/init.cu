@@ -12,13 +12,12 @@
 
 #include "kernels/cuda/common.cuh"
 
-#define LT_WORKSPACE_BYTES ((size_t)32 << 20) /* what cuBLASLt asks for on Hopper */
 
 extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   zeroc_result_t res = ZEROC_OK;
   int dev = 0, sms = 0, optin = 0;
-  int64_t scratch_mb = 64, tf32 = 0, flash = 1, lt_epi = 1;
-  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_SCRATCH_MB", 64, &scratch_mb));
+  int64_t scratch_mb = ZEROC_K_SCRATCH_MB_DEFAULT, tf32 = 0, flash = 1, lt_epi = 1;
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_SCRATCH_MB", ZEROC_K_SCRATCH_MB_DEFAULT, &scratch_mb));
   ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_TF32", 0, &tf32));
   ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_FLASH", 1, &flash));
   ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_LT_EPILOGUE", 1, &lt_epi));
@@ -55,7 +54,7 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
       goto fail;
     }
   }
-  st->lt_ws_bytes = LT_WORKSPACE_BYTES;
+  st->lt_ws_bytes = ZEROC_K_LT_WORKSPACE_BYTES;
   st->scratch_bytes = (size_t)scratch_mb << 20;
   ZEROC_TRY(zeroc__device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->lt_ws_bytes,
                                 &st->lt_ws));
