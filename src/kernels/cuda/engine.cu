@@ -185,15 +185,10 @@ extern "C" zeroc_result_t zeroc__cuda_add_to(zeroc_kernels_t *k, zeroc_stream_t 
                     zeroc_dtype_name(dst_dt));
 }
 
-extern "C" zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param,
-                                            float *m, float *v, const float *grad, size_t n,
-                                            const zeroc_adamw_args_t *a) {
-  if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
-  ZC_NONNULL("adamw", param);
-  ZC_NONNULL("adamw", m);
-  ZC_NONNULL("adamw", v);
-  ZC_NONNULL("adamw", grad);
-  ZC_NONNULL("adamw", a);
+/* The AdamW functor for param, m, v and grad (NULL for adamw_mixed, which reads its own
+ * gradient type) with the step's arguments: one setup for both entry points. */
+static AdamW adamw_functor(float *param, float *m, float *v, const float *grad,
+                           const zeroc_adamw_args_t *a) {
   AdamW f;
   f.param = param;
   f.m = m;
@@ -209,6 +204,19 @@ extern "C" zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *
   f.eps = a->eps;
   f.wd = a->weight_decay;
   f.grad_scale = a->grad_scale;
+  return f;
+}
+
+extern "C" zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param,
+                                            float *m, float *v, const float *grad, size_t n,
+                                            const zeroc_adamw_args_t *a) {
+  if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
+  ZC_NONNULL("adamw", param);
+  ZC_NONNULL("adamw", m);
+  ZC_NONNULL("adamw", v);
+  ZC_NONNULL("adamw", grad);
+  ZC_NONNULL("adamw", a);
+  const AdamW f = adamw_functor(param, m, v, grad, a);
   const bool vec = zc_aligned16(param) && zc_aligned16(m) && zc_aligned16(v) && zc_aligned16(grad);
   return zc_launch_packs(k, zc_stream(k, s), "adamw", f, n, vec);
 }
@@ -236,21 +244,7 @@ extern "C" zeroc_result_t zeroc__cuda_adamw_mixed(zeroc_kernels_t *k, zeroc_stre
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "adamw_mixed: gradient %s, output %s: accepted fp32 and bf16",
                       zeroc_dtype_name(grad_dt), zeroc_dtype_name(out_dt));
-  AdamW f;
-  f.param = param;
-  f.m = m;
-  f.v = v;
-  f.grad = NULL;
-  f.lr = a->lr;
-  f.beta1 = a->beta1;
-  f.beta2 = a->beta2;
-  f.ib1 = 1.0f - a->beta1;
-  f.ib2 = 1.0f - a->beta2;
-  f.rbc1 = 1.0f / a->bias_corr1;
-  f.rbc2 = 1.0f / a->bias_corr2;
-  f.eps = a->eps;
-  f.wd = a->weight_decay;
-  f.grad_scale = a->grad_scale;
+  const AdamW f = adamw_functor(param, m, v, NULL, a);
   const bool vec = zc_aligned16(param) && zc_aligned16(m) && zc_aligned16(v) &&
                    zc_aligned16(grad) && (!out || zc_aligned16(out));
   cudaStream_t st = zc_stream(k, s);
