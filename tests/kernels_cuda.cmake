@@ -1,6 +1,10 @@
 # CUDA kernels (src/kernels/cuda).
 # test_kernels_cuda: the kernels on the GPU against their cpu twins; skipped (77) without one.
 zeroc_test(NAME test_kernels_cuda SOURCES test_kernels_cuda.c LABELS gpu)
+# test_kernels_cuda_engine: the engine kernels (cast, accumulate, adamw, adamw_mixed, the
+# loss mean read back through pinned memory) on the GPU against their cpu twins; skipped (77)
+# without one.
+zeroc_test(NAME test_kernels_cuda_engine SOURCES test_kernels_cuda_engine.c LABELS gpu)
 # test_cuda_parallel: the memory pool and sumsq with several streams in flight, the
 # vocabulary-parallel embedding backward; skipped (77) without a GPU.
 zeroc_test(NAME test_cuda_parallel SOURCES test_cuda_parallel.c LABELS gpu)

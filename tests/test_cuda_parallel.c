@@ -4,83 +4,7 @@
  * vocabulary-parallel embedding backward (parallel over rows and channels, yet
  * the cpu twin's order) against the cpu. Exits 77 (skipped) when no GPU is visible.
  */
-#include <math.h>
-#include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "device/device.h"
-#include "kernels/cpu/cpu_kernels.h"
-#include "kernels/kernels.h"
-#include "runtime/runtime.h"
-#include "testutil.h"
-
-static zeroc_ctx_t *ctx;
-static zeroc_kernels_t *kf, *kb; /* fp32 and bf16 activations */
-static zeroc_stream_t *st;
-
-static zeroc_kernels_t *kern(zeroc_dtype_t dt) { return dt == ZEROC_FP32 ? kf : kb; }
-static const zeroc_dtype_t DTYPES[2] = {ZEROC_FP32, ZEROC_BF16};
-
-/* ---- device buffers (freed together by dev_free_all) --------------------------------- */
-
-#define MAX_BUFS 16
-static void *bufs[MAX_BUFS];
-static int nbufs;
-
-/* n elements of dt (off is 0 here: aligned), filled with NaN bytes */
-static void *dev_alloc(zeroc_dtype_t dt, size_t n, size_t off) {
-  void *p = NULL;
-  size_t bytes = (n + off) * zeroc_dtype_size(dt) + 16;
-  ZT_ASSERT_MSG(nbufs < MAX_BUFS, "test bug: more than %d live buffers", MAX_BUFS);
-  if (nbufs >= MAX_BUFS) return NULL;
-  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, bytes, &p));
-  if (!p) return NULL;
-  bufs[nbufs++] = p;
-  ZT_OK(zeroc_memset_async(st, p, 0xff, bytes));
-  return (char *)p + off * zeroc_dtype_size(dt);
-}
-
-static void dev_free_all(void) {
-  ZT_OK(zeroc_stream_sync(st));
-  for (int i = 0; i < nbufs; i++) zeroc_mem_free(ctx, bufs[i]);
-  nbufs = 0;
-}
-
-/* Host fp32 -> new device buffer of dt (bf16 rounded to nearest even). */
-static void *dev_from(zeroc_dtype_t dt, const float *h, size_t n, size_t off) {
-  void *d = dev_alloc(dt, n, off), *tmp = malloc(n * zeroc_dtype_size(dt));
-  if (dt == ZEROC_BF16)
-    for (size_t i = 0; i < n; i++) ((uint16_t *)tmp)[i] = zeroc_f32_to_bf16(h[i]);
-  else
-    memcpy(tmp, h, n * sizeof(float));
-  ZT_OK(zeroc_memcpy_async(st, d, tmp, n * zeroc_dtype_size(dt)));
-  ZT_OK(zeroc_stream_sync(st));
-  free(tmp);
-  return d;
-}
-
-/* Device dt -> host fp32 (synchronises the stream). */
-static void dev_get(zeroc_dtype_t dt, float *h, const void *d, size_t n) {
-  void *tmp = malloc(n * zeroc_dtype_size(dt));
-  ZT_OK(zeroc_memcpy_async(st, tmp, d, n * zeroc_dtype_size(dt)));
-  ZT_OK(zeroc_stream_sync(st));
-  if (dt == ZEROC_BF16)
-    for (size_t i = 0; i < n; i++) h[i] = zeroc_bf16_to_f32(((uint16_t *)tmp)[i]);
-  else
-    memcpy(h, tmp, n * sizeof(float));
-  free(tmp);
-}
-
-/* Random host data, rounded to bf16 when dt is bf16 so both sides see the same values. */
-static float *host_rand(zeroc_dtype_t dt, size_t n, uint64_t seed, float lo, float hi) {
-  float *x = malloc(n * sizeof(float));
-  zt_fill_uniform(x, n, seed, lo, hi);
-  if (dt == ZEROC_BF16)
-    for (size_t i = 0; i < n; i++) x[i] = zeroc_bf16_to_f32(zeroc_f32_to_bf16(x[i]));
-  return x;
-}
+#include "kernels_cuda_test.h"
 
 /* ---- streams -------------------------------------------------------------------------- */
 
@@ -214,41 +138,13 @@ static void test_vocab_embed_backward(void) {
     check_vocab_embed_backward(DTYPES[i], 3, 7, 50, 100, 0, 60); /* C % 8 != 0: element path */
   }
 }
-/* ---- main ------------------------------------------------------------------------------ */
-
-static int setup(void) {
-  zeroc_ctx_config_t cfg = ZEROC_CTX_CONFIG_INIT;
-  cfg.device = ZEROC_DEVICE_CUDA;
-  cfg.threads = 1;
-  if (zeroc_ctx_create(&ctx, &cfg) != ZEROC_OK) {
-    fprintf(stderr, "cuda context: %s\n", zeroc_last_error(NULL));
-    return 1;
-  }
-  st = zeroc_ctx_compute_stream(ctx);
-  if (zeroc_kernels_create(zeroc__ctx_devmem(ctx), st, ZEROC_FP32, &kf) ||
-      zeroc_kernels_create(zeroc__ctx_devmem(ctx), st, ZEROC_BF16, &kb)) {
-    fprintf(stderr, "cuda kernels: %s\n", zeroc_last_error(NULL));
-    return 1;
-  }
-  return 0;
-}
-
-static int teardown(void) {
-  zeroc_kernels_destroy(kf);
-  zeroc_kernels_destroy(kb);
-  return zeroc_ctx_finalize(ctx) != ZEROC_OK;
-}
 
 int main(int argc, char **argv) {
-  if (zeroc__cuda_device_count() == 0) {
-    printf("test_cuda_parallel: no GPU visible: skipped\n");
-    return ZT_SKIP_CODE;
-  }
   static const zt_test_t tests[] = {
       {"memory pool across streams", test_pool_streams},
       {"sumsq on two streams at once", test_sumsq_streams},
       {"vocabulary-parallel embedding backward", test_vocab_embed_backward},
       ZT_END,
   };
-  return zt_run_mpi_ex(argc, argv, "cuda_parallel", tests, 1, 1, setup, teardown);
+  return kc_main(argc, argv, "cuda_parallel", tests);
 }

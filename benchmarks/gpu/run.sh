@@ -10,9 +10,10 @@
 #
 # Without --bin it configures a CUDA build (BUILD_DIR, default build-gpu) and builds it;
 # with --bin DIR it runs prebuilt binaries from DIR (zeroc, test_kernels_cuda,
-# test_cuda_parallel, test_dlrm_cuda, test_comm_nccl, zeroc_kernels_bench), as on a GPU machine that cannot
-# build zeroc, without CTest's absolute paths. Bench args go to zeroc_kernels_bench
-# (--reps, --dtype, --bf16-tflops, --fp32-tflops). WHAT=tests|bench|mfu|all (default all)
+# test_kernels_cuda_engine, test_cuda_parallel, test_dlrm_cuda, test_comm_nccl,
+# zeroc_kernels_bench), as on a GPU machine that cannot build zeroc, without CTest's
+# absolute paths. Bench args go to zeroc_kernels_bench (--reps, --dtype, --bf16-tflops,
+# --fp32-tflops). WHAT=tests|bench|mfu|all (default all)
 # picks the parts; MFU_STEPS (default 30) the steps of each MFU run.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +47,7 @@ check() { # check NAME CMD...: runs it; 77 (skipped) on a GPU machine counts as 
 }
 if [ "$what" = all ] || [ "$what" = tests ]; then
   check test_kernels_cuda "$tests/test_kernels_cuda"
+  check test_kernels_cuda_engine "$tests/test_kernels_cuda_engine"
   check test_cuda_parallel "$tests/test_cuda_parallel"
   check test_dlrm_cuda "$tests/test_dlrm_cuda"
   check test_comm_nccl "$tests/test_comm_nccl"
