@@ -282,12 +282,20 @@ static zeroc_result_t start_point(zeroc_trainer_t *tr) {
 
 /* ---- buffers and the prediction ------------------------------------------------------- */
 
+/* The token ids (inputs or targets) the step holds at once: a pipeline holds the whole
+ * step's micro-batches; with cp, of this rank's tokens, split from one whole micro-batch
+ * at a time. On cuda a device copy of each (tag buffers), which the prediction adds. */
+static size_t step_tokens(const zeroc_trainer_t *tr, size_t *ntok, size_t *nmb) {
+  const zeroc_train_config_t *c = &tr->info.config;
+  *nmb = tr->pipe ? (size_t)c->grad_accum : 1;
+  *ntok = (size_t)c->batch * (size_t)c->seq / (size_t)tr->cp;
+  return *ntok * *nmb;
+}
+
 static zeroc_result_t alloc_buffers(zeroc_trainer_t *tr) {
   const zeroc_train_config_t *c = &tr->info.config;
-  /* a pipeline holds the whole step's micro-batches at once; with cp, of this
-   * rank's tokens, split from one whole micro-batch at a time */
-  size_t full = (size_t)c->batch * (size_t)c->seq, nmb = tr->pipe ? (size_t)c->grad_accum : 1;
-  size_t ntok = full / (size_t)tr->cp;
+  size_t full = (size_t)c->batch * (size_t)c->seq, ntok, nmb;
+  step_tokens(tr, &ntok, &nmb);
   tr->ntok = ntok;
   if (tr->cp > 1) {
     tr->full_in = malloc(full * 4);
@@ -346,6 +354,12 @@ static void predict(zeroc_trainer_t *tr) {
     in->predicted_host = pr.host_bytes;
     double t[ZEROC_TAG_COUNT] = {pr.device.params,      pr.device.grads,   pr.device.optimizer,
                                  pr.device.activations, pr.device.buffers, pr.device.workspace};
+    if (in->device == ZEROC_DEVICE_CUDA) { /* alloc_buffers' device copies of the token ids */
+      size_t ntok, nmb;
+      double tok = 2.0 * 4.0 * (double)step_tokens(tr, &ntok, &nmb);
+      t[ZEROC_TAG_BUFFERS] += tok;
+      in->predicted_device += tok;
+    }
     memcpy(in->predicted_by_tag, t, sizeof t);
   } else {
     snprintf(in->plan_error, sizeof in->plan_error, "%s", zeroc_last_error(NULL));
