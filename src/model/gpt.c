@@ -709,6 +709,7 @@ void zeroc_gpt_destroy(zeroc_gpt_t *g) {
   for (int i = 0; i < g->nallocs; i++) zeroc_mem_free(g->ctx, g->allocs[i]);
   free(g->allocs);
   zeroc__gpt_cp_fini(&g->cp);
+  zeroc__tp_fini(&g->tp);
   zeroc_kernels_destroy(g->k);
   for (int sl = 0; g->act && sl < g->slots; sl++) {
     free(g->act[sl].xout);

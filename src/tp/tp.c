@@ -22,7 +22,20 @@ zeroc_result_t zeroc__tp_init(zeroc__tp_t *tp, zeroc_ctx_t *ctx, zeroc_kernels_t
   tp->size = g->size;
   tp->sp = sequence_parallel && g->size > 1;
   tp->dt = k->dtype;
-  return ZEROC_OK;
+  tp->cs = NULL;
+  tp->ev_din = tp->ev_red = NULL;
+  if (!split(tp)) return ZEROC_OK;
+  CHK(zeroc_stream_create(ctx, 1, &tp->cs));
+  CHK(zeroc_event_create(ctx, &tp->ev_din));
+  return zeroc_event_create(ctx, &tp->ev_red);
+}
+
+void zeroc__tp_fini(zeroc__tp_t *tp) {
+  zeroc_stream_destroy(tp->cs); /* waits for its work first */
+  zeroc_event_destroy(tp->ev_din);
+  zeroc_event_destroy(tp->ev_red);
+  tp->cs = NULL;
+  tp->ev_din = tp->ev_red = NULL;
 }
 
 zeroc_result_t zeroc__tp_rows(const zeroc__tp_t *tp, int N, int *Nl) {
@@ -85,20 +98,35 @@ zeroc_result_t zeroc__tp_column_forward_gelu(zeroc__tp_t *tp, zeroc_stream_t *s,
 }
 
 // dout (N,OCl) -> din (Nl,C) = [f backward: all-reduce, or reduce-scatter with SP] of dout @ w
+// The input gradient's collective runs on the tp stream while this stream computes dw and
+// db (Megatron's overlap of the f-backward all-reduce with the weight-gradient GEMM); the
+// function returns with both done in this stream's order.
 zeroc_result_t zeroc__tp_column_backward(zeroc__tp_t *tp, zeroc_stream_t *s, void *din, void *dw,
                                          void *db, const void *dout, const void *in, void *gathered,
                                          void *partial, const void *w, int N, int C, int OCl) {
   /* din (or partial) is written by the GEMM (beta 0), not zeroed and added to */
-  if (!seqsplit(tp)) {
-    CHK(zeroc_k_matmul_backward_ex(tp->k, s, din, dw, db, dout, in, w, N, C, OCl, NULL, NULL,
-                                   ZEROC_K_DINP_SET));
-    return zeroc__tp_allreduce(tp, s, din, (size_t)N * (size_t)C, tp->dt, ZEROC_SUM);
+  if (!split(tp))
+    return zeroc_k_matmul_backward_ex(tp->k, s, din, dw, db, dout, in, w, N, C, OCl, NULL, NULL,
+                                      ZEROC_K_DINP_SET);
+  const void *x = in;
+  void *dst = din;
+  if (seqsplit(tp)) { /* only the rank's rows of the input were kept: gather them for dw */
+    CHK(gather_rows(tp, s, gathered, in, N, C));
+    x = gathered;
+    dst = partial;
   }
-  /* only the rank's rows of the input were kept: gather them again for dw */
-  CHK(gather_rows(tp, s, gathered, in, N, C));
-  CHK(zeroc_k_matmul_backward_ex(tp->k, s, partial, dw, db, dout, gathered, w, N, C, OCl, NULL,
-                                 NULL, ZEROC_K_DINP_SET));
-  return scatter_rows(tp, s, din, partial, N, C);
+  CHK(zeroc_k_matmul_backward_ex(tp->k, s, dst, NULL, NULL, dout, x, w, N, C, OCl, NULL, NULL,
+                                 ZEROC_K_DINP_SET));
+  CHK(zeroc_event_record(tp->ev_din, s));
+  CHK(zeroc_stream_wait_event(tp->cs, tp->ev_din));
+  if (seqsplit(tp))
+    CHK(scatter_rows(tp, tp->cs, din, partial, N, C));
+  else
+    CHK(zeroc__allreduce(tp->g, tp->cs, din, din, (size_t)N * (size_t)C, tp->dt, ZEROC_SUM));
+  CHK(zeroc_event_record(tp->ev_red, tp->cs));
+  if (dw || db)
+    CHK(zeroc_k_matmul_backward_ex(tp->k, s, NULL, dw, db, dout, x, w, N, C, OCl, NULL, NULL, 0));
+  return zeroc_stream_wait_event(s, tp->ev_red);
 }
 
 // in (N,Cl) @ w (OC,Cl)^T -> [g: all-reduce, or reduce-scatter with SP] -> + b -> out (Nl,OC)

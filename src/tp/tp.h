@@ -13,7 +13,9 @@
  * identity an all-gather, and the conjugates swap likewise.
  *
  * Everything runs in order on the stream given (the compute stream), its
- * collectives on the tp group; with one tp rank nothing communicates and each
+ * collectives on the tp group (the one exception, invisible to the caller: a
+ * column-parallel backward reduces its input gradient on the tp stream while
+ * the weight gradient's GEMM runs, and waits for it before returning); with one tp rank nothing communicates and each
  * layer is the plain kernel. `model` calls these, never MPI.
  * Shapes: N tokens (B*T) of the micro-batch, Nl = N/tp with sequence
  * parallelism else N, C channels, Cl = C/tp, OCl = OC/tp, Vl = Vp/tp.
@@ -30,12 +32,21 @@ typedef struct zeroc__tp {
   int rank, size;
   int sp;           /* sequence parallel (only ever set with size > 1) */
   zeroc_dtype_t dt; /* activations (the kernels' dtype) */
+  /* with size > 1: the stream that reduces a column-parallel layer's input
+   * gradient while the compute stream runs its weight gradient, and the events
+   * handing the buffer over and back */
+  zeroc_stream_t *cs;
+  zeroc_event_t *ev_din, *ev_red;
 } zeroc__tp_t;
 
 /* Binds `tp` to ctx's tp group and the kernels `k`; sequence_parallel is
  * ignored with one tp rank. */
 zeroc_result_t zeroc__tp_init(zeroc__tp_t *tp, zeroc_ctx_t *ctx, zeroc_kernels_t *k,
                               int sequence_parallel);
+
+/* Frees what zeroc__tp_init created (after waiting for its stream); safe on a
+ * zeroed or half-initialised `tp`. */
+void zeroc__tp_fini(zeroc__tp_t *tp);
 
 /* Rows of the sequence-split regions for N tokens (N/size with sequence
  * parallelism, else N); ZEROC_ERR_INVALID_ARG when size does not divide N. */
