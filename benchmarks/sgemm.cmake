@@ -1,3 +1,4 @@
-# The sgemm ceiling (issue 20): OpenBLAS sgemm at n = 2048 on 1 and 2 threads.
+# The sgemm ceiling (issue 20): OpenBLAS sgemm at n = 2048 on 1 and 2 threads, and (--gpt)
+# the products of a GPT step one by one.
 add_executable(bench_sgemm ${CMAKE_CURRENT_LIST_DIR}/sgemm.c)
-target_link_libraries(bench_sgemm PRIVATE PkgConfig::OPENBLAS)
+target_link_libraries(bench_sgemm PRIVATE PkgConfig::OPENBLAS OpenMP::OpenMP_C)
