@@ -91,10 +91,10 @@ static int gpt_shapes(int argc, char **argv) {
   int N = argc > 2 ? atoi(argv[2]) : 0, C = argc > 3 ? atoi(argv[3]) : 0;
   int V = argc > 4 ? atoi(argv[4]) : 0, th = argc > 5 ? atoi(argv[5]) : 1;
   int reps = argc > 6 ? atoi(argv[6]) : 9;
-  if (N < 1 || N > 65536 || C < 1 || C > 16384 || V < 1 || V > 262144 || th < 1 ||
+  if (N < 1 || N > 65536 || C < 1 || C > 16384 || V < 1 || V > 262144 || th < 1 || th > 1024 ||
       reps < 1 || reps > 1000) {
     fprintf(stderr, "bench_sgemm --gpt TOKENS HIDDEN VOCAB [THREADS] [REPS]: got %d %d %d %d %d; "
-                    "accepted TOKENS 1..65536, HIDDEN 1..16384, VOCAB 1..262144, THREADS >= 1, "
+                    "accepted TOKENS 1..65536, HIDDEN 1..16384, VOCAB 1..262144, THREADS 1..1024, "
                     "REPS 1..1000\n", N, C, V, th, reps);
     return 2;
   }
