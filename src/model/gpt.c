@@ -83,19 +83,7 @@ static void init_wte(float *dst, uint64_t first, size_t n, const zeroc_param_des
                      uint64_t seed, void *user) {
   (void)user;
   uint64_t C = (uint64_t)p->shape[1], V = (uint64_t)(uintptr_t)p->init_user;
-  uint64_t real = V * C; /* elements of the real rows */
-  zeroc__split_t s;
-  zeroc__split_of(p, &s);
-  /* a run of consecutive unsplit indices maps once, not element by element */
-  for (size_t j = 0; j < n;) {
-    uint64_t e = zeroc__split_to_global(&s, p->tp_rank, first + j);
-    uint64_t run = zeroc__split_run(&s, first + j);
-    size_t m = run < n - j ? (size_t)run : n - j;
-    for (size_t k = 0; k < m; k++)
-      dst[j + k] =
-          e + k < real ? p->init_scale * zeroc_rng_normal(seed, p->init_stream, e + k) : 0.0f;
-    j += m;
-  }
+  zeroc__split_init_normal_below(dst, first, n, p, seed, V * C); /* V*C: the real rows */
 }
 
 static zeroc_param_desc_t pdesc(const char *name, int64_t d0, int64_t d1, zeroc_init_kind_t init,

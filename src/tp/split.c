@@ -116,9 +116,8 @@ uint64_t zeroc_param_global_index(const zeroc_param_desc_t *p, uint64_t i) {
   return zeroc__split_to_global(&s, p->tp_rank, i);
 }
 
-void zeroc__split_init_normal(float *dst, uint64_t first, size_t n, const zeroc_param_desc_t *p,
-                              uint64_t seed, void *user) {
-  (void)user;
+void zeroc__split_init_normal_below(float *dst, uint64_t first, size_t n,
+                                    const zeroc_param_desc_t *p, uint64_t seed, uint64_t real) {
   zeroc__split_t s;
   zeroc__split_of(p, &s);
   /* a run of consecutive unsplit indices maps once, not element by element */
@@ -127,7 +126,14 @@ void zeroc__split_init_normal(float *dst, uint64_t first, size_t n, const zeroc_
     uint64_t run = zeroc__split_run(&s, first + j);
     size_t m = run < n - j ? (size_t)run : n - j;
     for (size_t k = 0; k < m; k++)
-      dst[j + k] = p->init_scale * zeroc_rng_normal(seed, p->init_stream, g + k);
+      dst[j + k] =
+          g + k < real ? p->init_scale * zeroc_rng_normal(seed, p->init_stream, g + k) : 0.0f;
     j += m;
   }
+}
+
+void zeroc__split_init_normal(float *dst, uint64_t first, size_t n, const zeroc_param_desc_t *p,
+                              uint64_t seed, void *user) {
+  (void)user;
+  zeroc__split_init_normal_below(dst, first, n, p, seed, UINT64_MAX);
 }

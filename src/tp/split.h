@@ -48,4 +48,9 @@ int zeroc__split_remap(uint64_t g, const int64_t *from, const int64_t *to, int n
 void zeroc__split_init_normal(float *dst, uint64_t first, size_t n, const zeroc_param_desc_t *p,
                               uint64_t seed, void *user);
 
+/* The same draw where the unsplit index is below `real`, 0 from there on (a
+ * padded tensor: the rows past the real ones). */
+void zeroc__split_init_normal_below(float *dst, uint64_t first, size_t n,
+                                    const zeroc_param_desc_t *p, uint64_t seed, uint64_t real);
+
 #endif
