@@ -89,7 +89,7 @@ ZEROC_CPU_HOT double zeroc__cpu_sumsq(const float *x, size_t n) {
   return acc;
 }
 
-/* One element of AdamW: both loops below inline it, so they round alike. */
+/* One element of AdamW, inlined by every loop of adamw_mixed, so they round alike. */
 static inline float adamw_one(float *p, float *m, float *v, float g, float lr, float beta1,
                               float beta2, float ib1, float ib2, float rbc1, float rbc2, float eps,
                               float wd, float grad_scale) {
@@ -111,22 +111,10 @@ double zeroc__cpu_mean(const float *x, size_t n, double denom) {
   return (double)(float)(sum / denom);
 }
 
-/* The loop vectorises, sqrtf included, because the cpu kernels build with
- * -fno-math-errno (CMakeLists.txt): errno's scalar call path would stop it. */
-ZEROC_CPU_HOT void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_t n,
-                                    float lr, float beta1, float beta2, float eps, float wd,
-                                    float grad_scale, float bc1, float bc2) {
-  const float ib1 = 1.0f - beta1, ib2 = 1.0f - beta2;
-  const float rbc1 = 1.0f / bc1, rbc2 = 1.0f / bc2;
-#pragma omp parallel for simd if (n > PAR_MIN) schedule(static)
-  for (size_t i = 0; i < n; i++)
-    adamw_one(&param[i], &m[i], &v[i], grad[i], lr, beta1, beta2, ib1, ib2, rbc1, rbc2, eps, wd,
-              grad_scale);
-}
-
 /* One AdamW loop of adamw_mixed with the gradient's read and the copy's store fixed:
  * a loop choosing them per element is not vectorised (GCC leaves it scalar, 3.5x slower
- * in the step's profile), so each combination gets its own loop. */
+ * in the step's profile), so each combination gets its own loop. sqrtf vectorises
+ * because the cpu kernels build with -fno-math-errno (CMakeLists.txt). */
 #define ADAMW_MIXED_LOOP(GRAD, STORE)                                                              \
   do {                                                                                             \
     _Pragma("omp parallel for simd if (n > PAR_MIN) schedule(static)")                             \
@@ -159,4 +147,12 @@ ZEROC_CPU_HOT void zeroc__cpu_adamw_mixed(float *param, float *m, float *v, cons
   if (bf16_in && store == 1) ADAMW_MIXED_LOOP(zeroc_bf16_to_f32(gb[i]), of[i] = p_);
   if (bf16_in && store == 2)
     ADAMW_MIXED_LOOP(zeroc_bf16_to_f32(gb[i]), ob[i] = zeroc_f32_to_bf16(p_));
+}
+
+/* Plain AdamW: the fp32 loop of adamw_mixed, without a copy. */
+void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_t n, float lr,
+                      float beta1, float beta2, float eps, float wd, float grad_scale, float bc1,
+                      float bc2) {
+  zeroc__cpu_adamw_mixed(param, m, v, grad, ZEROC_FP32, NULL, ZEROC_FP32, n, lr, beta1, beta2, eps,
+                         wd, grad_scale, bc1, bc2);
 }
