@@ -25,12 +25,12 @@ ZEROC_CPU_HOT void zeroc__cpu_cast(void *dst, int dst_dt, const void *src, int s
   if (dst_dt == ZEROC_BF16) { /* fp32 -> bf16 */
     const float *s = src;
     uint16_t *d = dst;
-#pragma omp parallel for simd if (n > PAR_MIN) schedule(static)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN) schedule(static)
     for (size_t i = 0; i < n; i++) d[i] = zeroc_f32_to_bf16(s[i]);
   } else { /* bf16 -> fp32 */
     const uint16_t *s = src;
     float *d = dst;
-#pragma omp parallel for simd if (n > PAR_MIN) schedule(static)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN) schedule(static)
     for (size_t i = 0; i < n; i++) d[i] = zeroc_bf16_to_f32(s[i]);
   }
 }
@@ -39,28 +39,28 @@ ZEROC_CPU_HOT void zeroc__cpu_accumulate(float *dst, const void *src, int src_dt
                                          float scale) {
   if (src_dt == ZEROC_FP32) {
     const float *s = src;
-#pragma omp parallel for simd if (n > PAR_MIN) schedule(static)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN) schedule(static)
     for (size_t i = 0; i < n; i++) dst[i] += scale * s[i];
   } else {
     const uint16_t *s = src;
-#pragma omp parallel for simd if (n > PAR_MIN) schedule(static)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN) schedule(static)
     for (size_t i = 0; i < n; i++) dst[i] += scale * zeroc_bf16_to_f32(s[i]);
   }
 }
 
 ZEROC_CPU_HOT void zeroc__cpu_scale(float *x, size_t n, float a) {
-#pragma omp parallel for simd if (n > PAR_MIN) schedule(static)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN) schedule(static)
   for (size_t i = 0; i < n; i++) x[i] *= a;
 }
 
 ZEROC_CPU_HOT void zeroc__cpu_add_to(void *dst, int dst_dt, const float *src, size_t n) {
   if (dst_dt == ZEROC_FP32) {
     float *d = dst;
-#pragma omp parallel for simd if (n > PAR_MIN) schedule(static)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN) schedule(static)
     for (size_t i = 0; i < n; i++) d[i] += src[i];
   } else {
     uint16_t *d = dst;
-#pragma omp parallel for simd if (n > PAR_MIN) schedule(static)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN) schedule(static)
     for (size_t i = 0; i < n; i++) d[i] = zeroc_f32_to_bf16(zeroc_bf16_to_f32(d[i]) + src[i]);
   }
 }
@@ -115,15 +115,19 @@ double zeroc__cpu_mean(const float *x, size_t n, double denom) {
  * a loop choosing them per element is not vectorised (GCC leaves it scalar, 3.5x slower
  * in the step's profile), so each combination gets its own loop. sqrtf vectorises
  * because the cpu kernels build with -fno-math-errno (CMakeLists.txt). */
+/* (clang-format would join the _Pragma and the for into one line) */
+/* clang-format off */
+#define PAR_SIMD "omp parallel for simd if (parallel : n > PAR_MIN) schedule(static)"
 #define ADAMW_MIXED_LOOP(GRAD, STORE)                                                              \
   do {                                                                                             \
-    _Pragma("omp parallel for simd if (n > PAR_MIN) schedule(static)")                             \
+    _Pragma(PAR_SIMD)                                                                              \
     for (size_t i = 0; i < n; i++) {                                                               \
       const float p_ = adamw_one(&param[i], &m[i], &v[i], (GRAD), lr, beta1, beta2, ib1, ib2,     \
                                  rbc1, rbc2, eps, wd, grad_scale);                                 \
       STORE;                                                                                       \
     }                                                                                              \
   } while (0)
+/* clang-format on */
 
 /* AdamW reading a gradient in grad_dt and, when out is set, writing the new parameter
  * rounded to out_dt as well: zeroc__cpu_cast + zeroc__cpu_adamw + zeroc__cpu_cast in one
