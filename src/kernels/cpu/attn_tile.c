@@ -38,22 +38,6 @@ static int tile_keys(int HS) {
   return bk >= BK_MAX ? BK_MAX : (bk >= 8 ? bk / 8 * 8 : 8);
 }
 
-/* GCC's vector extension: 8 floats, one AVX register in the x86-64-v3 clone,
- * two SSE ones in the baseline one. Used only in locals (never passed by value,
- * which would change the ABI between the clones). */
-typedef float v8 __attribute__((vector_size(32)));
-#define LD(p)                                                                                      \
-  ({                                                                                               \
-    v8 x_;                                                                                         \
-    memcpy(&x_, (p), sizeof x_);                                                                   \
-    x_;                                                                                            \
-  })
-#define ST(p, x)                                                                                   \
-  do {                                                                                             \
-    v8 y_ = (x);                                                                                   \
-    memcpy((p), &y_, sizeof y_);                                                                   \
-  } while (0)
-
 #define ZEROC_INL static inline __attribute__((always_inline))
 
 /* A vectorised max: GCC does it; Clang cannot, and -Werror turns its remark
@@ -101,7 +85,7 @@ ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, si
       v8 x40 = {0}, x41 = {0}, x50 = {0}, x51 = {0};
       for (int k = k0; k < k1; k++) {
         const float *bk = b + (size_t)k * ldb + j;
-        const v8 b0 = LD(bk), b1 = LD(bk + 8);
+        const v8 b0 = LD8(bk), b1 = LD8(bk + 8);
         const size_t ka = (size_t)k * acs;
         x00 += a0[ka] * b0, x01 += a0[ka] * b1, x10 += a1[ka] * b0, x11 += a1[ka] * b1;
         x20 += a2[ka] * b0, x21 += a2[ka] * b1, x30 += a3[ka] * b0, x31 += a3[ka] * b1;
@@ -111,21 +95,21 @@ ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, si
                              {x30, x31}, {x40, x41}, {x50, x51}};
       for (int r = 0; r < mr; r++) {
         float *cr = c0 + (size_t)r * ldc + j;
-        ST(cr, LD(cr) + acc[r][0]);
-        ST(cr + 8, LD(cr + 8) + acc[r][1]);
+        ST8(cr, LD8(cr) + acc[r][0]);
+        ST8(cr + 8, LD8(cr + 8) + acc[r][1]);
       }
     }
     for (; j + 8 <= n; j += 8) {
       v8 x0 = {0}, x1 = {0}, x2 = {0}, x3 = {0}, x4 = {0}, x5 = {0};
       for (int k = k0; k < k1; k++) {
-        const v8 b0 = LD(b + (size_t)k * ldb + j);
+        const v8 b0 = LD8(b + (size_t)k * ldb + j);
         const size_t ka = (size_t)k * acs;
         x0 += a0[ka] * b0, x1 += a1[ka] * b0, x2 += a2[ka] * b0, x3 += a3[ka] * b0;
         x4 += a4[ka] * b0, x5 += a5[ka] * b0;
       }
       const v8 acc[MR] = {x0, x1, x2, x3, x4, x5};
       for (int r = 0; r < mr; r++)
-        ST(c0 + (size_t)r * ldc + j, LD(c0 + (size_t)r * ldc + j) + acc[r]);
+        ST8(c0 + (size_t)r * ldc + j, LD8(c0 + (size_t)r * ldc + j) + acc[r]);
     }
     for (; j < n; j++) /* head sizes and key counts that are not multiples of 8 */
       for (int r = 0; r < mr; r++) {
@@ -153,9 +137,9 @@ ZEROC_INL void pack_t(float *restrict t, const float *restrict x, size_t ld, int
     int d = 0;
     for (; d + 8 <= HS; d += 8) {
       const float *xr = x + (size_t)j * ld + d;
-      const v8 r0 = LD(xr), r1 = LD(xr + ld), r2 = LD(xr + 2 * ld), r3 = LD(xr + 3 * ld);
-      const v8 r4 = LD(xr + 4 * ld), r5 = LD(xr + 5 * ld), r6 = LD(xr + 6 * ld),
-               r7 = LD(xr + 7 * ld);
+      const v8 r0 = LD8(xr), r1 = LD8(xr + ld), r2 = LD8(xr + 2 * ld), r3 = LD8(xr + 3 * ld);
+      const v8 r4 = LD8(xr + 4 * ld), r5 = LD8(xr + 5 * ld), r6 = LD8(xr + 6 * ld),
+               r7 = LD8(xr + 7 * ld);
       const v8 t0 = SHUF(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13),
                t1 = SHUF(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);
       const v8 t2 = SHUF(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13),
@@ -174,14 +158,14 @@ ZEROC_INL void pack_t(float *restrict t, const float *restrict x, size_t ld, int
       const v8 u6 = SHUF(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13),
                u7 = SHUF(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);
       float *tc = t + (size_t)d * n + j;
-      ST(tc, SHUF(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11));
-      ST(tc + n, SHUF(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11));
-      ST(tc + 2 * (size_t)n, SHUF(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11));
-      ST(tc + 3 * (size_t)n, SHUF(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11));
-      ST(tc + 4 * (size_t)n, SHUF(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15));
-      ST(tc + 5 * (size_t)n, SHUF(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15));
-      ST(tc + 6 * (size_t)n, SHUF(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15));
-      ST(tc + 7 * (size_t)n, SHUF(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15));
+      ST8(tc, SHUF(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST8(tc + n, SHUF(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST8(tc + 2 * (size_t)n, SHUF(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST8(tc + 3 * (size_t)n, SHUF(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11));
+      ST8(tc + 4 * (size_t)n, SHUF(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15));
+      ST8(tc + 5 * (size_t)n, SHUF(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15));
+      ST8(tc + 6 * (size_t)n, SHUF(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15));
+      ST8(tc + 7 * (size_t)n, SHUF(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15));
     }
     for (; d < HS; d++) /* head sizes that are not multiples of 8 */
       for (int k = j; k < j + 8; k++) t[(size_t)d * n + k] = x[(size_t)k * ld + d];

@@ -29,29 +29,15 @@
  * to [-87, 88] before the exp, which then needs no selects: in the far tails
  * sigmoid is ~1.6e-38 instead of 0 (gelu(-50) = -3e-37 for -0), and NaN stays NaN
  * (the clamps compare false and pass it on). */
-typedef float v8 __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 #define ZEROC_INL    static inline __attribute__((always_inline))
 #define SEL(m, a, b) ((v8)(((v8i)(a) & (m)) | ((v8i)(b) & ~(m)))) /* m ? a : b, per lane */
 #define Z_HI         88.0f
 #define Z_LO         -87.0f
 
-/* Macros, not functions: a vector passed or returned by value would change the
- * ABI between the two clones (see attn_tile.c). */
-#define LD8(p)                                                                                     \
-  ({                                                                                               \
-    v8 x_;                                                                                         \
-    memcpy(&x_, (p), sizeof x_);                                                                   \
-    x_;                                                                                            \
-  })
-#define ST8(p, x)                                                                                  \
-  do {                                                                                             \
-    v8 y_ = (x);                                                                                   \
-    memcpy((p), &y_, sizeof y_);                                                                   \
-  } while (0)
-
 /* SIG8(x): sigmoid(2 k (x + a x^3)) of 8 floats, with zeroc__expf's reduction and
  * polynomial (vmath.h) on the clamped exponent */
+/* a macro, not a function: see v8 in vmath.h */
 #define SIG8(x)                                                                                    \
   ({                                                                                               \
     const v8 x8_ = (x);                                                                            \

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) &&       \
     !defined(ZEROC_NO_CPU_CLONES)
 #define ZEROC_CPU_HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
@@ -63,5 +63,21 @@ static inline float zeroc__expf(float x) {
   const float y = p * s;
   return x < ZEROC_EXPF_LO ? 0.0f : (x > ZEROC_EXPF_HI ? (float)INFINITY : y);
 }
+
+/* GCC's vector extension: 8 floats, one AVX register in the x86-64-v3 clone,
+ * two SSE ones in the baseline one. Used only in locals and macros (never passed
+ * or returned by value, which would change the ABI between the clones). */
+typedef float v8 __attribute__((vector_size(32)));
+#define LD8(p)                                                                                     \
+  ({                                                                                               \
+    v8 x_;                                                                                         \
+    memcpy(&x_, (p), sizeof x_);                                                                   \
+    x_;                                                                                            \
+  })
+#define ST8(p, x)                                                                                  \
+  do {                                                                                             \
+    v8 y_ = (x);                                                                                   \
+    memcpy((p), &y_, sizeof y_);                                                                   \
+  } while (0)
 
 #endif
