@@ -230,7 +230,7 @@ ZEROC_INL void fwd_row(float *restrict s, float *restrict o, float *m, float *l,
   float sum = 0; /* exp only where seen: half of a diagonal tile is masked */
 #pragma omp simd reduction(+ : sum)
   for (int c = 0; c < vis; c++) {
-    const float p = zeroc__expf(s[c] * scale - mx);
+    const float p = zeroc__expf_nonpos(s[c] * scale - mx);
     s[c] = p;
     sum += p;
   }
@@ -289,7 +289,7 @@ ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_
                        float scale, float L, float D, int i, int j0, int nj) {
   const int vis = visible(a, i, j0, nj);
 #pragma omp simd
-  for (int c = 0; c < vis; c++) p[c] = zeroc__expf(p[c] * scale - L);
+  for (int c = 0; c < vis; c++) p[c] = zeroc__expf_nonpos(p[c] * scale - L);
   for (int c = vis; c < nj; c++) p[c] = 0;
   if (a->drop && a->drop->p > 0) {
     const uint32_t thr = zeroc__dropout_threshold(a->drop->p);

@@ -33,13 +33,13 @@ ROW_INLINE double row_sumexp(float *x, int V, float m, int keep) {
     if (keep) {
 #pragma omp simd reduction(+ : fs)
       for (int i = i0; i < i1; i++) {
-        const float e = zeroc__expf(x[i] - m);
+        const float e = zeroc__expf_nonpos(x[i] - m);
         x[i] = e;
         fs += e;
       }
     } else {
 #pragma omp simd reduction(+ : fs)
-      for (int i = i0; i < i1; i++) fs += zeroc__expf(x[i] - m);
+      for (int i = i0; i < i1; i++) fs += zeroc__expf_nonpos(x[i] - m);
     }
     sum += fs;
   }

@@ -130,7 +130,7 @@ ZEROC_CPU_HOT void zeroc__cpu_vocab_ce_finish(float *losses, float *logits, cons
     if (!grad) continue;
     const float sc = (float)(dloss / (double)se[n]), m = mx[n];
 #pragma omp simd
-    for (int i = 0; i < R; i++) x[i] = zeroc__expf(x[i] - m) * sc;
+    for (int i = 0; i < R; i++) x[i] = zeroc__expf_nonpos(x[i] - m) * sc;
     for (int i = R; i < Vl; i++) x[i] = 0;
     if (tg >= v0 && tg - v0 < R) x[tg - v0] -= dloss;
   }
