@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +44,42 @@ static void test_memory(void) {
   CU_ASSERT_EQUAL(zeroc_mem_alloc(ctx, ZEROC_MEM_KIND_COUNT, ZEROC_TAG_PARAMS, 8, &x), ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_EQUAL(zeroc_mem_alloc(ctx, ZEROC_MEM_HOST, ZEROC_TAG_PARAMS, (size_t)1 << 62, &x), ZEROC_ERR_NOMEM);
   CU_ASSERT_PTR_NOT_NULL(strstr(zeroc_last_error(NULL), "bytes of host memory for params"));
+}
+
+/* The VmFlags of the mapping holding p in /proc/self/smaps ("" if none). */
+static void vm_flags(const void *p, char *flags, size_t n) {
+  flags[0] = 0;
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f) return;
+  char line[512];
+  int inside = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      inside = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+    } else if (inside && !strncmp(line, "VmFlags:", 8)) {
+      snprintf(flags, n, "%s", line + 8);
+      break;
+    }
+  }
+  fclose(f);
+}
+
+/* Buffers of 2 MiB or more start on a 2 MiB boundary and carry the huge-page
+ * advice (VmFlags "hg", where the kernel has transparent huge pages); smaller
+ * ones keep their plain alignment. */
+static void test_huge_pages(void) {
+  void *big = NULL, *small = NULL;
+  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, (size_t)3 << 20, &big));
+  ZT_OK(zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, 4096, &small));
+  CU_ASSERT(((uintptr_t)big & ((2u << 20) - 1)) == 0);
+  if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) == 0) {
+    char flags[256];
+    vm_flags(big, flags, sizeof flags);
+    ZT_ASSERT_MSG(strstr(flags, " hg") != NULL, "VmFlags of a 3 MiB buffer:%s", flags);
+  }
+  zeroc_mem_free(ctx, big);
+  zeroc_mem_free(ctx, small);
 }
 
 typedef struct {
@@ -249,6 +286,7 @@ static void test_notify_and_wait_value(void) {
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"memory through the accountant", test_memory},
+      {"buffers of 2 MiB or more on huge pages", test_huge_pages},
       {"a stream runs its work in FIFO order", test_fifo},
       {"events order work across streams", test_events_across_streams},
       {"a failed op makes the stream's error sticky", test_sticky_error},

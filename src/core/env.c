@@ -25,6 +25,7 @@ typedef struct {
 static const knob_t KNOBS[] = {
     {"ZEROC_BIND", 1, 0, 1, "1 binds each rank to its cores, 0 leaves it to the launcher"},
     {"ZEROC_THREADS", 1, 1, 4096, "compute threads per rank"},
+    {"ZEROC_HUGE_PAGES", 1, 0, 1, "1 (default) puts cpu buffers of 2 MiB or more on transparent huge pages, 0 on 4 KiB pages"},
     {"ZEROC_COMM_TIMEOUT", 0, 0.001, 1e7, "seconds a collective may wait"},
     {"ZEROC_HEARTBEAT_TIMEOUT", 0, 0, 3600, "seconds of silence before a node counts as lost, 0 = off, else at least 0.2"},
     {"ZEROC_DEVICE_MEM_LIMIT", 1, 0, 1152921504606846976.0, "bytes of device memory, 0 = no cap"},

@@ -84,6 +84,7 @@ struct zeroc_device {
                              test can hold the step loop to a number per step */
   int next_channel;       /* channel of the stream being created */
   unsigned channels_used; /* bit c: a live stream holds channel c */
+  int huge_pages;         /* cpu: buffers of 2 MiB or more on transparent huge pages */
   void *impl;
   /* Host waits on cuda work (event/stream sync) poll with this bound (seconds;
    * 0: wait forever) and ask `health` twice a second whether the
