@@ -7,7 +7,7 @@
 #include <math.h>
 #include <omp.h>
 #include <stddef.h>
-#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/vmath.h"
@@ -15,6 +15,7 @@
 #define LN_EPS   1e-5
 #define PAR_MIN  16384 /* elements below which threading costs more than it saves */
 #define CH_BLOCK 64    /* channels per dweight/dbias work item */
+#define ROW_MAX_C 4096 /* widest row whose dweight/dbias sums the one-thread pass keeps (64 KiB) */
 
 // inp (N,C), weight (C), bias (C) -> out (N,C), mean (N), rstd (N)
 ZEROC_CPU_HOT void zeroc__cpu_layernorm_forward(float *out, float *mean, float *rstd,
@@ -51,17 +52,19 @@ ZEROC_CPU_HOT void zeroc__cpu_layernorm_forward(float *out, float *mean, float *
 // With xhat = (x - mean) * rstd and g = dout * weight, per row:
 //   dinp = rstd * (g - mean(g) - xhat * mean(g * xhat)).
 // dweight and dbias are sums over rows. Each channel adds its rows in order, in
-// double, whatever the threads: on one thread in the rows' own pass (aw, ab: one
-// read of the rows instead of two, 0.67x the time at C 256), on several in a second
-// pass where each work item owns a block of channels (per-thread partial sums would
-// be combined in an order that depends on the thread count). The two give the same
-// bits.
+// double, whatever the threads: on one thread (and C <= ROW_MAX_C) in the rows' own
+// pass (aw, ab on the stack: one read of the rows instead of two, 0.67x the time at
+// C 256), otherwise in a second pass where each work item owns a block of channels
+// (per-thread partial sums would be combined in an order that depends on the thread
+// count). The two give the same bits.
 ZEROC_CPU_HOT void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, float *dbias,
                                                  const float *dout, const float *inp,
                                                  const float *weight, const float *mean,
                                                  const float *rstd, int N, int C) {
   const int par = (size_t)N * C > PAR_MIN && omp_get_max_threads() > 1;
-  double *aw = par ? NULL : calloc(2 * (size_t)C, sizeof *aw), *ab = aw ? aw + C : NULL;
+  double sums[2 * ROW_MAX_C];
+  double *aw = par || C > ROW_MAX_C ? NULL : sums, *ab = aw ? aw + C : NULL;
+  if (aw) memset(aw, 0, 2 * (size_t)C * sizeof *aw);
 #pragma omp parallel for if (par) schedule(static)
   for (int n = 0; n < N; n++) {
     const float *x = inp + (size_t)n * C, *d = dout + (size_t)n * C;
@@ -96,7 +99,6 @@ ZEROC_CPU_HOT void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, fl
       dweight[c] += (float)aw[c];
       dbias[c] += (float)ab[c];
     }
-    free(aw);
     return;
   }
 
