@@ -8,6 +8,7 @@
  */
 #include <omp.h>
 
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/vmath.h"
 #include "kernels_test.h"
 
@@ -254,6 +255,48 @@ static void test_gelu_lengths(void) {
   }
   ZT_ASSERT_MSG(isnan(y[8]) && isnan(dy[8]), "gelu(NaN) = %g, gelu'(NaN) = %g: not NaN", y[8],
                 dy[8]);
+  release();
+}
+
+static double ref_gelu_slope(double x) {
+  const double k = 0.7978845608028654, a = 0.044715, t = tanh(k * (x + a * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * a * x * x);
+}
+
+/* matmul_backward_ex's GELU slope takes the sigmoid from the forward's output (s = g / x,
+ * its first-order form near 0): against the exact slope over [-12, 12] on a fine grid, at
+ * and around the switch (|x| = 1e-6), at 0, -0, a denormal, past exp's limits and NaN, in
+ * the vector loop and its scalar tail (N not a multiple of 8). The recomputed slope of
+ * gelu_backward is off by up to 2e-6 here; this one by up to 4e-6 (near x = 5, where
+ * 1 - s keeps few digits). */
+static void test_gelu_slope_from_out(void) {
+  static const float edge[] = {0.0f,  -0.0f, 1e-40f, -1e-40f, 9.9e-7f, -9.9e-7f, 1e-6f,
+                               -1e-6f, 1.1e-6f, -1.1e-6f, 1e-5f, -1e-5f, 1e-3f,   -1e-3f,
+                               -10.05f, -10.2f, 9.99f,  10.2f,  -50.0f, 60.0f,   NAN};
+  const size_t ne = sizeof edge / sizeof *edge, ng = 24001, N = ng + ne; /* N % 8 = 6 */
+  float *x = talloc(N * 4), *g = fnan(N), *d = talloc(N * 4);
+  for (size_t i = 0; i < ng; i++) x[i] = -12.0f + 1e-3f * (float)i;
+  memcpy(x + ng, edge, sizeof edge);
+  ZT_OK(zeroc_k_gelu_forward(K, NULL, g, x, N));
+  for (size_t i = 0; i < N; i++) d[i] = 1.0f;
+  zeroc__cpu_gelu_scale(d, x, g, N);
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i + 1 < N; i++) {
+    const double e = fabs(d[i] - ref_gelu_slope(x[i]));
+    if (!(e <= worst)) worst = e, at = i;
+  }
+  ZT_ASSERT_MSG(worst <= 8e-6, "gelu slope from the output: off by %.3g at x = %.9g (got %.9g, "
+                "want %.9g); accepted 8e-6", worst, x[at], d[at], ref_gelu_slope(x[at]));
+  ZT_ASSERT_MSG(isnan(d[N - 1]), "gelu slope from the output at NaN: %g, not NaN", d[N - 1]);
+  /* a short array: the scalar tail alone */
+  float xs[3] = {-2.5f, 0.0f, 3.25f}, gs[3], ds[3] = {2, 2, 2};
+  ZT_OK(zeroc_k_gelu_forward(K, NULL, gs, xs, 3));
+  zeroc__cpu_gelu_scale(ds, xs, gs, 3);
+  for (int i = 0; i < 3; i++)
+    ZT_ASSERT_MSG(fabs(ds[i] - 2 * ref_gelu_slope(xs[i])) <= 1e-5,
+                  "gelu slope from the output, tail: %g at x = %g, want %g", ds[i], xs[i],
+                  2 * ref_gelu_slope(xs[i]));
   release();
 }
 
@@ -617,7 +660,9 @@ static void test_adamw(void) {
 
 /* The fused forms (what the GPT block calls) against the separate kernels they replace,
  * bit for bit: matmul_forward_gelu = matmul + gelu; matmul_backward_ex with pre = a zeroed
- * dinp += product, a zeroed dpre += gelu' * dinp, dpre_bias += column sums of it;
+ * dinp += product, a zeroed dpre += gelu' * dinp (to a few ulp: the fused form takes the
+ * slope's sigmoid from the GELU's output, test_gelu_slope_from_out), dpre_bias += column
+ * sums of it;
  * ZEROC_K_DINP_SET = a zeroed dinp += product (over a NaN-filled buffer); adamw_mixed =
  * cast + adamw + cast. */
 static void test_fused_twins(void) {
@@ -644,8 +689,8 @@ static void test_fused_twins(void) {
   ZT_OK(zeroc_k_gelu_backward(K, NULL, dpre2, pre, t, NC));
   for (int r = 0; r < N; r++)
     for (int c = 0; c < C; c++) dpb2[c] += dpre2[(size_t)r * C + c];
-  ZT_ASSERT_MSG(!memcmp(dpre, dpre2, NC * 4), "matmul_backward_ex: dpre differs");
-  ZT_ASSERT_MSG(!memcmp(dpb, dpb2, C * 4), "matmul_backward_ex: dpre_bias differs");
+  expect_close("matmul_backward_ex: dpre", dpre, to_d(dpre2, NC), NC, 1e-6);
+  expect_close("matmul_backward_ex: dpre_bias", dpb, to_d(dpb2, C), C, 1e-6);
   ZT_ASSERT_MSG(!memcmp(dw, dw2, OCC * 4) && !memcmp(db, db2, OC * 4),
                 "matmul_backward_ex: dweight or dbias differs");
   float *ds = fnan(NC);
@@ -739,9 +784,10 @@ static void test_bad_shapes(void) {
 enum { DB = 3, DT = 128, DC = 128, DNH = 4, DV = 500, DVp = 512, DG = 100000 };
 typedef struct {
   float *enc, *dwte, *dwpe, *ln, *mean, *rstd, *dln, *dlw, *dlb, *att, *lse, *datt, *gelu, *dgelu,
-      *loss, *logits, *cast, *acc, *adam_p, *adam_m, *adam_v;
+      *loss, *logits, *cast, *acc, *adam_p, *adam_m, *adam_v, *dpre, *dpb;
   double sumsq;
 } det_out_t;
+enum { DMN = 1000, DMC = 45 }; /* N*C = 45000 > 32768, C % 8 = 5: a scalar column tail */
 
 static void det_run(int threads, det_out_t *o) {
   const size_t N = (size_t)DB * DT, NC = N * DC;
@@ -767,6 +813,12 @@ static void det_run(int threads, det_out_t *o) {
   o->gelu = fnan(DG), o->dgelu = frand(DG, 145, -1, 1);
   ZT_OK(zeroc_k_gelu_forward(K, NULL, o->gelu, g, DG));
   ZT_OK(zeroc_k_gelu_backward(K, NULL, o->dgelu, g, g, DG));
+  /* matmul_backward_ex's GELU slope from its output with the bias gradient's column
+   * sums, one pass (alone: OpenBLAS's own product changes bits with its threads) */
+  float *pre = frand((size_t)DMN * DMC, 148, -4, 4), *act = fnan((size_t)DMN * DMC);
+  ZT_OK(zeroc_k_gelu_forward(K, NULL, act, pre, (size_t)DMN * DMC));
+  o->dpre = frand((size_t)DMN * DMC, 150, -1, 1), o->dpb = frand(DMC, 149, -1, 1);
+  zeroc__cpu_gelu_scale_colsum(o->dpre, pre, act, o->dpb, DMN, DMC);
   o->loss = fnan(N), o->logits = frand(N * DVp, 146, -5, 5);
   ZT_OK(zeroc_k_crossentropy_forward_backward(K, NULL, o->loss, o->logits, tokens(N, 147, DV),
                                               (int)N, DV, DVp, 0.01f));
@@ -811,6 +863,8 @@ static void test_thread_determinism(void) {
       {"attention bwd", one.datt, three.datt, 3 * NC},
       {"gelu fwd", one.gelu, three.gelu, DG},
       {"gelu bwd", one.dgelu, three.dgelu, DG},
+      {"matmul bwd: gelu slope", one.dpre, three.dpre, (size_t)DMN * DMC},
+      {"matmul bwd: gelu bias sums", one.dpb, three.dpb, DMC},
       {"crossentropy loss", one.loss, three.loss, N},
       {"crossentropy grad", one.logits, three.logits, N * DVp},
       {"cast", one.cast, three.cast, DG},
@@ -837,6 +891,7 @@ int main(int argc, char **argv) {
       {"gelu fwd/bwd vs reference and finite differences", test_gelu},
       {"residual and add", test_residual_add},
       {"gelu on short lengths, at exp's edges and on NaN", test_gelu_lengths},
+      {"gelu slope from the forward's output vs the exact slope", test_gelu_slope_from_out},
       {"crossentropy: loss, gradient, padding, masked targets", test_crossentropy},
       {"crossentropy with dloss 0 leaves the logits", test_crossentropy_dloss0},
       {"crossentropy with a target >= V gives NaN", test_crossentropy_bad_target},
@@ -847,7 +902,7 @@ int main(int argc, char **argv) {
       {"vectorisable expf vs exp, edges, NaN", test_vexpf},
       {"sumsq, NaN and Inf propagate", test_sumsq},
       {"adamw vs reference over 5 steps", test_adamw},
-      {"fused forms equal the kernels they replace, bit for bit", test_fused_twins},
+      {"fused forms equal the kernels they replace (the GELU slope to a few ulp)", test_fused_twins},
       {"bad shapes are rejected", test_bad_shapes},
       {"results do not depend on the thread count", test_thread_determinism},
       ZT_END,

@@ -54,8 +54,11 @@ void zeroc__cpu_copy_rows(float *dst, size_t dst_t, const float *src, size_t src
                           size_t width, int add);
 void zeroc__cpu_gelu_forward(float *out, const float *inp, size_t N);
 void zeroc__cpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
-/* d (N) = gelu'(inp) * d, in place */
-void zeroc__cpu_gelu_scale(float *d, const float *inp, size_t N);
+/* d (N) = gelu'(inp) * d, in place; out (N) = gelu(inp), as the forward wrote it */
+void zeroc__cpu_gelu_scale(float *d, const float *inp, const float *out, size_t N);
+/* the same on d (N,C), and dbias (C) += its column sums (rows in order) */
+void zeroc__cpu_gelu_scale_colsum(float *d, const float *inp, const float *out, float *dbias,
+                                  int N, int C);
 void zeroc__cpu_residual_forward(float *out, const float *a, const float *b, size_t N);
 void zeroc__cpu_add(float *y, const float *x, size_t N);
 void zeroc__cpu_dropout(float *out, const float *in, const zeroc_dropout_t *d, int N, int C);

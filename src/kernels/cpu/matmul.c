@@ -47,10 +47,10 @@ ZEROC_CPU_HOT void zeroc__cpu_matmul_backward_ex(float *dinp, float *dweight, fl
   if (dinp) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
                 set_dinp || pre ? 0.0f : 1.0f, dinp, C);
-    if (pre) {
-      zeroc__cpu_gelu_scale(dinp, pre, (size_t)N * (size_t)C);
-      if (dpre_bias) colsum_add(dpre_bias, dinp, N, C);
-    }
+    if (pre && dpre_bias) /* inp = gelu(pre) */
+      zeroc__cpu_gelu_scale_colsum(dinp, pre, inp, dpre_bias, N, C);
+    else if (pre)
+      zeroc__cpu_gelu_scale(dinp, pre, inp, (size_t)N * (size_t)C);
   }
   if (dweight)
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
