@@ -73,6 +73,45 @@ static void test_reduce_scatter(void) {
   }
 }
 
+/* The ring reduce-scatter (comm_mpi.c) in each of its placements: out of place, in
+ * place in the rank's own block (recv = send + rank*count, as ZeRO-1's gradients), and
+ * MPI_IN_PLACE's (send == recv, the result in the first block); sum, max and min; on a
+ * comm stream, another channel and the inline compute stream. The values are small
+ * multiples of 1/4, so every sum is exact in any order: compared bit for bit. */
+static void test_reduce_scatter_in_place(void) {
+  zeroc_group_t *g = world();
+  const int n = g->size, r = g->rank;
+  const size_t counts[] = {1, 6, 3001};
+  zeroc_stream_t *ss[] = {s1, s2, zeroc_ctx_compute_stream(ctx)};
+  for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
+    for (int mode = 0; mode < 3; mode++)
+      for (int op = ZEROC_SUM; op <= ZEROC_MIN; op++) {
+        if (op == ZEROC_AVG) continue; /* a sum scaled after: test_reduce_scatter */
+        const size_t c = counts[i], all = c * (size_t)n;
+        zeroc_stream_t *s = ss[(i + (size_t)mode) % 3];
+        float *buf = malloc(sizeof(float) * all), *sep = malloc(sizeof(float) * c);
+        for (size_t j = 0; j < all; j++) buf[j] = val(r, j) * (op == ZEROC_MIN && r % 2 ? -1 : 1);
+        float *recv = mode == 0 ? sep : mode == 1 ? buf + (size_t)r * c : buf;
+        ZT_OK(zeroc__reduce_scatter(g, s, buf, recv, c, ZEROC_FP32, (zeroc_redop_t)op));
+        ZT_OK(zeroc_stream_sync(s));
+        int bad = 0;
+        for (size_t j = 0; j < c; j++) {
+          const size_t e = (size_t)r * c + j;
+          float want = op == ZEROC_SUM ? 0 : val(0, e);
+          for (int q = 0; q < n; q++) {
+            const float v = val(q, e) * (op == ZEROC_MIN && q % 2 ? -1 : 1);
+            want = op == ZEROC_SUM ? want + v : op == ZEROC_MAX ? (v > want ? v : want)
+                                                                : (v < want ? v : want);
+          }
+          bad += recv[j] != want;
+        }
+        ZT_ASSERT_MSG(bad == 0, "reduce_scatter count %zu placement %d op %d: %d wrong of %zu",
+                      c, mode, op, bad, c);
+        free(buf);
+        free(sep);
+      }
+}
+
 static void test_allreduce(void) {
   zeroc_group_t *g = world();
   int n = g->size, r = g->rank;
@@ -410,6 +449,8 @@ int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"all-gather (uneven, zero, in place, inline)", test_allgather},
       {"reduce-scatter sum and avg", test_reduce_scatter},
+      {"reduce-scatter in place (own block, first block), sum/max/min, exact",
+       test_reduce_scatter_in_place},
       {"all-reduce every op, in place, int64", test_allreduce},
       {"bf16 reductions", test_bf16_reductions},
       {"broadcast from every root, send/recv ring", test_broadcast_and_p2p},

@@ -70,6 +70,7 @@ void zeroc__group_destroy(zeroc_group_t *g) {
   for (int c = 0; c < ZEROC_MAX_CHANNELS; c++)
     if (g->mpi[c] != MPI_COMM_NULL) MPI_Comm_free(&g->mpi[c]);
   if (g->mpi_staged != MPI_COMM_NULL) MPI_Comm_free(&g->mpi_staged);
+  for (int c = 0; c < ZEROC_MAX_CHANNELS; c++) free(g->rs_buf[c]);
   free(g->world_ranks);
   free(g);
 }

@@ -71,6 +71,9 @@ struct zeroc_group {
    * stream, which run on a worker thread while host helpers use mpi[0] */
   MPI_Comm mpi_staged;
   void *nccl[ZEROC_MAX_CHANNELS]; /* ncclComm_t per channel, created on first use */
+  /* mpi: the ring reduce-scatter's blocks in flight, per channel (comm_mpi.c) */
+  void *rs_buf[ZEROC_MAX_CHANNELS];
+  size_t rs_cap[ZEROC_MAX_CHANNELS];
   uint64_t seq[ZEROC_MAX_CHANNELS]; /* collectives issued per channel, for messages */
   _Atomic uint64_t ctr_calls[ZEROC_COLL_COUNT];
   _Atomic uint64_t ctr_bytes[ZEROC_COLL_COUNT];
@@ -128,7 +131,8 @@ void zeroc__group_destroy(zeroc_group_t *g);
 /*
  * The collectives. `count` is per rank for all-gather (send count) and
  * reduce-scatter (receive count), the whole buffer otherwise. send == recv (or,
- * for all-gather, send == recv + rank*count) is in place. Each is enqueued on
+ * for all-gather, send == recv + rank*count; for reduce-scatter, recv == send +
+ * rank*count, the rank's own block) is in place. Each is enqueued on
  * `s` and runs in that stream's order; the return value reports enqueue
  * failures (and, on an inline stream, the collective's own result).
  */

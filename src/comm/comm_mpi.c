@@ -157,6 +157,94 @@ static void scale_avg(void *buf, size_t n, zeroc_dtype_t dt, int size) {
   }
 }
 
+/* ---- reduce-scatter as a ring ----------------------------------------------
+ * Open MPI's non-blocking reduce-scatter (libnbc) reduces the whole buffer onto
+ * rank 0 and scatters the sums from there: rank 0 receives and adds every other
+ * rank's whole buffer while the others only send theirs. On 2 ranks of issue 20's
+ * GPT (ZeRO-1) that left rank 0's reduce worker with 2.4x the other's CPU time,
+ * and each step waits for the slower rank. A ring gives every rank the same work:
+ * P-1 steps, in each of which a rank sends one block to its right neighbour and
+ * receives one from its left, adding its own contribution to it: (P-1)/P of the
+ * buffer received and added per rank, and the sum of block b lands on rank b.
+ * Block b is summed in the ring's order (x[b+1] + x[b+2] + ... + x[b]), which
+ * depends on the group's size alone; on 2 ranks any order gives the same bits.
+ * The blocks in flight are the group's scratch for the stream's channel (one
+ * stream per channel runs its collectives in order, so no two use it at once). */
+#define RS_TAG 0x7273 /* the collective communicators carry no other point-to-point */
+
+static zeroc_result_t ring_scratch(const mpi_op_t *o, size_t bytes, char **out) {
+  zeroc_group_t *g = o->g;
+  const int c = o->wd;
+  if (g->rs_cap[c] < bytes) {
+    void *p = realloc(g->rs_buf[c], bytes);
+    if (!p)
+      return ZEROC_FAIL(ZEROC_ERR_NOMEM, "reduce_scatter #%llu on group %s: %zu bytes of scratch",
+                        (unsigned long long)o->seq, g->name, bytes);
+    g->rs_buf[c] = p;
+    g->rs_cap[c] = bytes;
+  }
+  *out = g->rs_buf[c];
+  return ZEROC_OK;
+}
+
+static zeroc_result_t mpi_fail(const mpi_op_t *o, const char *what, int e) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(e, msg, &len);
+  return ZEROC_FAIL(ZEROC_ERR_MPI, "%s for %s #%llu on group %s (%zu elements): %s", what,
+                    coll_name[o->coll], (unsigned long long)o->seq, o->g->name, o->count, msg);
+}
+
+/* send (P blocks of count) -> recv (count) = the op over the ranks of block `rank`.
+ * recv may be the rank's own block of send (in place, as NCCL's reduce-scatter),
+ * or send itself (MPI_IN_PLACE's convention: the sum goes to its first block). */
+static zeroc_result_t ring_reduce_scatter(const mpi_op_t *o, MPI_Datatype t, MPI_Op op,
+                                          size_t esz) {
+  zeroc_group_t *g = o->g;
+  const int P = g->size, r = g->rank, right = (r + 1) % P, left = (r + P - 1) % P;
+  const int n = (int)o->count;
+  const size_t bytes = o->count * esz;
+  const char *in = o->send;
+  char *out = o->recv, *own = (char *)in + (size_t)r * bytes;
+  /* out takes the last block straight from the wire when it is not part of the input */
+  const int direct = out + bytes <= in || out >= in + (size_t)P * bytes;
+  char *a = NULL, *b = NULL; /* the partial sum going out, the one coming in */
+  if (P > 2 || !direct) {
+    char *scr;
+    ZEROC_CHECK(ring_scratch(o, (P > 2 ? 2 : 1) * bytes, &scr));
+    b = scr;
+    a = P > 2 ? scr + bytes : NULL;
+  }
+  for (int st = 0; st < P - 1; st++) {
+    const int blk = (r - st - 2 + 2 * P) % P, last = st == P - 2; /* blk == r when last */
+    const void *sb = st == 0 ? in + (size_t)((r + P - 1) % P) * bytes : a;
+    char *rb = last && direct ? out : b;
+    MPI_Request req[2];
+    int e = MPI_Irecv(rb, n, t, left, RS_TAG, o->comm, &req[0]);
+    if (e != MPI_SUCCESS) return mpi_fail(o, "MPI_Irecv", e);
+    e = MPI_Isend(sb, n, t, right, RS_TAG, o->comm, &req[1]);
+    if (e != MPI_SUCCESS) return mpi_fail(o, "MPI_Isend", e);
+    ZEROC_CHECK(wait_req(o, &req[0]));
+    ZEROC_CHECK(wait_req(o, &req[1]));
+    if (last) {
+      if (direct) { /* out = x[r] op (the others' partial sum) */
+        e = MPI_Reduce_local(own, out, n, t, op);
+      } else if (out == own) { /* in place: the others' partial sum into x[r] */
+        e = MPI_Reduce_local(b, own, n, t, op);
+      } else { /* MPI_IN_PLACE's first block: every block but x[r] is spent by now */
+        e = MPI_Reduce_local(own, b, n, t, op);
+        if (e == MPI_SUCCESS) memmove(out, b, bytes);
+      }
+    } else {
+      e = MPI_Reduce_local(in + (size_t)blk * bytes, b, n, t, op);
+      char *x = a; /* what arrived, with this rank's part added, goes out next */
+      a = b, b = x;
+    }
+    if (e != MPI_SUCCESS) return mpi_fail(o, "MPI_Reduce_local", e);
+  }
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc__mpi_run(const mpi_op_t *o) {
   zeroc_group_t *g = o->g;
   MPI_Comm comm = o->comm;
@@ -185,6 +273,16 @@ zeroc_result_t zeroc__mpi_run(const mpi_op_t *o) {
       if (o->recv != o->send) memmove(o->recv, o->send, o->count * esz);
       goto done;
     }
+    if (o->wd >= 0 && o->wd < ZEROC_P2P_CHANNEL) { /* see ring_reduce_scatter */
+      zeroc_result_t rr =
+          ring_reduce_scatter(o, t, mpi_op((zeroc_dtype_t)o->dt, (zeroc_redop_t)o->op), esz);
+      if (rr != ZEROC_OK) {
+        zeroc__watchdog_leave(g->env.wd, o->wd);
+        return rr;
+      }
+      goto done;
+    }
+    /* p2p streams share their channel: MPI's own, which needs no scratch */
     e = MPI_Ireduce_scatter_block(o->send == o->recv ? MPI_IN_PLACE : o->send, o->recv, n, t,
                                   mpi_op((zeroc_dtype_t)o->dt, (zeroc_redop_t)o->op), comm, &req);
     break;

@@ -197,13 +197,12 @@ static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
     if (m->rep_g->size > 1)
       CHK(zeroc__allreduce(m->rep_g, rs, u->fgrad, u->fgrad, u->f.N, m->rdt, ZEROC_SUM));
   } else if (st == 1) {
-    zeroc__slot_t *t;
-    CHK(slot_acquire(&m->tpool, rs, &t));
-    CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, t->ptr, S, m->rdt, ZEROC_SUM));
+    /* in place: gshard is this rank's block of the full grads (recv = send +
+     * rank * S), so the sum lands where the optimizer reads it, with no slot
+     * and no copy */
+    CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, u->gshard, S, m->rdt, ZEROC_SUM));
     if (m->rep_g->size > 1)
-      CHK(zeroc__allreduce(m->rep_g, rs, t->ptr, t->ptr, S, m->rdt, ZEROC_SUM));
-    CHK(zeroc_k_cast(m->k, rs, u->gshard, m->rdt, t->ptr, m->rdt, S));
-    CHK(slot_release(t, rs));
+      CHK(zeroc__allreduce(m->rep_g, rs, u->gshard, u->gshard, S, m->rdt, ZEROC_SUM));
   } else if (m->cfg.grad_accum == 1) {
     CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, u->gshard, S, m->rdt, ZEROC_SUM));
     if (m->rep_g->size > 1)

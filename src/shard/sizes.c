@@ -28,7 +28,8 @@ void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
    * more slots than units */
   if (stage == 3) out->gather_n = prefetch + 1 < units ? prefetch + 1 : units;
   if (stage >= 2) out->fgrad_n = 2;
-  if (stage == 1 || (stage >= 2 && grad_accum > 1)) out->rs_n = 2;
+  /* stage 1 reduces in place into its block of the full grads (schedule.c) */
+  if (stage >= 2 && grad_accum > 1) out->rs_n = 2;
   out->gather = pb * max_unpinned;
   out->fgrad = rb * max_unpinned;
   out->rs = rb * max_unit / (stage == 0 ? 1 : nd);

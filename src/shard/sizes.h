@@ -37,7 +37,7 @@ void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, in
 typedef struct zeroc__pool_bytes {
   int gather_n;      /* stage 3: min(prefetch + 1, units) slots of gathered params */
   int fgrad_n;       /* stages 2-3: two full-gradient slots */
-  int rs_n;          /* stage 1, or 2-3 accumulating micro-steps: two reduce-scatter outputs */
+  int rs_n;          /* stages 2-3 accumulating micro-steps: two reduce-scatter outputs */
   double gather;     /* the largest unpinned unit in the param dtype */
   double fgrad;      /* the largest unpinned unit in the reduce dtype */
   double rs;         /* the largest unit's shard in the reduce dtype */
