@@ -697,6 +697,22 @@ static void test_fused_twins(void) {
   ZT_OK(zeroc_k_matmul_backward_ex(K, NULL, ds, dw, NULL, g, out, w2, N, C, OC, NULL, NULL,
                                    ZEROC_K_DINP_SET));
   ZT_ASSERT_MSG(!memcmp(ds, t, NC * 4), "matmul_backward_ex ZEROC_K_DINP_SET differs");
+  /* attention_backward_ex ZEROC_K_DQKV_SET over a NaN-filled dqkv = a zeroed dqkv += */
+  {
+    const int AB = 2, AT = 37, AC = 32, ANH = 4;
+    const size_t n3 = (size_t)AB * AT * 3 * AC, n1 = (size_t)AB * AT * AC;
+    float *qkv = frand(n3, 152, -1, 1), *ao = fnan(n1), *lse = fnan((size_t)AB * ANH * AT);
+    float *ady = frand(n1, 153, -1, 1), *dset = fnan(n3), *dadd = talloc(n3 * 4);
+    ZT_OK(zeroc_k_attention_forward(K, NULL, ao, lse, qkv, AB, AT, AC, ANH, NULL));
+    memset(dadd, 0, n3 * 4);
+    ZT_OK(zeroc_k_attention_backward(K, NULL, dadd, ady, qkv, ao, lse, AB, AT, AC, ANH, NULL));
+    ZT_OK(zeroc_k_attention_backward_ex(K, NULL, dset, ady, qkv, ao, lse, AB, AT, AC, ANH, NULL,
+                                        ZEROC_K_DQKV_SET));
+    ZT_ASSERT_MSG(!memcmp(dset, dadd, n3 * 4), "attention_backward_ex ZEROC_K_DQKV_SET differs");
+    CU_ASSERT_EQUAL(zeroc_k_attention_backward_ex(K, NULL, dset, ady, qkv, ao, lse, AB, AT, AC, ANH,
+                                                  NULL, 2),
+                    ZEROC_ERR_INVALID_ARG);
+  }
   /* pre without dinp, dpre_bias without pre, unknown flags */
   CU_ASSERT_EQUAL(zeroc_k_matmul_backward_ex(K, NULL, NULL, dw, NULL, g, out, w2, N, C, OC, pre,
                                              NULL, 1),
@@ -902,7 +918,8 @@ int main(int argc, char **argv) {
       {"vectorisable expf vs exp, edges, NaN", test_vexpf},
       {"sumsq, NaN and Inf propagate", test_sumsq},
       {"adamw vs reference over 5 steps", test_adamw},
-      {"fused forms equal the kernels they replace (the GELU slope to a few ulp)", test_fused_twins},
+      {"fused and set forms equal the kernels they replace (the GELU slope to a few ulp)",
+       test_fused_twins},
       {"bad shapes are rejected", test_bad_shapes},
       {"results do not depend on the thread count", test_thread_determinism},
       ZT_END,

@@ -307,8 +307,13 @@ static void check_attention_drop(zeroc_dtype_t dt, int B, int T, int NH, int HS,
   void *d_dqkv = dev_from(dt, dqkv, nq, 0);
   ZT_OK(zeroc_k_attention_backward(k, st, d_dqkv, dev_from(dt, dout, no, 0), dqkv_in, out, lse, B,
                                    T, C, NH, dp));
-  zeroc__cpu_attention_backward(dqkv, dout, qkv, ro, rl, B, T, C, NH, dp);
+  zeroc__cpu_attention_backward(dqkv, dout, qkv, ro, rl, B, T, C, NH, dp, 0);
   expect_close("attention_backward dqkv", dt, d_dqkv, dqkv, nq, tol(dt));
+  /* ZEROC_K_DQKV_SET: the old contents (here the accumulated result) are not read */
+  ZT_OK(zeroc_k_attention_backward_ex(k, st, d_dqkv, dev_from(dt, dout, no, 0), dqkv_in, out, lse,
+                                      B, T, C, NH, dp, ZEROC_K_DQKV_SET));
+  zeroc__cpu_attention_backward(dqkv, dout, qkv, ro, rl, B, T, C, NH, dp, 1);
+  expect_close("attention_backward_ex set dqkv", dt, d_dqkv, dqkv, nq, tol(dt));
   dev_free_all();
   free(qkv), free(ro), free(rl), free(dout), free(dqkv);
 }
@@ -350,7 +355,7 @@ static void check_attention_mma(int B, int T, int NH, int HS) {
   expect_close("attention_forward lse (tensor cores)", ZEROC_FP32, lse, rl, nl, TOL_FP32);
   ZT_OK(zeroc_k_attention_backward(k, st, g1, d_dout, d_qkv, out, lse, B, T, C, NH, NULL));
   ZT_OK(zeroc_k_attention_backward(k, st, g2, d_dout, d_qkv, out, lse, B, T, C, NH, NULL));
-  zeroc__cpu_attention_backward(g, dout, qkv, ro, rl, B, T, C, NH, NULL);
+  zeroc__cpu_attention_backward(g, dout, qkv, ro, rl, B, T, C, NH, NULL, 0);
   expect_close("attention_backward dqkv (tensor cores)", dt, g1, g, nq, TOL_BF16);
   dev_get(dt, h1, g1, nq);
   dev_get(dt, h2, g2, nq);

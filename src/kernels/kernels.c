@@ -174,17 +174,31 @@ zeroc_result_t zeroc_k_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, 
   return ZEROC_OK;
 }
 
+zeroc_result_t zeroc_k_attention_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv,
+                                             const void *dout, const void *qkv, const void *out,
+                                             const float *lse, int B, int T, int C, int NH,
+                                             const zeroc_dropout_t *drop, unsigned flags) {
+  POSITIVE(B, T, C, NH);
+  if (C % NH)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "attention: C %d not divisible by NH %d", C, NH);
+  if (flags & ~ZEROC_K_DQKV_SET)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "attention_backward_ex: flags 0x%x; accepted ZEROC_K_DQKV_SET", flags);
+  ZEROC_CHECK(check_dropout(__func__, drop));
+  const int set = (flags & ZEROC_K_DQKV_SET) != 0;
+  if (set && k->device == ZEROC_DEVICE_CUDA && dqkv)
+    ZEROC_CHECK(zeroc_memset_async(s ? s : k->compute, dqkv, 0,
+                                   (size_t)B * T * 3 * C * zeroc_dtype_size(k->dtype)));
+  CUDA_OR_CPU(attention_backward, k, s, dqkv, dout, qkv, out, lse, B, T, C, NH, drop);
+  zeroc__cpu_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, drop, set);
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_k_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv,
                                           const void *dout, const void *qkv, const void *out,
                                           const float *lse, int B, int T, int C, int NH,
                                           const zeroc_dropout_t *drop) {
-  POSITIVE(B, T, C, NH);
-  if (C % NH)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "attention: C %d not divisible by NH %d", C, NH);
-  ZEROC_CHECK(check_dropout(__func__, drop));
-  CUDA_OR_CPU(attention_backward, k, s, dqkv, dout, qkv, out, lse, B, T, C, NH, drop);
-  zeroc__cpu_attention_backward(dqkv, dout, qkv, out, lse, B, T, C, NH, drop);
-  return ZEROC_OK;
+  return zeroc_k_attention_backward_ex(k, s, dqkv, dout, qkv, out, lse, B, T, C, NH, drop, 0);
 }
 
 static zeroc_result_t check_block(const char *fn, const zeroc_attn_block_t *b) {

@@ -151,6 +151,15 @@ zeroc_result_t zeroc_k_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
                                           const void *dout, const void *qkv, const void *out,
                                           const float *lse, int B, int T, int C, int NH,
                                           const zeroc_dropout_t *drop);
+/* Flags of zeroc_k_attention_backward_ex. */
+#define ZEROC_K_DQKV_SET 1u /* dqkv = the gradient: its old contents are not read (no memset) */
+/* zeroc_k_attention_backward with flags (ZEROC_K_DQKV_SET). On cpu each head clears its
+ * own rows of dqkv just before it adds to them, while they are in cache, instead of a
+ * separate pass over the whole (B,T,3C); on cuda it is a memset before the kernels. */
+zeroc_result_t zeroc_k_attention_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s, void *dqkv,
+                                             const void *dout, const void *qkv, const void *out,
+                                             const float *lse, int B, int T, int C, int NH,
+                                             const zeroc_dropout_t *drop, unsigned flags);
 
 /* ---- attention blocks (context parallelism) ----------------------------------------
  * One (query block, key block) pair of causal attention, with q and k/v at separate

@@ -333,13 +333,14 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   CHK(drop_grad(g, s, dr1, dx, dx, Nl, &dproj));
   CHK(zeroc__tp_row_backward_ex(tp, s, g->datty, d[ATTPROJW], d[ATTPROJB], dproj, a->atty,
                                 g->gath, p[ATTPROJW], N, Cl, C, NULL, NULL, ZEROC_K_DINP_SET));
-  CHK(zeroc_memset_async(s, g->dqkv, 0, (size_t)N * 3 * Cl * e));
-  if (g->cp.n > 1)
+  if (g->cp.n > 1) { /* the ring's blocks add to dqkv */
+    CHK(zeroc_memset_async(s, g->dqkv, 0, (size_t)N * 3 * Cl * e));
     CHK(zeroc__gpt_cp_attention_backward(&g->cp, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B,
                                          T, Cl, g->NHl, da));
-  else
-    CHK(zeroc_k_attention_backward(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl,
-                                   g->NHl, da));
+  } else {
+    CHK(zeroc_k_attention_backward_ex(k, s, g->dqkv, g->datty, a->qkv, a->atty, a->lse, B, T, Cl,
+                                      g->NHl, da, ZEROC_K_DQKV_SET));
+  }
   CHK(zeroc__tp_column_backward(tp, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, g->gath, g->part,
                                 p[QKVW], N, C, 3 * Cl));
   CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN1W, 0), ln_grad(g, d, LN1B, 1), g->dln,

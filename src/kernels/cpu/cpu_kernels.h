@@ -38,7 +38,7 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
                                   int NH, const zeroc_dropout_t *drop);
 void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
                                    const float *out, const float *lse, int B, int T, int C, int NH,
-                                   const zeroc_dropout_t *drop);
+                                   const zeroc_dropout_t *drop, int set);
 /* attention blocks (kernels.h: zeroc_attn_block_t) */
 void zeroc__cpu_attention_block_forward(float *pout, float *plse, const float *q, const float *k,
                                         const float *v, const zeroc_attn_block_t *blk,
