@@ -160,9 +160,9 @@ static void scale_avg(void *buf, size_t n, zeroc_dtype_t dt, int size) {
 /* ---- reduce-scatter as a ring ----------------------------------------------
  * Open MPI's non-blocking reduce-scatter (libnbc) reduces the whole buffer onto
  * rank 0 and scatters the sums from there: rank 0 receives and adds every other
- * rank's whole buffer while the others only send theirs. On 2 ranks of issue 20's
- * GPT (ZeRO-1) that left rank 0's reduce worker with 2.4x the other's CPU time,
- * and each step waits for the slower rank. A ring gives every rank the same work:
+ * rank's whole buffer while the others only send theirs, and the step waits for
+ * rank 0. On P ranks that is P-1 whole buffers received and added by one rank, and
+ * every block sent twice. A ring gives every rank the same work:
  * P-1 steps, in each of which a rank sends one block to its right neighbour and
  * receives one from its left, adding its own contribution to it: (P-1)/P of the
  * buffer received and added per rank, and the sum of block b lands on rank b.
