@@ -13,6 +13,7 @@ OLD=$1 NEW=$2 ROUNDS=${3:-8} NP=${4:-2}
 STEPS=${STEPS:-30}
 [ "$STEPS" -ge 5 ] 2>/dev/null || { echo "gpt_ab.sh: STEPS '$STEPS' must be an integer >= 5 (steps 1-3 are warm-up)" >&2; exit 2; }
 [ "$ROUNDS" -ge 1 ] 2>/dev/null || { echo "gpt_ab.sh: ROUNDS '$ROUNDS' must be an integer >= 1" >&2; exit 2; }
+[ "$NP" -ge 1 ] 2>/dev/null || { echo "gpt_ab.sh: NP '$NP' must be an integer >= 1" >&2; exit 2; }
 for b in "$OLD" "$NEW"; do
   [ -x "$b/zeroc" ] || { echo "gpt_ab.sh: no zeroc program in '$b' (a build directory is expected)" >&2; exit 2; }
 done

@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <math.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -206,8 +207,10 @@ static zeroc_result_t ring_reduce_scatter(const mpi_op_t *o, MPI_Datatype t, MPI
   const size_t bytes = o->count * esz;
   const char *in = o->send;
   char *out = o->recv, *own = (char *)in + (size_t)r * bytes;
-  /* out takes the last block straight from the wire when it is not part of the input */
-  const int direct = out + bytes <= in || out >= in + (size_t)P * bytes;
+  /* out takes the last block straight from the wire when it is not part of the input
+   * (compared as addresses: out and in may be separate objects) */
+  const uintptr_t o0 = (uintptr_t)out, i0 = (uintptr_t)in;
+  const int direct = o0 + bytes <= i0 || o0 >= i0 + (size_t)P * bytes;
   char *a = NULL, *b = NULL; /* the partial sum going out, the one coming in */
   if (P > 2 || !direct) {
     char *scr;

@@ -115,6 +115,11 @@ ZEROC_CPU_HOT void zeroc__cpu_gelu_backward(float *dinp, const float *inp, const
     SEL(sm_, 0.5f + (0.5f * GELU_K) * xs_, (g) / xs_);                                             \
   })
 
+// the same for one float: the tails
+ZEROC_INL float sig1_out(float x, float g) {
+  return x < S_SMALL && x > -S_SMALL ? 0.5f + (0.5f * GELU_K) * x : g / x;
+}
+
 // inp (N), out (N) = gelu(inp), d (N) -> d = gelu'(inp) d, in place: for a d the matmul
 // backward has just written (nothing to add to), with the forward's output at hand
 ZEROC_CPU_HOT void zeroc__cpu_gelu_scale(float *d, const float *inp, const float *out, size_t N) {
@@ -125,8 +130,7 @@ ZEROC_CPU_HOT void zeroc__cpu_gelu_scale(float *d, const float *inp, const float
     ST8(d + 8 * b, GELU_GRAD(x, s) * LD8(d + 8 * b));
   }
   for (size_t i = nv * 8; i < N; i++) {
-    const float x = inp[i];
-    const float s = x < S_SMALL && x > -S_SMALL ? 0.5f + (0.5f * GELU_K) * x : out[i] / x;
+    const float x = inp[i], s = sig1_out(x, out[i]);
     d[i] = GELU_GRAD(x, s) * d[i];
   }
 }
@@ -152,8 +156,7 @@ ZEROC_CPU_HOT void zeroc__cpu_gelu_scale_colsum(float *d, const float *inp, cons
         ST8(dbias + c, LD8(dbias + c) + v);
       }
       for (; c < c1; c++) {
-        const float x = xr[c];
-        const float s = x < S_SMALL && x > -S_SMALL ? 0.5f + (0.5f * GELU_K) * x : gr[c] / x;
+        const float x = xr[c], s = sig1_out(x, gr[c]);
         dr[c] = GELU_GRAD(x, s) * dr[c];
         dbias[c] += dr[c];
       }
