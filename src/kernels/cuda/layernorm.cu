@@ -52,6 +52,57 @@ __global__ void ln_forward_kernel(T *out, float *mean, float *rstd, const T *inp
   }
 }
 
+/* Rows of up to LN_REG_PACKS x 256 columns (C 2048) are held in registers: each lane's
+ * NP packs of 8 are all loaded before the first is used, so a warp has its whole row in
+ * flight at once. The loop kernel above issues one pack per lane per iteration and waits
+ * on it (its first pass ran at the latency of memory: ~50% of the copy rate at C 768 on
+ * an H100) and reads the row three times. Sums run in the loop kernel's order (packs in
+ * order, then the warp's tree), so both give the same bits. */
+#define LN_REG_PACKS 8
+
+template <typename T, int NP>
+__global__ void ln_forward_rows_kernel(T *out, float *mean, float *rstd, const T *inp,
+                                       const T *weight, const T *bias, int N, int C, bool vec) {
+  const int lane = threadIdx.x & 31;
+  const int row = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+  if (row >= N) return;
+  const T *x = inp + (size_t)row * C;
+  T *y = out + (size_t)row * C;
+  float v[NP][8];
+#pragma unroll
+  for (int p = 0; p < NP; p++) zc_load8(x, (size_t)(p * 32 + lane) * 8, C, vec, v[p]);
+  float sum = 0.0f;
+#pragma unroll
+  for (int p = 0; p < NP; p++)
+#pragma unroll
+    for (int e = 0; e < 8; e++) sum += v[p][e]; /* past C: 0 */
+  const float m = zc_warp_sum(sum) / (float)C;
+  float sq = 0.0f;
+#pragma unroll
+  for (int p = 0; p < NP; p++)
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      const float d = v[p][e] - m;
+      if ((p * 32 + lane) * 8 + e < C) sq += d * d;
+    }
+  const float r = 1.0f / sqrtf(zc_warp_sum(sq) / (float)C + LN_EPS);
+  if (lane == 0) {
+    if (mean) mean[row] = m;
+    if (rstd) rstd[row] = r;
+  }
+#pragma unroll
+  for (int p = 0; p < NP; p++) {
+    const size_t c = (size_t)(p * 32 + lane) * 8;
+    if (c >= (size_t)C) break;
+    float w[8], b[8], o[8];
+    zc_load8(weight, c, C, vec, w);
+    zc_load8(bias, c, C, vec, b);
+#pragma unroll
+    for (int e = 0; e < 8; e++) o[e] = (v[p][e] - m) * r * w[e] + b[e];
+    zc_store8(y, c, C, vec, o);
+  }
+}
+
 // dout (N,C), inp (N,C), weight (C), mean, rstd (N) -> dinp (N,C) +=
 template <typename T>
 __global__ void ln_backward_dinp_kernel(T *dinp, const T *dout, const T *inp, const T *weight,
@@ -88,6 +139,56 @@ __global__ void ln_backward_dinp_kernel(T *dinp, const T *dout, const T *inp, co
     for (int e = 0; e < 8; e++) {
       float norm = (x[e] - m) * r;
       d[e] += (w[e] * g[e] - s1 - norm * s2) * r;
+    }
+    zc_store8(dinp + off, c, C, vec, d);
+  }
+}
+
+/* The same with the row's inp and dout in registers (NP packs of 8 per lane, C up to
+ * LN_REG_PACKS_BWD x 256): read once instead of twice, all in flight at once. */
+#define LN_REG_PACKS_BWD 4
+
+template <typename T, int NP>
+__global__ void ln_backward_dinp_rows_kernel(T *dinp, const T *dout, const T *inp, const T *weight,
+                                             const float *mean, const float *rstd, int N, int C,
+                                             bool vec) {
+  const int lane = threadIdx.x & 31;
+  const int row = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
+  if (row >= N) return;
+  const size_t off = (size_t)row * C;
+  const float m = mean[row], r = rstd[row];
+  float x[NP][8], g[NP][8];
+#pragma unroll
+  for (int p = 0; p < NP; p++) {
+    const size_t c = (size_t)(p * 32 + lane) * 8;
+    zc_load8(inp + off, c, C, vec, x[p]);
+    zc_load8(dout + off, c, C, vec, g[p]);
+  }
+  float s1 = 0.0f, s2 = 0.0f;
+#pragma unroll
+  for (int p = 0; p < NP; p++) {
+    float w[8];
+    zc_load8(weight, (size_t)(p * 32 + lane) * 8, C, vec, w);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      const float dnorm = w[e] * g[p][e]; /* 0 past C */
+      s1 += dnorm;
+      s2 += dnorm * (x[p][e] - m) * r;
+    }
+  }
+  s1 = zc_warp_sum(s1) / (float)C;
+  s2 = zc_warp_sum(s2) / (float)C;
+#pragma unroll
+  for (int p = 0; p < NP; p++) {
+    const size_t c = (size_t)(p * 32 + lane) * 8;
+    if (c >= (size_t)C) break;
+    float w[8], d[8];
+    zc_load8(weight, c, C, vec, w);
+    zc_load8(dinp + off, c, C, vec, d);
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+      const float norm = (x[p][e] - m) * r;
+      d[e] += (w[e] * g[p][e] - s1 - norm * s2) * r;
     }
     zc_store8(dinp + off, c, C, vec, d);
   }
@@ -142,15 +243,55 @@ __global__ void ln_backward_final_kernel(T *dweight, T *dbias, const float *part
   dbias[c] = zc_to<T>(zc_f(dbias[c]) + tb);
 }
 
+template <typename T, int NP>
+static zeroc_result_t ln_forward_rows(cudaStream_t st, dim3 grid, dim3 block, T *out, float *mean,
+                                      float *rstd, const T *inp, const T *weight, const T *bias,
+                                      int N, int C, bool vec) {
+  ln_forward_rows_kernel<T, NP>
+      <<<grid, block, 0, st>>>(out, mean, rstd, inp, weight, bias, N, C, vec);
+  ZC_LAUNCHED("ln_forward_rows_kernel", grid, block, 0);
+  return ZEROC_OK;
+}
+
+template <typename T, int NP>
+static zeroc_result_t ln_dinp_rows(cudaStream_t st, dim3 grid, dim3 block, T *dinp, const T *dout,
+                                   const T *inp, const T *weight, const float *mean,
+                                   const float *rstd, int N, int C, bool vec) {
+  ln_backward_dinp_rows_kernel<T, NP>
+      <<<grid, block, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C, vec);
+  ZC_LAUNCHED("ln_backward_dinp_rows_kernel", grid, block, 0);
+  return ZEROC_OK;
+}
+
 template <typename T>
 static zeroc_result_t ln_forward(cudaStream_t st, T *out, float *mean, float *rstd, const T *inp,
                                  const T *weight, const T *bias, int N, int C) {
   const bool vec = C % 8 == 0 && zc_aligned16(out) && zc_aligned16(inp) && zc_aligned16(weight) &&
                    zc_aligned16(bias);
   dim3 grid((N + LN_WARPS - 1) / LN_WARPS), block(32 * LN_WARPS);
-  ln_forward_kernel<T><<<grid, block, 0, st>>>(out, mean, rstd, inp, weight, bias, N, C, vec);
-  ZC_LAUNCHED("ln_forward_kernel", grid, block, 0);
-  return ZEROC_OK;
+  static_assert(LN_REG_PACKS == 8, "one case below per pack count");
+  switch ((C + 255) / 256) { /* packs of 8 per lane */
+  case 1:
+    return ln_forward_rows<T, 1>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
+  case 2:
+    return ln_forward_rows<T, 2>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
+  case 3:
+    return ln_forward_rows<T, 3>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
+  case 4:
+    return ln_forward_rows<T, 4>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
+  case 5:
+    return ln_forward_rows<T, 5>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
+  case 6:
+    return ln_forward_rows<T, 6>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
+  case 7:
+    return ln_forward_rows<T, 7>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
+  case 8:
+    return ln_forward_rows<T, 8>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
+  default: /* rows past LN_REG_PACKS x 256 */
+    ln_forward_kernel<T><<<grid, block, 0, st>>>(out, mean, rstd, inp, weight, bias, N, C, vec);
+    ZC_LAUNCHED("ln_forward_kernel", grid, block, 0);
+    return ZEROC_OK;
+  }
 }
 
 template <typename T>
@@ -162,9 +303,27 @@ static zeroc_result_t ln_backward(zeroc_kernels_t *k, cudaStream_t st, T *dinp, 
   const bool vec = C % 8 == 0 && zc_aligned16(dinp) && zc_aligned16(dout) && zc_aligned16(inp) &&
                    zc_aligned16(weight);
   dim3 grid1((N + LN_WARPS - 1) / LN_WARPS), block1(32 * LN_WARPS);
-  ln_backward_dinp_kernel<T>
-      <<<grid1, block1, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C, vec);
-  ZC_LAUNCHED("ln_backward_dinp_kernel", grid1, block1, 0);
+  static_assert(LN_REG_PACKS_BWD == 4, "one case below per pack count");
+  zeroc_result_t r = ZEROC_OK;
+  switch ((C + 255) / 256) {
+  case 1:
+    r = ln_dinp_rows<T, 1>(st, grid1, block1, dinp, dout, inp, weight, mean, rstd, N, C, vec);
+    break;
+  case 2:
+    r = ln_dinp_rows<T, 2>(st, grid1, block1, dinp, dout, inp, weight, mean, rstd, N, C, vec);
+    break;
+  case 3:
+    r = ln_dinp_rows<T, 3>(st, grid1, block1, dinp, dout, inp, weight, mean, rstd, N, C, vec);
+    break;
+  case 4:
+    r = ln_dinp_rows<T, 4>(st, grid1, block1, dinp, dout, inp, weight, mean, rstd, N, C, vec);
+    break;
+  default: /* rows past LN_REG_PACKS_BWD x 256 */
+    ln_backward_dinp_kernel<T>
+        <<<grid1, block1, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C, vec);
+    ZC_LAUNCHED("ln_backward_dinp_kernel", grid1, block1, 0);
+  }
+  ZEROC_CHECK(r);
   float *part = (float *)zc_state(k)->scratch;
   dim3 grid2((C + LNP_COLS - 1) / LNP_COLS, groups), block2(LNP_COLS, LNP_ROWS);
   ln_backward_partial_kernel<T><<<grid2, block2, 0, st>>>(part, dout, inp, mean, rstd, N, C, rpg);
