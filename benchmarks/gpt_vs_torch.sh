@@ -58,4 +58,11 @@ for k in zeroc torch; do
     printf "%s: %.0f tokens/s (median of %d rounds, range %.0f-%.0f), %.1f model GFLOP/s, %.0f%% of the %.1f GFLOP/s sgemm ceiling\n",
       k, m, NR, a[1], a[NR], m * fpt / 1e9, 100 * m * fpt / 1e9 / ceil, ceil }'
 done
+if [ -s "$WORK/tr" ]; then # the ratio two ways: of the medians, and the median of the rounds' ratios
+  paste "$WORK/zr" "$WORK/tr" | awk '{ print $1 / $2 }' | sort -g | awk -v zm="$(med < "$WORK/zr")" \
+    -v tm="$(med < "$WORK/tr")" '{ a[NR] = $1 } END {
+    m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+    printf "zeroc/torch: %.2fx (ratio of the medians), %.2fx (median of the per-round ratios, range %.2f-%.2f)\n",
+      zm / tm, m, a[1], a[NR] }'
+fi
 echo "Megatron FLOPs per token: $FPT (shape L=$L h=$H heads=$NH V=$V s=$T, batch $B per rank, $NP ranks, zeroc: $ZENV $ZF)"
