@@ -243,24 +243,36 @@ __global__ void ln_backward_final_kernel(T *dweight, T *dbias, const float *part
   dbias[c] = zc_to<T>(zc_f(dbias[c]) + tb);
 }
 
+/* The kernel for np packs of 8 per lane: NP counts up from 1 to the kernel's limit; past
+ * it, false (the caller runs the loop kernel). */
 template <typename T, int NP>
-static zeroc_result_t ln_forward_rows(cudaStream_t st, dim3 grid, dim3 block, T *out, float *mean,
-                                      float *rstd, const T *inp, const T *weight, const T *bias,
-                                      int N, int C, bool vec) {
-  ln_forward_rows_kernel<T, NP>
-      <<<grid, block, 0, st>>>(out, mean, rstd, inp, weight, bias, N, C, vec);
-  ZC_LAUNCHED("ln_forward_rows_kernel", grid, block, 0);
-  return ZEROC_OK;
+static bool ln_forward_rows(int np, cudaStream_t st, dim3 grid, dim3 block, T *out, float *mean,
+                            float *rstd, const T *inp, const T *weight, const T *bias, int N,
+                            int C, bool vec) {
+  if (np == NP) {
+    ln_forward_rows_kernel<T, NP>
+        <<<grid, block, 0, st>>>(out, mean, rstd, inp, weight, bias, N, C, vec);
+    return true;
+  }
+  if constexpr (NP < LN_REG_PACKS)
+    return ln_forward_rows<T, NP + 1>(np, st, grid, block, out, mean, rstd, inp, weight, bias, N,
+                                      C, vec);
+  return false;
 }
 
 template <typename T, int NP>
-static zeroc_result_t ln_dinp_rows(cudaStream_t st, dim3 grid, dim3 block, T *dinp, const T *dout,
-                                   const T *inp, const T *weight, const float *mean,
-                                   const float *rstd, int N, int C, bool vec) {
-  ln_backward_dinp_rows_kernel<T, NP>
-      <<<grid, block, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C, vec);
-  ZC_LAUNCHED("ln_backward_dinp_rows_kernel", grid, block, 0);
-  return ZEROC_OK;
+static bool ln_dinp_rows(int np, cudaStream_t st, dim3 grid, dim3 block, T *dinp, const T *dout,
+                         const T *inp, const T *weight, const float *mean, const float *rstd,
+                         int N, int C, bool vec) {
+  if (np == NP) {
+    ln_backward_dinp_rows_kernel<T, NP>
+        <<<grid, block, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C, vec);
+    return true;
+  }
+  if constexpr (NP < LN_REG_PACKS_BWD)
+    return ln_dinp_rows<T, NP + 1>(np, st, grid, block, dinp, dout, inp, weight, mean, rstd, N, C,
+                                   vec);
+  return false;
 }
 
 template <typename T>
@@ -269,29 +281,14 @@ static zeroc_result_t ln_forward(cudaStream_t st, T *out, float *mean, float *rs
   const bool vec = C % 8 == 0 && zc_aligned16(out) && zc_aligned16(inp) && zc_aligned16(weight) &&
                    zc_aligned16(bias);
   dim3 grid((N + LN_WARPS - 1) / LN_WARPS), block(32 * LN_WARPS);
-  static_assert(LN_REG_PACKS == 8, "one case below per pack count");
-  switch ((C + 255) / 256) { /* packs of 8 per lane */
-  case 1:
-    return ln_forward_rows<T, 1>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
-  case 2:
-    return ln_forward_rows<T, 2>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
-  case 3:
-    return ln_forward_rows<T, 3>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
-  case 4:
-    return ln_forward_rows<T, 4>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
-  case 5:
-    return ln_forward_rows<T, 5>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
-  case 6:
-    return ln_forward_rows<T, 6>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
-  case 7:
-    return ln_forward_rows<T, 7>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
-  case 8:
-    return ln_forward_rows<T, 8>(st, grid, block, out, mean, rstd, inp, weight, bias, N, C, vec);
-  default: /* rows past LN_REG_PACKS x 256 */
-    ln_forward_kernel<T><<<grid, block, 0, st>>>(out, mean, rstd, inp, weight, bias, N, C, vec);
-    ZC_LAUNCHED("ln_forward_kernel", grid, block, 0);
+  if (ln_forward_rows<T, 1>((C + 255) / 256, st, grid, block, out, mean, rstd, inp, weight, bias,
+                            N, C, vec)) {
+    ZC_LAUNCHED("ln_forward_rows_kernel", grid, block, 0);
     return ZEROC_OK;
   }
+  ln_forward_kernel<T><<<grid, block, 0, st>>>(out, mean, rstd, inp, weight, bias, N, C, vec);
+  ZC_LAUNCHED("ln_forward_kernel", grid, block, 0);
+  return ZEROC_OK;
 }
 
 template <typename T>
@@ -303,27 +300,14 @@ static zeroc_result_t ln_backward(zeroc_kernels_t *k, cudaStream_t st, T *dinp, 
   const bool vec = C % 8 == 0 && zc_aligned16(dinp) && zc_aligned16(dout) && zc_aligned16(inp) &&
                    zc_aligned16(weight);
   dim3 grid1((N + LN_WARPS - 1) / LN_WARPS), block1(32 * LN_WARPS);
-  static_assert(LN_REG_PACKS_BWD == 4, "one case below per pack count");
-  zeroc_result_t r = ZEROC_OK;
-  switch ((C + 255) / 256) {
-  case 1:
-    r = ln_dinp_rows<T, 1>(st, grid1, block1, dinp, dout, inp, weight, mean, rstd, N, C, vec);
-    break;
-  case 2:
-    r = ln_dinp_rows<T, 2>(st, grid1, block1, dinp, dout, inp, weight, mean, rstd, N, C, vec);
-    break;
-  case 3:
-    r = ln_dinp_rows<T, 3>(st, grid1, block1, dinp, dout, inp, weight, mean, rstd, N, C, vec);
-    break;
-  case 4:
-    r = ln_dinp_rows<T, 4>(st, grid1, block1, dinp, dout, inp, weight, mean, rstd, N, C, vec);
-    break;
-  default: /* rows past LN_REG_PACKS_BWD x 256 */
+  if (ln_dinp_rows<T, 1>((C + 255) / 256, st, grid1, block1, dinp, dout, inp, weight, mean, rstd,
+                         N, C, vec)) {
+    ZC_LAUNCHED("ln_backward_dinp_rows_kernel", grid1, block1, 0);
+  } else {
     ln_backward_dinp_kernel<T>
         <<<grid1, block1, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C, vec);
     ZC_LAUNCHED("ln_backward_dinp_kernel", grid1, block1, 0);
   }
-  ZEROC_CHECK(r);
   float *part = (float *)zc_state(k)->scratch;
   dim3 grid2((C + LNP_COLS - 1) / LNP_COLS, groups), block2(LNP_COLS, LNP_ROWS);
   ln_backward_partial_kernel<T><<<grid2, block2, 0, st>>>(part, dout, inp, mean, rstd, N, C, rpg);
