@@ -6,9 +6,11 @@
  *   bench_kernels_cpu [--model NAME] [--batch B] [--reps N] [--seq T] [--hidden C]
  *                     [--heads NH] [--vocab V]   (each overrides the preset's value)
  *   bench_kernels_cpu --attention B T C NH [--reps N]
+ *   bench_kernels_cpu --layernorm N C [--reps N]
  * The second times only attention, forward and backward, with and without
  * dropout, the current kernels beside the previous ones (attention_ref.c),
- * interleaved rep by rep so a busy machine slows both alike.
+ * interleaved rep by rep so a busy machine slows both alike. The third times the
+ * fused LayerNorm forms the GPT block calls beside the calls they replace, likewise.
  * Threads: ZEROC_THREADS (default: the cores hwloc gives the rank).
  */
 #include <math.h>
@@ -211,11 +213,76 @@ static int bench_attention(int B, int T, int C, int NH) {
   return 0;
 }
 
+/* ---- fused LayerNorm forms beside the calls they replace -------------------------- */
+
+/* The block's residual + LayerNorm 2 (in place on the residual, as there), its backward
+ * from the residual's gradient, and the head's backward into a fresh gradient: each pair
+ * (separate calls, fused call) interleaved rep by rep. */
+static int bench_layernorm(int N, int C) {
+  const size_t NC = (size_t)N * C;
+  float *res = buf(NC, 40, -1, 1), *x = buf(NC, 41, -1, 1), *out = buf(NC, 42, -1, 1);
+  float *mean = buf(N, 43, -1, 1), *rstd = buf(N, 44, 0.5f, 2), *w = buf(C, 45, 0.5f, 1.5f);
+  float *b = buf(C, 46, -1, 1), *dout = buf(NC, 47, -1, 1), *dres = buf(NC, 48, -1, 1);
+  float *dx = buf(NC, 49, -1, 1), *dw = buf(C, 50, -1, 1), *db = buf(C, 51, -1, 1);
+  CHECK(zeroc_k_layernorm_forward(K, NULL, out, mean, rstd, res, w, b, N, C));
+  static const char *names[3][2] = {{"add + layernorm fwd", "residual_layernorm fwd"},
+                                    {"memcpy + layernorm bwd", "layernorm bwd_ex dres"},
+                                    {"memset + layernorm bwd", "layernorm bwd_ex NULL"}};
+  printf("layernorm N=%d C=%d, median (min) of %d interleaved reps\n", N, C, reps);
+  printf("%-24s %9s %9s   %-24s %9s %9s %7s\n", "separate", "ms", "(min)", "fused", "ms", "(min)",
+         "speedup");
+  double *t = malloc(6 * (size_t)reps * sizeof *t);
+  for (int r = -2; r < reps; r++) /* 2 warm-up rounds */
+    for (int v = 0; v < 6; v++) {
+      const int v2 = r & 1 ? v ^ 1 : v; /* alternate which of a pair goes first */
+      const double t0 = zeroc__now_s();
+      switch (v2) {
+      case 0:
+        CHECK(zeroc_k_add(K, NULL, res, x, NC));
+        CHECK(zeroc_k_layernorm_forward(K, NULL, out, mean, rstd, res, w, b, N, C));
+        break;
+      case 1:
+        CHECK(
+            zeroc_k_residual_layernorm_forward(K, NULL, res, out, mean, rstd, res, x, w, b, N, C));
+        break;
+      case 2:
+        memcpy(dx, dres, NC * sizeof *dx);
+        CHECK(zeroc_k_layernorm_backward(K, NULL, dx, dw, db, dout, res, w, mean, rstd, N, C));
+        break;
+      case 3:
+        CHECK(zeroc_k_layernorm_backward_ex(K, NULL, dx, dw, db, dout, res, w, mean, rstd, N, C,
+                                            dres, ZEROC_K_DINP_SET));
+        break;
+      case 4:
+        memset(dx, 0, NC * sizeof *dx);
+        CHECK(zeroc_k_layernorm_backward(K, NULL, dx, dw, db, dout, res, w, mean, rstd, N, C));
+        break;
+      default:
+        CHECK(zeroc_k_layernorm_backward_ex(K, NULL, dx, dw, db, dout, res, w, mean, rstd, N, C,
+                                            NULL, ZEROC_K_DINP_SET));
+      }
+      if (r >= 0) t[(size_t)v2 * reps + r] = zeroc__now_s() - t0;
+    }
+  for (int v = 0; v < 6; v += 2) {
+    double med[2], best[2];
+    for (int k = 0; k < 2; k++) {
+      double *tv = t + (size_t)(v + k) * reps;
+      qsort(tv, (size_t)reps, sizeof *tv, cmp_double);
+      med[k] = tv[reps / 2], best[k] = tv[0];
+    }
+    printf("%-24s %9.3f %9.3f   %-24s %9.3f %9.3f %6.2fx\n", names[v / 2][0], 1e3 * med[0],
+           1e3 * best[0], names[v / 2][1], 1e3 * med[1], 1e3 * best[1], med[0] / med[1]);
+  }
+  free(t), free(res), free(x), free(out), free(mean), free(rstd), free(w), free(b), free(dout);
+  free(dres), free(dx), free(dw), free(db);
+  return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
   const char *model = "small";
-  int batch = 0, seq = 0, hidden = 0, heads = 0, vocab = 0, att[4] = {0};
+  int batch = 0, seq = 0, hidden = 0, heads = 0, vocab = 0, att[4] = {0}, lnorm[2] = {0};
   for (int a = 1; a < argc; a++) {
     if (!strcmp(argv[a], "--model") && a + 1 < argc)
       model = argv[++a];
@@ -225,6 +292,8 @@ int main(int argc, char **argv) {
       reps = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--attention") && a + 4 < argc)
       for (int k = 0; k < 4; k++) att[k] = atoi(argv[++a]);
+    else if (!strcmp(argv[a], "--layernorm") && a + 2 < argc)
+      for (int k = 0; k < 2; k++) lnorm[k] = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--seq") && a + 1 < argc)
       seq = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--hidden") && a + 1 < argc)
@@ -237,7 +306,7 @@ int main(int argc, char **argv) {
       fprintf(stderr,
               "usage: %s [--model NAME] [--batch B >= 1] [--reps N >= 1] [--seq T >= 1] "
               "[--hidden C >= 1] [--heads NH >= 1, dividing C] [--vocab V >= 1] "
-              "[--attention B T C NH]\n",
+              "[--attention B T C NH] [--layernorm N C]\n",
               argv[0]);
       return 2;
     }
@@ -247,6 +316,11 @@ int main(int argc, char **argv) {
         stderr,
         "bench_kernels_cpu: --attention %d %d %d %d: accepted B, T, NH >= 1, C a multiple of NH\n",
         att[0], att[1], att[2], att[3]);
+    return 2;
+  }
+  if ((lnorm[0] || lnorm[1]) && (lnorm[0] < 1 || lnorm[1] < 1)) {
+    fprintf(stderr, "bench_kernels_cpu: --layernorm %d %d: accepted N, C >= 1\n", lnorm[0],
+            lnorm[1]);
     return 2;
   }
   if (reps < 1 || batch < 0 || seq < 0 || hidden < 0 || heads < 0 || vocab < 0) {
@@ -276,8 +350,9 @@ int main(int argc, char **argv) {
   CHECK(zeroc_ctx_create(&ctx, &cfg));
   CHECK(
       zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), ZEROC_FP32, &K));
-  if (att[0]) {
-    const int rc = bench_attention(att[0], att[1], att[2], att[3]);
+  if (att[0] || lnorm[0]) {
+    const int rc = att[0] ? bench_attention(att[0], att[1], att[2], att[3])
+                          : bench_layernorm(lnorm[0], lnorm[1]);
     zeroc_kernels_destroy(K);
     zeroc_ctx_destroy(ctx);
     MPI_Finalize();

@@ -127,6 +127,73 @@ static void test_layernorm(void) {
   release();
 }
 
+/* The fused LayerNorm forms against the calls they replace, bit for bit (and so against
+ * the references above): residual_layernorm_forward = add + layernorm_forward, apart and
+ * in place on a; layernorm_backward_ex set = a copy of dres (dres apart, or dres == dinp)
+ * or a memset (dres NULL) + layernorm_backward. Row 0 of dout is -0: its gradient has
+ * -0s, which a zeroed dinp turns into +0 and so must the NULL form. */
+static void check_layernorm_fused(int N, int C) {
+  const size_t NC = (size_t)N * C, fb = NC * sizeof(float), cb = C * sizeof(float);
+  const size_t nb = N * sizeof(float);
+  float *a = frand(NC, 160, -1, 1), *b = frand(NC, 161, -2, 3);
+  float *w = frand(C, 162, 0.5f, 1.5f), *bs = frand(C, 163, -1, 1);
+  float *res = fnan(NC), *out = fnan(NC), *mean = fnan(N), *rstd = fnan(N);
+  ZT_OK(zeroc_k_residual_layernorm_forward(K, NULL, res, out, mean, rstd, a, b, w, bs, N, C));
+  float *r0 = fcopy(a, NC), *o0 = fnan(NC), *m0 = fnan(N), *s0 = fnan(N);
+  ZT_OK(zeroc_k_add(K, NULL, r0, b, NC));
+  ZT_OK(zeroc_k_layernorm_forward(K, NULL, o0, m0, s0, r0, w, bs, N, C));
+  ZT_ASSERT_MSG(!memcmp(res, r0, fb) && !memcmp(out, o0, fb) && !memcmp(mean, m0, nb) &&
+                    !memcmp(rstd, s0, nb),
+                "residual_layernorm_forward N%d C%d differs from add + layernorm_forward", N, C);
+  float *ai = fcopy(a, NC);
+  ZT_OK(zeroc_k_residual_layernorm_forward(K, NULL, ai, out, mean, rstd, ai, b, w, bs, N, C));
+  ZT_ASSERT_MSG(!memcmp(ai, r0, fb) && !memcmp(out, o0, fb),
+                "residual_layernorm_forward N%d C%d in place on a differs", N, C);
+
+  float *dout = frand(NC, 164, -1, 1), *dres = frand(NC, 165, -1, 1);
+  for (int c = 0; c < C; c++) dout[c] = -0.0f;
+  float *dw0 = frand(C, 166, -1, 1), *db0 = frand(C, 167, -1, 1);
+  float *want = fcopy(dres, NC), *ww = fcopy(dw0, C), *wb = fcopy(db0, C);
+  ZT_OK(zeroc_k_layernorm_backward(K, NULL, want, ww, wb, dout, r0, w, m0, s0, N, C));
+  float *zero = talloc(fb), *wz = fcopy(dw0, C), *wzb = fcopy(db0, C);
+  ZT_OK(zeroc_k_layernorm_backward(K, NULL, zero, wz, wzb, dout, r0, w, m0, s0, N, C));
+  const struct {
+    const char *how;
+    int alias, null;
+  } ways[] = {{"dres apart", 0, 0}, {"dres == dinp", 1, 0}, {"dres NULL", 0, 1}};
+  for (int i = 0; i < 3; i++) {
+    float *dx = ways[i].alias ? fcopy(dres, NC) : fnan(NC), *dw = fcopy(dw0, C);
+    float *db = fcopy(db0, C);
+    const float *base = ways[i].null ? NULL : ways[i].alias ? dx : dres;
+    ZT_OK(zeroc_k_layernorm_backward_ex(K, NULL, dx, dw, db, dout, r0, w, m0, s0, N, C, base,
+                                        ZEROC_K_DINP_SET));
+    const float *wx = ways[i].null ? zero : want;
+    ZT_ASSERT_MSG(!memcmp(dx, wx, fb) && !memcmp(dw, ww, cb) && !memcmp(db, wb, cb),
+                  "layernorm_backward_ex (%s) N%d C%d differs from copy + layernorm_backward",
+                  ways[i].how, N, C);
+  }
+}
+
+static void test_layernorm_fused(void) {
+  /* C below, at and past the vector width, past the one-thread dweight rows (4096); N*C
+   * past the threading threshold (37 x 768, 65 x 256) */
+  const int shapes[][2] = {{5, 13},   {9, 100},  {7, 300},  {37, 768}, {65, 256},
+                           {5, 1000}, {3, 2056}, {2, 4100}, {1, 3}};
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+    check_layernorm_fused(shapes[i][0], shapes[i][1]);
+  float *buf = frand(64, 168, -1, 1);
+  CU_ASSERT_EQUAL(
+      zeroc_k_layernorm_backward_ex(K, NULL, buf, buf, buf, buf, buf, buf, buf, buf, 2, 8, buf, 0),
+      ZEROC_ERR_INVALID_ARG); /* dres without ZEROC_K_DINP_SET */
+  CU_ASSERT_EQUAL(
+      zeroc_k_layernorm_backward_ex(K, NULL, buf, buf, buf, buf, buf, buf, buf, buf, 2, 8, NULL, 2),
+      ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(
+      zeroc_k_residual_layernorm_forward(K, NULL, buf, buf, buf, buf, buf, buf, buf, buf, 2, 8),
+      ZEROC_ERR_INVALID_ARG); /* out aliasing res */
+  release();
+}
+
 /* ---- matmul ------------------------------------------------------------------------- */
 
 typedef struct {
@@ -903,6 +970,8 @@ int main(int argc, char **argv) {
       {"encoder fwd/bwd vs reference and finite differences", test_encoder},
       {"encoder backward sums repeated tokens", test_encoder_repeated_tokens},
       {"layernorm fwd/bwd vs reference and finite differences", test_layernorm},
+      {"residual + layernorm forward and the set backward equal the calls they replace",
+       test_layernorm_fused},
       {"matmul fwd/bwd vs reference and finite differences", test_matmul},
       {"gelu fwd/bwd vs reference and finite differences", test_gelu},
       {"residual and add", test_residual_add},

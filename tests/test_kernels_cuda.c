@@ -98,7 +98,7 @@ static void check_layernorm(zeroc_dtype_t dt, int N, int C) {
   /* both sides use the cpu statistics, so the backward is checked on its own */
   float *d_rm = dev_from(ZEROC_FP32, rm, N, 0), *d_rr = dev_from(ZEROC_FP32, rr, N, 0);
   ZT_OK(zeroc_k_layernorm_backward(k, st, d_dinp, d_dw, d_db, d_dout, dx, dw, d_rm, d_rr, N, C));
-  zeroc__cpu_layernorm_backward(dinp, dwt, dbs, dout, x, w, rm, rr, N, C);
+  zeroc__cpu_layernorm_backward(dinp, dwt, dbs, dout, x, w, rm, rr, N, C, dinp);
   expect_close("layernorm_backward dinp", dt, d_dinp, dinp, n, tol(dt));
   expect_close("layernorm_backward dweight", dt, d_dw, dwt, C, tol(dt));
   expect_close("layernorm_backward dbias", dt, d_db, dbs, C, tol(dt));
@@ -119,10 +119,89 @@ static void check_layernorm(zeroc_dtype_t dt, int N, int C) {
   free(dbs), free(a), free(a2), free(z);
 }
 
+/* The fused forms: residual_layernorm_forward against its cpu twin and, bit for bit,
+ * against add + layernorm_forward on the device; layernorm_backward_ex set with dres apart
+ * and NULL against the cpu twin and, bit for bit, against a copy (or a memset) of dres +
+ * layernorm_backward on the device. */
+static void check_layernorm_fused(zeroc_dtype_t dt, int N, int C) {
+  zeroc_kernels_t *k = kern(dt);
+  const size_t n = (size_t)N * C, es = zeroc_dtype_size(dt);
+  float *a = host_rand(dt, n, 30, -1, 1), *b = host_rand(dt, n, 31, -2, 3);
+  float *w = host_rand(dt, C, 32, 0.5f, 1.5f), *bs = host_rand(dt, C, 33, -1, 1);
+  void *da = dev_from(dt, a, n, 0), *db = dev_from(dt, b, n, 0), *dw = dev_from(dt, w, C, 0);
+  void *dbs = dev_from(dt, bs, C, 0), *res = dev_alloc(dt, n, 0), *out = dev_alloc(dt, n, 0);
+  void *out0 = dev_alloc(dt, n, 0), *res0 = dev_from(dt, a, n, 0);
+  float *mean = dev_alloc(ZEROC_FP32, N, 0), *rstd = dev_alloc(ZEROC_FP32, N, 0);
+  float *m0 = dev_alloc(ZEROC_FP32, N, 0), *r0 = dev_alloc(ZEROC_FP32, N, 0);
+  ZT_OK(zeroc_k_residual_layernorm_forward(k, st, res, out, mean, rstd, da, db, dw, dbs, N, C));
+  ZT_OK(zeroc_k_add(k, st, res0, db, n));
+  ZT_OK(zeroc_k_layernorm_forward(k, st, out0, m0, r0, res0, dw, dbs, N, C));
+  float *rr = malloc(n * sizeof(float)), *ro = malloc(n * sizeof(float));
+  float *rm = malloc(N * sizeof(float)), *rs = malloc(N * sizeof(float));
+  zeroc__cpu_residual_layernorm_forward(rr, ro, rm, rs, a, b, w, bs, N, C);
+  expect_close("residual_layernorm_forward res", dt, res, rr, n, tol(dt));
+  expect_close("residual_layernorm_forward out", dt, out, ro, n, tol(dt));
+  /* in bf16 the device's res is rounded, the cpu's not: the statistics differ as much */
+  expect_close("residual_layernorm_forward mean", ZEROC_FP32, mean, rm, N, tol(dt));
+  expect_close("residual_layernorm_forward rstd", ZEROC_FP32, rstd, rs, N, tol(dt));
+  void *h = malloc(2 * n * es);
+  const struct {
+    const void *got, *want;
+    size_t bytes;
+  } same[] = {{res, res0, n * es}, {out, out0, n * es}, {mean, m0, N * 4}, {rstd, r0, N * 4}};
+  for (int i = 0; i < 4; i++) {
+    ZT_OK(zeroc_memcpy_async(st, h, same[i].got, same[i].bytes));
+    ZT_OK(zeroc_memcpy_async(st, (char *)h + n * es, same[i].want, same[i].bytes));
+    ZT_OK(zeroc_stream_sync(st));
+    ZT_ASSERT_MSG(!memcmp(h, (char *)h + n * es, same[i].bytes),
+                  "residual_layernorm_forward (%s) N%d C%d: output %d differs from add + "
+                  "layernorm_forward",
+                  zeroc_dtype_name(dt), N, C, i);
+  }
+
+  /* the backward on the fp32 statistics of the device's res0 (as in the model) */
+  float *dout = host_rand(dt, n, 34, -1, 1), *dres = host_rand(dt, n, 35, -1, 1);
+  float *x = malloc(n * sizeof(float)), *gw = calloc(C, sizeof(float));
+  float *gb = calloc(C, sizeof(float)), *hm = malloc(N * 4), *hs = malloc(N * 4);
+  dev_get(dt, x, res0, n);
+  dev_get(ZEROC_FP32, hm, m0, N);
+  dev_get(ZEROC_FP32, hs, r0, N);
+  void *d_dout = dev_from(dt, dout, n, 0), *d_dres = dev_from(dt, dres, n, 0);
+  void *gwd = dev_from(dt, gw, C, 0), *gbd = dev_from(dt, gb, C, 0);
+  void *dx = dev_alloc(dt, n, 0), *dx0 = dev_alloc(dt, n, 0);
+  for (int null = 0; null < 2; null++) {
+    float *want = null ? calloc(n, sizeof(float)) : host_copy(dres, n);
+    zeroc__cpu_layernorm_backward(want, gw, gb, dout, x, w, hm, hs, N, C, want);
+    ZT_OK(zeroc_k_layernorm_backward_ex(k, st, dx, gwd, gbd, d_dout, res0, dw, m0, r0, N, C,
+                                        null ? NULL : d_dres, ZEROC_K_DINP_SET));
+    expect_close("layernorm_backward_ex dinp", dt, dx, want, n, tol(dt));
+    if (null)
+      ZT_OK(zeroc_memset_async(st, dx0, 0, n * es));
+    else
+      ZT_OK(zeroc_memcpy_async(st, dx0, d_dres, n * es));
+    ZT_OK(zeroc_k_layernorm_backward(k, st, dx0, gwd, gbd, d_dout, res0, dw, m0, r0, N, C));
+    ZT_OK(zeroc_memcpy_async(st, h, dx, n * es));
+    ZT_OK(zeroc_memcpy_async(st, (char *)h + n * es, dx0, n * es));
+    ZT_OK(zeroc_stream_sync(st));
+    ZT_ASSERT_MSG(!memcmp(h, (char *)h + n * es, n * es),
+                  "layernorm_backward_ex (%s, dres %s) N%d C%d differs from %s + "
+                  "layernorm_backward",
+                  zeroc_dtype_name(dt), null ? "NULL" : "apart", N, C, null ? "memset" : "copy");
+    free(want);
+  }
+  dev_free_all();
+  free(a), free(b), free(w), free(bs), free(rr), free(ro), free(rm), free(rs), free(h);
+  free(dout), free(dres), free(x), free(gw), free(gb), free(hm), free(hs);
+}
+
 static void test_layernorm(void) {
   for (int i = 0; i < 2; i++) {
     check_layernorm(DTYPES[i], 257, 768);
     check_layernorm(DTYPES[i], 33, 100); /* element path */
+    /* the fused forms on the register-row kernels, a ragged row and the loop kernels */
+    check_layernorm_fused(DTYPES[i], 257, 768);
+    check_layernorm_fused(DTYPES[i], 33, 100);
+    check_layernorm_fused(DTYPES[i], 9, 2056);
   }
 }
 

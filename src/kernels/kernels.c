@@ -94,14 +94,46 @@ zeroc_result_t zeroc_k_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, 
   return ZEROC_OK;
 }
 
+zeroc_result_t zeroc_k_residual_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *res,
+                                                  void *out, float *mean, float *rstd,
+                                                  const void *a, const void *b, const void *weight,
+                                                  const void *bias, int N, int C) {
+  POSITIVE(N, C);
+  if (out && (out == res || out == a || out == b))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "residual_layernorm_forward: out %p aliases res %p, a %p or b %p; accepted "
+                      "res aliasing a or b, out apart",
+                      out, res, a, b);
+  CUDA_OR_CPU(residual_layernorm_forward, k, s, res, out, mean, rstd, a, b, weight, bias, N, C);
+  zeroc__cpu_residual_layernorm_forward(res, out, mean, rstd, a, b, weight, bias, N, C);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_k_layernorm_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                             void *dweight, void *dbias, const void *dout,
+                                             const void *inp, const void *weight, const float *mean,
+                                             const float *rstd, int N, int C, const void *dres,
+                                             unsigned flags) {
+  POSITIVE(N, C);
+  if ((flags & ~ZEROC_K_DINP_SET) || (dres && !(flags & ZEROC_K_DINP_SET)))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "layernorm_backward_ex: flags 0x%x, dres %p; accepted flags "
+                      "ZEROC_K_DINP_SET, dres only with it",
+                      flags, dres);
+  /* the twins take dinp's base: dres (NULL: +0) when set, else dinp itself (+=) */
+  const void *base = flags & ZEROC_K_DINP_SET ? dres : dinp;
+  CUDA_OR_CPU(layernorm_backward, k, s, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+              base);
+  zeroc__cpu_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, base);
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_k_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
                                           void *dweight, void *dbias, const void *dout,
                                           const void *inp, const void *weight, const float *mean,
                                           const float *rstd, int N, int C) {
-  POSITIVE(N, C);
-  CUDA_OR_CPU(layernorm_backward, k, s, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-  zeroc__cpu_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
-  return ZEROC_OK;
+  return zeroc_k_layernorm_backward_ex(k, s, dinp, dweight, dbias, dout, inp, weight, mean, rstd, N,
+                                       C, NULL, 0);
 }
 
 zeroc_result_t zeroc_k_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,

@@ -105,6 +105,15 @@ zeroc_result_t zeroc_k_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
                                           const void *inp, const void *weight, const float *mean,
                                           const float *rstd, int N, int C);
 
+/* A residual sum and the LayerNorm of it in one pass (the block's x + attn(..) then ln2):
+ * res (N,C) act = a + b (res may alias a or b), rounded to k->dtype as zeroc_k_add stores
+ * it; then out, mean, rstd = zeroc_k_layernorm_forward of that stored res. The same bits
+ * as the two calls; out must not alias res, a or b. */
+zeroc_result_t zeroc_k_residual_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *res,
+                                                  void *out, float *mean, float *rstd,
+                                                  const void *a, const void *b, const void *weight,
+                                                  const void *bias, int N, int C);
+
 /* out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC); bias may be NULL. */
 zeroc_result_t zeroc_k_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
                                       const void *inp, const void *weight, const void *bias, int N,
@@ -122,7 +131,7 @@ zeroc_result_t zeroc_k_matmul_forward_gelu(zeroc_kernels_t *k, zeroc_stream_t *s
                                            void *out, const void *inp, const void *weight,
                                            const void *bias, int N, int C, int OC);
 
-/* Flags of zeroc_k_matmul_backward_ex. */
+/* Flags of zeroc_k_matmul_backward_ex and zeroc_k_layernorm_backward_ex. */
 #define ZEROC_K_DINP_SET 1u /* dinp = dout @ weight: its old contents are not read (no memset) */
 
 /* zeroc_k_matmul_backward with options. flags: ZEROC_K_DINP_SET. pre (N,C) act or NULL:
@@ -135,6 +144,18 @@ zeroc_result_t zeroc_k_matmul_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s,
                                           const void *inp, const void *weight, int N, int C,
                                           int OC, const void *pre, void *dpre_bias,
                                           unsigned flags);
+
+/* zeroc_k_layernorm_backward with flags (ZEROC_K_DINP_SET): set, dinp (N,C) = dres + the
+ * input gradient, dinp's old contents not read; dres (N,C) act, the gradient that reaches
+ * the LayerNorm's input by another path (a residual), so it needs no copy into dinp first;
+ * NULL: dinp = +0 + the gradient (no memset); dres == dinp: the plain +=. The same bits
+ * as the copy (or memset) then zeroc_k_layernorm_backward. Without flags, dres must be
+ * NULL. dweight and dbias are added to as always. */
+zeroc_result_t zeroc_k_layernorm_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                             void *dweight, void *dbias, const void *dout,
+                                             const void *inp, const void *weight, const float *mean,
+                                             const float *rstd, int N, int C, const void *dres,
+                                             unsigned flags);
 
 /* Causal multi-head attention, flash style (no T x T matrix kept):
  * qkv (B,T,3C) holds q | k | v, head h in columns [h*HS, (h+1)*HS) of each;

@@ -262,9 +262,9 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   /* attention projection (dropped out), then the residual, into res2 */
   CHK(zeroc__tp_row_forward(tp, s, a->res2, a->atty, g->part, p[ATTPROJW], p[ATTPROJB], N, Cl, C));
   if (dr1) CHK(drop_rows(g, s, a->res2, a->res2, dr1, Nl));
-  CHK(zeroc_k_add(k, s, a->res2, io->in, (size_t)Nl * C));
-  CHK(zeroc_k_layernorm_forward(k, s, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2, p[LN2W], p[LN2B],
-                                Nl, C));
+  /* res2 += x and ln2 = its LayerNorm, in one pass over the rows */
+  CHK(zeroc_k_residual_layernorm_forward(k, s, a->res2, a->ln2, a->ln2_mean, a->ln2_rstd, a->res2,
+                                         io->in, p[LN2W], p[LN2B], Nl, C));
   /* the MLP's up-projection and its GELU: one GEMM on cuda (the GELU in its epilogue) */
   CHK(zeroc__tp_column_forward_gelu(tp, s, a->fch, a->fchg, a->ln2, g->gath, p[FCW], p[FCB], N, C,
                                     4 * Cl));
@@ -310,14 +310,15 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   const zeroc_dropout_t *dr1 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN_RESID, Nl, &dd[1]);
   const zeroc_dropout_t *dr2 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_MLP_RESID, Nl, &dd[2]);
   if (tp->sp) CHK(zeroc_memset_async(s, g->lngrad, 0, 4 * (size_t)C * e));
-  /* dres2 starts as dout (the residual), then gains the MLP path */
+  /* dres2 (dx) = dout (the residual) + the MLP path: written by LayerNorm 2's backward,
+   * which reads dout where it would have read a copy of it in dx */
   void *dx = g->dres[g->dres_next];
   g->dres_next ^= 1;
-  CHK(zeroc_memcpy_async(s, dx, io->dout, (size_t)Nl * C * e));
-  /* the MLP's output gradient: dout through its dropout (in the other residual scratch,
-   * which may be dout itself: dout is dead once copied) */
+  /* the MLP's output gradient: dout through its dropout, into a residual scratch that is
+   * not dout (dout lives until LayerNorm 2's backward reads it): dx when dout is the other
+   * one, as from the block above; dx is not read before that backward writes it */
   const void *dout;
-  CHK(drop_grad(g, s, dr2, io->dout, dx, Nl, &dout));
+  CHK(drop_grad(g, s, dr2, io->dout, io->dout, Nl, &dout));
   /* the down-projection's backward straight through the GELU: dfch (N,4Cl) = gelu'(fch) *
    * (dout @ W), written, not added (no memset), and the up-projection's bias gradient from
    * it (on cuda both in the GEMM's epilogue) */
@@ -326,8 +327,9 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   /* dln (Nl,C): the MLP input's gradient, summed over the tp ranks */
   CHK(zeroc__tp_column_backward(tp, s, g->dln, d[FCW], NULL, g->dfch, a->ln2, g->gath, g->part,
                                 p[FCW], N, C, 4 * Cl));
-  CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN2W, 2), ln_grad(g, d, LN2B, 3), g->dln,
-                                 a->res2, p[LN2W], a->ln2_mean, a->ln2_rstd, Nl, C));
+  CHK(zeroc_k_layernorm_backward_ex(k, s, dx, ln_grad(g, d, LN2W, 2), ln_grad(g, d, LN2B, 3),
+                                    g->dln, a->res2, p[LN2W], a->ln2_mean, a->ln2_rstd, Nl, C,
+                                    io->dout, ZEROC_K_DINP_SET));
   /* dx now holds dres2; it is also the gradient of x through the first residual */
   const void *dproj;
   CHK(drop_grad(g, s, dr1, dx, dx, Nl, &dproj));
@@ -410,9 +412,10 @@ static zeroc_result_t head_backward(zeroc_layer_io_t *io) {
                                 wte, N, C, g->Vl));
   void *dx = g->dres[g->dres_next];
   g->dres_next ^= 1;
-  CHK(zeroc_memset_async(s, dx, 0, (size_t)Nl * C * e));
-  CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, io->grads, 0, 0), ln_grad(g, io->grads, 1, 1),
-                                 g->dln, io->in, io->params[0], A->lnf_mean, A->lnf_rstd, Nl, C));
+  /* dx = the LayerNorm's input gradient, written (no memset first) */
+  CHK(zeroc_k_layernorm_backward_ex(k, s, dx, ln_grad(g, io->grads, 0, 0),
+                                    ln_grad(g, io->grads, 1, 1), g->dln, io->in, io->params[0],
+                                    A->lnf_mean, A->lnf_rstd, Nl, C, NULL, ZEROC_K_DINP_SET));
   CHK(ln_grads_reduce(g, s, io->grads, 2));
   io->din = dx;
   return ZEROC_OK;

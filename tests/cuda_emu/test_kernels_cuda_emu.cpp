@@ -198,16 +198,10 @@ static void t_encoder(zeroc_dtype_t dt, int C) {
 
 /* ---- layernorm ----------------------------------------------------------------------- */
 
-static void t_layernorm(zeroc_dtype_t dt, int N, int C) {
-  const char *dn = zeroc_dtype_name(dt);
-  const size_t n = (size_t)N * C;
-  Dev d;
-  Kernels K(dt);
-  vec x = randv(dt, n, -2, 3), w = randv(dt, C), b = randv(dt, C);
-  void *out = d.put(dt, vec(n, NAN)), *px = d.put(dt, x), *pw = d.put(dt, w);
-  float *mean = d.raw<float>(N, NAN), *rstd = d.raw<float>(N, NAN);
-  OK(zeroc__cuda_layernorm_forward(&K.k, NULL, out, mean, rstd, px, pw, d.put(dt, b), N, C));
-  dvec ref(n), rm(N), rr(N);
+/* The forward of x (N,C) in double: ref (N,C), rm, rr (N). */
+static void ref_ln_forward(const vec &x, const vec &w, const vec &b, int N, int C, dvec &ref,
+                           dvec &rm, dvec &rr) {
+  ref.assign((size_t)N * C, 0), rm.assign(N, 0), rr.assign(N, 0);
   for (int r = 0; r < N; r++) {
     double m = 0, v = 0;
     for (int c = 0; c < C; c++) m += x[(size_t)r * C + c];
@@ -218,18 +212,11 @@ static void t_layernorm(zeroc_dtype_t dt, int N, int C) {
     for (int c = 0; c < C; c++)
       ref[(size_t)r * C + c] = (x[(size_t)r * C + c] - m) * rr[r] * w[c] + b[c];
   }
-  double e = relerr(get(dt, out, n), ref);
-  CHECK(e < tol(dt), "layernorm_forward %s %dx%d: error %g", dn, N, C, e);
-  e = relerr(vec(mean, mean + N), rm);
-  CHECK(e < 2e-6, "layernorm_forward mean: error %g", e);
-  e = relerr(vec(rstd, rstd + N), rr);
-  CHECK(e < 1e-5, "layernorm_forward rstd: error %g", e);
+}
 
-  vec g = randv(dt, n), di = randv(dt, n), dw = randv(dt, C), db = randv(dt, C);
-  void *g_in = d.put(dt, di), *g_w = d.put(dt, dw), *g_b = d.put(dt, db);
-  OK(zeroc__cuda_layernorm_backward(&K.k, NULL, g_in, g_w, g_b, d.put(dt, g), px, pw, mean, rstd, N,
-                                    C));
-  dvec rdi = tod(di), rdw = tod(dw), rdb = tod(db);
+/* The backward in double: rdi (N,C) += input gradient, rdw, rdb (C) += theirs. */
+static void ref_ln_backward(const vec &g, const vec &x, const vec &w, const dvec &rm,
+                            const dvec &rr, int N, int C, dvec &rdi, dvec &rdw, dvec &rdb) {
   for (int r = 0; r < N; r++) {
     double s1 = 0, s2 = 0;
     for (int c = 0; c < C; c++) {
@@ -247,12 +234,100 @@ static void t_layernorm(zeroc_dtype_t dt, int N, int C) {
       rdb[c] += g[i];
     }
   }
+}
+
+static void t_layernorm(zeroc_dtype_t dt, int N, int C) {
+  const char *dn = zeroc_dtype_name(dt);
+  const size_t n = (size_t)N * C;
+  Dev d;
+  Kernels K(dt);
+  vec x = randv(dt, n, -2, 3), w = randv(dt, C), b = randv(dt, C);
+  void *out = d.put(dt, vec(n, NAN)), *px = d.put(dt, x), *pw = d.put(dt, w);
+  float *mean = d.raw<float>(N, NAN), *rstd = d.raw<float>(N, NAN);
+  OK(zeroc__cuda_layernorm_forward(&K.k, NULL, out, mean, rstd, px, pw, d.put(dt, b), N, C));
+  dvec ref, rm, rr;
+  ref_ln_forward(x, w, b, N, C, ref, rm, rr);
+  double e = relerr(get(dt, out, n), ref);
+  CHECK(e < tol(dt), "layernorm_forward %s %dx%d: error %g", dn, N, C, e);
+  e = relerr(vec(mean, mean + N), rm);
+  CHECK(e < 2e-6, "layernorm_forward mean: error %g", e);
+  e = relerr(vec(rstd, rstd + N), rr);
+  CHECK(e < 1e-5, "layernorm_forward rstd: error %g", e);
+
+  vec g = randv(dt, n), di = randv(dt, n), dw = randv(dt, C), db = randv(dt, C);
+  void *g_in = d.put(dt, di), *g_w = d.put(dt, dw), *g_b = d.put(dt, db);
+  OK(zeroc__cuda_layernorm_backward(&K.k, NULL, g_in, g_w, g_b, d.put(dt, g), px, pw, mean, rstd, N,
+                                    C, g_in));
+  dvec rdi = tod(di), rdw = tod(dw), rdb = tod(db);
+  ref_ln_backward(g, x, w, rm, rr, N, C, rdi, rdw, rdb);
   e = relerr(get(dt, g_in, n), rdi);
   CHECK(e < tol(dt), "layernorm_backward dinp %s %dx%d: error %g", dn, N, C, e);
   e = relerr(get(dt, g_w, C), rdw);
   CHECK(e < tol(dt), "layernorm_backward dweight %s %dx%d: error %g", dn, N, C, e);
   e = relerr(get(dt, g_b, C), rdb);
   CHECK(e < tol(dt), "layernorm_backward dbias %s %dx%d: error %g", dn, N, C, e);
+}
+
+static bool same_bytes(const void *a, const void *b, size_t bytes) { return !memcmp(a, b, bytes); }
+
+/* The fused forms against the unfused kernels, bit for bit, and against the double
+ * references: residual_layernorm_forward (res apart and in place on a) = add +
+ * layernorm_forward; the backward from dres (apart, == dinp, NULL) = a copy of dres (a
+ * zeroed dinp) + the backward adding into it. Row 0 of dout is -0, whose gradient has -0s
+ * that a zeroed dinp turns into +0. */
+static void t_layernorm_fused(zeroc_dtype_t dt, int N, int C) {
+  const char *dn = zeroc_dtype_name(dt);
+  const size_t n = (size_t)N * C, es = zeroc_dtype_size(dt);
+  Dev d;
+  Kernels K(dt);
+  vec a = randv(dt, n, -1, 1), b = randv(dt, n, -2, 3), w = randv(dt, C), bs = randv(dt, C);
+  void *pa = d.put(dt, a), *pb = d.put(dt, b), *pw = d.put(dt, w), *pbs = d.put(dt, bs);
+  void *res = d.put(dt, vec(n, NAN)), *out = d.put(dt, vec(n, NAN));
+  float *mean = d.raw<float>(N, NAN), *rstd = d.raw<float>(N, NAN);
+  OK(zeroc__cuda_residual_layernorm_forward(&K.k, NULL, res, out, mean, rstd, pa, pb, pw, pbs, N,
+                                            C));
+  void *res0 = d.put(dt, a), *out0 = d.put(dt, vec(n, NAN));
+  float *m0 = d.raw<float>(N, NAN), *r0 = d.raw<float>(N, NAN);
+  OK(zeroc__cuda_add(&K.k, NULL, res0, pb, n));
+  OK(zeroc__cuda_layernorm_forward(&K.k, NULL, out0, m0, r0, res0, pw, pbs, N, C));
+  CHECK(same_bytes(res, res0, n * es) && same_bytes(out, out0, n * es) &&
+            same_bytes(mean, m0, N * 4) && same_bytes(rstd, r0, N * 4),
+        "residual_layernorm_forward %s %dx%d: bits of add + layernorm_forward", dn, N, C);
+  void *ai = d.put(dt, a);
+  OK(zeroc__cuda_residual_layernorm_forward(&K.k, NULL, ai, out, mean, rstd, ai, pb, pw, pbs, N,
+                                            C));
+  CHECK(same_bytes(ai, res0, n * es) && same_bytes(out, out0, n * es),
+        "residual_layernorm_forward %s %dx%d in place on a: bits of add + layernorm_forward", dn, N,
+        C);
+  vec x(n); /* the sum as the kernels store it */
+  for (size_t i = 0; i < n; i++) {
+    x[i] = a[i] + b[i];
+    if (dt == ZEROC_BF16) x[i] = zeroc_bf16_to_f32(zeroc_f32_to_bf16(x[i]));
+  }
+  CHECK(get(dt, res, n) == x, "residual_layernorm_forward %s %dx%d: res is not a + b", dn, N, C);
+  dvec ref, rm, rr;
+  ref_ln_forward(x, w, bs, N, C, ref, rm, rr);
+  double e = relerr(get(dt, out, n), ref);
+  CHECK(e < tol(dt), "residual_layernorm_forward %s %dx%d: error %g", dn, N, C, e);
+
+  vec g = randv(dt, n), dr = randv(dt, n), dw = randv(dt, C), db = randv(dt, C);
+  for (int c = 0; c < C; c++) g[c] = -0.0f;
+  void *pg = d.put(dt, g), *pdr = d.put(dt, dr);
+  for (int way = 0; way < 3; way++) { /* dres apart, dres == dinp, NULL */
+    const char *how = way == 0 ? "apart" : way == 1 ? "== dinp" : "NULL";
+    void *dx = d.put(dt, way == 1 ? dr : vec(n, NAN)), *gw = d.put(dt, dw), *gb = d.put(dt, db);
+    const void *base = way == 0 ? pdr : way == 1 ? dx : nullptr;
+    OK(zeroc__cuda_layernorm_backward(&K.k, NULL, dx, gw, gb, pg, res0, pw, m0, r0, N, C, base));
+    void *dx0 = d.put(dt, way == 2 ? vec(n, 0.0f) : dr), *gw0 = d.put(dt, dw), *gb0 = d.put(dt, db);
+    OK(zeroc__cuda_layernorm_backward(&K.k, NULL, dx0, gw0, gb0, pg, res0, pw, m0, r0, N, C, dx0));
+    CHECK(same_bytes(dx, dx0, n * es) && same_bytes(gw, gw0, C * es) && same_bytes(gb, gb0, C * es),
+          "layernorm_backward from dres %s, %s %dx%d: bits of %s + the backward", how, dn, N, C,
+          way == 2 ? "a zeroed dinp" : "a copy");
+    dvec rdi = way == 2 ? dvec(n, 0.0) : tod(dr), rdw = tod(dw), rdb = tod(db);
+    ref_ln_backward(g, x, w, rm, rr, N, C, rdi, rdw, rdb);
+    e = relerr(get(dt, dx, n), rdi);
+    CHECK(e < tol(dt), "layernorm_backward from dres %s, %s %dx%d: error %g", how, dn, N, C, e);
+  }
 }
 
 /* ---- matmul -------------------------------------------------------------------------- */
@@ -917,6 +992,8 @@ int main(int argc, char **argv) {
       t_layernorm(dt, 4, 1600);
       t_layernorm(dt, 3, 2048);
       t_layernorm(dt, 3, 2056);
+      for (int C : {256, 100, 13, 300, 768, 1000, 1600, 2048, 2056})
+        t_layernorm_fused(dt, C < 1000 ? 9 : 3, C);
     }
     if (want("matmul")) {
       t_matmul(dt, 33, 40, 24, true);

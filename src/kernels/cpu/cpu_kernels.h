@@ -18,9 +18,15 @@ void zeroc__cpu_encoder_backward(float *dwte, float *dwpe, const float *dout, co
                                  int B, int T, int C);
 void zeroc__cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                                   const float *weight, const float *bias, int N, int C);
+/* res (N,C) = a + b (may alias a or b), then the forward above on res */
+void zeroc__cpu_residual_layernorm_forward(float *res, float *out, float *mean, float *rstd,
+                                           const float *a, const float *b, const float *weight,
+                                           const float *bias, int N, int C);
+/* dinp = dres + the input gradient: dres (N,C) is dinp's base, NULL for +0 (a zeroed dinp),
+ * dinp itself for the plain += */
 void zeroc__cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                    const float *inp, const float *weight, const float *mean,
-                                   const float *rstd, int N, int C);
+                                   const float *rstd, int N, int C, const float *dres);
 void zeroc__cpu_matmul_forward(float *out, const float *inp, const float *weight,
                                const float *bias, int N, int C, int OC);
 /* out (OC) = weight (OC,C) @ inp (C) + bias (OC, may be NULL): one row (inference) */

@@ -22,7 +22,9 @@ void zeroc__cuda_kernels_fini(zeroc_kernels_t *k);
 zeroc_result_t zeroc__cuda_encoder_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const int32_t *inp, const void *wte, const void *wpe, int B, int T, int C);
 zeroc_result_t zeroc__cuda_encoder_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte, void *dwpe, const void *dout, const int32_t *inp, int B, int T, int C);
 zeroc_result_t zeroc__cuda_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, float *mean, float *rstd, const void *inp, const void *weight, const void *bias, int N, int C);
-zeroc_result_t zeroc__cuda_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, const float *mean, const float *rstd, int N, int C);
+zeroc_result_t zeroc__cuda_residual_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *res, void *out, float *mean, float *rstd, const void *a, const void *b, const void *weight, const void *bias, int N, int C);
+/* dres: dinp's base (zeroc_k_layernorm_backward_ex resolves its flags): NULL +0, dinp += */
+zeroc_result_t zeroc__cuda_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, const float *mean, const float *rstd, int N, int C, const void *dres);
 zeroc_result_t zeroc__cuda_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const void *inp, const void *weight, const void *bias, int N, int C, int OC);
 zeroc_result_t zeroc__cuda_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp, void *dweight, void *dbias, const void *dout, const void *inp, const void *weight, int N, int C, int OC);
 zeroc_result_t zeroc__cuda_matmul_forward_gelu(zeroc_kernels_t *k, zeroc_stream_t *s, void *pre, void *out, const void *inp, const void *weight, const void *bias, int N, int C, int OC);

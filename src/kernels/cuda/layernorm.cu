@@ -3,28 +3,48 @@
  * and backward: dinp one warp per row; dweight and dbias as a deterministic two-pass
  * column reduction (per-group partial sums into the scratch, then a final pass that
  * adds the groups in a fixed order), so no float atomics and repeatable results.
+ * The forward may first sum a residual into its input (res = a + b, stored, then the
+ * LayerNorm of it); the backward's dinp may start from another gradient instead of its
+ * own old value (dres: the residual's, or +0).
  */
 #include "kernels/cuda/common.cuh"
 
 #define LN_EPS   1e-5f
 #define LN_WARPS 8 /* rows per block */
 
-// inp (N,C), weight (C), bias (C) -> out (N,C), mean (N), rstd (N)
+/* v (a pack of a) += the pack of b at [c, c+8), rounded to T and stored into res there:
+ * what zeroc_k_add leaves in memory, so the statistics read the same values. */
 template <typename T>
-__global__ void ln_forward_kernel(T *out, float *mean, float *rstd, const T *inp, const T *weight,
-                                  const T *bias, int N, int C, bool vec) {
+__device__ __forceinline__ void ln_add_pack(T *res, const T *b, size_t c, size_t n, bool vec,
+                                            float v[8]) {
+  float y[8];
+  zc_load8(b, c, n, vec, y);
+#pragma unroll
+  for (int e = 0; e < 8; e++) v[e] = zc_f(zc_to<T>(v[e] + y[e])); /* past n: 0 */
+  zc_store8(res, c, n, vec, v);
+}
+
+// inp (N,C), weight (C), bias (C) -> out (N,C), mean (N), rstd (N); with inp2 (N,C) (else
+// NULL): res (N,C) = inp + inp2 first, and the LayerNorm is of res
+template <typename T>
+__global__ void ln_forward_kernel(T *out, float *mean, float *rstd, T *res, const T *inp,
+                                  const T *inp2, const T *weight, const T *bias, int N, int C,
+                                  bool vec) {
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
   if (row >= N) return;
-  const T *x = inp + (size_t)row * C;
-  T *y = out + (size_t)row * C;
+  const size_t off = (size_t)row * C;
+  const T *x = inp + off;
+  T *y = out + off;
   float v[8];
   float sum = 0.0f;
   for (int c = lane * 8; c < C; c += 32 * 8) {
     zc_load8(x, c, C, vec, v);
+    if (inp2) ln_add_pack(res + off, inp2 + off, c, C, vec, v);
 #pragma unroll
     for (int e = 0; e < 8; e++) sum += v[e]; /* lanes past C read as 0 */
   }
+  if (inp2) x = res + off; /* each lane reads back only what it stored */
   const float m = zc_warp_sum(sum) / (float)C;
   /* second pass over the row (from cache) for a variance free of cancellation */
   float sq = 0.0f;
@@ -61,16 +81,22 @@ __global__ void ln_forward_kernel(T *out, float *mean, float *rstd, const T *inp
 #define LN_REG_PACKS 8
 
 template <typename T, int NP>
-__global__ void ln_forward_rows_kernel(T *out, float *mean, float *rstd, const T *inp,
-                                       const T *weight, const T *bias, int N, int C, bool vec) {
+__global__ void ln_forward_rows_kernel(T *out, float *mean, float *rstd, T *res, const T *inp,
+                                       const T *inp2, const T *weight, const T *bias, int N, int C,
+                                       bool vec) {
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
   if (row >= N) return;
-  const T *x = inp + (size_t)row * C;
-  T *y = out + (size_t)row * C;
+  const size_t off = (size_t)row * C;
+  const T *x = inp + off;
+  T *y = out + off;
   float v[NP][8];
 #pragma unroll
   for (int p = 0; p < NP; p++) zc_load8(x, (size_t)(p * 32 + lane) * 8, C, vec, v[p]);
+  if (inp2)
+#pragma unroll
+    for (int p = 0; p < NP; p++)
+      ln_add_pack(res + off, inp2 + off, (size_t)(p * 32 + lane) * 8, C, vec, v[p]);
   float sum = 0.0f;
 #pragma unroll
   for (int p = 0; p < NP; p++)
@@ -103,11 +129,25 @@ __global__ void ln_forward_rows_kernel(T *out, float *mean, float *rstd, const T
   }
 }
 
-// dout (N,C), inp (N,C), weight (C), mean, rstd (N) -> dinp (N,C) +=
+/* The pack of dinp's base at [c, c+8): dres's (which may be dinp itself: +=) or +0 (as a
+ * zeroed dinp, so a -0 gradient still comes out +0). */
+template <typename T>
+__device__ __forceinline__ void ln_base_pack(const T *dres, size_t c, size_t n, bool vec,
+                                             float d[8]) {
+  if (dres) {
+    zc_load8(dres, c, n, vec, d);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 8; e++) d[e] = 0.0f;
+}
+
+// dout (N,C), inp (N,C), weight (C), mean, rstd (N), dres (N,C) or NULL
+// -> dinp (N,C) = dres (NULL: +0) + the input gradient
 template <typename T>
 __global__ void ln_backward_dinp_kernel(T *dinp, const T *dout, const T *inp, const T *weight,
-                                        const float *mean, const float *rstd, int N, int C,
-                                        bool vec) {
+                                        const float *mean, const float *rstd, const T *dres, int N,
+                                        int C, bool vec) {
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
   if (row >= N) return;
@@ -134,7 +174,7 @@ __global__ void ln_backward_dinp_kernel(T *dinp, const T *dout, const T *inp, co
     zc_load8(inp + off, c, C, vec, x);
     zc_load8(dout + off, c, C, vec, g);
     zc_load8(weight, c, C, vec, w);
-    zc_load8(dinp + off, c, C, vec, d);
+    ln_base_pack(dres ? dres + off : nullptr, c, C, vec, d);
 #pragma unroll
     for (int e = 0; e < 8; e++) {
       float norm = (x[e] - m) * r;
@@ -150,8 +190,8 @@ __global__ void ln_backward_dinp_kernel(T *dinp, const T *dout, const T *inp, co
 
 template <typename T, int NP>
 __global__ void ln_backward_dinp_rows_kernel(T *dinp, const T *dout, const T *inp, const T *weight,
-                                             const float *mean, const float *rstd, int N, int C,
-                                             bool vec) {
+                                             const float *mean, const float *rstd, const T *dres,
+                                             int N, int C, bool vec) {
   const int lane = threadIdx.x & 31;
   const int row = blockIdx.x * LN_WARPS + (threadIdx.x >> 5);
   if (row >= N) return;
@@ -184,7 +224,7 @@ __global__ void ln_backward_dinp_rows_kernel(T *dinp, const T *dout, const T *in
     if (c >= (size_t)C) break;
     float w[8], d[8];
     zc_load8(weight, c, C, vec, w);
-    zc_load8(dinp + off, c, C, vec, d);
+    ln_base_pack(dres ? dres + off : nullptr, c, C, vec, d);
 #pragma unroll
     for (int e = 0; e < 8; e++) {
       const float norm = (x[p][e] - m) * r;
@@ -247,46 +287,49 @@ __global__ void ln_backward_final_kernel(T *dweight, T *dbias, const float *part
  * it, false (the caller runs the loop kernel). */
 template <typename T, int NP>
 static bool ln_forward_rows(int np, cudaStream_t st, dim3 grid, dim3 block, T *out, float *mean,
-                            float *rstd, const T *inp, const T *weight, const T *bias, int N,
-                            int C, bool vec) {
+                            float *rstd, T *res, const T *inp, const T *inp2, const T *weight,
+                            const T *bias, int N, int C, bool vec) {
   if (np == NP) {
     ln_forward_rows_kernel<T, NP>
-        <<<grid, block, 0, st>>>(out, mean, rstd, inp, weight, bias, N, C, vec);
+        <<<grid, block, 0, st>>>(out, mean, rstd, res, inp, inp2, weight, bias, N, C, vec);
     return true;
   }
   if constexpr (NP < LN_REG_PACKS)
-    return ln_forward_rows<T, NP + 1>(np, st, grid, block, out, mean, rstd, inp, weight, bias, N,
-                                      C, vec);
+    return ln_forward_rows<T, NP + 1>(np, st, grid, block, out, mean, rstd, res, inp, inp2, weight,
+                                      bias, N, C, vec);
   return false;
 }
 
 template <typename T, int NP>
 static bool ln_dinp_rows(int np, cudaStream_t st, dim3 grid, dim3 block, T *dinp, const T *dout,
                          const T *inp, const T *weight, const float *mean, const float *rstd,
-                         int N, int C, bool vec) {
+                         const T *dres, int N, int C, bool vec) {
   if (np == NP) {
     ln_backward_dinp_rows_kernel<T, NP>
-        <<<grid, block, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C, vec);
+        <<<grid, block, 0, st>>>(dinp, dout, inp, weight, mean, rstd, dres, N, C, vec);
     return true;
   }
   if constexpr (NP < LN_REG_PACKS_BWD)
-    return ln_dinp_rows<T, NP + 1>(np, st, grid, block, dinp, dout, inp, weight, mean, rstd, N, C,
-                                   vec);
+    return ln_dinp_rows<T, NP + 1>(np, st, grid, block, dinp, dout, inp, weight, mean, rstd, dres,
+                                   N, C, vec);
   return false;
 }
 
+// res and inp2 both NULL (the plain LayerNorm) or both set (res = inp + inp2 first)
 template <typename T>
-static zeroc_result_t ln_forward(cudaStream_t st, T *out, float *mean, float *rstd, const T *inp,
-                                 const T *weight, const T *bias, int N, int C) {
+static zeroc_result_t ln_forward(cudaStream_t st, T *out, float *mean, float *rstd, T *res,
+                                 const T *inp, const T *inp2, const T *weight, const T *bias, int N,
+                                 int C) {
   const bool vec = C % 8 == 0 && zc_aligned16(out) && zc_aligned16(inp) && zc_aligned16(weight) &&
-                   zc_aligned16(bias);
+                   zc_aligned16(bias) && zc_aligned16(res) && zc_aligned16(inp2);
   dim3 grid((N + LN_WARPS - 1) / LN_WARPS), block(32 * LN_WARPS);
-  if (ln_forward_rows<T, 1>((C + 255) / 256, st, grid, block, out, mean, rstd, inp, weight, bias,
-                            N, C, vec)) {
+  if (ln_forward_rows<T, 1>((C + 255) / 256, st, grid, block, out, mean, rstd, res, inp, inp2,
+                            weight, bias, N, C, vec)) {
     ZC_LAUNCHED("ln_forward_rows_kernel", grid, block, 0);
     return ZEROC_OK;
   }
-  ln_forward_kernel<T><<<grid, block, 0, st>>>(out, mean, rstd, inp, weight, bias, N, C, vec);
+  ln_forward_kernel<T>
+      <<<grid, block, 0, st>>>(out, mean, rstd, res, inp, inp2, weight, bias, N, C, vec);
   ZC_LAUNCHED("ln_forward_kernel", grid, block, 0);
   return ZEROC_OK;
 }
@@ -294,18 +337,19 @@ static zeroc_result_t ln_forward(cudaStream_t st, T *out, float *mean, float *rs
 template <typename T>
 static zeroc_result_t ln_backward(zeroc_kernels_t *k, cudaStream_t st, T *dinp, T *dweight,
                                   T *dbias, const T *dout, const T *inp, const T *weight,
-                                  const float *mean, const float *rstd, int N, int C) {
+                                  const float *mean, const float *rstd, const T *dres, int N,
+                                  int C) {
   int rpg = 0, groups = 0;
   ZEROC_CHECK(zc_row_groups(k, "layernorm_backward", N, 2 * (size_t)C, &rpg, &groups));
   const bool vec = C % 8 == 0 && zc_aligned16(dinp) && zc_aligned16(dout) && zc_aligned16(inp) &&
-                   zc_aligned16(weight);
+                   zc_aligned16(weight) && zc_aligned16(dres);
   dim3 grid1((N + LN_WARPS - 1) / LN_WARPS), block1(32 * LN_WARPS);
   if (ln_dinp_rows<T, 1>((C + 255) / 256, st, grid1, block1, dinp, dout, inp, weight, mean, rstd,
-                         N, C, vec)) {
+                         dres, N, C, vec)) {
     ZC_LAUNCHED("ln_backward_dinp_rows_kernel", grid1, block1, 0);
   } else {
     ln_backward_dinp_kernel<T>
-        <<<grid1, block1, 0, st>>>(dinp, dout, inp, weight, mean, rstd, N, C, vec);
+        <<<grid1, block1, 0, st>>>(dinp, dout, inp, weight, mean, rstd, dres, N, C, vec);
     ZC_LAUNCHED("ln_backward_dinp_kernel", grid1, block1, 0);
   }
   float *part = (float *)zc_state(k)->scratch;
@@ -328,17 +372,36 @@ extern "C" zeroc_result_t zeroc__cuda_layernorm_forward(zeroc_kernels_t *k, zero
   ZC_NONNULL("layernorm_forward", bias);
   cudaStream_t st = zc_stream(k, s);
   if (k->dtype == ZEROC_BF16)
-    return ln_forward(st, (bf16 *)out, mean, rstd, (const bf16 *)inp, (const bf16 *)weight,
-                      (const bf16 *)bias, N, C);
-  return ln_forward(st, (float *)out, mean, rstd, (const float *)inp, (const float *)weight,
-                    (const float *)bias, N, C);
+    return ln_forward(st, (bf16 *)out, mean, rstd, (bf16 *)nullptr, (const bf16 *)inp,
+                      (const bf16 *)nullptr, (const bf16 *)weight, (const bf16 *)bias, N, C);
+  return ln_forward(st, (float *)out, mean, rstd, (float *)nullptr, (const float *)inp,
+                    (const float *)nullptr, (const float *)weight, (const float *)bias, N, C);
+}
+
+extern "C" zeroc_result_t
+zeroc__cuda_residual_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *res, void *out,
+                                       float *mean, float *rstd, const void *a, const void *b,
+                                       const void *weight, const void *bias, int N, int C) {
+  ZC_NONNULL("residual_layernorm_forward", res);
+  ZC_NONNULL("residual_layernorm_forward", out);
+  ZC_NONNULL("residual_layernorm_forward", a);
+  ZC_NONNULL("residual_layernorm_forward", b);
+  ZC_NONNULL("residual_layernorm_forward", weight);
+  ZC_NONNULL("residual_layernorm_forward", bias);
+  cudaStream_t st = zc_stream(k, s);
+  if (k->dtype == ZEROC_BF16)
+    return ln_forward(st, (bf16 *)out, mean, rstd, (bf16 *)res, (const bf16 *)a, (const bf16 *)b,
+                      (const bf16 *)weight, (const bf16 *)bias, N, C);
+  return ln_forward(st, (float *)out, mean, rstd, (float *)res, (const float *)a, (const float *)b,
+                    (const float *)weight, (const float *)bias, N, C);
 }
 
 extern "C" zeroc_result_t zeroc__cuda_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
                                                          void *dinp, void *dweight, void *dbias,
                                                          const void *dout, const void *inp,
                                                          const void *weight, const float *mean,
-                                                         const float *rstd, int N, int C) {
+                                                         const float *rstd, int N, int C,
+                                                         const void *dres) {
   ZC_NONNULL("layernorm_backward", dinp);
   ZC_NONNULL("layernorm_backward", dweight);
   ZC_NONNULL("layernorm_backward", dbias);
@@ -350,7 +413,9 @@ extern "C" zeroc_result_t zeroc__cuda_layernorm_backward(zeroc_kernels_t *k, zer
   cudaStream_t st = zc_stream(k, s);
   if (k->dtype == ZEROC_BF16)
     return ln_backward(k, st, (bf16 *)dinp, (bf16 *)dweight, (bf16 *)dbias, (const bf16 *)dout,
-                       (const bf16 *)inp, (const bf16 *)weight, mean, rstd, N, C);
+                       (const bf16 *)inp, (const bf16 *)weight, mean, rstd, (const bf16 *)dres, N,
+                       C);
   return ln_backward(k, st, (float *)dinp, (float *)dweight, (float *)dbias, (const float *)dout,
-                     (const float *)inp, (const float *)weight, mean, rstd, N, C);
+                     (const float *)inp, (const float *)weight, mean, rstd, (const float *)dres, N,
+                     C);
 }
