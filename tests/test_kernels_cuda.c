@@ -9,6 +9,7 @@
  * 2e-3 each). The engine kernels (cast, accumulate, adamw, the loss mean) are in
  * test_kernels_cuda_engine.c, the helpers in kernels_cuda_test.h.
  */
+#include "kernels/attention_cudnn.h"
 #include "kernels_cuda_test.h"
 
 /* fp32 GEMMs on TF32 tensor cores (ZEROC_CUDA_TF32=1) keep 10 mantissa bits: about 1e-3. */
@@ -402,6 +403,9 @@ static void check_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS) {
 }
 
 static void test_attention(void) {
+#ifdef ZEROC_HAVE_CUDA
+  zeroc__cudnn_attention_set_mode(kb, ZEROC__CUDNN_OFF); /* zeroc's kernels, not cuDNN's */
+#endif
   /* dropout: heads 2.. of 8 as a tp rank holds them, positions on a longer context */
   zeroc_dropout_t dp = {0.1f, zeroc__dropout_key(3, 5, 2, ZEROC_DROP_ATTN), 9, 0, 200, 256, 8, 2};
   for (int i = 0; i < 2; i++) {
@@ -444,10 +448,82 @@ static void check_attention_mma(int B, int T, int NH, int HS) {
 }
 
 static void test_attention_mma(void) {
+#ifdef ZEROC_HAVE_CUDA
+  zeroc__cudnn_attention_set_mode(kb, ZEROC__CUDNN_OFF); /* zeroc's kernels, not cuDNN's */
+#endif
   check_attention_mma(2, 1024, 2, 64);  /* GPT-2's head */
   check_attention_mma(1, 2048, 2, 128); /* the 1.3B model's */
   check_attention_mma(1, 300, 3, 128);  /* T not a tile multiple */
 }
+
+#ifdef ZEROC_HAVE_CUDA
+/* cuDNN's fused flash attention (attention_cudnn_cuda.c, mode cudnn: it must run) against
+ * the cpu kernels on the same bf16 inputs, tolerances as the tensor-core kernels'. dqkv
+ * starts as NaN bytes: with ZEROC_K_DQKV_SET nothing may read it. The backward runs twice,
+ * bit for bit (the deterministic graph), and each path's forward feeds the other's backward
+ * (both store the natural log-sum-exp of the scaled scores). */
+static void check_attention_cudnn(int B, int T, int NH, int HS) {
+  const zeroc_dtype_t dt = ZEROC_BF16;
+  zeroc_kernels_t *k = kb;
+  const int C = NH * HS;
+  const size_t nq = (size_t)B * T * 3 * C, no = (size_t)B * T * C, nl = (size_t)B * NH * T;
+  float *qkv = host_rand(dt, nq, 53, -1.5f, 1.5f), *dout = host_rand(dt, no, 54, -1, 1);
+  float *ro = malloc(no * sizeof(float)), *rl = malloc(nl * sizeof(float));
+  float *g = calloc(nq, sizeof(float)), *h1 = malloc(nq * sizeof(float)),
+        *h2 = malloc(nq * sizeof(float));
+  void *d_qkv = dev_from(dt, qkv, nq, 0), *d_dout = dev_from(dt, dout, no, 0);
+  void *out = dev_alloc(dt, no, 0), *out_z = dev_alloc(dt, no, 0);
+  void *g1 = dev_alloc(dt, nq, 0), *g2 = dev_alloc(dt, nq, 0), *g3 = dev_alloc(dt, nq, 0);
+  float *lse = dev_alloc(ZEROC_FP32, nl, 0), *lse_z = dev_alloc(ZEROC_FP32, nl, 0);
+  int done = 0;
+  zeroc__cpu_attention_forward(ro, rl, qkv, B, T, C, NH, NULL);
+  zeroc__cpu_attention_backward(g, dout, qkv, ro, rl, B, T, C, NH, NULL, 1);
+
+  zeroc__cudnn_attention_set_mode(k, ZEROC__CUDNN_REQUIRED);
+  ZT_OK(zeroc__cudnn_attention_forward(k, st, out, lse, d_qkv, B, T, C, NH, NULL, &done));
+  ZT_ASSERT_MSG(done, "cuDNN attention_forward (B %d T %d NH %d HS %d) did not run", B, T, NH, HS);
+  expect_close("attention_forward out (cuDNN)", dt, out, ro, no, TOL_BF16);
+  expect_close("attention_forward lse (cuDNN)", ZEROC_FP32, lse, rl, nl, TOL_FP32);
+  ZT_OK(zeroc__cudnn_attention_backward(k, st, g1, d_dout, d_qkv, out, lse, B, T, C, NH, NULL,
+                                        ZEROC_K_DQKV_SET, &done));
+  ZT_ASSERT_MSG(done, "cuDNN attention_backward (B %d T %d NH %d HS %d) did not run", B, T, NH, HS);
+  ZT_OK(zeroc__cudnn_attention_backward(k, st, g2, d_dout, d_qkv, out, lse, B, T, C, NH, NULL,
+                                        ZEROC_K_DQKV_SET, &done));
+  expect_close("attention_backward dqkv (cuDNN)", dt, g1, g, nq, TOL_BF16);
+  dev_get(dt, h1, g1, nq);
+  dev_get(dt, h2, g2, nq);
+  ZT_ASSERT_MSG(!memcmp(h1, h2, nq * sizeof(float)),
+                "cuDNN attention_backward (T %d, HS %d): two runs differ", T, HS);
+
+  /* zeroc's forward -> cuDNN's backward, and cuDNN's forward -> zeroc's backward */
+  zeroc__cudnn_attention_set_mode(k, ZEROC__CUDNN_OFF);
+  ZT_OK(zeroc_k_attention_forward(k, st, out_z, lse_z, d_qkv, B, T, C, NH, NULL));
+  ZT_OK(zeroc_k_attention_backward_ex(k, st, g3, d_dout, d_qkv, out, lse, B, T, C, NH, NULL,
+                                      ZEROC_K_DQKV_SET));
+  expect_close("cuDNN forward -> zeroc backward dqkv", dt, g3, g, nq, TOL_BF16);
+  zeroc__cudnn_attention_set_mode(k, ZEROC__CUDNN_REQUIRED);
+  ZT_OK(zeroc__cudnn_attention_backward(k, st, g3, d_dout, d_qkv, out_z, lse_z, B, T, C, NH, NULL,
+                                        ZEROC_K_DQKV_SET, &done));
+  expect_close("zeroc forward -> cuDNN backward dqkv", dt, g3, g, nq, TOL_BF16);
+  zeroc__cudnn_attention_set_mode(k, ZEROC__CUDNN_OFF);
+  dev_free_all();
+  free(qkv), free(dout), free(ro), free(rl), free(g), free(h1), free(h2);
+}
+
+static void test_attention_cudnn(void) {
+  char path[256];
+  long ver = 0;
+  if (zeroc__cudnn_probe(path, sizeof path, &ver) != ZEROC_OK) {
+    printf("  SKIPPED (not checked): cuDNN attention: %s\n", zeroc_last_error(NULL));
+    return;
+  }
+  printf("  cuDNN %ld from %s\n", ver, path);
+  check_attention_cudnn(2, 256, 12, 64);   /* GPT-2's head */
+  check_attention_cudnn(4, 1024, 12, 64);  /* GPT-2 124M at its training length */
+  check_attention_cudnn(1, 2048, 16, 128); /* the 1.3B model's */
+  check_attention_cudnn(1, 300, 3, 128);   /* T not a tile multiple */
+}
+#endif
 
 /* Context parallelism's block pair (q and k/v from different chunks of a packed qkv),
  * its merge into a running (out, lse) and its backward, against the cpu twins. */
@@ -687,6 +763,9 @@ int main(int argc, char **argv) {
       {"attention", test_attention},
       {"attention finite differences and repeat", test_attention_finite_differences},
       {"attention on the tensor cores at training lengths, deterministic", test_attention_mma},
+#ifdef ZEROC_HAVE_CUDA
+      {"attention on cuDNN (flash SDPA), both directions, mixed with zeroc's", test_attention_cudnn},
+#endif
       {"attention block pair, merge, backward (context parallelism)", test_attention_block},
       {"gelu, residual, add", test_elementwise},
       {"crossentropy", test_crossentropy},
@@ -694,5 +773,28 @@ int main(int argc, char **argv) {
       {"bad input", test_bad_input},
       ZT_END,
   };
+#ifdef ZEROC_HAVE_CUDA
+  /* Without a GPU: the ZEROC_CUDA_ATTENTION values, and whether cuDNN loads here. */
+  zeroc__cudnn_mode_t m;
+  int bad = zeroc__cudnn_mode_parse("auto", &m) || m != ZEROC__CUDNN_AUTO ||
+            zeroc__cudnn_mode_parse("cudnn", &m) || m != ZEROC__CUDNN_REQUIRED ||
+            zeroc__cudnn_mode_parse("zeroc", &m) || m != ZEROC__CUDNN_OFF ||
+            zeroc__cudnn_mode_parse(NULL, &m) || m != ZEROC__CUDNN_OFF; /* the default for now */
+  if (zeroc__cudnn_mode_parse("flash", &m) != ZEROC_ERR_INVALID_ARG ||
+      !strstr(zeroc_last_error(NULL), "'flash'") ||
+      !strstr(zeroc_last_error(NULL), "accepted auto"))
+    bad = 1;
+  printf("ZEROC_CUDA_ATTENTION=flash -> %s\n", zeroc_last_error(NULL));
+  if (bad) {
+    printf("FAIL: ZEROC_CUDA_ATTENTION parsing\n");
+    return 1;
+  }
+  char path[256];
+  long ver = 0;
+  if (zeroc__cudnn_probe(path, sizeof path, &ver) == ZEROC_OK)
+    printf("cuDNN %ld loads from %s\n", ver, path);
+  else
+    printf("cuDNN not loadable here: %s\n", zeroc_last_error(NULL));
+#endif
   return kc_main(argc, argv, "kernels_cuda", tests);
 }

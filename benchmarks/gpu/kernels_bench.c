@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/attention_cudnn.h"
 #include "kernels/kernels.h"
 #include "runtime/runtime.h"
 #include "zeroc/zeroc.h"
@@ -171,10 +172,11 @@ static void b_at_f(void *p) {
   args_t *a = p;
   CK(zeroc_k_attention_forward(a->k, zs, a->a, a->d, a->b, a->h_b, a->n, a->cc, a->oc, NULL));
 }
+/* as the model calls it: dqkv set, not added to (the only form cuDNN takes) */
 static void b_at_b(void *p) {
   args_t *a = p;
-  CK(zeroc_k_attention_backward(a->k, zs, a->c, a->e, a->b, a->a, a->d, a->h_b, a->n, a->cc,
-                                a->oc, NULL));
+  CK(zeroc_k_attention_backward_ex(a->k, zs, a->c, a->e, a->b, a->a, a->d, a->h_b, a->n, a->cc,
+                                   a->oc, NULL, ZEROC_K_DQKV_SET));
 }
 static void b_gelu_f(void *p) {
   args_t *a = p;
@@ -227,7 +229,8 @@ static void b_adamw_mixed(void *p) {
 
 /* Causal attention: half the T x T work; the backward counted as 2.5 forwards (its five
  * products; the deterministic kernels recompute the scores once more). bf16 against the
- * bf16 GEMM ceiling (tensor cores, attention_mma.cu) unless ZEROC_CUDA_FLASH=0. */
+ * bf16 GEMM ceiling (tensor cores, attention_mma.cu) unless ZEROC_CUDA_FLASH=0. In bf16
+ * each shape also runs on cuDNN's flash attention (rows "... cudnn"), side by side. */
 static void bench_attention(zeroc_kernels_t *k, zeroc_dtype_t dt, int b, int t, int c, int nh,
                             const char *shape) {
   args_t a = {.k = k, .n = t, .cc = c, .oc = nh, .h_b = b};
@@ -241,10 +244,32 @@ static void bench_attention(zeroc_kernels_t *k, zeroc_dtype_t dt, int b, int t, 
   const char *fl = getenv("ZEROC_CUDA_FLASH");
   const double ceil = dt == ZEROC_BF16 && !(fl && !strcmp(fl, "0")) ? bf16_tflops : fp32_tflops;
   double flops = 2.0 * b * nh * (double)t * t * (c / nh); /* 2 matmuls x 2 flops x T^2/2 */
+  zeroc__cudnn_attention_set_mode(k, ZEROC__CUDNN_OFF); /* zeroc's own kernels */
   double ms = time_ms(b_at_f, &a);
   row_flops("attention_forward", dt, shape, ms, flops, ceil);
   ms = time_ms(b_at_b, &a);
   row_flops("attention_backward", dt, shape, ms, 2.5 * flops, ceil);
+  if (dt == ZEROC_BF16) { /* the same calls on cuDNN's flash attention, where it runs */
+    int done = 0;
+    zeroc__cudnn_attention_set_mode(k, ZEROC__CUDNN_REQUIRED);
+    zeroc_result_t r =
+        zeroc__cudnn_attention_forward(k, zs, a.a, a.d, a.b, b, t, c, nh, NULL, &done);
+    if (r || !done) {
+      printf("%-26s %-5s %-24s not run: %s\n", "attention_forward cudnn", zeroc_dtype_name(dt),
+             shape, r ? zeroc_last_error(NULL) : "not applicable");
+    } else {
+      ms = time_ms(b_at_f, &a);
+      row_flops("attention_forward cudnn", dt, shape, ms, flops, ceil);
+      r = zeroc__cudnn_attention_backward(k, zs, a.c, a.e, a.b, a.a, a.d, b, t, c, nh, NULL,
+                                          ZEROC_K_DQKV_SET, &done);
+      if (r || !done)
+        printf("%-26s %-5s %-24s not run: %s\n", "attention_backward cudnn",
+               zeroc_dtype_name(dt), shape, r ? zeroc_last_error(NULL) : "not applicable");
+      else
+        row_flops("attention_backward cudnn", dt, shape, time_ms(b_at_b, &a), 2.5 * flops, ceil);
+    }
+    zeroc__cudnn_attention_set_mode(k, ZEROC__CUDNN_AUTO);
+  }
   zeroc_mem_free(ctx, a.a), zeroc_mem_free(ctx, a.b), zeroc_mem_free(ctx, a.c);
   zeroc_mem_free(ctx, a.d), zeroc_mem_free(ctx, a.e);
 }
@@ -449,6 +474,14 @@ int main(int argc, char **argv) {
   struct cudaDeviceProp prop;
   CU(cudaGetDeviceProperties(&prop, 0));
   printf("zeroc cuda kernels, %s, median of %d runs\n", prop.name, reps);
+  {
+    char path[256];
+    long ver = 0;
+    if (zeroc__cudnn_probe(path, sizeof path, &ver) == ZEROC_OK)
+      printf("cuDNN %ld loaded from %s (attention rows marked cudnn)\n", ver, path);
+    else
+      printf("cuDNN not loaded, attention on zeroc's kernels only: %s\n", zeroc_last_error(NULL));
+  }
 
   /* the copy ceiling, measured: 1 GiB device to device (read + write counted) */
   args_t c = {.len = (size_t)1 << 30};

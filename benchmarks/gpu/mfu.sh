@@ -16,6 +16,7 @@ STEPS=${2:-30}
 MODELS=${MODELS:-gpt2-124m gpt2-350m gpt-1.3b}
 TORCH=${TORCH:-eager,compile}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/cudnn_env.sh" # cuDNN 9 on LD_LIBRARY_PATH for zeroc's attention (and said which)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 logs=${LOGDIR:-$work}

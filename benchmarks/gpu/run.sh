@@ -4,7 +4,8 @@
 # rank, fp32 training on the GPU against the CPU, with clipping, a skipped step and
 # --max-skipped too, and where MPIRUN works the multi-rank
 # layouts on one GPU against one rank), every cuda kernel timed at GPT-2 124M's shapes,
-# then tokens/s, MFU and peak memory against PyTorch (mfu.sh).
+# then tokens/s, MFU and peak memory against PyTorch (mfu.sh). cuDNN (for attention) is put
+# on LD_LIBRARY_PATH from PyTorch's wheel or /usr/local/cuda/lib64 when present.
 #
 #   run.sh [--bin DIR] [bench args...]
 #
@@ -27,6 +28,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
   echo "run.sh: nvidia-smi found no GPU" >&2
   exit 1
 }
+. "$root/benchmarks/gpu/cudnn_env.sh" # cuDNN 9 on LD_LIBRARY_PATH for attention
 if [ -n "$bin" ]; then
   zeroc=$bin/zeroc tests=$bin kbench=$bin/zeroc_kernels_bench
 else

@@ -10,6 +10,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #ifdef ZEROC_HAVE_CUDA
+#include "kernels/attention_cudnn.h"
 #include "kernels/cuda/cuda_kernels.h"
 #define CUDA_OR_CPU(name, ...)                                                                     \
   if (k->device == ZEROC_DEVICE_CUDA) return zeroc__cuda_##name(__VA_ARGS__)
@@ -49,6 +50,10 @@ zeroc_result_t zeroc_kernels_create(const zeroc__devmem_t *mem, zeroc_stream_t *
 #ifdef ZEROC_HAVE_CUDA
   if (dev == ZEROC_DEVICE_CUDA) {
     zeroc_result_t r = zeroc__cuda_kernels_init(k);
+    if (!r) {
+      r = zeroc__cudnn_attention_create(k);
+      if (r) zeroc__cuda_kernels_fini(k);
+    }
     if (r) {
       free(k);
       return r;
@@ -62,7 +67,10 @@ zeroc_result_t zeroc_kernels_create(const zeroc__devmem_t *mem, zeroc_stream_t *
 void zeroc_kernels_destroy(zeroc_kernels_t *k) {
   if (!k) return;
 #ifdef ZEROC_HAVE_CUDA
-  if (k->device == ZEROC_DEVICE_CUDA) zeroc__cuda_kernels_fini(k);
+  if (k->device == ZEROC_DEVICE_CUDA) {
+    zeroc__cuda_kernels_fini(k); /* synchronises the device: no plan is still running */
+    zeroc__cudnn_attention_destroy(k);
+  }
 #endif
   free(k);
 }
@@ -201,6 +209,14 @@ zeroc_result_t zeroc_k_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, 
   if (C % NH)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "attention: C %d not divisible by NH %d", C, NH);
   ZEROC_CHECK(check_dropout(__func__, drop));
+#ifdef ZEROC_HAVE_CUDA
+  if (k->device == ZEROC_DEVICE_CUDA) { /* cuDNN's flash attention where it applies */
+    int done = 0;
+    ZEROC_CHECK(
+        zeroc__cudnn_attention_forward(k, s, out, lse, qkv, B, T, C, NH, drop, &done));
+    if (done) return ZEROC_OK;
+  }
+#endif
   CUDA_OR_CPU(attention_forward, k, s, out, lse, qkv, B, T, C, NH, drop);
   zeroc__cpu_attention_forward(out, lse, qkv, B, T, C, NH, drop);
   return ZEROC_OK;
@@ -218,6 +234,14 @@ zeroc_result_t zeroc_k_attention_backward_ex(zeroc_kernels_t *k, zeroc_stream_t 
                       "attention_backward_ex: flags 0x%x; accepted ZEROC_K_DQKV_SET", flags);
   ZEROC_CHECK(check_dropout(__func__, drop));
   const int set = (flags & ZEROC_K_DQKV_SET) != 0;
+#ifdef ZEROC_HAVE_CUDA
+  if (k->device == ZEROC_DEVICE_CUDA) { /* cuDNN writes dq, dk, dv: only when setting */
+    int done = 0;
+    ZEROC_CHECK(zeroc__cudnn_attention_backward(k, s, dqkv, dout, qkv, out, lse, B, T, C, NH,
+                                                drop, flags, &done));
+    if (done) return ZEROC_OK;
+  }
+#endif
   if (set && k->device == ZEROC_DEVICE_CUDA && dqkv)
     ZEROC_CHECK(zeroc_memset_async(s ? s : k->compute, dqkv, 0,
                                    (size_t)B * T * 3 * C * zeroc_dtype_size(k->dtype)));

@@ -41,6 +41,7 @@ typedef struct zeroc_kernels {
   zeroc_device_kind_t device;
   zeroc_dtype_t dtype; /* activations and compute parameters */
   void *cuda;          /* cuda: cuBLASLt handle, workspace (kernels/cuda) */
+  void *cudnn;         /* cuda: cuDNN attention plans (kernels/attention_cudnn_cuda.c) */
 } zeroc_kernels_t;
 
 /* Creates the kernels for the device of `mem` (which also supplies their
@@ -162,7 +163,11 @@ zeroc_result_t zeroc_k_layernorm_backward_ex(zeroc_kernels_t *k, zeroc_stream_t 
  * out (B,T,C) = softmax(q k^T / sqrt(HS), causal) v per head;
  * lse (B,NH,T) fp32 = log-sum-exp of each row of scaled scores, saved for backward.
  * drop: NULL, or dropout on the probabilities (kernels/dropout.h; lse stays that of
- * the undropped scores). */
+ * the undropped scores).
+ * On cuda, with ZEROC_CUDA_ATTENTION=auto or cudnn (the default is zeroc's kernels until
+ * cuDNN's path has run on a GPU; attention_cudnn.h), bf16 calls without dropout and with
+ * head size a multiple of 8 up to 128 go to cuDNN's fused flash attention when it loads;
+ * the backward does so only with ZEROC_K_DQKV_SET. Both paths store the same lse. */
 zeroc_result_t zeroc_k_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
                                          float *lse, const void *qkv, int B, int T, int C, int NH,
                                          const zeroc_dropout_t *drop);

@@ -19,6 +19,9 @@ extern "C" {
 
 zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k);
 void zeroc__cuda_kernels_fini(zeroc_kernels_t *k);
+/* k's reduction scratch: where and how many bytes (the cuDNN attention's workspace, used
+ * on the same stream as every other scratch user). */
+void zeroc__cuda_scratch(zeroc_kernels_t *k, void **p, size_t *bytes);
 zeroc_result_t zeroc__cuda_encoder_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, const int32_t *inp, const void *wte, const void *wpe, int B, int T, int C);
 zeroc_result_t zeroc__cuda_encoder_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte, void *dwpe, const void *dout, const int32_t *inp, int B, int T, int C);
 zeroc_result_t zeroc__cuda_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out, float *mean, float *rstd, const void *inp, const void *weight, const void *bias, int N, int C);

@@ -6,7 +6,10 @@
  * bf16 attention on the SIMT kernels (default 1: tensor cores, attention_mma.cu),
  * ZEROC_CUDA_LT_EPILOGUE=0 keeps GELU and the bias gradients out of the cuBLASLt epilogues
  * (default 1: fused where cuBLASLt offers an algorithm, GELU in bf16 only; 2: GELU in fp32
- * too, to test the epilogue's GELU at fp32 precision; matmul.cu).
+ * too, to test the epilogue's GELU at fp32 precision; matmul.cu). ZEROC_CUDA_ATTENTION
+ * (auto, cudnn, zeroc: cuDNN's flash attention in front of these kernels) is read beside
+ * them, at zeroc_kernels_create, by kernels/attention_cudnn_cuda.c, which is C and loads
+ * cuDNN with dlopen (no .cu file, so the cpu emulation of these kernels does not see it).
  */
 #include <stdlib.h>
 
@@ -67,6 +70,12 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
 fail:
   zeroc__cuda_kernels_fini(k);
   return res;
+}
+
+extern "C" void zeroc__cuda_scratch(zeroc_kernels_t *k, void **p, size_t *bytes) {
+  zc_state_t *st = zc_state(k);
+  *p = st ? st->scratch : NULL;
+  *bytes = st ? st->scratch_bytes : 0;
 }
 
 extern "C" void zeroc__cuda_kernels_fini(zeroc_kernels_t *k) {

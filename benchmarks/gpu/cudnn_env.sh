@@ -1,0 +1,19 @@
+# benchmarks/gpu/cudnn_env.sh - sourced by run.sh and mfu.sh: puts cuDNN 9 on LD_LIBRARY_PATH
+# for attention's fast path (kernels/attention_cudnn_cuda.c dlopens libcudnn.so.9), from
+# PyTorch's wheel first (site-packages/nvidia/cudnn/lib), else /usr/local/cuda/lib64, and
+# says which. The tests and the kernel benchmark print the version and file they loaded;
+# zeroc's default is still its own kernels (ZEROC_CUDA_ATTENTION=zeroc) until cuDNN's path
+# has run on a GPU; these scripts ask for auto unless told otherwise.
+if [ -z "${ZEROC_CUDNN_ENV_DONE:-}" ]; then
+  export ZEROC_CUDNN_ENV_DONE=1
+  export ZEROC_CUDA_ATTENTION=${ZEROC_CUDA_ATTENTION:-auto}
+  echo "ZEROC_CUDA_ATTENTION=$ZEROC_CUDA_ATTENTION"
+  cudnn_dir=$(python3 -c 'import nvidia.cudnn as c, os; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null)
+  [ -n "$cudnn_dir" ] && [ -e "$cudnn_dir/libcudnn.so.9" ] || cudnn_dir=/usr/local/cuda/lib64
+  if [ -e "$cudnn_dir/libcudnn.so.9" ]; then
+    export LD_LIBRARY_PATH=$cudnn_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    echo "cuDNN for attention: $cudnn_dir ($(basename "$(readlink -f "$cudnn_dir/libcudnn.so.9")"))"
+  else
+    echo "cuDNN for attention: no libcudnn.so.9 (PyTorch wheel, /usr/local/cuda/lib64): zeroc's kernels" >&2
+  fi
+fi
