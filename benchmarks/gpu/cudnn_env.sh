@@ -7,7 +7,12 @@
 if [ -z "${ZEROC_CUDNN_ENV_DONE:-}" ]; then
   export ZEROC_CUDNN_ENV_DONE=1
   export ZEROC_CUDA_ATTENTION=${ZEROC_CUDA_ATTENTION:-auto}
-  echo "ZEROC_CUDA_ATTENTION=$ZEROC_CUDA_ATTENTION"
+  # cuDNN's deterministic backward takes its workspace (about B x NH x T x T x 2 bytes:
+  # 192 MiB at GPT-2 B8 T1024, 512 MiB at the 1.3B model's B4 T2048) from the kernel
+  # scratch, 64 MiB by default; a shape that does not fit falls back to zeroc's kernels.
+  # The planner and the memory figures count the scratch, whatever its size.
+  [ "$ZEROC_CUDA_ATTENTION" = zeroc ] || export ZEROC_CUDA_SCRATCH_MB=${ZEROC_CUDA_SCRATCH_MB:-1024}
+  echo "ZEROC_CUDA_ATTENTION=$ZEROC_CUDA_ATTENTION ZEROC_CUDA_SCRATCH_MB=${ZEROC_CUDA_SCRATCH_MB:-64}"
   cudnn_dir=$(python3 -c 'import nvidia.cudnn as c, os; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null)
   [ -n "$cudnn_dir" ] && [ -e "$cudnn_dir/libcudnn.so.9" ] || cudnn_dir=/usr/local/cuda/lib64
   if [ -e "$cudnn_dir/libcudnn.so.9" ]; then
