@@ -103,8 +103,8 @@ static void expect_close(const char *what, const float *got, const double *ref, 
 
 /* A backward accumulates: `got` must be `prefill + g`. Compared as
  * ||(got - prefill) - g|| / ||g||, so the prefill does not hide an error in g. */
-static void expect_grad(const char *what, const float *got, const float *prefill, const double *g,
-                        size_t n, double tol) {
+static inline void expect_grad(const char *what, const float *got, const float *prefill,
+                               const double *g, size_t n, double tol) {
   double num = 0, den = 0;
   for (size_t i = 0; i < n; i++) {
     const double d = ((double)got[i] - prefill[i]) - g[i];
@@ -129,8 +129,8 @@ static double dot_d(const double *a, const double *b, size_t n) {
 
 /* g (n) = dL/dx by central differences of L = sum(out * R) on the double
  * reference f; x is one of the arrays `args` points to, perturbed in place. */
-static void fd_grad(eval_fn f, const void *args, double *x, size_t n, const double *R, size_t nout,
-                    double *g) {
+static inline void fd_grad(eval_fn f, const void *args, double *x, size_t n, const double *R,
+                           size_t nout, double *g) {
   double *o = malloc(nout * sizeof *o);
   for (size_t i = 0; i < n; i++) {
     const double x0 = x[i], h = FD_H;
