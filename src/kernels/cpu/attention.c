@@ -54,7 +54,7 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
 }
 
 // dout (B,T,C), qkv (B,T,3C), out (B,T,C), lse (B,NH,T) -> dqkv (B,T,3C) += (= with set:
-// each head clears its own rows, in cache, right before it adds to them)
+// each head's first product into a row stores instead of adding, so nothing clears it)
 void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
                                    const float *out, const float *lse, int B, int T, int C, int NH,
                                    const zeroc_dropout_t *drop, int set) {
@@ -65,11 +65,7 @@ void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *
     const long b = bh / NH, h = bh % NH;
     const size_t row = (size_t)b * T * C + (size_t)h * a.HS; /* (b, t=0, h) of out, dout */
     float *dq = dqkv + (a.q - qkv);
-    if (set)
-      for (int t = 0; t < T; t++)
-        for (int part = 0; part < 3; part++)
-          memset(dq + (size_t)t * a.q_t + (size_t)part * C, 0, (size_t)a.HS * sizeof *dq);
     zeroc__attn_head_backward(&a, dq, dq + C, dq + 2 * (size_t)C, dout + row, out + row,
-                              lse + bh * T);
+                              lse + bh * T, set);
   }
 }

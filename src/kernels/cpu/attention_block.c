@@ -93,7 +93,7 @@ void zeroc__cpu_attention_block_backward(float *dq, float *dk, float *dv, const 
     const long b = bh / blk->NH, h = bh % blk->NH;
     const size_t qo = a.q - q, ko = a.k - k, oo = b * blk->o_b + h * blk->HS;
     zeroc__attn_head_backward(&a, dq + qo, dk + ko, dv + ko, dout + oo, out + oo,
-                              lse + b * blk->l_b + h * blk->l_h);
+                              lse + b * blk->l_b + h * blk->l_h, 0);
   }
 }
 

@@ -55,8 +55,11 @@ static int tile_keys(int HS) {
  *   the last row's view are left as they are (the softmax masks them anyway);
  * MM_KEND: c's rows are queries, the sum runs over keys (p v, ds k): stop there;
  * MM_KBEG: c's rows are keys, the sum runs over queries (p^T dout, ds^T q): start
- *   at the first query that sees the row. */
-enum { MM_COLS, MM_KEND, MM_KBEG };
+ *   at the first query that sees the row.
+ * MM_SET, or'ed to a role: c = a b instead of +=, for a tile of scores, so that it
+ * needs no clearing first (with MM_COLS the columns left as they are hold whatever
+ * was there: the row passes write every column past what the row sees). */
+enum { MM_COLS, MM_KEND, MM_KBEG, MM_ROLE = 3, MM_SET = 4 };
 enum { MR = 6 }; /* rows of c a micro-kernel step holds: 12 of the 16 vector registers */
 
 /* c (M x N, rows ldc apart) += a (M x K; element (i, k) at a[i*ars + k*acs], so a
@@ -68,6 +71,8 @@ enum { MR = 6 }; /* rows of c a micro-kernel step holds: 12 of the 16 vector reg
 ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, size_t ars,
                       size_t acs, const float *restrict b, size_t ldb, int M, int N, int K,
                       int role, int off) {
+  const int set = role & MM_SET;
+  role &= MM_ROLE;
   for (int i = 0; i < M; i += MR) {
     const int mr = M - i < MR ? M - i : MR;
     const float *ar[MR]; /* row pointers, the last real row repeated past M */
@@ -95,8 +100,8 @@ ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, si
                              {x30, x31}, {x40, x41}, {x50, x51}};
       for (int r = 0; r < mr; r++) {
         float *cr = c0 + (size_t)r * ldc + j;
-        ST8(cr, LD8(cr) + acc[r][0]);
-        ST8(cr + 8, LD8(cr + 8) + acc[r][1]);
+        ST8(cr, set ? acc[r][0] : LD8(cr) + acc[r][0]);
+        ST8(cr + 8, set ? acc[r][1] : LD8(cr + 8) + acc[r][1]);
       }
     }
     for (; j + 8 <= n; j += 8) {
@@ -108,14 +113,16 @@ ZEROC_INL void mm_acc(float *restrict c, size_t ldc, const float *restrict a, si
         x4 += a4[ka] * b0, x5 += a5[ka] * b0;
       }
       const v8 acc[MR] = {x0, x1, x2, x3, x4, x5};
-      for (int r = 0; r < mr; r++)
-        ST8(c0 + (size_t)r * ldc + j, LD8(c0 + (size_t)r * ldc + j) + acc[r]);
+      for (int r = 0; r < mr; r++) {
+        float *cr = c0 + (size_t)r * ldc + j;
+        ST8(cr, set ? acc[r] : LD8(cr) + acc[r]);
+      }
     }
     for (; j < n; j++) /* head sizes and key counts that are not multiples of 8 */
       for (int r = 0; r < mr; r++) {
         float sum = 0;
         for (int k = k0; k < k1; k++) sum += ar[r][(size_t)k * acs] * b[(size_t)k * ldb + j];
-        c0[(size_t)r * ldc + j] += sum;
+        c0[(size_t)r * ldc + j] = set ? sum : c0[(size_t)r * ldc + j] + sum;
       }
   }
 }
@@ -174,17 +181,18 @@ ZEROC_INL void pack_t(float *restrict t, const float *restrict x, size_t ld, int
     for (int d = 0; d < HS; d++) t[(size_t)d * n + j] = x[(size_t)j * ld + d];
 }
 
-/* s (ni x nj) += x (ni rows xs apart) y^T, y the nj rows (ys apart) of a key
- * tile: y^T is packed into t first, unless `packed` (t holds it already). A head
- * too big for one pack (HS nj > PACK) goes in slices of its width, each packed
- * and multiplied in turn. */
+/* s (ni x nj) = x (ni rows xs apart) y^T, y the nj rows (ys apart) of a key tile,
+ * in the columns MM_COLS computes (the rest of s is left as it was): y^T is packed
+ * into t first, unless `packed` (t holds it already). A head too big for one pack
+ * (HS nj > PACK) goes in slices of its width, each packed and multiplied in turn,
+ * the first one setting s and the others adding to it. */
 ZEROC_INL void scores(float *restrict s, const float *x, size_t xs, const float *y, size_t ys,
                       float *restrict t, int packed, int ni, int nj, int HS, int off) {
   const int dc = HS * nj <= PACK ? HS : PACK / nj;
   for (int d0 = 0; d0 < HS; d0 += dc) {
     const int dn = HS - d0 < dc ? HS - d0 : dc;
     if (!packed) pack_t(t, y + d0, ys, nj, dn);
-    mm_acc(s, nj, x + d0, xs, 1, t, nj, ni, nj, dn, MM_COLS, off);
+    mm_acc(s, nj, x + d0, xs, 1, t, nj, ni, nj, dn, d0 ? MM_COLS : MM_COLS | MM_SET, off);
   }
 }
 
@@ -261,7 +269,6 @@ ZEROC_CPU_HOT void zeroc__attn_head_forward(const zeroc__attn_head_t *a, float *
     const int jend = a->causal ? i0 + ni : a->Tk; /* tiles above the diagonal: skipped */
     for (int j0 = 0; j0 < jend; j0 += BK) {
       const int nj = jend - j0 < BK ? jend - j0 : BK;
-      memset(s, 0, (size_t)ni * nj * sizeof *s);
       const int off = a->causal ? i0 - j0 : BQ + BK_MAX; /* see MM_COLS */
       scores(s, a->q + (size_t)i0 * a->q_t, a->q_t, a->k + (size_t)j0 * a->kv_t, a->kv_t, kt, 0, ni,
              nj, HS, off); /* (ni,nj) q k^T */
@@ -290,14 +297,14 @@ ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_
   const int vis = visible(a, i, j0, nj);
 #pragma omp simd
   for (int c = 0; c < vis; c++) p[c] = zeroc__expf_nonpos(p[c] * scale - L);
-  for (int c = vis; c < nj; c++) p[c] = 0;
+  for (int c = vis; c < nj; c++) p[c] = dp[c] = 0; /* masked: not computed (see MM_SET) */
   if (a->drop && a->drop->p > 0) {
     const uint32_t thr = zeroc__dropout_threshold(a->drop->p);
     const float dsc = zeroc__dropout_scale(a->drop->p);
     const uint64_t rk = row_key(a, i);
     const uint32_t c0 = (uint32_t)(a->k_pos + j0);
 #pragma omp simd
-    for (int c = 0; c < nj; c++) {
+    for (int c = 0; c < vis; c++) {
       const float mk = zeroc__dropout_bits(rk, c0 + (uint32_t)c) >= thr ? dsc : 0.0f;
       const float ds = p[c] * (dp[c] * mk - D) * scale;
       dp[c] = p[c] * mk;
@@ -305,7 +312,7 @@ ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_
     }
   } else {
 #pragma omp simd
-    for (int c = 0; c < nj; c++) {
+    for (int c = 0; c < vis; c++) {
       const float ds = p[c] * (dp[c] - D) * scale;
       dp[c] = p[c];
       p[c] = ds;
@@ -314,33 +321,34 @@ ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_
 }
 
 /* One (query tile, key tile) pair of the backward: recompute p, then dv, dk, dq.
- * kt, vt: k^T and v^T of the key tile if `packed`, else scratch (see scores). */
+ * kt, vt: k^T and v^T of the key tile if `packed`, else scratch (see scores).
+ * set_kv, set_q: the pair is the first to reach the key tile's dk, dv rows / the query
+ * tile's dq rows, and stores into them (MM_SET) instead of adding. */
 ZEROC_INL void bwd_tile(const zeroc__attn_head_t *a, float *dq, float *dkj, float *dvj,
                         const float *dout, const float *lse, const float *D, float *kt, float *vt,
                         int packed, float *restrict p, float *restrict dp, int i0, int ni, int j0,
-                        int nj) {
+                        int nj, int set_kv, int set_q) {
   const int HS = a->HS;
   const float scale = 1.0f / sqrtf((float)HS);
   const float *qi = a->q + (size_t)i0 * a->q_t, *dyi = dout + (size_t)i0 * a->o_t;
   const float *kj = a->k + (size_t)j0 * a->kv_t, *vj = a->v + (size_t)j0 * a->kv_t;
-  memset(p, 0, (size_t)ni * nj * sizeof *p);
-  memset(dp, 0, (size_t)ni * nj * sizeof *dp);
   const int off = a->causal ? i0 - j0 : BQ + BK_MAX;                 /* see MM_COLS */
   scores(p, qi, a->q_t, kj, a->kv_t, kt, packed, ni, nj, HS, off);   /* (ni,nj) q k^T */
   scores(dp, dyi, a->o_t, vj, a->kv_t, vt, packed, ni, nj, HS, off); /* (ni,nj) dout v^T */
   for (int r = 0; r < ni; r++)
     bwd_row(p + (size_t)r * nj, dp + (size_t)r * nj, a, scale, lse[i0 + r], D[r], i0 + r, j0, nj);
   /* p (ni,nj) holds ds, dp the dropped probabilities: read transposed for dk, dv */
-  mm_acc(dvj, a->kv_t, dp, 1, nj, dyi, a->o_t, nj, HS, ni, MM_KBEG, off); /* += p^T dout */
-  mm_acc(dkj, a->kv_t, p, 1, nj, qi, a->q_t, nj, HS, ni, MM_KBEG, off);   /* += ds^T q */
-  mm_acc(dq + (size_t)i0 * a->q_t, a->q_t, p, nj, 1, kj, a->kv_t, ni, HS, nj, MM_KEND,
-         off); /* dq += ds k */
+  const int kv_role = set_kv ? MM_KBEG | MM_SET : MM_KBEG;
+  mm_acc(dvj, a->kv_t, dp, 1, nj, dyi, a->o_t, nj, HS, ni, kv_role, off); /* += p^T dout */
+  mm_acc(dkj, a->kv_t, p, 1, nj, qi, a->q_t, nj, HS, ni, kv_role, off);   /* += ds^T q */
+  mm_acc(dq + (size_t)i0 * a->q_t, a->q_t, p, nj, 1, kj, a->kv_t, ni, HS, nj,
+         set_q ? MM_KEND | MM_SET : MM_KEND, off); /* dq += ds k */
 }
 
-// dout, out (o_t), lse of one head -> dq (q_t) +=, dk, dv (kv_t) +=
+// dout, out (o_t), lse of one head -> dq (q_t) +=, dk, dv (kv_t) += (= with set)
 ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float *dq, float *dk,
                                              float *dv, const float *dout, const float *out,
-                                             const float *lse) {
+                                             const float *lse, int set) {
   const int HS = a->HS, BK = tile_keys(HS);
   float kt[PACK], vt[PACK], p[BQ * BK_MAX], dp[BQ * BK_MAX], D[QCHUNK];
   /* Queries in chunks of QCHUNK rows (all of them below that), whose D = dout . out
@@ -351,6 +359,11 @@ ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float 
     for (int r = 0; r < cn; r++)
       D[r] = dotf(dout + (size_t)(c0 + r) * a->o_t, out + (size_t)(c0 + r) * a->o_t, HS);
     const int jend = a->causal ? c0 + cn : a->Tk; /* key tiles past the chunk: unseen */
+    if (set && a->causal && c0 > 0) /* keys the chunks before did not reach (T > QCHUNK) */
+      for (int j = c0; j < jend; j++) {
+        memset(dk + (size_t)j * a->kv_t, 0, (size_t)HS * sizeof *dk);
+        memset(dv + (size_t)j * a->kv_t, 0, (size_t)HS * sizeof *dv);
+      }
     for (int j0 = 0; j0 < jend; j0 += BK) {
       const int nj = jend - j0 < BK ? jend - j0 : BK;
       const int packed = HS * nj <= PACK; /* k^T, v^T packed once for all query tiles */
@@ -359,10 +372,13 @@ ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float 
         pack_t(vt, a->v + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
       }
       const int istart = a->causal && j0 / BQ * BQ > c0 ? j0 / BQ * BQ : c0;
+      /* a key tile's first pair is in the first chunk (later chunks clear the keys
+       * they add, above); a query tile's first pair is with key tile 0 */
+      const int first_kv = set && c0 == 0;
       for (int i0 = istart; i0 < c0 + cn; i0 += BQ)
         bwd_tile(a, dq, dk + (size_t)j0 * a->kv_t, dv + (size_t)j0 * a->kv_t, dout, lse,
                  D + (i0 - c0), kt, vt, packed, p, dp, i0, c0 + cn - i0 < BQ ? c0 + cn - i0 : BQ,
-                 j0, nj);
+                 j0, nj, first_kv && i0 == istart, set && j0 == 0);
     }
   }
 }

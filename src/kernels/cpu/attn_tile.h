@@ -39,8 +39,9 @@ typedef struct zeroc__attn_head {
 void zeroc__attn_head_forward(const zeroc__attn_head_t *a, float *o, float *lse);
 
 /* dout, out (rows o_t apart), lse (Tq, the FINAL log-sum-exp of the rows) ->
- * dq (rows q_t apart) +=, dk, dv (rows kv_t apart) += */
+ * dq (rows q_t apart) +=, dk, dv (rows kv_t apart) += (=, the old values never read,
+ * with set: each row's first product stores instead of adding) */
 void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float *dq, float *dk, float *dv,
-                               const float *dout, const float *out, const float *lse);
+                               const float *dout, const float *out, const float *lse, int set);
 
 #endif
