@@ -6,57 +6,15 @@
  * kernels' logic is checked on machines without a GPU; test_kernels_cuda runs them
  * on one.
  */
-#include <cmath>
-#include <cstdarg>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-
-#include "cuda_runtime.h"
+#include "emu_check.h"
 #define ZEROC_HAVE_CUDA 1 /* the cuda twins' declarations */
 #include "kernels/dlrm_kernels.h"
 
-static thread_local char g_err[1024];
-
-extern "C" {
-zeroc_result_t zeroc__fail(zeroc_result_t r, const char *file, int line, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = snprintf(g_err, sizeof g_err, "%s:%d: ", file, line);
-  vsnprintf(g_err + n, sizeof g_err - n, fmt, ap);
-  va_end(ap);
-  return r;
-}
-const char *zeroc__tls_error(void) { return g_err; }
-void *zeroc_stream_native(zeroc_stream_t *) { return nullptr; }
-}
-
-static int g_fail, g_checks;
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    g_checks++;                                                                                    \
-    if (!(cond)) {                                                                                 \
-      g_fail++;                                                                                    \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-    }                                                                                              \
-  } while (0)
-#define OK(call) CHECK((call) == ZEROC_OK, "%s: %s", #call, g_err)
-
-typedef std::vector<float> vec;
-static uint64_t g_rng = 777;
-static float urand() {
-  uint64_t z = (g_rng += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  z ^= z >> 31;
-  return (float)((double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);
-}
-static vec randv(size_t n) {
+/* uniform in [-1, 1) from emu_check.h's sequence */
+static float urand_pm1() { return (float)(2 * urand() - 1); }
+static vec randv_pm1(size_t n) {
   vec v(n);
-  for (auto &x : v) x = urand();
+  for (auto &x : v) x = urand_pm1();
   return v;
 }
 static double maxdiff(const vec &a, const std::vector<double> &b) {
@@ -66,7 +24,7 @@ static double maxdiff(const vec &a, const std::vector<double> &b) {
 }
 
 static void t_relu(zeroc_kernels_t *k, size_t n) {
-  vec x = randv(n), y(n), dy = randv(n), dx = randv(n);
+  vec x = randv_pm1(n), y(n), dy = randv_pm1(n), dx = randv_pm1(n);
   std::vector<double> ry(n), rdx(n);
   for (size_t i = 0; i < n; i++)
     ry[i] = x[i] > 0 ? x[i] : 0, rdx[i] = dx[i] + (x[i] > 0 ? dy[i] : 0);
@@ -78,8 +36,8 @@ static void t_relu(zeroc_kernels_t *k, size_t n) {
 
 static void t_interact(zeroc_kernels_t *k, int B, int T, int D) {
   int F = T + 1, W = D + F * (F - 1) / 2;
-  vec z = randv((size_t)B * D), e = randv((size_t)B * T * D), out((size_t)B * W);
-  vec g = randv((size_t)B * W), dz = randv((size_t)B * D), de = randv((size_t)B * T * D);
+  vec z = randv_pm1((size_t)B * D), e = randv_pm1((size_t)B * T * D), out((size_t)B * W);
+  vec g = randv_pm1((size_t)B * W), dz = randv_pm1((size_t)B * D), de = randv_pm1((size_t)B * T * D);
   std::vector<double> ro((size_t)B * W), rdz(dz.begin(), dz.end()), rde(de.begin(), de.end());
   auto v = [&](int b, int f) { return f ? &e[((size_t)b * T + f - 1) * D] : &z[(size_t)b * D]; };
   for (int b = 0; b < B; b++) {
@@ -109,7 +67,7 @@ static void t_interact(zeroc_kernels_t *k, int B, int T, int D) {
 }
 
 static void t_bce(zeroc_kernels_t *k, int B) {
-  vec x = randv(B), y(B), loss(B), dl(B);
+  vec x = randv_pm1(B), y(B), loss(B), dl(B);
   for (int b = 0; b < B; b++) x[b] *= b % 5 == 0 ? 80 : 6, y[b] = b % 3 == 0;
   std::vector<double> rl(B), rd(B);
   for (int b = 0; b < B; b++) {
@@ -123,6 +81,7 @@ static void t_bce(zeroc_kernels_t *k, int B) {
 }
 
 int main() {
+  g_rng = 777;
   zeroc_kernels_t k = {};
   k.device = ZEROC_DEVICE_CUDA;
   k.dtype = ZEROC_FP32;
