@@ -152,7 +152,7 @@ static void sumsq(bench_t *b) {
   CHECK(zeroc_k_sumsq(K, NULL, &s, b->p[3], (size_t)b->i[0]));
 }
 static void adamw(bench_t *b) {
-  zeroc_adamw_args_t a = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f};
+  zeroc_adamw_args_t a = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f, NULL};
   CHECK(zeroc_k_adamw(K, NULL, b->p[0], b->p[1], b->p[2], b->p[3], (size_t)b->i[0], &a));
 }
 

@@ -583,7 +583,7 @@ static void test_fused_twins(void) {
                   ZEROC_ERR_INVALID_ARG);
 
   const size_t n = 70001; /* past the threading threshold */
-  zeroc_adamw_args_t a = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 0.1f, 0.05f};
+  zeroc_adamw_args_t a = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 0.1f, 0.05f, NULL};
   float *p = frand(n, 128, -1, 1), *m = frand(n, 129, -0.1f, 0.1f), *v = frand(n, 130, 0, 0.01f);
   float *gf = frand(n, 131, -1, 1), *p2 = fcopy(p, n), *m2 = fcopy(m, n), *v2 = fcopy(v, n);
   uint16_t *gb = talloc(n * 2), *o = talloc(n * 2), *o2 = talloc(n * 2);
@@ -704,7 +704,7 @@ static void det_run(int threads, det_out_t *o) {
   ZT_OK(zeroc_k_accumulate(K, NULL, o->acc, h, ZEROC_BF16, DG, 0.5f));
   ZT_OK(zeroc_k_scale(K, NULL, o->acc, DG, 0.7f));
   o->adam_p = fcopy(g, DG), o->adam_m = talloc(DG * 4), o->adam_v = talloc(DG * 4);
-  zeroc_adamw_args_t a = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.001f};
+  zeroc_adamw_args_t a = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.001f, NULL};
   ZT_OK(zeroc_k_adamw(K, NULL, o->adam_p, o->adam_m, o->adam_v, o->dgelu, DG, &a));
   o->sumsq = 0;
   ZT_OK(zeroc_k_sumsq(K, NULL, &o->sumsq, o->dgelu, DG));

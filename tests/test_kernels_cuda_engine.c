@@ -2,12 +2,14 @@
  * tests/test_kernels_cuda_engine.c - the engine kernels on the GPU against their cpu
  * twins: cast (bit for bit against zeroc_f32_to_bf16), accumulate, scale, add_to,
  * dropout, sumsq, adamw and adamw_mixed, and a loss head's mean added on the device and
- * read back through pinned memory. Split from test_kernels_cuda.c (helpers in
- * kernels_cuda_test.h). Exits 77 (skipped) when no GPU is visible.
+ * read back through pinned memory, the clipping multiplier decided on the device. Split
+ * from test_kernels_cuda.c (helpers in kernels_cuda_test.h). Exits 77 (skipped) when no
+ * GPU is visible.
  *
  * The engine kernels use the cpu's IEEE operations in the cpu's order, so most checks
  * are bit for bit; the rest hold to 1e-6 relative.
  */
+#include "kernels/clip.h"
 #include "kernels_cuda_test.h"
 
 /* ---- engine ------------------------------------------------------------------------- */
@@ -107,8 +109,8 @@ static void check_engine(size_t n, size_t off) {
   float *v = host_rand(ZEROC_FP32, n, 85, 0, 0.01f), *g = host_rand(ZEROC_FP32, n, 86, -1, 1);
   float *dp = dev_from(ZEROC_FP32, p, n, off), *dm = dev_from(ZEROC_FP32, m, n, off);
   float *dv = dev_from(ZEROC_FP32, v, n, off);
-  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f,           1e-8f,
-                           0.1f,  0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f};
+  zeroc_adamw_args_t ar = {
+      3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f, NULL};
   ZT_OK(zeroc_k_adamw(kf, st, dp, dm, dv, dev_from(ZEROC_FP32, g, n, off), n, &ar));
   zeroc__cpu_adamw(p, m, v, g, n, ar.lr, ar.beta1, ar.beta2, ar.eps, ar.weight_decay, ar.grad_scale,
                    ar.bias_corr1, ar.bias_corr2);
@@ -135,8 +137,8 @@ static void check_adamw_mixed(size_t n, size_t off, zeroc_dtype_t out_dt) {
   float *dp = dev_from(ZEROC_FP32, p, n, off), *dm = dev_from(ZEROC_FP32, m, n, off);
   float *dv = dev_from(ZEROC_FP32, v, n, off);
   void *dout_ = dev_alloc(out_dt, n, off);
-  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f,           1e-8f,
-                           0.1f,  0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f};
+  zeroc_adamw_args_t ar = {
+      3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f, NULL};
   ZT_OK(zeroc_k_adamw_mixed(kf, st, dp, dm, dv, dev_from(ZEROC_BF16, g, n, off), ZEROC_BF16, dout_,
                             out_dt, n, &ar));
   float *out = malloc(n * sizeof(float));
@@ -217,6 +219,41 @@ static void test_mean_add(void) {
   check_mean_add(7, 0);
 }
 
+/* ---- the step's verdict on the device ------------------------------------------------ */
+
+/* clip_scale on the GPU gives the host formula's bits (kernels/clip.h), and adamw reading
+ * a NaN multiplier from device memory leaves param, m and v as they were */
+static void test_clip_scale(void) {
+  const double sums[] = {0, 0.25, 4, 1e30, INFINITY, NAN};
+  double *ds = dev_alloc(ZEROC_FP32, 2, 0); /* 8 bytes: one double */
+  float *dsc = dev_alloc(ZEROC_FP32, 1, 0), got;
+  for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
+    for (int c = 0; c < 2; c++) {
+      const float clip = c ? 1.0f : 0.0f, want = zeroc__clip_scale(sums[i], clip);
+      ZT_OK(zeroc_memcpy_async(st, ds, &sums[i], sizeof(double)));
+      ZT_OK(zeroc_k_clip_scale(kf, st, dsc, ds, clip));
+      ZT_OK(zeroc_memcpy_async(st, &got, dsc, sizeof got));
+      ZT_OK(zeroc_stream_sync(st));
+      ZT_ASSERT_MSG(isnan(want) ? isnan(got) : got == want,
+                    "clip_scale of %g, clip %g: %.9g on the GPU, %.9g on the host", sums[i], clip,
+                    got, want);
+    }
+  const size_t n = 4099;
+  float *p = host_rand(ZEROC_FP32, n, 87, -1, 1), *g = host_rand(ZEROC_FP32, n, 88, -1, 1);
+  float *dp = dev_from(ZEROC_FP32, p, n, 0), *dm = dev_from(ZEROC_FP32, p, n, 0);
+  float *dv = dev_from(ZEROC_FP32, p, n, 0), *back = malloc(n * sizeof *back);
+  ZT_OK(zeroc_memcpy_async(st, ds, &sums[4], sizeof(double))); /* Inf: NaN multiplier */
+  ZT_OK(zeroc_k_clip_scale(kf, st, dsc, ds, 1.0f));
+  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.19f, 0.0975f, dsc};
+  ZT_OK(zeroc_k_adamw(kf, st, dp, dm, dv, dev_from(ZEROC_FP32, g, n, 0), n, &ar));
+  for (int t = 0; t < 3; t++) {
+    dev_get(ZEROC_FP32, back, t == 0 ? dp : t == 1 ? dm : dv, n);
+    ZT_ASSERT_MSG(!memcmp(back, p, n * sizeof *back), "adamw with a NaN multiplier wrote");
+  }
+  free(p), free(g), free(back);
+  dev_free_all();
+}
+
 /* ---- main --------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -224,6 +261,7 @@ int main(int argc, char **argv) {
       {"cast, accumulate, scale, sumsq, adamw", test_engine},
       {"adamw_mixed: bf16 gradient in, compute copy out", test_adamw_mixed},
       {"loss mean on the device, pinned read-back", test_mean_add},
+      {"clip multiplier on the device, adamw skipping on NaN", test_clip_scale},
       ZT_END,
   };
   return kc_main(argc, argv, "kernels_cuda_engine", tests);

@@ -224,6 +224,57 @@ static void test_adamw(void) {
   release();
 }
 
+/* The step's verdict decided by a kernel (kernels/clip.h): the multiplier from the sum of
+ * squares, NaN for a non-finite norm; AdamW reading it from memory gives the bits of
+ * grad_scale, and with NaN there writes nothing (a skipped step). */
+static void test_clip_scale(void) {
+  const double sums[] = {0, 0.25, 1, 4, 1e30, INFINITY, NAN};
+  for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
+    for (int c = 0; c < 3; c++) {
+      const float clip = c == 0 ? 0.0f : c == 1 ? 1.0f : INFINITY;
+      float got = -1;
+      ZT_OK(zeroc_k_clip_scale(K, NULL, &got, &sums[i], clip));
+      const double norm = sqrt(sums[i]);
+      const float want = !isfinite(norm)           ? NAN
+                         : clip > 0 && norm > clip ? (float)(clip / (norm + 1e-6))
+                                                   : 1.0f;
+      ZT_ASSERT_MSG(isnan(want) ? isnan(got) : got == want,
+                    "clip_scale of sum %g, clip %g: %.9g, expected %.9g", sums[i], clip, got, want);
+    }
+  float s;
+  CU_ASSERT_EQUAL(zeroc_k_clip_scale(K, NULL, &s, &sums[1], -1.0f), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_k_clip_scale(K, NULL, &s, &sums[1], NAN), ZEROC_ERR_INVALID_ARG);
+
+  const size_t n = 517;
+  const float *p0 = frand(n, 121, -1, 1), *m0 = frand(n, 122, -0.1f, 0.1f);
+  const float *v0 = frand(n, 123, 0, 0.01f), *g = frand(n, 124, -1, 1);
+  zeroc_adamw_args_t a = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.37f, 0.19f, 0.0975f, NULL};
+  float *p1 = fcopy(p0, n), *m1 = fcopy(m0, n), *v1 = fcopy(v0, n), *o1 = talloc(n * 4);
+  ZT_OK(zeroc_k_adamw_mixed(K, NULL, p1, m1, v1, g, ZEROC_FP32, o1, ZEROC_FP32, n, &a));
+  float dev_scale = a.grad_scale;
+  a.grad_scale = 5.0f; /* ignored: the multiplier is read from scale_dev */
+  a.scale_dev = &dev_scale;
+  for (int mixed = 0; mixed < 2; mixed++) {
+    float *p2 = fcopy(p0, n), *m2 = fcopy(m0, n), *v2 = fcopy(v0, n), *o2 = talloc(n * 4);
+    if (mixed)
+      ZT_OK(zeroc_k_adamw_mixed(K, NULL, p2, m2, v2, g, ZEROC_FP32, o2, ZEROC_FP32, n, &a));
+    else
+      ZT_OK(zeroc_k_adamw(K, NULL, p2, m2, v2, g, n, &a));
+    ZT_ASSERT_MSG(!memcmp(p1, p2, n * 4) && !memcmp(m1, m2, n * 4) && !memcmp(v1, v2, n * 4) &&
+                      (!mixed || !memcmp(o1, o2, n * 4)),
+                  "adamw%s with the multiplier in memory differs", mixed ? "_mixed" : "");
+  }
+  dev_scale = NAN; /* skipped: nothing written */
+  float *p3 = fcopy(p0, n), *m3 = fcopy(m0, n), *v3 = fcopy(v0, n), *o3 = fcopy(p0, n);
+  ZT_OK(zeroc_k_adamw(K, NULL, p3, m3, v3, g, n, &a));
+  ZT_OK(zeroc_k_adamw_mixed(K, NULL, p3, m3, v3, g, ZEROC_FP32, o3, ZEROC_FP32, n, &a));
+  ZT_ASSERT_MSG(!memcmp(p3, p0, n * 4) && !memcmp(m3, m0, n * 4) && !memcmp(v3, v0, n * 4) &&
+                    !memcmp(o3, p0, n * 4),
+                "adamw with a NaN multiplier in memory changed the state");
+  CU_ASSERT_EQUAL(zeroc_k_host_adamw(p3, m3, v3, g, n, &a), ZEROC_ERR_INVALID_ARG);
+  release();
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"cast fp32 <-> bf16", test_cast},
@@ -232,6 +283,7 @@ int main(int argc, char **argv) {
       {"vectorisable expf vs exp, edges, NaN", test_vexpf},
       {"sumsq, NaN and Inf propagate", test_sumsq},
       {"adamw vs reference over 5 steps", test_adamw},
+      {"clip_scale, adamw reading it (NaN: no write)", test_clip_scale},
       ZT_END,
   };
   return kt_main(argc, argv, "kernels_engine", tests);

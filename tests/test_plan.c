@@ -259,8 +259,9 @@ static void test_uneven_stages(void) {
  *   ZeRO-1: none, the reduce-scatter sums in place into the rank's block of the
  *     full gradients = 0
  * Workspace, micro-batch 3 (N = 48 tokens): 2 * 48 * (8*8 + 3*8) = 8448, plus
- * the optimizer step's 24 bytes of device accumulators (3 doubles: the gradient
- * norm's sum of squares, the step's loss, an evaluation's loss), plus AdamW's fp32
+ * the optimizer step's 32 bytes of device accumulators (4 doubles: the gradient
+ * norm's sum of squares, the step's loss, an evaluation's loss, the clipping
+ * multiplier a one-rank step decides on the device), plus AdamW's fp32
  * copy of the largest bf16 gradient shard, 4 * 872 / nd (nd = 2; 1 at ZeRO-0),
  * plus the fixed workspace of zeroc's cuda kernels: two kernels objects (the model's
  * and the engine's), each a 32 MiB cuBLASLt workspace, the 64 MiB scratch and
@@ -280,7 +281,7 @@ static void test_buffers_hand(void) {
     ZT_OK(zeroc_plan_compute(&c, &r));
     ZT_ASSERT_MSG(r.device.buffers == t[i].want, "ZeRO-%d prefetch %d: buffers %g, hand %g",
                   t[i].zero, t[i].prefetch, r.device.buffers, t[i].want);
-    double ws = 8448 + 24 + 4 * 872 / (t[i].zero ? 2 : 1) + KERNELS_WS;
+    double ws = 8448 + 32 + 4 * 872 / (t[i].zero ? 2 : 1) + KERNELS_WS;
     ZT_ASSERT_MSG(r.device.workspace == ws, "ZeRO-%d: workspace %.0f, hand %.0f", t[i].zero,
                   r.device.workspace, ws);
   }
@@ -291,7 +292,7 @@ static void test_buffers_hand(void) {
   c.zero = 3;
   c.compute_bytes = 4;
   ZT_OK(zeroc_plan_compute(&c, &r));
-  double ws = 2 * 8448 + 24 + 4 * 872 / 2 + 2 * 4 * 872 + 2 * 4 * 640 + KERNELS_WS;
+  double ws = 2 * 8448 + 32 + 4 * 872 / 2 + 2 * 4 * 872 + 2 * 4 * 640 + KERNELS_WS;
   ZT_ASSERT_MSG(r.device.workspace == ws, "fp32 compute: workspace %.0f, hand %.0f",
                 r.device.workspace, ws);
 }

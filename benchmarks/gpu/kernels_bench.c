@@ -216,13 +216,13 @@ static void b_sumsq(void *p) {
 }
 static void b_adamw(void *p) {
   args_t *a = p;
-  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f};
+  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f, NULL};
   CK(zeroc_k_adamw(a->k, zs, a->b, a->c, a->d, a->e, a->len, &ar));
 }
 /* bf16 gradient a in, bf16 compute copy f out */
 static void b_adamw_mixed(void *p) {
   args_t *a = p;
-  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f};
+  zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f, NULL};
   CK(zeroc_k_adamw_mixed(a->k, zs, a->b, a->c, a->d, a->a, ZEROC_BF16, a->f, ZEROC_BF16, a->len,
                          &ar));
 }

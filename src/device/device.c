@@ -189,8 +189,8 @@ zeroc_result_t zeroc__readback_alloc(const zeroc__devmem_t *h, zeroc_memtag_t ta
   return zeroc__device_alloc(h, ZEROC_MEM_PINNED, tag, bytes, p);
 }
 
-zeroc_result_t zeroc__read_back(zeroc_stream_t *s, zeroc_event_t *ev, void *pinned, void *dst,
-                                const void *src, size_t bytes) {
+zeroc_result_t zeroc__read_back_start(zeroc_stream_t *s, zeroc_event_t *ev, void *pinned, void *dst,
+                                      const void *src, size_t bytes) {
   if (!pinned) {
     if (!s->dev->ops->host_memory)
       return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "read back of %zu device bytes with no pinned staging",
@@ -200,10 +200,20 @@ zeroc_result_t zeroc__read_back(zeroc_stream_t *s, zeroc_event_t *ev, void *pinn
     return ZEROC_OK;
   }
   ZEROC_CHECK(zeroc_memcpy_async(s, pinned, src, bytes));
-  ZEROC_CHECK(zeroc_event_record(ev, s));
+  return zeroc_event_record(ev, s);
+}
+
+zeroc_result_t zeroc__read_back_finish(zeroc_event_t *ev, void *pinned, void *dst, size_t bytes) {
+  if (!pinned) return ZEROC_OK;      /* copied by _start */
   ZEROC_CHECK(zeroc_event_sync(ev)); /* polled on cuda: never a blocking wait in the driver */
   memcpy(dst, pinned, bytes);
   return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__read_back(zeroc_stream_t *s, zeroc_event_t *ev, void *pinned, void *dst,
+                                const void *src, size_t bytes) {
+  ZEROC_CHECK(zeroc__read_back_start(s, ev, pinned, dst, src, bytes));
+  return zeroc__read_back_finish(ev, pinned, dst, bytes);
 }
 
 zeroc_result_t zeroc__view_host(zeroc_stream_t *s, void *dev, size_t bytes, int flags,

@@ -242,6 +242,15 @@ zeroc_result_t zeroc__readback_alloc(const zeroc__devmem_t *h, zeroc_memtag_t ta
 zeroc_result_t zeroc__read_back(zeroc_stream_t *s, zeroc_event_t *ev, void *pinned, void *dst,
                                 const void *src, size_t bytes);
 
+/* zeroc__read_back in two halves, so the host can queue more work on `s` behind the
+ * copy before it waits: _start queues the copy into `pinned` and records `ev` (where
+ * device memory is host memory it waits for `s` and copies into `dst` at once);
+ * _finish waits for `ev` with the polled wait and copies `pinned` into `dst`. Between
+ * the two, `pinned` and `ev` belong to the read. */
+zeroc_result_t zeroc__read_back_start(zeroc_stream_t *s, zeroc_event_t *ev, void *pinned, void *dst,
+                                      const void *src, size_t bytes);
+zeroc_result_t zeroc__read_back_finish(zeroc_event_t *ev, void *pinned, void *dst, size_t bytes);
+
 #define ZEROC_MAX_CHANNELS 8
 /* Point-to-point messages match only on one communicator, whatever stream each
  * side issues them on: send/recv always use this channel, told apart by tag.

@@ -2,11 +2,13 @@
  * kernels/kernels.c - the dispatch: each zeroc_k_* checks its shape arguments
  * and runs the cpu twin inline or hands over to the cuda implementation.
  */
+#include <math.h>
 #include <stdlib.h>
 
 #include "core/env.h"
 #include "core/error.h"
 #include "device/device.h"
+#include "kernels/clip.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #ifdef ZEROC_HAVE_CUDA
@@ -428,7 +430,17 @@ zeroc_result_t zeroc_k_vocab_ce_finish(zeroc_kernels_t *k, zeroc_stream_t *s, fl
  * for the others. A NULL stream runs them on the calling thread. */
 
 typedef struct {
-  enum { OP_CAST, OP_ACCUMULATE, OP_SCALE, OP_ADD_TO, OP_SUMSQ, OP_MEAN_ADD, OP_ADAMW, OP_ADAMW_MIXED } op;
+  enum {
+    OP_CAST,
+    OP_ACCUMULATE,
+    OP_SCALE,
+    OP_ADD_TO,
+    OP_SUMSQ,
+    OP_MEAN_ADD,
+    OP_CLIP_SCALE,
+    OP_ADAMW,
+    OP_ADAMW_MIXED
+  } op;
   void *dst;
   const void *src;
   int dst_dt, src_dt;
@@ -443,6 +455,8 @@ typedef struct {
 static zeroc_result_t run_eng_op(void *p) {
   eng_op_t *o = p;
   const zeroc_adamw_args_t *a = &o->adam;
+  /* AdamW's multiplier: decided on the device (read now, in the stream's order) or given */
+  const float gs = a->scale_dev ? *a->scale_dev : a->grad_scale;
   switch (o->op) {
   case OP_CAST:
     zeroc__cpu_cast(o->dst, o->dst_dt, o->src, o->src_dt, o->n);
@@ -462,14 +476,19 @@ static zeroc_result_t run_eng_op(void *p) {
   case OP_MEAN_ADD:
     *(double *)o->dst += zeroc__cpu_mean(o->src, o->n, o->denom);
     break;
+  case OP_CLIP_SCALE:
+    *(float *)o->dst = zeroc__clip_scale(*(const double *)o->src, o->a);
+    break;
   case OP_ADAMW:
+    if (isnan(gs)) break; /* a skipped step */
     zeroc__cpu_adamw(o->dst, o->m, o->v, o->src, o->n, a->lr, a->beta1, a->beta2, a->eps,
-                     a->weight_decay, a->grad_scale, a->bias_corr1, a->bias_corr2);
+                     a->weight_decay, gs, a->bias_corr1, a->bias_corr2);
     break;
   case OP_ADAMW_MIXED:
+    if (isnan(gs)) break;
     zeroc__cpu_adamw_mixed(o->dst, o->m, o->v, o->src, o->src_dt, o->out, o->dst_dt, o->n, a->lr,
-                           a->beta1, a->beta2, a->eps, a->weight_decay, a->grad_scale,
-                           a->bias_corr1, a->bias_corr2);
+                           a->beta1, a->beta2, a->eps, a->weight_decay, gs, a->bias_corr1,
+                           a->bias_corr2);
     break;
   }
   return ZEROC_OK;
@@ -534,6 +553,14 @@ zeroc_result_t zeroc_k_mean_add(zeroc_kernels_t *k, zeroc_stream_t *s, double *a
   return cpu_in_order(s, &(eng_op_t){.op = OP_MEAN_ADD, .dst = acc, .src = x, .n = n, .denom = denom});
 }
 
+zeroc_result_t zeroc_k_clip_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *scale,
+                                  const double *sumsq, float clip) {
+  if (!(clip >= 0))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "clip_scale: clip %g: accepted >= 0 (0 off)", clip);
+  CUDA_OR_CPU(clip_scale, k, s, scale, sumsq, clip);
+  return cpu_in_order(s, &(eng_op_t){.op = OP_CLIP_SCALE, .dst = scale, .src = sumsq, .a = clip});
+}
+
 zeroc_result_t zeroc_k_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m,
                              float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a) {
   CUDA_OR_CPU(adamw, k, s, param, m, v, grad, n, a);
@@ -575,6 +602,10 @@ zeroc_result_t zeroc_k_host_cast(void *dst, zeroc_dtype_t dst_dt, const void *sr
 
 zeroc_result_t zeroc_k_host_adamw(float *param, float *m, float *v, const float *grad, size_t n,
                                   const zeroc_adamw_args_t *a) {
+  if (a->scale_dev)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "host_adamw: the gradient's multiplier must be given as grad_scale, not in "
+                      "device memory (scale_dev)");
   zeroc__cpu_adamw(param, m, v, grad, n, a->lr, a->beta1, a->beta2, a->eps, a->weight_decay,
                    a->grad_scale, a->bias_corr1, a->bias_corr2);
   return ZEROC_OK;

@@ -321,7 +321,18 @@ typedef struct zeroc_adamw_args {
   float grad_scale; /* multiplies the gradient first (clipping) */
   float bias_corr1; /* 1 - beta1^t */
   float bias_corr2; /* 1 - beta2^t */
+  /* NULL, or one fp32 in device memory read instead of grad_scale when the kernel runs:
+   * the multiplier zeroc_k_clip_scale left there. NaN there skips the step: the kernel
+   * writes nothing. (zeroc_k_host_adamw takes grad_scale only.) */
+  const float *scale_dev;
 } zeroc_adamw_args_t;
+
+/* *scale (one fp32, device memory) = zeroc__clip_scale(*sumsq, clip) (kernels/clip.h):
+ * the gradient's multiplier from its global sum of squares (one fp64, device memory),
+ * NaN to skip a non-finite step; for zeroc_adamw_args_t.scale_dev, so that a one-rank
+ * step is clipped or skipped without the host reading the norm first. */
+zeroc_result_t zeroc_k_clip_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *scale,
+                                  const double *sumsq, float clip);
 
 /* AdamW (decoupled weight decay) on n fp32 elements:
  * g = grad*grad_scale; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;

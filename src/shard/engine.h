@@ -69,7 +69,9 @@ typedef struct zeroc__unit {
 } zeroc__unit_t;
 
 /* A unit's optimizer state where it currently is (device, or host when offloaded). */
-enum { ACC_SUMSQ, ACC_LOSS, ACC_EVAL }; /* the doubles of step_acc (ZEROC__STEP_ACC) */
+/* the doubles of step_acc (ZEROC__STEP_ACC); ACC_SCALE holds one fp32: the step's
+ * clipping multiplier when the device decides it (shard/step.c) */
+enum { ACC_SUMSQ, ACC_LOSS, ACC_EVAL, ACC_SCALE };
 
 typedef struct zeroc__state_view {
   float *master, *m, *v;

@@ -53,8 +53,8 @@ void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
 
 /* The optimizer step's device accumulators (tag workspace), whatever the
  * model: ZEROC__STEP_ACC doubles (shard/engine.h: the gradient norm's sum of
- * squares, the step's loss, an evaluation's loss). */
-#define ZEROC__STEP_ACC 3
+ * squares, the step's loss, an evaluation's loss, the clipping multiplier). */
+#define ZEROC__STEP_ACC 4
 double zeroc__shard_step_bytes(void);
 
 /* A host or device staging copy of a shard of `shard_numel` elements of

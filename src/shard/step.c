@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "kernels/clip.h"
 #include "runtime/runtime.h"
 #include "shard/engine.h"
 
@@ -82,11 +83,21 @@ static zeroc_result_t adamw_host(zeroc_model_t *m, const zeroc_adamw_args_t *a0)
   return zeroc__model_publish_gathers(m);
 }
 
-static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef) {
+/* clip_dev: NULL, or the multiplier in device memory (zeroc_k_clip_scale), read there
+ * instead of clip_coef; NaN there makes every kernel a no-op (a skipped step). */
+static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef,
+                                const float *clip_dev) {
   const zeroc_shard_config_t *c = &m->cfg;
   double t = (double)(m->run.steps + 1);
-  zeroc_adamw_args_t a = {lr, c->beta1, c->beta2, c->eps, c->weight_decay, clip_coef,
-                          (float)(1.0 - pow(c->beta1, t)), (float)(1.0 - pow(c->beta2, t))};
+  zeroc_adamw_args_t a = {lr,
+                          c->beta1,
+                          c->beta2,
+                          c->eps,
+                          c->weight_decay,
+                          clip_coef,
+                          (float)(1.0 - pow(c->beta1, t)),
+                          (float)(1.0 - pow(c->beta2, t)),
+                          clip_dev};
   if (m->ostate) return adamw_host(m, &a);
   /* one pass per range: the gradient shard read in its own dtype (no fp32 copy) and,
    * unless the parameters are offloaded, the compute shard written beside the master
@@ -138,11 +149,26 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
 
   /* The step's one read of device figures: the sum of squares and the losses
    * loss units added on the device, in one copy to pinned memory waited on with
-   * the polled wait (never a pageable copy blocking in the driver). */
+   * the polled wait (never a pageable copy blocking in the driver). With one rank
+   * the device decides the clipping and the skip itself (kernels/clip.h), and the
+   * host queues AdamW and the publish before it waits for the copy: the device
+   * never idles on the host in the middle of a step. With several ranks the sums
+   * cross the host's all-reduce before AdamW can be queued. */
   ZEROC_TRY(local_sumsq(m));
   double acc[2];
-  ZEROC_TRY(zeroc__read_back(m->compute, m->ev_step, m->step_host, acc, m->step_acc, sizeof acc));
+  const int on_device =
+      mesh->world == 1 && !m->ostate && m->cfg.offload_params == ZEROC_OFFLOAD_NONE;
+  float *clip_dev = (float *)(m->step_acc + ACC_SCALE);
+  if (on_device)
+    ZEROC_TRY(zeroc_k_clip_scale(m->k, m->compute, clip_dev, m->step_acc + ACC_SUMSQ, m->cfg.clip));
+  ZEROC_TRY(
+      zeroc__read_back_start(m->compute, m->ev_step, m->step_host, acc, m->step_acc, sizeof acc));
   ZEROC_TRY(zeroc_memset_async(m->compute, m->step_acc + ACC_LOSS, 0, sizeof(double)));
+  if (on_device) {
+    ZEROC_TRY(adamw_all(m, lr, 1.0f, clip_dev));
+    ZEROC_TRY(zeroc__model_publish(m)); /* a skipped step publishes the unchanged master */
+  }
+  ZEROC_TRY(zeroc__read_back_finish(m->ev_step, m->step_host, acc, sizeof acc));
   double sums[2] = {acc[ACC_SUMSQ], 0};
   /* the loss: the last unit's mean (host-written or device-added), averaged
    * over micro-steps and data-parallel ranks */
@@ -151,17 +177,18 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
   ZEROC_TRY(zeroc__allreduce_host(zeroc__ctx_group(m->ctx, ZEROC_GROUP_WORLD), sums, 2, ZEROC_FP64,
                                   ZEROC_SUM));
   double norm = sqrt(sums[0]);
-  int skipped = !isfinite(norm);
+  const float coef = zeroc__clip_scale(sums[0], m->cfg.clip); /* what the device computed */
+  int skipped = isnan(coef);
   if (skipped) {
     m->run.consecutive_skips++;
     if (mesh->rank == 0) /* the verdict is global: one line per job, not per rank */
       ZWARN(SHARD, "step %llu skipped: gradient norm is %g (non-finite) [%d in a row]",
           (unsigned long long)m->run.steps + 1, norm, m->run.consecutive_skips);
   } else {
-    float coef = 1.0f;
-    if (m->cfg.clip > 0 && norm > m->cfg.clip) coef = (float)(m->cfg.clip / (norm + 1e-6));
-    ZEROC_TRY(adamw_all(m, lr, coef));
-    if (!m->ostate) ZEROC_TRY(zeroc__model_publish(m)); /* the host path publishes as it goes */
+    if (!on_device) {
+      ZEROC_TRY(adamw_all(m, lr, coef, NULL));
+      if (!m->ostate) ZEROC_TRY(zeroc__model_publish(m)); /* the host path publishes as it goes */
+    }
     m->run.steps++;
     m->run.consecutive_skips = 0;
   }

@@ -135,6 +135,7 @@ void t_elementwise(zeroc_dtype_t dt, size_t n, size_t off);
 void t_crossentropy(zeroc_dtype_t dt, int Vp, float dloss);
 void t_vocab(zeroc_dtype_t dt, float dloss);
 void t_engine(size_t n, size_t off);
+void t_clip_scale();
 void t_embedbag(int dc);
 
 #endif

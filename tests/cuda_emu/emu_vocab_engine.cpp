@@ -251,8 +251,8 @@ void t_engine(size_t n, size_t off) {
   vec g = randv(ZEROC_FP32, n);
   float *pp = (float *)d.put(ZEROC_FP32, p, off), *pm = (float *)d.put(ZEROC_FP32, m, off);
   float *pv = (float *)d.put(ZEROC_FP32, v, off);
-  const zeroc_adamw_args_t ar = {3e-4f, 0.9f, 0.95f,           1e-8f,
-                                 0.1f,  0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f};
+  const zeroc_adamw_args_t ar = {
+      3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f, nullptr};
   OK(zeroc__cuda_adamw(&K.k, NULL, pp, pm, pv, (float *)d.put(ZEROC_FP32, g, off), n, &ar));
   /* kernels/cpu/engine.c's formula, operation for operation */
   const float ib1 = 1.0f - ar.beta1, ib2 = 1.0f - ar.beta2;
@@ -288,6 +288,52 @@ void t_engine(size_t n, size_t off) {
     CHECK(bad == 0, "adamw_mixed (bf16 grad, %s out) n %zu: %zu differ", zeroc_dtype_name(out_dt),
           n, bad);
   }
+
+  /* the multiplier in device memory (clip_scale's): the bits of grad_scale; NaN there: a
+   * skipped step, nothing written */
+  float *sd = d.raw<float>(1, ar.grad_scale);
+  zeroc_adamw_args_t as = ar;
+  as.grad_scale = 5.0f; /* ignored */
+  as.scale_dev = sd;
+  for (int skip = 0; skip < 2; skip++) {
+    *sd = skip ? NAN : ar.grad_scale;
+    float *rp = (float *)d.put(ZEROC_FP32, p, off), *rm = (float *)d.put(ZEROC_FP32, m, off);
+    float *rv = (float *)d.put(ZEROC_FP32, v, off);
+    void *ro = d.put(ZEROC_FP32, vec(n, 7.0f), off);
+    OK(zeroc__cuda_adamw(&K.k, NULL, rp, rm, rv, (float *)d.put(ZEROC_FP32, g, off), n, &as));
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+      bad += skip ? rp[i] != p[i] || rm[i] != m[i] || rv[i] != v[i]
+                  : rp[i] != pp[i] || rm[i] != pm[i] || rv[i] != pv[i];
+    CHECK(bad == 0, "adamw, multiplier in memory%s, n %zu: %zu differ", skip ? " (NaN)" : "", n,
+          bad);
+    if (!skip) continue;
+    OK(zeroc__cuda_adamw_mixed(&K.k, NULL, rp, rm, rv, d.put(ZEROC_FP32, g, off), ZEROC_FP32, ro,
+                               ZEROC_FP32, n, &as));
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+      bad += rp[i] != p[i] || rm[i] != m[i] || rv[i] != v[i] || ((float *)ro)[i] != 7.0f;
+    CHECK(bad == 0, "adamw_mixed with a NaN multiplier in memory, n %zu: %zu written", n, bad);
+  }
+}
+
+/* clip_scale on the device: kernels/clip.h's formula, the same bits as the host's */
+void t_clip_scale() {
+  Kernels K(ZEROC_FP32);
+  Dev d;
+  const double sums[] = {0, 0.25, 1, 4, 1e30, INFINITY, NAN};
+  for (double sum : sums)
+    for (float clip : {0.0f, 1.0f, 0.05f}) {
+      double *ds = d.raw<double>(1, sum);
+      float *out = d.raw<float>(1, -1.0f);
+      OK(zeroc__cuda_clip_scale(&K.k, NULL, out, ds, clip));
+      const double norm = std::sqrt(sum);
+      const float want = !std::isfinite(norm)      ? NAN
+                         : clip > 0 && norm > clip ? (float)(clip / (norm + 1e-6))
+                                                   : 1.0f;
+      CHECK(std::isnan(want) ? std::isnan(*out) : *out == want,
+            "clip_scale of sum %g, clip %g: %.9g, want %.9g", sum, clip, *out, want);
+    }
 }
 
 // embed/'s bags: w (R,dc), nb bags in blocks of 3 (out rows blk_stride apart), then

@@ -385,6 +385,7 @@ int main(int argc, char **argv) {
     t_engine(5003, 1);
     t_engine(300001, 0); /* more packs than the grid has threads: the grid strides */
     t_engine(3, 0);
+    t_clip_scale();
   }
   printf("test_kernels_cuda_emu: %d checks, %d failed\n", g_checks, g_fail);
   return g_fail != 0;

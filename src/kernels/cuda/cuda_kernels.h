@@ -57,6 +57,7 @@ zeroc_result_t zeroc__cuda_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x
 zeroc_result_t zeroc__cuda_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst, zeroc_dtype_t dst_dt, const float *src, size_t n);
 zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x, size_t n);
 zeroc_result_t zeroc__cuda_mean_add(zeroc_kernels_t *k, zeroc_stream_t *s, double *acc, const float *x, size_t n, double denom);
+zeroc_result_t zeroc__cuda_clip_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *scale, const double *sumsq, float clip);
 zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m, float *v, const float *grad, size_t n, const zeroc_adamw_args_t *a);
 zeroc_result_t zeroc__cuda_adamw_mixed(zeroc_kernels_t *k, zeroc_stream_t *s, float *param, float *m, float *v, const void *grad, zeroc_dtype_t grad_dt, void *out, zeroc_dtype_t out_dt, size_t n, const zeroc_adamw_args_t *a);
 

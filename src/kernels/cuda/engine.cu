@@ -7,6 +7,7 @@
  * kernels/cpu/engine.c (explicit _rn intrinsics, so nvcc fuses no multiply-add), which
  * makes them match the cpu twins bit for bit.
  */
+#include "kernels/clip.h"
 #include "kernels/cuda/common.cuh"
 
 // src (n, S) -> dst (n, D), fp32 <-> bf16 rounding to nearest even
@@ -62,12 +63,18 @@ template <typename D> struct AddTo {
   }
 };
 
-/* The AdamW constants, derived on the host exactly as the cpu twin derives them. */
+/* The AdamW constants, derived on the host exactly as the cpu twin derives them.
+ * scale_dev (or NULL): the multiplier in device memory instead of grad_scale, NaN when
+ * the step is skipped (zeroc_adamw_args_t). */
 struct AdamW {
   float *param, *m, *v;
   const float *grad;
+  const float *scale_dev;
   float lr, beta1, beta2, ib1, ib2, rbc1, rbc2, eps, wd, grad_scale;
+  __device__ float scale() const { return scale_dev ? *scale_dev : grad_scale; }
   __device__ void operator()(size_t i, size_t n, bool vec) const {
+    const float gsc = scale();
+    if (gsc != gsc) return; /* NaN: a skipped step writes nothing */
     float p[8], mm[8], vv[8], g[8];
     zc_load8(param, i, n, vec, p);
     zc_load8(m, i, n, vec, mm);
@@ -75,7 +82,7 @@ struct AdamW {
     zc_load8(grad, i, n, vec, g);
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-      float gi = __fmul_rn(g[e], grad_scale);
+      float gi = __fmul_rn(g[e], gsc);
       float mi = __fadd_rn(__fmul_rn(beta1, mm[e]), __fmul_rn(ib1, gi));
       float vi = __fadd_rn(__fmul_rn(beta2, vv[e]), __fmul_rn(__fmul_rn(ib2, gi), gi));
       mm[e] = mi;
@@ -100,6 +107,8 @@ template <typename G, typename O> struct AdamWMixed {
   const G *grad;
   O *out;
   __device__ void operator()(size_t i, size_t n, bool vec) const {
+    const float gsc = a.scale();
+    if (gsc != gsc) return; /* NaN: a skipped step writes nothing */
     float p[8], mm[8], vv[8], g[8];
     zc_load8(a.param, i, n, vec, p);
     zc_load8(a.m, i, n, vec, mm);
@@ -107,7 +116,7 @@ template <typename G, typename O> struct AdamWMixed {
     zc_load8(grad, i, n, vec, g);
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-      float gi = __fmul_rn(g[e], a.grad_scale);
+      float gi = __fmul_rn(g[e], gsc);
       float mi = __fadd_rn(__fmul_rn(a.beta1, mm[e]), __fmul_rn(a.ib1, gi));
       float vi = __fadd_rn(__fmul_rn(a.beta2, vv[e]), __fmul_rn(__fmul_rn(a.ib2, gi), gi));
       mm[e] = mi;
@@ -204,6 +213,7 @@ static AdamW adamw_functor(float *param, float *m, float *v, const float *grad,
   f.eps = a->eps;
   f.wd = a->weight_decay;
   f.grad_scale = a->grad_scale;
+  f.scale_dev = a->scale_dev;
   return f;
 }
 
@@ -318,6 +328,22 @@ extern "C" zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *
   dim3 grid2(1), block2(1024);
   sumsq_final_kernel<<<grid2, block2, 0, st>>>(out, part, (int)blocks);
   ZC_LAUNCHED("sumsq_final_kernel", grid2, block2, 0);
+  return ZEROC_OK;
+}
+
+/* ---- the step's clipping multiplier, decided on the device ------------------------- */
+
+__global__ void clip_scale_kernel(float *scale, const double *sumsq, float clip) {
+  if (threadIdx.x == 0) *scale = zeroc__clip_scale(*sumsq, clip);
+}
+
+extern "C" zeroc_result_t zeroc__cuda_clip_scale(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                 float *scale, const double *sumsq, float clip) {
+  ZC_NONNULL("clip_scale", scale);
+  ZC_NONNULL("clip_scale", sumsq);
+  dim3 grid(1), block(32); /* one warp, one thread writing */
+  clip_scale_kernel<<<grid, block, 0, zc_stream(k, s)>>>(scale, sumsq, clip);
+  ZC_LAUNCHED("clip_scale_kernel", grid, block, 0);
   return ZEROC_OK;
 }
 
