@@ -177,7 +177,8 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
   ZEROC_TRY(zeroc__allreduce_host(zeroc__ctx_group(m->ctx, ZEROC_GROUP_WORLD), sums, 2, ZEROC_FP64,
                                   ZEROC_SUM));
   double norm = sqrt(sums[0]);
-  const float coef = zeroc__clip_scale(sums[0], m->cfg.clip); /* what the device computed */
+  /* the verdict: the one the device reached (one rank), or the host's from the global sums */
+  const float coef = zeroc__clip_scale(sums[0], m->cfg.clip);
   int skipped = isnan(coef);
   if (skipped) {
     m->run.consecutive_skips++;
