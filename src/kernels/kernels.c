@@ -452,11 +452,16 @@ typedef struct {
   zeroc_adamw_args_t adam;
 } eng_op_t;
 
+/* AdamW's gradient multiplier: decided on the device (read when the op runs, in the
+ * stream's order) or given; NaN: a skipped step */
+static float adam_scale(const zeroc_adamw_args_t *a) {
+  return a->scale_dev ? *a->scale_dev : a->grad_scale;
+}
+
 static zeroc_result_t run_eng_op(void *p) {
   eng_op_t *o = p;
   const zeroc_adamw_args_t *a = &o->adam;
-  /* AdamW's multiplier: decided on the device (read now, in the stream's order) or given */
-  const float gs = a->scale_dev ? *a->scale_dev : a->grad_scale;
+  float gs;
   switch (o->op) {
   case OP_CAST:
     zeroc__cpu_cast(o->dst, o->dst_dt, o->src, o->src_dt, o->n);
@@ -480,12 +485,12 @@ static zeroc_result_t run_eng_op(void *p) {
     *(float *)o->dst = zeroc__clip_scale(*(const double *)o->src, o->a);
     break;
   case OP_ADAMW:
-    if (isnan(gs)) break; /* a skipped step */
+    if (isnan(gs = adam_scale(a))) break; /* a skipped step */
     zeroc__cpu_adamw(o->dst, o->m, o->v, o->src, o->n, a->lr, a->beta1, a->beta2, a->eps,
                      a->weight_decay, gs, a->bias_corr1, a->bias_corr2);
     break;
   case OP_ADAMW_MIXED:
-    if (isnan(gs)) break;
+    if (isnan(gs = adam_scale(a))) break;
     zeroc__cpu_adamw_mixed(o->dst, o->m, o->v, o->src, o->src_dt, o->out, o->dst_dt, o->n, a->lr,
                            a->beta1, a->beta2, a->eps, a->weight_decay, gs, a->bias_corr1,
                            a->bias_corr2);

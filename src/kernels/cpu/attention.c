@@ -9,7 +9,6 @@
  * the results do not depend on the thread count.
  */
 #include <stddef.h>
-#include <string.h>
 
 #include "kernels/cpu/attn_tile.h"
 #include "kernels/cpu/cpu_kernels.h"
