@@ -7,10 +7,17 @@
 # GPU run at --max-skipped with the CPU's message and flags. The loss and the
 # norm come back from the device once per step (src/shard/step.c), so this
 # checks that read and the accumulation of micro-step losses on the device
-# (--grad-accum 2). Exits 77 without a GPU.
-# usage: gpu_clip_skip.sh ZEROC_BINARY
+# (--grad-accum 2). Then the same with 2 ranks sharing the GPU (ZeRO-3 and
+# ZeRO-1 through the staged comm, ZEROC_COMM=mpi) against 2 cpu ranks: there
+# the ranks' partial sums of squares meet in a device all-reduce before the
+# device decides. Exits 77 without a GPU.
+# usage: gpu_clip_skip.sh ZEROC_BINARY [MPIRUN]
+#   MPIRUN (argument, else the environment's MPIRUN, else `mpirun`): the launcher;
+#     --allow-run-as-root --oversubscribe as root, or MPIRUN_FLAGS when set. Without
+#     a launcher the 2-rank part fails (run.sh and CTest always pass one).
 set -u
 ZEROC=$1
+MPIRUN=${2:-${MPIRUN:-mpirun}}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-gpu-clip-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -52,4 +59,30 @@ for dev in cuda cpu; do
   [ "$(field "$WORK/stop_$dev.jsonl" skipped | tr -d '\n')" = 0000111 ] || fail "$dev: skipped flags $(field "$WORK/stop_$dev.jsonl" skipped | tr '\n' ' ')"
 done
 close "$WORK/stop_cuda.jsonl" "$WORK/stop_cpu.jsonl" loss || fail "losses before the stop differ"
-echo "clipping, a skipped step, held-out loss and --max-skipped agree between GPU and CPU"
+echo "1 rank: clipping, a skipped step, held-out loss and --max-skipped agree between GPU and CPU"
+
+# 2 ranks on the one GPU: the device all-reduces the sums of squares, then decides
+command -v "$MPIRUN" >/dev/null || fail "no launcher '$MPIRUN' for the 2-rank part"
+if [ -z "${MPIRUN_FLAGS+x}" ]; then
+  MPIRUN_FLAGS=""
+  [ "$(id -u)" = 0 ] && MPIRUN_FLAGS="--allow-run-as-root --oversubscribe"
+fi
+export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32} # see gpu_layouts.sh
+for zero in 3 1; do
+  for dev in cuda cpu; do
+    # ZEROC_COMM=mpi: on cuda the staged comm (NCCL refuses two ranks on one GPU)
+    # shellcheck disable=SC2086
+    ZEROC_COMM=mpi ZEROC_FAULT="nan@grad:step=3:hit=1" $MPIRUN $MPIRUN_FLAGS -x ZEROC_COMM \
+      -x ZEROC_FAULT -x CUDA_DEVICE_MAX_CONNECTIONS -np 2 "$ZEROC" train "${COMMON[@]}" \
+      --zero $zero --device $dev --metrics "$WORK/np2_$dev.jsonl" > "$WORK/np2_$dev.err" 2>&1 \
+      || { tail -20 "$WORK/np2_$dev.err"; fail "2 ranks, ZeRO-$zero, $dev"; }
+    [ "$(field "$WORK/np2_$dev.jsonl" skipped | tr -d '\n')" = 00100000 ] \
+      || fail "2 ranks, ZeRO-$zero, $dev: skipped flags $(field "$WORK/np2_$dev.jsonl" skipped | tr '\n' ' ')"
+    [ "$(grep -c "step 3 skipped: gradient norm is nan" "$WORK/np2_$dev.err")" = 1 ] \
+      || { cat "$WORK/np2_$dev.err"; fail "2 ranks, ZeRO-$zero, $dev: want one skip warning per job"; }
+  done
+  for what in loss grad_norm val_loss; do
+    close "$WORK/np2_cuda.jsonl" "$WORK/np2_cpu.jsonl" $what || fail "2 ranks, ZeRO-$zero: $what differs by more than 1e-5"
+  done
+done
+echo "2 ranks on one GPU (ZeRO-3, ZeRO-1): the device-decided clipping and skip agree with the CPU"

@@ -54,7 +54,7 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   check test_dlrm_cuda "$tests/test_dlrm_cuda"
   check test_comm_nccl "$tests/test_comm_nccl"
   check gpu_train_matches_cpu "$root/tests/gpu_train.sh" "$zeroc"
-  check gpu_clip_skip_matches_cpu "$root/tests/gpu_clip_skip.sh" "$zeroc"
+  check gpu_clip_skip_matches_cpu "$root/tests/gpu_clip_skip.sh" "$zeroc" "${MPIRUN:-mpirun}"
   # several ranks on one GPU through the staged comm (MPIRUN: the launcher, default mpirun)
   mpirun=${MPIRUN:-mpirun}
   if command -v "$mpirun" >/dev/null; then

@@ -1,9 +1,10 @@
 /*
  * kernels/clip.h - the optimizer step's verdict on a gradient from its global sum of
  * squares: the multiplier that clips it, or NaN when its norm is not finite and the
- * step is skipped. One formula for the host (shard/step.c, several ranks: the sum
- * comes back to the host for the all-reduce) and for the kernels that decide it on the
- * device (zeroc_k_clip_scale, one rank: nothing leaves the device before AdamW).
+ * step is skipped. One formula for the host (shard/step.c: every rank reads the
+ * verdict's sum back for its report, and decides itself where the optimizer state is
+ * offloaded) and for the kernels that decide it on the device (zeroc_k_clip_scale,
+ * after the ranks' device all-reduce: nothing leaves the device before AdamW).
  */
 #ifndef ZEROC_KERNELS_CLIP_H
 #define ZEROC_KERNELS_CLIP_H

@@ -329,8 +329,8 @@ typedef struct zeroc_adamw_args {
 
 /* *scale (one fp32, device memory) = zeroc__clip_scale(*sumsq, clip) (kernels/clip.h):
  * the gradient's multiplier from its global sum of squares (one fp64, device memory),
- * NaN to skip a non-finite step; for zeroc_adamw_args_t.scale_dev, so that a one-rank
- * step is clipped or skipped without the host reading the norm first. */
+ * NaN to skip a non-finite step; for zeroc_adamw_args_t.scale_dev, so that a step is
+ * clipped or skipped without the host reading the norm first. */
 zeroc_result_t zeroc_k_clip_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *scale,
                                   const double *sumsq, float clip);
 

@@ -68,11 +68,11 @@ typedef struct zeroc__unit {
   int tied;                /* holds a ZEROC_PARAM_TIED parameter */
 } zeroc__unit_t;
 
-/* A unit's optimizer state where it currently is (device, or host when offloaded). */
 /* the doubles of step_acc (ZEROC__STEP_ACC); ACC_SCALE holds one fp32: the step's
  * clipping multiplier when the device decides it (shard/step.c) */
 enum { ACC_SUMSQ, ACC_LOSS, ACC_EVAL, ACC_SCALE };
 
+/* A unit's optimizer state where it currently is (device, or host when offloaded). */
 typedef struct zeroc__state_view {
   float *master, *m, *v;
 } zeroc__state_view_t;
@@ -97,7 +97,8 @@ struct zeroc_model {
   void *ws;                      /* workspace for callbacks (max workspace_bytes) */
   float *adam_tmp;               /* fp32 copy of a bf16 grad shard for AdamW (max S) */
   /* device doubles (ZEROC__STEP_ACC), so the step's figures stay on the device
-   * until one read per step: [ACC_SUMSQ] the gradient's sum of squares,
+   * until one read per step: [ACC_SUMSQ] the gradient's sum of squares (this rank's,
+   * then the job's after the step's device all-reduce),
    * [ACC_LOSS] the step's loss (loss units add theirs, zeroc_layer_io_t.loss_acc),
    * [ACC_EVAL] an evaluation pass's loss */
   double *step_acc;

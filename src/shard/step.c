@@ -149,18 +149,28 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
 
   /* The step's one read of device figures: the sum of squares and the losses
    * loss units added on the device, in one copy to pinned memory waited on with
-   * the polled wait (never a pageable copy blocking in the driver). With one rank
-   * the device decides the clipping and the skip itself (kernels/clip.h), and the
-   * host queues AdamW and the publish before it waits for the copy: the device
-   * never idles on the host in the middle of a step. With several ranks the sums
-   * cross the host's all-reduce before AdamW can be queued. */
+   * the polled wait (never a pageable copy blocking in the driver). Where the
+   * optimizer state is on the device, the device decides the clipping and the
+   * skip itself (kernels/clip.h): the partial sums of several ranks meet in a
+   * device all-reduce over the world group on the compute stream, then the host
+   * queues AdamW and the publish before it waits for the copy, so the device
+   * never idles on the host in the middle of a step. That all-reduce's 8 bytes
+   * are control, not training traffic: the world group is not one of the groups
+   * zeroc__model_comm_bytes counts (the host all-reduce it replaced was not
+   * counted either). With the optimizer state or the parameters offloaded the
+   * host reads the local sums and all-reduces them before it steps. */
   ZEROC_TRY(local_sumsq(m));
   double acc[2];
-  const int on_device =
-      mesh->world == 1 && !m->ostate && m->cfg.offload_params == ZEROC_OFFLOAD_NONE;
+  const int on_device = !m->ostate && m->cfg.offload_params == ZEROC_OFFLOAD_NONE;
+  zeroc_group_t *world = zeroc__ctx_group(m->ctx, ZEROC_GROUP_WORLD);
+  double *sumsq_dev = m->step_acc + ACC_SUMSQ;
   float *clip_dev = (float *)(m->step_acc + ACC_SCALE);
-  if (on_device)
-    ZEROC_TRY(zeroc_k_clip_scale(m->k, m->compute, clip_dev, m->step_acc + ACC_SUMSQ, m->cfg.clip));
+  if (on_device) {
+    if (mesh->world > 1)
+      ZEROC_TRY(
+          zeroc__allreduce(world, m->compute, sumsq_dev, sumsq_dev, 1, ZEROC_FP64, ZEROC_SUM));
+    ZEROC_TRY(zeroc_k_clip_scale(m->k, m->compute, clip_dev, sumsq_dev, m->cfg.clip));
+  }
   ZEROC_TRY(
       zeroc__read_back_start(m->compute, m->ev_step, m->step_host, acc, m->step_acc, sizeof acc));
   ZEROC_TRY(zeroc_memset_async(m->compute, m->step_acc + ACC_LOSS, 0, sizeof(double)));
@@ -174,10 +184,12 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
    * over micro-steps and data-parallel ranks */
   if (mesh->tp_rank == 0 && mesh->pp_rank == mesh->pp - 1)
     sums[1] = (m->run.loss_sum + acc[ACC_LOSS]) / m->cfg.grad_accum / mesh->dp;
-  ZEROC_TRY(zeroc__allreduce_host(zeroc__ctx_group(m->ctx, ZEROC_GROUP_WORLD), sums, 2, ZEROC_FP64,
-                                  ZEROC_SUM));
+  /* the loss for the progress line, and the sums of squares where the device
+   * did not already add them up; the device is busy with AdamW meanwhile */
+  ZEROC_TRY(
+      zeroc__allreduce_host(world, sums + on_device, 2 - (size_t)on_device, ZEROC_FP64, ZEROC_SUM));
   double norm = sqrt(sums[0]);
-  /* the verdict: the one the device reached (one rank), or the host's from the global sums */
+  /* the verdict: the device's (the same formula on the same global sum), or the host's */
   const float coef = zeroc__clip_scale(sums[0], m->cfg.clip);
   int skipped = isnan(coef);
   if (skipped) {
