@@ -27,11 +27,12 @@
 #ifndef BK_MAX
 #define BK_MAX 64 /* key rows of a tile (fewer for big heads, see tile_keys) */
 #endif
-#define PACK   8192 /* floats of a transposed k or v tile: HS x BK */
+#define PACK   8192 /* floats of a packed tile: k^T or v^T (HS x BK), or rows copied (pack_rows) */
 #define QCHUNK 2048 /* query rows whose D the backward keeps at once (a multiple of BQ) */
 
-/* The tiles are on the stack (2 x 16 KiB + 2 x 32 KiB + 8 KiB at most): per-thread,
- * no allocation, and small beside any thread's stack. Key tiles shrink so that
+/* The tiles are on the stack (the backward's are the most: 2 x 16 KiB of scores, 5 x
+ * 32 KiB of packs, 8 KiB of D): per-thread, no allocation, and small beside a thread's
+ * default stack (8 MiB for the main thread, OpenMP's and zeroc's). Key tiles shrink so that
  * k^T fits one pack down to 8 keys (HS <= 1024); past that see scores(). */
 static int tile_keys(int HS) {
   const int bk = PACK / HS;
@@ -181,6 +182,19 @@ ZEROC_INL void pack_t(float *restrict t, const float *restrict x, size_t ld, int
     for (int d = 0; d < HS; d++) t[(size_t)d * n + j] = x[(size_t)j * ld + d];
 }
 
+/* The n rows (HS floats each, ld apart) of x, copied into t (n x HS, rows HS apart)
+ * when they fit one pack; *x and *ld are moved to the copy. A micro-kernel reads
+ * its b operand one row per step over every row group of c: rows 3C (q, k, v) or
+ * C (dout) floats apart fall into a few of the L1 cache's sets (a stride of 48 or
+ * 16 lines reaches 4 of its 64), and a tile of them does not stay in it. */
+ZEROC_INL void pack_rows(float *restrict t, const float **x, size_t *ld, int n, int HS) {
+  if ((size_t)n * (size_t)HS > PACK) return;
+  for (int j = 0; j < n; j++)
+    memcpy(t + (size_t)j * HS, *x + (size_t)j * *ld, (size_t)HS * sizeof *t);
+  *x = t;
+  *ld = (size_t)HS;
+}
+
 /* s (ni x nj) = x (ni rows xs apart) y^T, y the nj rows (ys apart) of a key tile,
  * in the columns MM_COLS computes (the rest of s is left as it was): y^T is packed
  * into t first, unless `packed` (t holds it already). A head too big for one pack
@@ -258,7 +272,7 @@ ZEROC_INL void fwd_row(float *restrict s, float *restrict o, float *m, float *l,
 ZEROC_CPU_HOT void zeroc__attn_head_forward(const zeroc__attn_head_t *a, float *o, float *lse) {
   const int HS = a->HS, BK = tile_keys(HS);
   const float scale = 1.0f / sqrtf((float)HS);
-  float kt[PACK], s[BQ * BK_MAX], m[BQ], l[BQ];
+  float kt[PACK], vc[PACK], s[BQ * BK_MAX], m[BQ], l[BQ];
   for (int i0 = 0; i0 < a->Tq; i0 += BQ) {
     const int ni = a->Tq - i0 < BQ ? a->Tq - i0 : BQ;
     float *oi = o + (size_t)i0 * a->o_t;
@@ -275,7 +289,10 @@ ZEROC_CPU_HOT void zeroc__attn_head_forward(const zeroc__attn_head_t *a, float *
       for (int r = 0; r < ni; r++)
         fwd_row(s + (size_t)r * nj, oi + (size_t)r * a->o_t, &m[r], &l[r], a, scale, i0 + r, j0,
                 nj);
-      mm_acc(oi, a->o_t, s, nj, 1, a->v + (size_t)j0 * a->kv_t, a->kv_t, ni, HS, nj, MM_KEND, off);
+      const float *vj = a->v + (size_t)j0 * a->kv_t;
+      size_t vld = a->kv_t;
+      pack_rows(vc, &vj, &vld, nj, HS);
+      mm_acc(oi, a->o_t, s, nj, 1, vj, vld, ni, HS, nj, MM_KEND, off);
     }
     for (int r = 0; r < ni; r++) {
       float *restrict orow = oi + (size_t)r * a->o_t;
@@ -326,22 +343,26 @@ ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_
  * tile's dq rows, and stores into them (MM_SET) instead of adding. */
 ZEROC_INL void bwd_tile(const zeroc__attn_head_t *a, float *dq, float *dkj, float *dvj,
                         const float *dout, const float *lse, const float *D, float *kt, float *vt,
-                        int packed, float *restrict p, float *restrict dp, int i0, int ni, int j0,
-                        int nj, int set_kv, int set_q) {
+                        int packed, const float *kj, size_t kld, float *qc, float *dyc,
+                        float *restrict p, float *restrict dp, int i0, int ni, int j0, int nj,
+                        int set_kv, int set_q) {
   const int HS = a->HS;
   const float scale = 1.0f / sqrtf((float)HS);
   const float *qi = a->q + (size_t)i0 * a->q_t, *dyi = dout + (size_t)i0 * a->o_t;
-  const float *kj = a->k + (size_t)j0 * a->kv_t, *vj = a->v + (size_t)j0 * a->kv_t;
-  const int off = a->causal ? i0 - j0 : BQ + BK_MAX;                 /* see MM_COLS */
-  scores(p, qi, a->q_t, kj, a->kv_t, kt, packed, ni, nj, HS, off);   /* (ni,nj) q k^T */
-  scores(dp, dyi, a->o_t, vj, a->kv_t, vt, packed, ni, nj, HS, off); /* (ni,nj) dout v^T */
+  const float *vj = a->v + (size_t)j0 * a->kv_t;
+  size_t qld = a->q_t, dyld = a->o_t;
+  pack_rows(qc, &qi, &qld, ni, HS);
+  pack_rows(dyc, &dyi, &dyld, ni, HS);
+  const int off = a->causal ? i0 - j0 : BQ + BK_MAX;               /* see MM_COLS */
+  scores(p, qi, qld, kj, kld, kt, packed, ni, nj, HS, off);        /* (ni,nj) q k^T */
+  scores(dp, dyi, dyld, vj, a->kv_t, vt, packed, ni, nj, HS, off); /* (ni,nj) dout v^T */
   for (int r = 0; r < ni; r++)
     bwd_row(p + (size_t)r * nj, dp + (size_t)r * nj, a, scale, lse[i0 + r], D[r], i0 + r, j0, nj);
   /* p (ni,nj) holds ds, dp the dropped probabilities: read transposed for dk, dv */
   const int kv_role = set_kv ? MM_KBEG | MM_SET : MM_KBEG;
-  mm_acc(dvj, a->kv_t, dp, 1, nj, dyi, a->o_t, nj, HS, ni, kv_role, off); /* += p^T dout */
-  mm_acc(dkj, a->kv_t, p, 1, nj, qi, a->q_t, nj, HS, ni, kv_role, off);   /* += ds^T q */
-  mm_acc(dq + (size_t)i0 * a->q_t, a->q_t, p, nj, 1, kj, a->kv_t, ni, HS, nj,
+  mm_acc(dvj, a->kv_t, dp, 1, nj, dyi, dyld, nj, HS, ni, kv_role, off); /* += p^T dout */
+  mm_acc(dkj, a->kv_t, p, 1, nj, qi, qld, nj, HS, ni, kv_role, off);    /* += ds^T q */
+  mm_acc(dq + (size_t)i0 * a->q_t, a->q_t, p, nj, 1, kj, kld, ni, HS, nj,
          set_q ? MM_KEND | MM_SET : MM_KEND, off); /* dq += ds k */
 }
 
@@ -350,7 +371,8 @@ ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float 
                                              float *dv, const float *dout, const float *out,
                                              const float *lse, int set) {
   const int HS = a->HS, BK = tile_keys(HS);
-  float kt[PACK], vt[PACK], p[BQ * BK_MAX], dp[BQ * BK_MAX], D[QCHUNK];
+  float kt[PACK], vt[PACK], kc[PACK], qc[PACK], dyc[PACK], p[BQ * BK_MAX], dp[BQ * BK_MAX],
+      D[QCHUNK];
   /* Queries in chunks of QCHUNK rows (all of them below that), whose D = dout . out
    * is computed once; inside, key tiles outside: dk and dv of a tile sum over the
    * query tiles, dq over the key tiles, each in a fixed order. */
@@ -371,14 +393,18 @@ ZEROC_CPU_HOT void zeroc__attn_head_backward(const zeroc__attn_head_t *a, float 
         pack_t(kt, a->k + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
         pack_t(vt, a->v + (size_t)j0 * a->kv_t, a->kv_t, nj, HS);
       }
+      const float *kj = a->k + (size_t)j0 * a->kv_t; /* for dq += ds k, rows copied */
+      size_t kld = a->kv_t;
+      pack_rows(kc, &kj, &kld, nj, HS);
       const int istart = a->causal && j0 / BQ * BQ > c0 ? j0 / BQ * BQ : c0;
       /* a key tile's first pair is in the first chunk (later chunks clear the keys
        * they add, above); a query tile's first pair is with key tile 0 */
       const int first_kv = set && c0 == 0;
       for (int i0 = istart; i0 < c0 + cn; i0 += BQ)
         bwd_tile(a, dq, dk + (size_t)j0 * a->kv_t, dv + (size_t)j0 * a->kv_t, dout, lse,
-                 D + (i0 - c0), kt, vt, packed, p, dp, i0, c0 + cn - i0 < BQ ? c0 + cn - i0 : BQ,
-                 j0, nj, first_kv && i0 == istart, set && j0 == 0);
+                 D + (i0 - c0), kt, vt, packed, kj, kld, qc, dyc, p, dp, i0,
+                 c0 + cn - i0 < BQ ? c0 + cn - i0 : BQ, j0, nj, first_kv && i0 == istart,
+                 set && j0 == 0);
     }
   }
 }
