@@ -77,11 +77,12 @@ static void test_reduce_scatter(void) {
  * place in the rank's own block (recv = send + rank*count, as ZeRO-1's gradients), and
  * MPI_IN_PLACE's (send == recv, the result in the first block); sum, max and min; on a
  * comm stream, another channel and the inline compute stream. The values are small
- * multiples of 1/4, so every sum is exact in any order: compared bit for bit. */
+ * multiples of 1/4, so every sum is exact in any order: compared bit for bit. The
+ * largest count's blocks (2.3 MiB) outgrow the ring's first 2 MiB huge-page scratch. */
 static void test_reduce_scatter_in_place(void) {
   zeroc_group_t *g = world();
   const int n = g->size, r = g->rank;
-  const size_t counts[] = {1, 6, 3001};
+  const size_t counts[] = {1, 6, 3001, 600001};
   zeroc_stream_t *ss[] = {s1, s2, zeroc_ctx_compute_stream(ctx)};
   for (size_t i = 0; i < sizeof counts / sizeof *counts; i++)
     for (int mode = 0; mode < 3; mode++)

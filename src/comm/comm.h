@@ -57,6 +57,7 @@ typedef struct zeroc__comm_env {
   int world_rank;                   /* this rank in the context's world */
   double timeout;                   /* seconds a collective may wait */
   struct zeroc__watchdog *wd;       /* the node's status board; NULL: none */
+  int huge_pages; /* host scratch on transparent huge pages (the cpu device's ZEROC_HUGE_PAGES) */
 } zeroc__comm_env_t;
 
 struct zeroc_group {

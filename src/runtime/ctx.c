@@ -319,7 +319,8 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
   ctx->pool_env = (zeroc__pool_env_t){&ctx->mem, ctx->topo, ctx->binding.numa, ctx->dev.kind};
   /* the board first: every group's collectives report to it */
   ZEROC_TRY(zeroc__watchdog_create(&ctx->place, &ctx->wd));
-  ctx->comm_env = (zeroc__comm_env_t){ctx->comm_ops, ctx->mesh.rank, ctx->comm_timeout, ctx->wd};
+  ctx->comm_env = (zeroc__comm_env_t){ctx->comm_ops, ctx->mesh.rank, ctx->comm_timeout, ctx->wd,
+                                      ctx->dev.huge_pages};
   ZEROC_TRY(zeroc__mesh_create_groups(ctx));
   ZEROC_TRY(zeroc__heartbeat_start(&ctx->place, ctx->hb_timeout, ctx->wd, &ctx->hb));
   ZINFO(INIT, "context ready: %d ranks, device %s (%s), comm %s, timeout %.0f s", ctx->mesh.world,
