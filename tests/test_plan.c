@@ -48,9 +48,11 @@ static void test_zero_paper_table(void) {
   ZT_OK(zeroc_plan_model_states(7.5e9, 0, 64, 2, &m));
   ZT_ASSERT_MSG(m.params == 15e9 && m.grads == 15e9 && m.optimizer == 90e9,
                 "baseline split %g %g %g, expected 15e9 15e9 90e9", m.params, m.grads, m.optimizer);
-  /* fp32 training: 4-byte params and grads, the same 12-byte optimizer. */
+  /* fp32 training: 4-byte params and grads, which are their own master: an 8-byte optimizer. */
   ZT_OK(zeroc_plan_model_states(1000, 3, 4, 4, &m));
-  ZT_ASSERT_MSG(m.total == 20.0 * 1000 / 4, "fp32 ZeRO-3 over 4: %g, expected 5000", m.total);
+  ZT_ASSERT_MSG(m.total == 16.0 * 1000 / 4 && m.optimizer == 8.0 * 1000 / 4,
+                "fp32 ZeRO-3 over 4: total %g optimizer %g, expected 4000 and 2000", m.total,
+                m.optimizer);
   CU_ASSERT(zeroc_plan_model_states(1, 4, 1, 2, &m) == ZEROC_ERR_INVALID_ARG);
   CU_ASSERT(zeroc_plan_model_states(1, 1, 0, 2, &m) == ZEROC_ERR_INVALID_ARG);
   CU_ASSERT(zeroc_plan_model_states(1, 1, 1, 3, &m) == ZEROC_ERR_INVALID_ARG);
@@ -394,6 +396,20 @@ static void test_hsdp_offload(void) {
   CU_ASSERT(r.device.optimizer == 0 && r.device.params == 0);
   CU_ASSERT(r.nvme_bytes == base.device.optimizer && r.host_bytes == base.device.params);
   CU_ASSERT(r.device.total < base.device.total);
+  /* fp32 parameters on the device are their own master (8 bytes of optimizer);
+   * offloaded, the optimizer keeps its own fp32 master again (12) */
+  c.param_bytes = c.act_bytes = 4;
+  c.offload_optimizer = c.offload_params = ZEROC_OFFLOAD_NONE;
+  ZT_OK(zeroc_plan_compute(&c, &r));
+  ZT_ASSERT_MSG(fabs(r.device.optimizer - 8 * psi / 32) < 1 && r.host_bytes == 0,
+                "fp32 ZeRO-3 over 32: optimizer %g, expected %g", r.device.optimizer, 8 * psi / 32);
+  c.offload_optimizer = ZEROC_OFFLOAD_CPU;
+  ZT_OK(zeroc_plan_compute(&c, &r));
+  ZT_ASSERT_MSG(r.device.optimizer == 0 && fabs(r.host_bytes - 12 * psi / 32) < 1,
+                "fp32, optimizer offloaded: device %g host %g, expected 0 and %g",
+                r.device.optimizer, r.host_bytes, 12 * psi / 32);
+  c.param_bytes = c.act_bytes = 2;
+  c.offload_params = ZEROC_OFFLOAD_CPU;
   c.zero = 2;
   CU_ASSERT(zeroc_plan_compute(&c, &r) == ZEROC_ERR_INVALID_ARG);
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "offload_params") != NULL, "message: %s",

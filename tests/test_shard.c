@@ -436,8 +436,10 @@ static void test_bf16_accumulation(void) {
 }
 
 /* Model-state bytes per rank equal the ZeRO formula on the padded shard:
- * (p + g + 12) N for stage 0, p N + g N + 12 S for 1, p N + (g + 12) S for 2,
- * (p + g + 12) S for 3, with p, g the param and grad bytes. */
+ * (p + g + K) N for stage 0, p N + g N + K S for 1, p N + (g + K) S for 2,
+ * (p + g + K) S for 3, with p, g the param and grad bytes and K the optimizer's:
+ * 12 (fp32 master, Adam m and v) for bf16 parameters, 8 for fp32 ones, which are
+ * their own master. */
 static void test_memory_formula(void) {
   int Nd = zt_world();
   for (int st = 0; st <= 3; st++) {
@@ -446,13 +448,13 @@ static void test_memory_formula(void) {
       result_t r;
       run_layout(&(layout_t){st, 1, 2, 1, 0, dt, dt, 0}, &r);
       if (!r.ok) continue;
-      uint64_t p = zeroc_dtype_size(dt), g = p, want = 0;
+      uint64_t p = zeroc_dtype_size(dt), g = p, K = bf ? 12 : 8, want = 0;
       for (int i = 0; i < NUNITS; i++) {
         uint64_t N = r.numel[i], S = st == 0 ? N : N / (uint64_t)Nd;
-        want += st == 0 ? (p + g + 12) * N
-                : st == 1 ? p * N + g * N + 12 * S
-                : st == 2 ? p * N + (g + 12) * S
-                          : (p + g + 12) * S;
+        want += st == 0   ? (p + g + K) * N
+                : st == 1 ? p * N + g * N + K * S
+                : st == 2 ? p * N + (g + K) * S
+                          : (p + g + K) * S;
       }
       ZT_ASSERT_MSG(r.state_bytes == want, "stage %d %s: model state %llu bytes, formula %llu", st,
                     zeroc_dtype_name(dt), (unsigned long long)r.state_bytes, (unsigned long long)want);

@@ -185,9 +185,12 @@ void zeroc_plan_free(zeroc_plan_result_t *list);
 
 /*
  * Model-state bytes per rank (the ZeRO paper's model, Rajbhandari et al. 2020,
- * section 5): fp32 master + Adam m, v (12 bytes per parameter), parameters and
- * gradients of `param_bytes` each; stage 0: (2 pb + 12) psi, 1: 2 pb psi +
- * 12 psi / nd, 2: pb psi + (pb + 12) psi / nd, 3: (2 pb + 12) psi / nd.
+ * section 5): parameters and gradients of `param_bytes` each and K bytes of
+ * optimizer state per parameter: fp32 master + Adam m, v (K = 12) for 16-bit
+ * parameters, Adam m, v alone (K = 8) for fp32 ones, which are their own master;
+ * stage 0: (2 pb + K) psi, 1: 2 pb psi + K psi / nd, 2: pb psi + (pb + K) psi / nd,
+ * 3: (2 pb + K) psi / nd. (zeroc_plan_compute adds the master back where the
+ * optimizer state or the parameters are offloaded.)
  *   psi: parameters (>= 0); zero: 0..3; shard: Nd >= 1; param_bytes: 2 or 4.
  *   out: params, grads, optimizer and total are set, the rest zeroed.
  * Returns ZEROC_ERR_INVALID_ARG for a value out of range.

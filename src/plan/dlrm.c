@@ -47,7 +47,7 @@ static void mlp_memory(const zeroc_plan_dlrm_config_t *c, zeroc_plan_memory_t *m
   for (int i = 0; i < nu; i++) {
     double N = zeroc__dlrm_unit_flat(d, i, nd);
     zeroc__unit_bytes_t u;
-    zeroc__shard_unit_bytes(c->zero, N, nd, 0, 4, 4, 4, &u);
+    zeroc__shard_unit_bytes(c->zero, N, nd, 0, 4, 4, 4, zeroc__shard_keeps_master(4, 0, 0), &u);
     m->params += u.params, m->grads += u.grads, m->optimizer += u.optimizer;
     if (N > maxN) maxN = N;
   }

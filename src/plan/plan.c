@@ -37,6 +37,19 @@ const char *zeroc_plan_flops_formula(zeroc_recompute_t rc) {
                                     : "72 B s l h^2 (1 + s/(6h) + V/(12 l h)), no recompute";
 }
 
+/* The model states of psi parameters whose optimizer keeps (master 1) or does not
+ * keep an fp32 master copy: the engine's buffers of one unit (shard/sizes.c). */
+static void model_states(double psi, int zero, int shard, int pb, int master,
+                         zeroc_plan_memory_t *out) {
+  memset(out, 0, sizeof *out);
+  zeroc__unit_bytes_t u;
+  zeroc__shard_unit_bytes(zero, psi, shard, 0, pb, pb, pb, master, &u);
+  out->params = u.params;
+  out->grads = u.grads;
+  out->optimizer = u.optimizer;
+  out->total = out->params + out->grads + out->optimizer;
+}
+
 zeroc_result_t zeroc_plan_model_states(double psi, int zero, int shard, int pb,
                                        zeroc_plan_memory_t *out) {
   if (!out || !(psi >= 0) || zero < 0 || zero > 3 || shard < 1 || (pb != 2 && pb != 4))
@@ -44,14 +57,7 @@ zeroc_result_t zeroc_plan_model_states(double psi, int zero, int shard, int pb,
                       "zeroc_plan_model_states(psi %g, zero %d, shard %d, param_bytes %d, out %p): "
                       "accepted psi >= 0, zero 0..3, shard >= 1, param_bytes 2 or 4, out not NULL",
                       psi, zero, shard, pb, (void *)out);
-  memset(out, 0, sizeof *out);
-  /* the engine's buffers of a unit of psi parameters (shard/sizes.c) */
-  zeroc__unit_bytes_t u;
-  zeroc__shard_unit_bytes(zero, psi, shard, 0, pb, pb, pb, &u);
-  out->params = u.params;
-  out->grads = u.grads;
-  out->optimizer = u.optimizer;
-  out->total = out->params + out->grads + out->optimizer;
+  model_states(psi, zero, shard, pb, zeroc__shard_keeps_master(pb, 0, 0), out);
   return ZEROC_OK;
 }
 
@@ -331,13 +337,14 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   int t = c->tp, sp = c->sequence_parallel && t > 1, e = c->act_bytes, pb = c->param_bytes;
   /* ZeRO shards over dp_shard x cp: cp ranks compute with the same weights */
   int nd = c->zero == 0 ? 1 : dp / c->hsdp * c->cp;
-  ZEROC_CHECK(zeroc_plan_model_states(st->params, c->zero, nd, pb, mem));
+  model_states(st->params, c->zero, nd, pb,
+               zeroc__shard_keeps_master(pb, c->offload_optimizer, c->offload_params), mem);
   /* micro-steps accumulate in fp32 (shard/sizes.c, as the engine allocates):
    * ZeRO-2/3 keep the gradient shard in fp32, ZeRO-0/1 a running sum of the
    * full grads beside them */
   if (c->microbatches > 1 && pb != 4) {
     zeroc__unit_bytes_t g;
-    zeroc__shard_unit_bytes(c->zero, st->params, nd, 0, pb, pb, 4, &g);
+    zeroc__shard_unit_bytes(c->zero, st->params, nd, 0, pb, pb, 4, 1, &g);
     mem->grads = g.grads + g.accum;
   }
   *host = *nvme = 0;
@@ -357,7 +364,7 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   zeroc__unit_bytes_t pin;
   zeroc__shard_pool_bytes(c->zero, c->prefetch, (int)st->units, c->microbatches, st->unit_max,
                           fmax(st->unit_max, st->pinned), nd, pb, pb, &pool);
-  zeroc__shard_unit_bytes(c->zero, st->pinned, nd, 1, pb, pb, pb, &pin);
+  zeroc__shard_unit_bytes(c->zero, st->pinned, nd, 1, pb, pb, pb, 1, &pin);
   mem->buffers = pool.gather_n * pool.gather + pin.own_gather + pool.fgrad_n * pool.fgrad +
                  pin.own_fgrad + pool.rs_n * pool.rs;
 

@@ -226,10 +226,12 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   const int acc32 = m->cfg.grad_accum > 1 && m->rdt != ZEROC_FP32;
   zeroc__unit_bytes_t b;
   zeroc__shard_unit_bytes(st, (double)u->f.N, m->shard_g->size, u->pinned, (int)esz(m->pdt),
-                          (int)esz(m->rdt), acc32 ? 4 : (int)esz(u->gshard_dt), &b);
+                          (int)esz(m->rdt), acc32 ? 4 : (int)esz(u->gshard_dt), !m->master_alias,
+                          &b);
   if (m->cfg.offload_optimizer == ZEROC_OFFLOAD_NONE) {
     size_t ob = (size_t)b.opt_buffer;
-    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, ob, (void **)&u->master));
+    if (!m->master_alias) /* else the compute shard, once it is allocated below */
+      CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, ob, (void **)&u->master));
     CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, ob, (void **)&u->m));
     CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_OPTIMIZER, ob, (void **)&u->v));
     m->state_bytes += (size_t)b.optimizer;
@@ -253,6 +255,7 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
       CHK(zeroc_event_create(m->ctx, &u->own_pslot.free_ev));
     }
   }
+  if (m->master_alias) u->master = (float *)u->cshard; /* fp32: the shard is its own master */
   if (st <= 1) {
     CHK(alloc_dev(m, ZEROC_TAG_GRADS, (size_t)b.grads, &u->fgrad_own));
     u->gshard = st == 0 ? u->fgrad_own : (char *)u->fgrad_own + u->f.shard_off * esz(m->rdt);
@@ -337,7 +340,7 @@ zeroc_result_t zeroc__model_publish(zeroc_model_t *m) {
         zeroc_result_t r = zeroc__moff_param_store(m, i, hv.ptr);
         zeroc_result_t e = zeroc__view_end(&hv);
         CHK(r ? r : e);
-      } else if (!m->cshard_current) {
+      } else if (!m->cshard_current && !m->master_alias) {
         CHK(zeroc_k_cast(m->k, m->compute, u->cshard, m->pdt, u->master, ZEROC_FP32, u->f.S));
       }
     }
@@ -400,6 +403,8 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   m->rdt = m->cfg.reduce_dtype;
   m->cdt = zeroc_kernels_compute_dtype(zeroc_ctx_device(ctx), m->pdt);
   m->conv = m->cdt != m->pdt || m->cdt != m->rdt;
+  m->master_alias =
+      !zeroc__shard_keeps_master((int)esz(m->pdt), m->cfg.offload_optimizer, m->cfg.offload_params);
   m->K = m->cfg.prefetch;
   m->compute = zeroc_ctx_compute_stream(ctx);
   if (st == 0) {
@@ -500,7 +505,7 @@ void zeroc_model_destroy(zeroc_model_t *m) {
   if (m->reduce_s) zeroc_stream_sync(m->reduce_s);
   for (int i = 0; m->u && i < m->n; i++) {
     zeroc__unit_t *u = &m->u[i];
-    zeroc_mem_free(m->ctx, u->master);
+    if (!m->master_alias) zeroc_mem_free(m->ctx, u->master);
     zeroc_mem_free(m->ctx, u->m);
     zeroc_mem_free(m->ctx, u->v);
     if (m->cfg.stage == 3 && m->cfg.offload_params != ZEROC_OFFLOAD_NVME)

@@ -8,6 +8,8 @@
  *   1     | S fp32     | full N (persistent)     | N (persistent)           | view of full grads
  *   2     | S fp32     | full N (persistent)     | pool slot, per backward  | S
  *   3     | S fp32     | shard S + pool slot     | pool slot, per backward  | S
+ * With fp32 params on the device (nothing offloaded) the master is not a buffer of
+ * its own but the compute shard itself (master_alias; shard/sizes.h).
  * Stage 0 is the degenerate HSDP layout: shard group of one, all-reduce over dp.
  * Units used by a later unit (`shares`, tied weights) are pinned: they keep
  * dedicated gather and gradient buffers from first to last use in a step.
@@ -94,6 +96,7 @@ struct zeroc_model {
   float *conv_view, *conv_cgrad; /* shared compute copies of non-pinned units */
   int conv_owner;                /* unit whose params conv_view holds, -1 none */
   int cshard_current;            /* AdamW wrote the compute shards: publish skips its cast */
+  int master_alias; /* fp32 params on the device: each unit's master is its compute shard */
   void *ws;                      /* workspace for callbacks (max workspace_bytes) */
   float *adam_tmp;               /* fp32 copy of a bf16 grad shard for AdamW (max S) */
   /* device doubles (ZEROC__STEP_ACC), so the step's figures stay on the device

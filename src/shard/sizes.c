@@ -5,13 +5,17 @@
 
 #include <string.h>
 
+int zeroc__shard_keeps_master(int pb, int offload_optimizer, int offload_params) {
+  return pb != 4 || offload_optimizer != 0 || offload_params != 0;
+}
+
 void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, int rb, int gb,
-                             zeroc__unit_bytes_t *out) {
+                             int master, zeroc__unit_bytes_t *out) {
   memset(out, 0, sizeof *out);
   if (stage == 0) nd = 1; /* the degenerate shard group of one */
   /* master, m and v are fp32 whatever the compute dtype */
   out->opt_buffer = 4.0 * N / nd;
-  out->optimizer = 12.0 * N / nd;
+  out->optimizer = (master ? 12.0 : 8.0) * N / nd;
   out->params = stage >= 3 ? pb * N / nd : pb * N;
   out->grads = stage >= 2 ? gb * N / nd : rb * N;
   if (stage <= 1 && gb != rb) out->accum = gb * N;

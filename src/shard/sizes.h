@@ -15,7 +15,7 @@
  * stage does not keep it. */
 typedef struct zeroc__unit_bytes {
   double opt_buffer; /* each of the fp32 master, Adam m and Adam v: 4 N / nd */
-  double optimizer;  /* the three together: 12 N / nd */
+  double optimizer;  /* m and v, and the master where it is kept: 12 or 8 N / nd */
   double params;     /* compute params: N (stages 0-2) or the shard N / nd (3) */
   double grads;      /* full grads N (stages 0-1) or the grad shard N / nd (2-3) */
   double own_gather; /* stage 3, pinned unit: its dedicated gathered params, N */
@@ -28,9 +28,18 @@ typedef struct zeroc__unit_bytes {
  * of the gradient buffer the stage accumulates micro-steps in (fp32 where rb is
  * 16 bits and micro-steps accumulate: stages 2-3 keep the grad shard in it,
  * stages 0-1 a running sum of the full grads beside them); pinned: a later
- * unit shares its parameters. */
+ * unit shares its parameters; master: an fp32 master copy is kept beside the
+ * compute parameters (zeroc__shard_keeps_master). */
 void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, int rb, int gb,
-                             zeroc__unit_bytes_t *out);
+                             int master, zeroc__unit_bytes_t *out);
+
+/* Whether the optimizer keeps an fp32 master copy of the parameter shard: unless
+ * the parameters are fp32 (pb 4) and neither they nor the optimizer state are
+ * offloaded. fp32 parameters on the device are their own master: AdamW updates
+ * the shard in place (the same bits: the master was the shard, value for value),
+ * which saves 4 N / nd bytes, a quarter of fp32 ZeRO-3's model states. Offloaded,
+ * the optimizer's copy and the device's are two buffers in two places. */
+int zeroc__shard_keeps_master(int pb, int offload_optimizer, int offload_params);
 
 /* The engine's pools shared by the units that are not pinned: slot counts
  * and the bytes of one slot. */

@@ -115,7 +115,8 @@ static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef,
       a.weight_decay = (p->flags & ZEROC_PARAM_NO_DECAY) ? 0.0f : c->weight_decay;
       CHK(zeroc_k_adamw_mixed(m->k, m->compute, u->master + off, u->m + off, u->v + off,
                               (const char *)u->gshard + off * gs, u->gshard_dt,
-                              own ? (char *)u->cshard + off * pe : NULL, m->pdt, n, &a));
+                              own && !m->master_alias ? (char *)u->cshard + off * pe : NULL, m->pdt,
+                              n, &a));
     }
   }
   m->cshard_current = own;
