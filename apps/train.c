@@ -106,6 +106,12 @@ static void print_header(const ztrain_opts_t *o, const zeroc_train_info_t *in,
            c->sequence_parallel ? " (sequence parallel)" : "", cpdesc, g->batch, c->grad_accum, mesh->dp,
            in->global_batch, in->tokens_per_step, zeroc_dtype_name(in->dtype), c->prefetch,
            c->recompute ? ", recompute" : "");
+  if (c->zero >= 2 && mesh->dp_shard == 1)
+    /* a shard group of one: the stage's buffers hold whole units, and the reduce-scatter
+     * (and ZeRO-3's gather) become a copy per unit and step */
+    printf("  note: ZeRO-%d over a shard group of one rank (dp_shard 1) shards nothing and "
+           "copies each unit's gradients%s in every step; --zero 0 or 1 skips those copies\n",
+           c->zero, c->zero == 3 ? " and parameters" : "");
   if (in->data.kind == ZEROC_DATA_SYNTHETIC)
     printf("  data: synthetic Markov source, loss floor %.4f nats/token (its entropy rate)\n",
            in->data.loss_floor);
