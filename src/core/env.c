@@ -25,6 +25,7 @@ typedef struct {
 static const knob_t KNOBS[] = {
     {"ZEROC_BIND", 1, 0, 1, "1 binds each rank to its cores, 0 leaves it to the launcher"},
     {"ZEROC_THREADS", 1, 1, 4096, "compute threads per rank"},
+    {"ZEROC_CPU_GEMM", 1, 0, 1, "1 (default): the cpu matmul's products by zeroc's AVX-512 kernel where the CPU has AVX-512, 0: OpenBLAS's sgemm"},
     {"ZEROC_HUGE_PAGES", 1, 0, 1, "1 (default) puts cpu buffers of 2 MiB or more on transparent huge pages, 0 on 4 KiB pages"},
     {"ZEROC_COMM_TIMEOUT", 0, 0.001, 1e7, "seconds a collective may wait"},
     {"ZEROC_HEARTBEAT_TIMEOUT", 0, 0, 3600, "seconds of silence before a node counts as lost, 0 = off, else at least 0.2"},

@@ -1,5 +1,7 @@
 /*
- * kernels/cpu/matmul.c - linear layer forward and backward through OpenBLAS.
+ * kernels/cpu/matmul.c - linear layer forward and backward: zeroc's own matrix
+ * product (gemm.c) on CPUs with AVX-512, OpenBLAS's sgemm elsewhere and with
+ * ZEROC_CPU_GEMM=0.
  */
 #include <cblas.h>
 #include <stddef.h>
@@ -8,6 +10,7 @@
 #include <omp.h>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/vmath.h"
 
 #define PAR_MIN (1 << 18) /* floats below which one thread clears faster than several */
@@ -27,9 +30,22 @@ static void clear(float *c, size_t n) {
   }
 }
 
+/* zeroc__gemm where it runs: 1 if it did the product (it stores its first K block, so
+ * the OpenBLAS path's clearing or bias copy is not needed) */
+static int own_gemm(zeroc_gemm_mode_t mode, int M, int N, int K, const float *a, size_t ars,
+                    size_t acs, const float *b, size_t brs, size_t bcs, const float *bias, float *c,
+                    size_t ldc) {
+  return zeroc__gemm_available() &&
+         zeroc__gemm(mode, M, N, K, a, ars, acs, b, brs, bcs, bias, c, ldc) == 0;
+}
+
 // inp (N,C), weight (OC,C), bias (OC) -> out (N,OC)
 void zeroc__cpu_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                                int N, int C, int OC) {
+  /* b = weight^T: its element (c, o) is weight[o * C + c] */
+  if (own_gemm(bias ? ZEROC_GEMM_BIAS : ZEROC_GEMM_SET, N, OC, C, inp, (size_t)C, 1, weight, 1,
+               (size_t)C, bias, out, (size_t)OC))
+    return;
   if (bias) {
     for (int n = 0; n < N; n++) memcpy(out + (size_t)n * OC, bias, sizeof(float) * (size_t)OC);
   } else {
@@ -67,15 +83,21 @@ ZEROC_CPU_HOT void zeroc__cpu_matmul_backward_ex(float *dinp, float *dweight, fl
                                                  const float *pre, float *dpre_bias,
                                                  int set_dinp) {
   if (dinp) {
-    if (set_dinp || pre) clear(dinp, (size_t)N * (size_t)C);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
-                1.0f, dinp, C);
+    const int set = set_dinp || pre;
+    if (!own_gemm(set ? ZEROC_GEMM_SET : ZEROC_GEMM_ADD, N, C, OC, dout, (size_t)OC, 1, weight,
+                  (size_t)C, 1, NULL, dinp, (size_t)C)) {
+      if (set) clear(dinp, (size_t)N * (size_t)C);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C,
+                  1.0f, dinp, C);
+    }
     if (pre && dpre_bias) /* inp = gelu(pre) */
       zeroc__cpu_gelu_scale_colsum(dinp, pre, inp, dpre_bias, N, C);
     else if (pre)
       zeroc__cpu_gelu_scale(dinp, pre, inp, (size_t)N * (size_t)C);
   }
-  if (dweight)
+  /* a = dout^T: its element (o, n) is dout[n * OC + o] */
+  if (dweight && !own_gemm(ZEROC_GEMM_ADD, OC, C, N, dout, 1, (size_t)OC, inp, (size_t)C, 1, NULL,
+                           dweight, (size_t)C))
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f,
                 dweight, C);
   if (dbias) colsum_add(dbias, dout, N, OC);
