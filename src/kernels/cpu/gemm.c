@@ -33,6 +33,7 @@
 #define NC 256 /* columns of a packed b block: KC x NC floats, 256 KiB, a quarter of a 1 MiB L2 */
 #define AROW (KC + 16) /* floats between a's rows copied for the micro-kernel: 1088 bytes, so
                         the 12 rows fall into different L1 sets (see pack_a_rows) */
+#define MCB 96 /* rows of a transposed a packed at once: 384 bytes of each of its KC rows */
 #define PAR_MIN_FLOPS (1 << 21) /* products below this run on one thread */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -71,7 +72,8 @@ int zeroc__gemm_available(void) {
 
 typedef struct {
   float *bp; /* KC x NC */
-  float *ap; /* MR x AROW: a panel, rows copied or k-major packed */
+  float *ap;  /* MR x AROW: a panel, rows copied or k-major packed */
+  float *apb; /* MCB x KC: a transposed a's block, MCB / MR panels of MR x KC */
 } scratch_t;
 
 static pthread_key_t g_key;
@@ -81,6 +83,7 @@ static void scratch_free(void *p) {
   scratch_t *s = p;
   free(s->bp);
   free(s->ap);
+  free(s->apb);
   free(s);
 }
 
@@ -95,7 +98,8 @@ static scratch_t *scratch_get(void) {
   if (!s) return NULL;
   s->bp = aligned_alloc(64, (size_t)KC * NC * sizeof(float));
   s->ap = aligned_alloc(64, (size_t)AROW * MR * sizeof(float));
-  if (!s->bp || !s->ap || pthread_setspecific(g_key, s)) {
+  s->apb = aligned_alloc(64, (size_t)MCB * KC * sizeof(float));
+  if (!s->bp || !s->ap || !s->apb || pthread_setspecific(g_key, s)) {
     scratch_free(s);
     return NULL;
   }
@@ -172,19 +176,28 @@ TGT static void pack_b(float *restrict bp, const float *b, size_t brs, size_t bc
   }
 }
 
-/* ap <- the mr rows i0.. of a over k = pc.. (kc), 12 floats per k, rows past mr zero */
+/* apb <- rows i0.. (mb of them) of a read transposed (a's column k lies along memory,
+ * acs apart) over k = pc.. (kc): panels of 12 rows, 12 floats per k, rows past mb zero.
+ * A block of 96 rows takes 384 bytes of each line-run it reads, where one panel at a
+ * time took 48 and came back for the rest 11 more times. */
+TGT static void pack_a_block(float *restrict apb, const float *a, size_t acs, int i0, int mb,
+                             int pc, int kc) {
+  const __mmask16 keep = mask_n(MR);
+  for (int k = 0; k < kc; k++) {
+    const float *src = a + (size_t)i0 + (size_t)(pc + k) * acs;
+    for (int g = 0; g * MR < mb; g++)
+      _mm512_mask_storeu_ps(apb + ((size_t)g * kc + k) * MR, keep,
+                            _mm512_maskz_loadu_ps(mask_n(mb - g * MR), src + g * MR));
+  }
+}
+
+/* ap <- the mr rows i0.. of a over k = pc.. (kc), 12 floats per k, rows past mr zero:
+ * any strides (no product of the cpu matmul comes here) */
 TGT static void pack_a(float *restrict ap, const float *a, size_t ars, size_t acs, int i0, int mr,
                        int pc, int kc) {
-  if (ars == 1) { /* a read transposed: a's column k lies along memory */
-    const __mmask16 m = mask_n(mr), keep = mask_n(MR);
-    for (int k = 0; k < kc; k++)
-      _mm512_mask_storeu_ps(ap + (size_t)k * MR, keep,
-                            _mm512_maskz_loadu_ps(m, a + (size_t)i0 + (size_t)(pc + k) * acs));
-  } else {
-    for (int k = 0; k < kc; k++)
-      for (int r = 0; r < MR; r++)
-        ap[(size_t)k * MR + r] = r < mr ? a[(size_t)(i0 + r) * ars + (size_t)(pc + k) * acs] : 0.0f;
-  }
+  for (int k = 0; k < kc; k++)
+    for (int r = 0; r < MR; r++)
+      ap[(size_t)k * MR + r] = r < mr ? a[(size_t)(i0 + r) * ars + (size_t)(pc + k) * acs] : 0.0f;
 }
 
 /* ap (12 rows AROW apart) <- rows i0.. of a over k = pc.. (kc), rows past mr repeating
@@ -207,10 +220,12 @@ TGT static void pack_a_rows(float *restrict ap, const float *a, size_t ars, int 
 
 /* c (mr x 32, masks m0 m1 for the columns) per mode with a (12 rows ars apart, k
  * acs apart; rows past mr: the caller's pointer clamping or zero padding) times
- * bp (kc x 32, k-major) */
+ * bp (kc x 32, k-major). R, a constant where it is inlined: the rows computed, 4, 8
+ * or 12 (>= mr), so that a last group of 1-8 rows (M = 256 is 21 groups and 4 rows)
+ * does not cost a whole one. */
 TGT_INL void ukr(int kc, const float *a, size_t ars, size_t acs, const float *bp, float *c,
                  size_t ldc, int mr, __mmask16 m0, __mmask16 m1, zeroc_gemm_mode_t mode,
-                 const float *bias) {
+                 const float *bias, const int R) {
   const float *ar[MR];
   for (int r = 0; r < MR; r++) ar[r] = a + (size_t)(r < mr ? r : mr - 1) * ars;
   for (int r = 0; r < mr; r++) { /* the tile of c, wanted at the end */
@@ -232,8 +247,12 @@ TGT_INL void ukr(int kc, const float *a, size_t ars, size_t acs, const float *bp
   y0 = _mm512_fmadd_ps(s, b0, y0);                                                                 \
   y1 = _mm512_fmadd_ps(s, b1, y1);
     ROW(a0, x00, x01) ROW(a1, x10, x11) ROW(a2, x20, x21) ROW(a3, x30, x31)
-    ROW(a4, x40, x41) ROW(a5, x50, x51) ROW(a6, x60, x61) ROW(a7, x70, x71)
-    ROW(a8, x80, x81) ROW(a9, x90, x91) ROW(aa, xa0, xa1) ROW(ab, xb0, xb1)
+    if (R > 4) {
+      ROW(a4, x40, x41) ROW(a5, x50, x51) ROW(a6, x60, x61) ROW(a7, x70, x71)
+    }
+    if (R > 8) {
+      ROW(a8, x80, x81) ROW(a9, x90, x91) ROW(aa, xa0, xa1) ROW(ab, xb0, xb1)
+    }
 #undef ROW
   }
   const __m512 acc[MR][2] = {{x00, x01}, {x10, x11}, {x20, x21}, {x30, x31},
@@ -257,17 +276,28 @@ TGT_INL void ukr(int kc, const float *a, size_t ars, size_t acs, const float *bp
   }
 }
 
-/* the micro-kernel for a read in place (rows contiguous) and for a packed */
+/* the micro-kernel for a's rows copied (ars apart) and for a packed 12 floats per k,
+ * each with 12, 8 or 4 rows computed */
 TGT static void ukr_rows(int kc, const float *a, size_t ars, const float *bp, float *c,
                          size_t ldc, int mr, __mmask16 m0, __mmask16 m1, zeroc_gemm_mode_t mode,
                          const float *bias) {
-  ukr(kc, a, ars, 1, bp, c, ldc, mr, m0, m1, mode, bias);
+  if (mr > 8)
+    ukr(kc, a, ars, 1, bp, c, ldc, mr, m0, m1, mode, bias, 12);
+  else if (mr > 4)
+    ukr(kc, a, ars, 1, bp, c, ldc, mr, m0, m1, mode, bias, 8);
+  else
+    ukr(kc, a, ars, 1, bp, c, ldc, mr, m0, m1, mode, bias, 4);
 }
 
 TGT static void ukr_packed(int kc, const float *ap, const float *bp, float *c, size_t ldc, int mr,
                            __mmask16 m0, __mmask16 m1, zeroc_gemm_mode_t mode,
                            const float *bias) {
-  ukr(kc, ap, 1, MR, bp, c, ldc, mr, m0, m1, mode, bias);
+  if (mr > 8)
+    ukr(kc, ap, 1, MR, bp, c, ldc, mr, m0, m1, mode, bias, 12);
+  else if (mr > 4)
+    ukr(kc, ap, 1, MR, bp, c, ldc, mr, m0, m1, mode, bias, 8);
+  else
+    ukr(kc, ap, 1, MR, bp, c, ldc, mr, m0, m1, mode, bias, 4);
 }
 
 /* ---- one thread's part: rows [m0, m1) x columns [n0, n1) of c ------------------- */
@@ -289,20 +319,27 @@ TGT static void gemm_part(const gemm_args_t *g, scratch_t *s, int m_lo, int m_hi
       const int kc = g->K - pc < KC ? g->K - pc : KC;
       const zeroc_gemm_mode_t mode = pc == 0 ? g->mode : ZEROC_GEMM_ADD;
       pack_b(s->bp, g->b, g->brs, g->bcs, pc, kc, jc, nc);
-      for (int i = m_lo; i < m_hi; i += MR) {
-        const int mr = m_hi - i < MR ? m_hi - i : MR;
-        if (in_place)
-          pack_a_rows(s->ap, g->a, g->ars, i, mr, pc, kc);
-        else
-          pack_a(s->ap, g->a, g->ars, g->acs, i, mr, pc, kc);
-        for (int p = 0; p * NR < nc; p++) {
-          const int j = jc + p * NR, w = nc - p * NR;
-          float *ct = g->c + (size_t)i * g->ldc + j;
-          const float *bt = s->bp + (size_t)p * kc * NR, *bias = g->bias ? g->bias + j : NULL;
+      for (int ib = m_lo; ib < m_hi; ib += MCB) {
+        const int mb = m_hi - ib < MCB ? m_hi - ib : MCB;
+        if (!in_place && g->ars == 1) pack_a_block(s->apb, g->a, g->acs, ib, mb, pc, kc);
+        for (int i = ib; i < ib + mb; i += MR) {
+          const int mr = ib + mb - i < MR ? ib + mb - i : MR;
+          const float *ap = s->ap;
           if (in_place)
-            ukr_rows(kc, s->ap, AROW, bt, ct, g->ldc, mr, mask_n(w), mask_n(w - 16), mode, bias);
+            pack_a_rows(s->ap, g->a, g->ars, i, mr, pc, kc);
+          else if (g->ars == 1)
+            ap = s->apb + (size_t)((i - ib) / MR) * kc * MR;
           else
-            ukr_packed(kc, s->ap, bt, ct, g->ldc, mr, mask_n(w), mask_n(w - 16), mode, bias);
+            pack_a(s->ap, g->a, g->ars, g->acs, i, mr, pc, kc);
+          for (int p = 0; p * NR < nc; p++) {
+            const int j = jc + p * NR, w = nc - p * NR;
+            float *ct = g->c + (size_t)i * g->ldc + j;
+            const float *bt = s->bp + (size_t)p * kc * NR, *bias = g->bias ? g->bias + j : NULL;
+            if (in_place)
+              ukr_rows(kc, ap, AROW, bt, ct, g->ldc, mr, mask_n(w), mask_n(w - 16), mode, bias);
+            else
+              ukr_packed(kc, ap, bt, ct, g->ldc, mr, mask_n(w), mask_n(w - 16), mode, bias);
+          }
         }
       }
     }

@@ -28,7 +28,7 @@ int zeroc__gemm_available(void);
  * b (K x N: strides brs, bcs). Any strides; the fast paths are a with acs or ars 1 and
  * b with bcs or brs 1 (every product of the cpu matmul). Runs on up to omp_get_max_threads() threads; every element of c gets
  * its sums in the same order whatever the thread count. Only where
- * zeroc__gemm_available(). 0, or -1 with c untouched when a thread's scratch (524 KiB)
+ * zeroc__gemm_available(). 0, or -1 with c untouched when a thread's scratch (365 KiB)
  * could not be allocated. */
 int zeroc__gemm(zeroc_gemm_mode_t mode, int M, int N, int K, const float *a, size_t ars,
                 size_t acs, const float *b, size_t brs, size_t bcs, const float *bias, float *c,
