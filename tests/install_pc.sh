@@ -30,7 +30,10 @@ C
 libdir=$(pkg-config --variable=libdir zeroc)
 [ "$(cd "$libdir" 2>/dev/null && pwd -P)" = "$(cd "$DIR/prefix/$LIBDIR" && pwd -P)" ] \
   || fail "libdir '$libdir' is not in the install prefix $DIR/prefix"
-out=$(LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$DIR/hello") \
+# a sanitizer build's library needs the sanitizer's runtime loaded first (scripts/sanitize);
+# a user's plain program does not bring it, so preload it as the sanitizer asks
+pre=$(LD_LIBRARY_PATH="$libdir" ldd "$libdir/libzeroc.so" | awk '/lib(a|t|ub)san\.so/ { print $3 }' | head -1)
+out=$(LD_PRELOAD="$pre" LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$DIR/hello" 2>&1) \
   || fail "running the program: $out"
 echo "$out" | grep -q "^zeroc [0-9]" || fail "unexpected output: $out"
 # it ran against the installed library, not the build tree's

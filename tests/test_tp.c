@@ -47,6 +47,7 @@ static int fx_open(fx_t *f, int sp) {
 }
 
 static void fx_close(fx_t *f) {
+  zeroc__tp_fini(&f->tp); /* its stream and events, before the context goes */
   zeroc_kernels_destroy(f->k);
   if (f->ctx) ZT_OK(zeroc_ctx_finalize(f->ctx));
 }

@@ -120,8 +120,10 @@ zeroc_result_t zeroc__dlrm_build(zeroc_trainer_t *tr) {
   return ZEROC_OK;
 }
 
-void zeroc__dlrm_destroy(struct zeroc__dlrm_run *d) {
+void zeroc__dlrm_destroy(zeroc_ctx_t *ctx, struct zeroc__dlrm_run *d) {
   if (!d) return;
+  zeroc_mem_free(ctx, d->dense), zeroc_mem_free(ctx, d->labels);
+  zeroc_mem_free(ctx, d->pooled), zeroc_mem_free(ctx, d->dpooled);
   zeroc__tables_destroy(d->tables);
   zeroc_dlrm_destroy(d->dlrm);
   zeroc__clicks_destroy(d->data);

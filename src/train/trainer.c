@@ -480,7 +480,7 @@ void zeroc_trainer_destroy(zeroc_trainer_t *tr) {
   zeroc_gpt_destroy(tr->gpt);
   zeroc_data_destroy(tr->data);
   zeroc_data_destroy(tr->val);
-  zeroc__dlrm_destroy(tr->dlrm);
+  zeroc__dlrm_destroy(tr->ctx, tr->dlrm);
   free(tr);
 }
 

@@ -53,7 +53,7 @@ zeroc_result_t zeroc__dlrm_run_batches(zeroc_trainer_t *tr, int s, float lr);
 /* The held-out samples: mean loss, AUC and log-loss (the same on every rank). */
 zeroc_result_t zeroc__dlrm_evaluate(zeroc_trainer_t *tr, double *loss, double *auc,
                                     double *logloss);
-void zeroc__dlrm_destroy(struct zeroc__dlrm_run *d);
+void zeroc__dlrm_destroy(zeroc_ctx_t *ctx, struct zeroc__dlrm_run *d);
 /* The planner's per-rank prediction into tr->info (dlrm_predict.c). */
 void zeroc__dlrm_predict(zeroc_trainer_t *tr);
 /* Checkpoints (dlrm_ckpt.c): the MLP shards and DIR/tables_step_<k>; resume from
