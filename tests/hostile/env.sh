@@ -10,6 +10,8 @@ probe "ZEROC_THREADS=0" 2 "ZEROC_THREADS='0'" 20 -- ev ZEROC_THREADS=0 zt train 
 probe "ZEROC_THREADS=4x" 2 "ZEROC_THREADS='4x'" 20 -- ev ZEROC_THREADS=4x zt train "${TINY[@]}"
 probe "ZEROC_THREADS=2 is used" 0 "2 threads" 30 -- ev ZEROC_THREADS=2 ZEROC_DEBUG=INFO ZEROC_DEBUG_SUBSYS=TOPO zt train "${TINY[@]}"
 probe "ZEROC_BIND=2" 2 "ZEROC_BIND='2': $bad 0 to 1" 20 -- ev ZEROC_BIND=2 zt train "${TINY[@]}"
+probe "ZEROC_CPU_GEMM=2" 2 "ZEROC_CPU_GEMM='2': $bad 0 to 1" 20 -- ev ZEROC_CPU_GEMM=2 zt train "${TINY[@]}"
+probe "ZEROC_CPU_GEMM=nan" 2 "ZEROC_CPU_GEMM='nan': $bad 0 to 1" 20 -- ev ZEROC_CPU_GEMM=nan zt train "${TINY[@]}"
 probe "ZEROC_DEVICE_MEM_LIMIT=-1" 2 "ZEROC_DEVICE_MEM_LIMIT='-1': $bad 0 to" 20 -- ev ZEROC_DEVICE_MEM_LIMIT=-1 zt train "${TINY[@]}"
 # the KiB value times 1024 overflowed int64 (UBSan) before it was checked
 probe "ZEROC_OFFLOAD_BLOCK_KIB=2^63-1" 2 "ZEROC_OFFLOAD_BLOCK_KIB='9223372036854775807': $bad 4 to 65536" 20 -- \
