@@ -9,8 +9,8 @@
  * (24 multiply-adds per 14 loads). The 12 rows x KC floats of a the micro-kernel
  * broadcasts from stay in L1 while it runs along a b block: copied row by row into
  * a panel whose rows are 1088 bytes apart when a's rows are contiguous
- * (pack_a_rows), packed 12 floats per k when a is read transposed (a column of a
- * then lies along memory, pack_a).
+ * (pack_a_rows), packed 12 floats per k, 96 rows at a time, when a is read
+ * transposed (a column of a then lies along memory, pack_a_block).
  *
  * The first KC block of a product stores its sums (SET), or its sums plus the
  * bias (BIAS), instead of adding to c, so c is not cleared or read first; the
