@@ -15,7 +15,7 @@ add_test(NAME exports
 set_tests_properties(exports PROPERTIES LABELS unit TIMEOUT 60)
 
 # The layers of src/ point down (scripts/layers: no include of, and no call
-# into, a layer above; the order is README.md's "Layout").
+# into, a layer above; the order is in docs/architecture.md).
 add_test(NAME layers COMMAND python3 ${PROJECT_SOURCE_DIR}/scripts/layers
                              ${PROJECT_SOURCE_DIR})
 set_tests_properties(layers PROPERTIES LABELS unit TIMEOUT 60)

@@ -1,7 +1,7 @@
 /*
  * core/env.c - reading ZEROC_* knobs from the environment, each logged once,
  * each checked against its accepted range (the table below is the one place
- * where the ranges live; the README's knob paragraph names them).
+ * where the ranges live; docs/build.md's "Environment knobs" names them).
  */
 #include <errno.h>
 #include <math.h>

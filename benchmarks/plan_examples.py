@@ -1,13 +1,14 @@
-"""benchmarks/readme_plan.py - re-runs every `$ zeroc plan ...` example in README.md with
-the built binary and replaces its output block, so the README shows what the planner
-says today. usage: python3 benchmarks/readme_plan.py build/zeroc"""
+"""benchmarks/plan_examples.py - re-runs every `$ zeroc plan ...` example in docs/plan.md
+with the built binary and replaces its output block, so the page shows what the planner
+says today. usage: python3 benchmarks/plan_examples.py build/zeroc (from the repository root)"""
 import re
 import shlex
 import subprocess
 import sys
 
 zeroc = sys.argv[1]
-text = open("README.md").read()
+path = "docs/plan.md"
+text = open(path).read()
 
 
 def rerun(m):
@@ -18,4 +19,4 @@ def rerun(m):
 
 
 text = re.sub(r"```\n\$ (zeroc plan[^\n]*)\n.*?```", rerun, text, flags=re.S)
-open("README.md", "w").write(text)
+open(path, "w").write(text)
