@@ -20,6 +20,7 @@
 #include "apps/train_dlrm.h"
 #include "apps/train_flags.h"
 #include "apps/train_sample.h"
+#include "apps/train_view.h"
 #include "core/error.h"
 #include "zeroc/train.h"
 #include "zeroc/zeroc.h"
@@ -59,7 +60,8 @@ static const char *fmt_pred(double b, char *buf, size_t n) {
 /* --export failed at the end (disk full, the directory gone, permissions
  * changed): the trained weights go to a second place rather than being lost,
  * and rank 0 says where. Collective, like the export itself. */
-static void export_fallback(zeroc_trainer_t *tr, zeroc_ctx_t *ctx, const ztrain_opts_t *o, int root) {
+static void export_fallback(zeroc_trainer_t *tr, zeroc_ctx_t *ctx, const ztrain_job_t *o,
+                            int root) {
   char alt[4200];
   const char *tmp = getenv("TMPDIR");
   if (o->save)
@@ -79,8 +81,9 @@ static void export_fallback(zeroc_trainer_t *tr, zeroc_ctx_t *ctx, const ztrain_
 
 /* ---- printing ----------------------------------------------------------------------------- */
 
-static void print_header(const ztrain_opts_t *o, const zeroc_train_info_t *in,
+static void print_header(const ztrain_job_t *j, const zeroc_train_info_t *in,
                          const zeroc_mesh_info_t *mesh, double startup_s) {
+  const ztrain_opts_t *o = j->opts;
   const zeroc_gpt_config_t *g = &in->model;
   const zeroc_train_config_t *c = &in->config;
   const char *dev = in->device == ZEROC_DEVICE_CUDA ? "cuda" : "cpu";
@@ -96,16 +99,17 @@ static void print_header(const ztrain_opts_t *o, const zeroc_train_info_t *in,
            "micro-batches x dp %d = %d sequences (%.0f tokens) per step, %s%s\n",
            mesh->world, dev, mesh->pp, PP_SCHEDULES[o->pp_schedule], ppdesc, c->zero, mesh->dp,
            mesh->dp_replicate, mesh->dp_shard, mesh->tp,
-           c->sequence_parallel ? " (sequence parallel)" : "", cpdesc, g->batch, c->grad_accum, mesh->dp,
-           in->global_batch, in->tokens_per_step, zeroc_dtype_name(in->dtype),
+           c->sequence_parallel ? " (sequence parallel)" : "", cpdesc, g->batch, c->grad_accum,
+           mesh->dp, in->global_batch, in->tokens_per_step, zeroc_dtype_name(in->dtype),
            c->recompute ? ", recompute" : "");
   else
-    printf("  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), tp %d%s%s, batch %d x accum %d x dp %d = %d "
-           "sequences (%.0f tokens) per step, %s, prefetch %d%s\n",
-           mesh->world, dev, c->zero, mesh->dp, mesh->dp_replicate, mesh->dp_shard, mesh->tp,
-           c->sequence_parallel ? " (sequence parallel)" : "", cpdesc, g->batch, c->grad_accum, mesh->dp,
-           in->global_batch, in->tokens_per_step, zeroc_dtype_name(in->dtype), c->prefetch,
-           c->recompute ? ", recompute" : "");
+    printf(
+        "  %d ranks on %s: ZeRO-%d, dp %d (%d x %d), tp %d%s%s, batch %d x accum %d x dp %d = %d "
+        "sequences (%.0f tokens) per step, %s, prefetch %d%s\n",
+        mesh->world, dev, c->zero, mesh->dp, mesh->dp_replicate, mesh->dp_shard, mesh->tp,
+        c->sequence_parallel ? " (sequence parallel)" : "", cpdesc, g->batch, c->grad_accum,
+        mesh->dp, in->global_batch, in->tokens_per_step, zeroc_dtype_name(in->dtype), c->prefetch,
+        c->recompute ? ", recompute" : "");
   if (c->zero >= 2 && mesh->dp_shard == 1)
     /* a shard group of one: the stage's buffers hold whole units, and the reduce-scatter
      * (and ZeRO-3's gather) become a copy per unit and step */
@@ -152,11 +156,10 @@ static void write_metrics(FILE *f, const zeroc_train_metrics_t *m, const zeroc_t
           "\"skipped_total\": %d, \"loss_z\": %s, \"grad_norm_z\": %s, \"spike\": \"%s\", "
           "\"peak_device_max\": %lld",
           m->step, zmetrics_num(m->loss, jl, sizeof jl), m->lr,
-          zmetrics_num(m->grad_norm, jn, sizeof jn), m->tokens, m->step_ms, m->tokens_per_s,
-          m->mfu, (unsigned long long)m->comm_bytes, m->exposed_comm_ms,
-          (unsigned long long)m->peak_device, (unsigned long long)m->peak_host,
-          in->predicted_device, in->predicted_host, m->skipped, m->skipped_total, zl, zn,
-          zeroc_spike_name(m->spike), (long long)m->peak_device_max);
+          zmetrics_num(m->grad_norm, jn, sizeof jn), m->tokens, m->step_ms, m->tokens_per_s, m->mfu,
+          (unsigned long long)m->comm_bytes, m->exposed_comm_ms, (unsigned long long)m->peak_device,
+          (unsigned long long)m->peak_host, in->predicted_device, in->predicted_host, m->skipped,
+          m->skipped_total, zl, zn, zeroc_spike_name(m->spike), (long long)m->peak_device_max);
   /* rank 0's device memory by tag: the accountant's peaks beside the plan's parts */
   for (int k = 0; k < 2; k++) {
     fprintf(f, ", \"%s\": {", k ? "predicted_by_tag" : "peak_by_tag");
@@ -197,10 +200,11 @@ static void print_progress(const zeroc_train_metrics_t *m, const zeroc_train_inf
 }
 
 /* The summary after the run; `ms`: step times (ms) of steps start..steps-1. */
-static void print_summary(const ztrain_opts_t *o, const zeroc_train_info_t *in, zeroc_ctx_t *ctx,
-                          const double *ms, double t_total, double first_loss, double last_loss,
-                          double last_norm, const zeroc_train_metrics_t *last) {
+static void print_summary(const ztrain_job_t *o, const zeroc_train_info_t *in, zeroc_ctx_t *ctx,
+                          const double *ms, double t_total, double first_loss,
+                          const zeroc_train_metrics_t *last) {
   const zeroc_train_config_t *c = &in->config;
+  double last_loss = last->loss, last_norm = last->grad_norm;
   int n = c->steps - in->start_step, skip = n > 3 ? 1 : 0; /* the first step warms up */
   double *sorted = malloc(sizeof(double) * (size_t)n);
   if (!sorted) return;
@@ -215,11 +219,13 @@ static void print_summary(const ztrain_opts_t *o, const zeroc_train_info_t *in, 
   if (last->evaluated) printf("; val loss %.4f", last->val_loss);
   printf("; grad norm %.3f\n", last_norm);
   if (last->skipped_total || last->spikes_total)
-    printf("      %d step(s) skipped (non-finite gradients), %d spike(s) reported (z > %g over %d steps)\n",
+    printf("      %d step(s) skipped (non-finite gradients), %d spike(s) reported (z > %g over %d "
+           "steps)\n",
            last->skipped_total, last->spikes_total, c->spike_z, c->spike_window);
-  printf("      median step %.1f ms, %.0f tokens/s; peak device memory %s per rank (predicted %s)\n",
-         med * 1e3, in->tokens_per_step / med, fmt_bytes((double)last->peak_device, b1, sizeof b1),
-         fmt_pred(in->predicted_device, b2, sizeof b2));
+  printf(
+      "      median step %.1f ms, %.0f tokens/s; peak device memory %s per rank (predicted %s)\n",
+      med * 1e3, in->tokens_per_step / med, fmt_bytes((double)last->peak_device, b1, sizeof b1),
+      fmt_pred(in->predicted_device, b2, sizeof b2));
   zeroc_mem_stats_t mst;
   zeroc_ctx_memory(ctx, &mst);
   printf("      device memory by kind, measured peak / predicted:");
@@ -244,12 +250,13 @@ static int progress_tty(void) {
 }
 
 /* After the trainer is built: --resume's metrics cut and --metrics opened (rank 0). */
-static zeroc_result_t open_metrics(const ztrain_opts_t *o, zeroc_ctx_t *ctx, int root, int start,
+static zeroc_result_t open_metrics(const ztrain_job_t *o, zeroc_ctx_t *ctx, int root, int start,
                                    FILE **metrics) {
   zeroc_result_t r;
   if (o->resume) {
     /* steps after the checkpoint that a crashed run recorded come again */
-    r = root && o->metrics && zmetrics_truncate(o->metrics, (uint64_t)start) ? ZEROC_ERR_IO : ZEROC_OK;
+    r = root && o->metrics && zmetrics_truncate(o->metrics, (uint64_t)start) ? ZEROC_ERR_IO
+                                                                             : ZEROC_OK;
     r = zeroc_ctx_agree(ctx, r);
     if (r != ZEROC_OK) return r;
     if (root && !o->quiet) printf("resumed from %s at step %d\n", o->resume, start);
@@ -264,80 +271,103 @@ static zeroc_result_t open_metrics(const ztrain_opts_t *o, zeroc_ctx_t *ctx, int
   return zeroc_ctx_agree(ctx, r);
 }
 
+static const ztrain_view_t GPT_VIEW = {print_header, print_progress, write_metrics, print_summary};
+
+/* The GPT's command line into *job (what can be checked before MPI starts is);
+ * -1 to go on, else the exit status. */
+static int gpt_job(int argc, char **argv, ztrain_opts_t *o, ztrain_sample_t *smp,
+                   ztrain_job_t *job) {
+  ztrain_opts_init(o);
+  if (ztrain_parse(argc, argv, o)) return 2;
+  zeroc_gpt_config_t gc;
+  int rc = ztrain_check(o, &gc);
+  if (rc >= 0) return rc;
+  if (ztrain_sample_open(o, &gc, smp)) return 2;
+  job->cc.device = (zeroc_device_kind_t)o->device;
+  job->cc.tp = o->tp;
+  job->cc.pp = o->pp;
+  job->cc.hsdp = o->hsdp;
+  job->cc.cp = o->cp;
+  job->cc.comm_timeout_s = o->comm_timeout;
+  ztrain_config(o, &gc, &job->tc);
+  job->metrics = o->metrics, job->save = o->save, job->export_path = o->export_path;
+  job->resume = o->resume, job->quiet = o->quiet, job->print_topology = o->print_topology;
+  job->view = &GPT_VIEW;
+  job->opts = o;
+  job->smp = smp;
+  return -1;
+}
+
 int zeroc_cmd_train(int argc, char **argv) { return zeroc_train_run(argc, argv, NULL, NULL); }
 
+static int run_job(const ztrain_job_t *j, zeroc_train_step_fn on_step, void *user);
+
 int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *user) {
-  int dlrm = ztrain_is_dlrm(argc, argv); /* its own flags and printing: apps/train_dlrm.c */
+  int dlrm = ztrain_is_dlrm(argc, argv); /* its own flags and view: apps/train_dlrm.c */
   for (int i = 0; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       dlrm ? ztrain_dlrm_usage() : ztrain_usage();
       return 0;
     }
-  if (dlrm) return ztrain_dlrm_run(argc, argv);
+  ztrain_job_t job = {.cc = ZEROC_CTX_CONFIG_INIT, .tc = ZEROC_TRAIN_CONFIG_INIT};
   ztrain_opts_t o;
-  ztrain_opts_init(&o);
-  if (ztrain_parse(argc, argv, &o)) return 2;
-  zeroc_gpt_config_t gc;
-  int rc = ztrain_check(&o, &gc);
-  if (rc >= 0) return rc;
-  ztrain_sample_t smp; /* --sample-every */
-  if (ztrain_sample_open(&o, &gc, &smp)) return 2;
+  ztrain_sample_t smp;
+  memset(&smp, 0, sizeof smp);
+  int rc =
+      dlrm ? (ztrain_dlrm_job(argc, argv, &job) ? 2 : -1) : gpt_job(argc, argv, &o, &smp, &job);
+  if (rc < 0) rc = run_job(&job, on_step, user);
+  if (!dlrm) ztrain_sample_close(&smp);
+  return rc;
+}
 
+/* One training run of any model: the context, the trainer, the loop, the end. */
+static int run_job(const ztrain_job_t *j, zeroc_train_step_fn on_step, void *user) {
+  const ztrain_view_t *view = j->view;
   /* ---- the context -------------------------------------------------------------- */
-  zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
-  cc.device = (zeroc_device_kind_t)o.device;
-  cc.tp = o.tp;
-  cc.pp = o.pp;
-  cc.hsdp = o.hsdp;
-  cc.cp = o.cp;
-  cc.comm_timeout_s = o.comm_timeout;
   zeroc_ctx_t *ctx = NULL;
   double t_start = now_s();
-  zeroc_result_t r = zeroc_ctx_create(&ctx, &cc);
+  zeroc_result_t r = zeroc_ctx_create(&ctx, &j->cc);
   if (r != ZEROC_OK) {
     if (r == ZEROC_ERR_INVALID_ARG || r == ZEROC_ERR_NODEVICE) {
       const char *e = zeroc_last_error(NULL), *colon = strstr(e, ": ");
-      ztrain_sample_close(&smp);
       return zarg_fail("train", "%s", colon ? colon + 2 : e);
     }
     fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
-    ztrain_sample_close(&smp);
     return 1;
   }
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
   int root = mesh->rank == 0;
-  if (o.print_topology) zeroc_ctx_print_topology(ctx, stdout);
+  if (j->print_topology) zeroc_ctx_print_topology(ctx, stdout);
 
   /* ---- the trainer: outputs, data, model, starting point ------------------------------- */
-  zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
-  ztrain_config(&o, &gc, &tc);
   zeroc_trainer_t *tr = NULL;
   zeroc_train_info_t in;
   FILE *metrics = NULL;
   double *times = NULL;
-  rc = 1;
+  int rc = 1;
   int agreed = 1; /* agreed: every rank knows about a failure */
   const char *stage_msg = "config";
-  r = zeroc_trainer_create(ctx, &tc, &tr);
+  r = zeroc_trainer_create(ctx, &j->tc, &tr);
   stage_msg = zeroc_trainer_create_phase();
   if (r != ZEROC_OK) goto fail;
   stage_msg = "start";
   zeroc_trainer_info(tr, &in);
-  if ((r = ztrain_sample_from_data(&smp, &in, ctx))) goto fail;
+  if (j->smp && (r = ztrain_sample_from_data(j->smp, &in, ctx))) goto fail;
   int start = in.start_step, steps = in.config.steps;
-  r = open_metrics(&o, ctx, root, start, &metrics);
+  r = open_metrics(j, ctx, root, start, &metrics);
   if (r != ZEROC_OK) goto fail;
   times = calloc((size_t)steps + 1, sizeof(double));
-  r = times ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NOMEM, "out of host memory for %d step times", steps + 1);
+  r = times ? ZEROC_OK
+            : ZEROC_FAIL(ZEROC_ERR_NOMEM, "out of host memory for %d step times", steps + 1);
   r = zeroc_ctx_agree(ctx, r);
   if (r != ZEROC_OK) goto fail;
-  if (root && !o.quiet) print_header(&o, &in, mesh, now_s() - t_start);
+  if (root && !j->quiet) view->header(j, &in, mesh, now_s() - t_start);
 
   /* ---- the loop --------------------------------------------------------------------- */
   stage_msg = "train";
   agreed = 0; /* from here a failure may be one rank's alone */
   int tty = progress_tty(), every = steps >= 20 ? steps / 20 : 1;
-  double first_loss = NAN, last_loss = NAN, last_norm = 0;
+  double first_loss = NAN;
   zeroc_train_metrics_t m;
   memset(&m, 0, sizeof m);
   double t_run = now_s();
@@ -348,42 +378,42 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
     if (r && !numeric_stop) goto fail;
     times[s] = m.step_ms;
     if (s == start) first_loss = m.loss;
-    last_loss = m.loss;
-    last_norm = m.grad_norm;
-    if (root && metrics) write_metrics(metrics, &m, &in);
-    if (root && m.spike && o.quiet) {
+    if (root && metrics) view->metrics(metrics, &m, &in);
+    if (root && m.spike && j->quiet) {
       char zl[32] = "null", zn[32] = "null";
       if (isfinite(m.loss_z)) snprintf(zl, sizeof zl, "%.3f", m.loss_z);
       if (isfinite(m.grad_norm_z)) snprintf(zn, sizeof zn, "%.3f", m.grad_norm_z);
-      fprintf(stderr, "zeroc train: step %d: %s spike (loss %.4f z %s, grad norm %.3f z %s, window %d)\n",
-              s + 1, zeroc_spike_name(m.spike), m.loss, zl, m.grad_norm, zn, in.config.spike_window);
+      fprintf(stderr,
+              "zeroc train: step %d: %s spike (loss %.4f z %s, grad norm %.3f z %s, window %d)\n",
+              s + 1, zeroc_spike_name(m.spike), m.loss, zl, m.grad_norm, zn,
+              in.config.spike_window);
     }
-    if (root && !o.quiet &&
+    if (root && !j->quiet &&
         (tty || s == start || s == steps - 1 || (s + 1) % every == 0 || m.skipped || m.spike ||
          m.evaluated))
-      print_progress(&m, &in, tty);
+      view->progress(&m, &in, tty);
     if (on_step) on_step(user, &m);
     if (numeric_stop) goto fail; /* r kept: ZEROC_ERR_NUMERIC */
-    if ((r = ztrain_sample_step(&smp, tr, s + 1, root))) goto fail;
+    if (j->smp && (r = ztrain_sample_step(j->smp, tr, s + 1, root))) goto fail;
   }
   double t_total = now_s() - t_run;
-  if (root && tty && !o.quiet) printf("\n");
+  if (root && tty && !j->quiet) printf("\n");
 
   /* ---- the end ------------------------------------------------------------------------ */
-  if (o.save) {
-    r = zeroc_trainer_save(tr, o.save);
+  if (j->save) {
+    r = zeroc_trainer_save(tr, j->save);
     if (r) goto fail;
   }
-  if (o.export_path) {
-    r = zeroc_trainer_export(tr, o.export_path);
+  if (j->export_path) {
+    r = zeroc_trainer_export(tr, j->export_path);
     if (r) {
       agreed = 1; /* the export agrees internally */
-      export_fallback(tr, ctx, &o, root);
+      export_fallback(tr, ctx, j, root);
       goto fail;
     }
   }
-  if (root && !o.quiet && steps > start)
-    print_summary(&o, &in, ctx, times + start, t_total, first_loss, last_loss, last_norm, &m);
+  if (root && !j->quiet && steps > start)
+    view->summary(j, &in, ctx, times + start, t_total, first_loss, &m);
   rc = 0;
   r = ZEROC_OK;
 fail:
@@ -399,7 +429,6 @@ fail:
   }
   if (metrics) fclose(metrics);
   free(times);
-  ztrain_sample_close(&smp);
   zeroc_trainer_destroy(tr);
   if (r == ZEROC_OK || agreed) {
     int me = mesh->rank; /* the mesh goes with the context */

@@ -1,9 +1,10 @@
 /*
  * apps/train_dlrm.c - `zeroc train --model dlrm|dlrm-tiny|dlrm-mlperf`: the
- * DLRM's flags, header, progress line and --metrics lines. The run is the
- * library's trainer (zeroc/train.h, src/train/dlrm_*.c); this file parses and
- * prints. A flag of the GPT only (--layers, --tp, --save, ...) is refused here
- * with one line, as any unknown flag.
+ * DLRM's flags and its view (header, progress line, --metrics lines, summary).
+ * The loop is apps/train.c's, the same for every model; the run is the
+ * library's trainer (zeroc/train.h, the DLRM in src/model/dlrm_*.c). A flag of
+ * the GPT only (--layers, --tp, --export, ...) is refused here with one line,
+ * as any unknown flag.
  */
 #include <limits.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include "apps/dlrm_cli.h"
 #include "apps/metrics.h"
 #include "apps/train_dlrm.h"
+#include "apps/train_view.h"
 #include "zeroc/train.h"
 #include "zeroc/zeroc.h"
 
@@ -180,7 +182,9 @@ static void to_config(const dlrm_opts_t *o, zeroc_train_config_t *c) {
   c->save = o->save, c->save_every = o->save_every, c->resume = o->resume;
 }
 
-static void print_header(const zeroc_train_info_t *in, const zeroc_mesh_info_t *mesh) {
+static void print_header(const ztrain_job_t *j, const zeroc_train_info_t *in,
+                         const zeroc_mesh_info_t *mesh, double startup_s) {
+  (void)j, (void)startup_s;
   const zeroc_dlrm_config_t *m = &in->dlrm_model;
   const zeroc_train_config_t *c = &in->config;
   char bot[96] = "", top[96] = "";
@@ -215,7 +219,8 @@ static void print_header(const zeroc_train_info_t *in, const zeroc_mesh_info_t *
   fflush(stdout);
 }
 
-static void write_metrics(FILE *f, const zeroc_train_metrics_t *m) {
+static void write_metrics(FILE *f, const zeroc_train_metrics_t *m, const zeroc_train_info_t *in) {
+  (void)in;
   char a[32], b[32], e[32], g[32];
   fprintf(f,
           "{\"step\": %d, \"loss\": %s, \"lr\": %.9g, \"grad_norm\": %s, \"tokens\": %.0f, "
@@ -234,82 +239,34 @@ static void write_metrics(FILE *f, const zeroc_train_metrics_t *m) {
   fflush(f);
 }
 
-/* The trainer's run: header, loop, summary. Returns the exit status; *agreed
- * is 0 when a failure may be this rank's alone. */
-static int run(zeroc_ctx_t *ctx, const dlrm_opts_t *o, int *agreed) {
-  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
-  int root = mesh->rank == 0;
-  zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
-  to_config(o, &tc);
-  zeroc_trainer_t *tr = NULL;
-  zeroc_result_t r = zeroc_trainer_create(ctx, &tc, &tr);
-  if (r) {
-    if (root) fprintf(stderr, "zeroc train: %s\n", zarg_user_msg(zeroc_last_error(ctx)));
-    return r == ZEROC_ERR_INVALID_ARG ? 2 : 1;
-  }
-  zeroc_train_info_t in;
-  zeroc_trainer_info(tr, &in);
-  FILE *mf = root && o->metrics ? fopen(o->metrics, "w") : NULL;
-  r = zeroc_ctx_agree(ctx, root && o->metrics && !mf ? ZEROC_ERR_IO : ZEROC_OK);
-  if (r) {
-    if (root) fprintf(stderr, "zeroc train: --metrics '%s': cannot open for writing\n", o->metrics);
-    zeroc_trainer_destroy(tr);
-    return 1;
-  }
-  if (root && !o->quiet) print_header(&in, mesh);
-  zeroc_train_metrics_t m;
-  int every = in.config.steps >= 20 ? in.config.steps / 20 : 1;
-  double first = NAN;
-  do {
-    r = zeroc_trainer_step(tr, &m);
-    if (r || m.step == 0) break;
-    if (m.step == 1) first = m.loss;
-    if (mf) write_metrics(mf, &m);
-    if (root && !o->quiet && (m.step == 1 || m.done || m.step % every == 0 || m.evaluated)) {
-      printf("step %5d/%d | loss %.4f | norm %.3f | %8.0f samples/s | %7.1f ms", m.step,
-             in.config.steps, m.loss, m.grad_norm, m.tokens_per_s, m.step_ms);
-      if (m.evaluated) printf(" | val %.4f auc %.4f logloss %.4f", m.val_loss, m.auc, m.logloss);
-      printf("\n");
-      fflush(stdout);
-    }
-  } while (!m.done);
-  if (mf) fclose(mf);
-  if (!r && o->save) r = zeroc_trainer_save(tr, o->save); /* the run's last step */
-  if (r) {
-    fprintf(stderr, "zeroc train: rank %d: %s\n", mesh->rank, zarg_user_msg(zeroc_last_error(ctx)));
-    zeroc_trainer_destroy(tr);
-    *agreed = 0;
-    return 1;
-  }
-  if (root && !o->quiet)
-    printf("done: loss %.4f -> %.4f%s\n", first, m.loss,
-           isfinite(in.auc_ceiling) ? " (see auc against the ceiling above)" : "");
-  zeroc_trainer_destroy(tr);
-  return 0;
+static void print_progress(const zeroc_train_metrics_t *m, const zeroc_train_info_t *in, int tty) {
+  printf("%sstep %5d/%d | loss %.4f | norm %.3f | %8.0f samples/s | %7.1f ms", tty ? "\r" : "",
+         m->step, in->config.steps, m->loss, m->grad_norm, m->tokens_per_s, m->step_ms);
+  if (m->evaluated) printf(" | val %.4f auc %.4f logloss %.4f", m->val_loss, m->auc, m->logloss);
+  printf("%s", tty ? "   " : "\n");
+  fflush(stdout);
 }
 
-int ztrain_dlrm_run(int argc, char **argv) {
-  dlrm_opts_t o;
+static void print_summary(const ztrain_job_t *j, const zeroc_train_info_t *in, zeroc_ctx_t *ctx,
+                          const double *ms, double t_total, double first_loss,
+                          const zeroc_train_metrics_t *last) {
+  (void)ctx, (void)ms, (void)t_total;
+  printf("done: loss %.4f -> %.4f%s\n", first_loss, last->loss,
+         isfinite(in->auc_ceiling) ? " (see auc against the ceiling above)" : "");
+  if (j->save) printf("      checkpoint: %s/latest\n", j->save);
+}
+
+static const ztrain_view_t DLRM_VIEW = {print_header, print_progress, write_metrics, print_summary};
+
+int ztrain_dlrm_job(int argc, char **argv, ztrain_job_t *job) {
+  static dlrm_opts_t o; /* the flags outlive the parse: the view reads them */
   if (parse(argc, argv, &o)) return 2;
-  zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
-  cc.device = (zeroc_device_kind_t)o.device;
-  cc.hsdp = o.hsdp;
-  cc.comm_timeout_s = o.comm_timeout;
-  zeroc_ctx_t *ctx = NULL;
-  zeroc_result_t r = zeroc_ctx_create(&ctx, &cc);
-  if (r) {
-    if (r == ZEROC_ERR_INVALID_ARG || r == ZEROC_ERR_NODEVICE)
-      return zarg_fail("train", "%s", zarg_user_msg(zeroc_last_error(NULL)));
-    fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
-    return 1;
-  }
-  int agreed = 1;
-  int rc = run(ctx, &o, &agreed);
-  if (!agreed) {
-    /* a failure other ranks may not know about: stop the whole job */
-    zeroc_ctx_abort(ctx, rc, "training failed (see the message above)");
-    return rc;
-  }
-  if (zeroc_ctx_finalize(ctx) != ZEROC_OK) rc = rc ? rc : 1;
-  return rc;
+  job->cc.device = (zeroc_device_kind_t)o.device;
+  job->cc.hsdp = o.hsdp;
+  job->cc.comm_timeout_s = o.comm_timeout;
+  to_config(&o, &job->tc);
+  job->metrics = o.metrics, job->save = o.save, job->resume = o.resume, job->quiet = o.quiet;
+  job->view = &DLRM_VIEW;
+  job->opts = &o;
+  return 0;
 }

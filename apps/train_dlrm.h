@@ -8,7 +8,5 @@
 int ztrain_is_dlrm(int argc, char **argv);
 /* The DLRM's --help. */
 void ztrain_dlrm_usage(void);
-/* The whole command for a DLRM model; returns the exit status. */
-int ztrain_dlrm_run(int argc, char **argv);
 
 #endif

@@ -16,17 +16,17 @@
 #include "apps/cli.h"
 #include "apps/train_flags.h"
 #include "io/files.h"
-#include "train/trainer.h"
+#include "model/lm_rules.h"
 #include "zeroc/zeroc.h"
 
 /* shared with zeroc plan and bench (apps/args.c) */
-#define DEVICES      zarg_devices
-#define MODELS       zarg_models
-#define DTYPES       zarg_dtypes
-#define RECOMPUTES   zarg_recomputes
-#define OFFLOADS     zarg_offloads
-#define SCHEDULES    ztrain_schedules
-#define PP_SCHEDULES ztrain_pp_schedules
+#define DEVICES         zarg_devices
+#define MODELS          zarg_models
+#define DTYPES          zarg_dtypes
+#define RECOMPUTES      zarg_recomputes
+#define OFFLOADS        zarg_offloads
+#define SCHEDULES       ztrain_schedules
+#define PP_SCHEDULES    ztrain_pp_schedules
 #define ZTRAIN_CP_MODES ztrain_cp_modes
 
 const char *const ztrain_schedules[] = {"constant", "cosine", NULL};
@@ -49,31 +49,34 @@ void ztrain_opts_init(ztrain_opts_t *o) {
 }
 
 void ztrain_usage(void) {
-  printf("usage: mpirun -np N zeroc train [flags]   (a plain `zeroc train` is one rank)\n"
-         "model:   --model tiny|small|gpt2-124m|gpt2-350m|gpt2-774m|gpt2-1558m|custom (tiny)\n"
-         "         --layers --hidden --heads --vocab --seq  override the model's shape\n"
-         "         --model dlrm|dlrm-tiny|dlrm-mlperf: DLRM (zeroc train --model dlrm --help)\n"
-         "batch:   --batch B (micro-batch per dp rank), --grad-accum A; global batch B x A x dp\n"
-         "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine (cosine)\n"
-         "         --weight-decay (0) --clip (1, 0 = off) --beta1 (0.9) --beta2 (0.95) --eps (1e-8)\n"
-         "         --dropout P (0): attention, residual and embedding dropout, seeded by --seed\n"
-         "layout:  --zero 0|1|2|3 (3; 1 with --pp) --hsdp R (1) --tp (1) --prefetch K (2)\n"
-         "         --cp N (1): context parallelism, each sequence split over N ranks\n"
-         "         --cp-mode ring|ulysses (ring); the world is tp x cp x pp x dp\n"
-         "         --recompute none|full --dtype fp32|bf16 --device cpu|cuda\n"
-         "         --offload-optimizer none|cpu|nvme --offload-params none|cpu|nvme --nvme-dir DIR\n"
-         "pipeline: --pp P (1) --pp-schedule 1f1b|interleaved (1f1b) --vpp V (1, chunks per rank)\n"
-         "         --microbatches M (P; replaces --grad-accum) --print-schedule (print, then exit)\n"
-         "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
-         "eval:    --val-data synthetic|PATH|GLOB --val-every N (0 = off; not given: after\n"
-         "         the last step only) --val-tokens T (65536, rounded up to whole global batches)\n"
-         "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init F.safetensors\n"
-         "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
-         "sample:  --sample-every N (0 = off) --sample-tokens M (64) --tokenizer bytes|FILE (the data's)\n"
-         "         --sample-prompt TEXT (the end-of-text token, else the data's first tokens)\n"
-         "other:   --comm-timeout SECONDS (ZEROC_COMM_TIMEOUT or 300) --max-skipped N (5)\n"
-         "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
-         "docs/cli.md says which flags, outputs and exit codes are stable.\n");
+  printf(
+      "usage: mpirun -np N zeroc train [flags]   (a plain `zeroc train` is one rank)\n"
+      "model:   --model tiny|small|gpt2-124m|gpt2-350m|gpt2-774m|gpt2-1558m|custom (tiny)\n"
+      "         --layers --hidden --heads --vocab --seq  override the model's shape\n"
+      "         --model dlrm|dlrm-tiny|dlrm-mlperf: DLRM (zeroc train --model dlrm --help)\n"
+      "batch:   --batch B (micro-batch per dp rank), --grad-accum A; global batch B x A x dp\n"
+      "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine (cosine)\n"
+      "         --weight-decay (0) --clip (1, 0 = off) --beta1 (0.9) --beta2 (0.95) --eps (1e-8)\n"
+      "         --dropout P (0): attention, residual and embedding dropout, seeded by --seed\n"
+      "layout:  --zero 0|1|2|3 (3; 1 with --pp) --hsdp R (1) --tp (1) --prefetch K (2)\n"
+      "         --cp N (1): context parallelism, each sequence split over N ranks\n"
+      "         --cp-mode ring|ulysses (ring); the world is tp x cp x pp x dp\n"
+      "         --recompute none|full --dtype fp32|bf16 --device cpu|cuda\n"
+      "         --offload-optimizer none|cpu|nvme --offload-params none|cpu|nvme --nvme-dir DIR\n"
+      "pipeline: --pp P (1) --pp-schedule 1f1b|interleaved (1f1b) --vpp V (1, chunks per rank)\n"
+      "         --microbatches M (P; replaces --grad-accum) --print-schedule (print, then exit)\n"
+      "data:    --data synthetic|PATH|GLOB (synthetic) --shuffle --seed S (1)\n"
+      "eval:    --val-data synthetic|PATH|GLOB --val-every N (0 = off; not given: after\n"
+      "         the last step only) --val-tokens T (65536, rounded up to whole global batches)\n"
+      "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init "
+      "F.safetensors\n"
+      "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
+      "sample:  --sample-every N (0 = off) --sample-tokens M (64) --tokenizer bytes|FILE (the "
+      "data's)\n"
+      "         --sample-prompt TEXT (the end-of-text token, else the data's first tokens)\n"
+      "other:   --comm-timeout SECONDS (ZEROC_COMM_TIMEOUT or 300) --max-skipped N (5)\n"
+      "         --spike-window N (50) --spike-z Z (6): report loss / grad-norm spikes\n"
+      "docs/cli.md says which flags, outputs and exit codes are stable.\n");
 }
 
 int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
@@ -155,7 +158,7 @@ static int print_schedule(const ztrain_opts_t *o, const zeroc_train_config_t *tc
                           const zeroc_gpt_config_t *g) {
   if (!zarg_launch_rank0()) return 0;
   zeroc_dtype_t dt = o->dtype == 2 ? ZEROC_BF16 : ZEROC_FP32;
-  zeroc_result_t r = zeroc__train_print_schedule(stdout, tc, g, o->pp, o->tp, dt);
+  zeroc_result_t r = zeroc__gpt_print_schedule(stdout, tc, g, o->pp, o->tp, dt);
   if (r) fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
   return r ? 1 : 0;
 }
@@ -220,7 +223,7 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
   /* the rules the trainer checks too (train/check.c), worded with the flags */
   zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
   ztrain_config(o, gc, &tc);
-  if (zeroc__train_check_shape(&tc, gc, o->tp, &FLAG_NAMES)) return rule_fail();
+  if (zeroc__lm_check_shape(&tc, gc, o->tp, &FLAG_NAMES)) return rule_fail();
   if (ztrain_check_cp(o, gc)) return 2;
   if (o->pp == 1) {
     if (o->print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1");
@@ -239,9 +242,9 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
     o->grad_accum = o->set_microbatches ? o->microbatches : o->pp;
   }
   ztrain_config(o, gc, &tc); /* again: --zero and the micro-batches may have changed */
-  if (zeroc__train_check_pipeline(&tc, gc, o->pp, &FLAG_NAMES)) return rule_fail();
+  if (zeroc__lm_check_pipeline(&tc, gc, o->pp, &FLAG_NAMES)) return rule_fail();
   if (o->print_schedule) return print_schedule(o, &tc, gc);
-  if (zeroc__train_check_outputs(&tc, &FLAG_NAMES)) return rule_fail();
+  if (zeroc__lm_check_outputs(&tc, &FLAG_NAMES)) return rule_fail();
   if (o->nvme_dir) {
     struct stat sb;
     if (stat(o->nvme_dir, &sb))
@@ -256,7 +259,8 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
   if (o->sample_prompt && !o->sample_every)
     return zarg_fail("train", "--sample-prompt needs --sample-every N (N >= 1)");
   if (o->sample_every && !o->tokenizer && (!o->data || !strcmp(o->data, "synthetic")))
-    return zarg_fail("train", "--sample-every needs a tokenizer to print text: --tokenizer bytes|FILE");
+    return zarg_fail("train",
+                     "--sample-every needs a tokenizer to print text: --tokenizer bytes|FILE");
   if (o->init && access(o->init, R_OK))
     return zarg_fail("train", "--init '%s': file not readable", o->init);
   if (o->resume && access(o->resume, R_OK))
@@ -267,14 +271,17 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
 /* The trainer's config from the flags; what was not given stays "unset" and
  * the library picks its default. */
 void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_train_config_t *c) {
-  c->model = o->model == ZARG_MODEL_CUSTOM ? "tiny" : MODELS[o->model]; /* custom: every size is given */
+  c->model =
+      o->model == ZARG_MODEL_CUSTOM ? "tiny" : MODELS[o->model]; /* custom: every size is given */
   c->layers = gc->layers, c->hidden = gc->hidden, c->heads = gc->heads;
   c->vocab = gc->vocab, c->seq = gc->seq, c->batch = gc->batch;
   c->grad_accum = o->grad_accum;
   c->steps = o->steps;
   c->lr = o->lr;
   c->warmup = o->warmup;
-  c->schedule = !o->set_schedule ? ZEROC_LR_DEFAULT : o->schedule ? ZEROC_LR_COSINE : ZEROC_LR_CONSTANT;
+  c->schedule = !o->set_schedule ? ZEROC_LR_DEFAULT
+                : o->schedule    ? ZEROC_LR_COSINE
+                                 : ZEROC_LR_CONSTANT;
   c->weight_decay = o->weight_decay;
   c->clip = o->clip;
   c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps;

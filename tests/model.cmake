@@ -22,3 +22,6 @@ foreach(t init resume bad_flags train_sample_every transformers init_shorter_seq
             "${_mpirun_flags}" ${t})
   set_tests_properties(sample_cli_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2)
 endforeach()
+
+# The model interface (zeroc/arch.h): the registry and the trainer through it.
+zeroc_test(NAME test_arch SOURCES test_arch.c NP 1 2 LABELS mpi)

@@ -1,6 +1,6 @@
 /*
- * zeroc/train.h - the trainer: a whole training run of the built-in GPT,
- * owned by the library.
+ * zeroc/train.h - the trainer: a whole training run of a built-in model
+ * (GPT-2, DLRM: any architecture of zeroc/arch.h), owned by the library.
  *
  *   zeroc_train_config_t cfg = ZEROC_TRAIN_CONFIG_INIT;   // every field "unset"
  *   cfg.model = "tiny"; cfg.steps = 200;
@@ -11,8 +11,9 @@
  *   zeroc_trainer_save(tr, "ckpt");
  *   zeroc_trainer_destroy(tr);
  *
- * The trainer wires the data stream, the GPT, its shards and (with pp > 1 in
- * the context's mesh) the pipeline; runs the learning-rate schedule; reports
+ * The trainer resolves the config, has the model's architecture (zeroc/arch.h)
+ * build its run (data, units, shards and, with pp > 1 in the context's mesh,
+ * the pipeline) and step it; runs the learning-rate schedule; reports
  * loss and gradient-norm spikes; writes checkpoints at the configured cadence;
  * and checks on resume that the checkpoint belongs to the same model and data.
  * The layout (tp, cp, pp, hsdp, dp) is the context's mesh. Every call but the
@@ -205,6 +206,9 @@ typedef struct zeroc_train_info {
   double auc_ceiling, logloss_floor;
   int dlrm_sharding[ZEROC_DLRM_MAX_TABLES]; /* each table's (zeroc_embed_sharding_t, never
                                                auto), or -1: replicated (ZEROC_DLRM_EMBED=0) */
+  /* the model's architecture (zeroc/arch.h), the one config.model names */
+  const struct zeroc_arch *arch;
+  int dtype_given; /* param_dtype as configured: -1 for "auto" (checkpoints record it) */
 } zeroc_train_info_t;
 
 /*
@@ -271,9 +275,8 @@ zeroc_result_t zeroc_trainer_export(zeroc_trainer_t *tr, const char *path);
 /* Steps done so far in this run's numbering (start_step + steps taken). */
 int zeroc_trainer_steps_done(const zeroc_trainer_t *tr);
 
-/* The model and the GPT the trainer built (owned by the trainer). */
+/* The sharded model the trainer built (owned by the trainer). */
 zeroc_model_t *zeroc_trainer_model(const zeroc_trainer_t *tr);
-zeroc_gpt_t *zeroc_trainer_gpt(const zeroc_trainer_t *tr);
 
 /* The learning rate of 0-based step `s` for a resolved config: linear warm-up
  * over `warmup` steps, then constant or cosine down to 10% at the last step. */

@@ -4,6 +4,7 @@
 #ifndef ZEROC_ZEROC_H
 #define ZEROC_ZEROC_H
 
+#include "zeroc/arch.h"
 #include "zeroc/ckpt.h"
 #include "zeroc/ctx.h"
 #include "zeroc/data.h"

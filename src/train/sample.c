@@ -1,7 +1,8 @@
 /*
- * train/sample.c - sampling from a training run: the trainer's weights
- * gathered to rank 0 (the export's consolidation, persist/gpt_file.h) into a
- * sampler, which generates there while the other ranks wait in the agreement.
+ * train/sample.c - sampling from a training run (the model's sampler hooks,
+ * zeroc/arch.h: its weights gathered to rank 0 into a sampler, which
+ * generates there while the other ranks wait in the agreement), and from a
+ * GPT checkpoint (the GPT rebuilt on this mesh, loaded, gathered).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -9,49 +10,22 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "model/gpt_file.h"
+#include "model/gpt_run.h"
 #include "model/sample.h"
-#include "persist/gpt_file.h"
 #include "runtime/runtime.h"
 #include "shard/engine.h"
 #include "train/trainer.h"
 #include "zeroc/ckpt.h"
 
-/* Rank 0: copies the consolidated tensors into the sampler (wte without its
- * padding rows: they come first, so the real rows are a prefix). */
-static zeroc_result_t fill(void *user, const float *const *src, uint64_t maxp) {
-  zeroc_sampler_t *s = user;
-  int L = zeroc_sampler_config(s)->layers;
-  (void)maxp;
-  for (int gu = 0; gu < L + 2; gu++) {
-    int np = gu > 0 && gu <= L ? 12 : 2;
-    for (int p = 0; p < np; p++) {
-      uint64_t rows, cols;
-      float *dst = zeroc__sampler_param(s, gu, p, &rows, &cols);
-      if (!dst) return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "sampler: no parameter %d of unit %d", p, gu);
-      memcpy(dst, src[gu * 12 + p], rows * (cols ? cols : 1) * sizeof(float));
-    }
-  }
-  return ZEROC_OK;
-}
-
 zeroc_result_t zeroc_sampler_from_trainer(zeroc_trainer_t *tr, zeroc_sampler_t **out) {
   if (!tr || !out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_sampler_from_trainer: NULL");
   *out = NULL;
-  zeroc_sampler_t *s = NULL;
-  int root = zeroc_ctx_mesh(tr->ctx)->rank == 0;
-  zeroc_result_t r = root ? zeroc__sampler_create(&tr->info.model, &s) : ZEROC_OK;
-  r = zeroc_ctx_agree(tr->ctx, r);
-  /* the gathers are not the next step's: out of its comm_bytes and exposed time */
-  zeroc__eval_mark_t mark;
-  zeroc__model_eval_mark(tr->model, &mark);
-  if (!r) r = zeroc__gpt_collect(tr->model, tr->gpt, fill, s);
-  zeroc__model_eval_unmark(tr->model, &mark);
-  if (r) {
-    zeroc_sampler_destroy(s);
-    return zeroc__ctx_ret(tr->ctx, r);
-  }
-  *out = s;
-  return ZEROC_OK;
+  if (!tr->arch->sampler)
+    return zeroc__ctx_ret(tr->ctx, ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                                              "zeroc_sampler_from_trainer: model %s has no sampler",
+                                              tr->info.config.model));
+  return zeroc__ctx_ret(tr->ctx, tr->arch->sampler(tr->net, out));
 }
 
 zeroc_result_t zeroc_trainer_sample(zeroc_trainer_t *tr, const int32_t *prompt, int n,
@@ -85,13 +59,10 @@ zeroc_result_t zeroc_trainer_sample_prompt(zeroc_trainer_t *tr, int32_t eot, int
     *n = 1;
     return ZEROC_OK;
   }
-  int T = tr->info.model.seq, k = max < T / 2 ? max : T / 2 > 0 ? T / 2 : 1;
-  int32_t *seq = malloc(sizeof(int32_t) * ((size_t)T + 1));
-  if (!seq) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "sample prompt (%d tokens)", T + 1);
-  zeroc_result_t r = zeroc_data_read_sequence(tr->data, 0, seq);
-  if (!r) memcpy(ids, seq, sizeof(int32_t) * (size_t)k), *n = k;
-  free(seq);
-  return r;
+  if (!tr->arch->sample_prompt)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "sample prompt: model %s has no sampler",
+                      tr->info.config.model);
+  return tr->arch->sample_prompt(tr->net, max, ids, n);
 }
 
 /* ---- from a checkpoint: the model rebuilt on this mesh, loaded, gathered ------------------- */
@@ -102,7 +73,7 @@ static zeroc_result_t stage_of(const zeroc_gpt_config_t *cfg, int pp, int pp_ran
   int S = pp * vpp;
   int *bounds = malloc(sizeof(int) * (size_t)(S + 1));
   if (!bounds) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "pipeline partition (%d stages)", S);
-  zeroc_result_t r = zeroc__train_partition(cfg, S, bounds);
+  zeroc_result_t r = zeroc__gpt_partition(cfg, S, bounds);
   for (int k = 0; !r && k < vpp; k++) {
     first[k] = bounds[k * pp + pp_rank];
     count[k] = bounds[k * pp + pp_rank + 1] - first[k];
@@ -159,7 +130,7 @@ zeroc_result_t zeroc_sampler_from_checkpoint(zeroc_ctx_t *ctx, const char *dir,
   r = zeroc_ctx_agree(ctx, r);
   if (!r && mesh->rank == 0) r = zeroc__sampler_create(cfg, &s);
   r = zeroc_ctx_agree(ctx, r);
-  if (!r) r = zeroc__gpt_collect(m, g, fill, s);
+  if (!r) r = zeroc__gpt_collect(m, g, zeroc__gpt_sampler_fill, s);
   free(app);
   zeroc_model_destroy(m);
   zeroc_gpt_destroy(g);

@@ -1,8 +1,9 @@
 /*
  * train/step.c - one optimizer step of the trainer: the cadence's pending
- * checkpoint, the micro-batches through the model (or the pipeline), the
- * optimizer step at the schedule's learning rate, and the step's figures
- * (throughput, memory, spikes).
+ * checkpoint, the micro-batches through the model's run (its architecture's
+ * run_step: the units, or the pipeline), the optimizer step at the schedule's
+ * learning rate, the step's figures (throughput, memory, spikes) and the
+ * evaluation the cadence asks for (the architecture's evaluate).
  */
 #include <math.h>
 #include <string.h>
@@ -10,7 +11,6 @@
 
 #include "core/clock.h"
 #include "core/error.h"
-#include "model/gpt_internal.h"
 #include "runtime/runtime.h"
 #include "train/trainer.h"
 #include "zeroc/device.h"
@@ -31,55 +31,6 @@ const char *zeroc_spike_name(zeroc_spike_t s) {
   return (unsigned)s < 4 ? NAMES[s] : "?";
 }
 
-zeroc_result_t zeroc__train_load(zeroc_trainer_t *tr, zeroc_data_t *d, uint64_t step, int u,
-                                 zeroc_gpt_batch_t *b) {
-  const zeroc_train_config_t *c = &tr->info.config;
-  zeroc_data_layout_t lay = {tr->dp, tr->dp_rank, c->batch, c->grad_accum};
-  size_t ntok = tr->ntok;
-  /* a pipeline takes the whole step's micro-batches at once, one slot each */
-  size_t at = tr->pipe ? (size_t)u * ntok : 0;
-  if (tr->cp > 1) { /* the cp ranks of a dp index read the same batch and keep their tokens */
-    ZEROC_CHECK(zeroc_data_batch(d, &lay, step, u, tr->full_in, tr->full_tg));
-    zeroc_gpt_cp_tokens(tr->full_in, tr->inputs + at, c->batch, c->seq, tr->cp, tr->cp_rank);
-    zeroc_gpt_cp_tokens(tr->full_tg, tr->targets + at, c->batch, c->seq, tr->cp, tr->cp_rank);
-  } else {
-    ZEROC_CHECK(zeroc_data_batch(d, &lay, step, u, tr->inputs + at, tr->targets + at));
-  }
-  /* the step and the slots name the sequences for dropout's masks */
-  int slot;
-  ZEROC_CHECK(zeroc_data_first_slot(d, &lay, u, &slot));
-  *b = (zeroc_gpt_batch_t){c->batch,         c->seq / tr->cp, tr->inputs + at,
-                           tr->targets + at, step,   (uint64_t)slot};
-  if (tr->dev_in) {
-    zeroc_stream_t *cs = zeroc_ctx_compute_stream(tr->ctx);
-    ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_in + at, tr->inputs + at, ntok * 4));
-    ZEROC_CHECK(zeroc_memcpy_async(cs, tr->dev_tg + at, tr->targets + at, ntok * 4));
-    b->inputs = tr->dev_in + at;
-    b->targets = tr->dev_tg + at;
-  }
-  return ZEROC_OK;
-}
-
-/* Every micro-batch of step `s`: forward and backward, or (with a pipeline)
- * the whole step's micro-batches through the schedule at once. */
-static zeroc_result_t run_batches(zeroc_trainer_t *tr, int s, zeroc_pipeline_stats_t *pst) {
-  const zeroc_train_config_t *c = &tr->info.config;
-  if (tr->dlrm) return zeroc__dlrm_run_batches(tr, s, zeroc_train_lr_at(c, s));
-  for (int u = 0; u < c->grad_accum; u++) {
-    zeroc_gpt_batch_t b;
-    ZEROC_CHECK(zeroc__train_load(tr, tr->data, (uint64_t)s, u, &b));
-    if (tr->pipe) {
-      tr->mbs[u] = b;
-      tr->mbp[u] = &tr->mbs[u];
-      continue;
-    }
-    ZEROC_CHECK(zeroc_model_forward(tr->model, &b));
-    ZEROC_CHECK(zeroc_model_backward(tr->model));
-  }
-  if (tr->pipe) ZEROC_CHECK(zeroc_pipeline_run(tr->pipe, tr->mbp, pst));
-  return ZEROC_OK;
-}
-
 /* The evaluation the cadence asks for after 0-based step `s` (every val_every
  * steps and after the run's last), on the updated model, timed apart from the
  * step. */
@@ -87,10 +38,8 @@ static zeroc_result_t cadence_eval(zeroc_trainer_t *tr, int s, zeroc_train_metri
   const zeroc_train_config_t *c = &tr->info.config;
   if (!c->val_every || ((s + 1) % c->val_every && s + 1 < c->steps)) return ZEROC_OK;
   double t0 = zeroc__now_s();
-  if (tr->dlrm)
-    ZEROC_CHECK(zeroc__ctx_ret(tr->ctx, zeroc__dlrm_evaluate(tr, &m->val_loss, &m->auc, &m->logloss)));
-  else
-    ZEROC_CHECK(zeroc_trainer_evaluate(tr, &m->val_loss));
+  ZEROC_CHECK(
+      zeroc__ctx_ret(tr->ctx, tr->arch->evaluate(tr->net, &m->val_loss, &m->auc, &m->logloss)));
   m->val_ms = (zeroc__now_s() - t0) * 1e3;
   m->evaluated = 1;
   return ZEROC_OK;
@@ -132,7 +81,8 @@ static zeroc_result_t fill_metrics(zeroc_trainer_t *tr, int s, double dt,
   m->grad_norm_z = z_norm;
   m->skipped_total = tr->skipped_total;
   m->spikes_total = tr->spikes_total;
-  m->pipeline = tr->pipe != NULL;
+  int pipelined = tr->arch->pipeline(tr->net) != NULL;
+  m->pipeline = pipelined;
   m->pp_bubble = pst->bubble;
   m->pp_compute_ms = pst->compute_ms;
   m->pp_run_ms = pst->run_ms;
@@ -141,7 +91,7 @@ static zeroc_result_t fill_metrics(zeroc_trainer_t *tr, int s, double dt,
   int64_t peak_max = (int64_t)m->peak_device, compute_max_us = (int64_t)(pst->compute_ms * 1e3);
   if (in->config.reduce_maxima) {
     ZEROC_CHECK(zeroc_ctx_max_i64(tr->ctx, &peak_max));
-    if (tr->pipe) ZEROC_CHECK(zeroc_ctx_max_i64(tr->ctx, &compute_max_us));
+    if (pipelined) ZEROC_CHECK(zeroc_ctx_max_i64(tr->ctx, &compute_max_us));
   }
   m->peak_device_max = peak_max;
   m->pp_compute_max_ms = compute_max_us * 1e-3;
@@ -164,9 +114,9 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
     if (r) return zeroc__ctx_ret(tr->ctx, r);
   }
   int s = tr->next;
-  double t0 = zeroc__now_s(), cp_wait0 = zeroc__gpt_cp_wait_s(tr->gpt);
+  double t0 = zeroc__now_s(), cp_wait0 = tr->arch->comm_wait_s(tr->net);
   zeroc_pipeline_stats_t pst = {0};
-  r = run_batches(tr, s, &pst);
+  r = tr->arch->run_step(tr->net, s, zeroc_train_lr_at(c, s), &pst);
   if (r) return zeroc__ctx_ret(tr->ctx, r);
   zeroc_step_info_t info;
   r = zeroc_model_step(tr->model, zeroc_train_lr_at(c, s), &info);
@@ -175,7 +125,7 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
   if (r && !numeric_stop) return zeroc__ctx_ret(tr->ctx, r);
   double dt = zeroc__now_s() - t0;
   /* the compute stream's waits on cp transfers are exposed communication too */
-  info.exposed_comm_ms += (zeroc__gpt_cp_wait_s(tr->gpt) - cp_wait0) * 1e3;
+  info.exposed_comm_ms += (tr->arch->comm_wait_s(tr->net) - cp_wait0) * 1e3;
   zeroc_result_t rm = fill_metrics(tr, s, dt, &info, &pst, m);
   if (rm) return zeroc__ctx_ret(tr->ctx, rm);
   tr->next = s + 1;
@@ -186,4 +136,10 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
   if (c->save && c->save_every && (s + 1) % c->save_every == 0 && s + 1 < c->steps)
     tr->save_pending = 1;
   return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_trainer_evaluate(zeroc_trainer_t *tr, double *loss) {
+  if (!tr || !loss)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_evaluate: NULL argument");
+  return zeroc__ctx_ret(tr->ctx, tr->arch->evaluate(tr->net, loss, NULL, NULL));
 }

@@ -1,6 +1,7 @@
 /*
- * train/dlrm_run.c - the DLRM path's build, step batches and evaluation
- * (the design is in dlrm_train.c's header).
+ * model/dlrm_run.c - the DLRM's run: build (data, held-out samples, MLPs and
+ * their shards, tables), one step's batch and the evaluation (AUC, log-loss).
+ * The design is in dlrm_run.h's header.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -8,9 +9,8 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
+#include "model/dlrm_run.h"
 #include "runtime/runtime.h"
-#include "train/dlrm_run.h"
-#include "train/trainer.h"
 #include "zeroc/device.h"
 
 /* ---- build ---------------------------------------------------------------------------------- */
@@ -38,9 +38,8 @@ static void host_batch_free(zeroc__click_batch_t *b) {
 
 /* The held-out samples: whole global batches; their labels (and the true
  * probabilities of synthetic data) read on every rank, for the ceiling and AUC. */
-static zeroc_result_t open_val(zeroc_trainer_t *tr, const zeroc__click_shape_t *sh) {
-  struct zeroc__dlrm_run *d = tr->dlrm;
-  zeroc_train_info_t *in = &tr->info;
+static zeroc_result_t open_val(zeroc__dlrm_run_t *d, const zeroc__click_shape_t *sh) {
+  zeroc_train_info_t *in = d->info;
   const zeroc_train_config_t *c = &in->config;
   const char *src = c->val_data ? c->val_data : c->data;
   int G = in->global_batch;
@@ -74,54 +73,51 @@ static zeroc_result_t open_val(zeroc_trainer_t *tr, const zeroc__click_shape_t *
   return ZEROC_OK;
 }
 
-static zeroc_result_t dev_alloc(zeroc_trainer_t *tr, size_t n, float **p) {
-  return zeroc_mem_alloc(tr->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, n * sizeof(float),
+static zeroc_result_t dev_alloc(zeroc__dlrm_run_t *d, size_t n, float **p) {
+  return zeroc_mem_alloc(d->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, n * sizeof(float),
                          (void **)p);
 }
 
-static zeroc_result_t build(zeroc_trainer_t *tr) {
-  struct zeroc__dlrm_run *d = tr->dlrm;
-  zeroc_train_info_t *in = &tr->info;
+static zeroc_result_t build(zeroc__dlrm_run_t *d) {
+  zeroc_train_info_t *in = d->info;
   const zeroc_train_config_t *c = &in->config;
   const zeroc_dlrm_config_t *m = &in->dlrm_model;
   int B = c->batch;
   zeroc__click_shape_t sh = {m->tables, m->dense, m->hot, m->rows};
   ZEROC_CHECK(host_batch(&d->hb, m, B));
   ZEROC_CHECK(open_source(c->data, &sh, (uint64_t)c->seed, &d->data));
-  ZEROC_CHECK(open_val(tr, &sh));
-  ZEROC_CHECK(dev_alloc(tr, (size_t)B * m->dense, &d->dense));
-  ZEROC_CHECK(dev_alloc(tr, (size_t)B, &d->labels));
-  ZEROC_CHECK(dev_alloc(tr, (size_t)B * m->tables * m->dim, &d->pooled));
-  ZEROC_CHECK(dev_alloc(tr, (size_t)B * m->tables * m->dim, &d->dpooled));
-  return zeroc_dlrm_create(tr->ctx, m, B, &d->dlrm);
+  ZEROC_CHECK(open_val(d, &sh));
+  ZEROC_CHECK(dev_alloc(d, (size_t)B * m->dense, &d->dense));
+  ZEROC_CHECK(dev_alloc(d, (size_t)B, &d->labels));
+  ZEROC_CHECK(dev_alloc(d, (size_t)B * m->tables * m->dim, &d->pooled));
+  ZEROC_CHECK(dev_alloc(d, (size_t)B * m->tables * m->dim, &d->dpooled));
+  return zeroc_dlrm_create(d->ctx, m, B, &d->dlrm);
 }
 
-zeroc_result_t zeroc__dlrm_build(zeroc_trainer_t *tr) {
-  zeroc_train_info_t *in = &tr->info;
+zeroc_result_t zeroc__dlrm_create(const zeroc_arch_run_t *run, void **self) {
+  zeroc_train_info_t *in = run->info;
   const zeroc_train_config_t *c = &in->config;
   const zeroc_dlrm_config_t *m = &in->dlrm_model;
-  tr->dlrm = calloc(1, sizeof *tr->dlrm);
-  zeroc_result_t r = tr->dlrm ? build(tr) : ZEROC_FAIL(ZEROC_ERR_NOMEM, "dlrm run");
-  ZEROC_CHECK(zeroc_ctx_agree(tr->ctx, r));
+  zeroc_ctx_t *ctx = run->ctx;
+  zeroc__dlrm_run_t *d = calloc(1, sizeof *d);
+  *self = d;
+  if (d) d->ctx = ctx, d->info = in, d->dp_rank = zeroc_ctx_mesh(ctx)->dp_rank;
+  zeroc_result_t r = d ? build(d) : ZEROC_FAIL(ZEROC_ERR_NOMEM, "dlrm run");
+  ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
   int n;
-  const zeroc_layer_t *layers = zeroc_dlrm_layers(tr->dlrm->dlrm, &n);
-  zeroc_shard_config_t sc = zeroc__train_shard_config(c, ZEROC_FP32);
-  ZEROC_CHECK(zeroc_shard(tr->ctx, layers, n, &sc, &tr->model));
-  r = zeroc__tables_create(tr->ctx, m, c->batch, c->embedding_sharding, (uint64_t)c->seed,
-                           &tr->dlrm->tables);
-  ZEROC_CHECK(zeroc_ctx_agree(tr->ctx, r));
-  if (c->resume) ZEROC_CHECK(zeroc__dlrm_resume(tr));
-  for (int t = 0; t < m->tables; t++)
-    in->dlrm_sharding[t] = zeroc__tables_sharding(tr->dlrm->tables, t);
-  in->params = zeroc_dlrm_mlp_params(m) + zeroc_dlrm_table_params(m);
-  in->tokens_per_step = in->global_batch; /* samples */
-  in->flops_per_step = 6.0 * (double)zeroc_dlrm_mlp_params(m) * in->global_batch;
-  zeroc__dlrm_predict(tr);
+  const zeroc_layer_t *layers = zeroc_dlrm_layers(d->dlrm, &n);
+  ZEROC_CHECK(zeroc_shard(ctx, layers, n, &run->shard, &d->model));
+  r = zeroc__tables_create(ctx, m, c->batch, c->embedding_sharding, (uint64_t)c->seed, &d->tables);
+  ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
+  for (int t = 0; t < m->tables; t++) in->dlrm_sharding[t] = zeroc__tables_sharding(d->tables, t);
   return ZEROC_OK;
 }
 
-void zeroc__dlrm_destroy(zeroc_ctx_t *ctx, struct zeroc__dlrm_run *d) {
+void zeroc__dlrm_destroy(void *self) {
+  zeroc__dlrm_run_t *d = self;
   if (!d) return;
+  zeroc_ctx_t *ctx = d->ctx;
+  zeroc_model_destroy(d->model);
   zeroc_mem_free(ctx, d->dense), zeroc_mem_free(ctx, d->labels);
   zeroc_mem_free(ctx, d->pooled), zeroc_mem_free(ctx, d->dpooled);
   zeroc__tables_destroy(d->tables);
@@ -136,12 +132,11 @@ void zeroc__dlrm_destroy(zeroc_ctx_t *ctx, struct zeroc__dlrm_run *d) {
 /* ---- a step and an evaluation -------------------------------------------------------------- */
 
 /* Samples [first, first + B) of `src` through the tables into the model's batch. */
-static zeroc_result_t load(zeroc_trainer_t *tr, const zeroc__clicks_t *src, uint64_t first,
+static zeroc_result_t load(zeroc__dlrm_run_t *d, const zeroc__clicks_t *src, uint64_t first,
                            zeroc_dlrm_batch_t *b) {
-  struct zeroc__dlrm_run *d = tr->dlrm;
-  const zeroc_dlrm_config_t *m = &tr->info.dlrm_model;
-  int B = tr->info.config.batch;
-  zeroc_stream_t *s = zeroc_ctx_compute_stream(tr->ctx);
+  const zeroc_dlrm_config_t *m = &d->info->dlrm_model;
+  int B = d->info->config.batch;
+  zeroc_stream_t *s = zeroc_ctx_compute_stream(d->ctx);
   ZEROC_CHECK(zeroc__clicks_read(src, first, B, &d->hb));
   ZEROC_CHECK(zeroc_memcpy_async(s, d->dense, d->hb.dense, sizeof(float) * (size_t)B * m->dense));
   ZEROC_CHECK(zeroc_memcpy_async(s, d->labels, d->hb.labels, sizeof(float) * (size_t)B));
@@ -150,35 +145,36 @@ static zeroc_result_t load(zeroc_trainer_t *tr, const zeroc__clicks_t *src, uint
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__dlrm_run_batches(zeroc_trainer_t *tr, int s, float lr) {
-  const zeroc_train_info_t *in = &tr->info;
+zeroc_result_t zeroc__dlrm_run_step(void *self, int s, float lr, zeroc_pipeline_stats_t *pst) {
+  zeroc__dlrm_run_t *d = self;
+  const zeroc_train_info_t *in = d->info;
+  (void)pst; /* no pipeline */
   uint64_t first =
-      (uint64_t)s * (uint64_t)in->global_batch + (uint64_t)tr->dp_rank * (uint64_t)in->config.batch;
+      (uint64_t)s * (uint64_t)in->global_batch + (uint64_t)d->dp_rank * (uint64_t)in->config.batch;
   zeroc_dlrm_batch_t b;
-  ZEROC_CHECK(load(tr, tr->dlrm->data, first, &b));
-  ZEROC_CHECK(zeroc_model_forward(tr->model, &b));
-  ZEROC_CHECK(zeroc_model_backward(tr->model));
-  return zeroc__tables_backward(tr->dlrm->tables, tr->dlrm->dpooled, lr);
+  ZEROC_CHECK(load(d, d->data, first, &b));
+  ZEROC_CHECK(zeroc_model_forward(d->model, &b));
+  ZEROC_CHECK(zeroc_model_backward(d->model));
+  return zeroc__tables_backward(d->tables, d->dpooled, lr);
 }
 
-zeroc_result_t zeroc__dlrm_evaluate(zeroc_trainer_t *tr, double *loss, double *auc,
-                                    double *logloss) {
-  struct zeroc__dlrm_run *d = tr->dlrm;
-  int B = tr->info.config.batch, G = tr->info.global_batch;
-  zeroc_stream_t *s = zeroc_ctx_compute_stream(tr->ctx);
+zeroc_result_t zeroc__dlrm_evaluate(void *self, double *loss, double *auc, double *logloss) {
+  zeroc__dlrm_run_t *d = self;
+  int B = d->info->config.batch, G = d->info->global_batch;
+  zeroc_stream_t *s = zeroc_ctx_compute_stream(d->ctx);
   const zeroc__clicks_t *src = d->val ? d->val : d->data;
   memset(d->val_logits, 0, sizeof(float) * (size_t)d->nval);
-  for (int k = 0; k < tr->info.val_batches; k++) {
-    size_t at = (size_t)k * G + (size_t)tr->dp_rank * B;
+  for (int k = 0; k < d->info->val_batches; k++) {
+    size_t at = (size_t)k * G + (size_t)d->dp_rank * B;
     zeroc_dlrm_batch_t b;
-    ZEROC_CHECK(load(tr, src, d->val_first + at, &b));
+    ZEROC_CHECK(load(d, src, d->val_first + at, &b));
     float l;
-    ZEROC_CHECK(zeroc_model_eval(tr->model, &b, &l));
+    ZEROC_CHECK(zeroc_model_eval(d->model, &b, &l));
     ZEROC_CHECK(zeroc__memcpy_sync(s, d->val_logits + at, zeroc_dlrm_logits(d->dlrm),
                                    sizeof(float) * (size_t)B));
   }
   /* each rank filled its own samples and left zeros elsewhere: the sum is every logit */
-  ZEROC_CHECK(zeroc__allreduce_host(zeroc__ctx_group(tr->ctx, ZEROC_GROUP_DP), d->val_logits,
+  ZEROC_CHECK(zeroc__allreduce_host(zeroc__ctx_group(d->ctx, ZEROC_GROUP_DP), d->val_logits,
                                     (size_t)d->nval, ZEROC_FP32, ZEROC_SUM));
   double sum = 0;
   for (int i = 0; i < d->nval; i++) {

@@ -1,14 +1,14 @@
 /*
  * persist/sample_io.c - a sampler's weights from a safetensors file, read as
- * zeroc_gpt_import reads them (persist/gpt_file.h): the first seq rows of a
+ * zeroc_gpt_import reads them (model/gpt_file.h): the first seq rows of a
  * longer position table, a tied lm_head, 16-bit values.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "model/gpt_file.h"
 #include "model/sample.h"
-#include "persist/gpt_file.h"
 
 /* Parameter p of global unit gu: its Hugging Face name, and whether the file
  * stores it transposed (GPT-2's Conv1D weights are (in, out)). */

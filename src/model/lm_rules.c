@@ -1,7 +1,8 @@
 /*
- * train/check.c - the rules a training config must meet that the model
- * shape, the tensor- and pipeline-parallel sizes and the outputs impose, each
- * with its one message. The trainer runs them after filling in its defaults;
+ * model/lm_rules.c - the rules a language model's training config must meet
+ * that the shape, the tensor- and pipeline-parallel sizes and the outputs
+ * impose, each with its one message. The model's check runs them after the
+ * trainer fills in its defaults;
  * `zeroc train` runs the same ones before MPI starts, so a bad flag fails
  * once, on rank 0, with the flag's name (the caller passes the names).
  * They need no MPI and no context: only the config, the shape and pp, tp.
@@ -9,7 +10,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
-#include "train/trainer.h"
+#include "model/lm_rules.h"
 
 const zeroc__train_names_t zeroc__train_field_names = {
     .tp = "tp",
@@ -37,8 +38,8 @@ const zeroc__train_names_t zeroc__train_field_names = {
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
 
-zeroc_result_t zeroc__train_check_shape(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
-                                        int tp, const zeroc__train_names_t *n) {
+zeroc_result_t zeroc__lm_check_shape(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
+                                     int tp, const zeroc__train_names_t *n) {
   if (g->heads < 1 || g->hidden % g->heads)
     return BAD("%s %d must divide %s %d", n->heads, g->heads, n->hidden, g->hidden);
   if (g->heads % tp)
@@ -52,9 +53,8 @@ zeroc_result_t zeroc__train_check_shape(const zeroc_train_config_t *c, const zer
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__train_check_pipeline(const zeroc_train_config_t *c,
-                                           const zeroc_gpt_config_t *g, int pp,
-                                           const zeroc__train_names_t *n) {
+zeroc_result_t zeroc__lm_check_pipeline(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
+                                        int pp, const zeroc__train_names_t *n) {
   int il = c->pp_schedule == ZEROC_PIPELINE_INTERLEAVED;
   if (pp == 1) return ZEROC_OK;
   if (c->zero > 1)
@@ -75,8 +75,8 @@ zeroc_result_t zeroc__train_check_pipeline(const zeroc_train_config_t *c,
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__train_check_outputs(const zeroc_train_config_t *c,
-                                          const zeroc__train_names_t *n) {
+zeroc_result_t zeroc__lm_check_outputs(const zeroc_train_config_t *c,
+                                       const zeroc__train_names_t *n) {
   static const char *const offloads[] = {"none", "cpu", "nvme"};
   if (c->offload_params != ZEROC_OFFLOAD_NONE && c->zero != 3)
     return BAD("%s %s needs %s 3 (got %s %d)", n->offload_params,

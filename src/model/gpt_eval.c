@@ -1,23 +1,24 @@
 /*
- * train/eval.c - the trainer's evaluation: the mean loss over the same
+ * model/gpt_eval.c - the GPT's evaluation: the mean loss over the same
  * held-out global batches every time, forward only (zeroc_model_eval, or
  * zeroc_pipeline_eval through the pipeline), one number on every rank. The
  * held-out data is opened and read through once at create, so its problems
  * stop the run before it trains.
  */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "comm/comm.h"
 #include "core/error.h"
+#include "model/gpt_run.h"
 #include "runtime/runtime.h"
-#include "train/trainer.h"
 
 /* The held-out steps: synthetic data's from 2^32 on, which no training run
  * reaches; a file set's from its start. */
-static uint64_t val_first(const zeroc_trainer_t *tr) {
-  return tr->info.val.kind == ZEROC_DATA_SYNTHETIC ? (uint64_t)1 << 32 : 0;
+static uint64_t val_first(const zeroc__gpt_run_t *run) {
+  return run->info->val.kind == ZEROC_DATA_SYNTHETIC ? (uint64_t)1 << 32 : 0;
 }
 
 /* The data layer's message, said to be about the held-out data. */
@@ -28,15 +29,15 @@ static zeroc_result_t val_failed(zeroc_result_t r) {
   return r;
 }
 
-zeroc_result_t zeroc__train_val_open(zeroc_trainer_t *tr) {
-  zeroc_train_info_t *in = &tr->info;
+zeroc_result_t zeroc__gpt_val_open(zeroc__gpt_run_t *run) {
+  zeroc_train_info_t *in = run->info;
   const zeroc_train_config_t *c = &in->config;
   if (!c->val_data) return ZEROC_OK;
   /* the training data's shape and order (unshuffled): its checks and messages */
-  zeroc_data_config_t dcfg = zeroc__train_data_config(tr, c->val_data, 0);
-  zeroc_result_t r = zeroc_data_create(&dcfg, &tr->val);
+  zeroc_data_config_t dcfg = zeroc__gpt_data_config(run, c->val_data, 0);
+  zeroc_result_t r = zeroc_data_create(&dcfg, &run->val);
   if (r) return val_failed(r);
-  zeroc_data_info(tr->val, &in->val);
+  zeroc_data_info(run->val, &in->val);
   /* whole global batches, at least one; a file set at most once through */
   int64_t per = (int64_t)in->global_batch * c->seq;
   int64_t nb = (c->val_tokens + per - 1) / per;
@@ -56,59 +57,55 @@ zeroc_result_t zeroc__train_val_open(zeroc_trainer_t *tr) {
   size_t ntok = (size_t)c->batch * (size_t)c->seq;
   int32_t *x = malloc(ntok * 2 * sizeof *x);
   if (!x) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "val_data: token buffers (2 x %zu tokens)", ntok);
-  zeroc_data_layout_t lay = {tr->dp, tr->dp_rank, c->batch, c->grad_accum};
+  zeroc_data_layout_t lay = {run->dp, run->dp_rank, c->batch, c->grad_accum};
   for (int k = 0; !r && k < in->val_batches; k++)
     for (int u = 0; !r && u < c->grad_accum; u++)
-      r = zeroc_data_batch(tr->val, &lay, val_first(tr) + (uint64_t)k, u, x, x + ntok);
+      r = zeroc_data_batch(run->val, &lay, val_first(run) + (uint64_t)k, u, x, x + ntok);
   free(x);
   return r ? val_failed(r) : ZEROC_OK;
 }
 
 /* The sum of the micro-batch losses of held-out global batch k on this rank
  * (each micro-batch's loss is its mean over B x T positions). */
-static zeroc_result_t eval_batch(zeroc_trainer_t *tr, int k, double *sum) {
-  const zeroc_train_config_t *c = &tr->info.config;
-  uint64_t step = val_first(tr) + (uint64_t)k;
+static zeroc_result_t eval_batch(zeroc__gpt_run_t *run, int k, double *sum) {
+  const zeroc_train_config_t *c = &run->info->config;
+  uint64_t step = val_first(run) + (uint64_t)k;
   for (int u = 0; u < c->grad_accum; u++) {
     zeroc_gpt_batch_t b;
-    ZEROC_CHECK(zeroc__train_load(tr, tr->val, step, u, &b));
-    if (tr->pipe) {
-      tr->mbs[u] = b;
-      tr->mbp[u] = &tr->mbs[u];
+    ZEROC_CHECK(zeroc__gpt_load(run, run->val, step, u, &b));
+    if (run->pipe) {
+      run->mbs[u] = b;
+      run->mbp[u] = &run->mbs[u];
       continue;
     }
     float l = 0;
-    ZEROC_CHECK(zeroc_model_eval(tr->model, &b, &l));
+    ZEROC_CHECK(zeroc_model_eval(run->model, &b, &l));
     *sum += l;
   }
-  if (tr->pipe) {
+  if (run->pipe) {
     double mean = 0;
-    ZEROC_CHECK(zeroc_pipeline_eval(tr->pipe, tr->mbp, &mean));
+    ZEROC_CHECK(zeroc_pipeline_eval(run->pipe, run->mbp, &mean));
     *sum += mean * c->grad_accum;
   }
   return ZEROC_OK;
 }
 
-static zeroc_result_t evaluate(zeroc_trainer_t *tr, double *loss) {
-  const zeroc_train_config_t *c = &tr->info.config;
-  if (!tr->val)
+zeroc_result_t zeroc__gpt_evaluate(void *self, double *loss, double *auc, double *logloss) {
+  zeroc__gpt_run_t *run = self;
+  const zeroc_train_config_t *c = &run->info->config;
+  if (auc) *auc = NAN;
+  if (logloss) *logloss = NAN;
+  if (!run->val)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_evaluate: the config has no val_data");
   double sum = 0;
-  for (int k = 0; k < tr->info.val_batches; k++) ZEROC_CHECK(eval_batch(tr, k, &sum));
+  for (int k = 0; k < run->info->val_batches; k++) ZEROC_CHECK(eval_batch(run, k, &sum));
   /* the loss is the last stage's, the same on its tp ranks: one share per
    * data-parallel rank, summed over the world, so every rank has one number */
-  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(tr->ctx);
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(run->ctx);
   if (mesh->tp_rank != 0 || mesh->pp_rank != mesh->pp - 1) sum = 0;
-  ZEROC_CHECK(zeroc__allreduce_host(zeroc__ctx_group(tr->ctx, ZEROC_GROUP_WORLD), &sum, 1,
+  ZEROC_CHECK(zeroc__allreduce_host(zeroc__ctx_group(run->ctx, ZEROC_GROUP_WORLD), &sum, 1,
                                     ZEROC_FP64, ZEROC_SUM));
   /* every micro-batch has the same number of positions: the mean of the means */
-  *loss = sum / ((double)tr->dp * c->grad_accum * tr->info.val_batches);
+  *loss = sum / ((double)run->dp * c->grad_accum * run->info->val_batches);
   return ZEROC_OK;
-}
-
-zeroc_result_t zeroc_trainer_evaluate(zeroc_trainer_t *tr, double *loss) {
-  if (!tr || !loss)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_evaluate: NULL argument");
-  if (tr->dlrm) return zeroc__ctx_ret(tr->ctx, zeroc__dlrm_evaluate(tr, loss, NULL, NULL));
-  return zeroc__ctx_ret(tr->ctx, evaluate(tr, loss));
 }

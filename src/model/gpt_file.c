@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "persist/gpt_file.h"
+#include "model/gpt_file.h"
 
 /* "(64)", "(768, 2304)", "()" for a scalar: a shape with its real rank, so
  * that a 1-D tensor and a (64, 1) one read differently in a message. */

@@ -1,5 +1,5 @@
 /*
- * persist/gpt_file.h - reading GPT-2 weights as Hugging Face writes them, for
+ * model/gpt_file.h - reading GPT-2 weights as Hugging Face writes them, for
  * zeroc_gpt_import and the sampler alike: both name layouts (bare `wte.weight`,
  * `h.0....`, or `transformer.`-prefixed as GPT2LMHeadModel.save_pretrained
  * writes), an `lm_head.weight` that must equal wte (the model ties them), a
@@ -7,8 +7,8 @@
  * (converted to fp32). And the consolidated weights of a sharded model,
  * collected on rank 0 (export and the sampler of a trainer).
  */
-#ifndef ZEROC_PERSIST_GPT_FILE_H
-#define ZEROC_PERSIST_GPT_FILE_H
+#ifndef ZEROC_MODEL_GPT_FILE_H
+#define ZEROC_MODEL_GPT_FILE_H
 
 #include <stdint.h>
 

@@ -1,12 +1,12 @@
 /*
- * train/dlrm_tables.h - the DLRM trainer's embedding bags behind one small
+ * model/dlrm_tables.h - the DLRM trainer's embedding bags behind one small
  * interface: the model-parallel layer of src/embed (zeroc/embed.h), or with
  * ZEROC_DLRM_EMBED=0 replicated host tables (dlrm_tables.c) with the same
  * arithmetic: sum pooling, gradients summed over the data-parallel ranks,
  * row-wise AdaGrad (s_row += mean of g^2 over the row; w -= lr g / (sqrt(s) + eps)).
  */
-#ifndef ZEROC_TRAIN_DLRM_TABLES_H
-#define ZEROC_TRAIN_DLRM_TABLES_H
+#ifndef ZEROC_MODEL_DLRM_TABLES_H
+#define ZEROC_MODEL_DLRM_TABLES_H
 
 #include <stdint.h>
 

@@ -1,5 +1,5 @@
 /*
- * train/print_schedule.c - `zeroc train --print-schedule`: the stage cut of
+ * model/gpt_schedule.c - `zeroc train --print-schedule`: the stage cut of
  * the GPT over pp x vpp stages (units, share of the cost) and every rank's
  * actions, from the same partition and pipeline config the trainer builds,
  * so the schedule printed is the one that runs. No MPI, nothing trained.
@@ -8,7 +8,8 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "train/trainer.h"
+#include "model/gpt_run.h"
+#include "model/lm_rules.h"
 
 static void unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
   if (u == 0)
@@ -19,19 +20,19 @@ static void unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
     snprintf(buf, n, "block %d", u - 1);
 }
 
-zeroc_result_t zeroc__train_print_schedule(FILE *f, const zeroc_train_config_t *c,
-                                           const zeroc_gpt_config_t *g, int pp, int tp,
-                                           zeroc_dtype_t act_dtype) {
+zeroc_result_t zeroc__gpt_print_schedule(FILE *f, const zeroc_train_config_t *c,
+                                         const zeroc_gpt_config_t *g, int pp, int tp,
+                                         zeroc_dtype_t act_dtype) {
   int S = pp * c->vpp, nu = zeroc_gpt_num_units(g);
   int *bounds = malloc(sizeof(int) * (size_t)(S + 1));
   double *cost = malloc(sizeof(double) * (size_t)nu);
   zeroc_result_t r = ZEROC_OK;
   if (!bounds || !cost)
     r = ZEROC_FAIL(ZEROC_ERR_NOMEM, "pipeline schedule of %d stages and %d units", S, nu);
-  if (!r) r = zeroc__train_partition(g, S, bounds);
+  if (!r) r = zeroc__gpt_partition(g, S, bounds);
   if (r) goto exit;
   zeroc_gpt_unit_costs(g, cost);
-  zeroc_pipeline_config_t pc = zeroc__train_pipe_config(c, tp, 1, act_dtype);
+  zeroc_pipeline_config_t pc = zeroc__gpt_pipe_config(c, tp, 1, act_dtype);
   fprintf(f, "pipeline: %s, %d ranks x %d chunks = %d stages, %d micro-batches of %d sequences\n",
           c->pp_schedule == ZEROC_PIPELINE_INTERLEAVED ? "interleaved" : "1f1b", pp, c->vpp, S,
           c->grad_accum, g->batch);

@@ -1,37 +1,16 @@
 /*
- * train/dlrm_train.c - the trainer's DLRM path.
- *
- * Design: one trainer object and one step loop for both models. The step
- * (pending checkpoint, LR schedule, zeroc_model_step on the sharded units,
- * spike report, metrics, evaluation cadence) is model-independent already; only
- * three things differ: what builds the run, what one step's batches do, and what
- * an evaluation measures. So the trainer keeps its GPT code and branches to this
- * file at those three points (resolve/build, run_batches, evaluate) instead of
- * growing a model interface of function tables that one caller would use: the
- * smaller change, and the DLRM's extra state lives in one struct here.
- *
- * Per step (grad_accum 1): each rank reads its B samples of the global batch
- * (samples s*G + dp_rank*B ..), the tables pool their bags, the MLPs run as
- * sharded units with the pooled rows in the batch, the pooled rows' gradient
- * goes back to the tables (AdaGrad at this step's learning rate), and the
- * trainer's zeroc_model_step updates the MLPs.
+ * model/dlrm_arch.c - the DLRM behind the model interface (zeroc/arch.h): its
+ * configuration (a preset with the --tables/--rows/--dim/--dense/--bottom/--top
+ * overrides, its defaults and the layouts it supports) and its table of
+ * functions. The run itself is dlrm_run.c, its checkpoints dlrm_ckpt.c.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
 #include "core/error.h"
-#include "io/clicks.h"
-#include "runtime/runtime.h"
-#include "train/dlrm_tables.h"
-#include "train/trainer.h"
-#include "zeroc/device.h"
-
-#define VAL_FIRST ((uint64_t)1 << 40) /* synthetic held-out samples: beyond any run */
-
-#include "train/dlrm_run.h"
+#include "model/dlrm_run.h"
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
 
@@ -62,10 +41,12 @@ static zeroc_result_t widths(const char *what, const char *s, int *out, int *n) 
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__dlrm_resolve(zeroc_trainer_t *tr, zeroc_train_config_t *c) {
-  zeroc_dlrm_config_t *m = &tr->info.dlrm_model;
+zeroc_result_t zeroc__dlrm_resolve(zeroc_train_config_t *c, const zeroc_mesh_info_t *mesh,
+                                   zeroc_train_info_t *info) {
+  zeroc_dlrm_config_t *m = &info->dlrm_model;
+  (void)mesh;
   ZEROC_CHECK(zeroc_dlrm_preset(c->model, m));
-  tr->info.dlrm = 1;
+  info->dlrm = 1;
   if (c->tables < 0 || c->tables > ZEROC_DLRM_MAX_TABLES)
     return BAD("tables %d: accepted 1..%d", c->tables, ZEROC_DLRM_MAX_TABLES);
   if (c->tables > 0) {
@@ -93,18 +74,21 @@ zeroc_result_t zeroc__dlrm_resolve(zeroc_trainer_t *tr, zeroc_train_config_t *c)
     return BAD("embedding_sharding %d: accepted 0 auto, 1 table, 2 column, 3 row, 4 data",
                c->embedding_sharding);
   if (c->val_tokens == 0) c->val_tokens = 4096; /* samples, for DLRM */
+  if (c->param_dtype < 0) c->param_dtype = ZEROC_FP32;
   return zeroc_dlrm_config_check(m);
 }
 
 /* What the DLRM path does not do (yet), and its own rules. */
-zeroc_result_t zeroc__dlrm_check(const zeroc_trainer_t *tr, const zeroc_train_config_t *c) {
+static zeroc_result_t check(const zeroc_train_config_t *c, const zeroc_mesh_info_t *mesh,
+                            const zeroc_train_info_t *info) {
+  (void)info;
   /* every rank data-parallel: tp, pp (and any other model-parallel size) 1 */
-  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(tr->ctx);
   if (mesh->dp != mesh->world)
-    return BAD("model %s: the mesh has %d data-parallel ranks of %d (pp %d, tp %d, cp %d); the "
-               "DLRM's layout is data-parallel MLPs with model-parallel tables over the same ranks, so "
-               "pipeline, tensor and context parallelism are for the GPT",
-               c->model, mesh->dp, mesh->world, tr->pp, tr->tp, mesh->cp);
+    return BAD(
+        "model %s: the mesh has %d data-parallel ranks of %d (pp %d, tp %d, cp %d); the "
+        "DLRM's layout is data-parallel MLPs with model-parallel tables over the same ranks, so "
+        "pipeline, tensor and context parallelism are for the GPT",
+        c->model, mesh->dp, mesh->world, mesh->pp, mesh->tp, mesh->cp);
   if (c->grad_accum != 1)
     return BAD("grad_accum %d with model %s: accepted 1 (the tables update in every backward)",
                c->grad_accum, c->model);
@@ -120,3 +104,36 @@ zeroc_result_t zeroc__dlrm_check(const zeroc_trainer_t *tr, const zeroc_train_co
   if (c->val_every < 0) return BAD("val_every %d: accepted >= 0", c->val_every);
   return ZEROC_OK;
 }
+
+static zeroc_model_t *model(void *self) { return ((zeroc__dlrm_run_t *)self)->model; }
+
+static zeroc_pipeline_t *no_pipeline(void *self) {
+  (void)self;
+  return NULL;
+}
+
+static double no_wait(void *self) {
+  (void)self;
+  return 0;
+}
+
+static const char *const PRESETS[] = {"dlrm-tiny", "dlrm", "dlrm-mlperf", NULL};
+
+const zeroc_arch_t zeroc__arch_dlrm = {
+    .name = "dlrm",
+    .presets = PRESETS,
+    .resolve = zeroc__dlrm_resolve,
+    .check = check,
+    .create = zeroc__dlrm_create,
+    .destroy = zeroc__dlrm_destroy,
+    .model = model,
+    .pipeline = no_pipeline,
+    .run_step = zeroc__dlrm_run_step,
+    .evaluate = zeroc__dlrm_evaluate,
+    .comm_wait_s = no_wait,
+    .app_json = zeroc__dlrm_app_json,
+    .resume_fields = zeroc__dlrm_resume_fields,
+    .save_extra = zeroc__dlrm_save_tables,
+    .load_extra = zeroc__dlrm_load_tables,
+    /* no import, export or sampling: DLRM checkpoints are save and resume */
+};

@@ -1,5 +1,5 @@
 /*
- * train/dlrm_tables.c - the DLRM trainer's tables: the model-parallel
+ * model/dlrm_tables.c - the DLRM trainer's tables: the model-parallel
  * embedding layer (zeroc/embed.h), or with ZEROC_DLRM_EMBED=0 replicated host
  * tables: every rank holds every table, pools its own samples, and the dense
  * table gradients are averaged over the data-parallel group before the AdaGrad
@@ -15,9 +15,9 @@
 #include "comm/comm.h"
 #include "core/env.h"
 #include "core/error.h"
-#include "runtime/runtime.h"
 #include "model/dlrm_sizes.h"
-#include "train/dlrm_tables.h"
+#include "model/dlrm_tables.h"
+#include "runtime/runtime.h"
 #include "zeroc/device.h"
 #include "zeroc/embed.h"
 

@@ -1,0 +1,54 @@
+/*
+ * model/lm_rules.h - a language model's config rules (lm_rules.c), shared with
+ * `zeroc train`'s checks before MPI starts: the messages name each setting
+ * by the config's field names or by the command's flags.
+ */
+#ifndef ZEROC_MODEL_LM_RULES_H
+#define ZEROC_MODEL_LM_RULES_H
+
+#include <stdio.h>
+
+#include "zeroc/gpt.h"
+#include "zeroc/train.h"
+
+/* What a rule's message calls each setting: the config's field names
+ * (zeroc__train_field_names) or the command's flags (apps/train_flags.c). */
+typedef struct zeroc__train_names {
+  const char *tp, *pp, *heads, *hidden, *batch, *seq, *layers, *zero, *vpp;
+  const char *microbatches; /* grad_accum: the micro-batches with a pipeline */
+  const char *interleaved;  /* the interleaved pipeline schedule */
+  const char *sequence_parallel, *offload_params, *nvme_dir, *save_every, *save, *resume, *init;
+  const char *val_data, *val_every, *val_tokens;
+} zeroc__train_names_t;
+extern const zeroc__train_names_t zeroc__train_field_names;
+
+/* Each returns ZEROC_ERR_INVALID_ARG with one message naming the settings
+ * by `n`, for the first rule the resolved config `c` breaks. */
+/* The shape `g` and tensor parallelism: heads | hidden, tp | heads, sequence
+ * parallelism needs tp > 1 and tp | batch x seq. */
+zeroc_result_t zeroc__lm_check_shape(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
+                                     int tp, const zeroc__train_names_t *n);
+/* A pipeline of `pp` ranks (nothing to check when pp is 1): zero 0 or 1, vpp
+ * with the interleaved schedule only and >= 2 there, micro-batches (grad_accum)
+ * a multiple of pp there, at least pp x vpp units in `g`. */
+zeroc_result_t zeroc__lm_check_pipeline(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
+                                        int pp, const zeroc__train_names_t *n);
+/* The rules of the state and outputs: offload_params needs zero 3, nvme
+ * offload needs nvme_dir, save_every needs save, resume excludes init;
+ * val_every and val_tokens need val_data, val_every >= 0, val_tokens in
+ * 0..ZEROC__VAL_TOKENS_MAX (0: unset). */
+#define ZEROC__VAL_TOKENS_MAX 1000000000000LL
+zeroc_result_t zeroc__lm_check_outputs(const zeroc_train_config_t *c,
+                                       const zeroc__train_names_t *n);
+
+/* --print-schedule (gpt_schedule.c): writes to `f` the cut of `g` into
+ * pp x c->vpp stages with each stage's units and share of the cost, then
+ * every rank's actions (zeroc_pipeline_print_schedule with communication).
+ * `c` is the command's config with grad_accum the micro-batches; tp and
+ * act_dtype as zeroc__gpt_pipe_config takes them. Errors: the partition's
+ * and the schedule's, ZEROC_ERR_NOMEM, ZEROC_ERR_IO. */
+zeroc_result_t zeroc__gpt_print_schedule(FILE *f, const zeroc_train_config_t *c,
+                                         const zeroc_gpt_config_t *g, int pp, int tp,
+                                         zeroc_dtype_t act_dtype);
+
+#endif

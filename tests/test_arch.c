@@ -1,0 +1,143 @@
+/*
+ * test_arch.c - the model interface (zeroc/arch.h) and its registry: every
+ * preset name finds its architecture and no other; every architecture
+ * fills the functions the trainer calls unconditionally; the trainer builds,
+ * steps, checkpoints and refuses through it for both built-in models (an
+ * unknown model is refused naming every registered preset; a model without an
+ * export is refused by name, not crashed on).
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "zeroc/zeroc.h"
+
+static void test_registry(void) {
+  const zeroc_arch_t *const *all = zeroc_arch_list();
+  int n = 0, presets = 0;
+  for (; all[n]; n++) {
+    const zeroc_arch_t *a = all[n];
+    ZT_ASSERT_MSG(a->name && a->presets && a->presets[0], "architecture %d has no name or presets",
+                  n);
+    /* what the trainer calls without asking */
+    CU_ASSERT(a->resolve && a->check && a->create && a->destroy && a->model && a->pipeline &&
+              a->run_step && a->evaluate && a->comm_wait_s && a->app_json && a->resume_fields);
+    for (int p = 0; a->presets[p]; p++, presets++)
+      ZT_ASSERT_MSG(zeroc_arch_find(a->presets[p]) == a, "preset %s finds another architecture",
+                    a->presets[p]);
+  }
+  CU_ASSERT_EQUAL(n, 2);
+  CU_ASSERT(presets >= 10);
+  CU_ASSERT_PTR_NULL(zeroc_arch_find(NULL));
+  CU_ASSERT_PTR_NULL(zeroc_arch_find("llama"));
+  CU_ASSERT_PTR_NULL(zeroc_arch_find(""));
+  const zeroc_arch_t *g = zeroc_arch_find("tiny"), *d = zeroc_arch_find("dlrm-tiny");
+  CU_ASSERT_FATAL(g && d && g != d);
+  CU_ASSERT_STRING_EQUAL(g->name, "gpt2");
+  CU_ASSERT_STRING_EQUAL(d->name, "dlrm");
+  CU_ASSERT(g->import_weights && g->export_weights && g->sampler && g->sample_prompt);
+  CU_ASSERT(!d->import_weights && !d->export_weights && !d->sampler && d->save_extra &&
+            d->load_extra);
+}
+
+/* Resolve and check need no context: the shapes they give. */
+static void test_resolve(void) {
+  zeroc_mesh_info_t mesh;
+  memset(&mesh, 0, sizeof mesh);
+  mesh.world = mesh.dp = mesh.dp_shard = mesh.dp_replicate = mesh.tp = mesh.pp = mesh.cp = 1;
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  zeroc_train_info_t info;
+  memset(&info, 0, sizeof info);
+  c.model = "tiny";
+  c.layers = 3;
+  ZT_OK(zeroc_arch_find("tiny")->resolve(&c, &mesh, &info));
+  CU_ASSERT_EQUAL(info.model.layers, 3);
+  CU_ASSERT_EQUAL(c.seq, info.model.seq); /* written back */
+  CU_ASSERT(c.seq > 0 && c.batch > 0);
+  zeroc_train_config_t d = ZEROC_TRAIN_CONFIG_INIT;
+  memset(&info, 0, sizeof info);
+  d.model = "dlrm-tiny";
+  d.rows = "10,20";
+  CU_ASSERT_EQUAL(zeroc_arch_find("dlrm-tiny")->resolve(&d, &mesh, &info), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "rows '10,20'") != NULL, "message: %s",
+                zeroc_last_error(NULL));
+}
+
+static int run_trainer(zeroc_ctx_t *ctx, const char *model, const char *save, const char *resume,
+                       double *loss) {
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  c.model = model;
+  c.steps = 4;
+  c.lr = 1e-2;
+  c.save = save;
+  c.resume = resume;
+  zeroc_trainer_t *tr = NULL;
+  zeroc_result_t r = zeroc_trainer_create(ctx, &c, &tr);
+  ZT_ASSERT_MSG(r == ZEROC_OK, "%s: %s", model, zeroc_last_error(ctx));
+  if (r) return -1;
+  zeroc_train_info_t in;
+  zeroc_trainer_info(tr, &in);
+  CU_ASSERT(in.arch == zeroc_arch_find(model));
+  zeroc_train_metrics_t m;
+  int steps = 0;
+  while (zeroc_trainer_step(tr, &m) == ZEROC_OK && m.step) steps++, *loss = m.loss;
+  if (steps) CU_ASSERT(isfinite(*loss));
+  if (save) ZT_OK(zeroc_trainer_save(tr, save));
+  if (in.dlrm) { /* no export: refused by name */
+    CU_ASSERT_EQUAL(zeroc_trainer_export(tr, "/tmp/never.safetensors"), ZEROC_ERR_UNSUPPORTED);
+    zeroc_sampler_t *s = NULL;
+    CU_ASSERT_EQUAL(zeroc_sampler_from_trainer(tr, &s), ZEROC_ERR_UNSUPPORTED);
+    CU_ASSERT_PTR_NULL(s);
+  }
+  zeroc_trainer_destroy(tr);
+  return steps;
+}
+
+/* Both models through the interface: steps, a checkpoint, a resume of it
+ * that does no step (its losses were all taken) and the refusals. */
+static void test_trainer_both(void) {
+  zeroc_ctx_t *ctx = zt_ctx(1, 1, 1);
+  if (!ctx) return;
+  const char *models[] = {"tiny", "dlrm-tiny"};
+  for (int k = 0; k < 2; k++) {
+    char dir[256] = ""; /* rank 0's temporary directory, the same on every rank */
+    if (zt_rank() == 0) {
+      char *d = zt_tempdir("zeroc-arch");
+      snprintf(dir, sizeof dir, "%s", d ? d : "");
+      free(d);
+    }
+    MPI_Bcast(dir, sizeof dir, MPI_CHAR, 0, MPI_COMM_WORLD);
+    CU_ASSERT_FATAL(dir[0] != 0);
+    double loss = NAN, again = NAN;
+    CU_ASSERT_EQUAL(run_trainer(ctx, models[k], dir, NULL, &loss), 4);
+    CU_ASSERT_EQUAL(run_trainer(ctx, models[k], NULL, dir, &again), 0); /* resumed at its end */
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (zt_rank() == 0) zt_rmtree(dir);
+  }
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  c.model = "llama3-1b";
+  zeroc_trainer_t *tr = NULL;
+  CU_ASSERT_EQUAL(zeroc_trainer_create(ctx, &c, &tr), ZEROC_ERR_INVALID_ARG);
+  const char *e = zeroc_last_error(ctx);
+  ZT_ASSERT_MSG(strstr(e, "model 'llama3-1b' unknown") && strstr(e, "gpt2-124m") &&
+                    strstr(e, "dlrm-mlperf"),
+                "message: %s", e);
+  c.model = "dlrm-tiny";
+  c.init = "/nonexistent.safetensors";
+  CU_ASSERT_EQUAL(zeroc_trainer_create(ctx, &c, &tr), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(ctx), "--init") != NULL, "message: %s",
+                zeroc_last_error(ctx));
+  zeroc_ctx_finalize(ctx);
+}
+
+int main(int argc, char **argv) {
+  static const zt_test_t tests[] = {
+      {"every preset finds its architecture; the tables are complete", test_registry},
+      {"resolve: a preset with overrides, without a context", test_resolve},
+      {"the trainer through the interface: GPT and DLRM, checkpoints, refusals", test_trainer_both},
+      ZT_END,
+  };
+  return zt_run_mpi(argc, argv, "arch", tests, 1, 0);
+}
