@@ -6,7 +6,7 @@
  *              optimizer step's norm accumulator;
  *   model      src/model/dlrm.c's activations and workspace (dlrm_sizes.c);
  *   trainer    the device batch: dense (B, F), labels (B), pooled and its
- *              gradient (B, T, D) each, tag buffers (train/dlrm_run.c);
+ *              gradient (B, T, D) each, tag buffers (model/dlrm_run.c);
  *   tables     zeroc_embed_plan's cost for the config the trainer builds
  *              (zeroc__dlrm_embed_config), the numbers zeroc_embed_create allocates.
  * The DLRM computes in fp32 and updates once per backward (no accumulation),

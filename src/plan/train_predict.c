@@ -93,7 +93,7 @@ static void predict_dlrm(zeroc_ctx_t *ctx, zeroc_train_info_t *in) {
   pc.prefetch = c->prefetch;
   pc.sharding = (zeroc_embed_sharding_t)c->embedding_sharding;
   int64_t host = 0, embed = 1;
-  zeroc__env_i64("ZEROC_DLRM_HOST_TABLES", 0, &host); /* as train/dlrm_tables.c reads them */
+  zeroc__env_i64("ZEROC_DLRM_HOST_TABLES", 0, &host); /* as model/dlrm_tables.c reads them */
   zeroc__env_i64("ZEROC_DLRM_EMBED", 1, &embed);
   pc.host_threshold = host > 0 ? (uint64_t)host : 0;
   pc.rank = mesh->dp_rank;
