@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 const char *const zarg_devices[] = {"auto", "cpu", "cuda", NULL};
@@ -69,7 +70,8 @@ int zarg_fail(const char *cmd, const char *fmt, ...) {
 
 static void choices_text(const char *const *c, char *buf, size_t n) {
   buf[0] = 0;
-  for (int k = 0; c[k]; k++) snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", k ? ", " : "", c[k]);
+  for (int k = 0; c[k]; k++)
+    snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", k ? ", " : "", c[k]);
 }
 
 static int set_value(const char *cmd, const zarg_t *a, const char *v) {
@@ -82,15 +84,18 @@ static int set_value(const char *cmd, const zarg_t *a, const char *v) {
     if (errno || end == v || *end || (a->lo_open ? x <= a->lo : x < a->lo) || x > a->hi)
       return zarg_fail(cmd, "%s '%s': accepted an integer %s%.0f..%.0f", a->name, v,
                        a->lo_open ? "> " : "", a->lo, a->hi);
-    if (a->kind == ARG_INT) *(int *)a->dst = (int)x;
-    else *(int64_t *)a->dst = x;
+    if (a->kind == ARG_INT)
+      *(int *)a->dst = (int)x;
+    else
+      *(int64_t *)a->dst = x;
     return 0;
   }
   case ARG_DOUBLE: {
     double x = strtod(v, &end);
-    if (errno || end == v || *end || !isfinite(x) || (a->lo_open ? x <= a->lo : x < a->lo) || x > a->hi)
-      return zarg_fail(cmd, "%s '%s': accepted a number %s%g..%g", a->name, v, a->lo_open ? "> " : "",
-                       a->lo, a->hi);
+    if (errno || end == v || *end || !isfinite(x) || (a->lo_open ? x <= a->lo : x < a->lo) ||
+        x > a->hi)
+      return zarg_fail(cmd, "%s '%s': accepted a number %s%g..%g", a->name, v,
+                       a->lo_open ? "> " : "", a->lo, a->hi);
     *(double *)a->dst = x;
     return 0;
   }
@@ -109,7 +114,9 @@ static int set_value(const char *cmd, const zarg_t *a, const char *v) {
     if (!*v) return zarg_fail(cmd, "%s: needs a non-empty value", a->name);
     *(const char **)a->dst = v;
     return 0;
-  case ARG_SWITCH: *(int *)a->dst = 1; return 0;
+  case ARG_SWITCH:
+    *(int *)a->dst = 1;
+    return 0;
   }
   return 2;
 }
@@ -121,7 +128,9 @@ int zarg_parse(const char *cmd, int argc, char **argv, const zarg_t *args, int n
     const zarg_t *f = NULL;
     for (int k = 0; k < nargs; k++)
       if (strlen(args[k].name) == len && !strncmp(args[k].name, a, len)) f = &args[k];
-    if (!f) return zarg_fail(cmd, "unknown flag '%.*s' (zeroc %s --help lists the flags)", (int)len, a, cmd);
+    if (!f)
+      return zarg_fail(cmd, "unknown flag '%.*s' (zeroc %s --help lists the flags)", (int)len, a,
+                       cmd);
     const char *v = NULL;
     if (f->kind == ARG_SWITCH) {
       if (eq) return zarg_fail(cmd, "%s takes no value", f->name);
@@ -139,6 +148,13 @@ int zarg_parse(const char *cmd, int argc, char **argv, const zarg_t *args, int n
 
 /* The library's message without the "file.c:LINE: " origins in it (one per
  * layer that wrapped it), which name our sources, not the user's input. */
+const char *zarg_file_kind(unsigned mode) {
+  return S_ISREG(mode)    ? "file"
+         : S_ISDIR(mode)  ? "directory"
+         : S_ISFIFO(mode) ? "fifo"
+                          : "special file";
+}
+
 const char *zarg_user_msg(const char *e) {
   static char buf[2048];
   size_t k = 0;

@@ -52,6 +52,9 @@ int zarg_parse(const char *cmd, int argc, char **argv, const zarg_t *args, int n
  * process) and returns 2. */
 int zarg_fail(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* What a path that is not a directory is, for messages: "file", "fifo", ... (st_mode). */
+const char *zarg_file_kind(unsigned mode);
+
 /* A library error message (zeroc_last_error) for a user: without the
  * "file.c:LINE: " origins in it (one per layer that wrapped it), which name our
  * sources, not the user's input. Returns a static buffer (one thread). */

@@ -5,18 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "apps/cli.h"
-#include "comm/comm.h"
-#include "runtime/runtime.h"
 #include "zeroc/zeroc.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 int zeroc_cmd_info(int argc, char **argv) {
   size_t mib = 16;
@@ -56,40 +47,18 @@ int zeroc_cmd_info(int argc, char **argv) {
 #endif
   }
   zeroc_ctx_print_topology(ctx, stdout);
-  zeroc_group_t *g = zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD);
-  size_t count = mib * 1048576 / 4;
-  float *shard = NULL, *full = NULL;
-  zeroc_stream_t *s = NULL;
-  r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, count * 4, (void **)&shard);
-  if (!r) r = zeroc_mem_alloc(ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, count * 4 * (size_t)g->size, (void **)&full);
-  if (!r) r = zeroc_stream_create(ctx, 0, &s);
-  if (!r) r = zeroc_memset_async(s, full, 0, count * 4 * (size_t)g->size);
-  if (!r) r = zeroc_memset_async(s, shard, 0, count * 4);
-  double t_ag = 1e30, t_rs = 1e30;
-  for (int it = 0; it < 5 && !r; it++) {
-    double t0 = now();
-    r = zeroc__allgather(g, s, shard, full, count, ZEROC_FP32);
-    if (!r) r = zeroc_stream_sync(s);
-    double t1 = now();
-    if (!r) r = zeroc__reduce_scatter(g, s, full, shard, count, ZEROC_FP32, ZEROC_SUM);
-    if (!r) r = zeroc_stream_sync(s);
-    double t2 = now();
-    if (it > 0) { /* the first round warms up */
-      t_ag = t1 - t0 < t_ag ? t1 - t0 : t_ag;
-      t_rs = t2 - t1 < t_rs ? t2 - t1 : t_rs;
-    }
-  }
-  if (!r && m->rank == 0 && g->size > 1) {
-    double bus = (double)count * 4 * (g->size - 1);
-    printf("all-gather     %zu MiB/rank over %d ranks: %.2f ms, bus bandwidth %.2f GB/s (best of 4)\n",
-           mib, g->size, t_ag * 1e3, bus / t_ag / 1e9);
-    printf("reduce-scatter %zu MiB/rank over %d ranks: %.2f ms, bus bandwidth %.2f GB/s (best of 4)\n",
-           mib, g->size, t_rs * 1e3, bus / t_rs / 1e9);
+  double t_ag = 0, t_rs = 0;
+  r = zeroc_ctx_probe_collectives(ctx, mib * 1048576, 4, &t_ag, &t_rs);
+  if (!r && m->rank == 0 && m->world > 1) {
+    double bus = (double)mib * 1048576 * (m->world - 1);
+    printf(
+        "all-gather     %zu MiB/rank over %d ranks: %.2f ms, bus bandwidth %.2f GB/s (best of 4)\n",
+        mib, m->world, t_ag * 1e3, bus / t_ag / 1e9);
+    printf(
+        "reduce-scatter %zu MiB/rank over %d ranks: %.2f ms, bus bandwidth %.2f GB/s (best of 4)\n",
+        mib, m->world, t_rs * 1e3, bus / t_rs / 1e9);
   }
   if (r) fprintf(stderr, "zeroc info: rank %d: %s\n", m->rank, zeroc_last_error(NULL));
-  zeroc_stream_destroy(s);
-  zeroc_mem_free(ctx, shard);
-  zeroc_mem_free(ctx, full);
   zeroc_result_t f = zeroc_ctx_finalize(ctx);
   return r || f ? 1 : 0;
 }

@@ -12,7 +12,6 @@
 
 #include "apps/args.h"
 #include "apps/cli.h"
-#include "plan/plan_internal.h"
 #include "zeroc/plan.h"
 
 #define GIB 1073741824.0
@@ -636,7 +635,7 @@ int zeroc_cmd_plan(int argc, char **argv) {
   const zeroc_plan_config_t dflt = ZEROC_PLAN_CONFIG_INIT;
   memset(&o, 0, sizeof o);
   /* the library's defaults, resolved: the checks below read them */
-  if (zeroc__plan_read_config(&dflt, &o.cfg) != ZEROC_OK) return 1;
+  if (zeroc_plan_config_resolve(&dflt, &o.cfg) != ZEROC_OK) return 1;
   o.cfg.act_bytes = o.cfg.compute_bytes = 0; /* follow param_bytes, which --dtype sets */
   o.model = "tiny";
   o.layers = o.hidden = o.heads = o.vocab = o.seq = o.batch = -1;

@@ -21,7 +21,6 @@
 #include "apps/train_flags.h"
 #include "apps/train_sample.h"
 #include "apps/train_view.h"
-#include "core/error.h"
 #include "zeroc/train.h"
 #include "zeroc/zeroc.h"
 
@@ -265,8 +264,8 @@ static zeroc_result_t open_metrics(const ztrain_job_t *o, zeroc_ctx_t *ctx, int 
   if (root && o->metrics) {
     *metrics = fopen(o->metrics, start ? "a" : "w");
     if (!*metrics)
-      r = ZEROC_FAIL(ZEROC_ERR_IO, "--metrics '%s': cannot open for writing: %s", o->metrics,
-                     strerror(errno));
+      r = zeroc_error_set(ZEROC_ERR_IO, "--metrics '%s': cannot open for writing: %s", o->metrics,
+                          strerror(errno));
   }
   return zeroc_ctx_agree(ctx, r);
 }
@@ -280,7 +279,7 @@ static int gpt_job(int argc, char **argv, ztrain_opts_t *o, ztrain_sample_t *smp
   ztrain_opts_init(o);
   if (ztrain_parse(argc, argv, o)) return 2;
   zeroc_gpt_config_t gc;
-  int rc = ztrain_check(o, &gc);
+  int rc = ztrain_check(o, &gc, &job->tc);
   if (rc >= 0) return rc;
   if (ztrain_sample_open(o, &gc, smp)) return 2;
   job->cc.device = (zeroc_device_kind_t)o->device;
@@ -289,7 +288,6 @@ static int gpt_job(int argc, char **argv, ztrain_opts_t *o, ztrain_sample_t *smp
   job->cc.hsdp = o->hsdp;
   job->cc.cp = o->cp;
   job->cc.comm_timeout_s = o->comm_timeout;
-  ztrain_config(o, &gc, &job->tc);
   job->metrics = o->metrics, job->save = o->save, job->export_path = o->export_path;
   job->resume = o->resume, job->quiet = o->quiet, job->print_topology = o->print_topology;
   job->view = &GPT_VIEW;
@@ -358,7 +356,7 @@ static int run_job(const ztrain_job_t *j, zeroc_train_step_fn on_step, void *use
   if (r != ZEROC_OK) goto fail;
   times = calloc((size_t)steps + 1, sizeof(double));
   r = times ? ZEROC_OK
-            : ZEROC_FAIL(ZEROC_ERR_NOMEM, "out of host memory for %d step times", steps + 1);
+            : zeroc_error_set(ZEROC_ERR_NOMEM, "out of host memory for %d step times", steps + 1);
   r = zeroc_ctx_agree(ctx, r);
   if (r != ZEROC_OK) goto fail;
   if (root && !j->quiet) view->header(j, &in, mesh, now_s() - t_start);

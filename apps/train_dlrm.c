@@ -27,8 +27,10 @@ const char *const zdlrm_shardings[] = {"auto", "table", "column", "row", "data",
 
 void zdlrm_shape_apply(const zdlrm_shape_t *sh, zeroc_train_config_t *c) {
   c->model = zdlrm_models[sh->model];
-  c->tables = sh->tables, c->rows = sh->rows, c->dim = sh->dim, c->dense = sh->dense;
-  c->bottom = sh->bottom, c->top = sh->top, c->batch = sh->batch;
+  /* a flag not given (0) leaves the field unset: the preset's */
+  c->tables = sh->tables ? sh->tables : ZEROC_UNSET, c->rows = sh->rows;
+  c->dim = sh->dim ? sh->dim : ZEROC_UNSET, c->dense = sh->dense ? sh->dense : ZEROC_UNSET;
+  c->bottom = sh->bottom, c->top = sh->top, c->batch = sh->batch ? sh->batch : ZEROC_UNSET;
 }
 static const char *const SCHEDULES[] = {"constant", "cosine", NULL};
 
@@ -74,10 +76,11 @@ void ztrain_dlrm_usage(void) {
 
 static int parse(int argc, char **argv, dlrm_opts_t *o) {
   memset(o, 0, sizeof *o);
-  o->steps = o->max_skipped = -1;
-  o->lr = o->clip = o->beta1 = o->beta2 = o->eps = -1;
-  o->seed = -1;
-  o->zero = 3, o->hsdp = 1, o->prefetch = 2, o->schedule = 1;
+  o->steps = o->max_skipped = ZEROC_UNSET;
+  o->lr = o->clip = o->beta1 = o->beta2 = o->eps = ZEROC_UNSET;
+  o->seed = ZEROC_UNSET;
+  o->zero = o->prefetch = ZEROC_UNSET, o->val_samples = ZEROC_UNSET; /* the library's defaults */
+  o->hsdp = 1, o->schedule = 1;
   const zarg_t args[] = {
       {"--device", ARG_CHOICE, &o->device, 0, 0, 0, zarg_devices, NULL},
       ZDLRM_SHAPE_ARGS(&o->sh),

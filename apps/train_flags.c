@@ -2,8 +2,9 @@
  * apps/train_flags.c - the flags of `zeroc train`: the table, the checks that
  * run before MPI starts (one line, exit 2, nothing written), --print-schedule,
  * and the trainer's config made from the flags (see train_flags.h). The rules
- * the trainer checks too are the library's (src/train/check.c), and so is the
- * schedule printed (src/train/print_schedule.c): here they get the flags' names.
+ * are the library's, checked by its zeroc_train_config_resolve with the flags'
+ * names, and so is the schedule printed (zeroc_train_print_schedule): the
+ * command links the public API only.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -15,8 +16,6 @@
 #include "apps/args.h"
 #include "apps/cli.h"
 #include "apps/train_flags.h"
-#include "io/files.h"
-#include "model/lm_rules.h"
 #include "zeroc/zeroc.h"
 
 /* shared with zeroc plan and bench (apps/args.c) */
@@ -34,16 +33,17 @@ const char *const ztrain_pp_schedules[] = {"1f1b", "interleaved", NULL};
 const char *const ztrain_cp_modes[] = {"ring", "ulysses", NULL};
 
 void ztrain_opts_init(ztrain_opts_t *o) {
-  /* -1 / 0: unset, the trainer's default; the layout flags' defaults are needed
-   * by the checks that run before MPI starts */
+  /* ZEROC_UNSET (or 0 where 0 is the default): the library's default; the mesh's
+   * sizes, which the checks before MPI starts lay out */
   memset(o, 0, sizeof *o);
-  o->steps = o->max_skipped = -1;
-  o->lr = o->clip = o->beta1 = o->beta2 = o->eps = o->spike_z = -1;
-  o->seed = -1;
+  o->steps = o->max_skipped = ZEROC_UNSET;
+  o->lr = o->clip = o->beta1 = o->beta2 = o->eps = o->spike_z = ZEROC_UNSET;
+  o->seed = ZEROC_UNSET;
   o->schedule = 1;
-  o->zero = 3;
-  o->hsdp = o->tp = o->pp = o->vpp = o->grad_accum = o->cp = 1;
-  o->prefetch = 2;
+  /* the library's defaults (zeroc_train_config_resolve), unless given */
+  o->zero = o->prefetch = o->vpp = o->grad_accum = o->spike_window = ZEROC_UNSET;
+  o->val_tokens = ZEROC_UNSET;
+  o->hsdp = o->tp = o->pp = o->cp = 1;
   o->sample_tokens = 64;
   o->comm_timeout = 0; /* unset: the context takes ZEROC_COMM_TIMEOUT, else 300 */
 }
@@ -121,7 +121,7 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--shuffle", ARG_SWITCH, &o->shuffle, 0, 0, 0, NULL, NULL},
       {"--val-data", ARG_STRING, &o->val_data, 0, 0, 0, NULL, NULL},
       {"--val-every", ARG_INT, &o->val_every, 0, 1e9, 0, NULL, &o->set_val_every},
-      {"--val-tokens", ARG_I64, &o->val_tokens, 1, ZEROC__VAL_TOKENS_MAX, 0, NULL, NULL},
+      {"--val-tokens", ARG_I64, &o->val_tokens, 1, ZEROC_VAL_TOKENS_MAX, 0, NULL, NULL},
       {"--save", ARG_STRING, &o->save, 0, 0, 0, NULL, NULL},
       {"--save-every", ARG_INT, &o->save_every, 1, 1e9, 0, NULL, NULL},
       {"--resume", ARG_STRING, &o->resume, 0, 0, 0, NULL, NULL},
@@ -150,45 +150,7 @@ int zeroc_train_check_flags(int argc, char **argv) {
   return ztrain_parse(argc, argv, &o);
 }
 
-/* ---- pipeline parallelism: --print-schedule ----------------------------------------------- */
-
-/* --print-schedule: the stages and every rank's actions (train/print_schedule.c);
- * no MPI, nothing trained. */
-static int print_schedule(const ztrain_opts_t *o, const zeroc_train_config_t *tc,
-                          const zeroc_gpt_config_t *g) {
-  if (!zarg_launch_rank0()) return 0;
-  zeroc_dtype_t dt = o->dtype == 2 ? ZEROC_BF16 : ZEROC_FP32;
-  zeroc_result_t r = zeroc__gpt_print_schedule(stdout, tc, g, o->pp, o->tp, dt);
-  if (r) fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
-  return r ? 1 : 0;
-}
-
 /* ---- the flags: what can be checked before MPI starts ------------------------------------ */
-
-/* What the library's rules (train/check.c) call each setting here. */
-static const zeroc__train_names_t FLAG_NAMES = {
-    .tp = "--tp",
-    .pp = "--pp",
-    .heads = "--heads",
-    .hidden = "--hidden",
-    .batch = "--batch",
-    .seq = "--seq",
-    .layers = "--layers",
-    .zero = "--zero",
-    .vpp = "--vpp",
-    .microbatches = "--microbatches",
-    .interleaved = "--pp-schedule interleaved",
-    .sequence_parallel = "--sequence-parallel",
-    .offload_params = "--offload-params",
-    .nvme_dir = "--nvme-dir",
-    .save_every = "--save-every",
-    .save = "--save DIR",
-    .resume = "--resume",
-    .init = "--init",
-    .val_data = "--val-data",
-    .val_every = "--val-every",
-    .val_tokens = "--val-tokens",
-};
 
 /* A broken rule's message, without the library's "file:line: " in front. */
 static int rule_fail(void) {
@@ -196,62 +158,35 @@ static int rule_fail(void) {
   return zarg_fail("train", "%s", colon ? colon + 2 : e);
 }
 
-/* Context parallelism's rules (the library checks them too). */
-static int ztrain_check_cp(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc) {
-  if (o->cp == 1) return 0;
-  if (gc->seq % (2 * o->cp))
-    return zarg_fail("train",
-                     "--seq %d is not divisible by 2 x --cp = %d: context parallelism deals each "
-                     "sequence out in 2 x cp zigzag chunks",
-                     gc->seq, 2 * o->cp);
-  if (o->cp_mode == 1 && (gc->heads / o->tp) % o->cp)
-    return zarg_fail("train",
-                     "--cp-mode ulysses splits the %d heads of each tp rank (--heads %d / --tp "
-                     "%d) over --cp %d ranks: cp must divide them (or use --cp-mode ring)",
-                     gc->heads / o->tp, gc->heads, o->tp, o->cp);
-  return 0;
-}
-
-/* One line and exit 2, nothing written; or --print-schedule's output. Returns
- * -1 to go on training, else the exit status. Resolves the model's shape and,
- * with --pp, --zero and the micro-batches. */
-int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
-  const int size[5] = {o->layers, o->hidden, o->heads, o->vocab, o->seq};
-  const int set[5] = {o->set_layers, o->set_hidden, o->set_heads, o->set_vocab, o->set_seq};
-  if (zarg_model_shape("train", o->model, size, set, gc)) return 2;
-  if (o->set_batch) gc->batch = o->batch;
-  /* the rules the trainer checks too (train/check.c), worded with the flags */
-  zeroc_train_config_t tc = ZEROC_TRAIN_CONFIG_INIT;
-  ztrain_config(o, gc, &tc);
-  if (zeroc__lm_check_shape(&tc, gc, o->tp, &FLAG_NAMES)) return rule_fail();
-  if (ztrain_check_cp(o, gc)) return 2;
+/* The flags that only make sense with (or without) a pipeline. */
+static int check_pipeline_flags(ztrain_opts_t *o) {
   if (o->pp == 1) {
     if (o->print_schedule) return zarg_fail("train", "--print-schedule needs --pp > 1");
     if (o->set_microbatches)
       return zarg_fail("train", "--microbatches is for --pp > 1; use --grad-accum");
     if (o->set_vpp || o->set_pp_schedule)
       return zarg_fail("train", "--%s is for --pp > 1", o->set_vpp ? "vpp" : "pp-schedule");
-  } else {
-    /* with a pipeline the micro-batches play the role of gradient accumulation */
-    if (o->set_grad_accum)
-      return zarg_fail("train",
-                       "--grad-accum with --pp %d: use --microbatches (micro-batches per "
-                       "step through the pipeline)",
-                       o->pp);
-    if (!o->set_zero) o->zero = 1;
-    o->grad_accum = o->set_microbatches ? o->microbatches : o->pp;
+    return 0;
   }
-  ztrain_config(o, gc, &tc); /* again: --zero and the micro-batches may have changed */
-  if (zeroc__lm_check_pipeline(&tc, gc, o->pp, &FLAG_NAMES)) return rule_fail();
-  if (o->print_schedule) return print_schedule(o, &tc, gc);
-  if (zeroc__lm_check_outputs(&tc, &FLAG_NAMES)) return rule_fail();
+  /* with a pipeline the micro-batches play the role of gradient accumulation */
+  if (o->set_grad_accum)
+    return zarg_fail("train",
+                     "--grad-accum with --pp %d: use --microbatches (micro-batches per "
+                     "step through the pipeline)",
+                     o->pp);
+  o->grad_accum = o->set_microbatches ? o->microbatches : ZEROC_UNSET; /* unset: pp */
+  return 0;
+}
+
+/* What the library cannot check for the command: the files and the sampling flags. */
+static int check_files(const ztrain_opts_t *o) {
   if (o->nvme_dir) {
     struct stat sb;
     if (stat(o->nvme_dir, &sb))
       return zarg_fail("train", "--nvme-dir '%s': no such directory", o->nvme_dir);
     if (!S_ISDIR(sb.st_mode))
       return zarg_fail("train", "--nvme-dir '%s' is a %s, not a directory", o->nvme_dir,
-                       S_ISREG(sb.st_mode) ? "file" : zeroc__file_kind(sb.st_mode));
+                       S_ISREG(sb.st_mode) ? "file" : zarg_file_kind(sb.st_mode));
     if (access(o->nvme_dir, W_OK))
       return zarg_fail("train", "--nvme-dir '%s': directory not writable", o->nvme_dir);
   }
@@ -265,7 +200,35 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc) {
     return zarg_fail("train", "--init '%s': file not readable", o->init);
   if (o->resume && access(o->resume, R_OK))
     return zarg_fail("train", "--resume '%s': no such checkpoint directory", o->resume);
-  return -1;
+  return 0;
+}
+
+/* One line and exit 2, nothing written; or --print-schedule's output. Returns
+ * -1 to go on training, else the exit status. The library's own resolution
+ * (zeroc_train_config_resolve, with the flags' names) on the layout the flags
+ * ask for: every rule the trainer checks, checked here once before MPI starts. */
+int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc, zeroc_train_config_t *tc) {
+  const int size[5] = {o->layers, o->hidden, o->heads, o->vocab, o->seq};
+  const int set[5] = {o->set_layers, o->set_hidden, o->set_heads, o->set_vocab, o->set_seq};
+  if (zarg_model_shape("train", o->model, size, set, gc)) return 2;
+  if (o->set_batch) gc->batch = o->batch;
+  if (check_pipeline_flags(o)) return 2;
+  ztrain_config(o, gc, tc);
+  /* the smallest world of this layout: one data-parallel shard per replica */
+  zeroc_mesh_info_t mesh;
+  if (zeroc_mesh_layout_cp(o->tp * o->cp * o->pp * o->hsdp, o->tp, o->cp, o->pp, o->hsdp, 0, &mesh))
+    return rule_fail();
+  zeroc_train_info_t info;
+  zeroc_device_kind_t dev = o->device == 2 ? ZEROC_DEVICE_CUDA : ZEROC_DEVICE_CPU;
+  if (zeroc_train_config_resolve(tc, &mesh, dev, ZEROC_NAMES_FLAGS, &info)) return rule_fail();
+  if (o->print_schedule) {
+    if (!zarg_launch_rank0()) return 0;
+    zeroc_dtype_t dt = o->dtype == 2 ? ZEROC_BF16 : ZEROC_FP32;
+    zeroc_result_t r = zeroc_train_print_schedule(stdout, &info, o->pp, o->tp, dt);
+    if (r) fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
+    return r ? 1 : 0;
+  }
+  return check_files(o) ? 2 : -1;
 }
 
 /* The trainer's config from the flags; what was not given stays "unset" and
@@ -288,7 +251,7 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->seed = o->seed;
   c->max_skipped = o->max_skipped;
   c->zero = o->zero;
-  c->param_dtype = o->dtype == 0 ? -1 : o->dtype == 1 ? ZEROC_FP32 : ZEROC_BF16;
+  c->param_dtype = o->dtype == 0 ? ZEROC_UNSET : o->dtype == 1 ? ZEROC_FP32 : ZEROC_BF16;
   c->recompute = o->recompute;
   c->prefetch = o->prefetch;
   c->sequence_parallel = o->sequence_parallel;

@@ -43,10 +43,13 @@ void ztrain_usage(void);
  * one-line error. */
 int ztrain_parse(int argc, char **argv, ztrain_opts_t *o);
 
-/* What can be checked before MPI starts; resolves the model's shape into *gc
- * and, with --pp, --zero and the micro-batches. Runs --print-schedule. Returns
- * -1 to go on and train, else the exit status (2 after the one-line error). */
-int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc);
+/* What can be checked before MPI starts: the library's resolution of the
+ * config (zeroc_train_config_resolve, with the flags' names) on the flags'
+ * layout, and the files. Fills the model's shape *gc and the trainer's config
+ * *tc (unresolved: the trainer resolves it on the real mesh). Runs
+ * --print-schedule. Returns -1 to go on and train, else the exit status (2
+ * after the one-line error). */
+int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc, zeroc_train_config_t *tc);
 
 /* The trainer's config from the checked flags; what was not given stays unset. */
 void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_train_config_t *c);

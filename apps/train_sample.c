@@ -3,8 +3,8 @@
  * Without --tokenizer the data set's (the tokenizer.json `zeroc data` wrote).
  * The prompt is fixed for the run: the tokenizer's end-of-text token when it
  * has one (GPT-2 starts every document so), else the first 16 tokens of the
- * training data, or the tokens of --sample-prompt; generation draws at temperature 1 from every token with the
- * run's --seed, so successive samples differ only by what the model learnt.
+ * training data, or the tokens of --sample-prompt; generation draws at temperature 1 from every
+ * token with the run's --seed, so successive samples differ only by what the model learnt.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +12,16 @@
 
 #include "apps/args.h"
 #include "apps/train_sample.h"
-#include "core/error.h"
 
 /* --sample-prompt: its tokens, the last ZTRAIN_SAMPLE_PROMPT_MAX of them. Every
  * rank encodes the same text alike. */
 static zeroc_result_t prompt_from_text(ztrain_sample_t *s) {
   size_t len = strlen(s->text), n = 0;
   int32_t *ids = malloc(sizeof(int32_t) * (len + 1));
-  if (!ids) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "--sample-prompt of %zu bytes", len);
+  if (!ids) return zeroc_error_set(ZEROC_ERR_NOMEM, "--sample-prompt of %zu bytes", len);
   zeroc_result_t r = zeroc_tokenizer_encode(s->tok, s->text, len, ids, &n);
   if (!r && n == 0)
-    r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "--sample-prompt '%s' encodes to no token", s->text);
+    r = zeroc_error_set(ZEROC_ERR_INVALID_ARG, "--sample-prompt '%s' encodes to no token", s->text);
   if (!r) {
     size_t k = n < ZTRAIN_SAMPLE_PROMPT_MAX ? n : ZTRAIN_SAMPLE_PROMPT_MAX;
     memcpy(s->prompt, ids + (n - k), sizeof(int32_t) * k);
@@ -33,9 +32,9 @@ static zeroc_result_t prompt_from_text(ztrain_sample_t *s) {
 }
 
 int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztrain_sample_t *s) {
-  *s = (ztrain_sample_t){NULL,   o->sample_every, o->sample_tokens, o->seed < 0 ? 1 : (uint64_t)o->seed,
-                         {0},    0,
-                         o->sample_prompt};
+  *s = (ztrain_sample_t){
+      NULL, o->sample_every, o->sample_tokens, o->seed < 0 ? 1 : (uint64_t)o->seed, {0},
+      0,    o->sample_prompt};
   if (!o->sample_every || !o->tokenizer) return 0; /* none: the data set's, once it is open */
   if (zeroc_tokenizer_load(o->tokenizer, &s->tok))
     return zarg_fail("train", "--tokenizer '%s': %s", o->tokenizer,
@@ -59,8 +58,8 @@ zeroc_result_t ztrain_sample_from_data(ztrain_sample_t *s, const zeroc_train_inf
   const char *spec = info->data.tokenizer;
   zeroc_result_t r;
   if (!spec[0])
-    r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "--sample-every needs a tokenizer to print text and "
-                                          "the data set records none: --tokenizer bytes|FILE");
+    r = zeroc_error_set(ZEROC_ERR_INVALID_ARG, "--sample-every needs a tokenizer to print text and "
+                                               "the data set records none: --tokenizer bytes|FILE");
   else
     r = zeroc_tokenizer_load(spec, &s->tok);
   if (!r && s->text) r = prompt_from_text(s);

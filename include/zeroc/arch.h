@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "zeroc/ctx.h"
 #include "zeroc/mesh.h"
@@ -62,20 +63,29 @@ typedef struct zeroc_arch {
   const char *const *presets; /* the --model names it answers to, NULL-terminated */
 
   /* ---- the configuration (no context, no MPI: `zeroc train` runs them too) ---- */
-  /* c->model's preset with c's overrides -> info's shape fields; writes the
-   * resolved shape fields (batch, seq, ...) back into c and fills the model's
-   * own defaults. Runs before the trainer's common defaults. */
+  /* c->model's preset with c's overrides (the fields not ZEROC_UNSET) -> info's
+   * shape fields; writes the resolved shape fields (batch, seq, ...) back into
+   * c and fills the model's own defaults. Runs before the common defaults of
+   * zeroc_train_config_resolve; `mesh` may be NULL where only the shape is
+   * wanted. */
   zeroc_result_t (*resolve)(struct zeroc_train_config *c, const zeroc_mesh_info_t *mesh,
                             struct zeroc_train_info *info);
   /* The layouts the model supports on `mesh` and the rules its shape imposes,
-   * after every default is resolved. ZEROC_ERR_INVALID_ARG with one message. */
+   * after every default is resolved. ZEROC_ERR_INVALID_ARG with one message,
+   * naming the settings as `names` (a zeroc_names_t) says. */
   zeroc_result_t (*check)(const struct zeroc_train_config *c, const zeroc_mesh_info_t *mesh,
-                          const struct zeroc_train_info *info);
+                          const struct zeroc_train_info *info, int names);
   /* The whole model's units, each one's share of work and memory (summing to
    * 1; the pipeline's cut balances them) and its name ("block 3"). */
   int (*num_units)(const struct zeroc_train_info *info);
   void (*unit_costs)(const struct zeroc_train_info *info, double *cost);
   void (*unit_name)(const struct zeroc_train_info *info, int unit, char *buf, size_t n);
+
+  /* The cut of the resolved run `info` into pp x vpp pipeline stages (each
+   * stage's units and share of the cost), then every rank's actions, as the run
+   * would build them; NULL: the model has no pipeline. No context, no MPI. */
+  zeroc_result_t (*print_schedule)(FILE *f, const struct zeroc_train_info *info, int pp, int tp,
+                                   zeroc_dtype_t act_dtype);
 
   /* ---- a run ---- */
   /* Builds this rank's run: data, units, shards, pipeline (pp > 1), buffers.

@@ -114,6 +114,14 @@ void zeroc_ctx_memory_reset_peak(zeroc_ctx_t *ctx);
  * host, local rank, cores, NUMA node, threads, GPU. Collective. */
 zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out);
 
+/* Times the world's all-gather and reduce-scatter of `bytes` (fp32) per rank on
+ * the context's device and communicators: the best of `rounds` after one
+ * warm-up round, in seconds, the same numbers on every rank to the clock's
+ * precision. Collective. Returns ZEROC_ERR_INVALID_ARG (bytes outside 4..2^40,
+ * rounds outside 1..1000), ZEROC_ERR_NOMEM and the collectives' errors. */
+zeroc_result_t zeroc_ctx_probe_collectives(zeroc_ctx_t *ctx, size_t bytes, int rounds,
+                                           double *allgather_s, double *reduce_scatter_s);
+
 /* The detailed message of the last failure: the context's when `ctx` is not
  * NULL and it has one, else the calling thread's. Never NULL ("" if none). */
 const char *zeroc_last_error(const zeroc_ctx_t *ctx);

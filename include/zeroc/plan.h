@@ -158,6 +158,12 @@ typedef struct zeroc_plan_result {
  */
 zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg, zeroc_plan_result_t *out);
 
+/* `cfg` with every unset field replaced by the planner's default (what
+ * zeroc_plan_compute and zeroc_plan_search start from), without checking the
+ * layout. Returns ZEROC_ERR_INVALID_ARG for a struct not from
+ * ZEROC_PLAN_CONFIG_INIT. */
+zeroc_result_t zeroc_plan_config_resolve(const zeroc_plan_config_t *cfg, zeroc_plan_config_t *out);
+
 /*
  * Plans every sensible layout of cfg->gpus GPUs for a global batch of
  * `global_batch` sequences (0: cfg->model.batch x cfg->gpus) and keeps those

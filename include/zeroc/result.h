@@ -44,6 +44,16 @@ const char *zeroc_result_string(zeroc_result_t r);
 /* The enum name of `r`, e.g. "ZEROC_ERR_TIMEOUT". Never NULL. */
 const char *zeroc_result_name(zeroc_result_t r);
 
+/* Records a failure's message (printf-style) as the calling thread's last
+ * error, what zeroc_last_error(NULL) then gives, and returns `r`: for a
+ * layer's callback or a program on top of zeroc to say what went wrong in the
+ * library's own channel, e.g. `return zeroc_error_set(ZEROC_ERR_IO, "read %s", p);`. */
+zeroc_result_t zeroc_error_set(zeroc_result_t r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,6 +41,9 @@ extern "C" {
 
 typedef struct zeroc_trainer zeroc_trainer_t;
 
+/* The most tokens one evaluation may take (val_tokens). */
+#define ZEROC_VAL_TOKENS_MAX 1000000000000LL
+
 /* The longest trailing window the spike report keeps (spike_window). */
 #define ZEROC_SPIKE_MAX_WINDOW 1024
 
@@ -52,82 +55,91 @@ typedef enum zeroc_lr_schedule {
 
 /*
  * A training run. Initialise with ZEROC_TRAIN_CONFIG_INIT: every field starts
- * "unset" (the value in brackets is what the library then uses), so a default
- * can change without recompiling the caller.
+ * unset (the value in brackets is what the library then uses), one sentinel for
+ * all, as in every config of zeroc (zeroc/types.h): a number is ZEROC_UNSET
+ * (cast to its type), a string NULL, an enum its _DEFAULT (or, where it has
+ * none, the value in brackets). zeroc_train_config_resolve applies every
+ * default and rule.
  */
 typedef struct zeroc_train_config {
   size_t size;    /* sizeof(zeroc_train_config_t), set by the initializer */
   uint32_t magic; /* ZEROC_CONFIG_MAGIC */
-  /* the model: a GPT preset ("tiny", "small", "gpt2-124m", ...) with overrides */
+  /* the model: a preset of a registered architecture (zeroc/arch.h: "tiny", "small",
+   * "gpt2-124m", ..., "dlrm-tiny", "dlrm", ...) with overrides */
   const char *model;                     /* NULL: "tiny" */
-  int layers, hidden, heads, vocab, seq; /* 0: the preset's */
-  int batch;                             /* micro-batch per data-parallel rank; 0: the preset's */
-  int grad_accum; /* micro-steps per step; with a pipeline the micro-batches; 0: 1, or pp */
+  int layers, hidden, heads, vocab, seq; /* [the preset's] */
+  int batch;                             /* micro-batch per data-parallel rank [the preset's] */
+  int grad_accum; /* micro-steps per step; with a pipeline the micro-batches [1, or pp] */
   /* optimisation */
-  int steps;                    /* optimizer steps of the run; -1: 100 */
-  double lr;                    /* peak learning rate; < 0: 3e-4 */
-  int warmup;                   /* linear warm-up steps; 0 */
+  int steps;                    /* optimizer steps of the run [100] */
+  double lr;                    /* peak learning rate [3e-4] */
+  int warmup;                   /* linear warm-up steps [0] */
   zeroc_lr_schedule_t schedule; /* DEFAULT: cosine */
-  double weight_decay;          /* 0 */
-  double clip;                  /* global grad-norm clip, 0 off; < 0: 1.0 */
-  double beta1, beta2, eps;     /* AdamW; < 0: 0.9, 0.95; <= 0: 1e-8 */
-  int64_t seed;                 /* initialisation, dropout and data order; < 0: 1 */
-  int max_skipped;              /* consecutive non-finite steps tolerated; < 0: 5 */
-  /* layout and memory (tp, pp, hsdp come from the context's mesh) */
-  int zero;              /* ZeRO stage; -1: 3, or 1 with a pipeline */
-  int param_dtype;       /* -1: bf16 on cuda, fp32 on cpu; else ZEROC_FP32 / ZEROC_BF16 */
-  int recompute;         /* 1: recompute activations in backward */
-  int prefetch;          /* gathers in flight; -1: 2 */
-  int sequence_parallel; /* with tp > 1 */
-  zeroc_offload_t offload_optimizer, offload_params;
-  const char *nvme_dir;                  /* required with nvme offload */
-  zeroc_pipeline_schedule_t pp_schedule; /* 1F1B or INTERLEAVED; default 1F1B */
-  int vpp;                               /* model chunks per pipeline rank; 0: 1 */
+  double weight_decay;          /* [0] */
+  double clip;                  /* global grad-norm clip, 0 off [1.0] */
+  double beta1, beta2, eps;     /* AdamW [0.9, 0.95, 1e-8] */
+  int64_t seed;                 /* initialisation, dropout and data order [1] */
+  int max_skipped;              /* consecutive non-finite steps tolerated [5] */
+  /* layout and memory (tp, pp, cp, hsdp come from the context's mesh) */
+  int zero;              /* ZeRO stage [3, or 1 with a pipeline] */
+  int param_dtype;       /* ZEROC_FP32 / ZEROC_BF16 [bf16 on cuda, fp32 on cpu] */
+  int recompute;         /* 1: recompute activations in backward [0] */
+  int prefetch;          /* gathers in flight [2] */
+  int sequence_parallel; /* 1: with tp > 1, sequence parallelism [0] */
+  zeroc_offload_t offload_optimizer, offload_params; /* [NONE] */
+  const char *nvme_dir;                              /* required with nvme offload */
+  zeroc_pipeline_schedule_t pp_schedule;             /* DEFAULT: 1F1B; or INTERLEAVED */
+  int vpp;                                           /* model chunks per pipeline rank [1] */
   /* data */
-  const char *data; /* "synthetic", or a path or glob of llm.c shards; NULL: synthetic */
-  int shuffle;
+  const char *data; /* "synthetic", or a path or glob of llm.c shards [synthetic] */
+  int shuffle;      /* [0] */
   /* state */
   const char *init;        /* safetensors weights to start from, or NULL */
   const char *resume;      /* checkpoint directory to resume from, or NULL */
   const char *save;        /* checkpoint directory (checked writable at create), or NULL */
-  int save_every;          /* with save: a checkpoint every N steps; 0: only at the end */
+  int save_every;          /* with save: a checkpoint every N steps [0: only at the end] */
   const char *export_path; /* checked writable at create; written by zeroc_trainer_export */
   /* reporting */
-  int spike_window;  /* trailing steps a spike is measured against, 2..1024; 0: 50 */
-  double spike_z;    /* z-score above which a step is a spike; <= 0: 6 */
+  int spike_window;  /* trailing steps a spike is measured against, 2..1024 [50] */
+  double spike_z;    /* z-score above which a step is a spike, > 0 [6] */
   int reduce_maxima; /* 1: each step also takes maxima over ranks (peak_device_max,
-                        pp_compute_max_ms): one more small all-reduce per step */
+                        pp_compute_max_ms): one more small all-reduce per step [0] */
   /* evaluation (zeroc_trainer_evaluate; zeroc_trainer_step at the val_every cadence) */
   const char *val_data; /* held-out data: a path or glob of llm.c shards, or "synthetic"
                            (sequences from step 2^32 on, which no run reaches); NULL: none.
                            Opened and checked (shape, vocab) at create */
   int64_t val_tokens;   /* tokens per evaluation, rounded up to whole global batches (at most
-                           one pass over val_data's files); 0: 65536 */
+                           one pass over val_data's files) [65536]; needs val_data.
+                           0 is read as unset too (as callers wrote it before ZEROC_UNSET) */
   int val_every;        /* with val_data: zeroc_trainer_step evaluates after every N-th step
-                           and after the run's last; 0: never */
+                           and after the run's last [0: never] */
   /* regularisation */
   double dropout; /* GPT-2's attention, residual and embedding dropout, 0 <= p < 1, seeded by
-                     `seed`, the same masks in every layout (zeroc_gpt_options_t); 0 */
-  /* DLRM (model "dlrm-tiny", "dlrm", "dlrm-mlperf", zeroc/dlrm.h); unset: the preset's.
+                     `seed`, the same masks in every layout (zeroc_gpt_options_t) [0] */
+  /* DLRM (model "dlrm-tiny", "dlrm", "dlrm-mlperf", zeroc/dlrm.h) [the preset's].
    * For DLRM, data is "synthetic" or a Criteo TSV file, val_data likewise (NULL: the
-   * training source's held-out samples), val_tokens counts samples (0: 4096), and
+   * training source's held-out samples), val_tokens counts samples [4096], and
    * batch is samples per data-parallel rank. */
   int tables;
   const char *rows;         /* one row count for every table, or a comma list of T */
   int dim, dense;           /* embedding dim, dense features */
   const char *bottom, *top; /* comma lists of MLP widths ("512,256,128", "1024,1,"..) */
-  int embedding_sharding;   /* zeroc_embed_sharding_t: 0 auto, 1 table, 2 column, 3 row, 4 data */
+  int embedding_sharding;   /* zeroc_embed_sharding_t: [0 auto], 1 table, 2 column, 3 row, 4 data */
   /* context parallelism (the context's cp > 1: each sequence split over the cp ranks) */
   zeroc_cp_mode_t cp_mode; /* attention over the cp group: ring or ulysses; DEFAULT: ring */
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
   {                                                                                                \
-    sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, 0, 0, 0, 0, 0, 0, 0, -1, -1.0, 0,      \
-        ZEROC_LR_DEFAULT, 0.0, -1.0, -1.0, -1.0, -1.0, -1, -1, -1, -1, 0, -1, 0,                   \
-        ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_1F1B, 0, NULL, 0, NULL, NULL, \
-        NULL, 0, NULL, 0, -1.0, 0, NULL, 0, 0, 0.0, 0, NULL, 0, 0, NULL, NULL, 0,                  \
-        ZEROC_CP_MODE_DEFAULT                                                                      \
+    sizeof(zeroc_train_config_t), ZEROC_CONFIG_MAGIC, NULL, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, (double)ZEROC_UNSET,      \
+        ZEROC_UNSET, ZEROC_LR_DEFAULT, (double)ZEROC_UNSET, (double)ZEROC_UNSET,                   \
+        (double)ZEROC_UNSET, (double)ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET,   \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_OFFLOAD_NONE,       \
+        ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_DEFAULT, ZEROC_UNSET, NULL, ZEROC_UNSET, NULL,    \
+        NULL, NULL, ZEROC_UNSET, NULL, ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, NULL,        \
+        ZEROC_UNSET, ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, NULL, ZEROC_UNSET,             \
+        ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT                                \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */
@@ -211,6 +223,30 @@ typedef struct zeroc_train_info {
   int dtype_given; /* param_dtype as configured: -1 for "auto" (checkpoints record it) */
 } zeroc_train_info_t;
 
+/* How a rule's message names the settings. */
+typedef enum zeroc_names {
+  ZEROC_NAMES_CONFIG = 0, /* the config's fields: "tp 3 must divide the 4 attention heads" */
+  ZEROC_NAMES_FLAGS = 1,  /* zeroc train's flags: "--tp 3 must divide ... (--heads)" */
+} zeroc_names_t;
+
+/*
+ * Resolves a training config once, for a mesh of `mesh`'s sizes on `device`,
+ * without a context or MPI: the model's architecture (config.model) resolves
+ * its shape and its own defaults, the library fills every other unset field,
+ * and every rule (the fields' ranges, the layout's: zero with a pipeline,
+ * offload_params with ZeRO-3, the model's tp, cp and pp rules, the outputs')
+ * is checked, each written once. The trainer, `zeroc train` (before MPI
+ * starts, with the flags' names), `zeroc plan` and `zeroc bench` all call it.
+ *   cfg: from ZEROC_TRAIN_CONFIG_INIT; mesh: the layout (zeroc_ctx_mesh, or
+ *   zeroc_mesh_layout_cp for a layout not yet launched); names: how messages
+ *   name the settings; out: config (resolved), arch, model or dlrm_model (the
+ *   shape), dtype, dtype_given, device and global_batch; the rest zero.
+ * Returns ZEROC_ERR_INVALID_ARG with one message naming the first broken rule.
+ */
+zeroc_result_t zeroc_train_config_resolve(const zeroc_train_config_t *cfg,
+                                          const zeroc_mesh_info_t *mesh, zeroc_device_kind_t device,
+                                          zeroc_names_t names, zeroc_train_info_t *out);
+
 /*
  * Builds a training run on `ctx`: checks the outputs (save, export_path),
  * opens the data, builds and shards the model (and the pipeline when the mesh
@@ -277,6 +313,16 @@ int zeroc_trainer_steps_done(const zeroc_trainer_t *tr);
 
 /* The sharded model the trainer built (owned by the trainer). */
 zeroc_model_t *zeroc_trainer_model(const zeroc_trainer_t *tr);
+
+/* --print-schedule: writes to `f` the cut of a resolved run (`info`, from
+ * zeroc_train_config_resolve) into pp x vpp pipeline stages, each stage's
+ * units and share of the cost, then every rank's actions with their
+ * communication; tp and act_dtype (the dtype crossing stages) as the run
+ * would use them. No context, no MPI. Returns ZEROC_ERR_UNSUPPORTED for a
+ * model without a pipeline, the partition's and the schedule's errors,
+ * ZEROC_ERR_NOMEM, ZEROC_ERR_IO. */
+zeroc_result_t zeroc_train_print_schedule(FILE *f, const zeroc_train_info_t *info, int pp, int tp,
+                                          zeroc_dtype_t act_dtype);
 
 /* The learning rate of 0-based step `s` for a resolved config: linear warm-up
  * over `warmup` steps, then constant or cosine down to 10% at the last step. */

@@ -116,6 +116,16 @@ zeroc_result_t zeroc__fail(zeroc_result_t r, const char *file, int line, const c
   return r;
 }
 
+zeroc_result_t zeroc_error_set(zeroc_result_t r, const char *fmt, ...) {
+  char raw[ZEROC_ERRMSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(raw, sizeof raw, fmt ? fmt : "", ap);
+  va_end(ap);
+  printable(tls_err, sizeof tls_err, raw);
+  return r;
+}
+
 const char *zeroc__tls_error(void) { return tls_err; }
 
 void zeroc__tls_error_set(const char *msg) {

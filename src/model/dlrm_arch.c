@@ -47,9 +47,9 @@ zeroc_result_t zeroc__dlrm_resolve(zeroc_train_config_t *c, const zeroc_mesh_inf
   (void)mesh;
   ZEROC_CHECK(zeroc_dlrm_preset(c->model, m));
   info->dlrm = 1;
-  if (c->tables < 0 || c->tables > ZEROC_DLRM_MAX_TABLES)
+  if (c->tables != ZEROC_UNSET && (c->tables < 1 || c->tables > ZEROC_DLRM_MAX_TABLES))
     return BAD("tables %d: accepted 1..%d", c->tables, ZEROC_DLRM_MAX_TABLES);
-  if (c->tables > 0) {
+  if (c->tables != ZEROC_UNSET) {
     /* more tables than the preset's: the new ones as large as its last */
     for (int t = m->tables; t < c->tables; t++) m->rows[t] = m->rows[m->tables - 1];
     m->tables = c->tables;
@@ -63,25 +63,28 @@ zeroc_result_t zeroc__dlrm_resolve(zeroc_train_config_t *c, const zeroc_mesh_inf
                  n, m->tables);
     for (int t = 0; t < m->tables; t++) m->rows[t] = v[n == 1 ? 0 : t];
   }
-  if (c->dim < 0 || c->dense < 0) return BAD("dim %d, dense %d: accepted >= 1", c->dim, c->dense);
-  if (c->dim > 0) m->dim = m->bottom[m->nbottom - 1] = c->dim; /* the bottom must end in dim */
-  if (c->dense > 0) m->dense = c->dense;
+  if ((c->dim != ZEROC_UNSET && c->dim < 1) || (c->dense != ZEROC_UNSET && c->dense < 1))
+    return BAD("dim %d, dense %d: accepted >= 1", c->dim, c->dense);
+  if (c->dim != ZEROC_UNSET)
+    m->dim = m->bottom[m->nbottom - 1] = c->dim; /* the bottom ends in dim */
+  if (c->dense != ZEROC_UNSET) m->dense = c->dense;
   if (c->bottom) ZEROC_CHECK(widths("bottom", c->bottom, m->bottom, &m->nbottom));
   if (c->top) ZEROC_CHECK(widths("top", c->top, m->top, &m->ntop));
-  if (c->batch > 0) m->batch = c->batch;
+  if (c->batch != ZEROC_UNSET) m->batch = c->batch;
   c->batch = m->batch, c->tables = m->tables, c->dim = m->dim, c->dense = m->dense;
-  if (c->embedding_sharding < 0 || c->embedding_sharding > 4)
+  if (c->embedding_sharding != ZEROC_UNSET &&
+      (c->embedding_sharding < 0 || c->embedding_sharding > 4))
     return BAD("embedding_sharding %d: accepted 0 auto, 1 table, 2 column, 3 row, 4 data",
                c->embedding_sharding);
-  if (c->val_tokens == 0) c->val_tokens = 4096; /* samples, for DLRM */
+  if (c->val_tokens == ZEROC_UNSET) c->val_tokens = 4096; /* samples, for DLRM */
   if (c->param_dtype < 0) c->param_dtype = ZEROC_FP32;
   return zeroc_dlrm_config_check(m);
 }
 
 /* What the DLRM path does not do (yet), and its own rules. */
 static zeroc_result_t check(const zeroc_train_config_t *c, const zeroc_mesh_info_t *mesh,
-                            const zeroc_train_info_t *info) {
-  (void)info;
+                            const zeroc_train_info_t *info, int names) {
+  (void)info, (void)names; /* the DLRM's flags and fields share their names */
   /* every rank data-parallel: tp, pp (and any other model-parallel size) 1 */
   if (mesh->dp != mesh->world)
     return BAD(

@@ -27,28 +27,25 @@ static zeroc_result_t resolve(zeroc_train_config_t *c, const zeroc_mesh_info_t *
   zeroc_gpt_config_t *g = &info->model;
   (void)mesh;
   ZEROC_CHECK(zeroc_gpt_preset(c->model, g));
-  if (c->layers > 0) g->layers = c->layers;
-  if (c->hidden > 0) g->hidden = c->hidden;
-  if (c->heads > 0) g->heads = c->heads;
-  if (c->vocab > 0) g->vocab = c->vocab;
-  if (c->seq > 0) g->seq = c->seq;
-  if (c->batch > 0) g->batch = c->batch;
+  if (c->layers != ZEROC_UNSET) g->layers = c->layers;
+  if (c->hidden != ZEROC_UNSET) g->hidden = c->hidden;
+  if (c->heads != ZEROC_UNSET) g->heads = c->heads;
+  if (c->vocab != ZEROC_UNSET) g->vocab = c->vocab;
+  if (c->seq != ZEROC_UNSET) g->seq = c->seq;
+  if (c->batch != ZEROC_UNSET) g->batch = c->batch;
   c->layers = g->layers, c->hidden = g->hidden, c->heads = g->heads;
   c->vocab = g->vocab, c->seq = g->seq, c->batch = g->batch;
   return ZEROC_OK; /* the shape itself is checked where the GPT is built */
 }
 
 static zeroc_result_t check(const zeroc_train_config_t *c, const zeroc_mesh_info_t *mesh,
-                            const zeroc_train_info_t *info) {
+                            const zeroc_train_info_t *info, int names) {
   const zeroc_gpt_config_t *g = &info->model;
-  if (mesh->cp > 1 && g->seq % (2 * mesh->cp))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "seq %d is not divisible by 2 x cp = %d: context parallelism deals each "
-                      "sequence out in 2 x cp zigzag chunks",
-                      g->seq, 2 * mesh->cp);
-  ZEROC_CHECK(zeroc__lm_check_shape(c, g, mesh->tp, &zeroc__train_field_names));
-  ZEROC_CHECK(zeroc__lm_check_pipeline(c, g, mesh->pp, &zeroc__train_field_names));
-  return zeroc__lm_check_outputs(c, &zeroc__train_field_names);
+  const zeroc__train_names_t *n = zeroc__lm_names(names);
+  ZEROC_CHECK(zeroc__lm_check_shape(c, g, mesh->tp, n));
+  ZEROC_CHECK(zeroc__lm_check_cp(c, g, mesh->tp, mesh->cp, n));
+  ZEROC_CHECK(zeroc__lm_check_pipeline(c, g, mesh->pp, n));
+  return zeroc__lm_check_outputs(c, n);
 }
 
 /* ---- the pipeline ---------------------------------------------------------------------- */
@@ -336,6 +333,7 @@ const zeroc_arch_t zeroc__arch_gpt2 = {
     .presets = PRESETS,
     .resolve = resolve,
     .check = check,
+    .print_schedule = zeroc__gpt_print_schedule,
     .create = create,
     .destroy = destroy,
     .model = model,

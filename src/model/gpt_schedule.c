@@ -20,9 +20,10 @@ static void unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
     snprintf(buf, n, "block %d", u - 1);
 }
 
-zeroc_result_t zeroc__gpt_print_schedule(FILE *f, const zeroc_train_config_t *c,
-                                         const zeroc_gpt_config_t *g, int pp, int tp,
+zeroc_result_t zeroc__gpt_print_schedule(FILE *f, const zeroc_train_info_t *info, int pp, int tp,
                                          zeroc_dtype_t act_dtype) {
+  const zeroc_train_config_t *c = &info->config;
+  const zeroc_gpt_config_t *g = &info->model;
   int S = pp * c->vpp, nu = zeroc_gpt_num_units(g);
   int *bounds = malloc(sizeof(int) * (size_t)(S + 1));
   double *cost = malloc(sizeof(double) * (size_t)nu);

@@ -15,6 +15,8 @@
 const zeroc__train_names_t zeroc__train_field_names = {
     .tp = "tp",
     .pp = "pp",
+    .cp = "cp",
+    .cp_ulysses = "cp_mode ULYSSES",
     .heads = "heads",
     .hidden = "hidden",
     .batch = "batch",
@@ -36,6 +38,38 @@ const zeroc__train_names_t zeroc__train_field_names = {
     .val_tokens = "val_tokens",
 };
 
+/* The flags of `zeroc train` (docs/cli.md): the messages a user of the command
+ * reads before MPI starts. */
+static const zeroc__train_names_t FLAG_NAMES = {
+    .tp = "--tp",
+    .pp = "--pp",
+    .cp = "--cp",
+    .cp_ulysses = "--cp-mode ulysses",
+    .heads = "--heads",
+    .hidden = "--hidden",
+    .batch = "--batch",
+    .seq = "--seq",
+    .layers = "--layers",
+    .zero = "--zero",
+    .vpp = "--vpp",
+    .microbatches = "--microbatches",
+    .interleaved = "--pp-schedule interleaved",
+    .sequence_parallel = "--sequence-parallel",
+    .offload_params = "--offload-params",
+    .nvme_dir = "--nvme-dir",
+    .save_every = "--save-every",
+    .save = "--save DIR",
+    .resume = "--resume",
+    .init = "--init",
+    .val_data = "--val-data",
+    .val_every = "--val-every",
+    .val_tokens = "--val-tokens",
+};
+
+const zeroc__train_names_t *zeroc__lm_names(int names) {
+  return names == ZEROC_NAMES_FLAGS ? &FLAG_NAMES : &zeroc__train_field_names;
+}
+
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
 
 zeroc_result_t zeroc__lm_check_shape(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
@@ -50,6 +84,20 @@ zeroc_result_t zeroc__lm_check_shape(const zeroc_train_config_t *c, const zeroc_
   if (c->sequence_parallel && ((int64_t)g->batch * g->seq) % tp)
     return BAD("%s with %s %d needs %s x %s (%d x %d) to be a multiple of %d", n->sequence_parallel,
                n->tp, tp, n->batch, n->seq, g->batch, g->seq, tp);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__lm_check_cp(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
+                                  int tp, int cp, const zeroc__train_names_t *n) {
+  if (cp == 1) return ZEROC_OK;
+  if (g->seq % (2 * cp))
+    return BAD("%s %d is not divisible by 2 x %s = %d: context parallelism deals each sequence "
+               "out in 2 x cp zigzag chunks",
+               n->seq, g->seq, n->cp, 2 * cp);
+  if (c->cp_mode == ZEROC_CP_MODE_ULYSSES && (g->heads / tp) % cp)
+    return BAD("%s splits the %d heads of each tp rank (%s %d / %s %d) over %s %d ranks: cp must "
+               "divide them (or use ring attention)",
+               n->cp_ulysses, g->heads / tp, n->heads, g->heads, n->tp, tp, n->cp, cp);
   return ZEROC_OK;
 }
 
@@ -88,10 +136,10 @@ zeroc_result_t zeroc__lm_check_outputs(const zeroc_train_config_t *c,
   if (c->save_every && !c->save) return BAD("%s needs %s", n->save_every, n->save);
   if (c->resume && c->init) return BAD("%s and %s exclude each other", n->resume, n->init);
   if (c->val_every < 0) return BAD("%s %d: accepted >= 0 (0: off)", n->val_every, c->val_every);
-  if (c->val_tokens < 0 || c->val_tokens > ZEROC__VAL_TOKENS_MAX)
+  if (c->val_tokens != ZEROC_UNSET && (c->val_tokens < 1 || c->val_tokens > ZEROC_VAL_TOKENS_MAX))
     return BAD("%s %lld: accepted 1..%lld", n->val_tokens, (long long)c->val_tokens,
-               ZEROC__VAL_TOKENS_MAX);
-  if ((c->val_every || c->val_tokens) && !c->val_data)
+               ZEROC_VAL_TOKENS_MAX);
+  if ((c->val_every || c->val_tokens != ZEROC_UNSET) && !c->val_data)
     return BAD("%s needs %s (the held-out data to evaluate on)",
                c->val_every ? n->val_every : n->val_tokens, n->val_data);
   return ZEROC_OK;

@@ -14,7 +14,7 @@
 /* What a rule's message calls each setting: the config's field names
  * (zeroc__train_field_names) or the command's flags (apps/train_flags.c). */
 typedef struct zeroc__train_names {
-  const char *tp, *pp, *heads, *hidden, *batch, *seq, *layers, *zero, *vpp;
+  const char *tp, *pp, *cp, *cp_ulysses, *heads, *hidden, *batch, *seq, *layers, *zero, *vpp;
   const char *microbatches; /* grad_accum: the micro-batches with a pipeline */
   const char *interleaved;  /* the interleaved pipeline schedule */
   const char *sequence_parallel, *offload_params, *nvme_dir, *save_every, *save, *resume, *init;
@@ -22,12 +22,20 @@ typedef struct zeroc__train_names {
 } zeroc__train_names_t;
 extern const zeroc__train_names_t zeroc__train_field_names;
 
+/* The names of zeroc_names_t `names`: the config's fields or `zeroc train`'s flags. */
+const zeroc__train_names_t *zeroc__lm_names(int names);
+
 /* Each returns ZEROC_ERR_INVALID_ARG with one message naming the settings
  * by `n`, for the first rule the resolved config `c` breaks. */
 /* The shape `g` and tensor parallelism: heads | hidden, tp | heads, sequence
  * parallelism needs tp > 1 and tp | batch x seq. */
 zeroc_result_t zeroc__lm_check_shape(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
                                      int tp, const zeroc__train_names_t *n);
+/* Context parallelism over `cp` ranks (nothing to check when cp is 1): seq
+ * divisible by 2 x cp (the zigzag chunks); Ulysses needs cp to divide the
+ * heads of a tp rank. */
+zeroc_result_t zeroc__lm_check_cp(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
+                                  int tp, int cp, const zeroc__train_names_t *n);
 /* A pipeline of `pp` ranks (nothing to check when pp is 1): zero 0 or 1, vpp
  * with the interleaved schedule only and >= 2 there, micro-batches (grad_accum)
  * a multiple of pp there, at least pp x vpp units in `g`. */
@@ -36,19 +44,16 @@ zeroc_result_t zeroc__lm_check_pipeline(const zeroc_train_config_t *c, const zer
 /* The rules of the state and outputs: offload_params needs zero 3, nvme
  * offload needs nvme_dir, save_every needs save, resume excludes init;
  * val_every and val_tokens need val_data, val_every >= 0, val_tokens in
- * 0..ZEROC__VAL_TOKENS_MAX (0: unset). */
-#define ZEROC__VAL_TOKENS_MAX 1000000000000LL
+ * 1..ZEROC_VAL_TOKENS_MAX (or ZEROC_UNSET). */
 zeroc_result_t zeroc__lm_check_outputs(const zeroc_train_config_t *c,
                                        const zeroc__train_names_t *n);
 
-/* --print-schedule (gpt_schedule.c): writes to `f` the cut of `g` into
- * pp x c->vpp stages with each stage's units and share of the cost, then
- * every rank's actions (zeroc_pipeline_print_schedule with communication).
- * `c` is the command's config with grad_accum the micro-batches; tp and
- * act_dtype as zeroc__gpt_pipe_config takes them. Errors: the partition's
- * and the schedule's, ZEROC_ERR_NOMEM, ZEROC_ERR_IO. */
-zeroc_result_t zeroc__gpt_print_schedule(FILE *f, const zeroc_train_config_t *c,
-                                         const zeroc_gpt_config_t *g, int pp, int tp,
+/* The GPT's print_schedule of the model interface (gpt_schedule.c): the cut of
+ * the resolved run into pp x vpp stages with each stage's units and share of
+ * the cost, then every rank's actions (zeroc_pipeline_print_schedule with
+ * communication); tp and act_dtype as zeroc__gpt_pipe_config takes them.
+ * Errors: the partition's and the schedule's, ZEROC_ERR_NOMEM, ZEROC_ERR_IO. */
+zeroc_result_t zeroc__gpt_print_schedule(FILE *f, const zeroc_train_info_t *info, int pp, int tp,
                                          zeroc_dtype_t act_dtype);
 
 #endif

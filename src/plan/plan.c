@@ -127,7 +127,7 @@ static const zeroc_plan_config_t DEFAULTS = {
     .cp_mode = ZEROC_CP_MODE_RING,
 };
 
-#define UNSET_D      ((double)ZEROC_UNSET)
+#define UNSET_D ((double)ZEROC_UNSET)
 
 /* The fixed workspace of a GPT rank on a GPU: zeroc's own cuda kernels, two of them (the
  * model's, model/gpt.c, and the optimizer engine's, shard/engine.c), each its cuBLASLt
@@ -154,7 +154,7 @@ static void resolve_unset(zeroc_plan_config_t *out) {
   RESOLVE_D(lat_inter_us), RESOLVE_D(bw_pcie_gbs), RESOLVE_D(bw_nvme_gbs);
 }
 
-zeroc_result_t zeroc__plan_read_config(const zeroc_plan_config_t *in, zeroc_plan_config_t *out) {
+zeroc_result_t zeroc_plan_config_resolve(const zeroc_plan_config_t *in, zeroc_plan_config_t *out) {
   *out = DEFAULTS;
   if (!in || in->magic != ZEROC_CONFIG_MAGIC || in->size < offsetof(zeroc_plan_config_t, gpus) ||
       in->size > 65536)
@@ -620,7 +620,7 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
 zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg, zeroc_plan_result_t *out) {
   zeroc_plan_config_t c;
   if (!out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_plan_compute: out is NULL");
-  ZEROC_CHECK(zeroc__plan_read_config(cfg, &c));
+  ZEROC_CHECK(zeroc_plan_config_resolve(cfg, &c));
   if (c.microbatches == 0) c.microbatches = c.pp;
   ZEROC_CHECK(zeroc__plan_check_common(&c));
   ZEROC_CHECK(zeroc__plan_check_layout(&c));

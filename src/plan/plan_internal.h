@@ -1,15 +1,12 @@
 /*
- * plan/plan_internal.h - what plan.c shares with search.c: reading and
- * checking a config, and planning a layout that is already checked.
+ * plan/plan_internal.h - what plan.c shares with search.c: checking a config
+ * (zeroc_plan_config_resolve reads it) and planning a layout that is already
+ * checked.
  */
 #ifndef ZEROC_PLAN_INTERNAL_H
 #define ZEROC_PLAN_INTERNAL_H
 
 #include "zeroc/plan.h"
-
-/* Copies a caller's versioned config over the defaults (act_bytes 0 resolved);
- * rejects one not made with ZEROC_PLAN_CONFIG_INIT. */
-zeroc_result_t zeroc__plan_read_config(const zeroc_plan_config_t *in, zeroc_plan_config_t *out);
 
 /* Checks the model shape, dtype, recompute, offload and cluster fields. */
 zeroc_result_t zeroc__plan_check_common(const zeroc_plan_config_t *c);

@@ -105,7 +105,7 @@ zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_
                       (void *)list, (void *)count);
   *list = NULL;
   *count = 0;
-  ZEROC_TRY(zeroc__plan_read_config(cfg, &c));
+  ZEROC_TRY(zeroc_plan_config_resolve(cfg, &c));
   ZEROC_TRY(zeroc__plan_check_common(&c));
   c.vpp = 1; /* the search covers 1F1B pipelines */
   /* cp: the largest context-parallel size to try (1 when unset); cp_mode: the

@@ -12,7 +12,6 @@
 
 #include "core/error.h"
 #include "io/files.h"
-#include "model/arch_registry.h"
 #include "plan/train_predict.h"
 #include "runtime/runtime.h"
 #include "train/trainer.h"
@@ -23,85 +22,7 @@ static _Thread_local const char *create_phase = "config";
 
 const char *zeroc_trainer_create_phase(void) { return create_phase; }
 
-/* ---- the config ---------------------------------------------------------------- */
-
-/* Copies a caller's versioned config over the "unset" initializer: an older,
- * smaller struct keeps the sentinels for the fields it lacks; a struct that
- * was not initialised with ZEROC_TRAIN_CONFIG_INIT is rejected. */
-static zeroc_result_t read_config(const zeroc_train_config_t *in, zeroc_train_config_t *out) {
-  const zeroc_train_config_t dflt = ZEROC_TRAIN_CONFIG_INIT;
-  *out = dflt;
-  if (!in || in->magic != ZEROC_CONFIG_MAGIC ||
-      in->size < offsetof(zeroc_train_config_t, model) + sizeof(const char *) || in->size > 65536)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "zeroc_train_config_t was not initialised with ZEROC_TRAIN_CONFIG_INIT "
-                      "(size %zu, magic 0x%x)",
-                      in ? in->size : 0, in ? in->magic : 0);
-  memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
-  out->size = sizeof *out;
-  return ZEROC_OK;
-}
-
-/* The model's shape and defaults (its architecture's resolve), then the
- * library's defaults for every field left unset. */
-static zeroc_result_t resolve_defaults(zeroc_trainer_t *tr, zeroc_train_config_t *c,
-                                       const zeroc_mesh_info_t *mesh) {
-  if (!c->model) c->model = "tiny";
-  tr->arch = tr->info.arch = zeroc_arch_find(c->model);
-  if (!tr->arch) {
-    char names[512];
-    zeroc__arch_preset_list(names, sizeof names);
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "model '%s' unknown; accepted: %s", c->model, names);
-  }
-  ZEROC_CHECK(tr->arch->resolve(c, mesh, &tr->info));
-  if (c->steps < 0) c->steps = 100;
-  if (c->lr < 0) c->lr = 3e-4;
-  if (c->schedule == ZEROC_LR_DEFAULT) c->schedule = ZEROC_LR_COSINE;
-  if (c->clip < 0) c->clip = 1.0;
-  if (c->beta1 < 0) c->beta1 = 0.9;
-  if (c->beta2 < 0) c->beta2 = 0.95;
-  if (c->eps <= 0) c->eps = 1e-8;
-  if (c->seed < 0) c->seed = 1;
-  if (c->max_skipped < 0) c->max_skipped = 5;
-  if (c->zero < 0) c->zero = mesh->pp > 1 ? 1 : 3;
-  if (c->param_dtype < 0)
-    c->param_dtype = zeroc_ctx_device(tr->ctx) == ZEROC_DEVICE_CUDA ? ZEROC_BF16 : ZEROC_FP32;
-  if (c->prefetch < 0) c->prefetch = 2;
-  if (c->vpp <= 0) c->vpp = 1;
-  if (c->grad_accum <= 0) c->grad_accum = mesh->pp > 1 ? mesh->pp : 1;
-  if (!c->data) c->data = "synthetic";
-  if (c->spike_window <= 0) c->spike_window = 50;
-  if (c->spike_z <= 0) c->spike_z = 6.0;
-  if (c->val_data && c->val_tokens == 0) c->val_tokens = 65536; /* < 0: refused below */
-  return ZEROC_OK;
-}
-
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
-
-/* What the fields allow on their own, then what the mesh and the model allow
- * (the architecture's check: the rules `zeroc train` also checks before MPI
- * starts); the messages name the config's fields. */
-static zeroc_result_t check_config(const zeroc_trainer_t *tr, const zeroc_train_config_t *c,
-                                   const zeroc_mesh_info_t *mesh) {
-  int pp = mesh->pp, il = c->pp_schedule == ZEROC_PIPELINE_INTERLEAVED;
-  if (c->steps < 0 || c->warmup < 0 || !(c->lr >= 0) || c->save_every < 0)
-    return BAD("steps %d, warmup %d, lr %g, save_every %d: none may be negative", c->steps,
-               c->warmup, c->lr, c->save_every);
-  if (c->spike_window < 2 || c->spike_window > ZEROC_SPIKE_MAX_WINDOW)
-    return BAD("spike_window %d: accepted 2..%d", c->spike_window, ZEROC_SPIKE_MAX_WINDOW);
-  if (c->param_dtype != ZEROC_FP32 && c->param_dtype != ZEROC_BF16)
-    return BAD("param_dtype %d: accepted ZEROC_FP32, ZEROC_BF16", c->param_dtype);
-  if (c->zero < 0 || c->zero > 3) return BAD("zero %d: accepted 0..3", c->zero);
-  if (c->vpp > 64) return BAD("vpp %d: accepted 1..64", c->vpp);
-  if (!(c->dropout >= 0 && c->dropout < 1))
-    return BAD("dropout %g: accepted 0 <= dropout < 1", c->dropout);
-  if (pp == 1 && c->vpp > 1) return BAD("vpp %d is for a pipeline (pp > 1)", c->vpp);
-  if ((unsigned)c->cp_mode > ZEROC_CP_MODE_ULYSSES)
-    return BAD("cp_mode %d: accepted ZEROC_CP_MODE_RING, ZEROC_CP_MODE_ULYSSES", (int)c->cp_mode);
-  if (pp > 1 && !il && c->pp_schedule != ZEROC_PIPELINE_1F1B)
-    return BAD("pp_schedule %d: accepted 1F1B, INTERLEAVED", (int)c->pp_schedule);
-  return tr->arch->check(c, mesh, &tr->info);
-}
 
 /* ---- the model's run ----------------------------------------------------------------- */
 
@@ -209,19 +130,12 @@ zeroc_result_t zeroc_trainer_create(zeroc_ctx_t *ctx, const zeroc_train_config_t
   if (!tr) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "trainer struct"));
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
   tr->ctx = ctx;
-  tr->info.device = zeroc_ctx_device(ctx);
-  zeroc_train_config_t *c = &tr->info.config;
-  zeroc_result_t r = read_config(cfg, c);
-  tr->info.dtype_given = c->param_dtype; /* the manifest records what was asked for */
-  if (!r) r = resolve_defaults(tr, c, mesh);
-  if (!r) r = check_config(tr, c, mesh);
+  zeroc_result_t r =
+      zeroc_train_config_resolve(cfg, mesh, zeroc_ctx_device(ctx), ZEROC_NAMES_CONFIG, &tr->info);
+  tr->arch = tr->info.arch;
   /* the same config on every rank gives the same verdict; agreeing costs little */
   r = zeroc_ctx_agree(ctx, r);
-  if (!r) {
-    tr->info.dtype = (zeroc_dtype_t)c->param_dtype;
-    tr->info.global_batch = c->batch * c->grad_accum * mesh->dp;
-    r = build(tr);
-  }
+  if (!r) r = build(tr);
   if (r != ZEROC_OK) {
     /* the message outlives the clean-up, which may fail in its own way */
     char msg[ZEROC_ERRMSG_MAX];

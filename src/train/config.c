@@ -1,0 +1,190 @@
+/*
+ * train/config.c - zeroc_train_config_resolve: a training config's defaults and
+ * rules, applied once, in one place, for the trainer, `zeroc train` before MPI
+ * starts, `zeroc plan` and `zeroc bench`. Every numeric field's "unset" is
+ * ZEROC_UNSET; strings are NULL; the enums have their _DEFAULT. The model's own
+ * shape, defaults and layout rules are its architecture's (zeroc/arch.h).
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "model/arch_registry.h"
+#include "zeroc/train.h"
+
+#define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
+#define UNSET    ZEROC_UNSET
+
+/* Copies a caller's versioned config over the "unset" initializer: an older,
+ * smaller struct keeps the sentinels for the fields it lacks; a struct that
+ * was not initialised with ZEROC_TRAIN_CONFIG_INIT is rejected. */
+static zeroc_result_t read_config(const zeroc_train_config_t *in, zeroc_train_config_t *out) {
+  const zeroc_train_config_t dflt = ZEROC_TRAIN_CONFIG_INIT;
+  *out = dflt;
+  if (!in || in->magic != ZEROC_CONFIG_MAGIC ||
+      in->size < offsetof(zeroc_train_config_t, model) + sizeof(const char *) || in->size > 65536)
+    return BAD("zeroc_train_config_t was not initialised with ZEROC_TRAIN_CONFIG_INIT "
+               "(size %zu, magic 0x%x)",
+               in ? in->size : 0, in ? in->magic : 0);
+  memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
+  out->size = sizeof *out;
+  return ZEROC_OK;
+}
+
+/* A field that is either unset or at least `lo`. */
+#define MIN_OR_UNSET(f, lo, what)                                                                  \
+  do {                                                                                             \
+    if (c->f != UNSET && c->f < (lo))                                                              \
+      return BAD("%s %lld: accepted %s (or ZEROC_UNSET: %s)", #f, (long long)c->f, what,           \
+                 "the default");                                                                   \
+  } while (0)
+#define REAL_OR_UNSET(f, ok, what)                                                                 \
+  do {                                                                                             \
+    if (c->f != UNSET && !(ok))                                                                    \
+      return BAD("%s %g: accepted %s (or ZEROC_UNSET: the default)", #f, c->f, what);              \
+  } while (0)
+
+/* What a field allows on its own, before any default replaces ZEROC_UNSET. */
+static zeroc_result_t check_fields(const zeroc_train_config_t *c) {
+  MIN_OR_UNSET(layers, 1, ">= 1");
+  MIN_OR_UNSET(hidden, 1, ">= 1");
+  MIN_OR_UNSET(heads, 1, ">= 1");
+  MIN_OR_UNSET(vocab, 1, ">= 1");
+  MIN_OR_UNSET(seq, 1, ">= 1");
+  MIN_OR_UNSET(batch, 1, ">= 1");
+  MIN_OR_UNSET(grad_accum, 1, ">= 1");
+  MIN_OR_UNSET(steps, 0, ">= 0");
+  MIN_OR_UNSET(warmup, 0, ">= 0");
+  MIN_OR_UNSET(seed, 0, ">= 0");
+  MIN_OR_UNSET(max_skipped, 0, ">= 0");
+  MIN_OR_UNSET(prefetch, 0, ">= 0");
+  MIN_OR_UNSET(vpp, 1, "1..64");
+  MIN_OR_UNSET(save_every, 0, ">= 0");
+  MIN_OR_UNSET(spike_window, 2, "2..1024");
+  MIN_OR_UNSET(val_tokens, 1, "1..1e12");
+  MIN_OR_UNSET(val_every, 0, ">= 0 (0: never)");
+  MIN_OR_UNSET(tables, 1, ">= 1");
+  MIN_OR_UNSET(dim, 1, ">= 1");
+  MIN_OR_UNSET(dense, 1, ">= 1");
+  MIN_OR_UNSET(embedding_sharding, 0, "0 auto, 1 table, 2 column, 3 row, 4 data");
+  REAL_OR_UNSET(lr, c->lr >= 0 && isfinite(c->lr), ">= 0");
+  REAL_OR_UNSET(weight_decay, c->weight_decay >= 0 && isfinite(c->weight_decay), ">= 0");
+  REAL_OR_UNSET(clip, c->clip >= 0, ">= 0 (0: off)");
+  REAL_OR_UNSET(beta1, c->beta1 >= 0 && c->beta1 < 1, "0 <= beta1 < 1");
+  REAL_OR_UNSET(beta2, c->beta2 >= 0 && c->beta2 < 1, "0 <= beta2 < 1");
+  REAL_OR_UNSET(eps, c->eps > 0 && c->eps < 1, "0 < eps < 1");
+  REAL_OR_UNSET(spike_z, c->spike_z > 0, "> 0");
+  REAL_OR_UNSET(dropout, c->dropout >= 0 && c->dropout < 1, "0 <= dropout < 1");
+  const int flags[] = {c->recompute, c->sequence_parallel, c->shuffle, c->reduce_maxima};
+  const char *const fnames[] = {"recompute", "sequence_parallel", "shuffle", "reduce_maxima"};
+  for (int k = 0; k < 4; k++)
+    if (flags[k] != UNSET && flags[k] != 0 && flags[k] != 1)
+      return BAD("%s %d: accepted 0 or 1 (or ZEROC_UNSET: 0)", fnames[k], flags[k]);
+  return ZEROC_OK;
+}
+
+/* The library's defaults for every field the model's resolve left unset. */
+static void defaults(zeroc_train_config_t *c, const zeroc_mesh_info_t *mesh,
+                     zeroc_device_kind_t device) {
+#define DFLT(f, v)                                                                                 \
+  if (c->f == UNSET) c->f = (v)
+  DFLT(steps, 100);
+  DFLT(lr, 3e-4);
+  DFLT(warmup, 0);
+  if (c->schedule == ZEROC_LR_DEFAULT) c->schedule = ZEROC_LR_COSINE;
+  DFLT(weight_decay, 0.0);
+  DFLT(clip, 1.0);
+  DFLT(beta1, 0.9);
+  DFLT(beta2, 0.95);
+  DFLT(eps, 1e-8);
+  DFLT(seed, 1);
+  DFLT(max_skipped, 5);
+  DFLT(zero, mesh->pp > 1 ? 1 : 3); /* a pipeline reduces gradients once per step */
+  DFLT(param_dtype, device == ZEROC_DEVICE_CUDA ? ZEROC_BF16 : ZEROC_FP32);
+  DFLT(recompute, 0);
+  DFLT(prefetch, 2);
+  DFLT(sequence_parallel, 0);
+  DFLT(vpp, 1);
+  if (c->pp_schedule == ZEROC_PIPELINE_DEFAULT) c->pp_schedule = ZEROC_PIPELINE_1F1B;
+  DFLT(grad_accum, mesh->pp > 1 ? mesh->pp : 1); /* a pipeline's micro-batches */
+  if (!c->data) c->data = "synthetic";
+  DFLT(shuffle, 0);
+  DFLT(save_every, 0);
+  DFLT(spike_window, 50);
+  DFLT(spike_z, 6.0);
+  DFLT(reduce_maxima, 0);
+  DFLT(val_every, 0);
+  DFLT(dropout, 0.0);
+  DFLT(embedding_sharding, 0);
+  if (c->val_data) DFLT(val_tokens, 65536);
+#undef DFLT
+}
+
+/* What the resolved fields allow together, then what the mesh and the model
+ * allow (the architecture's check). */
+static zeroc_result_t check_config(const zeroc_arch_t *arch, const zeroc_train_config_t *c,
+                                   const zeroc_mesh_info_t *mesh, zeroc_names_t names,
+                                   const zeroc_train_info_t *info) {
+  int pp = mesh->pp, il = c->pp_schedule == ZEROC_PIPELINE_INTERLEAVED;
+  if (c->spike_window > ZEROC_SPIKE_MAX_WINDOW)
+    return BAD("spike_window %d: accepted 2..%d", c->spike_window, ZEROC_SPIKE_MAX_WINDOW);
+  if (c->param_dtype != ZEROC_FP32 && c->param_dtype != ZEROC_BF16)
+    return BAD("param_dtype %d: accepted ZEROC_FP32, ZEROC_BF16", c->param_dtype);
+  if (c->zero < 0 || c->zero > 3) return BAD("zero %d: accepted 0..3", c->zero);
+  if (c->vpp > 64) return BAD("vpp %d: accepted 1..64", c->vpp);
+  if (pp == 1 && c->vpp > 1) return BAD("vpp %d is for a pipeline (pp > 1)", c->vpp);
+  if ((unsigned)c->cp_mode > ZEROC_CP_MODE_ULYSSES)
+    return BAD("cp_mode %d: accepted ZEROC_CP_MODE_RING, ZEROC_CP_MODE_ULYSSES", (int)c->cp_mode);
+  if ((unsigned)c->schedule > ZEROC_LR_COSINE)
+    return BAD("schedule %d: accepted ZEROC_LR_CONSTANT, ZEROC_LR_COSINE", (int)c->schedule);
+  if ((unsigned)c->offload_optimizer > ZEROC_OFFLOAD_NVME ||
+      (unsigned)c->offload_params > ZEROC_OFFLOAD_NVME)
+    return BAD("offload_optimizer %d, offload_params %d: accepted ZEROC_OFFLOAD_NONE, _CPU, _NVME",
+               (int)c->offload_optimizer, (int)c->offload_params);
+  if (pp > 1 && !il && c->pp_schedule != ZEROC_PIPELINE_1F1B)
+    return BAD("pp_schedule %d: accepted 1F1B, INTERLEAVED", (int)c->pp_schedule);
+  return arch->check(c, mesh, info, names);
+}
+
+zeroc_result_t zeroc_train_config_resolve(const zeroc_train_config_t *cfg,
+                                          const zeroc_mesh_info_t *mesh, zeroc_device_kind_t device,
+                                          zeroc_names_t names, zeroc_train_info_t *out) {
+  if (!mesh || !out) return BAD("zeroc_train_config_resolve: NULL %s", mesh ? "out" : "mesh");
+  if ((unsigned)names > ZEROC_NAMES_FLAGS)
+    return BAD("names %d: accepted ZEROC_NAMES_CONFIG, ZEROC_NAMES_FLAGS", (int)names);
+  if (device != ZEROC_DEVICE_CPU && device != ZEROC_DEVICE_CUDA)
+    return BAD("device %d: accepted ZEROC_DEVICE_CPU, ZEROC_DEVICE_CUDA", (int)device);
+  memset(out, 0, sizeof *out);
+  out->device = device;
+  zeroc_train_config_t *c = &out->config;
+  ZEROC_CHECK(read_config(cfg, c));
+  out->dtype_given = c->param_dtype; /* checkpoints record what was asked for */
+  /* an evaluation of no tokens means nothing: callers before ZEROC_UNSET wrote 0 for "unset" */
+  if (c->val_tokens == 0) c->val_tokens = ZEROC_UNSET;
+  ZEROC_CHECK(check_fields(c));
+  if (!c->model) c->model = "tiny";
+  const zeroc_arch_t *arch = out->arch = zeroc_arch_find(c->model);
+  if (!arch) {
+    char list[512];
+    zeroc__arch_preset_list(list, sizeof list);
+    return BAD("model '%s' unknown; accepted: %s", c->model, list);
+  }
+  ZEROC_CHECK(arch->resolve(c, mesh, out)); /* the shape, and the model's own defaults */
+  defaults(c, mesh, device);
+  ZEROC_CHECK(check_config(arch, c, mesh, names, out));
+  out->dtype = (zeroc_dtype_t)c->param_dtype;
+  out->global_batch = c->batch * c->grad_accum * mesh->dp;
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc_train_print_schedule(FILE *f, const zeroc_train_info_t *info, int pp, int tp,
+                                          zeroc_dtype_t act_dtype) {
+  if (!f || !info || !info->arch)
+    return BAD("zeroc_train_print_schedule: NULL file or an unresolved info");
+  if (!info->arch->print_schedule)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "model %s has no pipeline schedule",
+                      info->config.model);
+  return info->arch->print_schedule(f, info, pp, tp, act_dtype);
+}
