@@ -10,7 +10,7 @@
  *     zeroc_model_forward(model, input[u]);   // gathers unit i+1 while unit i runs
  *     zeroc_model_backward(model);            // reduce-scatters unit i while unit i-1 runs
  *   }
- *   zeroc_model_step(model, lr, &info);        // grad norm, clip, AdamW on the shards
+ *   zeroc_model_step(model, lr, &info);        // grad norm, clip, the optimizer on the shards
  *
  * With the same world size and data, stages 1, 2 and 3 give bitwise identical
  * parameters (grad_accum 1; with accumulation stage 1 sums full gradients
@@ -31,6 +31,13 @@ extern "C" {
 
 typedef struct zeroc_model zeroc_model_t;
 
+/* The optimizer zeroc_model_step runs on every shard. Its state is the fp32
+ * master plus up to two moment buffers per parameter (ZEROC_STATE_MOMENT1/2). */
+typedef enum zeroc_optimizer {
+  ZEROC_OPTIMIZER_UNSET = ZEROC_UNSET, /* a config's "unset": the library's default (AdamW) */
+  ZEROC_OPTIMIZER_ADAMW = 0, /* AdamW, decoupled weight decay; moment 1 = m, moment 2 = v */
+} zeroc_optimizer_t;
+
 /*
  * The settings of zeroc_shard(). Initialise with ZEROC_SHARD_CONFIG_INIT: every
  * field starts "unset" (ZEROC_UNSET, see zeroc/types.h; offloads start NONE,
@@ -50,18 +57,20 @@ typedef struct zeroc_shard_config {
   zeroc_offload_t offload_optimizer; /* master, m, v: device (none), host (cpu) or nvme [none] */
   zeroc_offload_t offload_params;    /* stage 3 parameter shards: none, cpu or nvme [none] */
   const char *nvme_dir;              /* required with nvme [NULL] */
-  float beta1, beta2, eps, weight_decay; /* AdamW [0.9, 0.95, 1e-8, 0] */
+  float beta1, beta2, eps, weight_decay; /* the optimizer's (AdamW) [0.9, 0.95, 1e-8, 0] */
   float clip;          /* global gradient-norm clip; 0 turns clipping off [1] */
   uint64_t seed;       /* initialisation seed [1] */
   int max_skipped;     /* consecutive non-finite steps tolerated [5] */
+  zeroc_optimizer_t optimizer; /* the update rule of zeroc_model_step [adamw] */
 } zeroc_shard_config_t;
 
-#define ZEROC_SHARD_CONFIG_INIT                                                                   \
-  {                                                                                               \
-    sizeof(zeroc_shard_config_t), ZEROC_CONFIG_MAGIC, ZEROC_UNSET, ZEROC_DTYPE_UNSET,             \
-        ZEROC_DTYPE_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_OFFLOAD_NONE,             \
-        ZEROC_OFFLOAD_NONE, NULL, (float)ZEROC_UNSET, (float)ZEROC_UNSET, (float)ZEROC_UNSET,     \
-        (float)ZEROC_UNSET, (float)ZEROC_UNSET, (uint64_t)ZEROC_UNSET, ZEROC_UNSET                \
+#define ZEROC_SHARD_CONFIG_INIT                                                                    \
+  {                                                                                                \
+    sizeof(zeroc_shard_config_t), ZEROC_CONFIG_MAGIC, ZEROC_UNSET, ZEROC_DTYPE_UNSET,              \
+        ZEROC_DTYPE_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_OFFLOAD_NONE,              \
+        ZEROC_OFFLOAD_NONE, NULL, (float)ZEROC_UNSET, (float)ZEROC_UNSET, (float)ZEROC_UNSET,      \
+        (float)ZEROC_UNSET, (float)ZEROC_UNSET, (uint64_t)ZEROC_UNSET, ZEROC_UNSET,                \
+        ZEROC_OPTIMIZER_UNSET                                                                      \
   }
 
 /*
@@ -71,7 +80,7 @@ typedef struct zeroc_shard_config {
  *   ctx: the context (its mesh gives dp_shard / dp_replicate); layers: the unit
  *   list, identical on every data-parallel rank (checked with a checksum);
  *   n >= 1; cfg: ZEROC_SHARD_CONFIG_INIT-initialised; out: the model.
- * Returns ZEROC_ERR_INVALID_ARG (bad stage or dtype, a unit without
+ * Returns ZEROC_ERR_INVALID_ARG (bad stage, dtype or optimizer, a unit without
  * parameters or with a zero-size one, a `shares` index that is not earlier,
  * layer lists that differ between ranks: the same error on every rank),
  * ZEROC_ERR_UNSUPPORTED, ZEROC_ERR_NOMEM.
@@ -107,8 +116,9 @@ typedef struct zeroc_step_info {
 /*
  * Finishes the optimizer step: waits for the reductions, computes the global
  * gradient norm, clips, skips the step on a non-finite norm (on every rank),
- * runs AdamW with learning rate `lr` on every shard, and publishes the new
- * parameters. `info` (may be NULL) receives the step's figures.
+ * runs the optimizer (cfg->optimizer: AdamW) with learning rate `lr` on every
+ * shard, and publishes the new parameters. `info` (may be NULL) receives the
+ * step's figures.
  * Returns ZEROC_ERR_NUMERIC after more than max_skipped consecutive skips.
  */
 zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info);
@@ -138,11 +148,11 @@ void zeroc_model_shard_layout(const zeroc_model_t *m, int *shard_rank, int *shar
                               int *replica);
 
 typedef enum zeroc_state_kind {
-  ZEROC_STATE_MASTER = 0, /* fp32 master weights */
-  ZEROC_STATE_ADAM_M = 1,
-  ZEROC_STATE_ADAM_V = 2,
-  ZEROC_STATE_GRAD = 3,   /* the reduced gradient shard (read only; valid after the last
-                             micro-step's backward, before zeroc_model_step) */
+  ZEROC_STATE_MASTER = 0,  /* fp32 master weights */
+  ZEROC_STATE_MOMENT1 = 1, /* the optimizer's first moment (AdamW: m) */
+  ZEROC_STATE_MOMENT2 = 2, /* the optimizer's second moment (AdamW: v) */
+  ZEROC_STATE_GRAD = 3,    /* the reduced gradient shard (read only; valid after the last
+                              micro-step's backward, before zeroc_model_step) */
   ZEROC_STATE_COUNT
 } zeroc_state_kind_t;
 
