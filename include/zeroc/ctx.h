@@ -16,18 +16,13 @@
 #include "zeroc/mem.h"
 #include "zeroc/mesh.h"
 #include "zeroc/result.h"
+#include "zeroc/types.h" /* zeroc_device_kind_t */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct zeroc_ctx zeroc_ctx_t;
-
-typedef enum zeroc_device_kind {
-  ZEROC_DEVICE_AUTO = 0, /* cuda when a GPU is visible, else cpu */
-  ZEROC_DEVICE_CPU = 1,
-  ZEROC_DEVICE_CUDA = 2,
-} zeroc_device_kind_t;
 
 /* Marks an initialised config struct; an uninitialised one is rejected. */
 #define ZEROC_CONFIG_MAGIC 0x7a65726fu /* "zero" */

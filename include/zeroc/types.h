@@ -1,5 +1,6 @@
 /*
- * zeroc/types.h - element types and reduction operators shared by the API.
+ * zeroc/types.h - element types, reduction operators, offload and device
+ * choices shared by the API.
  */
 #ifndef ZEROC_TYPES_H
 #define ZEROC_TYPES_H
@@ -47,6 +48,13 @@ typedef enum zeroc_offload {
   ZEROC_OFFLOAD_CPU = 1,  /* pinned host memory */
   ZEROC_OFFLOAD_NVME = 2, /* files on NVMe (io_uring) */
 } zeroc_offload_t;
+
+/* The device backend a context runs on. */
+typedef enum zeroc_device_kind {
+  ZEROC_DEVICE_AUTO = 0, /* cuda when a GPU is visible, else cpu */
+  ZEROC_DEVICE_CPU = 1,
+  ZEROC_DEVICE_CUDA = 2,
+} zeroc_device_kind_t;
 
 /* Bytes per element of `dt` (0 for an unknown value). */
 size_t zeroc_dtype_size(zeroc_dtype_t dt);
