@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "embed/embed.h"
-#include "io/rng.h"
 #include "runtime/runtime.h"
 
 float zeroc__embed_init_value(uint64_t seed, int t, int64_t rows, int64_t row, int col) {

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "io/clicks.h"
 #include "io/clicks_internal.h"
-#include "io/rng.h"
 
 #define ZIPF_S    1.2
 #define TABLE_STD 0.8 /* std of the tables' summed contribution to the logit */

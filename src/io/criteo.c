@@ -14,9 +14,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "io/clicks_internal.h"
 #include "io/files.h"
-#include "io/rng.h"
 
 #define NF        (1 + ZEROC__CRITEO_DENSE + ZEROC__CRITEO_TABLES)
 #define MAX_LINE  65536

@@ -22,9 +22,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "io/crc32c.h"
 #include "io/files.h"
-#include "io/rng.h"
 #include "io/synth.h"
 
 #define TAG_SHUFFLE 0x53485546464cULL /* "SHUFFL" */

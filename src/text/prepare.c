@@ -22,8 +22,8 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "io/files.h"
-#include "io/rng.h"
 #include "text/prepare_internal.h"
 
 #define DEFAULT_VAL_FRACTION 0.05
