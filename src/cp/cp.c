@@ -91,7 +91,7 @@ void zeroc__cp_destroy(zeroc__cp_t *cp) {
     if (cp->ev[i]) zeroc_event_destroy(cp->ev[i]);
   zeroc_stream_destroy(cp->send);
   zeroc_stream_destroy(cp->recv);
-  if (cp->buf) zeroc__device_free(cp->mem, cp->buf);
+  if (cp->buf) zeroc_i_device_free(cp->mem, cp->buf);
   free(cp);
 }
 
@@ -105,11 +105,11 @@ zeroc_result_t zeroc__cp_reserve(zeroc__cp_t *cp, int B, int T, int Cl, int NHl)
     /* the old buffers may still be read by transfers in flight */
     if (cp->send) ZEROC_CHECK(zeroc_stream_sync(cp->send));
     if (cp->recv) ZEROC_CHECK(zeroc_stream_sync(cp->recv));
-    zeroc__device_free(cp->mem, cp->buf);
+    zeroc_i_device_free(cp->mem, cp->buf);
     cp->buf = NULL;
     cp->buf_bytes = 0;
   }
-  ZEROC_CHECK(zeroc__device_alloc(cp->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, need, &cp->buf));
+  ZEROC_CHECK(zeroc_i_device_alloc(cp->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, need, &cp->buf));
   cp->buf_bytes = need;
   cp->B = B;
   cp->T = T;

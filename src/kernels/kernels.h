@@ -327,7 +327,7 @@ typedef struct zeroc_adamw_args {
   const float *scale_dev;
 } zeroc_adamw_args_t;
 
-/* *scale (one fp32, device memory) = zeroc__clip_scale(*sumsq, clip) (kernels/clip.h):
+/* *scale (one fp32, device memory) = zeroc_i_clip_scale(*sumsq, clip) (kernels/clip.h):
  * the gradient's multiplier from its global sum of squares (one fp64, device memory),
  * NaN to skip a non-finite step; for zeroc_adamw_args_t.scale_dev, so that a step is
  * clipped or skipped without the host reading the norm first. */

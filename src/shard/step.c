@@ -205,7 +205,7 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
       zeroc__allreduce_host(world, sums + on_device, 2 - (size_t)on_device, ZEROC_FP64, ZEROC_SUM));
   double norm = sqrt(sums[0]);
   /* the verdict: the device's (the same formula on the same global sum), or the host's */
-  const float coef = zeroc__clip_scale(sums[0], m->cfg.clip);
+  const float coef = zeroc_i_clip_scale(sums[0], m->cfg.clip);
   int skipped = isnan(coef);
   if (skipped) {
     m->run.consecutive_skips++;
