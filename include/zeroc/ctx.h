@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "zeroc/export.h"
 #include "zeroc/mem.h"
 #include "zeroc/mesh.h"
 #include "zeroc/result.h"
@@ -59,18 +60,18 @@ typedef struct zeroc_ctx_config {
  * cuda is asked for without a GPU, ZEROC_ERR_CUDA / _NCCL, ZEROC_ERR_NOMEM.
  * Collective over that communicator.
  */
-zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **ctx, const zeroc_ctx_config_t *cfg);
+ZEROC_API zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **ctx, const zeroc_ctx_config_t *cfg);
 
 /* Collective shutdown: waits for every rank, frees groups, and calls
  * MPI_Finalize if zeroc_ctx_create initialised MPI. Then destroys `ctx`. */
-zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx);
+ZEROC_API zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx);
 
 /* Local cleanup without talking to other ranks. destroy(NULL) does nothing. */
-void zeroc_ctx_destroy(zeroc_ctx_t *ctx);
+ZEROC_API void zeroc_ctx_destroy(zeroc_ctx_t *ctx);
 
 /* Aborts every rank of the job (MPI_Abort) after printing `why` on this rank.
  * For programs, after an error such as ZEROC_ERR_TIMEOUT; never returns. */
-void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why);
+ZEROC_API void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why);
 
 /*
  * Agreement: every rank passes its own result; every rank gets ZEROC_OK only
@@ -79,39 +80,39 @@ void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why);
  * "rank R failed: <message>". Collective over the world (with the timeout), so
  * a failure on one rank never leaves the others waiting.
  */
-zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r);
+ZEROC_API zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r);
 
 /* *v becomes the maximum of every rank's *v. Collective over the world. */
-zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v);
+ZEROC_API zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v);
 
 /* The mesh of this context (never NULL for a live ctx). */
-const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx);
+ZEROC_API const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx);
 
 /* The device actually in use (cpu or cuda). */
-zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx);
+ZEROC_API zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx);
 
 /* The dense bf16 peak of the device in TFLOP/s (0 when unknown, e.g. cpu). */
-double zeroc_ctx_peak_tflops(const zeroc_ctx_t *ctx);
+ZEROC_API double zeroc_ctx_peak_tflops(const zeroc_ctx_t *ctx);
 
 /* Node-local rank and number of ranks on this node. */
-void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size);
+ZEROC_API void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size);
 
 /* The communication timeout in seconds. */
-double zeroc_ctx_comm_timeout(const zeroc_ctx_t *ctx);
+ZEROC_API double zeroc_ctx_comm_timeout(const zeroc_ctx_t *ctx);
 
 /* A copy of the memory accountant's figures. */
-void zeroc_ctx_memory(const zeroc_ctx_t *ctx, zeroc_mem_stats_t *out);
+ZEROC_API void zeroc_ctx_memory(const zeroc_ctx_t *ctx, zeroc_mem_stats_t *out);
 
 /* Resets the peak figures to the current ones (e.g. after initialisation). */
-void zeroc_ctx_memory_reset_peak(zeroc_ctx_t *ctx);
+ZEROC_API void zeroc_ctx_memory_reset_peak(zeroc_ctx_t *ctx);
 
 /* Writes one line per rank (gathered to rank 0) describing the binding:
  * host, local rank, cores, NUMA node, threads, GPU. Collective. */
-zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out);
+ZEROC_API zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out);
 
 /* The detailed message of the last failure: the context's when `ctx` is not
  * NULL and it has one, else the calling thread's. Never NULL ("" if none). */
-const char *zeroc_last_error(const zeroc_ctx_t *ctx);
+ZEROC_API const char *zeroc_last_error(const zeroc_ctx_t *ctx);
 
 #ifdef __cplusplus
 }

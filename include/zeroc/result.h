@@ -16,6 +16,8 @@
 #ifndef ZEROC_RESULT_H
 #define ZEROC_RESULT_H
 
+#include "zeroc/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,10 +41,10 @@ typedef enum zeroc_result {
 } zeroc_result_t;
 
 /* A short sentence describing `r`, with a hint where one helps. Never NULL. */
-const char *zeroc_result_string(zeroc_result_t r);
+ZEROC_API const char *zeroc_result_string(zeroc_result_t r);
 
 /* The enum name of `r`, e.g. "ZEROC_ERR_TIMEOUT". Never NULL. */
-const char *zeroc_result_name(zeroc_result_t r);
+ZEROC_API const char *zeroc_result_name(zeroc_result_t r);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "zeroc/ctx.h"
+#include "zeroc/export.h"
 #include "zeroc/layer.h"
 
 #ifdef __cplusplus
@@ -85,23 +86,23 @@ typedef struct zeroc_shard_config {
  * layer lists that differ between ranks: the same error on every rank),
  * ZEROC_ERR_UNSUPPORTED, ZEROC_ERR_NOMEM.
  */
-zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
-                           const zeroc_shard_config_t *cfg, zeroc_model_t **out);
+ZEROC_API zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
+                                     const zeroc_shard_config_t *cfg, zeroc_model_t **out);
 
 /* Frees the model's buffers (local). destroy(NULL) does nothing. */
-void zeroc_model_destroy(zeroc_model_t *m);
+ZEROC_API void zeroc_model_destroy(zeroc_model_t *m);
 
 /* Runs the forward pass of one micro-step on `input` (given to unit 0). The
  * last unit's loss is kept for zeroc_model_step. */
-zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input);
+ZEROC_API zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input);
 
 /* Runs a forward pass that will have no backward (evaluation): nothing of the
  * training step changes. *loss receives this rank's loss from the last unit
  * (average over data-parallel ranks yourself). */
-zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss);
+ZEROC_API zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss);
 
 /* Runs the backward pass of the micro-step whose forward ran last. */
-zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
+ZEROC_API zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
 
 typedef struct zeroc_step_info {
   uint64_t step;          /* optimizer steps applied so far (skipped ones not counted) */
@@ -121,7 +122,7 @@ typedef struct zeroc_step_info {
  * step's figures.
  * Returns ZEROC_ERR_NUMERIC after more than max_skipped consecutive skips.
  */
-zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info);
+ZEROC_API zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info);
 
 /* ---- inspection and state (checkpoints, export, tests) -------------------------- */
 
@@ -134,18 +135,19 @@ typedef struct zeroc_unit_info {
   int nparams;
 } zeroc_unit_info_t;
 
-int zeroc_model_num_units(const zeroc_model_t *m);
-zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit, zeroc_unit_info_t *out);
+ZEROC_API int zeroc_model_num_units(const zeroc_model_t *m);
+ZEROC_API zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit,
+                                               zeroc_unit_info_t *out);
 /* Offset of parameter `p` of `unit` in the flat buffer. */
-uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p);
+ZEROC_API uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p);
 /* The descriptor of parameter `p` of `unit` (as given to zeroc_shard). */
-const zeroc_param_desc_t *zeroc_model_param_desc(const zeroc_model_t *m, int unit, int p);
+ZEROC_API const zeroc_param_desc_t *zeroc_model_param_desc(const zeroc_model_t *m, int unit, int p);
 
 /* Where this rank sits in the model's sharding: its shard group (rank, size)
  * and its replica index (HSDP, or dp for stage 0); replica 0 holds the copy a
  * checkpoint writes. */
-void zeroc_model_shard_layout(const zeroc_model_t *m, int *shard_rank, int *shard_size,
-                              int *replica);
+ZEROC_API void zeroc_model_shard_layout(const zeroc_model_t *m, int *shard_rank, int *shard_size,
+                                        int *replica);
 
 typedef enum zeroc_state_kind {
   ZEROC_STATE_MASTER = 0,  /* fp32 master weights */
@@ -159,27 +161,27 @@ typedef enum zeroc_state_kind {
 /* Copies this rank's shard (S fp32 values) of a state buffer to / from host
  * memory `buf` (synchronously). Setting MASTER also republishes the compute
  * parameters (collective over the shard group: call on every rank). */
-zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
-                                     float *buf);
-zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
-                                     const float *buf);
+ZEROC_API zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                               float *buf);
+ZEROC_API zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                               const float *buf);
 /* Publishes the master weights to the compute parameters after set_shard calls
  * (collective over the shard group). */
-zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m);
+ZEROC_API zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m);
 
 /* Gathers the full fp32 master values of `unit` (flat_numel floats) into host
  * `buf` on every rank. Collective over the shard group. */
-zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf);
+ZEROC_API zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf);
 
 /* Optimizer steps applied; set when resuming from a checkpoint. */
-uint64_t zeroc_model_steps(const zeroc_model_t *m);
-void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps);
+ZEROC_API uint64_t zeroc_model_steps(const zeroc_model_t *m);
+ZEROC_API void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps);
 
 /* The context the model was built on. */
-zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m);
+ZEROC_API zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m);
 
 /* Bytes of model state (params, grads, optimizer) this rank holds persistently. */
-uint64_t zeroc_model_state_bytes(const zeroc_model_t *m);
+ZEROC_API uint64_t zeroc_model_state_bytes(const zeroc_model_t *m);
 
 #ifdef __cplusplus
 }

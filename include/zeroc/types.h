@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zeroc/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -57,9 +59,9 @@ typedef enum zeroc_device_kind {
 } zeroc_device_kind_t;
 
 /* Bytes per element of `dt` (0 for an unknown value). */
-size_t zeroc_dtype_size(zeroc_dtype_t dt);
+ZEROC_API size_t zeroc_dtype_size(zeroc_dtype_t dt);
 /* "fp32", "bf16", "int32", "fp64", "uint8", "int64"; "?" for an unknown value. */
-const char *zeroc_dtype_name(zeroc_dtype_t dt);
+ZEROC_API const char *zeroc_dtype_name(zeroc_dtype_t dt);
 
 /* bf16 <-> fp32, round to nearest even (NaN stays NaN). */
 static inline uint16_t zeroc_f32_to_bf16(float f) {
