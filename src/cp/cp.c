@@ -119,7 +119,7 @@ zeroc_result_t zeroc__cp_reserve(zeroc__cp_t *cp, int B, int T, int Cl, int NHl)
 }
 
 /* Shapes every entry point checks. */
-zeroc_result_t zeroc__cp_check_shape(const zeroc__cp_t *cp, int B, int T, int Cl, int NHl) {
+static zeroc_result_t check_shape(const zeroc__cp_t *cp, int B, int T, int Cl, int NHl) {
   if (B < 1 || T < 1 || Cl < 1 || NHl < 1 || Cl % NHl)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "cp attention: shape B %d T %d Cl %d NHl %d (accepted: positive, Cl a "
@@ -136,7 +136,7 @@ zeroc_result_t zeroc__cp_check_shape(const zeroc__cp_t *cp, int B, int T, int Cl
 zeroc_result_t zeroc__cp_attention_forward(zeroc__cp_t *cp, zeroc_stream_t *s, void *out,
                                            float *lse, const void *qkv, int B, int T, int Cl,
                                            int NHl, const zeroc_dropout_t *drop) {
-  ZEROC_CHECK(zeroc__cp_check_shape(cp, B, T, Cl, NHl));
+  ZEROC_CHECK(check_shape(cp, B, T, Cl, NHl));
   if (cp->size == 1) return zeroc_k_attention_forward(cp->k, s, out, lse, qkv, B, T, Cl, NHl, drop);
   ZEROC_CHECK(zeroc__cp_reserve(cp, B, T, Cl, NHl));
   if (cp->mode == ZEROC_CP_ULYSSES)
@@ -148,7 +148,7 @@ zeroc_result_t zeroc__cp_attention_backward(zeroc__cp_t *cp, zeroc_stream_t *s, 
                                             const void *dout, const void *qkv, const void *out,
                                             const float *lse, int B, int T, int Cl, int NHl,
                                             const zeroc_dropout_t *drop) {
-  ZEROC_CHECK(zeroc__cp_check_shape(cp, B, T, Cl, NHl));
+  ZEROC_CHECK(check_shape(cp, B, T, Cl, NHl));
   if (cp->size == 1)
     return zeroc_k_attention_backward(cp->k, s, dqkv, dout, qkv, out, lse, B, T, Cl, NHl, drop);
   ZEROC_CHECK(zeroc__cp_reserve(cp, B, T, Cl, NHl));

@@ -60,13 +60,7 @@ zeroc_result_t zeroc__clicks_synth(const zeroc__click_shape_t *s, uint64_t seed,
   return ZEROC_OK;
 }
 
-void zeroc__clicks_destroy(zeroc__clicks_t *c) {
-  if (!c) return;
-  free(c->labels);
-  free(c->dense);
-  free(c->cats);
-  free(c);
-}
+void zeroc__clicks_destroy(zeroc__clicks_t *c) { zeroc__clicks_free(c); }
 
 uint64_t zeroc__clicks_count(const zeroc__clicks_t *c) { return c->n; }
 

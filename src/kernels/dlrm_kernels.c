@@ -5,6 +5,10 @@
 #include "kernels/dlrm_kernels.h"
 
 #include "core/error.h"
+#include "kernels/cpu/cpu_kernels.h"
+#ifdef ZEROC_HAVE_CUDA
+#include "kernels/cuda/cuda_kernels.h"
+#endif
 
 #ifdef ZEROC_HAVE_CUDA
 #define CUDA_OR_CPU(name, ...)                                                                     \

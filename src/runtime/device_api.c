@@ -6,7 +6,7 @@
  */
 #include "core/error.h"
 #include "device/device.h"
-#include "runtime/ctx.h"
+#include "runtime/context.h"
 
 zeroc_result_t zeroc_mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_memtag_t tag,
                                size_t bytes, void **ptr) {

@@ -1,7 +1,7 @@
 /*
  * shard/engine.c - zeroc_shard(): the settings and their defaults, the
  * agreement between ranks, each unit's buffers for its ZeRO stage (tabled in
- * shard/engine.h), initial values and publishing the parameters; and
+ * shard/model.h), initial values and publishing the parameters; and
  * zeroc_model_destroy. The per-unit schedule is shard/schedule.c, the
  * optimizer step shard/step.c.
  */

@@ -1,6 +1,6 @@
 /*
  * kernels/cuda/attention_block.cu - the attention pieces of context parallelism
- * (kernels.h: zeroc_attn_block_t): one (query block, key block) pair forward, the
+ * (kernels/types.h: zeroc_attn_block_t): one (query block, key block) pair forward, the
  * log-sum-exp merge, the pair's backward, and strided row copies.
  *
  * One warp per row: lane l holds head dimensions l, l+32, .. (head size <= 128), and

@@ -15,7 +15,7 @@
 #ifndef ZEROC_KERNELS_CUDA_H
 #define ZEROC_KERNELS_CUDA_H
 
-#include "kernels/kernels.h"
+#include "kernels/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -168,6 +168,19 @@ zeroc_result_t zeroc_i_cuda_rowwise_adagrad(zeroc_kernels_t *k, zeroc_stream_t *
 zeroc_result_t zeroc_i_cuda_copy2d(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst, int64_t ldd,
                                    const float *src, int64_t lds, int64_t rows, int64_t cols);
 
+/* kernels/cuda/dlrm.cu: the cuda twins of kernels/dlrm_kernels.h, same contracts, on `s` */
+zeroc_result_t zeroc_i_cuda_relu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, float *out,
+                                         const float *inp, size_t N);
+zeroc_result_t zeroc_i_cuda_relu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *dinp,
+                                          const float *out, const float *dout, size_t N);
+zeroc_result_t zeroc_i_cuda_interact_forward(zeroc_kernels_t *k, zeroc_stream_t *s, float *out,
+                                             const float *z, const float *emb, int B, int T, int D);
+zeroc_result_t zeroc_i_cuda_interact_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *dz,
+                                              float *demb, const float *dout, const float *z,
+                                              const float *emb, int B, int T, int D);
+zeroc_result_t zeroc_i_cuda_bce(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses,
+                                float *dlogits, const float *logits, const float *labels, int B,
+                                float dloss);
 #ifdef __cplusplus
 }
 #endif

@@ -5,7 +5,6 @@
  * fp32 only; every backward accumulates, as on cpu.
  */
 #include "kernels/cuda/common.cuh"
-#include "kernels/dlrm_kernels.h"
 
 __global__ void relu_fwd(float *out, const float *inp, size_t n) {
   size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
