@@ -25,8 +25,8 @@ void bench_ref_attention_forward(float *out, float *lse, const float *qkv, int B
                                  int NH, const zeroc_dropout_t *drop) {
   const int HS = C / NH;
   const int dr = drop && drop->p > 0;
-  const uint32_t thr = dr ? zeroc__dropout_threshold(drop->p) : 0;
-  const float dsc = dr ? zeroc__dropout_scale(drop->p) : 1.0f;
+  const uint32_t thr = dr ? zeroc_i_dropout_threshold(drop->p) : 0;
+  const float dsc = dr ? zeroc_i_dropout_scale(drop->p) : 1.0f;
   const float scale = 1.0f / sqrtf((float)HS);
   const size_t C3 = 3 * (size_t)C;
   const long BH = (long)B * NH;
@@ -41,7 +41,7 @@ void bench_ref_attention_forward(float *out, float *lse, const float *qkv, int B
       /* o holds sum_j exp(s_j - m) v_j for the running max m; l the matching sum */
       float m = -INFINITY, l = 0;
       const uint64_t rk =
-          dr ? zeroc__dropout_row_key(drop->key, zeroc__dropout_row_att(drop, b, h, t)) : 0;
+          dr ? zeroc_i_dropout_row_key(drop->key, zeroc_i_dropout_row_att(drop, b, h, t)) : 0;
       for (int j = 0; j <= t; j++) {
         const float *kj = base + j * C3 + C, *restrict vj = base + j * C3 + 2 * (size_t)C;
         const float s = dot(q, kj, HS) * scale;
@@ -54,7 +54,7 @@ void bench_ref_attention_forward(float *out, float *lse, const float *qkv, int B
         }
         float p = expf(s - m);
         l += p;
-        if (dr) p = zeroc__dropout_bits(rk, (uint32_t)j) >= thr ? p * dsc : 0.0f;
+        if (dr) p = zeroc_i_dropout_bits(rk, (uint32_t)j) >= thr ? p * dsc : 0.0f;
 #pragma omp simd
         for (int d = 0; d < HS; d++) o[d] += p * vj[d];
       }
@@ -72,8 +72,8 @@ void bench_ref_attention_backward(float *dqkv, const float *dout, const float *q
                                   const zeroc_dropout_t *drop) {
   const int HS = C / NH;
   const int dr = drop && drop->p > 0;
-  const uint32_t thr = dr ? zeroc__dropout_threshold(drop->p) : 0;
-  const float dsc = dr ? zeroc__dropout_scale(drop->p) : 1.0f;
+  const uint32_t thr = dr ? zeroc_i_dropout_threshold(drop->p) : 0;
+  const float dsc = dr ? zeroc_i_dropout_scale(drop->p) : 1.0f;
   const float scale = 1.0f / sqrtf((float)HS);
   const size_t C3 = 3 * (size_t)C;
   const long BH = (long)B * NH;
@@ -93,14 +93,14 @@ void bench_ref_attention_backward(float *dqkv, const float *dout, const float *q
        * m_j dy . v_j; dy . out_t is still the sum. */
       const float D = dot(dy, out + row, HS), L = lse[bh * T + t];
       const uint64_t rk =
-          dr ? zeroc__dropout_row_key(drop->key, zeroc__dropout_row_att(drop, b, h, t)) : 0;
+          dr ? zeroc_i_dropout_row_key(drop->key, zeroc_i_dropout_row_att(drop, b, h, t)) : 0;
       for (int j = 0; j <= t; j++) {
         const float *kj = base + j * C3 + C, *vj = base + j * C3 + 2 * (size_t)C;
         float *restrict dkj = dbase + j * C3 + C, *restrict dvj = dbase + j * C3 + 2 * (size_t)C;
         const float p = expf(dot(q, kj, HS) * scale - L);
         float dp = dot(dy, vj, HS), pv = p;
         if (dr) {
-          const float m = zeroc__dropout_bits(rk, (uint32_t)j) >= thr ? dsc : 0.0f;
+          const float m = zeroc_i_dropout_bits(rk, (uint32_t)j) >= thr ? dsc : 0.0f;
           dp *= m;
           pv *= m;
         }

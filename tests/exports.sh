@@ -22,9 +22,10 @@ comm -23 "$DIR/named" "$DIR/inline" > "$DIR/declared"
 [ -s "$DIR/declared" ] || fail "no function declarations found in $INC/zeroc/zeroc.h"
 
 # The exported symbols: defined dynamic symbols, less the version nodes (type A),
-# without their @VERSION suffix.
+# without their @VERSION suffix; and those not in the version node ZEROC_0.1.
 nm -D --defined-only "$LIB" > "$DIR/nm" 2> "$DIR/nm.log" || { cat "$DIR/nm.log"; fail "nm -D $LIB"; }
 awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' "$DIR/nm" | sort -u > "$DIR/exported"
+awk '$2 != "A" && $3 !~ /@@?ZEROC_0\.1$/ { print $3 }' "$DIR/nm" | sort -u > "$DIR/unversioned"
 
 comm -13 "$DIR/declared" "$DIR/exported" > "$DIR/extra"
 comm -23 "$DIR/declared" "$DIR/exported" > "$DIR/missing"
@@ -37,6 +38,11 @@ fi
 if [ -s "$DIR/missing" ]; then
   echo "$(wc -l < "$DIR/missing") public function(s) not exported (add them to cmake/zeroc.map):"
   sed 's/^/  /' "$DIR/missing"
+  ok=0
+fi
+if [ -s "$DIR/unversioned" ]; then
+  echo "$(wc -l < "$DIR/unversioned") symbol(s) exported outside the version node ZEROC_0.1 (cmake/zeroc.map):"
+  head -40 "$DIR/unversioned" | sed 's/^/  /'
   ok=0
 fi
 [ $ok = 1 ] || fail "the exports of $LIB differ from the public API"

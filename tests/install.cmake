@@ -15,7 +15,14 @@ add_test(NAME exports
 set_tests_properties(exports PROPERTIES LABELS unit TIMEOUT 60)
 
 # The layers of src/ point down (scripts/layers: no include of, and no call
-# into, a layer above; the order is in docs/architecture.md).
+# into, a layer above; the order is in docs/architecture.md), and no files of
+# src/ form a circle (--cycles); no function of src/ or apps/ is over 150 lines.
 add_test(NAME layers COMMAND python3 ${PROJECT_SOURCE_DIR}/scripts/layers
                              ${PROJECT_SOURCE_DIR})
 set_tests_properties(layers PROPERTIES LABELS unit TIMEOUT 60)
+add_test(NAME layers_cycles COMMAND python3 ${PROJECT_SOURCE_DIR}/scripts/layers --cycles
+                                    ${PROJECT_SOURCE_DIR})
+set_tests_properties(layers_cycles PROPERTIES LABELS unit TIMEOUT 60)
+add_test(NAME funclen COMMAND python3 ${PROJECT_SOURCE_DIR}/scripts/funclen
+                              ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/apps)
+set_tests_properties(funclen PROPERTIES LABELS unit TIMEOUT 60)

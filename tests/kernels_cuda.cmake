@@ -22,7 +22,7 @@ if(Python3_Interpreter_FOUND AND CMAKE_CXX_COMPILER)
   set(_emu_gen ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu_gen)
   file(GLOB _emu_cu CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/kernels/cuda/*.cu)
   set(_emu_sources ${_emu_dir}/test_kernels_cuda_emu.cpp ${_emu_dir}/emu_attention.cpp
-    ${_emu_dir}/emu_vocab_engine.cpp ${_emu_dir}/emu_stubs.cpp ${_emu_gen}/kernels/cuda/common.cuh)
+    ${_emu_dir}/emu_vocab_engine.cpp ${_emu_dir}/emu_stubs.c ${_emu_gen}/kernels/cuda/common.cuh)
   add_custom_command(OUTPUT ${_emu_gen}/kernels/cuda/common.cuh
     COMMAND ${CMAKE_COMMAND} -E make_directory ${_emu_gen}/kernels/cuda
     COMMAND Python3::Interpreter ${_emu_dir}/transform.py

@@ -1,7 +1,7 @@
 # test_dlrm_cuda_emu: the cuda DLRM kernels on the CPU emulation of CUDA (this file is read
 # after kernels_cuda.cmake, which generates the sources it reuses).
 if(TARGET test_kernels_cuda_emu)
-  add_executable(test_dlrm_cuda_emu ${_emu_dir}/test_dlrm_cuda_emu.cpp ${_emu_dir}/emu_stubs.cpp
+  add_executable(test_dlrm_cuda_emu ${_emu_dir}/test_dlrm_cuda_emu.cpp ${_emu_dir}/emu_stubs.c
                  ${_emu_gen}/dlrm.cpp
                  ${_emu_gen}/kernels/cuda/common.cuh)
   set_target_properties(test_dlrm_cuda_emu PROPERTIES CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON

@@ -45,7 +45,7 @@ static void run_case(zeroc__cp_mode_t mode, int overlap, int with_drop, int B, i
   const int N = g->size, r = g->rank, C = NH * HS, Tl = T / N;
   const size_t n3 = (size_t)B * T * 3 * C, n1 = (size_t)B * T * C;
   const size_t l3 = (size_t)B * Tl * 3 * C, l1 = (size_t)B * Tl * C;
-  zeroc_dropout_t dp = {0.15f, zeroc__dropout_key(11, 4, 1, ZEROC_DROP_ATTN), 3, 0, T, T, NH + 2,
+  zeroc_dropout_t dp = {0.15f, zeroc_i_dropout_key(11, 4, 1, ZEROC_DROP_ATTN), 3, 0, T, T, NH + 2,
                         1};
   const zeroc_dropout_t *drop = with_drop ? &dp : NULL;
   /* the single rank's attention of the whole sequence (every rank computes it) */

@@ -67,8 +67,8 @@ static void pair_free(pairdata_t *d) {
 
 static double mask(const zeroc_dropout_t *dp, int b, int h, int64_t i, int64_t j) {
   if (!dp || dp->p == 0) return 1;
-  uint64_t rk = zeroc__dropout_row_key(dp->key, zeroc__dropout_row_att(dp, b, h, i));
-  return zeroc__dropout_bits(rk, (uint32_t)j) >= zeroc__dropout_threshold(dp->p)
+  uint64_t rk = zeroc_i_dropout_row_key(dp->key, zeroc_i_dropout_row_att(dp, b, h, i));
+  return zeroc_i_dropout_bits(rk, (uint32_t)j) >= zeroc_i_dropout_threshold(dp->p)
              ? 1.0 / (1.0 - dp->p)
              : 0.0;
 }
@@ -171,7 +171,7 @@ static void check_pair(int Tq, int Tk, int causal, int64_t qp, int64_t kp,
 }
 
 static void test_block_pairs(void) {
-  zeroc_dropout_t dp = {0.25f, zeroc__dropout_key(3, 1, 2, ZEROC_DROP_ATTN), 4, 0, 40, 64, 8, 2};
+  zeroc_dropout_t dp = {0.25f, zeroc_i_dropout_key(3, 1, 2, ZEROC_DROP_ATTN), 4, 0, 40, 64, 8, 2};
   check_pair(6, 6, 1, 12, 12, NULL);
   check_pair(5, 7, 0, 30, 3, NULL);
   check_pair(6, 6, 1, 12, 12, &dp);
@@ -179,7 +179,7 @@ static void test_block_pairs(void) {
   check_pair(1, 1, 1, 0, 0, NULL);
   /* across the cpu kernel's 64 x 64 tiles: a diagonal pair one row past a tile, an
    * off-diagonal one with partial tiles both ways */
-  zeroc_dropout_t dl = {0.25f, zeroc__dropout_key(3, 1, 2, ZEROC_DROP_ATTN), 4, 0, 200, 256, 8, 2};
+  zeroc_dropout_t dl = {0.25f, zeroc_i_dropout_key(3, 1, 2, ZEROC_DROP_ATTN), 4, 0, 200, 256, 8, 2};
   check_pair(65, 65, 1, 65, 65, NULL);
   check_pair(65, 65, 1, 65, 65, &dl);
   check_pair(70, 131, 0, 140, 3, &dl);
@@ -241,7 +241,7 @@ static void check_split(const zeroc_dropout_t *dp) {
 }
 
 static void test_split_equals_full(void) {
-  zeroc_dropout_t dp = {0.2f, zeroc__dropout_key(5, 3, 0, ZEROC_DROP_ATTN), 0, 0, 14, 14, NH, 0};
+  zeroc_dropout_t dp = {0.2f, zeroc_i_dropout_key(5, 3, 0, ZEROC_DROP_ATTN), 0, 0, 14, 14, NH, 0};
   check_split(NULL);
   check_split(&dp);
 }

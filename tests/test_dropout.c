@@ -33,7 +33,8 @@ static float *frand(size_t n, uint64_t seed, float lo, float hi) {
 
 static zeroc_dropout_t desc(float p, uint64_t seq0, int64_t row0, int T, int Tmax, int width,
                             int first, int layer, int site) {
-  zeroc_dropout_t d = {p, zeroc__dropout_key(7, 3, layer, site), seq0, row0, T, Tmax, width, first};
+  zeroc_dropout_t d = {p,    zeroc_i_dropout_key(7, 3, layer, site), seq0, row0, T, Tmax, width,
+                       first};
   return d;
 }
 
@@ -41,7 +42,7 @@ static zeroc_dropout_t desc(float p, uint64_t seq0, int64_t row0, int T, int Tma
  * column col of the row's key are at least p 2^32. A row is a token (sequence
  * slot, position) or an attention query row (slot, global head, query). */
 static int ref_keep(const zeroc_dropout_t *d, uint64_t row, uint32_t col) {
-  uint32_t bits = zeroc__dropout_bits(zeroc__dropout_hash(d->key, row), col);
+  uint32_t bits = zeroc_i_dropout_bits(zeroc_i_dropout_hash(d->key, row), col);
   return (double)bits >= floor((double)d->p * 4294967296.0);
 }
 

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/rng.h"
+#include "core/rng.h"
 #include "testutil.h"
 #include "zeroc/data.h"
 

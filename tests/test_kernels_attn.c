@@ -36,12 +36,12 @@ static void ref_attention_drop(const attd_args_t *a, double *out, double *lse) {
         }
         for (int j = 0; j <= t; j++) z += exp(s[j] - mx);
         const uint64_t rk =
-            d ? zeroc__dropout_row_key(d->key, zeroc__dropout_row_att(d, b, h, t)) : 0;
+            d ? zeroc_i_dropout_row_key(d->key, zeroc_i_dropout_row_att(d, b, h, t)) : 0;
         double *o = out + ((size_t)b * T + t) * C + h * HS;
         for (int i = 0; i < HS; i++) o[i] = 0;
         for (int j = 0; j <= t; j++) {
           double m = 1.0; /* dropout's multiplier: 1/(1-p) kept, 0 dropped */
-          if (d && zeroc__dropout_bits(rk, (uint32_t)j) < zeroc__dropout_threshold(d->p)) m = 0.0;
+          if (d && zeroc_i_dropout_bits(rk, (uint32_t)j) < zeroc_i_dropout_threshold(d->p)) m = 0.0;
           if (d && m > 0) m = 1.0 / (1.0 - d->p);
           const double *vv = a->qkv + ((size_t)b * T + j) * 3 * C + 2 * C + h * HS;
           for (int i = 0; i < HS; i++) o[i] += m * exp(s[j] - mx) / z * vv[i];
@@ -145,7 +145,7 @@ static void test_attention_t1(void) {
 
 static void check_attention_tiles(int B, int T, int C, int NH, float p) {
   const size_t N3 = (size_t)B * T * 3 * C, NC = (size_t)B * T * C, NL = (size_t)B * NH * T;
-  const zeroc_dropout_t d = {p, zeroc__dropout_key(7, 3, 1, ZEROC_DROP_ATTN), 2, 0, T, T + 5, NH,
+  const zeroc_dropout_t d = {p, zeroc_i_dropout_key(7, 3, 1, ZEROC_DROP_ATTN), 2, 0, T, T + 5, NH,
                              0};
   const zeroc_dropout_t *dp = p > 0 ? &d : NULL;
   char what[96];

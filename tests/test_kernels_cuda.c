@@ -407,7 +407,7 @@ static void test_attention(void) {
   zeroc__cudnn_attention_set_mode(kb, ZEROC__CUDNN_OFF); /* zeroc's kernels, not cuDNN's */
 #endif
   /* dropout: heads 2.. of 8 as a tp rank holds them, positions on a longer context */
-  zeroc_dropout_t dp = {0.1f, zeroc__dropout_key(3, 5, 2, ZEROC_DROP_ATTN), 9, 0, 200, 256, 8, 2};
+  zeroc_dropout_t dp = {0.1f, zeroc_i_dropout_key(3, 5, 2, ZEROC_DROP_ATTN), 9, 0, 200, 256, 8, 2};
   for (int i = 0; i < 2; i++) {
     check_attention_drop(DTYPES[i], 2, 200, 3, 64, &dp);
     check_attention(DTYPES[i], 2, 200, 3, 64); /* GPT-2 head size, T not a tile multiple */
@@ -569,7 +569,7 @@ static void check_attention_block(zeroc_dtype_t dt, int causal, const zeroc_drop
 }
 
 static void test_attention_block(void) {
-  zeroc_dropout_t dp = {0.1f, zeroc__dropout_key(3, 5, 2, ZEROC_DROP_ATTN), 9, 0, 74, 256, 8, 2};
+  zeroc_dropout_t dp = {0.1f, zeroc_i_dropout_key(3, 5, 2, ZEROC_DROP_ATTN), 9, 0, 74, 256, 8, 2};
   for (int i = 0; i < 2; i++)
     for (int causal = 0; causal < 2; causal++) {
       check_attention_block(DTYPES[i], causal, NULL);

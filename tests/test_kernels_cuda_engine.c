@@ -81,7 +81,7 @@ static void check_engine(size_t n, size_t off) {
   /* dropout against its cpu twin, bit for bit (fp32), rows from a sequence-parallel split */
   if (n >= 50) {
     const int C = 50, N = (int)(n / (size_t)C), T = 7;
-    zeroc_dropout_t dp = {0.3f, zeroc__dropout_key(2, 4, 1, ZEROC_DROP_ATTN_RESID), 3, 5, T, 9, C,
+    zeroc_dropout_t dp = {0.3f, zeroc_i_dropout_key(2, 4, 1, ZEROC_DROP_ATTN_RESID), 3, 5, T, 9, C,
                           0};
     float *want = malloc((size_t)N * C * sizeof *want), *got = malloc((size_t)N * C * sizeof *got);
     void *dy = dev_alloc(ZEROC_FP32, (size_t)N * C, off);
@@ -229,7 +229,7 @@ static void test_clip_scale(void) {
   float *dsc = dev_alloc(ZEROC_FP32, 1, 0), got;
   for (size_t i = 0; i < sizeof sums / sizeof *sums; i++)
     for (int c = 0; c < 2; c++) {
-      const float clip = c ? 1.0f : 0.0f, want = zeroc__clip_scale(sums[i], clip);
+      const float clip = c ? 1.0f : 0.0f, want = zeroc_i_clip_scale(sums[i], clip);
       ZT_OK(zeroc_memcpy_async(st, ds, &sums[i], sizeof(double)));
       ZT_OK(zeroc_k_clip_scale(kf, st, dsc, ds, clip));
       ZT_OK(zeroc_memcpy_async(st, &got, dsc, sizeof got));

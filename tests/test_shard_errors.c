@@ -37,6 +37,22 @@ static void test_bad_stage(void) {
   CU_ASSERT_EQUAL(try_shard(L, 1, -1, "ZeRO stage -1"), ZEROC_ERR_INVALID_ARG);
 }
 
+/* The optimizer is named in the config; only AdamW exists, and an unknown value
+ * is one line naming the accepted one. */
+static void test_bad_optimizer(void) {
+  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
+  CU_ASSERT_EQUAL(sc.optimizer, ZEROC_OPTIMIZER_UNSET);
+  sc.optimizer = (zeroc_optimizer_t)7;
+  zeroc_model_t *m = NULL;
+  CU_ASSERT_EQUAL(zeroc_shard(ctx, L, 1, &sc, &m), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_PTR_NULL(m);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(ctx), "optimizer 7: accepted ZEROC_OPTIMIZER_ADAMW"), "%s",
+                zeroc_last_error(ctx));
+  CU_ASSERT_PTR_NULL(strchr(zeroc_last_error(ctx), '\n'));
+  zeroc_model_destroy(m);
+}
+
 static void test_unit_without_params(void) {
   zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}, {"b", 0, NULL, -1, nop, nop, 0, NULL}};
   CU_ASSERT_EQUAL(try_shard(L, 2, 3, "unit 1 ('b') declares no parameters"), ZEROC_ERR_INVALID_ARG);
@@ -111,6 +127,7 @@ static void test_unset_defaults(void) {
   given.stage = 3, given.param_dtype = given.reduce_dtype = ZEROC_FP32, given.prefetch = 2;
   given.recompute = 0, given.grad_accum = 1, given.beta1 = 0.9f, given.beta2 = 0.95f;
   given.eps = 1e-8f, given.weight_decay = 0, given.clip = 1, given.seed = 1, given.max_skipped = 5;
+  given.optimizer = ZEROC_OPTIMIZER_ADAMW;
   zeroc_model_t *a = NULL, *b = NULL;
   ZT_OK(zeroc_shard(ctx, L, 1, &unset, &a));
   ZT_OK(zeroc_shard(ctx, L, 1, zt_rank() == 1 ? &unset : &given, &b));
@@ -160,6 +177,7 @@ static int teardown(void) { return zeroc_ctx_finalize(ctx) != ZEROC_OK; }
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"a bad stage", test_bad_stage},
+      {"an unknown optimizer", test_bad_optimizer},
       {"a unit without parameters", test_unit_without_params},
       {"a zero-size parameter", test_zero_size_param},
       {"bad shares index, missing callbacks, no units", test_bad_shares_and_callbacks},

@@ -124,10 +124,10 @@ typedef struct zeroc_arch {
 } zeroc_arch_t;
 
 /* The architecture that answers to --model `name` (a preset name), or NULL. */
-const zeroc_arch_t *zeroc_arch_find(const char *name);
+ZEROC_API const zeroc_arch_t *zeroc_arch_find(const char *name);
 
 /* The registered architectures, NULL-terminated. */
-const zeroc_arch_t *const *zeroc_arch_list(void);
+ZEROC_API const zeroc_arch_t *const *zeroc_arch_list(void);
 
 #ifdef __cplusplus
 }

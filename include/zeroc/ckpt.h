@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "zeroc/export.h"
 #include "zeroc/shard.h"
 
 #ifdef __cplusplus
@@ -30,8 +31,8 @@ extern "C" {
  * Returns ZEROC_ERR_IO (naming the path; the previous checkpoint untouched),
  * ZEROC_ERR_REMOTE when another rank failed to write its part.
  */
-zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
-                               const char *app_json);
+ZEROC_API zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
+                                         const char *app_json);
 
 /*
  * Loads a checkpoint into the model: `path` is DIR (its latest) or a
@@ -46,8 +47,8 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
  * does not match the model, another pp size, or, when re-splitting, non-zero
  * values where this model only has padding).
  */
-zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *step,
-                               char **app_json);
+ZEROC_API zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *step,
+                                         char **app_json);
 
 /*
  * Before a run continues from the checkpoint it loaded from `path` at `step`:
@@ -62,9 +63,10 @@ zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *ste
  * message. Returns ZEROC_ERR_INVALID_ARG naming the field (or --steps) and
  * both values, ZEROC_ERR_CORRUPT for a missing or malformed app object.
  */
-zeroc_result_t zeroc_ckpt_check_resume(zeroc_ctx_t *ctx, const char *path, uint64_t step,
-                                       uint64_t run_steps, const char *saved_app,
-                                       const char *current_app, const char *const *fields);
+ZEROC_API zeroc_result_t zeroc_ckpt_check_resume(zeroc_ctx_t *ctx, const char *path, uint64_t step,
+                                                 uint64_t run_steps, const char *saved_app,
+                                                 const char *current_app,
+                                                 const char *const *fields);
 
 #ifdef __cplusplus
 }

@@ -13,21 +13,17 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "zeroc/export.h"
 #include "zeroc/mem.h"
 #include "zeroc/mesh.h"
 #include "zeroc/result.h"
+#include "zeroc/types.h" /* zeroc_device_kind_t */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct zeroc_ctx zeroc_ctx_t;
-
-typedef enum zeroc_device_kind {
-  ZEROC_DEVICE_AUTO = 0, /* cuda when a GPU is visible, else cpu */
-  ZEROC_DEVICE_CPU = 1,
-  ZEROC_DEVICE_CUDA = 2,
-} zeroc_device_kind_t;
 
 /* Marks an initialised config struct; an uninitialised one is rejected. */
 #define ZEROC_CONFIG_MAGIC 0x7a65726fu /* "zero" */
@@ -64,18 +60,18 @@ typedef struct zeroc_ctx_config {
  * cuda is asked for without a GPU, ZEROC_ERR_CUDA / _NCCL, ZEROC_ERR_NOMEM.
  * Collective over that communicator.
  */
-zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **ctx, const zeroc_ctx_config_t *cfg);
+ZEROC_API zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **ctx, const zeroc_ctx_config_t *cfg);
 
 /* Collective shutdown: waits for every rank, frees groups, and calls
  * MPI_Finalize if zeroc_ctx_create initialised MPI. Then destroys `ctx`. */
-zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx);
+ZEROC_API zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx);
 
 /* Local cleanup without talking to other ranks. destroy(NULL) does nothing. */
-void zeroc_ctx_destroy(zeroc_ctx_t *ctx);
+ZEROC_API void zeroc_ctx_destroy(zeroc_ctx_t *ctx);
 
 /* Aborts every rank of the job (MPI_Abort) after printing `why` on this rank.
  * For programs, after an error such as ZEROC_ERR_TIMEOUT; never returns. */
-void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why);
+ZEROC_API void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why);
 
 /*
  * Agreement: every rank passes its own result; every rank gets ZEROC_OK only
@@ -84,47 +80,47 @@ void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why);
  * "rank R failed: <message>". Collective over the world (with the timeout), so
  * a failure on one rank never leaves the others waiting.
  */
-zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r);
+ZEROC_API zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r);
 
 /* *v becomes the maximum of every rank's *v. Collective over the world. */
-zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v);
+ZEROC_API zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v);
 
 /* The mesh of this context (never NULL for a live ctx). */
-const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx);
+ZEROC_API const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx);
 
 /* The device actually in use (cpu or cuda). */
-zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx);
+ZEROC_API zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx);
 
 /* The dense bf16 peak of the device in TFLOP/s (0 when unknown, e.g. cpu). */
-double zeroc_ctx_peak_tflops(const zeroc_ctx_t *ctx);
+ZEROC_API double zeroc_ctx_peak_tflops(const zeroc_ctx_t *ctx);
 
 /* Node-local rank and number of ranks on this node. */
-void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size);
+ZEROC_API void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size);
 
 /* The communication timeout in seconds. */
-double zeroc_ctx_comm_timeout(const zeroc_ctx_t *ctx);
+ZEROC_API double zeroc_ctx_comm_timeout(const zeroc_ctx_t *ctx);
 
 /* A copy of the memory accountant's figures. */
-void zeroc_ctx_memory(const zeroc_ctx_t *ctx, zeroc_mem_stats_t *out);
+ZEROC_API void zeroc_ctx_memory(const zeroc_ctx_t *ctx, zeroc_mem_stats_t *out);
 
 /* Resets the peak figures to the current ones (e.g. after initialisation). */
-void zeroc_ctx_memory_reset_peak(zeroc_ctx_t *ctx);
+ZEROC_API void zeroc_ctx_memory_reset_peak(zeroc_ctx_t *ctx);
 
 /* Writes one line per rank (gathered to rank 0) describing the binding:
  * host, local rank, cores, NUMA node, threads, GPU. Collective. */
-zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out);
+ZEROC_API zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out);
 
 /* Times the world's all-gather and reduce-scatter of `bytes` (fp32) per rank on
  * the context's device and communicators: the best of `rounds` after one
  * warm-up round, in seconds, the same numbers on every rank to the clock's
  * precision. Collective. Returns ZEROC_ERR_INVALID_ARG (bytes outside 4..2^40,
  * rounds outside 1..1000), ZEROC_ERR_NOMEM and the collectives' errors. */
-zeroc_result_t zeroc_ctx_probe_collectives(zeroc_ctx_t *ctx, size_t bytes, int rounds,
+ZEROC_API zeroc_result_t zeroc_ctx_probe_collectives(zeroc_ctx_t *ctx, size_t bytes, int rounds,
                                            double *allgather_s, double *reduce_scatter_s);
 
 /* The detailed message of the last failure: the context's when `ctx` is not
  * NULL and it has one, else the calling thread's. Never NULL ("" if none). */
-const char *zeroc_last_error(const zeroc_ctx_t *ctx);
+ZEROC_API const char *zeroc_last_error(const zeroc_ctx_t *ctx);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "zeroc/ctx.h"
+#include "zeroc/export.h"
 #include "zeroc/result.h"
 #include "zeroc/types.h" /* ZEROC_UNSET */
 
@@ -102,11 +103,11 @@ typedef struct zeroc_data_info {
  * header's count), ZEROC_ERR_NUMERIC (synthetic: the stationary distribution
  * did not converge), ZEROC_ERR_NOMEM. Each message names the file.
  */
-zeroc_result_t zeroc_data_create(const zeroc_data_config_t *cfg, zeroc_data_t **out);
+ZEROC_API zeroc_result_t zeroc_data_create(const zeroc_data_config_t *cfg, zeroc_data_t **out);
 /* Closes the files and frees the data set. destroy(NULL) does nothing. */
-void zeroc_data_destroy(zeroc_data_t *d);
+ZEROC_API void zeroc_data_destroy(zeroc_data_t *d);
 /* Fills `out` with the figures of the data set. */
-void zeroc_data_info(const zeroc_data_t *d, zeroc_data_info_t *out);
+ZEROC_API void zeroc_data_info(const zeroc_data_t *d, zeroc_data_info_t *out);
 
 /*
  * The global index j of the sequence in slot `slot` (0 <= slot < G) of step
@@ -116,8 +117,8 @@ void zeroc_data_info(const zeroc_data_t *d, zeroc_data_info_t *out);
  * last full step of an epoch are not used in it. Synthetic: j = step*G + slot.
  * Returns ZEROC_ERR_INVALID_ARG for a slot out of range.
  */
-zeroc_result_t zeroc_data_sequence_index(const zeroc_data_t *d, uint64_t step, int slot,
-                                         uint64_t *seq);
+ZEROC_API zeroc_result_t zeroc_data_sequence_index(const zeroc_data_t *d, uint64_t step, int slot,
+                                                   uint64_t *seq);
 
 /*
  * Reads sequence j: tokens[0..T] (T+1 values) are tokens j*T .. j*T+T of the
@@ -125,7 +126,8 @@ zeroc_result_t zeroc_data_sequence_index(const zeroc_data_t *d, uint64_t step, i
  * the file and byte offset), ZEROC_ERR_IO / ZEROC_ERR_CORRUPT for a read that
  * fails or comes back short.
  */
-zeroc_result_t zeroc_data_read_sequence(const zeroc_data_t *d, uint64_t seq, int32_t *tokens);
+ZEROC_API zeroc_result_t zeroc_data_read_sequence(const zeroc_data_t *d, uint64_t seq,
+                                                  int32_t *tokens);
 
 /* Where one data-parallel rank sits: dp x micro_batch x grad_accum must equal
  * the data set's global batch. With pipeline parallelism, grad_accum is the
@@ -141,8 +143,8 @@ typedef struct zeroc_data_layout {
 /* The first slot of micro-step u on the layout's rank: (u*dp + dp_rank) * b;
  * the micro-batch is slots [first, first + b). Returns ZEROC_ERR_INVALID_ARG
  * naming the numbers when dp x b x a != G or an index is out of range. */
-zeroc_result_t zeroc_data_first_slot(const zeroc_data_t *d, const zeroc_data_layout_t *l,
-                                     int micro_step, int *first_slot);
+ZEROC_API zeroc_result_t zeroc_data_first_slot(const zeroc_data_t *d, const zeroc_data_layout_t *l,
+                                               int micro_step, int *first_slot);
 
 /*
  * Fills one micro-batch: inputs (b,T) and targets (b,T) int32, row i being
@@ -150,8 +152,9 @@ zeroc_result_t zeroc_data_first_slot(const zeroc_data_t *d, const zeroc_data_lay
  * shifted by one token). Reads only those b sequences.
  * Returns the errors of zeroc_data_first_slot and zeroc_data_read_sequence.
  */
-zeroc_result_t zeroc_data_batch(const zeroc_data_t *d, const zeroc_data_layout_t *l, uint64_t step,
-                                int micro_step, int32_t *inputs, int32_t *targets);
+ZEROC_API zeroc_result_t zeroc_data_batch(const zeroc_data_t *d, const zeroc_data_layout_t *l,
+                                          uint64_t step, int micro_step, int32_t *inputs,
+                                          int32_t *targets);
 
 /* What a checkpoint records to resume the data stream: resuming needs only
  * the step, the rest checks that the data and the order are the same. */
@@ -167,11 +170,13 @@ typedef struct zeroc_data_position {
 } zeroc_data_position_t;
 
 /* The position of `step` in this data set (pure arithmetic). */
-void zeroc_data_position(const zeroc_data_t *d, uint64_t step, zeroc_data_position_t *out);
+ZEROC_API void zeroc_data_position(const zeroc_data_t *d, uint64_t step,
+                                   zeroc_data_position_t *out);
 /* Checks that a recorded position can be resumed with this data set: same
  * data (fingerprint, sequence count), seed, shuffle, T and G. Returns
  * ZEROC_ERR_INVALID_ARG naming the first field that differs. */
-zeroc_result_t zeroc_data_check_position(const zeroc_data_t *d, const zeroc_data_position_t *pos);
+ZEROC_API zeroc_result_t zeroc_data_check_position(const zeroc_data_t *d,
+                                                   const zeroc_data_position_t *pos);
 
 /* ---- writing shards --------------------------------------------------------- */
 
@@ -182,14 +187,15 @@ typedef struct zeroc_shard_writer zeroc_shard_writer_t;
  * into place by zeroc_shard_writer_finish (so a crash never leaves a partial
  * shard under the final name). Returns ZEROC_ERR_IO, ZEROC_ERR_NOMEM.
  */
-zeroc_result_t zeroc_shard_writer_create(const char *path, zeroc_shard_writer_t **w);
+ZEROC_API zeroc_result_t zeroc_shard_writer_create(const char *path, zeroc_shard_writer_t **w);
 /* Appends `n` tokens, each in [0, 65536). Returns ZEROC_ERR_INVALID_ARG for a
  * token out of range or a shard past 2^31 - 1 tokens, ZEROC_ERR_IO. */
-zeroc_result_t zeroc_shard_writer_append(zeroc_shard_writer_t *w, const int32_t *tokens, size_t n);
+ZEROC_API zeroc_result_t zeroc_shard_writer_append(zeroc_shard_writer_t *w, const int32_t *tokens,
+                                                   size_t n);
 /* Writes the header with the final count, fsyncs, renames into place. */
-zeroc_result_t zeroc_shard_writer_finish(zeroc_shard_writer_t *w);
+ZEROC_API zeroc_result_t zeroc_shard_writer_finish(zeroc_shard_writer_t *w);
 /* Frees the writer; an unfinished shard is removed. destroy(NULL) does nothing. */
-void zeroc_shard_writer_destroy(zeroc_shard_writer_t *w);
+ZEROC_API void zeroc_shard_writer_destroy(zeroc_shard_writer_t *w);
 
 /*
  * Writes `tokens` tokens of the synthetic corpus of `cfg` (source, vocab and
@@ -200,9 +206,9 @@ void zeroc_shard_writer_destroy(zeroc_shard_writer_t *w);
  * synthetic, a bad vocab or synth_* value, or tokens_per_shard outside
  * 1..2^31-1; the writer's errors; ZEROC_ERR_NUMERIC as zeroc_data_create.
  */
-zeroc_result_t zeroc_data_write_synthetic(const zeroc_data_config_t *cfg, const char *prefix,
-                                          uint64_t tokens, uint64_t tokens_per_shard,
-                                          int *num_files);
+ZEROC_API zeroc_result_t zeroc_data_write_synthetic(const zeroc_data_config_t *cfg,
+                                                    const char *prefix, uint64_t tokens,
+                                                    uint64_t tokens_per_shard, int *num_files);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "zeroc/ctx.h"
+#include "zeroc/export.h"
 #include "zeroc/layer.h"
 #include "zeroc/result.h"
 
@@ -52,21 +53,21 @@ typedef struct zeroc_dlrm_config {
  *     built), dim 128, bottom 512-256-128, top 1024-1024-512-256-1.
  * Returns ZEROC_ERR_INVALID_ARG naming the accepted names.
  */
-zeroc_result_t zeroc_dlrm_preset(const char *name, zeroc_dlrm_config_t *out);
+ZEROC_API zeroc_result_t zeroc_dlrm_preset(const char *name, zeroc_dlrm_config_t *out);
 
 /* 1 when `name` is one of the DLRM presets (the trainer's --model switch). */
-int zeroc_dlrm_is_preset(const char *name);
+ZEROC_API int zeroc_dlrm_is_preset(const char *name);
 
 /* Checks a shape: the counts in range, every width and row count >= 1, the
  * bottom MLP ending in dim, the top MLP ending in 1. ZEROC_ERR_INVALID_ARG. */
-zeroc_result_t zeroc_dlrm_config_check(const zeroc_dlrm_config_t *c);
+ZEROC_API zeroc_result_t zeroc_dlrm_config_check(const zeroc_dlrm_config_t *c);
 
 /* Parameters of the MLPs (weights and biases) and of the tables (sum rows x dim). */
-uint64_t zeroc_dlrm_mlp_params(const zeroc_dlrm_config_t *c);
-uint64_t zeroc_dlrm_table_params(const zeroc_dlrm_config_t *c);
+ZEROC_API uint64_t zeroc_dlrm_mlp_params(const zeroc_dlrm_config_t *c);
+ZEROC_API uint64_t zeroc_dlrm_table_params(const zeroc_dlrm_config_t *c);
 
 /* Width of the interaction's output, the top MLP's input: D + (T+1) T / 2. */
-int zeroc_dlrm_interaction_width(const zeroc_dlrm_config_t *c);
+ZEROC_API int zeroc_dlrm_interaction_width(const zeroc_dlrm_config_t *c);
 
 typedef struct zeroc_dlrm zeroc_dlrm_t;
 
@@ -88,15 +89,15 @@ typedef struct zeroc_dlrm_batch {
  * same list. fp32 only. Returns ZEROC_ERR_INVALID_ARG (a bad shape or batch),
  * ZEROC_ERR_NOMEM.
  */
-zeroc_result_t zeroc_dlrm_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t *c, int batch,
-                                 zeroc_dlrm_t **out);
-void zeroc_dlrm_destroy(zeroc_dlrm_t *d);
+ZEROC_API zeroc_result_t zeroc_dlrm_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t *c,
+                                           int batch, zeroc_dlrm_t **out);
+ZEROC_API void zeroc_dlrm_destroy(zeroc_dlrm_t *d);
 
 /* The unit list for zeroc_shard (owned by the model); *n receives its length. */
-const zeroc_layer_t *zeroc_dlrm_layers(const zeroc_dlrm_t *d, int *n);
+ZEROC_API const zeroc_layer_t *zeroc_dlrm_layers(const zeroc_dlrm_t *d, int *n);
 
 /* The logits (B) of the last forward (device memory), for evaluation (AUC). */
-const float *zeroc_dlrm_logits(const zeroc_dlrm_t *d);
+ZEROC_API const float *zeroc_dlrm_logits(const zeroc_dlrm_t *d);
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "zeroc/ctx.h"
+#include "zeroc/export.h"
 #include "zeroc/result.h"
 
 #ifdef __cplusplus
@@ -140,19 +141,19 @@ typedef struct zeroc_embed_cost {
  *   sharding, owner: (T) or NULL; cost: or NULL.
  * Returns ZEROC_ERR_INVALID_ARG naming the field and what is accepted.
  */
-zeroc_result_t zeroc_embed_plan(const zeroc_embed_config_t *cfg, int nranks, int rank,
-                                zeroc_embed_sharding_t *sharding, int *owner,
-                                zeroc_embed_cost_t *cost);
+ZEROC_API zeroc_result_t zeroc_embed_plan(const zeroc_embed_config_t *cfg, int nranks, int rank,
+                                          zeroc_embed_sharding_t *sharding, int *owner,
+                                          zeroc_embed_cost_t *cost);
 
 /*
  * Creates the tables on ctx's group (cfg->group), initialised from cfg->seed.
  * Returns ZEROC_ERR_INVALID_ARG (bad config, the same on every rank),
  * ZEROC_ERR_NOMEM, ZEROC_ERR_CUDA. Collective over the group.
  */
-zeroc_result_t zeroc_embed_create(zeroc_ctx_t *ctx, const zeroc_embed_config_t *cfg,
-                                  zeroc_embed_t **out);
+ZEROC_API zeroc_result_t zeroc_embed_create(zeroc_ctx_t *ctx, const zeroc_embed_config_t *cfg,
+                                            zeroc_embed_t **out);
 /* Frees every buffer. destroy(NULL) does nothing. */
-void zeroc_embed_destroy(zeroc_embed_t *e);
+ZEROC_API void zeroc_embed_destroy(zeroc_embed_t *e);
 
 /*
  * Forward of this rank's B samples (B <= cfg batch, the same B on every rank):
@@ -165,25 +166,25 @@ void zeroc_embed_destroy(zeroc_embed_t *e);
  * ZEROC_ERR_INVALID_ARG for an id or length out of range (naming table, sample,
  * value and range; every rank returns an error), comm errors. Collective.
  */
-zeroc_result_t zeroc_embed_forward(zeroc_embed_t *e, int B, const int32_t *lengths,
-                                   const int64_t *ids, float *pooled);
+ZEROC_API zeroc_result_t zeroc_embed_forward(zeroc_embed_t *e, int B, const int32_t *lengths,
+                                             const int64_t *ids, float *pooled);
 
 /*
  * Backward of the last forward, and the AdaGrad update of the rows it touched:
  *   dpooled (B, sum_t D_t) fp32 device memory: d(this rank's loss)/d(pooled).
  * Collective. Returns comm errors; ZEROC_ERR_INVALID_ARG without a forward.
  */
-zeroc_result_t zeroc_embed_backward(zeroc_embed_t *e, const float *dpooled);
+ZEROC_API zeroc_result_t zeroc_embed_backward(zeroc_embed_t *e, const float *dpooled);
 
 /* The AdaGrad step for the following updates (a learning-rate schedule). */
-void zeroc_embed_set_lr(zeroc_embed_t *e, float lr);
+ZEROC_API void zeroc_embed_set_lr(zeroc_embed_t *e, float lr);
 
 /* Number of tables, and table t's rows, dim and resolved sharding (-1 / 0 for
  * a t out of range). */
-int zeroc_embed_num_tables(const zeroc_embed_t *e);
-zeroc_embed_sharding_t zeroc_embed_table_sharding(const zeroc_embed_t *e, int t);
+ZEROC_API int zeroc_embed_num_tables(const zeroc_embed_t *e);
+ZEROC_API zeroc_embed_sharding_t zeroc_embed_table_sharding(const zeroc_embed_t *e, int t);
 /* This rank's cost (what was allocated; the plan's figures). */
-void zeroc_embed_cost(const zeroc_embed_t *e, zeroc_embed_cost_t *out);
+ZEROC_API void zeroc_embed_cost(const zeroc_embed_t *e, zeroc_embed_cost_t *out);
 
 /*
  * Table t as a whole: get gathers (rows, D) weights (and, if state is not NULL,
@@ -191,9 +192,10 @@ void zeroc_embed_cost(const zeroc_embed_t *e, zeroc_embed_cost_t *out);
  * part from a whole (rows, D) host array (state may be NULL: unchanged).
  * Collective. For tests and small tables: every rank holds the whole table.
  */
-zeroc_result_t zeroc_embed_get_table(zeroc_embed_t *e, int t, float *weights, float *state);
-zeroc_result_t zeroc_embed_set_table(zeroc_embed_t *e, int t, const float *weights,
-                                     const float *state);
+ZEROC_API zeroc_result_t zeroc_embed_get_table(zeroc_embed_t *e, int t, float *weights,
+                                               float *state);
+ZEROC_API zeroc_result_t zeroc_embed_set_table(zeroc_embed_t *e, int t, const float *weights,
+                                               const float *state);
 
 /*
  * Writes this rank's shards (weights and AdaGrad state) under directory `dir`
@@ -202,15 +204,16 @@ zeroc_result_t zeroc_embed_set_table(zeroc_embed_t *e, int t, const float *weigh
  * (and any sharding) re-cuts them. Returns ZEROC_ERR_IO naming the file.
  * Collective (ends with a barrier so every file is there when it returns).
  */
-zeroc_result_t zeroc_embed_save(zeroc_embed_t *e, const char *dir);
+ZEROC_API zeroc_result_t zeroc_embed_save(zeroc_embed_t *e, const char *dir);
 /* Reads the shards this rank holds from `dir` (written by zeroc_embed_save of
  * the same tables, any group size). Returns ZEROC_ERR_IO (missing, short or
  * mismatched files, naming them), ZEROC_ERR_INVALID_ARG (table shapes differ). */
-zeroc_result_t zeroc_embed_load(zeroc_embed_t *e, const char *dir);
+ZEROC_API zeroc_result_t zeroc_embed_load(zeroc_embed_t *e, const char *dir);
 
-const char *zeroc_embed_sharding_name(zeroc_embed_sharding_t s); /* "auto", "table", ... */
+ZEROC_API const char *
+zeroc_embed_sharding_name(zeroc_embed_sharding_t s); /* "auto", "table", ... */
 /* Parses "auto|table|column|row|data"; ZEROC_ERR_INVALID_ARG otherwise. */
-zeroc_result_t zeroc_embed_sharding_parse(const char *s, zeroc_embed_sharding_t *out);
+ZEROC_API zeroc_result_t zeroc_embed_sharding_parse(const char *s, zeroc_embed_sharding_t *out);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "zeroc/ctx.h"
+#include "zeroc/export.h"
 #include "zeroc/layer.h"
 #include "zeroc/result.h"
 #include "zeroc/shard.h"
@@ -33,17 +34,17 @@ typedef struct zeroc_gpt_config {
  * cores), "small", "gpt2-124m", "gpt2-350m", "gpt2-774m", "gpt2-1558m".
  * Returns ZEROC_ERR_INVALID_ARG naming the accepted names.
  */
-zeroc_result_t zeroc_gpt_preset(const char *name, zeroc_gpt_config_t *out);
+ZEROC_API zeroc_result_t zeroc_gpt_preset(const char *name, zeroc_gpt_config_t *out);
 
 /* The preset names, NULL-terminated. */
-const char *const *zeroc_gpt_preset_names(void);
+ZEROC_API const char *const *zeroc_gpt_preset_names(void);
 
 /* Checks a shape: every field >= 1, heads divides hidden. */
-zeroc_result_t zeroc_gpt_config_check(const zeroc_gpt_config_t *c);
+ZEROC_API zeroc_result_t zeroc_gpt_config_check(const zeroc_gpt_config_t *c);
 
 /* Parameters of the model (tied head counted once, vocabulary unpadded):
  * V C + T C + L (12 C^2 + 13 C) + 2 C. */
-uint64_t zeroc_gpt_num_params(const zeroc_gpt_config_t *c);
+ZEROC_API uint64_t zeroc_gpt_num_params(const zeroc_gpt_config_t *c);
 
 /* ---- the model as zeroc layers ------------------------------------------------- */
 
@@ -70,7 +71,8 @@ typedef struct zeroc_gpt_batch {
 /* Context parallelism: local (B, T/cp) <- this cp rank's zigzag tokens of full
  * (B, T) (host memory): chunks r and 2cp-1-r of T/(2cp) tokens of each sequence.
  * T must be divisible by 2 x cp. */
-void zeroc_gpt_cp_tokens(const int32_t *full, int32_t *local, int B, int T, int cp, int rank);
+ZEROC_API void zeroc_gpt_cp_tokens(const int32_t *full, int32_t *local, int B, int T, int cp,
+                                   int rank);
 
 /* The part of the unit list one pipeline rank builds: `nchunks` contiguous
  * ranges of the global units in increasing order (one stage per chunk; v > 1
@@ -133,62 +135,62 @@ typedef struct zeroc_gpt_options {
  * stage with empty, overlapping or unordered chunks, slots outside 1..4096),
  * ZEROC_ERR_NOMEM.
  */
-zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg, int batch,
-                                int recompute, zeroc_dtype_t dtype, zeroc_gpt_t **out);
+ZEROC_API zeroc_result_t zeroc_gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
+                                          int batch, int recompute, zeroc_dtype_t dtype,
+                                          zeroc_gpt_t **out);
 /* As zeroc_gpt_create, with options (sequence parallelism, a pipeline stage);
  * opts NULL: defaults. */
-zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
-                                   const zeroc_gpt_options_t *opts, zeroc_gpt_t **out);
-void zeroc_gpt_destroy(zeroc_gpt_t *g);
+ZEROC_API zeroc_result_t zeroc_gpt_create_ex(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg,
+                                             const zeroc_gpt_options_t *opts, zeroc_gpt_t **out);
+ZEROC_API void zeroc_gpt_destroy(zeroc_gpt_t *g);
 
 /* ---- pipeline parallelism: a rank's part of the model -------------------------- */
 
 /* Units of the whole model: the embedding (0), `layers` blocks (1..L) and the
  * head (L+1). */
-int zeroc_gpt_num_units(const zeroc_gpt_config_t *c);
+ZEROC_API int zeroc_gpt_num_units(const zeroc_gpt_config_t *c);
 
 /* Fills cost[0 .. L+2) with each unit's share of the work and memory, for
  * cutting the unit list into balanced pipeline stages: the mean of its share of
  * the forward FLOPs per token (blocks 24 C^2 + 4 T C, head 2 C Vp) and of the
  * parameters (the head counted with the copy of wte it holds on the last
  * stage). The costs sum to 1. */
-void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost);
-
+ZEROC_API void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost);
 
 /* The chunks this rank holds, and chunk c's range of local units (indices
  * into zeroc_gpt_layers); 0, 0 for a chunk out of range. */
-int zeroc_gpt_chunks(const zeroc_gpt_t *g);
-void zeroc_gpt_chunk_units(const zeroc_gpt_t *g, int chunk, int *first, int *count);
+ZEROC_API int zeroc_gpt_chunks(const zeroc_gpt_t *g);
+ZEROC_API void zeroc_gpt_chunk_units(const zeroc_gpt_t *g, int chunk, int *first, int *count);
 
 /* The global unit index of local unit `local` (-1 out of range). */
-int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local);
+ZEROC_API int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local);
 
 /* The parameters of global unit `unit` of the whole model, whichever rank
  * holds it, and their count in *n (0 and NULL out of range); the head's are
  * ln_f's two (a tied copy of wte is the embedding's wte). */
-const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, int *n);
+ZEROC_API const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, int *n);
 
 /* The unit list to pass to zeroc_shard() (valid while `g` lives): this rank's
  * units, chunk after chunk. */
-const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n);
+ZEROC_API const zeroc_layer_t *zeroc_gpt_layers(const zeroc_gpt_t *g, int *n);
 
 /* The model's shape. */
-const zeroc_gpt_config_t *zeroc_gpt_config(const zeroc_gpt_t *g);
+ZEROC_API const zeroc_gpt_config_t *zeroc_gpt_config(const zeroc_gpt_t *g);
 
 /* Vocabulary padded to a multiple of 64 x tp (the rows of the unsplit wte;
  * padding rows are zero and never receive gradient or affect the loss). */
-int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g);
+ZEROC_API int zeroc_gpt_padded_vocab(const zeroc_gpt_t *g);
 /* Rows of wte on this tp rank: padded vocabulary / tp. */
-int zeroc_gpt_local_vocab(const zeroc_gpt_t *g);
+ZEROC_API int zeroc_gpt_local_vocab(const zeroc_gpt_t *g);
 /* 1 when the model runs sequence parallel (tp > 1 and asked for). */
-int zeroc_gpt_sequence_parallel(const zeroc_gpt_t *g);
+ZEROC_API int zeroc_gpt_sequence_parallel(const zeroc_gpt_t *g);
 
 /* Bytes of activations the model allocated (saved for backward and scratch). */
-uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g);
+ZEROC_API uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g);
 
 /* The per-token losses of the last forward of the head (B*T fp32, device
  * memory); NULL on a pipeline rank without the head. */
-const float *zeroc_gpt_losses(const zeroc_gpt_t *g);
+ZEROC_API const float *zeroc_gpt_losses(const zeroc_gpt_t *g);
 
 /*
  * Writes the model's fp32 master weights as one safetensors file with Hugging
@@ -197,7 +199,7 @@ const float *zeroc_gpt_losses(const zeroc_gpt_t *g);
  * With tensor parallelism each tensor is consolidated from the tp ranks' slices.
  * Collective over the model's world; rank 0 writes (atomically).
  */
-zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path);
+ZEROC_API zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path);
 
 /*
  * Loads weights from such a file (extra tensors such as h.{i}.attn.bias masks
@@ -213,7 +215,7 @@ zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const ch
  * Collective. Returns ZEROC_ERR_IO, ZEROC_ERR_CORRUPT, ZEROC_ERR_INVALID_ARG
  * (a missing tensor or another shape, an untied head, naming it).
  */
-zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, zeroc_gpt_t *g, const char *path);
+ZEROC_API zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, zeroc_gpt_t *g, const char *path);
 
 #ifdef __cplusplus
 }

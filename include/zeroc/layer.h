@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "zeroc/device.h"
+#include "zeroc/export.h"
 #include "zeroc/result.h"
 #include "zeroc/types.h"
 
@@ -131,17 +132,17 @@ typedef struct zeroc_layer {
 } zeroc_layer_t;
 
 /* Element count of a parameter (product of its shape). */
-uint64_t zeroc_param_numel(const zeroc_param_desc_t *p);
+ZEROC_API uint64_t zeroc_param_numel(const zeroc_param_desc_t *p);
 
 /* Index (row-major over tp_full) in the unsplit tensor of local element `i`
  * of `p` (row-major over p->shape); `i` itself when p is not split. */
-uint64_t zeroc_param_global_index(const zeroc_param_desc_t *p, uint64_t i);
+ZEROC_API uint64_t zeroc_param_global_index(const zeroc_param_desc_t *p, uint64_t i);
 
 /* Counter-based random numbers: the same (seed, stream, index) gives the same
  * value on every rank and layout, so a sharded or tensor-split parameter is
  * initialised exactly as the unsplit one. */
-float zeroc_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
-float zeroc_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index); /* [0, 1) */
+ZEROC_API float zeroc_rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
+ZEROC_API float zeroc_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index); /* [0, 1) */
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zeroc/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,9 +43,9 @@ typedef struct zeroc_mem_stats {
 } zeroc_mem_stats_t;
 
 /* "device", "pinned", "host". Never NULL. */
-const char *zeroc_memkind_name(zeroc_memkind_t k);
+ZEROC_API const char *zeroc_memkind_name(zeroc_memkind_t k);
 /* "params", "grads", "optimizer", "activations", "buffers", "workspace". Never NULL. */
-const char *zeroc_memtag_name(zeroc_memtag_t t);
+ZEROC_API const char *zeroc_memtag_name(zeroc_memtag_t t);
 
 #ifdef __cplusplus
 }

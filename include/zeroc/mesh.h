@@ -18,6 +18,7 @@
 #ifndef ZEROC_MESH_H
 #define ZEROC_MESH_H
 
+#include "zeroc/export.h"
 #include "zeroc/result.h"
 
 #ifdef __cplusplus
@@ -43,7 +44,7 @@ typedef enum zeroc_cp_mode {
 } zeroc_cp_mode_t;
 
 /* "ring", "ulysses" ("ring" for DEFAULT, "?" otherwise). */
-const char *zeroc_cp_mode_name(zeroc_cp_mode_t m);
+ZEROC_API const char *zeroc_cp_mode_name(zeroc_cp_mode_t m);
 
 typedef struct zeroc_mesh_info {
   int world, rank;
@@ -60,8 +61,8 @@ typedef struct zeroc_mesh_info {
  * Returns ZEROC_ERR_INVALID_ARG, naming the numbers, when tp x pp does not
  * divide world or hsdp does not divide dp.
  */
-zeroc_result_t zeroc_mesh_layout(int world, int tp, int pp, int hsdp, int rank,
-                                 zeroc_mesh_info_t *out);
+ZEROC_API zeroc_result_t zeroc_mesh_layout(int world, int tp, int pp, int hsdp, int rank,
+                                           zeroc_mesh_info_t *out);
 
 /*
  * The same with a context-parallel size cp (>= 1): the layout
@@ -70,18 +71,18 @@ zeroc_result_t zeroc_mesh_layout(int world, int tp, int pp, int hsdp, int rank,
  * Returns ZEROC_ERR_INVALID_ARG, naming the numbers, when tp x cp x pp does not
  * divide world or hsdp does not divide dp.
  */
-zeroc_result_t zeroc_mesh_layout_cp(int world, int tp, int cp, int pp, int hsdp, int rank,
-                                    zeroc_mesh_info_t *out);
+ZEROC_API zeroc_result_t zeroc_mesh_layout_cp(int world, int tp, int cp, int pp, int hsdp, int rank,
+                                              zeroc_mesh_info_t *out);
 
 /* World rank of the rank at the given coordinates of a layout (cp rank 0). */
-int zeroc_mesh_rank_of(const zeroc_mesh_info_t *m, int pp_rank, int rep_rank, int shard_rank,
-                       int tp_rank);
+ZEROC_API int zeroc_mesh_rank_of(const zeroc_mesh_info_t *m, int pp_rank, int rep_rank,
+                                 int shard_rank, int tp_rank);
 /* World rank at the given coordinates, with the cp coordinate. */
-int zeroc_mesh_rank_of_cp(const zeroc_mesh_info_t *m, int pp_rank, int rep_rank, int shard_rank,
-                          int cp_rank, int tp_rank);
+ZEROC_API int zeroc_mesh_rank_of_cp(const zeroc_mesh_info_t *m, int pp_rank, int rep_rank,
+                                    int shard_rank, int cp_rank, int tp_rank);
 
 /* "world", "tp", "pp", "dp", "dp_shard", "dp_replicate", "cp". */
-const char *zeroc_group_name(zeroc_group_kind_t g);
+ZEROC_API const char *zeroc_group_name(zeroc_group_kind_t g);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "zeroc/export.h"
 #include "zeroc/shard.h"
 #include "zeroc/types.h"
 
@@ -64,7 +65,8 @@ typedef struct zeroc_pipeline_config {
   }
 
 /* "gpipe", "1f1b", "interleaved"; ZEROC_ERR_INVALID_ARG naming the accepted ones. */
-zeroc_result_t zeroc_pipeline_schedule_parse(const char *name, zeroc_pipeline_schedule_t *out);
+ZEROC_API zeroc_result_t zeroc_pipeline_schedule_parse(const char *name,
+                                                       zeroc_pipeline_schedule_t *out);
 
 /*
  * Cuts `n` units with costs cost[0..n) into `stages` contiguous, non-empty
@@ -73,7 +75,8 @@ zeroc_result_t zeroc_pipeline_schedule_parse(const char *name, zeroc_pipeline_sc
  * [bounds[s], bounds[s+1]). Pure arithmetic. Returns ZEROC_ERR_INVALID_ARG
  * when stages < 1, n < stages (naming both) or a cost is negative or not finite.
  */
-zeroc_result_t zeroc_pipeline_partition(const double *cost, int n, int stages, int *bounds);
+ZEROC_API zeroc_result_t zeroc_pipeline_partition(const double *cost, int n, int stages,
+                                                  int *bounds);
 
 /*
  * The activation sets (slots) pipeline rank `rank` of `pp` must keep for cfg's
@@ -82,15 +85,15 @@ zeroc_result_t zeroc_pipeline_partition(const double *cost, int n, int stages, i
  * to the end of its backward. 1F1B: min(pp - rank, m). Pure arithmetic.
  * Returns the schedule's validation errors (ZEROC_ERR_INVALID_ARG).
  */
-zeroc_result_t zeroc_pipeline_slots(const zeroc_pipeline_config_t *cfg, int pp, int rank,
-                                    int *slots);
+ZEROC_API zeroc_result_t zeroc_pipeline_slots(const zeroc_pipeline_config_t *cfg, int pp, int rank,
+                                              int *slots);
 
 /* Prints every rank's action list of cfg's schedule for `pp` ranks (with the
  * communication and its post-together groups when `comm` is set), then the
  * bubble the schedule's simulator finds with equal stages, against
  * (p-1)/(v m). Errors: the schedule's validation errors, ZEROC_ERR_IO. */
-zeroc_result_t zeroc_pipeline_print_schedule(FILE *f, const zeroc_pipeline_config_t *cfg, int pp,
-                                             int comm);
+ZEROC_API zeroc_result_t zeroc_pipeline_print_schedule(FILE *f, const zeroc_pipeline_config_t *cfg,
+                                                       int pp, int comm);
 
 typedef struct zeroc_pipeline zeroc_pipeline_t;
 
@@ -107,12 +110,13 @@ typedef struct zeroc_pipeline zeroc_pipeline_t;
  * between the first and the last stage: the same error on every rank),
  * ZEROC_ERR_UNSUPPORTED (ZeRO stage 2 or 3), ZEROC_ERR_NOMEM.
  */
-zeroc_result_t zeroc_pipeline_create(zeroc_model_t *m, const int *chunk_first,
-                                     const int *chunk_count, const zeroc_pipeline_config_t *cfg,
-                                     zeroc_pipeline_t **out);
+ZEROC_API zeroc_result_t zeroc_pipeline_create(zeroc_model_t *m, const int *chunk_first,
+                                               const int *chunk_count,
+                                               const zeroc_pipeline_config_t *cfg,
+                                               zeroc_pipeline_t **out);
 
 /* Frees the pipeline (local). destroy(NULL) does nothing. */
-void zeroc_pipeline_destroy(zeroc_pipeline_t *p);
+ZEROC_API void zeroc_pipeline_destroy(zeroc_pipeline_t *p);
 
 /* What one run cost this rank (host clock). On cpu, compute runs on the
  * calling thread, so run_ms - compute_ms is the time this rank's compute
@@ -135,8 +139,8 @@ typedef struct zeroc_pipeline_stats {
  * step leaves its peers waiting until the communication timeout, so a program
  * should stop the job (zeroc_ctx_abort).
  */
-zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batches,
-                                  zeroc_pipeline_stats_t *stats);
+ZEROC_API zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batches,
+                                            zeroc_pipeline_stats_t *stats);
 
 /*
  * Runs the forward of every micro-batch through the pipeline and nothing else
@@ -148,7 +152,8 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
  * between steps. Collective over the pipeline group. Errors as
  * zeroc_pipeline_run.
  */
-zeroc_result_t zeroc_pipeline_eval(zeroc_pipeline_t *p, const void *const *batches, double *loss);
+ZEROC_API zeroc_result_t zeroc_pipeline_eval(zeroc_pipeline_t *p, const void *const *batches,
+                                             double *loss);
 
 #ifdef __cplusplus
 }

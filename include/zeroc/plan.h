@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "zeroc/ctx.h" /* ZEROC_CONFIG_MAGIC */
+#include "zeroc/export.h"
 #include "zeroc/gpt.h"
 #include "zeroc/result.h"
 
@@ -156,13 +157,14 @@ typedef struct zeroc_plan_result {
  * with ZeRO-0, offload_params without ZeRO-3, a cp_mode other than ring or
  * ulysses.
  */
-zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg, zeroc_plan_result_t *out);
+ZEROC_API zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg,
+                                            zeroc_plan_result_t *out);
 
 /* `cfg` with every unset field replaced by the planner's default (what
  * zeroc_plan_compute and zeroc_plan_search start from), without checking the
  * layout. Returns ZEROC_ERR_INVALID_ARG for a struct not from
  * ZEROC_PLAN_CONFIG_INIT. */
-zeroc_result_t zeroc_plan_config_resolve(const zeroc_plan_config_t *cfg, zeroc_plan_config_t *out);
+ZEROC_API zeroc_result_t zeroc_plan_config_resolve(const zeroc_plan_config_t *cfg, zeroc_plan_config_t *out);
 
 /*
  * Plans every sensible layout of cfg->gpus GPUs for a global batch of
@@ -183,11 +185,11 @@ zeroc_result_t zeroc_plan_config_resolve(const zeroc_plan_config_t *cfg, zeroc_p
  * Returns ZEROC_ERR_INVALID_ARG for a bad config or a global batch outside
  * 1 .. 2^24, ZEROC_ERR_NOMEM.
  */
-zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_batch,
-                                 zeroc_plan_result_t **list, size_t *count);
+ZEROC_API zeroc_result_t zeroc_plan_search(const zeroc_plan_config_t *cfg, int64_t global_batch,
+                                           zeroc_plan_result_t **list, size_t *count);
 
 /* Frees a list from zeroc_plan_search; zeroc_plan_free(NULL) does nothing. */
-void zeroc_plan_free(zeroc_plan_result_t *list);
+ZEROC_API void zeroc_plan_free(zeroc_plan_result_t *list);
 
 /*
  * Model-state bytes per rank (the ZeRO paper's model, Rajbhandari et al. 2020,
@@ -201,8 +203,8 @@ void zeroc_plan_free(zeroc_plan_result_t *list);
  *   out: params, grads, optimizer and total are set, the rest zeroed.
  * Returns ZEROC_ERR_INVALID_ARG for a value out of range.
  */
-zeroc_result_t zeroc_plan_model_states(double psi, int zero, int shard, int param_bytes,
-                                       zeroc_plan_memory_t *out);
+ZEROC_API zeroc_result_t zeroc_plan_model_states(double psi, int zero, int shard, int param_bytes,
+                                                 zeroc_plan_memory_t *out);
 
 /*
  * Megatron's training FLOPs per step (Narayanan et al. 2021, section 5.1) for
@@ -212,11 +214,11 @@ zeroc_result_t zeroc_plan_model_states(double psi, int zero, int shard, int para
  * (the second drops the recomputed forward of the transformer layers; the
  * logit layer's 6 B s h V is the same in both). model->batch is not used.
  */
-double zeroc_plan_flops_megatron(const zeroc_gpt_config_t *model, double sequences,
-                                 zeroc_recompute_t recompute);
+ZEROC_API double zeroc_plan_flops_megatron(const zeroc_gpt_config_t *model, double sequences,
+                                           zeroc_recompute_t recompute);
 
 /* The formula zeroc_plan_flops_megatron uses, as text. */
-const char *zeroc_plan_flops_formula(zeroc_recompute_t recompute);
+ZEROC_API const char *zeroc_plan_flops_formula(zeroc_recompute_t recompute);
 
 /*
  * Activation bytes one transformer layer saves for backward, per micro-batch,
@@ -228,8 +230,8 @@ const char *zeroc_plan_flops_formula(zeroc_recompute_t recompute);
  *   full recompute:          2 s b h (the layer input; / t with sequence parallel)
  * s seq, b micro-batch, h hidden, a heads, t tp (>= 1).
  */
-double zeroc_plan_act_megatron(double s, double b, double h, double a, int t, int sequence_parallel,
-                               zeroc_recompute_t recompute);
+ZEROC_API double zeroc_plan_act_megatron(double s, double b, double h, double a, int t,
+                                         int sequence_parallel, zeroc_recompute_t recompute);
 
 /*
  * Activation bytes one transformer layer saves in zeroc's kernels (no dropout,
@@ -243,8 +245,9 @@ double zeroc_plan_act_megatron(double s, double b, double h, double a, int t, in
  *   full recompute: e N h / r (the layer input only)
  * docs/plan.md lists the assumptions; calibrated later against the engine.
  */
-double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t, int sequence_parallel,
-                            zeroc_recompute_t recompute, int bytes, int flash_attention);
+ZEROC_API double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t,
+                                      int sequence_parallel, zeroc_recompute_t recompute, int bytes,
+                                      int flash_attention);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 
 #include "zeroc/dlrm.h"
 #include "zeroc/embed.h"
+#include "zeroc/export.h"
 #include "zeroc/plan.h"
 #include "zeroc/train.h"
 
@@ -58,7 +59,8 @@ typedef struct zeroc_plan_dlrm_result {
  * value and what is accepted (a bad shape, zero, hsdp not dividing gpus or with
  * ZeRO-0, rank out of range, a config not made with the initializer).
  */
-zeroc_result_t zeroc_plan_dlrm(const zeroc_plan_dlrm_config_t *cfg, zeroc_plan_dlrm_result_t *out);
+ZEROC_API zeroc_result_t zeroc_plan_dlrm(const zeroc_plan_dlrm_config_t *cfg,
+                                         zeroc_plan_dlrm_result_t *out);
 
 /*
  * The DLRM shape a train config asks for (model a DLRM preset, then tables,
@@ -66,7 +68,8 @@ zeroc_result_t zeroc_plan_dlrm(const zeroc_plan_dlrm_config_t *cfg, zeroc_plan_d
  * the planner's model for `zeroc plan --model dlrm` with train's flags.
  * Returns ZEROC_ERR_INVALID_ARG naming the field and what is accepted.
  */
-zeroc_result_t zeroc_train_dlrm_shape(const zeroc_train_config_t *cfg, zeroc_dlrm_config_t *out);
+ZEROC_API zeroc_result_t zeroc_train_dlrm_shape(const zeroc_train_config_t *cfg,
+                                                zeroc_dlrm_config_t *out);
 
 #ifdef __cplusplus
 }

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "zeroc/ctx.h" /* ZEROC_CONFIG_MAGIC */
+#include "zeroc/export.h"
 #include "zeroc/result.h"
 #include "zeroc/types.h" /* ZEROC_UNSET */
 
@@ -105,9 +106,9 @@ typedef int (*zeroc_prepare_progress_fn)(void *user, const zeroc_prepare_stats_t
  * any failure no new file is left in out_dir and shards already there are
  * untouched.
  */
-zeroc_result_t zeroc_text_prepare(const zeroc_prepare_config_t *cfg,
-                                  zeroc_prepare_progress_fn progress, void *user,
-                                  zeroc_prepare_stats_t *stats);
+ZEROC_API zeroc_result_t zeroc_text_prepare(const zeroc_prepare_config_t *cfg,
+                                            zeroc_prepare_progress_fn progress, void *user,
+                                            zeroc_prepare_stats_t *stats);
 
 #ifdef __cplusplus
 }

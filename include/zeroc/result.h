@@ -16,6 +16,8 @@
 #ifndef ZEROC_RESULT_H
 #define ZEROC_RESULT_H
 
+#include "zeroc/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,16 +41,16 @@ typedef enum zeroc_result {
 } zeroc_result_t;
 
 /* A short sentence describing `r`, with a hint where one helps. Never NULL. */
-const char *zeroc_result_string(zeroc_result_t r);
+ZEROC_API const char *zeroc_result_string(zeroc_result_t r);
 
 /* The enum name of `r`, e.g. "ZEROC_ERR_TIMEOUT". Never NULL. */
-const char *zeroc_result_name(zeroc_result_t r);
+ZEROC_API const char *zeroc_result_name(zeroc_result_t r);
 
 /* Records a failure's message (printf-style) as the calling thread's last
  * error, what zeroc_last_error(NULL) then gives, and returns `r`: for a
  * layer's callback or a program on top of zeroc to say what went wrong in the
  * library's own channel, e.g. `return zeroc_error_set(ZEROC_ERR_IO, "read %s", p);`. */
-zeroc_result_t zeroc_error_set(zeroc_result_t r, const char *fmt, ...)
+ZEROC_API zeroc_result_t zeroc_error_set(zeroc_result_t r, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif

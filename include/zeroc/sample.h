@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "zeroc/export.h"
 #include "zeroc/gpt.h"
 #include "zeroc/result.h"
 #include "zeroc/train.h"
@@ -39,15 +40,15 @@ typedef struct zeroc_sampler zeroc_sampler_t;
  * ZEROC_ERR_INVALID_ARG (a bad shape, a missing tensor or another shape,
  * naming it), ZEROC_ERR_NOMEM.
  */
-zeroc_result_t zeroc_sampler_load(const char *path, const zeroc_gpt_config_t *cfg,
-                                  zeroc_sampler_t **out);
+ZEROC_API zeroc_result_t zeroc_sampler_load(const char *path, const zeroc_gpt_config_t *cfg,
+                                            zeroc_sampler_t **out);
 
 /*
  * A sampler of the trainer's current weights: the shards (and tp slices,
  * pipeline stages) are gathered to rank 0 as zeroc_trainer_export does.
  * Collective; rank 0 gets the sampler, every other rank *out = NULL.
  */
-zeroc_result_t zeroc_sampler_from_trainer(zeroc_trainer_t *tr, zeroc_sampler_t **out);
+ZEROC_API zeroc_result_t zeroc_sampler_from_trainer(zeroc_trainer_t *tr, zeroc_sampler_t **out);
 
 /*
  * A sampler of the weights of a checkpoint directory (DIR, its latest, or
@@ -59,30 +60,31 @@ zeroc_result_t zeroc_sampler_from_trainer(zeroc_trainer_t *tr, zeroc_sampler_t *
  * ZEROC_ERR_INVALID_ARG naming the field when the checkpoint's model has
  * another shape.
  */
-zeroc_result_t zeroc_sampler_from_checkpoint(zeroc_ctx_t *ctx, const char *dir,
-                                             const zeroc_gpt_config_t *cfg, int vpp,
-                                             zeroc_sampler_t **out);
+ZEROC_API zeroc_result_t zeroc_sampler_from_checkpoint(zeroc_ctx_t *ctx, const char *dir,
+                                                       const zeroc_gpt_config_t *cfg, int vpp,
+                                                       zeroc_sampler_t **out);
 
 /* Frees the sampler. destroy(NULL) does nothing. */
-void zeroc_sampler_destroy(zeroc_sampler_t *s);
+ZEROC_API void zeroc_sampler_destroy(zeroc_sampler_t *s);
 
 /* The model's shape. */
-const zeroc_gpt_config_t *zeroc_sampler_config(const zeroc_sampler_t *s);
+ZEROC_API const zeroc_gpt_config_t *zeroc_sampler_config(const zeroc_sampler_t *s);
 
 /* 1 (the default): keep a KV cache; 0: every token recomputes the whole
  * window (the same tokens; for measuring what the cache saves). */
-void zeroc_sampler_set_cache(zeroc_sampler_t *s, int on);
+ZEROC_API void zeroc_sampler_set_cache(zeroc_sampler_t *s, int on);
 
 /* Draws (and greedy picks) only ids below n: a tokenizer's vocabulary when
  * the model's is padded beyond it (0 or n >= vocab: every id). */
-void zeroc_sampler_set_vocab(zeroc_sampler_t *s, int n);
+ZEROC_API void zeroc_sampler_set_vocab(zeroc_sampler_t *s, int n);
 
 /*
  * The logits (n, vocab) of every position of ids[0..n), 1 <= n <= seq, fed
  * one token at a time through the KV cache (what generation computes).
  * Returns ZEROC_ERR_INVALID_ARG for n or an id out of range.
  */
-zeroc_result_t zeroc_sampler_logits(zeroc_sampler_t *s, const int32_t *ids, int n, float *logits);
+ZEROC_API zeroc_result_t zeroc_sampler_logits(zeroc_sampler_t *s, const int32_t *ids, int n,
+                                              float *logits);
 
 /*
  * Writes `tokens` generated ids after prompt[0..n) (n >= 1) to out.
@@ -91,8 +93,9 @@ zeroc_result_t zeroc_sampler_logits(zeroc_sampler_t *s, const int32_t *ids, int 
  * Returns ZEROC_ERR_INVALID_ARG (n < 1, tokens < 0, an id outside the
  * vocabulary, temperature < 0 or not finite, top_k < 0), ZEROC_ERR_NOMEM.
  */
-zeroc_result_t zeroc_sampler_generate(zeroc_sampler_t *s, const int32_t *prompt, int n, int tokens,
-                                      double temperature, int top_k, uint64_t seed, int32_t *out);
+ZEROC_API zeroc_result_t zeroc_sampler_generate(zeroc_sampler_t *s, const int32_t *prompt, int n,
+                                                int tokens, double temperature, int top_k,
+                                                uint64_t seed, int32_t *out);
 
 /* What a trainer's sample generates. Initialise with ZEROC_SAMPLE_CONFIG_INIT. */
 typedef struct zeroc_sample_config {
@@ -116,8 +119,8 @@ typedef struct zeroc_sample_config {
  * without it). Collective; the result is agreed. Returns
  * ZEROC_ERR_INVALID_ARG for an uninitialised config and generate's errors.
  */
-zeroc_result_t zeroc_trainer_sample(zeroc_trainer_t *tr, const int32_t *prompt, int n,
-                                    const zeroc_sample_config_t *cfg, int32_t *out);
+ZEROC_API zeroc_result_t zeroc_trainer_sample(zeroc_trainer_t *tr, const int32_t *prompt, int n,
+                                              const zeroc_sample_config_t *cfg, int32_t *out);
 
 /*
  * The fixed prompt a training run samples from: `eot` alone when >= 0 (a
@@ -125,8 +128,8 @@ zeroc_result_t zeroc_trainer_sample(zeroc_trainer_t *tr, const int32_t *prompt, 
  * min(max, seq / 2) tokens of the training data (its sequence 0). Local: the
  * same on every rank. ids holds max entries; *n the count written.
  */
-zeroc_result_t zeroc_trainer_sample_prompt(zeroc_trainer_t *tr, int32_t eot, int max, int32_t *ids,
-                                           int *n);
+ZEROC_API zeroc_result_t zeroc_trainer_sample_prompt(zeroc_trainer_t *tr, int32_t eot, int max,
+                                                     int32_t *ids, int *n);
 
 #ifdef __cplusplus
 }

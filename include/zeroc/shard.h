@@ -10,7 +10,7 @@
  *     zeroc_model_forward(model, input[u]);   // gathers unit i+1 while unit i runs
  *     zeroc_model_backward(model);            // reduce-scatters unit i while unit i-1 runs
  *   }
- *   zeroc_model_step(model, lr, &info);        // grad norm, clip, AdamW on the shards
+ *   zeroc_model_step(model, lr, &info);        // grad norm, clip, the optimizer on the shards
  *
  * With the same world size and data, stages 1, 2 and 3 give bitwise identical
  * parameters (grad_accum 1; with accumulation stage 1 sums full gradients
@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "zeroc/ctx.h"
+#include "zeroc/export.h"
 #include "zeroc/layer.h"
 
 #ifdef __cplusplus
@@ -30,6 +31,13 @@ extern "C" {
 #endif
 
 typedef struct zeroc_model zeroc_model_t;
+
+/* The optimizer zeroc_model_step runs on every shard. Its state is the fp32
+ * master plus up to two moment buffers per parameter (ZEROC_STATE_MOMENT1/2). */
+typedef enum zeroc_optimizer {
+  ZEROC_OPTIMIZER_UNSET = ZEROC_UNSET, /* a config's "unset": the library's default (AdamW) */
+  ZEROC_OPTIMIZER_ADAMW = 0, /* AdamW, decoupled weight decay; moment 1 = m, moment 2 = v */
+} zeroc_optimizer_t;
 
 /*
  * The settings of zeroc_shard(). Initialise with ZEROC_SHARD_CONFIG_INIT: every
@@ -50,18 +58,20 @@ typedef struct zeroc_shard_config {
   zeroc_offload_t offload_optimizer; /* master, m, v: device (none), host (cpu) or nvme [none] */
   zeroc_offload_t offload_params;    /* stage 3 parameter shards: none, cpu or nvme [none] */
   const char *nvme_dir;              /* required with nvme [NULL] */
-  float beta1, beta2, eps, weight_decay; /* AdamW [0.9, 0.95, 1e-8, 0] */
+  float beta1, beta2, eps, weight_decay; /* the optimizer's (AdamW) [0.9, 0.95, 1e-8, 0] */
   float clip;          /* global gradient-norm clip; 0 turns clipping off [1] */
   uint64_t seed;       /* initialisation seed [1] */
   int max_skipped;     /* consecutive non-finite steps tolerated [5] */
+  zeroc_optimizer_t optimizer; /* the update rule of zeroc_model_step [adamw] */
 } zeroc_shard_config_t;
 
-#define ZEROC_SHARD_CONFIG_INIT                                                                   \
-  {                                                                                               \
-    sizeof(zeroc_shard_config_t), ZEROC_CONFIG_MAGIC, ZEROC_UNSET, ZEROC_DTYPE_UNSET,             \
-        ZEROC_DTYPE_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_OFFLOAD_NONE,             \
-        ZEROC_OFFLOAD_NONE, NULL, (float)ZEROC_UNSET, (float)ZEROC_UNSET, (float)ZEROC_UNSET,     \
-        (float)ZEROC_UNSET, (float)ZEROC_UNSET, (uint64_t)ZEROC_UNSET, ZEROC_UNSET                \
+#define ZEROC_SHARD_CONFIG_INIT                                                                    \
+  {                                                                                                \
+    sizeof(zeroc_shard_config_t), ZEROC_CONFIG_MAGIC, ZEROC_UNSET, ZEROC_DTYPE_UNSET,              \
+        ZEROC_DTYPE_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_OFFLOAD_NONE,              \
+        ZEROC_OFFLOAD_NONE, NULL, (float)ZEROC_UNSET, (float)ZEROC_UNSET, (float)ZEROC_UNSET,      \
+        (float)ZEROC_UNSET, (float)ZEROC_UNSET, (uint64_t)ZEROC_UNSET, ZEROC_UNSET,                \
+        ZEROC_OPTIMIZER_UNSET                                                                      \
   }
 
 /*
@@ -71,28 +81,28 @@ typedef struct zeroc_shard_config {
  *   ctx: the context (its mesh gives dp_shard / dp_replicate); layers: the unit
  *   list, identical on every data-parallel rank (checked with a checksum);
  *   n >= 1; cfg: ZEROC_SHARD_CONFIG_INIT-initialised; out: the model.
- * Returns ZEROC_ERR_INVALID_ARG (bad stage or dtype, a unit without
+ * Returns ZEROC_ERR_INVALID_ARG (bad stage, dtype or optimizer, a unit without
  * parameters or with a zero-size one, a `shares` index that is not earlier,
  * layer lists that differ between ranks: the same error on every rank),
  * ZEROC_ERR_UNSUPPORTED, ZEROC_ERR_NOMEM.
  */
-zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
-                           const zeroc_shard_config_t *cfg, zeroc_model_t **out);
+ZEROC_API zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
+                                     const zeroc_shard_config_t *cfg, zeroc_model_t **out);
 
 /* Frees the model's buffers (local). destroy(NULL) does nothing. */
-void zeroc_model_destroy(zeroc_model_t *m);
+ZEROC_API void zeroc_model_destroy(zeroc_model_t *m);
 
 /* Runs the forward pass of one micro-step on `input` (given to unit 0). The
  * last unit's loss is kept for zeroc_model_step. */
-zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input);
+ZEROC_API zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input);
 
 /* Runs a forward pass that will have no backward (evaluation): nothing of the
  * training step changes. *loss receives this rank's loss from the last unit
  * (average over data-parallel ranks yourself). */
-zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss);
+ZEROC_API zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss);
 
 /* Runs the backward pass of the micro-step whose forward ran last. */
-zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
+ZEROC_API zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
 
 typedef struct zeroc_step_info {
   uint64_t step;          /* optimizer steps applied so far (skipped ones not counted) */
@@ -107,11 +117,12 @@ typedef struct zeroc_step_info {
 /*
  * Finishes the optimizer step: waits for the reductions, computes the global
  * gradient norm, clips, skips the step on a non-finite norm (on every rank),
- * runs AdamW with learning rate `lr` on every shard, and publishes the new
- * parameters. `info` (may be NULL) receives the step's figures.
+ * runs the optimizer (cfg->optimizer: AdamW) with learning rate `lr` on every
+ * shard, and publishes the new parameters. `info` (may be NULL) receives the
+ * step's figures.
  * Returns ZEROC_ERR_NUMERIC after more than max_skipped consecutive skips.
  */
-zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info);
+ZEROC_API zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info);
 
 /* ---- inspection and state (checkpoints, export, tests) -------------------------- */
 
@@ -124,52 +135,53 @@ typedef struct zeroc_unit_info {
   int nparams;
 } zeroc_unit_info_t;
 
-int zeroc_model_num_units(const zeroc_model_t *m);
-zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit, zeroc_unit_info_t *out);
+ZEROC_API int zeroc_model_num_units(const zeroc_model_t *m);
+ZEROC_API zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit,
+                                               zeroc_unit_info_t *out);
 /* Offset of parameter `p` of `unit` in the flat buffer. */
-uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p);
+ZEROC_API uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p);
 /* The descriptor of parameter `p` of `unit` (as given to zeroc_shard). */
-const zeroc_param_desc_t *zeroc_model_param_desc(const zeroc_model_t *m, int unit, int p);
+ZEROC_API const zeroc_param_desc_t *zeroc_model_param_desc(const zeroc_model_t *m, int unit, int p);
 
 /* Where this rank sits in the model's sharding: its shard group (rank, size)
  * and its replica index (HSDP, or dp for stage 0); replica 0 holds the copy a
  * checkpoint writes. */
-void zeroc_model_shard_layout(const zeroc_model_t *m, int *shard_rank, int *shard_size,
-                              int *replica);
+ZEROC_API void zeroc_model_shard_layout(const zeroc_model_t *m, int *shard_rank, int *shard_size,
+                                        int *replica);
 
 typedef enum zeroc_state_kind {
-  ZEROC_STATE_MASTER = 0, /* fp32 master weights */
-  ZEROC_STATE_ADAM_M = 1,
-  ZEROC_STATE_ADAM_V = 2,
-  ZEROC_STATE_GRAD = 3,   /* the reduced gradient shard (read only; valid after the last
-                             micro-step's backward, before zeroc_model_step) */
+  ZEROC_STATE_MASTER = 0,  /* fp32 master weights */
+  ZEROC_STATE_MOMENT1 = 1, /* the optimizer's first moment (AdamW: m) */
+  ZEROC_STATE_MOMENT2 = 2, /* the optimizer's second moment (AdamW: v) */
+  ZEROC_STATE_GRAD = 3,    /* the reduced gradient shard (read only; valid after the last
+                              micro-step's backward, before zeroc_model_step) */
   ZEROC_STATE_COUNT
 } zeroc_state_kind_t;
 
 /* Copies this rank's shard (S fp32 values) of a state buffer to / from host
  * memory `buf` (synchronously). Setting MASTER also republishes the compute
  * parameters (collective over the shard group: call on every rank). */
-zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
-                                     float *buf);
-zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
-                                     const float *buf);
+ZEROC_API zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                               float *buf);
+ZEROC_API zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
+                                               const float *buf);
 /* Publishes the master weights to the compute parameters after set_shard calls
  * (collective over the shard group). */
-zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m);
+ZEROC_API zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m);
 
 /* Gathers the full fp32 master values of `unit` (flat_numel floats) into host
  * `buf` on every rank. Collective over the shard group. */
-zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf);
+ZEROC_API zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf);
 
 /* Optimizer steps applied; set when resuming from a checkpoint. */
-uint64_t zeroc_model_steps(const zeroc_model_t *m);
-void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps);
+ZEROC_API uint64_t zeroc_model_steps(const zeroc_model_t *m);
+ZEROC_API void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps);
 
 /* The context the model was built on. */
-zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m);
+ZEROC_API zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m);
 
 /* Bytes of model state (params, grads, optimizer) this rank holds persistently. */
-uint64_t zeroc_model_state_bytes(const zeroc_model_t *m);
+ZEROC_API uint64_t zeroc_model_state_bytes(const zeroc_model_t *m);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "zeroc/export.h"
 #include "zeroc/result.h"
 
 #ifdef __cplusplus
@@ -28,33 +29,33 @@ typedef struct zeroc_tokenizer zeroc_tokenizer_t;
  * tokenizer.json (byte-level BPE), or a GPT-2 vocab.json (merges.txt beside
  * it), or a file zeroc_tokenizer_save wrote. Immutable after load:
  * encode/decode may run from several threads at once. */
-zeroc_result_t zeroc_tokenizer_load(const char *spec, zeroc_tokenizer_t **out);
-void zeroc_tokenizer_destroy(zeroc_tokenizer_t *t); /* NULL: nothing */
+ZEROC_API zeroc_result_t zeroc_tokenizer_load(const char *spec, zeroc_tokenizer_t **out);
+ZEROC_API void zeroc_tokenizer_destroy(zeroc_tokenizer_t *t); /* NULL: nothing */
 /* Largest id + 1 (may exceed 65536: a caller storing uint16 ids checks it). */
-int zeroc_tokenizer_vocab(const zeroc_tokenizer_t *t);
+ZEROC_API int zeroc_tokenizer_vocab(const zeroc_tokenizer_t *t);
 /* "<|endoftext|>"'s id, or -1 (always -1 for "bytes"). */
-int32_t zeroc_tokenizer_eot(const zeroc_tokenizer_t *t);
+ZEROC_API int32_t zeroc_tokenizer_eot(const zeroc_tokenizer_t *t);
 /* "bytes" or "bpe". */
-const char *zeroc_tokenizer_kind(const zeroc_tokenizer_t *t);
+ZEROC_API const char *zeroc_tokenizer_kind(const zeroc_tokenizer_t *t);
 /* ids must hold at least len entries (never more tokens than bytes). *n: tokens
  * written. Any bytes are accepted: a byte that is not part of valid UTF-8 is
  * pre-tokenized as a punctuation character and encoded as its byte. (Only a
  * tokenizer.json with add_prefix_space, which puts a space before the text,
  * can need more ids than bytes on a very short text: ZEROC_ERR_INVALID_ARG
  * then, nothing written past ids[len - 1].) */
-zeroc_result_t zeroc_tokenizer_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
-                                      int32_t *ids, size_t *n);
+ZEROC_API zeroc_result_t zeroc_tokenizer_encode(const zeroc_tokenizer_t *t, const char *text,
+                                                size_t len, int32_t *ids, size_t *n);
 /* Writes at most cap bytes of the text of ids[0..n) to out; *len gets the
  * whole length (call again with a larger buffer when *len > cap). An id
  * outside the vocab: ZEROC_ERR_INVALID_ARG naming it. Invalid UTF-8 across a
  * token boundary is kept as bytes. Added tokens (<|endoftext|>) decode to their
  * content. */
-zeroc_result_t zeroc_tokenizer_decode(const zeroc_tokenizer_t *t, const int32_t *ids, size_t n,
-                                      char *out, size_t cap, size_t *len);
+ZEROC_API zeroc_result_t zeroc_tokenizer_decode(const zeroc_tokenizer_t *t, const int32_t *ids,
+                                                size_t n, char *out, size_t cap, size_t *len);
 /* Writes a file zeroc_tokenizer_load reads back to the same tokenizer ("bytes"
  * writes a small JSON naming itself; bpe writes a Hugging Face tokenizer.json).
  * Atomic (temp + rename). */
-zeroc_result_t zeroc_tokenizer_save(const zeroc_tokenizer_t *t, const char *path);
+ZEROC_API zeroc_result_t zeroc_tokenizer_save(const zeroc_tokenizer_t *t, const char *path);
 
 #ifdef __cplusplus
 }

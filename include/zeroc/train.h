@@ -28,6 +28,7 @@
 #include "zeroc/ctx.h"
 #include "zeroc/data.h"
 #include "zeroc/dlrm.h"
+#include "zeroc/export.h"
 #include "zeroc/gpt.h"
 #include "zeroc/mem.h"
 #include "zeroc/pipeline.h"
@@ -151,7 +152,7 @@ typedef enum zeroc_spike {
 } zeroc_spike_t;
 
 /* "none", "loss", "grad_norm", "loss+grad_norm". */
-const char *zeroc_spike_name(zeroc_spike_t s);
+ZEROC_API const char *zeroc_spike_name(zeroc_spike_t s);
 
 /* The figures of one optimizer step. */
 typedef struct zeroc_train_metrics {
@@ -243,7 +244,7 @@ typedef enum zeroc_names {
  *   shape), dtype, dtype_given, device and global_batch; the rest zero.
  * Returns ZEROC_ERR_INVALID_ARG with one message naming the first broken rule.
  */
-zeroc_result_t zeroc_train_config_resolve(const zeroc_train_config_t *cfg,
+ZEROC_API zeroc_result_t zeroc_train_config_resolve(const zeroc_train_config_t *cfg,
                                           const zeroc_mesh_info_t *mesh, zeroc_device_kind_t device,
                                           zeroc_names_t names, zeroc_train_info_t *out);
 
@@ -260,19 +261,19 @@ zeroc_result_t zeroc_train_config_resolve(const zeroc_train_config_t *cfg,
  * zeroc_last_error(ctx) names the failure; zeroc_trainer_create_phase() the
  * part of the set-up that failed.
  */
-zeroc_result_t zeroc_trainer_create(zeroc_ctx_t *ctx, const zeroc_train_config_t *cfg,
-                                    zeroc_trainer_t **out);
+ZEROC_API zeroc_result_t zeroc_trainer_create(zeroc_ctx_t *ctx, const zeroc_train_config_t *cfg,
+                                              zeroc_trainer_t **out);
 
 /* The part of the set-up the calling thread's last zeroc_trainer_create was
  * in: "config", "outputs", "data", "model", "start" or "ready". */
-const char *zeroc_trainer_create_phase(void);
+ZEROC_API const char *zeroc_trainer_create_phase(void);
 
 /* Frees everything the trainer holds (local; the context stays). destroy(NULL)
  * does nothing. */
-void zeroc_trainer_destroy(zeroc_trainer_t *tr);
+ZEROC_API void zeroc_trainer_destroy(zeroc_trainer_t *tr);
 
 /* Fills `out` with what the trainer resolved. */
-void zeroc_trainer_info(const zeroc_trainer_t *tr, zeroc_train_info_t *out);
+ZEROC_API void zeroc_trainer_info(const zeroc_trainer_t *tr, zeroc_train_info_t *out);
 
 /*
  * Runs the next optimizer step: the checkpoint the cadence asked for after
@@ -287,7 +288,7 @@ void zeroc_trainer_info(const zeroc_trainer_t *tr, zeroc_train_info_t *out);
  * errors of the layers below otherwise (then only this rank may know: stop the
  * job with zeroc_ctx_abort).
  */
-zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m);
+ZEROC_API zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m);
 
 /*
  * The mean loss over info.val_batches global batches of `val_data`, the same
@@ -298,21 +299,21 @@ zeroc_result_t zeroc_trainer_step(zeroc_trainer_t *tr, zeroc_train_metrics_t *m)
  * Collective. Returns ZEROC_ERR_INVALID_ARG when the config has no val_data,
  * the data's, the model's and the pipeline's errors.
  */
-zeroc_result_t zeroc_trainer_evaluate(zeroc_trainer_t *tr, double *loss);
+ZEROC_API zeroc_result_t zeroc_trainer_evaluate(zeroc_trainer_t *tr, double *loss);
 
 /* Writes a sharded checkpoint of the current step to `dir` (its manifest
  * carries what a resume checks). Collective. */
-zeroc_result_t zeroc_trainer_save(zeroc_trainer_t *tr, const char *dir);
+ZEROC_API zeroc_result_t zeroc_trainer_save(zeroc_trainer_t *tr, const char *dir);
 
 /* Writes the consolidated weights to `path` (safetensors, Hugging Face GPT-2
  * names). Collective. */
-zeroc_result_t zeroc_trainer_export(zeroc_trainer_t *tr, const char *path);
+ZEROC_API zeroc_result_t zeroc_trainer_export(zeroc_trainer_t *tr, const char *path);
 
 /* Steps done so far in this run's numbering (start_step + steps taken). */
-int zeroc_trainer_steps_done(const zeroc_trainer_t *tr);
+ZEROC_API int zeroc_trainer_steps_done(const zeroc_trainer_t *tr);
 
 /* The sharded model the trainer built (owned by the trainer). */
-zeroc_model_t *zeroc_trainer_model(const zeroc_trainer_t *tr);
+ZEROC_API zeroc_model_t *zeroc_trainer_model(const zeroc_trainer_t *tr);
 
 /* --print-schedule: writes to `f` the cut of a resolved run (`info`, from
  * zeroc_train_config_resolve) into pp x vpp pipeline stages, each stage's
@@ -321,12 +322,12 @@ zeroc_model_t *zeroc_trainer_model(const zeroc_trainer_t *tr);
  * would use them. No context, no MPI. Returns ZEROC_ERR_UNSUPPORTED for a
  * model without a pipeline, the partition's and the schedule's errors,
  * ZEROC_ERR_NOMEM, ZEROC_ERR_IO. */
-zeroc_result_t zeroc_train_print_schedule(FILE *f, const zeroc_train_info_t *info, int pp, int tp,
+ZEROC_API zeroc_result_t zeroc_train_print_schedule(FILE *f, const zeroc_train_info_t *info, int pp, int tp,
                                           zeroc_dtype_t act_dtype);
 
 /* The learning rate of 0-based step `s` for a resolved config: linear warm-up
  * over `warmup` steps, then constant or cosine down to 10% at the last step. */
-float zeroc_train_lr_at(const zeroc_train_config_t *cfg, int s);
+ZEROC_API float zeroc_train_lr_at(const zeroc_train_config_t *cfg, int s);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,14 @@
 /*
- * zeroc/types.h - element types and reduction operators shared by the API.
+ * zeroc/types.h - element types, reduction operators, offload and device
+ * choices shared by the API.
  */
 #ifndef ZEROC_TYPES_H
 #define ZEROC_TYPES_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "zeroc/export.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,10 +51,17 @@ typedef enum zeroc_offload {
   ZEROC_OFFLOAD_NVME = 2, /* files on NVMe (io_uring) */
 } zeroc_offload_t;
 
+/* The device backend a context runs on. */
+typedef enum zeroc_device_kind {
+  ZEROC_DEVICE_AUTO = 0, /* cuda when a GPU is visible, else cpu */
+  ZEROC_DEVICE_CPU = 1,
+  ZEROC_DEVICE_CUDA = 2,
+} zeroc_device_kind_t;
+
 /* Bytes per element of `dt` (0 for an unknown value). */
-size_t zeroc_dtype_size(zeroc_dtype_t dt);
+ZEROC_API size_t zeroc_dtype_size(zeroc_dtype_t dt);
 /* "fp32", "bf16", "int32", "fp64", "uint8", "int64"; "?" for an unknown value. */
-const char *zeroc_dtype_name(zeroc_dtype_t dt);
+ZEROC_API const char *zeroc_dtype_name(zeroc_dtype_t dt);
 
 /* bf16 <-> fp32, round to nearest even (NaN stays NaN). */
 static inline uint16_t zeroc_f32_to_bf16(float f) {

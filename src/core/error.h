@@ -8,6 +8,19 @@
 #ifndef ZEROC_CORE_ERROR_H
 #define ZEROC_CORE_ERROR_H
 
+/*
+ * Names inside src/. The public API is zeroc_<object>_<verb> (include/zeroc/);
+ * internal non-static functions and types are zeroc__* (two underscores), the
+ * kernel dispatch zeroc_k_*. C++ reserves every identifier that contains a
+ * double underscore, so a name that C++ code (.cu, .cuh, .cpp: the cuda kernels
+ * and their CPU emulation in tests/cuda_emu) defines or spells out is zeroc_i_*
+ * ("internal") instead: the cuda kernels zeroc_i_cuda_* (kernels/cuda/cuda_kernels.h)
+ * and the helpers .cu code shares with C: zeroc_i_dropout_* (kernels/dropout.h),
+ * zeroc_i_clip_scale (kernels/clip.h), zeroc_i_device_alloc/_free (device/device.h).
+ * What C++ code reaches only through a macro or a header (zeroc__fail behind
+ * ZEROC_FAIL) keeps its C name.
+ */
+
 #include <stdarg.h>
 
 #include "zeroc/result.h"
@@ -37,10 +50,10 @@ static inline zeroc_result_t zeroc__failed(zeroc_result_t logged, zeroc_result_t
 }
 
 /* Returns from the enclosing function when `call` fails. */
-#define ZEROC_CHECK(call)                                                                         \
-  do {                                                                                            \
-    zeroc_result_t zeroc__r = (call);                                                            \
-    if (zeroc__r != ZEROC_OK) return zeroc__r;                                                    \
+#define ZEROC_CHECK(call)                                                                          \
+  do {                                                                                             \
+    zeroc_result_t zeroc_r_ = (call);                                                              \
+    if (zeroc_r_ != ZEROC_OK) return zeroc_r_;                                                     \
   } while (0)
 
 /* The short form of ZEROC_CHECK, for code that checks one call after another. */

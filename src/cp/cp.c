@@ -91,7 +91,7 @@ void zeroc__cp_destroy(zeroc__cp_t *cp) {
     if (cp->ev[i]) zeroc_event_destroy(cp->ev[i]);
   zeroc_stream_destroy(cp->send);
   zeroc_stream_destroy(cp->recv);
-  if (cp->buf) zeroc__device_free(cp->mem, cp->buf);
+  if (cp->buf) zeroc_i_device_free(cp->mem, cp->buf);
   free(cp);
 }
 
@@ -105,11 +105,11 @@ zeroc_result_t zeroc__cp_reserve(zeroc__cp_t *cp, int B, int T, int Cl, int NHl)
     /* the old buffers may still be read by transfers in flight */
     if (cp->send) ZEROC_CHECK(zeroc_stream_sync(cp->send));
     if (cp->recv) ZEROC_CHECK(zeroc_stream_sync(cp->recv));
-    zeroc__device_free(cp->mem, cp->buf);
+    zeroc_i_device_free(cp->mem, cp->buf);
     cp->buf = NULL;
     cp->buf_bytes = 0;
   }
-  ZEROC_CHECK(zeroc__device_alloc(cp->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, need, &cp->buf));
+  ZEROC_CHECK(zeroc_i_device_alloc(cp->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_BUFFERS, need, &cp->buf));
   cp->buf_bytes = need;
   cp->B = B;
   cp->T = T;
@@ -119,7 +119,7 @@ zeroc_result_t zeroc__cp_reserve(zeroc__cp_t *cp, int B, int T, int Cl, int NHl)
 }
 
 /* Shapes every entry point checks. */
-zeroc_result_t zeroc__cp_check_shape(const zeroc__cp_t *cp, int B, int T, int Cl, int NHl) {
+static zeroc_result_t check_shape(const zeroc__cp_t *cp, int B, int T, int Cl, int NHl) {
   if (B < 1 || T < 1 || Cl < 1 || NHl < 1 || Cl % NHl)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "cp attention: shape B %d T %d Cl %d NHl %d (accepted: positive, Cl a "
@@ -136,7 +136,7 @@ zeroc_result_t zeroc__cp_check_shape(const zeroc__cp_t *cp, int B, int T, int Cl
 zeroc_result_t zeroc__cp_attention_forward(zeroc__cp_t *cp, zeroc_stream_t *s, void *out,
                                            float *lse, const void *qkv, int B, int T, int Cl,
                                            int NHl, const zeroc_dropout_t *drop) {
-  ZEROC_CHECK(zeroc__cp_check_shape(cp, B, T, Cl, NHl));
+  ZEROC_CHECK(check_shape(cp, B, T, Cl, NHl));
   if (cp->size == 1) return zeroc_k_attention_forward(cp->k, s, out, lse, qkv, B, T, Cl, NHl, drop);
   ZEROC_CHECK(zeroc__cp_reserve(cp, B, T, Cl, NHl));
   if (cp->mode == ZEROC_CP_ULYSSES)
@@ -148,7 +148,7 @@ zeroc_result_t zeroc__cp_attention_backward(zeroc__cp_t *cp, zeroc_stream_t *s, 
                                             const void *dout, const void *qkv, const void *out,
                                             const float *lse, int B, int T, int Cl, int NHl,
                                             const zeroc_dropout_t *drop) {
-  ZEROC_CHECK(zeroc__cp_check_shape(cp, B, T, Cl, NHl));
+  ZEROC_CHECK(check_shape(cp, B, T, Cl, NHl));
   if (cp->size == 1)
     return zeroc_k_attention_backward(cp->k, s, dqkv, dout, qkv, out, lse, B, T, Cl, NHl, drop);
   ZEROC_CHECK(zeroc__cp_reserve(cp, B, T, Cl, NHl));

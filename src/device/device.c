@@ -14,8 +14,8 @@
 int zeroc__cuda_device_count(void) { return 0; }
 #endif
 
-zeroc_result_t zeroc__device_alloc(const zeroc__devmem_t *h, zeroc_memkind_t kind,
-                                   zeroc_memtag_t tag, size_t bytes, void **ptr) {
+zeroc_result_t zeroc_i_device_alloc(const zeroc__devmem_t *h, zeroc_memkind_t kind,
+                                    zeroc_memtag_t tag, size_t bytes, void **ptr) {
   *ptr = NULL;
   if ((unsigned)kind >= ZEROC_MEM_KIND_COUNT || (unsigned)tag >= ZEROC_TAG_COUNT)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_mem_alloc: kind %d / tag %d out of range",
@@ -52,7 +52,7 @@ zeroc_result_t zeroc__device_alloc(const zeroc__devmem_t *h, zeroc_memkind_t kin
   return ZEROC_OK;
 }
 
-void zeroc__device_free(const zeroc__devmem_t *h, void *ptr) {
+void zeroc_i_device_free(const zeroc__devmem_t *h, void *ptr) {
   if (!ptr) return;
   zeroc__mem_rec_t rec;
   if (!zeroc__mem_untrack(h->mem, ptr, &rec)) {
@@ -179,14 +179,14 @@ zeroc_result_t zeroc__staging_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag
                                     void **p) {
   *p = NULL;
   if (h->dev->ops->host_memory) return ZEROC_OK;
-  return zeroc__device_alloc(h, ZEROC_MEM_DEVICE, tag, bytes, p);
+  return zeroc_i_device_alloc(h, ZEROC_MEM_DEVICE, tag, bytes, p);
 }
 
 zeroc_result_t zeroc__readback_alloc(const zeroc__devmem_t *h, zeroc_memtag_t tag, size_t bytes,
                                      void **p) {
   *p = NULL;
   if (h->dev->ops->host_memory) return ZEROC_OK;
-  return zeroc__device_alloc(h, ZEROC_MEM_PINNED, tag, bytes, p);
+  return zeroc_i_device_alloc(h, ZEROC_MEM_PINNED, tag, bytes, p);
 }
 
 zeroc_result_t zeroc__read_back_start(zeroc_stream_t *s, zeroc_event_t *ev, void *pinned, void *dst,
@@ -237,7 +237,7 @@ zeroc_result_t zeroc__view_device(const zeroc__devmem_t *h, zeroc_stream_t *s, v
   if (s->dev->ops->host_memory) return ZEROC_OK;
   v->ptr = staging;
   if (!staging) {
-    ZEROC_CHECK(zeroc__device_alloc(h, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, bytes, &v->ptr));
+    ZEROC_CHECK(zeroc_i_device_alloc(h, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, bytes, &v->ptr));
     v->owned = 1;
     v->h = h;
   }
@@ -255,7 +255,8 @@ zeroc_result_t zeroc__view_end(zeroc__view_t *v) {
     r = zeroc_stream_sync(v->s); /* the view's last user is done before it goes */
   }
   if (v->owned && v->to_host) free(v->ptr);
-  else if (v->owned) zeroc__device_free(v->h, v->ptr);
+  else if (v->owned)
+    zeroc_i_device_free(v->h, v->ptr);
   *v = (zeroc__view_t){0};
   return r;
 }

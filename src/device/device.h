@@ -162,10 +162,10 @@ typedef struct zeroc__devmem {
  * backend and tracks the block in the accountant under (kind, tag). Returns
  * ZEROC_ERR_INVALID_ARG (kind or tag out of range), ZEROC_ERR_NOMEM (the cap,
  * or the backend's own failure code with the bytes in use named). */
-zeroc_result_t zeroc__device_alloc(const zeroc__devmem_t *h, zeroc_memkind_t kind,
-                                   zeroc_memtag_t tag, size_t bytes, void **ptr);
-/* Frees a block from zeroc__device_alloc; an unknown pointer is ignored with a warning. */
-void zeroc__device_free(const zeroc__devmem_t *h, void *ptr);
+zeroc_result_t zeroc_i_device_alloc(const zeroc__devmem_t *h, zeroc_memkind_t kind,
+                                    zeroc_memtag_t tag, size_t bytes, void **ptr);
+/* Frees a block from zeroc_i_device_alloc; an unknown pointer is ignored with a warning. */
+void zeroc_i_device_free(const zeroc__devmem_t *h, void *ptr);
 /* Creates an event on the device. */
 zeroc_result_t zeroc__event_create(zeroc_device_t *dev, zeroc_event_t **e);
 

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "embed/embed.h"
-#include "io/rng.h"
 #include "runtime/runtime.h"
 
 float zeroc__embed_init_value(uint64_t seed, int t, int64_t rows, int64_t row, int col) {
@@ -26,11 +26,11 @@ static zeroc_result_t dalloc(zeroc_embed_t *e, zeroc_memkind_t kind, zeroc_memta
   void **p = (void **)out;
   *p = NULL;
   if (!bytes) return ZEROC_OK;
-  return zeroc__device_alloc(e->dm, kind, tag, (size_t)bytes, p);
+  return zeroc_i_device_alloc(e->dm, kind, tag, (size_t)bytes, p);
 }
 
 static void dfree(zeroc_embed_t *e, void *p) {
-  if (p) zeroc__device_free(e->dm, p);
+  if (p) zeroc_i_device_free(e->dm, p);
 }
 
 /* Weights and state of table t: pinned (pool) for host tables, else device. */

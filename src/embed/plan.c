@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "embed/embed.h"
+#include "embed/plan.h"
+#include "offload/offload.h" /* zeroc__pinned_class_size */
 
 /* ---- config checks -------------------------------------------------------------- */
 

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "io/clicks.h"
 #include "io/clicks_internal.h"
-#include "io/rng.h"
 
 #define ZIPF_S    1.2
 #define TABLE_STD 0.8 /* std of the tables' summed contribution to the logit */
@@ -60,13 +60,7 @@ zeroc_result_t zeroc__clicks_synth(const zeroc__click_shape_t *s, uint64_t seed,
   return ZEROC_OK;
 }
 
-void zeroc__clicks_destroy(zeroc__clicks_t *c) {
-  if (!c) return;
-  free(c->labels);
-  free(c->dense);
-  free(c->cats);
-  free(c);
-}
+void zeroc__clicks_destroy(zeroc__clicks_t *c) { zeroc__clicks_free(c); }
 
 uint64_t zeroc__clicks_count(const zeroc__clicks_t *c) { return c->n; }
 

@@ -1,10 +1,14 @@
 /*
- * io/clicks_internal.h - the click source's insides, shared by clicks.c and criteo.c.
+ * io/clicks_internal.h - the click source's insides, shared by clicks.c and criteo.c;
+ * freeing them is here too, so that the Criteo reader below clicks.c can drop a
+ * source it could not finish.
  */
 #ifndef ZEROC_IO_CLICKS_INTERNAL_H
 #define ZEROC_IO_CLICKS_INTERNAL_H
 
-#include "io/clicks.h"
+#include <stdlib.h>
+
+#include "io/clicks_types.h"
 
 struct zeroc__clicks {
   int T, ndense, hot;
@@ -17,7 +21,13 @@ struct zeroc__clicks {
   int64_t *cats; /* (n, 26): the hex value, or -1 when missing */
 };
 
-zeroc_result_t zeroc__criteo_read(const zeroc__clicks_t *c, uint64_t first, int B,
-                                  zeroc__click_batch_t *b);
+/* Frees c and what it holds (zeroc__clicks_destroy). NULL: nothing. */
+static inline void zeroc__clicks_free(zeroc__clicks_t *c) {
+  if (!c) return;
+  free(c->labels);
+  free(c->dense);
+  free(c->cats);
+  free(c);
+}
 
 #endif

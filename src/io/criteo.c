@@ -14,9 +14,10 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/rng.h"
 #include "io/clicks_internal.h"
+#include "io/criteo.h"
 #include "io/files.h"
-#include "io/rng.h"
 
 #define NF        (1 + ZEROC__CRITEO_DENSE + ZEROC__CRITEO_TABLES)
 #define MAX_LINE  65536
@@ -149,7 +150,7 @@ zeroc_result_t zeroc__clicks_criteo(const char *path, const zeroc__click_shape_t
   if (!r) r = read_all(c, path, f);
   if (f) fclose(f);
   if (r) {
-    zeroc__clicks_destroy(c);
+    zeroc__clicks_free(c);
     return r;
   }
   *out = c;

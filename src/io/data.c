@@ -2,9 +2,11 @@
  * io/data.c - token data sets: the llm.c shard reader (pread, tokens checked
  * against the vocabulary as they are read), the synthetic corpus, the rule
  * that maps (step, slot) to a sequence, the micro-batch of a data-parallel
- * rank, the resume position, and the shard writer.
+ * rank, the resume position, and the shard writer. zeroc_data_create itself
+ * is text/data_vocab.c (it reads the recorded tokenizer), over
+ * zeroc__data_open here.
  */
-#include "zeroc/data.h"
+#include "io/data.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,11 +22,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "io/crc32c.h"
 #include "io/files.h"
-#include "io/rng.h"
 #include "io/synth.h"
-#include "zeroc/tokenizer.h"
 
 #define TAG_SHUFFLE 0x53485546464cULL /* "SHUFFL" */
 #define TAG_STREAM  0x53545245414dULL /* "STREAM" */
@@ -321,15 +322,15 @@ static zeroc_result_t resolve_dir(zeroc_data_t *d) {
  * must fit the model: a token id >= vocab would otherwise stop training at
  * the first batch that holds one, maybe hours in. A file there that is not a
  * tokenizer zeroc reads is only reported (the shards may come from elsewhere). */
-static zeroc_result_t check_tokenizer(zeroc_data_t *d) {
+static zeroc_result_t check_tokenizer(zeroc_data_t *d, zeroc__vocab_probe_t probe) {
   const char *first = d->files[0].path, *slash = strrchr(first, '/');
   char path[ZEROC_DATA_PATH_MAX];
   int len = slash ? (int)(slash - first) + 1 : 0;
   if ((size_t)snprintf(path, sizeof path, "%.*stokenizer.json", len, first) >= sizeof path)
     return ZEROC_OK;
   if (access(path, F_OK) != 0) return ZEROC_OK;
-  zeroc_tokenizer_t *t = NULL;
-  if (zeroc_tokenizer_load(path, &t) != ZEROC_OK) {
+  int v = 0;
+  if (probe(path, &v) != ZEROC_OK) {
     ZWARN(IO,
           "data: '%s' beside the shards is not a tokenizer zeroc reads (%s); the data's "
           "vocabulary is checked token by token only",
@@ -337,8 +338,6 @@ static zeroc_result_t check_tokenizer(zeroc_data_t *d) {
     zeroc__tls_error_clear();
     return ZEROC_OK;
   }
-  int v = zeroc_tokenizer_vocab(t);
-  zeroc_tokenizer_destroy(t);
   if (v > d->cfg.vocab)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "data '%s' was tokenized with '%s' (vocab %d), more ids than the model's "
@@ -406,7 +405,8 @@ static zeroc_result_t read_tokens(const zeroc_data_t *d, uint64_t start, size_t 
 
 /* ---- the data set ------------------------------------------------------------- */
 
-zeroc_result_t zeroc_data_create(const zeroc_data_config_t *cfg, zeroc_data_t **out) {
+zeroc_result_t zeroc__data_open(const zeroc_data_config_t *cfg, zeroc__vocab_probe_t probe,
+                                zeroc_data_t **out) {
   zeroc_result_t res = ZEROC_OK;
   *out = NULL;
   zeroc_data_t *d = calloc(1, sizeof *d);
@@ -441,7 +441,7 @@ zeroc_result_t zeroc_data_create(const zeroc_data_config_t *cfg, zeroc_data_t **
     d->kind = ZEROC_DATA_FILES;
     ZEROC_TRY(resolve_dir(d));
     ZEROC_TRY(open_files(d));
-    ZEROC_TRY(check_tokenizer(d));
+    if (probe) ZEROC_TRY(check_tokenizer(d, probe));
     d->nseq = d->ntok >= 1 ? (d->ntok - 1) / T : 0;
     if (d->nseq < G) {
       res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,

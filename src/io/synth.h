@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/rng.h"
+#include "core/rng.h"
 #include "zeroc/result.h"
 
 #define ZEROC_MARKOV_MAX_SUCCESSORS 64

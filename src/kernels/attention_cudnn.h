@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "kernels/kernels.h"
+#include "kernels/types.h"
 
 #ifdef ZEROC_HAVE_CUDA
 /* ZEROC_CUDA_ATTENTION when unset or empty: the one place the default is written. */

@@ -297,7 +297,7 @@ static void build_dir(zc_dnn_t *d, zeroc_kernels_t *k, zc_dnn_entry_t *e, int ba
   }
   void *scratch = NULL;
   size_t have = 0;
-  zeroc__cuda_scratch(k, &scratch, &have);
+  zeroc_i_cuda_scratch(k, &scratch, &have);
   const size_t need = (backward ? dsum_bytes(&e->sh) : 0) + (size_t)p->ws_bytes;
   if (s == CUDNN_STATUS_SUCCESS && need > have) {
     snprintf(why, nwhy,
@@ -450,7 +450,7 @@ zeroc_result_t zeroc__cudnn_attention_forward(zeroc_kernels_t *k, zeroc_stream_t
   void *const vals[] = {(void *)q, (void *)(q + c2), (void *)(q + 2 * c2), out, lse, &scale, &neg};
   void *ws = NULL;
   size_t have = 0;
-  zeroc__cuda_scratch(k, &ws, &have);
+  zeroc_i_cuda_scratch(k, &ws, &have);
   char why[640];
   cudaStream_t cs = (cudaStream_t)zeroc_stream_native(s ? s : k->compute);
   if (dnn_execute(d, &e->fwd, cs, uids, vals, 7, ws, why, sizeof why) != CUDNN_STATUS_SUCCESS)
@@ -480,7 +480,7 @@ zeroc_result_t zeroc__cudnn_attention_backward(zeroc_kernels_t *k, zeroc_stream_
   const size_t c2 = (size_t)C * 2;
   char *ws = NULL;
   size_t have = 0;
-  zeroc__cuda_scratch(k, (void **)&ws, &have);
+  zeroc_i_cuda_scratch(k, (void **)&ws, &have);
   /* workspace: sum(dO*O) (B,NH,T) fp32, then the plan's own */
   const int64_t uids[] = {ZC_UID_Q,     ZC_UID_K,     ZC_UID_V,      ZC_UID_O,   ZC_UID_DO,
                           ZC_UID_STATS, ZC_UID_DQ,    ZC_UID_DK,     ZC_UID_DV,  ZC_UID_SCALE,

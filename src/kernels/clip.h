@@ -21,7 +21,7 @@
  * -> NaN when sqrt(sumsq) is NaN or infinite (skip), clip / (norm + 1e-6) rounded to
  * fp32 when clip > 0 and the norm exceeds it, else 1. In double, so the device and the
  * host give the same bits (sqrt and division are correctly rounded on both). */
-ZEROC_HD float zeroc__clip_scale(double sumsq, float clip) {
+ZEROC_HD float zeroc_i_clip_scale(double sumsq, float clip) {
   const double norm = sqrt(sumsq);
   if (!(norm - norm == 0.0)) return NAN; /* not finite: Inf - Inf and NaN are NaN */
   return clip > 0 && norm > clip ? (float)(clip / (norm + 1e-6)) : 1.0f;

@@ -37,34 +37,7 @@ zeroc_result_t zeroc_k_bce_forward_backward(zeroc_kernels_t *k, zeroc_stream_t *
                                             float *dlogits, const float *logits,
                                             const float *labels, int B, float dloss);
 
-/* the cpu twins (kernels/cpu/dlrm.c) */
-void zeroc__cpu_relu_forward(float *out, const float *inp, size_t N);
-void zeroc__cpu_relu_backward(float *dinp, const float *out, const float *dout, size_t N);
-void zeroc__cpu_interact_forward(float *out, const float *z, const float *emb, int B, int T, int D);
-void zeroc__cpu_interact_backward(float *dz, float *demb, const float *dout, const float *z,
-                                  const float *emb, int B, int T, int D);
-void zeroc__cpu_bce(float *losses, float *dlogits, const float *logits, const float *labels, int B,
-                    float dloss);
-
-#ifdef ZEROC_HAVE_CUDA
-#ifdef __cplusplus
-extern "C" {
-#endif
-/* the cuda twins (kernels/cuda/dlrm.cu), same contracts, on `s` */
-zeroc_result_t zeroc__cuda_relu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, float *out,
-                                        const float *inp, size_t N);
-zeroc_result_t zeroc__cuda_relu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *dinp,
-                                         const float *out, const float *dout, size_t N);
-zeroc_result_t zeroc__cuda_interact_forward(zeroc_kernels_t *k, zeroc_stream_t *s, float *out,
-                                            const float *z, const float *emb, int B, int T, int D);
-zeroc_result_t zeroc__cuda_interact_backward(zeroc_kernels_t *k, zeroc_stream_t *s, float *dz,
-                                             float *demb, const float *dout, const float *z,
-                                             const float *emb, int B, int T, int D);
-zeroc_result_t zeroc__cuda_bce(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses, float *dlogits,
-                               const float *logits, const float *labels, int B, float dloss);
-#ifdef __cplusplus
-}
-#endif
-#endif
+/* The cpu twins are declared in kernels/cpu/cpu_kernels.h, the cuda twins in
+ * kernels/cuda/cuda_kernels.h. */
 
 #endif

@@ -7,8 +7,8 @@
  * site) and the element's coordinates in the unsplit global batch (the
  * sequence's slot in the step's global batch, its token position, the global
  * channel, or the global head, query and key positions): element (row, col) is
- * kept when zeroc__dropout_bits(zeroc__dropout_row_key(key, row), col) >=
- * zeroc__dropout_threshold(p). Whatever rank
+ * kept when zeroc_i_dropout_bits(zeroc_i_dropout_row_key(key, row), col) >=
+ * zeroc_i_dropout_threshold(p). Whatever rank
  * computes an element (data, tensor, sequence or pipeline parallel), and
  * whether it is computed again (backward, recompute), it gets the same
  * decision, so every layout trains with the same masks and nothing is stored.
@@ -32,7 +32,7 @@
  * (N,C) tensor whose rows are the micro-batch's (b, t) tokens. */
 typedef struct zeroc_dropout {
   float p;       /* drop probability, 0 <= p < 1; 0 (or a NULL descriptor): off */
-  uint64_t key;  /* zeroc__dropout_key(seed, step, layer, site) */
+  uint64_t key;  /* zeroc_i_dropout_key(seed, step, layer, site) */
   uint64_t seq0; /* slot in the step's global batch of the micro-batch's sequence 0 */
   int64_t row0;  /* elementwise: the (b*T + t) row of the first row given (sequence split) */
   int T;         /* tokens per sequence of the micro-batch */
@@ -51,7 +51,7 @@ enum {
 
 /* splitmix64's finaliser over key + id * golden ratio: a well-mixed word per
  * (key, id), the same on host and device. */
-ZEROC_HD uint64_t zeroc__dropout_hash(uint64_t key, uint64_t id) {
+ZEROC_HD uint64_t zeroc_i_dropout_hash(uint64_t key, uint64_t id) {
   uint64_t z = key + (id + 1) * 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -59,20 +59,25 @@ ZEROC_HD uint64_t zeroc__dropout_hash(uint64_t key, uint64_t id) {
 }
 
 /* The key of one tensor's masks. */
-ZEROC_HD uint64_t zeroc__dropout_key(uint64_t seed, uint64_t step, int layer, int site) {
-  uint64_t k = zeroc__dropout_hash(0x5a17c0ffee0dd5ULL, seed);
-  k = zeroc__dropout_hash(k, step);
-  return zeroc__dropout_hash(k, (uint64_t)layer * 8 + (uint64_t)site);
+ZEROC_HD uint64_t zeroc_i_dropout_key(uint64_t seed, uint64_t step, int layer, int site) {
+  uint64_t k = zeroc_i_dropout_hash(0x5a17c0ffee0dd5ULL, seed);
+  k = zeroc_i_dropout_hash(k, step);
+  return zeroc_i_dropout_hash(k, (uint64_t)layer * 8 + (uint64_t)site);
 }
+#ifndef __cplusplus
+/* The name src/model/gpt.c still calls it by (C only: C++ reserves "__"); goes when
+ * gpt.c says zeroc_i_dropout_key. */
+#define zeroc__dropout_key zeroc_i_dropout_key
+#endif
 
 /* Elements whose bits fall below this are dropped: a fraction p of them (to 2^-32). */
-ZEROC_HD uint32_t zeroc__dropout_threshold(float p) {
+ZEROC_HD uint32_t zeroc_i_dropout_threshold(float p) {
   double t = (double)p * 4294967296.0;
   return t >= 4294967295.0 ? 0xffffffffu : (uint32_t)t;
 }
 
 /* murmur3's 32-bit finaliser: a bijection with full avalanche. */
-ZEROC_HD uint32_t zeroc__dropout_fmix32(uint32_t x) {
+ZEROC_HD uint32_t zeroc_i_dropout_fmix32(uint32_t x) {
   x ^= x >> 16;
   x *= 0x85ebca6bu;
   x ^= x >> 13;
@@ -83,27 +88,28 @@ ZEROC_HD uint32_t zeroc__dropout_fmix32(uint32_t x) {
 /* A mask is drawn row by row: a 64-bit hash names the row (a token, or an attention
  * query row of one head), then 32-bit arithmetic (cheap on a GPU, vectorised on a
  * CPU) gives each column (channel, or key position) its 32 random bits. */
-ZEROC_HD uint64_t zeroc__dropout_row_key(uint64_t key, uint64_t row) {
-  return zeroc__dropout_hash(key, row);
+ZEROC_HD uint64_t zeroc_i_dropout_row_key(uint64_t key, uint64_t row) {
+  return zeroc_i_dropout_hash(key, row);
 }
-ZEROC_HD uint32_t zeroc__dropout_bits(uint64_t row_key, uint32_t col) {
+ZEROC_HD uint32_t zeroc_i_dropout_bits(uint64_t row_key, uint32_t col) {
   /* splitmix32 in effect: a Weyl sequence over the columns, offset by the row key's low
    * half and flipped by its high half, through one finaliser */
-  return zeroc__dropout_fmix32(((uint32_t)row_key + col * 0x9e3779b9u) ^ (uint32_t)(row_key >> 32));
+  return zeroc_i_dropout_fmix32(((uint32_t)row_key + col * 0x9e3779b9u) ^
+                                (uint32_t)(row_key >> 32));
 }
 
 /* What a kept element is multiplied by. */
-ZEROC_HD float zeroc__dropout_scale(float p) { return 1.0f / (1.0f - p); }
+ZEROC_HD float zeroc_i_dropout_scale(float p) { return 1.0f / (1.0f - p); }
 
 /* The global row of local row `row` at an elementwise site: (sequence slot, position). */
-ZEROC_HD uint64_t zeroc__dropout_row_rc(const zeroc_dropout_t *d, int64_t row) {
+ZEROC_HD uint64_t zeroc_i_dropout_row_rc(const zeroc_dropout_t *d, int64_t row) {
   int64_t g = d->row0 + row, b = g / d->T, t = g % d->T;
   return (d->seq0 + (uint64_t)b) * (uint64_t)d->Tmax + (uint64_t)t;
 }
 
 /* The global row of attention's (b, local head h, query i): its columns are the keys. */
-ZEROC_HD uint64_t zeroc__dropout_row_att(const zeroc_dropout_t *d, int64_t b, int64_t h,
-                                         int64_t i) {
+ZEROC_HD uint64_t zeroc_i_dropout_row_att(const zeroc_dropout_t *d, int64_t b, int64_t h,
+                                          int64_t i) {
   uint64_t bh = (d->seq0 + (uint64_t)b) * (uint64_t)d->width + (uint64_t)(d->first + h);
   return bh * (uint64_t)d->Tmax + (uint64_t)i;
 }

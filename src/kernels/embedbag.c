@@ -9,7 +9,7 @@
 #ifdef ZEROC_HAVE_CUDA
 #include "kernels/cuda/cuda_kernels.h"
 #define CUDA_OR_CPU(name, ...)                                                                     \
-  if (k->device == ZEROC_DEVICE_CUDA) return zeroc__cuda_##name(__VA_ARGS__)
+  if (k->device == ZEROC_DEVICE_CUDA) return zeroc_i_cuda_##name(__VA_ARGS__)
 #else
 #define CUDA_OR_CPU(name, ...)                                                                     \
   if (k->device == ZEROC_DEVICE_CUDA)                                                              \

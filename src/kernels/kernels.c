@@ -15,7 +15,7 @@
 #include "kernels/attention_cudnn.h"
 #include "kernels/cuda/cuda_kernels.h"
 #define CUDA_OR_CPU(name, ...)                                                                     \
-  if (k->device == ZEROC_DEVICE_CUDA) return zeroc__cuda_##name(__VA_ARGS__)
+  if (k->device == ZEROC_DEVICE_CUDA) return zeroc_i_cuda_##name(__VA_ARGS__)
 #else
 #define CUDA_OR_CPU(name, ...)                                                                     \
   if (k->device == ZEROC_DEVICE_CUDA)                                                              \
@@ -34,6 +34,17 @@ static zeroc_result_t positive(const char *fn, const long *v, const char *names)
   return ZEROC_OK;
 }
 
+#ifdef ZEROC_HAVE_CUDA
+/* The cuda kernels' knobs, read from the environment once per kernels object. */
+static zeroc_result_t cuda_knobs(zeroc_i_cuda_knobs_t *kn) {
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_SCRATCH_MB", ZEROC_K_SCRATCH_MB_DEFAULT, &kn->scratch_mb));
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_TF32", 0, &kn->tf32));
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_FLASH", 1, &kn->flash));
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_LT_EPILOGUE", 1, &kn->lt_epilogue));
+  return ZEROC_OK;
+}
+#endif
+
 zeroc_result_t zeroc_kernels_create(const zeroc__devmem_t *mem, zeroc_stream_t *compute,
                                     zeroc_dtype_t dtype, zeroc_kernels_t **out) {
   zeroc_device_kind_t dev = mem->dev->kind;
@@ -51,10 +62,12 @@ zeroc_result_t zeroc_kernels_create(const zeroc__devmem_t *mem, zeroc_stream_t *
   k->dtype = dtype;
 #ifdef ZEROC_HAVE_CUDA
   if (dev == ZEROC_DEVICE_CUDA) {
-    zeroc_result_t r = zeroc__cuda_kernels_init(k);
+    zeroc_i_cuda_knobs_t knobs;
+    zeroc_result_t r = cuda_knobs(&knobs);
+    if (!r) r = zeroc_i_cuda_kernels_init(k, &knobs);
     if (!r) {
       r = zeroc__cudnn_attention_create(k);
-      if (r) zeroc__cuda_kernels_fini(k);
+      if (r) zeroc_i_cuda_kernels_fini(k);
     }
     if (r) {
       free(k);
@@ -70,7 +83,7 @@ void zeroc_kernels_destroy(zeroc_kernels_t *k) {
   if (!k) return;
 #ifdef ZEROC_HAVE_CUDA
   if (k->device == ZEROC_DEVICE_CUDA) {
-    zeroc__cuda_kernels_fini(k); /* synchronises the device: no plan is still running */
+    zeroc_i_cuda_kernels_fini(k); /* synchronises the device: no plan is still running */
     zeroc__cudnn_attention_destroy(k);
   }
 #endif
@@ -482,7 +495,7 @@ static zeroc_result_t run_eng_op(void *p) {
     *(double *)o->dst += zeroc__cpu_mean(o->src, o->n, o->denom);
     break;
   case OP_CLIP_SCALE:
-    *(float *)o->dst = zeroc__clip_scale(*(const double *)o->src, o->a);
+    *(float *)o->dst = zeroc_i_clip_scale(*(const double *)o->src, o->a);
     break;
   case OP_ADAMW:
     if (isnan(gs = adam_scale(a))) break; /* a skipped step */

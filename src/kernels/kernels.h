@@ -32,17 +32,12 @@
 
 #include "device/device.h"
 #include "kernels/dropout.h"
+#include "kernels/types.h"
 #include "zeroc/device.h"
 #include "zeroc/types.h"
 
-typedef struct zeroc_kernels {
-  const zeroc__devmem_t *mem; /* where workspace comes from (cuda) */
-  zeroc_stream_t *compute;    /* the stream a NULL `s` means */
-  zeroc_device_kind_t device;
-  zeroc_dtype_t dtype; /* activations and compute parameters */
-  void *cuda;          /* cuda: cuBLASLt handle, workspace (kernels/cuda) */
-  void *cudnn;         /* cuda: cuDNN attention plans (kernels/attention_cudnn_cuda.c) */
-} zeroc_kernels_t;
+/* The kernels object (zeroc_kernels_t), the flags and the argument structs are in
+ * kernels/types.h, which the backends share. */
 
 /* Creates the kernels for the device of `mem` (which also supplies their
  * workspace) with `compute` as the stream a NULL `s` stands for; dtype fp32
@@ -132,9 +127,6 @@ zeroc_result_t zeroc_k_matmul_forward_gelu(zeroc_kernels_t *k, zeroc_stream_t *s
                                            void *out, const void *inp, const void *weight,
                                            const void *bias, int N, int C, int OC);
 
-/* Flags of zeroc_k_matmul_backward_ex and zeroc_k_layernorm_backward_ex. */
-#define ZEROC_K_DINP_SET 1u /* dinp = dout @ weight: its old contents are not read (no memset) */
-
 /* zeroc_k_matmul_backward with options. flags: ZEROC_K_DINP_SET. pre (N,C) act or NULL:
  * inp is gelu(pre), and dinp = gelu'(pre) * (dout @ weight), the gradient before that GELU
  * (always set, never added); dpre_bias (C) += its column sums, the bias gradient of the
@@ -177,8 +169,6 @@ zeroc_result_t zeroc_k_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
                                           const void *dout, const void *qkv, const void *out,
                                           const float *lse, int B, int T, int C, int NH,
                                           const zeroc_dropout_t *drop);
-/* Flags of zeroc_k_attention_backward_ex. */
-#define ZEROC_K_DQKV_SET 1u /* dqkv = the gradient: its old contents are not read (no memset) */
 /* zeroc_k_attention_backward with flags (ZEROC_K_DQKV_SET). On cpu each head clears its
  * own rows of dqkv just before it adds to them, while they are in cache, instead of a
  * separate pass over the whole (B,T,3C); on cuda it is a memset before the kernels. */
@@ -192,17 +182,8 @@ zeroc_result_t zeroc_k_attention_backward_ex(zeroc_kernels_t *k, zeroc_stream_t 
  * addresses and strides, for attention split over the sequence (cp/ring.c). A pair is
  * either diagonal (same positions, causal inside) or fully visible; fully masked
  * pairs are never called. Positions are global, so dropout masks (kernels/dropout.h)
- * are the unsplit run's: query i of the block is position q_pos + i, key j k_pos + j. */
-typedef struct zeroc_attn_block {
-  int B, NH, HS;        /* sequences, heads of this call, head size */
-  int Tq, Tk;           /* query rows and key rows of the block */
-  int causal;           /* 1: diagonal (Tq == Tk, q_pos == k_pos): key j seen by query i iff j <= i */
-  size_t q_t, q_b;      /* q and dq: elements between tokens, between sequences; head h at h*HS */
-  size_t kv_t, kv_b;    /* k, v, dk, dv: likewise */
-  size_t o_t, o_b;      /* out and dout: likewise */
-  size_t l_h, l_b;      /* lse (fp32): between heads, between sequences; queries adjacent */
-  int64_t q_pos, k_pos; /* global positions of query 0 and key 0 */
-} zeroc_attn_block_t;
+ * are the unsplit run's: query i of the block is position q_pos + i, key j k_pos + j.
+ * zeroc_attn_block_t (kernels/types.h) describes the pair. */
 
 /* The pair's own attention: pout (B,Tq,NH*HS) act, contiguous, = softmax over the
  * block's visible keys of q k^T / sqrt(HS), times v; plse (B,NH,Tq) fp32 contiguous
@@ -316,18 +297,7 @@ zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out,
 zeroc_result_t zeroc_k_mean_add(zeroc_kernels_t *k, zeroc_stream_t *s, double *acc, const float *x,
                                 size_t n, double denom);
 
-typedef struct zeroc_adamw_args {
-  float lr, beta1, beta2, eps, weight_decay;
-  float grad_scale; /* multiplies the gradient first (clipping) */
-  float bias_corr1; /* 1 - beta1^t */
-  float bias_corr2; /* 1 - beta2^t */
-  /* NULL, or one fp32 in device memory read instead of grad_scale when the kernel runs:
-   * the multiplier zeroc_k_clip_scale left there. NaN there skips the step: the kernel
-   * writes nothing. (zeroc_k_host_adamw takes grad_scale only.) */
-  const float *scale_dev;
-} zeroc_adamw_args_t;
-
-/* *scale (one fp32, device memory) = zeroc__clip_scale(*sumsq, clip) (kernels/clip.h):
+/* *scale (one fp32, device memory) = zeroc_i_clip_scale(*sumsq, clip) (kernels/clip.h):
  * the gradient's multiplier from its global sum of squares (one fp64, device memory),
  * NaN to skip a non-finite step; for zeroc_adamw_args_t.scale_dev, so that a step is
  * clipped or skipped without the host reading the norm first. */
@@ -358,15 +328,8 @@ zeroc_result_t zeroc_k_host_cast(void *dst, zeroc_dtype_t dst_dt, const void *sr
 zeroc_result_t zeroc_k_host_adamw(float *param, float *m, float *v, const float *grad, size_t n,
                                   const zeroc_adamw_args_t *a);
 
-/* What one zeroc_kernels_t holds on a cuda device besides its callers' buffers: the
- * cuBLASLt workspace (what cuBLASLt asks for on Hopper), the reduction scratch
- * (ZEROC_CUDA_SCRATCH_MB, default 64) and the sumsq partial sums of up to 8 streams. The
- * cuda state allocates exactly these and the planner counts them, so both read here. */
-#define ZEROC_K_LT_WORKSPACE_BYTES ((size_t)32 << 20)
-#define ZEROC_K_SCRATCH_MB_DEFAULT 64
-#define ZEROC_K_SUMSQ_BLOCKS       1024
-#define ZEROC_K_SUMSQ_STREAMS      8
-/* Their bytes on `kind` (0 on the cpu, whose kernels allocate nothing of their own). */
+/* The bytes of the cuda state's buffers (ZEROC_K_LT_WORKSPACE_BYTES and the rest in
+ * kernels/types.h) on `kind` (0 on the cpu, whose kernels allocate nothing of their own). */
 size_t zeroc__kernels_device_bytes(zeroc_device_kind_t kind);
 
 /* The dtype the kernels of ctx's device compute in for parameters of

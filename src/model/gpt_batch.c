@@ -5,7 +5,7 @@
  * step (gpt_run.c) and the evaluation (gpt_eval.c) both read through it.
  */
 #include "core/error.h"
-#include "model/gpt_run.h"
+#include "model/gpt_batch.h"
 #include "runtime/runtime.h"
 #include "zeroc/device.h"
 

@@ -15,6 +15,7 @@
 #include "kernels/dropout.h"
 #include "model/gpt_cp.h"
 #include "runtime/runtime.h"
+#include "zeroc/gpt.h" /* zeroc_gpt_cp_tokens: its ZEROC_API declaration */
 
 zeroc_result_t zeroc__gpt_cp_init(zeroc__gpt_cp_t *cp, zeroc_ctx_t *ctx, zeroc_kernels_t *k,
                                   zeroc_dtype_t dt, zeroc_cp_mode_t mode, int B, int T, int Cl,

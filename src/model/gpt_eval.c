@@ -12,7 +12,8 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
-#include "model/gpt_run.h"
+#include "model/gpt_batch.h"
+#include "model/gpt_eval.h"
 #include "runtime/runtime.h"
 
 /* The held-out steps: synthetic data's from 2^32 on, which no training run

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/rng.h"
+#include "core/rng.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "model/sample.h"
 

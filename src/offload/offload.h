@@ -14,9 +14,9 @@
 #include <stdint.h>
 
 #include "core/mem.h"
-#include "zeroc/ctx.h" /* zeroc_device_kind_t */
 #include "zeroc/mem.h"
 #include "zeroc/result.h"
+#include "zeroc/types.h" /* zeroc_device_kind_t */
 
 /* O_DIRECT wants buffers, offsets and lengths aligned to the device's logical
  * block; 4 KiB covers 512-byte and 4Kn NVMe namespaces alike. */

@@ -18,7 +18,8 @@
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "runtime/ctx.h"
+#include "runtime/context.h"
+#include "runtime/groups.h"
 
 /* Copies a caller's versioned config over the defaults: an older, smaller
  * struct keeps the defaults for the fields it lacks; a struct that was not

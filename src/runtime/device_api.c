@@ -6,17 +6,17 @@
  */
 #include "core/error.h"
 #include "device/device.h"
-#include "runtime/ctx.h"
+#include "runtime/context.h"
 
 zeroc_result_t zeroc_mem_alloc(zeroc_ctx_t *ctx, zeroc_memkind_t kind, zeroc_memtag_t tag,
                                size_t bytes, void **ptr) {
   if (!ctx || !ptr) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_mem_alloc: NULL ctx or ptr");
-  return zeroc__ctx_ret(ctx, zeroc__device_alloc(&ctx->devmem, kind, tag, bytes, ptr));
+  return zeroc__ctx_ret(ctx, zeroc_i_device_alloc(&ctx->devmem, kind, tag, bytes, ptr));
 }
 
 void zeroc_mem_free(zeroc_ctx_t *ctx, void *ptr) {
   if (!ptr || !ctx) return;
-  zeroc__device_free(&ctx->devmem, ptr);
+  zeroc_i_device_free(&ctx->devmem, ptr);
 }
 
 zeroc_stream_t *zeroc_ctx_compute_stream(zeroc_ctx_t *ctx) { return ctx ? ctx->compute : NULL; }

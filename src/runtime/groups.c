@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "runtime/ctx.h"
+#include "runtime/groups.h"
 
 zeroc_result_t zeroc__mesh_create_groups(zeroc_ctx_t *ctx) {
   const zeroc_mesh_info_t *m = &ctx->mesh;

@@ -7,7 +7,7 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
-#include "runtime/ctx.h"
+#include "runtime/context.h"
 #include "zeroc/device.h"
 
 static double now_s(void) {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
-#include "runtime/ctx.h"
+#include "runtime/context.h"
 
 zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r) {
   zeroc_group_t *w = ctx->groups[ZEROC_GROUP_WORLD];

@@ -1,7 +1,7 @@
 /*
  * shard/engine.c - zeroc_shard(): the settings and their defaults, the
  * agreement between ranks, each unit's buffers for its ZeRO stage (tabled in
- * shard/engine.h), initial values and publishing the parameters; and
+ * shard/model.h), initial values and publishing the parameters; and
  * zeroc_model_destroy. The per-unit schedule is shard/schedule.c, the
  * optimizer step shard/step.c.
  */
@@ -38,6 +38,7 @@ static void resolve_defaults(zeroc_shard_config_t *c) {
   if (c->clip == unset) c->clip = 1.0f;
   if (c->seed == (uint64_t)ZEROC_UNSET) c->seed = 1;
   if (c->max_skipped == ZEROC_UNSET) c->max_skipped = 5;
+  if (c->optimizer == ZEROC_OPTIMIZER_UNSET) c->optimizer = ZEROC_OPTIMIZER_ADAMW;
 }
 
 /* Copies a caller's versioned config over the "unset" initializer (an older,
@@ -61,6 +62,9 @@ static zeroc_result_t read_config(const zeroc_shard_config_t *in, zeroc_shard_co
   resolve_defaults(out);
   if (out->stage < 0 || out->stage > 3)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "ZeRO stage %d: accepted 0, 1, 2, 3", out->stage);
+  if (out->optimizer != ZEROC_OPTIMIZER_ADAMW)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "optimizer %d: accepted ZEROC_OPTIMIZER_ADAMW (adamw)",
+                      (int)out->optimizer);
   if (out->param_dtype != ZEROC_FP32 && out->param_dtype != ZEROC_BF16)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "param dtype %s: accepted fp32, bf16",
                       zeroc_dtype_name(out->param_dtype));

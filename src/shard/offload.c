@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "shard/engine.h"
+#include "shard/offload.h"
 #include "shard/sizes.h"
 
 static size_t esz(zeroc_dtype_t dt) { return zeroc_dtype_size(dt); }

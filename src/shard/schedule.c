@@ -5,7 +5,7 @@
  * Forward: gather (stage 3: prefetched K units ahead on the gather stream),
  * compute, release; backward: gather, recompute when asked, compute, then
  * reduce-scatter on the reduce stream while the next unit computes. The
- * buffers each stage keeps are tabled in shard/engine.h.
+ * buffers each stage keeps are tabled in shard/model.h.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 #ifndef ZEROC_SHARD_SIZES_H
 #define ZEROC_SHARD_SIZES_H
 
-/* One unit's buffers (the table in shard/engine.h): N flat elements, sharded
+/* One unit's buffers (the table in shard/model.h): N flat elements, sharded
  * over nd ranks (stage 0 shards nothing). Per buffer, its bytes; 0 when the
  * stage does not keep it. */
 typedef struct zeroc__unit_bytes {
@@ -61,7 +61,7 @@ void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
                              zeroc__pool_bytes_t *out);
 
 /* The optimizer step's device accumulators (tag workspace), whatever the
- * model: ZEROC__STEP_ACC doubles (shard/engine.h: the gradient norm's sum of
+ * model: ZEROC__STEP_ACC doubles (shard/model.h: the gradient norm's sum of
  * squares, the step's loss, an evaluation's loss, the clipping multiplier). */
 #define ZEROC__STEP_ACC 4
 double zeroc__shard_step_bytes(void);

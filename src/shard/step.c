@@ -1,8 +1,9 @@
 /*
  * shard/step.c - the optimizer step on shards: global gradient norm (each
  * gradient element counted once however it is replicated), clipping, skipping
- * a non-finite step on every rank, AdamW per parameter range (weight decay
- * only where the parameter wants it), publishing the new parameters.
+ * a non-finite step on every rank, the optimizer's update (AdamW per parameter
+ * range, weight decay only where the parameter wants it; optimizer_update is
+ * the one place that picks the update rule), publishing the new parameters.
  * Also the state accessors used by checkpoints, export and tests.
  */
 #include <math.h>
@@ -123,6 +124,19 @@ static zeroc_result_t adamw_all(zeroc_model_t *m, float lr, float clip_coef,
   return ZEROC_OK;
 }
 
+/* The update of every shard by the configured optimizer (cfg.optimizer, resolved
+ * and checked at zeroc_shard): a new rule goes here, beside its state kinds.
+ * clip_coef and clip_dev as adamw_all. */
+static zeroc_result_t optimizer_update(zeroc_model_t *m, float lr, float clip_coef,
+                                       const float *clip_dev) {
+  switch (m->cfg.optimizer) {
+  case ZEROC_OPTIMIZER_ADAMW:
+    return adamw_all(m, lr, clip_coef, clip_dev);
+  default:
+    return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "optimizer %d has no update rule", (int)m->cfg.optimizer);
+  }
+}
+
 zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info) {
   zeroc_result_t res = ZEROC_OK;
   if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_step: NULL model");
@@ -176,7 +190,7 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
       zeroc__read_back_start(m->compute, m->ev_step, m->step_host, acc, m->step_acc, sizeof acc));
   ZEROC_TRY(zeroc_memset_async(m->compute, m->step_acc + ACC_LOSS, 0, sizeof(double)));
   if (on_device) {
-    ZEROC_TRY(adamw_all(m, lr, 1.0f, clip_dev));
+    ZEROC_TRY(optimizer_update(m, lr, 1.0f, clip_dev));
     ZEROC_TRY(zeroc__model_publish(m)); /* a skipped step publishes the unchanged master */
   }
   ZEROC_TRY(zeroc__read_back_finish(m->ev_step, m->step_host, acc, sizeof acc));
@@ -191,7 +205,7 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
       zeroc__allreduce_host(world, sums + on_device, 2 - (size_t)on_device, ZEROC_FP64, ZEROC_SUM));
   double norm = sqrt(sums[0]);
   /* the verdict: the device's (the same formula on the same global sum), or the host's */
-  const float coef = zeroc__clip_scale(sums[0], m->cfg.clip);
+  const float coef = zeroc_i_clip_scale(sums[0], m->cfg.clip);
   int skipped = isnan(coef);
   if (skipped) {
     m->run.consecutive_skips++;
@@ -200,7 +214,7 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
           (unsigned long long)m->run.steps + 1, norm, m->run.consecutive_skips);
   } else {
     if (!on_device) {
-      ZEROC_TRY(adamw_all(m, lr, coef, NULL));
+      ZEROC_TRY(optimizer_update(m, lr, coef, NULL));
       if (!m->ostate) ZEROC_TRY(zeroc__model_publish(m)); /* the host path publishes as it goes */
     }
     m->run.steps++;
@@ -273,8 +287,12 @@ static zeroc_result_t state_ptr(zeroc_model_t *m, int unit, zeroc_state_kind_t k
   zeroc__unit_t *u = &m->u[unit];
   switch (kind) {
   case ZEROC_STATE_MASTER: *p = u->master; return ZEROC_OK;
-  case ZEROC_STATE_ADAM_M: *p = u->m; return ZEROC_OK;
-  case ZEROC_STATE_ADAM_V: *p = u->v; return ZEROC_OK;
+  case ZEROC_STATE_MOMENT1:
+    *p = u->m;
+    return ZEROC_OK;
+  case ZEROC_STATE_MOMENT2:
+    *p = u->v;
+    return ZEROC_OK;
   case ZEROC_STATE_GRAD: {
     const float *g;
     CHK(grad_f32(m, u, &g));
@@ -290,7 +308,7 @@ static zeroc_result_t offloaded_state(zeroc_model_t *m, int unit, zeroc_state_ki
                                       const float *set) {
   zeroc__state_view_t v;
   CHK(zeroc__moff_state(m, unit, &v));
-  float *p = kind == ZEROC_STATE_MASTER ? v.master : kind == ZEROC_STATE_ADAM_M ? v.m : v.v;
+  float *p = kind == ZEROC_STATE_MASTER ? v.master : kind == ZEROC_STATE_MOMENT1 ? v.m : v.v;
   size_t bytes = m->u[unit].f.S * 4;
   if (get) memcpy(get, p, bytes);
   else if (set)

@@ -47,7 +47,7 @@ zeroc_result_t zeroc__bpe_builder_init(zeroc__bpe_builder_t *b, const char *path
 }
 
 void zeroc__bpe_builder_free(zeroc__bpe_builder_t *b) {
-  zeroc_tokenizer_destroy(b->t);
+  zeroc__tok_free(b->t);
   free(b->str_idx);
   free(b->str_len);
   free(b->in_model);

@@ -22,8 +22,8 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/rng.h"
 #include "io/files.h"
-#include "io/rng.h"
 #include "text/prepare_internal.h"
 
 #define DEFAULT_VAL_FRACTION 0.05
@@ -251,15 +251,8 @@ static zeroc_result_t choose_split(zeroc__prepare_t *p) {
 
 /* ---- the output directory ------------------------------------------------------------ */
 
-zeroc_result_t zeroc__prepare_shard_name(const char *dir, int stream, int index, char *buf,
-                                         size_t n) {
-  if ((size_t)snprintf(buf, n, "%s/%s_%06d.bin", dir, stream == ZEROC__VAL ? "val" : "train",
-                       index) >= n)
-    return BAD("data: output directory '%s' is too long a name", dir);
-  return ZEROC_OK;
-}
-
-/* "train_NNNNNN.bin" or "val_NNNNNN.bin" (six or more digits): its stream and
+/* "train_NNNNNN.bin" or "val_NNNNNN.bin" (six or more digits; prepare_run.c's
+ * shard_name writes them): its stream and
  * index, or -1. */
 static int shard_index(const char *name, int *stream) {
   const char *rest = NULL;

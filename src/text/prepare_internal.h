@@ -43,10 +43,6 @@ typedef struct zeroc__prepare {
   double t0, last_report;
 } zeroc__prepare_t;
 
-/* "<out_dir>/<train|val>_NNNNNN.bin" into buf. */
-zeroc_result_t zeroc__prepare_shard_name(const char *dir, int stream, int index, char *buf,
-                                         size_t n);
-
 /* Reads every document, tokenizes it on cfg.threads threads and appends the
  * tokens, in document order, to the train and val shards (left open under
  * temporary names: the caller commits or aborts them). */

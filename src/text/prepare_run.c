@@ -282,11 +282,19 @@ static zeroc_result_t close_shard(zeroc__prepare_t *p, int s) {
   return zeroc__afile_close(f);
 }
 
+/* "<out_dir>/<train|val>_NNNNNN.bin" into buf (prepare.c's shard_index reads them back). */
+static zeroc_result_t shard_name(const char *dir, int stream, int index, char *buf, size_t n) {
+  if ((size_t)snprintf(buf, n, "%s/%s_%06d.bin", dir, stream == ZEROC__VAL ? "val" : "train",
+                       index) >= n)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "data: output directory '%s' is too long a name", dir);
+  return ZEROC_OK;
+}
+
 static zeroc_result_t open_shard(zeroc__prepare_t *p, int s) {
   static const unsigned char zeros[1024];
   char path[PATH_MAX];
   ZEROC_CHECK(close_shard(p, s));
-  ZEROC_CHECK(zeroc__prepare_shard_name(p->cfg.out_dir, s, p->nshards[s], path, sizeof path));
+  ZEROC_CHECK(shard_name(p->cfg.out_dir, s, p->nshards[s], path, sizeof path));
   if (p->nshards[s] == p->cap_shards[s]) {
     int c = p->cap_shards[s] ? 2 * p->cap_shards[s] : 8;
     zeroc__afile_t *nf = realloc(p->shards[s], (size_t)c * sizeof *nf);

@@ -75,19 +75,7 @@ zeroc_result_t zeroc_tokenizer_load(const char *spec, zeroc_tokenizer_t **out) {
   return r;
 }
 
-void zeroc_tokenizer_destroy(zeroc_tokenizer_t *t) {
-  if (!t) return;
-  free(t->entry);
-  free(t->bytes);
-  free(t->off);
-  free(t->strs);
-  free(t->soff);
-  free(t->pairs);
-  free(t->merges);
-  free(t->str_hash);
-  free(t->added);
-  free(t);
-}
+void zeroc_tokenizer_destroy(zeroc_tokenizer_t *t) { zeroc__tok_free(t); }
 
 int zeroc_tokenizer_vocab(const zeroc_tokenizer_t *t) { return t ? t->vocab : 0; }
 int32_t zeroc_tokenizer_eot(const zeroc_tokenizer_t *t) { return t ? t->eot : -1; }

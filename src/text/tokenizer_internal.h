@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "zeroc/tokenizer.h"
 
@@ -66,6 +67,23 @@ struct zeroc_tokenizer {
   int32_t unk; /* -1: none (a byte without a token is dropped, as tokenizers does) */
   int fuse_unk;
 };
+
+/* Frees t and everything it holds (zeroc_tokenizer_destroy); here so that the bpe
+ * builder (bpe_build.c, below tokenizer.c) can drop a tokenizer it could not
+ * finish. NULL: nothing. */
+static inline void zeroc__tok_free(zeroc_tokenizer_t *t) {
+  if (!t) return;
+  free(t->entry);
+  free(t->bytes);
+  free(t->off);
+  free(t->strs);
+  free(t->soff);
+  free(t->pairs);
+  free(t->merges);
+  free(t->str_hash);
+  free(t->added);
+  free(t);
+}
 
 /* Builds a bpe tokenizer from the file `path` (tokenizer.json or vocab.json). */
 zeroc_result_t zeroc__bpe_load(const char *path, const char *buf, size_t len,

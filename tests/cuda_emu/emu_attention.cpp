@@ -10,7 +10,7 @@
 
 /* The dropout rule of kernels/dropout.h, written out: 1/(1-p) when kept, else 0. */
 static double drop_mask(const zeroc_dropout_t *dp, uint64_t row, uint32_t col) {
-  uint32_t bits = zeroc__dropout_bits(zeroc__dropout_hash(dp->key, row), col);
+  uint32_t bits = zeroc_i_dropout_bits(zeroc_i_dropout_hash(dp->key, row), col);
   return (double)bits >= std::floor((double)dp->p * 4294967296.0) ? 1.0 / (1.0 - dp->p) : 0.0;
 }
 
@@ -27,7 +27,7 @@ void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t off,
   vec qkv = randv(dt, nq, -1.5f, 1.5f), g = randv(dt, no), dqkv0 = fresh ? vec(nq, 0.0f) : randv(dt, nq);
   void *pq = d.put(dt, qkv, off), *out = d.put(dt, vec(no, NAN), off);
   float *lse = d.raw<float>((size_t)B * NH * T, NAN);
-  OK(zeroc__cuda_attention_forward(&K.k, NULL, out, lse, pq, B, T, C, NH, dp_));
+  OK(zeroc_i_cuda_attention_forward(&K.k, NULL, out, lse, pq, B, T, C, NH, dp_));
 
   const double sc = 1 / std::sqrt((double)HS);
   dvec ro(no), rl((size_t)B * NH * T), rd = tod(dqkv0);
@@ -81,8 +81,8 @@ void t_attention(zeroc_dtype_t dt, int B, int T, int NH, int HS, size_t off,
   CHECK(e < 1e-5, "attention_forward lse %s T %d HS %d: error %g", dn, T, HS, e);
 
   void *pd = d.put(dt, dqkv0, off);
-  OK(zeroc__cuda_attention_backward(&K.k, NULL, pd, d.put(dt, g, off), pq, out, lse, B, T, C, NH,
-                                    dp_));
+  OK(zeroc_i_cuda_attention_backward(&K.k, NULL, pd, d.put(dt, g, off), pq, out, lse, B, T, C, NH,
+                                     dp_));
   vec got = get(dt, pd, nq), change(nq);
   dvec want(nq);
   for (size_t i = 0; i < nq; i++) {
@@ -110,8 +110,8 @@ void t_attention_blocks(zeroc_dtype_t dt, int B, int c, int NH, int HS, const ze
   void *pq = d.put(dt, qkv), *pg = d.put(dt, g);
   void *out = d.put(dt, vec(n1, NAN)), *dq = d.put(dt, vec(n3, 0.0f));
   float *lse = d.raw<float>(nl, NAN);
-  OK(zeroc__cuda_attention_forward(&K.k, NULL, out, lse, pq, B, T, C, NH, dp));
-  OK(zeroc__cuda_attention_backward(&K.k, NULL, dq, pg, pq, out, lse, B, T, C, NH, dp));
+  OK(zeroc_i_cuda_attention_forward(&K.k, NULL, out, lse, pq, B, T, C, NH, dp));
+  OK(zeroc_i_cuda_attention_backward(&K.k, NULL, dq, pg, pq, out, lse, B, T, C, NH, dp));
   void *o2 = d.put(dt, vec(n1, NAN)), *dq2 = d.put(dt, vec(n3, 0.0f));
   float *l2 = d.raw<float>(nl, NAN), *pl = d.raw<float>(nl, NAN);
   void *po = d.put(dt, vec(n1, NAN));
@@ -126,13 +126,13 @@ void t_attention_blocks(zeroc_dtype_t dt, int B, int c, int NH, int HS, const ze
         void *q = at(pq, (size_t)qc * c * 3 * C), *kk = at(pq, (size_t)kc * c * 3 * C + C);
         void *oq = at(o2, (size_t)qc * c * C);
         if (pass == 0) {
-          OK(zeroc__cuda_attention_block_forward(&K.k, NULL, po, pl, q, kk, at(kk, C), &a, dp));
-          OK(zeroc__cuda_attention_merge(&K.k, NULL, oq, l2 + qc * c, po, pl, &a, kc == 0));
+          OK(zeroc_i_cuda_attention_block_forward(&K.k, NULL, po, pl, q, kk, at(kk, C), &a, dp));
+          OK(zeroc_i_cuda_attention_merge(&K.k, NULL, oq, l2 + qc * c, po, pl, &a, kc == 0));
         } else {
           void *gq = at(dq2, (size_t)qc * c * 3 * C), *gk = at(dq2, (size_t)kc * c * 3 * C + C);
-          OK(zeroc__cuda_attention_block_backward(&K.k, NULL, gq, gk, at(gk, C),
-                                                  at(pg, (size_t)qc * c * C), q, kk, at(kk, C), oq,
-                                                  l2 + qc * c, &a, dp));
+          OK(zeroc_i_cuda_attention_block_backward(&K.k, NULL, gq, gk, at(gk, C),
+                                                   at(pg, (size_t)qc * c * C), q, kk, at(kk, C), oq,
+                                                   l2 + qc * c, &a, dp));
         }
       }
   const double to = dt == ZEROC_FP32 ? 1e-5 : 2e-2, tb = dt == ZEROC_FP32 ? 1e-5 : 5e-2;
@@ -146,7 +146,7 @@ void t_attention_blocks(zeroc_dtype_t dt, int B, int c, int NH, int HS, const ze
   /* rows 1.. of width 3 from a stride-5 source into a stride-7 destination, twice (add) */
   vec src = randv(dt, 20), dst0(28, 0.5f);
   void *pd = d.put(dt, dst0);
-  OK(zeroc__cuda_copy_rows(&K.k, NULL, at(pd, 1), 7, at(d.put(dt, src), 2), 5, 4, 3, 0));
+  OK(zeroc_i_cuda_copy_rows(&K.k, NULL, at(pd, 1), 7, at(d.put(dt, src), 2), 5, 4, 3, 0));
   vec once = get(dt, pd, 28);
   size_t bad = 0;
   for (int r = 0; r < 4; r++)
@@ -164,12 +164,12 @@ void t_dropout(zeroc_dtype_t dt, int T, int C, size_t off) {
   const int B = 3, N = B * T - 2; /* a row split that does not start a sequence */
   Dev d;
   Kernels K(dt);
-  zeroc_dropout_t dp = {0.3f, zeroc__dropout_key(1, 9, 4, ZEROC_DROP_MLP_RESID), 6, 2, T, T + 5,
-                        C, 0};
+  zeroc_dropout_t dp = {0.3f, zeroc_i_dropout_key(1, 9, 4, ZEROC_DROP_MLP_RESID), 6, 2, T, T + 5, C,
+                        0};
   vec x = randv(dt, (size_t)N * C);
   void *px = d.put(dt, x, off), *py = d.put(dt, vec((size_t)N * C, NAN), off);
-  OK(zeroc__cuda_dropout(&K.k, NULL, py, px, &dp, N, C));
-  const float sc = zeroc__dropout_scale(dp.p);
+  OK(zeroc_i_cuda_dropout(&K.k, NULL, py, px, &dp, N, C));
+  const float sc = zeroc_i_dropout_scale(dp.p);
   size_t bad = 0, kept = 0;
   vec want((size_t)N * C);
   for (int r = 0; r < N; r++)
@@ -187,7 +187,7 @@ void t_dropout(zeroc_dtype_t dt, int T, int C, size_t off) {
   for (size_t i = 0; i < got.size(); i++) bad += memcmp(&got[i], &want[i], 4) != 0;
   CHECK(bad == 0 && kept > 0 && kept < got.size(), "dropout %s T %d C %d: %zu differ, %zu kept",
         dn, T, C, bad, kept);
-  OK(zeroc__cuda_dropout(&K.k, NULL, px, px, &dp, N, C));
+  OK(zeroc_i_cuda_dropout(&K.k, NULL, px, px, &dp, N, C));
   got = get(dt, px, (size_t)N * C);
   bad = 0;
   for (size_t i = 0; i < got.size(); i++) bad += memcmp(&got[i], &want[i], 4) != 0;

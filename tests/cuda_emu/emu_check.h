@@ -1,7 +1,7 @@
 /*
  * tests/cuda_emu/emu_check.h - what the tests on the CPU emulation of CUDA share: the
  * CHECK/OK counters, random data, double references' error measure, "device" buffers
- * and a kernels object (emu_stubs.cpp holds the zeroc core functions the kernels call).
+ * and a kernels object (emu_stubs.c holds the zeroc core functions the kernels call).
  * test_kernels_cuda_emu.cpp (main, encoder, layernorm, matmul), emu_attention.cpp
  * (attention, its context-parallel blocks, dropout) and emu_vocab_engine.cpp
  * (elementwise, cross-entropy, vocabulary-parallel, engine, embedding bags) are one
@@ -22,7 +22,10 @@
 #include "kernels/cuda/cuda_kernels.h"
 #include "zeroc/types.h"
 
-extern thread_local char g_err[1024]; /* the last zeroc__fail message (emu_stubs.cpp) */
+/* emu_stubs.c: the calling thread's last error message (ZEROC_FAIL's); the cuda knobs
+ * from the environment, as kernels/kernels.c reads them */
+extern "C" const char *emu_error(void);
+extern "C" void emu_cuda_knobs(zeroc_i_cuda_knobs_t *kn);
 inline int g_fail, g_checks;
 
 #define CHECK(cond, ...)                                                                           \
@@ -43,7 +46,7 @@ inline int g_fail, g_checks;
 #define OK(call)                                                                                   \
   do {                                                                                             \
     zeroc_result_t r_ = (call);                                                                    \
-    CHECK(r_ == ZEROC_OK, "%s -> %d: %s", #call, (int)r_, g_err);                                  \
+    CHECK(r_ == ZEROC_OK, "%s -> %d: %s", #call, (int)r_, emu_error());                            \
   } while (0)
 
 typedef std::vector<float> vec;
@@ -118,9 +121,11 @@ struct Kernels {
   explicit Kernels(zeroc_dtype_t dt) {
     k.device = ZEROC_DEVICE_CUDA;
     k.dtype = dt;
-    OK(zeroc__cuda_kernels_init(&k));
+    zeroc_i_cuda_knobs_t knobs;
+    emu_cuda_knobs(&knobs);
+    OK(zeroc_i_cuda_kernels_init(&k, &knobs));
   }
-  ~Kernels() { zeroc__cuda_kernels_fini(&k); }
+  ~Kernels() { zeroc_i_cuda_kernels_fini(&k); }
 };
 
 inline bool same_bytes(const void *a, const void *b, size_t bytes) { return !memcmp(a, b, bytes); }

@@ -15,7 +15,7 @@ void t_elementwise(zeroc_dtype_t dt, size_t n, size_t off) {
   Kernels K(dt);
   vec x = randv(dt, n, -4, 4), y = randv(dt, n), z = randv(dt, n);
   void *out = d.put(dt, vec(n, NAN), off), *px = d.put(dt, x, off);
-  OK(zeroc__cuda_gelu_forward(&K.k, NULL, out, px, n));
+  OK(zeroc_i_cuda_gelu_forward(&K.k, NULL, out, px, n));
   dvec r(n);
   for (size_t i = 0; i < n; i++)
     r[i] = 0.5 * x[i] * (1 + std::tanh(s * (x[i] + 0.044715 * x[i] * x[i] * x[i])));
@@ -23,7 +23,7 @@ void t_elementwise(zeroc_dtype_t dt, size_t n, size_t off) {
   CHECK(e < tol(dt), "gelu_forward %s n %zu off %zu: error %g", dn, n, off, e);
 
   void *pz = d.put(dt, z, off);
-  OK(zeroc__cuda_gelu_backward(&K.k, NULL, pz, px, d.put(dt, y, off), n));
+  OK(zeroc_i_cuda_gelu_backward(&K.k, NULL, pz, px, d.put(dt, y, off), n));
   for (size_t i = 0; i < n; i++) {
     double t = std::tanh(s * (x[i] + 0.044715 * x[i] * x[i] * x[i]));
     r[i] = z[i] +
@@ -33,11 +33,11 @@ void t_elementwise(zeroc_dtype_t dt, size_t n, size_t off) {
   CHECK(e < tol(dt), "gelu_backward %s n %zu off %zu: error %g", dn, n, off, e);
 
   void *py = d.put(dt, y, off);
-  OK(zeroc__cuda_residual_forward(&K.k, NULL, py, py, d.put(dt, z, off), n)); /* out aliases a */
+  OK(zeroc_i_cuda_residual_forward(&K.k, NULL, py, py, d.put(dt, z, off), n)); /* out aliases a */
   for (size_t i = 0; i < n; i++) r[i] = (double)y[i] + z[i];
   e = relerr(get(dt, py, n), r);
   CHECK(e < (dt == ZEROC_FP32 ? 1e-7 : 4e-3), "residual_forward %s: error %g", dn, e);
-  OK(zeroc__cuda_add(&K.k, NULL, py, d.put(dt, x, off), n));
+  OK(zeroc_i_cuda_add(&K.k, NULL, py, d.put(dt, x, off), n));
   for (size_t i = 0; i < n; i++) r[i] += x[i];
   e = relerr(get(dt, py, n), r);
   CHECK(e < tol(dt), "add %s: error %g", dn, e);
@@ -56,7 +56,7 @@ void t_crossentropy(zeroc_dtype_t dt, int Vp, float dloss) {
   for (int r = 0; r < N; r++) tg[r] = r == 2 ? -1 : (int)(urand() * V);
   float *loss = d.raw<float>(N, NAN);
   void *pl = d.put(dt, lg);
-  OK(zeroc__cuda_crossentropy_forward_backward(&K.k, NULL, loss, pl, tg, N, V, Vp, dloss));
+  OK(zeroc_i_cuda_crossentropy_forward_backward(&K.k, NULL, loss, pl, tg, N, V, Vp, dloss));
   dvec rl(N), rg((size_t)N * Vp);
   for (int r = 0; r < N; r++) {
     const float *row = &lg[(size_t)r * Vp];
@@ -77,7 +77,7 @@ void t_crossentropy(zeroc_dtype_t dt, int Vp, float dloss) {
 
   tg[0] = V; /* out of range: a NaN loss, the other rows unharmed, padding still 0 */
   pl = d.put(dt, lg);
-  OK(zeroc__cuda_crossentropy_forward_backward(&K.k, NULL, loss, pl, tg, N, V, Vp, dloss));
+  OK(zeroc_i_cuda_crossentropy_forward_backward(&K.k, NULL, loss, pl, tg, N, V, Vp, dloss));
   CHECK(std::isnan(loss[0]) && std::fabs(loss[1] - rl[1]) < 1e-5 * std::fabs(rl[1]),
         "crossentropy with target V: losses %g %g", loss[0], loss[1]);
   const vec row0 = get(dt, pl, Vp);
@@ -111,14 +111,16 @@ void t_vocab(zeroc_dtype_t dt, float dloss) {
     xt[k] = d.raw<float>(N, NAN);
     se[k] = d.raw<float>(N, NAN);
     loss[k] = d.raw<float>(N, NAN);
-    OK(zeroc__cuda_vocab_ce_local(&K.k, NULL, mx[k], xt[k], pl[k], tg, N, Vl, k * Vl, V));
+    OK(zeroc_i_cuda_vocab_ce_local(&K.k, NULL, mx[k], xt[k], pl[k], tg, N, Vl, k * Vl, V));
   }
   float *gmx = d.raw<float>(N, 0), *gxt = d.raw<float>(N, 0), *gse = d.raw<float>(N, 0);
   for (int r = 0; r < N; r++) gmx[r] = std::max(mx[0][r], mx[1][r]), gxt[r] = xt[0][r] + xt[1][r];
-  for (int k = 0; k < 2; k++) OK(zeroc__cuda_vocab_ce_sumexp(&K.k, NULL, se[k], pl[k], gmx, N, Vl, k * Vl, V));
+  for (int k = 0; k < 2; k++)
+    OK(zeroc_i_cuda_vocab_ce_sumexp(&K.k, NULL, se[k], pl[k], gmx, N, Vl, k * Vl, V));
   for (int r = 0; r < N; r++) gse[r] = se[0][r] + se[1][r];
   for (int k = 0; k < 2; k++)
-    OK(zeroc__cuda_vocab_ce_finish(&K.k, NULL, loss[k], pl[k], tg, gmx, gse, gxt, N, Vl, k * Vl, V, dloss));
+    OK(zeroc_i_cuda_vocab_ce_finish(&K.k, NULL, loss[k], pl[k], tg, gmx, gse, gxt, N, Vl, k * Vl, V,
+                                    dloss));
   dvec rl(N), rg((size_t)N * Vp);
   for (int r = 0; r < N; r++) {
     const float *row = &lg[(size_t)r * Vp];
@@ -154,13 +156,14 @@ void t_vocab(zeroc_dtype_t dt, float dloss) {
   for (int k = 0; k < 2; k++) {
     vec slice(wte.begin() + (size_t)k * Vl * C, wte.begin() + (size_t)(k + 1) * Vl * C);
     void *o = d.put(dt, vec((size_t)B * T * C, NAN));
-    OK(zeroc__cuda_vocab_embed_forward(&K.k, NULL, o, ids, d.put(dt, slice), k == 0 ? d.put(dt, wpe) : NULL,
-                                       B, T, C, k * Vl, Vl));
+    OK(zeroc_i_cuda_vocab_embed_forward(&K.k, NULL, o, ids, d.put(dt, slice),
+                                        k == 0 ? d.put(dt, wpe) : NULL, B, T, C, k * Vl, Vl));
     vec got = get(dt, o, (size_t)B * T * C);
     for (size_t i = 0; i < got.size(); i++) out[i] += got[i];
     vec dws = randv(dt, (size_t)Vl * C, -1, 1);
     void *pd = d.put(dt, dws);
-    OK(zeroc__cuda_vocab_embed_backward(&K.k, NULL, pd, NULL, d.put(dt, dout), ids, B, T, C, k * Vl, Vl));
+    OK(zeroc_i_cuda_vocab_embed_backward(&K.k, NULL, pd, NULL, d.put(dt, dout), ids, B, T, C,
+                                         k * Vl, Vl));
     vec gd = get(dt, pd, (size_t)Vl * C);
     for (size_t i = 0; i < gd.size(); i++) dw[(size_t)k * Vl * C + i] = (double)gd[i] - dws[i];
   }
@@ -187,12 +190,12 @@ void t_engine(size_t n, size_t off) {
   for (size_t i = 0; i < 8 && i < n; i++) x[i] = special[i];
   float *src = (float *)d.put(ZEROC_FP32, x, off);
   uint16_t *bf = (uint16_t *)d.put(ZEROC_BF16, vec(n, 0), off);
-  OK(zeroc__cuda_cast(&K.k, NULL, bf, ZEROC_BF16, src, ZEROC_FP32, n));
+  OK(zeroc_i_cuda_cast(&K.k, NULL, bf, ZEROC_BF16, src, ZEROC_FP32, n));
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) bad += bf[i] != zeroc_f32_to_bf16(x[i]);
   CHECK(bad == 0, "cast fp32 -> bf16 n %zu: %zu differ from zeroc_f32_to_bf16", n, bad);
   float *back = (float *)d.put(ZEROC_FP32, vec(n, NAN), off);
-  OK(zeroc__cuda_cast(&K.k, NULL, back, ZEROC_FP32, bf, ZEROC_BF16, n));
+  OK(zeroc_i_cuda_cast(&K.k, NULL, back, ZEROC_FP32, bf, ZEROC_BF16, n));
   bad = 0;
   for (size_t i = 0; i < n; i++) {
     float r = zeroc_bf16_to_f32(bf[i]);
@@ -202,8 +205,8 @@ void t_engine(size_t n, size_t off) {
 
   vec a = randv(ZEROC_FP32, n), b = randv(ZEROC_BF16, n);
   float *pa = (float *)d.put(ZEROC_FP32, a, off);
-  OK(zeroc__cuda_accumulate(&K.k, NULL, pa, d.put(ZEROC_BF16, b, off), ZEROC_BF16, n, 0.37f));
-  OK(zeroc__cuda_scale(&K.k, NULL, pa, n, -1.7f));
+  OK(zeroc_i_cuda_accumulate(&K.k, NULL, pa, d.put(ZEROC_BF16, b, off), ZEROC_BF16, n, 0.37f));
+  OK(zeroc_i_cuda_scale(&K.k, NULL, pa, n, -1.7f));
   bad = 0;
   for (size_t i = 0; i < n; i++) bad += pa[i] != (a[i] + 0.37f * b[i]) * -1.7f;
   CHECK(bad == 0, "accumulate + scale n %zu: %zu differ", n, bad);
@@ -215,8 +218,8 @@ void t_engine(size_t n, size_t off) {
   float *py = (float *)d.put(ZEROC_FP32, y, off);
   uint16_t *pz = (uint16_t *)d.put(ZEROC_BF16, randv(ZEROC_BF16, n), off);
   std::vector<uint16_t> z0(pz, pz + n);
-  OK(zeroc__cuda_add_to(&K.k, NULL, py, ZEROC_FP32, pw, n));
-  OK(zeroc__cuda_add_to(&K.k, NULL, pz, ZEROC_BF16, pw, n));
+  OK(zeroc_i_cuda_add_to(&K.k, NULL, py, ZEROC_FP32, pw, n));
+  OK(zeroc_i_cuda_add_to(&K.k, NULL, pz, ZEROC_BF16, pw, n));
   bad = 0;
   for (size_t i = 0; i < n; i++) {
     float f = y[i] + w[i];
@@ -226,7 +229,7 @@ void t_engine(size_t n, size_t off) {
   CHECK(bad == 0, "add_to fp32 and bf16 n %zu: %zu differ", n, bad);
 
   double *acc = d.raw<double>(1, 2.5), want = 2.5;
-  OK(zeroc__cuda_sumsq(&K.k, NULL, acc, pa, n));
+  OK(zeroc_i_cuda_sumsq(&K.k, NULL, acc, pa, n));
   for (size_t i = 0; i < n; i++) want += (double)pa[i] * pa[i];
   CHECK(std::fabs(*acc - want) <= 1e-12 * want, "sumsq n %zu: %.17g, want %.17g", n, *acc, want);
 
@@ -235,8 +238,8 @@ void t_engine(size_t n, size_t off) {
   vec ls = randv(ZEROC_FP32, n, 0, 12);
   const float *pl = (const float *)d.put(ZEROC_FP32, ls, off);
   double *lacc = d.raw<double>(2, -1.0), lwant = -1.0;
-  OK(zeroc__cuda_mean_add(&K.k, NULL, lacc, pl, n, (double)n));
-  OK(zeroc__cuda_mean_add(&K.k, NULL, lacc, pl, n, 3.0));
+  OK(zeroc_i_cuda_mean_add(&K.k, NULL, lacc, pl, n, (double)n));
+  OK(zeroc_i_cuda_mean_add(&K.k, NULL, lacc, pl, n, 3.0));
   for (double den : {(double)n, 3.0}) {
     double sum = 0;
     for (size_t i = 0; i < n; i++) sum += ls[i];
@@ -253,7 +256,7 @@ void t_engine(size_t n, size_t off) {
   float *pv = (float *)d.put(ZEROC_FP32, v, off);
   const zeroc_adamw_args_t ar = {
       3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.8f, 1 - 0.9f * 0.9f, 1 - 0.95f * 0.95f, nullptr};
-  OK(zeroc__cuda_adamw(&K.k, NULL, pp, pm, pv, (float *)d.put(ZEROC_FP32, g, off), n, &ar));
+  OK(zeroc_i_cuda_adamw(&K.k, NULL, pp, pm, pv, (float *)d.put(ZEROC_FP32, g, off), n, &ar));
   /* kernels/cpu/engine.c's formula, operation for operation */
   const float ib1 = 1.0f - ar.beta1, ib2 = 1.0f - ar.beta2;
   const float rbc1 = 1.0f / ar.bias_corr1, rbc2 = 1.0f / ar.bias_corr2;
@@ -274,8 +277,8 @@ void t_engine(size_t n, size_t off) {
     float *qp = (float *)d.put(ZEROC_FP32, p, off), *qm = (float *)d.put(ZEROC_FP32, m, off);
     float *qv = (float *)d.put(ZEROC_FP32, v, off);
     void *qo = d.put(out_dt, vec(n, NAN), off);
-    OK(zeroc__cuda_adamw_mixed(&K.k, NULL, qp, qm, qv, d.put(ZEROC_BF16, gb, off), ZEROC_BF16, qo,
-                               out_dt, n, &ar));
+    OK(zeroc_i_cuda_adamw_mixed(&K.k, NULL, qp, qm, qv, d.put(ZEROC_BF16, gb, off), ZEROC_BF16, qo,
+                                out_dt, n, &ar));
     bad = 0;
     for (size_t i = 0; i < n; i++) {
       float gi = gb[i] * ar.grad_scale;
@@ -300,7 +303,7 @@ void t_engine(size_t n, size_t off) {
     float *rp = (float *)d.put(ZEROC_FP32, p, off), *rm = (float *)d.put(ZEROC_FP32, m, off);
     float *rv = (float *)d.put(ZEROC_FP32, v, off);
     void *ro = d.put(ZEROC_FP32, vec(n, 7.0f), off);
-    OK(zeroc__cuda_adamw(&K.k, NULL, rp, rm, rv, (float *)d.put(ZEROC_FP32, g, off), n, &as));
+    OK(zeroc_i_cuda_adamw(&K.k, NULL, rp, rm, rv, (float *)d.put(ZEROC_FP32, g, off), n, &as));
     bad = 0;
     for (size_t i = 0; i < n; i++)
       bad += skip ? rp[i] != p[i] || rm[i] != m[i] || rv[i] != v[i]
@@ -308,8 +311,8 @@ void t_engine(size_t n, size_t off) {
     CHECK(bad == 0, "adamw, multiplier in memory%s, n %zu: %zu differ", skip ? " (NaN)" : "", n,
           bad);
     if (!skip) continue;
-    OK(zeroc__cuda_adamw_mixed(&K.k, NULL, rp, rm, rv, d.put(ZEROC_FP32, g, off), ZEROC_FP32, ro,
-                               ZEROC_FP32, n, &as));
+    OK(zeroc_i_cuda_adamw_mixed(&K.k, NULL, rp, rm, rv, d.put(ZEROC_FP32, g, off), ZEROC_FP32, ro,
+                                ZEROC_FP32, n, &as));
     bad = 0;
     for (size_t i = 0; i < n; i++)
       bad += rp[i] != p[i] || rm[i] != m[i] || rv[i] != v[i] || ((float *)ro)[i] != 7.0f;
@@ -326,7 +329,7 @@ void t_clip_scale() {
     for (float clip : {0.0f, 1.0f, 0.05f}) {
       double *ds = d.raw<double>(1, sum);
       float *out = d.raw<float>(1, -1.0f);
-      OK(zeroc__cuda_clip_scale(&K.k, NULL, out, ds, clip));
+      OK(zeroc_i_cuda_clip_scale(&K.k, NULL, out, ds, clip));
       const double norm = std::sqrt(sum);
       const float want = !std::isfinite(norm)      ? NAN
                          : clip > 0 && norm > clip ? (float)(clip / (norm + 1e-6))
@@ -350,7 +353,7 @@ void t_embedbag(int dc) {
     for (int i = offs[b]; i < offs[b + 1]; i++) idx[i] = (int64_t)(urand() * R);
   }
   float *out = (float *)d.put(ZEROC_FP32, vec((size_t)3 * stride, 0.0f)), *pw = (float *)d.put(ZEROC_FP32, w);
-  OK(zeroc__cuda_embedbag_forward(&K.k, NULL, out, blk, stride, ldo, pw, dc, idx, offs, nb, dc));
+  OK(zeroc_i_cuda_embedbag_forward(&K.k, NULL, out, blk, stride, ldo, pw, dc, idx, offs, nb, dc));
   vec got, gg;
   dvec want, wg((size_t)R * dc, 0.0);
   for (int b = 0; b < nb; b++) {
@@ -367,15 +370,17 @@ void t_embedbag(int dc) {
   }
   CHECK(relerr(got, want) <= tol(ZEROC_FP32), "embedbag_forward dc %d: rel %.3g", dc, relerr(got, want));
   float *g = (float *)d.put(ZEROC_FP32, vec((size_t)R * dc, 0.0f));
-  OK(zeroc__cuda_embedbag_backward(&K.k, NULL, g, dc, idx, offs, nb, (float *)d.put(ZEROC_FP32, dout), blk, stride, ldo, dc));
+  OK(zeroc_i_cuda_embedbag_backward(&K.k, NULL, g, dc, idx, offs, nb,
+                                    (float *)d.put(ZEROC_FP32, dout), blk, stride, ldo, dc));
   gg = get(ZEROC_FP32, g, (size_t)R * dc);
   CHECK(relerr(gg, wg) <= tol(ZEROC_FP32), "embedbag_backward dc %d: rel %.3g", dc, relerr(gg, wg));
   vec st = randv(ZEROC_FP32, R, 0.1f, 1.0f), gr = randv(ZEROC_FP32, (size_t)3 * dc);
   float *ss = d.raw<float>(3, NAN), *pg = (float *)d.put(ZEROC_FP32, gr), *pst = (float *)d.put(ZEROC_FP32, st);
   int64_t *rows = d.raw<int64_t>(3, 0);
   rows[0] = 1, rows[1] = 4, rows[2] = 6;
-  OK(zeroc__cuda_rowwise_sumsq(&K.k, NULL, ss, pg, 3, dc, 0.5f));
-  OK(zeroc__cuda_rowwise_adagrad(&K.k, NULL, pw, dc, pst, rows, pg, ss, 3, dc, dc + 1, 0.5f, 0.1f, 1e-8f));
+  OK(zeroc_i_cuda_rowwise_sumsq(&K.k, NULL, ss, pg, 3, dc, 0.5f));
+  OK(zeroc_i_cuda_rowwise_adagrad(&K.k, NULL, pw, dc, pst, rows, pg, ss, 3, dc, dc + 1, 0.5f, 0.1f,
+                                  1e-8f));
   dvec ws = tod(w), wst = tod(st);
   for (int u = 0; u < 3; u++) {
     double q = 0;

@@ -28,9 +28,9 @@ static void t_relu(zeroc_kernels_t *k, size_t n) {
   std::vector<double> ry(n), rdx(n);
   for (size_t i = 0; i < n; i++)
     ry[i] = x[i] > 0 ? x[i] : 0, rdx[i] = dx[i] + (x[i] > 0 ? dy[i] : 0);
-  OK(zeroc__cuda_relu_forward(k, NULL, y.data(), x.data(), n));
+  OK(zeroc_i_cuda_relu_forward(k, NULL, y.data(), x.data(), n));
   CHECK(maxdiff(y, ry) == 0, "relu forward n %zu", n);
-  OK(zeroc__cuda_relu_backward(k, NULL, dx.data(), y.data(), dy.data(), n));
+  OK(zeroc_i_cuda_relu_backward(k, NULL, dx.data(), y.data(), dy.data(), n));
   CHECK(maxdiff(dx, rdx) < 1e-7, "relu backward n %zu", n);
 }
 
@@ -56,10 +56,10 @@ static void t_interact(zeroc_kernels_t *k, int B, int T, int D) {
         }
       }
   }
-  OK(zeroc__cuda_interact_forward(k, NULL, out.data(), z.data(), e.data(), B, T, D));
+  OK(zeroc_i_cuda_interact_forward(k, NULL, out.data(), z.data(), e.data(), B, T, D));
   CHECK(maxdiff(out, ro) < 1e-5, "interact forward B %d T %d D %d: %g", B, T, D, maxdiff(out, ro));
-  OK(zeroc__cuda_interact_backward(k, NULL, dz.data(), de.data(), g.data(), z.data(), e.data(), B,
-                                   T, D));
+  OK(zeroc_i_cuda_interact_backward(k, NULL, dz.data(), de.data(), g.data(), z.data(), e.data(), B,
+                                    T, D));
   CHECK(maxdiff(dz, rdz) < 1e-5, "interact backward dz B %d T %d D %d: %g", B, T, D,
         maxdiff(dz, rdz));
   CHECK(maxdiff(de, rde) < 1e-5, "interact backward demb B %d T %d D %d: %g", B, T, D,
@@ -75,7 +75,7 @@ static void t_bce(zeroc_kernels_t *k, int B) {
     rl[b] = std::fmax(x[b], 0) - x[b] * y[b] + std::log1p(std::exp(-std::fabs((double)x[b])));
     rd[b] = 0.25 * (p - y[b]);
   }
-  OK(zeroc__cuda_bce(k, NULL, loss.data(), dl.data(), x.data(), y.data(), B, 0.25f));
+  OK(zeroc_i_cuda_bce(k, NULL, loss.data(), dl.data(), x.data(), y.data(), B, 0.25f));
   CHECK(maxdiff(loss, rl) < 1e-5, "bce losses B %d: %g", B, maxdiff(loss, rl));
   CHECK(maxdiff(dl, rd) < 1e-6, "bce gradient B %d: %g", B, maxdiff(dl, rd));
 }

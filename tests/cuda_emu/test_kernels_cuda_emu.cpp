@@ -28,7 +28,7 @@ static void t_encoder(zeroc_dtype_t dt, int C) {
   int32_t *tok = d.raw<int32_t>(N, 0);
   for (int i = 0; i < N; i++) tok[i] = (int)(urand() * V);
   void *out = d.put(dt, vec((size_t)N * C, NAN));
-  OK(zeroc__cuda_encoder_forward(&K.k, NULL, out, tok, d.put(dt, wte), d.put(dt, wpe), B, T, C));
+  OK(zeroc_i_cuda_encoder_forward(&K.k, NULL, out, tok, d.put(dt, wte), d.put(dt, wpe), B, T, C));
   dvec ref((size_t)N * C);
   for (int bt = 0; bt < N; bt++)
     for (int c = 0; c < C; c++)
@@ -40,7 +40,7 @@ static void t_encoder(zeroc_dtype_t dt, int C) {
   vec dout = randv(dt, (size_t)N * C), dwte = randv(dt, (size_t)V * C),
       dwpe = randv(dt, (size_t)T * C);
   void *g_wte = d.put(dt, dwte), *g_wpe = d.put(dt, dwpe);
-  OK(zeroc__cuda_encoder_backward(&K.k, NULL, g_wte, g_wpe, d.put(dt, dout), tok, B, T, C));
+  OK(zeroc_i_cuda_encoder_backward(&K.k, NULL, g_wte, g_wpe, d.put(dt, dout), tok, B, T, C));
   dvec rte = tod(dwte), rpe = tod(dwpe);
   for (int bt = 0; bt < N; bt++)
     for (int c = 0; c < C; c++) {
@@ -101,7 +101,7 @@ static void t_layernorm(zeroc_dtype_t dt, int N, int C) {
   vec x = randv(dt, n, -2, 3), w = randv(dt, C), b = randv(dt, C);
   void *out = d.put(dt, vec(n, NAN)), *px = d.put(dt, x), *pw = d.put(dt, w);
   float *mean = d.raw<float>(N, NAN), *rstd = d.raw<float>(N, NAN);
-  OK(zeroc__cuda_layernorm_forward(&K.k, NULL, out, mean, rstd, px, pw, d.put(dt, b), N, C));
+  OK(zeroc_i_cuda_layernorm_forward(&K.k, NULL, out, mean, rstd, px, pw, d.put(dt, b), N, C));
   dvec ref, rm, rr;
   ref_ln_forward(x, w, b, N, C, ref, rm, rr);
   double e = relerr(get(dt, out, n), ref);
@@ -113,8 +113,8 @@ static void t_layernorm(zeroc_dtype_t dt, int N, int C) {
 
   vec g = randv(dt, n), di = randv(dt, n), dw = randv(dt, C), db = randv(dt, C);
   void *g_in = d.put(dt, di), *g_w = d.put(dt, dw), *g_b = d.put(dt, db);
-  OK(zeroc__cuda_layernorm_backward(&K.k, NULL, g_in, g_w, g_b, d.put(dt, g), px, pw, mean, rstd, N,
-                                    C, g_in));
+  OK(zeroc_i_cuda_layernorm_backward(&K.k, NULL, g_in, g_w, g_b, d.put(dt, g), px, pw, mean, rstd,
+                                     N, C, g_in));
   dvec rdi = tod(di), rdw = tod(dw), rdb = tod(db);
   ref_ln_backward(g, x, w, rm, rr, N, C, rdi, rdw, rdb);
   e = relerr(get(dt, g_in, n), rdi);
@@ -139,18 +139,18 @@ static void t_layernorm_fused(zeroc_dtype_t dt, int N, int C) {
   void *pa = d.put(dt, a), *pb = d.put(dt, b), *pw = d.put(dt, w), *pbs = d.put(dt, bs);
   void *res = d.put(dt, vec(n, NAN)), *out = d.put(dt, vec(n, NAN));
   float *mean = d.raw<float>(N, NAN), *rstd = d.raw<float>(N, NAN);
-  OK(zeroc__cuda_residual_layernorm_forward(&K.k, NULL, res, out, mean, rstd, pa, pb, pw, pbs, N,
-                                            C));
+  OK(zeroc_i_cuda_residual_layernorm_forward(&K.k, NULL, res, out, mean, rstd, pa, pb, pw, pbs, N,
+                                             C));
   void *res0 = d.put(dt, a), *out0 = d.put(dt, vec(n, NAN));
   float *m0 = d.raw<float>(N, NAN), *r0 = d.raw<float>(N, NAN);
-  OK(zeroc__cuda_add(&K.k, NULL, res0, pb, n));
-  OK(zeroc__cuda_layernorm_forward(&K.k, NULL, out0, m0, r0, res0, pw, pbs, N, C));
+  OK(zeroc_i_cuda_add(&K.k, NULL, res0, pb, n));
+  OK(zeroc_i_cuda_layernorm_forward(&K.k, NULL, out0, m0, r0, res0, pw, pbs, N, C));
   CHECK(same_bytes(res, res0, n * es) && same_bytes(out, out0, n * es) &&
             same_bytes(mean, m0, N * 4) && same_bytes(rstd, r0, N * 4),
         "residual_layernorm_forward %s %dx%d: bits of add + layernorm_forward", dn, N, C);
   void *ai = d.put(dt, a);
-  OK(zeroc__cuda_residual_layernorm_forward(&K.k, NULL, ai, out, mean, rstd, ai, pb, pw, pbs, N,
-                                            C));
+  OK(zeroc_i_cuda_residual_layernorm_forward(&K.k, NULL, ai, out, mean, rstd, ai, pb, pw, pbs, N,
+                                             C));
   CHECK(same_bytes(ai, res0, n * es) && same_bytes(out, out0, n * es),
         "residual_layernorm_forward %s %dx%d in place on a: bits of add + layernorm_forward", dn, N,
         C);
@@ -172,9 +172,9 @@ static void t_layernorm_fused(zeroc_dtype_t dt, int N, int C) {
     const char *how = way == 0 ? "apart" : way == 1 ? "== dinp" : "NULL";
     void *dx = d.put(dt, way == 1 ? dr : vec(n, NAN)), *gw = d.put(dt, dw), *gb = d.put(dt, db);
     const void *base = way == 0 ? pdr : way == 1 ? dx : nullptr;
-    OK(zeroc__cuda_layernorm_backward(&K.k, NULL, dx, gw, gb, pg, res0, pw, m0, r0, N, C, base));
+    OK(zeroc_i_cuda_layernorm_backward(&K.k, NULL, dx, gw, gb, pg, res0, pw, m0, r0, N, C, base));
     void *dx0 = d.put(dt, way == 2 ? vec(n, 0.0f) : dr), *gw0 = d.put(dt, dw), *gb0 = d.put(dt, db);
-    OK(zeroc__cuda_layernorm_backward(&K.k, NULL, dx0, gw0, gb0, pg, res0, pw, m0, r0, N, C, dx0));
+    OK(zeroc_i_cuda_layernorm_backward(&K.k, NULL, dx0, gw0, gb0, pg, res0, pw, m0, r0, N, C, dx0));
     CHECK(same_bytes(dx, dx0, n * es) && same_bytes(gw, gw0, C * es) && same_bytes(gb, gb0, C * es),
           "layernorm_backward from dres %s, %s %dx%d: bits of %s + the backward", how, dn, N, C,
           way == 2 ? "a zeroed dinp" : "a copy");
@@ -194,7 +194,7 @@ static void t_matmul(zeroc_dtype_t dt, int N, int C, int OC, bool bias) {
   Kernels K(dt);
   vec x = randv(dt, (size_t)N * C), w = randv(dt, (size_t)OC * C), b = randv(dt, OC);
   void *out = d.put(dt, vec((size_t)N * OC, NAN)), *px = d.put(dt, x), *pw = d.put(dt, w);
-  OK(zeroc__cuda_matmul_forward(&K.k, NULL, out, px, pw, bias ? d.put(dt, b) : NULL, N, C, OC));
+  OK(zeroc_i_cuda_matmul_forward(&K.k, NULL, out, px, pw, bias ? d.put(dt, b) : NULL, N, C, OC));
   dvec ref((size_t)N * OC);
   for (int r = 0; r < N; r++)
     for (int o = 0; o < OC; o++) {
@@ -208,8 +208,8 @@ static void t_matmul(zeroc_dtype_t dt, int N, int C, int OC, bool bias) {
   vec g = randv(dt, (size_t)N * OC), di = randv(dt, (size_t)N * C), dw = randv(dt, (size_t)OC * C);
   vec db = randv(dt, OC);
   void *g_in = d.put(dt, di), *g_w = d.put(dt, dw), *g_b = d.put(dt, db);
-  OK(zeroc__cuda_matmul_backward(&K.k, NULL, g_in, g_w, bias ? g_b : NULL, d.put(dt, g), px, pw, N,
-                                 C, OC));
+  OK(zeroc_i_cuda_matmul_backward(&K.k, NULL, g_in, g_w, bias ? g_b : NULL, d.put(dt, g), px, pw, N,
+                                  C, OC));
   dvec rdi = tod(di), rdw = tod(dw), rdb = tod(db);
   for (int r = 0; r < N; r++)
     for (int o = 0; o < OC; o++) {
@@ -247,8 +247,8 @@ static void t_matmul_fused(zeroc_dtype_t dt, int N, int K0, int C, int OC, bool 
   Kernels K(dt);
   vec x = randv(dt, (size_t)N * K0), w = randv(dt, (size_t)C * K0), b = randv(dt, C);
   void *pre = d.put(dt, vec((size_t)N * C, NAN)), *out = d.put(dt, vec((size_t)N * C, NAN));
-  OK(zeroc__cuda_matmul_forward_gelu(&K.k, NULL, pre, out, d.put(dt, x), d.put(dt, w), d.put(dt, b),
-                                     N, K0, C));
+  OK(zeroc_i_cuda_matmul_forward_gelu(&K.k, NULL, pre, out, d.put(dt, x), d.put(dt, w),
+                                      d.put(dt, b), N, K0, C));
   dvec rp((size_t)N * C), ro((size_t)N * C);
   for (int r = 0; r < N; r++)
     for (int c = 0; c < C; c++) {
@@ -267,8 +267,8 @@ static void t_matmul_fused(zeroc_dtype_t dt, int N, int K0, int C, int OC, bool 
   vec dw = randv(dt, (size_t)OC * C), db = randv(dt, OC), dpb = randv(dt, C);
   void *di = d.put(dt, vec((size_t)N * C, NAN)), *g_w = d.put(dt, dw), *g_b = d.put(dt, db);
   void *g_pb = d.put(dt, dpb), *pw2 = d.put(dt, w2), *pg = d.put(dt, g);
-  OK(zeroc__cuda_matmul_backward_ex(&K.k, NULL, di, g_w, g_b, pg, out, pw2, N, C, OC, pre, g_pb,
-                                    ZEROC_K_DINP_SET));
+  OK(zeroc_i_cuda_matmul_backward_ex(&K.k, NULL, di, g_w, g_b, pg, out, pw2, N, C, OC, pre, g_pb,
+                                     ZEROC_K_DINP_SET));
   dvec rdi((size_t)N * C), rdw = tod(dw), rdb = tod(db), rpb = tod(dpb), rset((size_t)N * C);
   for (int r = 0; r < N; r++)
     for (int c = 0; c < C; c++) {
@@ -295,8 +295,8 @@ static void t_matmul_fused(zeroc_dtype_t dt, int N, int K0, int C, int OC, bool 
   CHECK(e < tb, "matmul_backward_ex dbias %s epi %d: error %g", dn, epi, e);
   /* ZEROC_K_DINP_SET without pre: dinp (NaN before) is the product, nothing added */
   void *ds = d.put(dt, vec((size_t)N * C, NAN));
-  OK(zeroc__cuda_matmul_backward_ex(&K.k, NULL, ds, NULL, NULL, pg, out, pw2, N, C, OC, NULL, NULL,
-                                    ZEROC_K_DINP_SET));
+  OK(zeroc_i_cuda_matmul_backward_ex(&K.k, NULL, ds, NULL, NULL, pg, out, pw2, N, C, OC, NULL, NULL,
+                                     ZEROC_K_DINP_SET));
   e = relerr(get(dt, ds, (size_t)N * C), rset);
   CHECK(e < tol(dt), "matmul_backward_ex set %s epi %d: error %g", dn, epi, e);
   unsetenv("ZEROC_CUDA_LT_EPILOGUE");
@@ -358,7 +358,8 @@ int main(int argc, char **argv) {
       t_attention(dt, 1, 1, 1, 64, 0, nullptr, true);
       /* dropout on the probabilities: heads 3.. of 8 (a tp rank's), sequences from slot 5,
        * positions numbered on a longer context */
-      zeroc_dropout_t dp = {0.2f, zeroc__dropout_key(7, 2, 1, ZEROC_DROP_ATTN), 5, 0, 70, 96, 8, 3};
+      zeroc_dropout_t dp = {0.2f, zeroc_i_dropout_key(7, 2, 1, ZEROC_DROP_ATTN), 5, 0, 70, 96, 8,
+                            3};
       t_attention(dt, 2, 70, 2, 16, 0, &dp);
       dp.T = 100;
       dp.Tmax = 100;
@@ -368,7 +369,8 @@ int main(int argc, char **argv) {
       t_attention_blocks(dt, 2, 5, 3, 16);
       t_attention_blocks(dt, 1, 3, 2, 40); /* two dims per lane, the last partly */
       t_attention_blocks(dt, 1, 2, 1, 128);
-      zeroc_dropout_t dp = {0.2f, zeroc__dropout_key(7, 2, 1, ZEROC_DROP_ATTN), 5, 0, 20, 96, 8, 3};
+      zeroc_dropout_t dp = {0.2f, zeroc_i_dropout_key(7, 2, 1, ZEROC_DROP_ATTN), 5, 0, 20, 96, 8,
+                            3};
       t_attention_blocks(dt, 2, 5, 3, 16, &dp);
     }
     if (want("dropout")) {

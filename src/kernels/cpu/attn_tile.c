@@ -225,20 +225,20 @@ ZEROC_INL int visible(const zeroc__attn_head_t *a, int i, int j0, int nj) {
 }
 
 ZEROC_INL uint64_t row_key(const zeroc__attn_head_t *a, int i) {
-  return zeroc__dropout_row_key(a->drop->key,
-                                zeroc__dropout_row_att(a->drop, a->b, a->h, a->q_pos + i));
+  return zeroc_i_dropout_row_key(a->drop->key,
+                                 zeroc_i_dropout_row_att(a->drop, a->b, a->h, a->q_pos + i));
 }
 
 /* p (nj) <- dropout's multiplier of (row key rk, keys j0..): 1/(1-p) kept, 0 dropped,
  * times p */
 ZEROC_INL void drop_row(float *restrict p, const zeroc__attn_head_t *a, uint64_t rk, int j0,
                         int nj) {
-  const uint32_t thr = zeroc__dropout_threshold(a->drop->p);
-  const float dsc = zeroc__dropout_scale(a->drop->p);
+  const uint32_t thr = zeroc_i_dropout_threshold(a->drop->p);
+  const float dsc = zeroc_i_dropout_scale(a->drop->p);
   const uint32_t c0 = (uint32_t)(a->k_pos + j0);
 #pragma omp simd
   for (int c = 0; c < nj; c++)
-    p[c] = zeroc__dropout_bits(rk, c0 + (uint32_t)c) >= thr ? p[c] * dsc : 0.0f;
+    p[c] = zeroc_i_dropout_bits(rk, c0 + (uint32_t)c) >= thr ? p[c] * dsc : 0.0f;
 }
 
 /* One row of a forward tile: s (nj scores q.k) -> the row's probabilities against
@@ -316,13 +316,13 @@ ZEROC_INL void bwd_row(float *restrict p, float *restrict dp, const zeroc__attn_
   for (int c = 0; c < vis; c++) p[c] = zeroc__expf_nonpos(p[c] * scale - L);
   for (int c = vis; c < nj; c++) p[c] = dp[c] = 0; /* masked: not computed (see MM_SET) */
   if (a->drop && a->drop->p > 0) {
-    const uint32_t thr = zeroc__dropout_threshold(a->drop->p);
-    const float dsc = zeroc__dropout_scale(a->drop->p);
+    const uint32_t thr = zeroc_i_dropout_threshold(a->drop->p);
+    const float dsc = zeroc_i_dropout_scale(a->drop->p);
     const uint64_t rk = row_key(a, i);
     const uint32_t c0 = (uint32_t)(a->k_pos + j0);
 #pragma omp simd
     for (int c = 0; c < vis; c++) {
-      const float mk = zeroc__dropout_bits(rk, c0 + (uint32_t)c) >= thr ? dsc : 0.0f;
+      const float mk = zeroc_i_dropout_bits(rk, c0 + (uint32_t)c) >= thr ? dsc : 0.0f;
       const float ds = p[c] * (dp[c] * mk - D) * scale;
       dp[c] = p[c] * mk;
       p[c] = ds;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "kernels/dropout.h"
-#include "kernels/kernels.h"
+#include "kernels/types.h"
 
 void zeroc__cpu_encoder_forward(float *out, const int32_t *inp, const float *wte,
                                 const float *wpe, int B, int T, int C);
@@ -45,7 +45,7 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
 void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
                                    const float *out, const float *lse, int B, int T, int C, int NH,
                                    const zeroc_dropout_t *drop, int set);
-/* attention blocks (kernels.h: zeroc_attn_block_t) */
+/* attention blocks (kernels/types.h: zeroc_attn_block_t) */
 void zeroc__cpu_attention_block_forward(float *pout, float *plse, const float *q, const float *k,
                                         const float *v, const zeroc_attn_block_t *blk,
                                         const zeroc_dropout_t *drop);
@@ -110,5 +110,14 @@ void zeroc__cpu_rowwise_adagrad(float *w, int64_t ldw, float *state, const int64
                                 float scale, float lr, float eps);
 void zeroc__cpu_copy2d(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows,
                        int64_t cols);
+
+/* kernels/cpu/dlrm.c: the cpu twins of kernels/dlrm_kernels.h */
+void zeroc__cpu_relu_forward(float *out, const float *inp, size_t N);
+void zeroc__cpu_relu_backward(float *dinp, const float *out, const float *dout, size_t N);
+void zeroc__cpu_interact_forward(float *out, const float *z, const float *emb, int B, int T, int D);
+void zeroc__cpu_interact_backward(float *dz, float *demb, const float *dout, const float *z,
+                                  const float *emb, int B, int T, int D);
+void zeroc__cpu_bce(float *losses, float *dlogits, const float *logits, const float *labels, int B,
+                    float dloss);
 
 #endif

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "kernels/dlrm_kernels.h"
+#include "kernels/cpu/cpu_kernels.h"
 
 void zeroc__cpu_relu_forward(float *out, const float *inp, size_t N) {
   for (size_t i = 0; i < N; i++) out[i] = inp[i] > 0 ? inp[i] : 0.0f;

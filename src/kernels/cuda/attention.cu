@@ -86,12 +86,13 @@ __global__ void __launch_bounds__(AT_THREADS)
   load_tile<T, HSMAX>(sQ, q, q0, Tn, stride, HS, vec);
   /* dropout: the mask rows of this thread's 4 queries */
   uint64_t rk[4];
-  const uint32_t thr = dr ? zeroc__dropout_threshold(dp.p) : 0;
-  const float dsc = dr ? zeroc__dropout_scale(dp.p) : 1.0f;
+  const uint32_t thr = dr ? zeroc_i_dropout_threshold(dp.p) : 0;
+  const float dsc = dr ? zeroc_i_dropout_scale(dp.p) : 1.0f;
 #pragma unroll
   for (int i = 0; i < 4; i++)
-    rk[i] = dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, q0 + ty + 16 * i))
-               : 0;
+    rk[i] =
+        dr ? zeroc_i_dropout_row_key(dp.key, zeroc_i_dropout_row_att(&dp, b, h, q0 + ty + 16 * i))
+           : 0;
   float m[4], l[4], o[4][DPT];
 #pragma unroll
   for (int i = 0; i < 4; i++) {
@@ -144,7 +145,7 @@ __global__ void __launch_bounds__(AT_THREADS)
         const float p = s[i][j] == -INFINITY ? 0.0f : expf(s[i][j] - mnew);
         float pv = p;
         if (dr && p != 0.0f)
-          pv = zeroc__dropout_bits(rk[i], (uint32_t)(k0 + tx + 16 * j)) >= thr ? p * dsc : 0.0f;
+          pv = zeroc_i_dropout_bits(rk[i], (uint32_t)(k0 + tx + 16 * j)) >= thr ? p * dsc : 0.0f;
         sP[(ty + 16 * i) * LP + tx + 16 * j] = pv;
         rs += p;
       }
@@ -214,8 +215,8 @@ __global__ void __launch_bounds__(AT_THREADS)
                                    const float *lse, int Tn, int C, int NH, int HS, float scale,
                                    bool vec, bool vec_do, zeroc_dropout_t drp, bool dr) {
   constexpr int LD = HSMAX + 1, LP = AT_TILE + 1, DPT = HSMAX / 16;
-  const uint32_t thr = dr ? zeroc__dropout_threshold(drp.p) : 0;
-  const float dsc = dr ? zeroc__dropout_scale(drp.p) : 1.0f;
+  const uint32_t thr = dr ? zeroc_i_dropout_threshold(drp.p) : 0;
+  const float dsc = dr ? zeroc_i_dropout_scale(drp.p) : 1.0f;
   extern __shared__ float smem[];
   float *sK = smem, *sV = sK + AT_TILE * LD, *sQ = sV + AT_TILE * LD, *sdO = sQ + AT_TILE * LD;
   float *sPt = sdO + AT_TILE * LD, *sdSt = sPt + AT_TILE * LP, *sL = sdSt + AT_TILE * LP,
@@ -249,9 +250,9 @@ __global__ void __launch_bounds__(AT_THREADS)
     uint64_t rk[4]; /* dropout: the mask rows of this thread's 4 queries */
 #pragma unroll
     for (int c = 0; c < 4; c++)
-      rk[c] =
-          dr ? zeroc__dropout_row_key(drp.key, zeroc__dropout_row_att(&drp, b, h, q0 + tx + 16 * c))
-             : 0;
+      rk[c] = dr ? zeroc_i_dropout_row_key(drp.key,
+                                           zeroc_i_dropout_row_att(&drp, b, h, q0 + tx + 16 * c))
+                 : 0;
 
     /* transposed tiles: key rows ty + 16 a, query columns tx + 16 c */
     float s[4][4], dp[4][4];
@@ -287,7 +288,7 @@ __global__ void __launch_bounds__(AT_THREADS)
         const float p = j <= i && i < Tn ? expf(s[a][c] * scale - sL[tx + 16 * c]) : 0.0f;
         float pv = p, dpv = dp[a][c];
         if (dr && p != 0.0f) {
-          const float m = zeroc__dropout_bits(rk[c], (uint32_t)j) >= thr ? dsc : 0.0f;
+          const float m = zeroc_i_dropout_bits(rk[c], (uint32_t)j) >= thr ? dsc : 0.0f;
           pv *= m;
           dpv *= m;
         }
@@ -357,12 +358,12 @@ __global__ void __launch_bounds__(AT_THREADS)
   tile_rowdot<T, HSMAX>(sD, sdO, outp, q0, Tn, C, HS);
   /* dropout: the mask rows of this thread's 4 queries */
   uint64_t rk[4];
-  const uint32_t thr = dr ? zeroc__dropout_threshold(drp.p) : 0;
-  const float dsc = dr ? zeroc__dropout_scale(drp.p) : 1.0f;
+  const uint32_t thr = dr ? zeroc_i_dropout_threshold(drp.p) : 0;
+  const float dsc = dr ? zeroc_i_dropout_scale(drp.p) : 1.0f;
 #pragma unroll
   for (int i = 0; i < 4; i++)
     rk[i] =
-        dr ? zeroc__dropout_row_key(drp.key, zeroc__dropout_row_att(&drp, b, h, q0 + ty + 16 * i))
+        dr ? zeroc_i_dropout_row_key(drp.key, zeroc_i_dropout_row_att(&drp, b, h, q0 + ty + 16 * i))
            : 0;
   float dq[4][DPT];
 #pragma unroll
@@ -410,7 +411,7 @@ __global__ void __launch_bounds__(AT_THREADS)
         const float p = c <= r && r < Tn ? expf(s[i][j] * scale - sL[ty + 16 * i]) : 0.0f;
         float dpv = dp[i][j];
         if (dr && p != 0.0f)
-          dpv = zeroc__dropout_bits(rk[i], (uint32_t)c) >= thr ? dpv * dsc : 0.0f;
+          dpv = zeroc_i_dropout_bits(rk[i], (uint32_t)c) >= thr ? dpv * dsc : 0.0f;
         sdS[(ty + 16 * i) * LP + tx + 16 * j] = p * (dpv - sD[ty + 16 * i]);
       }
     __syncthreads();
@@ -519,10 +520,10 @@ static zeroc_result_t attention_backward(zeroc_kernels_t *k, cudaStream_t st, T 
    : (HS) <= 64 ? fn<T, 64>(__VA_ARGS__)                                                           \
                 : fn<T, 128>(__VA_ARGS__))
 
-extern "C" zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                        void *out, float *lse, const void *qkv,
-                                                        int B, int T, int C, int NH,
-                                                        const zeroc_dropout_t *drop) {
+extern "C" zeroc_result_t zeroc_i_cuda_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                         void *out, float *lse, const void *qkv,
+                                                         int B, int T, int C, int NH,
+                                                         const zeroc_dropout_t *drop) {
   ZC_NONNULL("attention_forward", out);
   ZC_NONNULL("attention_forward", lse);
   ZC_NONNULL("attention_forward", qkv);
@@ -538,11 +539,11 @@ extern "C" zeroc_result_t zeroc__cuda_attention_forward(zeroc_kernels_t *k, zero
                      T, C, NH, drop);
 }
 
-extern "C" zeroc_result_t zeroc__cuda_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                         void *dqkv, const void *dout,
-                                                         const void *qkv, const void *out,
-                                                         const float *lse, int B, int T, int C,
-                                                         int NH, const zeroc_dropout_t *drop) {
+extern "C" zeroc_result_t zeroc_i_cuda_attention_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                          void *dqkv, const void *dout,
+                                                          const void *qkv, const void *out,
+                                                          const float *lse, int B, int T, int C,
+                                                          int NH, const zeroc_dropout_t *drop) {
   ZC_NONNULL("attention_backward", dqkv);
   ZC_NONNULL("attention_backward", dout);
   ZC_NONNULL("attention_backward", qkv);

@@ -1,6 +1,6 @@
 /*
  * kernels/cuda/attention_block.cu - the attention pieces of context parallelism
- * (kernels.h: zeroc_attn_block_t): one (query block, key block) pair forward, the
+ * (kernels/types.h: zeroc_attn_block_t): one (query block, key block) pair forward, the
  * log-sum-exp merge, the pair's backward, and strided row copies.
  *
  * One warp per row: lane l holds head dimensions l, l+32, .. (head size <= 128), and
@@ -37,7 +37,7 @@ __device__ __forceinline__ float ab_dot(const float a[AB_PER], const float b[AB_
 __device__ __forceinline__ float ab_mask(const zeroc_dropout_t &dp, bool dr, uint64_t rk,
                                          int64_t kp, uint32_t thr, float dsc) {
   if (!dr) return 1.0f;
-  return zeroc__dropout_bits(rk, (uint32_t)kp) >= thr ? dsc : 0.0f;
+  return zeroc_i_dropout_bits(rk, (uint32_t)kp) >= thr ? dsc : 0.0f;
 }
 
 // q, k, v -> pout (B,Tq,NH*HS), plse (B,NH,Tq); grid (Tq, NH, B), one warp
@@ -51,10 +51,10 @@ __global__ void block_forward_kernel(T *pout, float *plse, const T *q, const T *
   ab_load(qi, q + b * a.q_b + (size_t)i * a.q_t + (size_t)h * HS, HS, lane);
 #pragma unroll
   for (int u = 0; u < AB_PER; u++) o[u] = 0.0f;
-  const uint32_t thr = dr ? zeroc__dropout_threshold(dp.p) : 0;
-  const float dsc = dr ? zeroc__dropout_scale(dp.p) : 1.0f;
+  const uint32_t thr = dr ? zeroc_i_dropout_threshold(dp.p) : 0;
+  const float dsc = dr ? zeroc_i_dropout_scale(dp.p) : 1.0f;
   const uint64_t rk =
-      dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
+      dr ? zeroc_i_dropout_row_key(dp.key, zeroc_i_dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
   float m = -INFINITY, l = 0.0f;
   const int jend = a.causal ? i + 1 : a.Tk;
   for (int j = 0; j < jend; j++) {
@@ -115,8 +115,8 @@ __global__ void block_dkdv_kernel(T *dk, T *dv, const T *dout, const T *q, const
   ab_load(vj, v + kvo, HS, lane);
 #pragma unroll
   for (int u = 0; u < AB_PER; u++) gk[u] = gv[u] = 0.0f;
-  const uint32_t thr = dr ? zeroc__dropout_threshold(dp.p) : 0;
-  const float dsc = dr ? zeroc__dropout_scale(dp.p) : 1.0f;
+  const uint32_t thr = dr ? zeroc_i_dropout_threshold(dp.p) : 0;
+  const float dsc = dr ? zeroc_i_dropout_scale(dp.p) : 1.0f;
   for (int i = a.causal ? j : 0; i < a.Tq; i++) {
     const size_t qo = b * a.q_b + (size_t)i * a.q_t + (size_t)h * HS;
     const size_t oo = b * a.o_b + (size_t)i * a.o_t + (size_t)h * HS;
@@ -126,7 +126,7 @@ __global__ void block_dkdv_kernel(T *dk, T *dv, const T *dout, const T *q, const
     const float D = ab_dot(dy, oi), L = lse[b * a.l_b + h * a.l_h + i];
     const float p = expf(ab_dot(qi, kj) * scale - L);
     const uint64_t rk =
-        dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
+        dr ? zeroc_i_dropout_row_key(dp.key, zeroc_i_dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
     const float mk = ab_mask(dp, dr, rk, a.k_pos + j, thr, dsc);
     const float dpv = ab_dot(dy, vj) * mk;
     const float ds = p * (dpv - D) * scale;
@@ -161,10 +161,10 @@ __global__ void block_dq_kernel(T *dq, const T *dout, const T *q, const T *k, co
 #pragma unroll
   for (int u = 0; u < AB_PER; u++) g[u] = 0.0f;
   const float D = ab_dot(dy, oi), L = lse[b * a.l_b + h * a.l_h + i];
-  const uint32_t thr = dr ? zeroc__dropout_threshold(dp.p) : 0;
-  const float dsc = dr ? zeroc__dropout_scale(dp.p) : 1.0f;
+  const uint32_t thr = dr ? zeroc_i_dropout_threshold(dp.p) : 0;
+  const float dsc = dr ? zeroc_i_dropout_scale(dp.p) : 1.0f;
   const uint64_t rk =
-      dr ? zeroc__dropout_row_key(dp.key, zeroc__dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
+      dr ? zeroc_i_dropout_row_key(dp.key, zeroc_i_dropout_row_att(&dp, b, h, a.q_pos + i)) : 0;
   const int jend = a.causal ? i + 1 : a.Tk;
   for (int j = 0; j < jend; j++) {
     const size_t kvo = b * a.kv_b + (size_t)j * a.kv_t + (size_t)h * HS;
@@ -209,9 +209,9 @@ static zeroc_result_t ab_check(const char *fn, const zeroc_attn_block_t *a) {
 }
 
 extern "C" zeroc_result_t
-zeroc__cuda_attention_block_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *pout, float *plse,
-                                    const void *q, const void *kk, const void *v,
-                                    const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop) {
+zeroc_i_cuda_attention_block_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *pout, float *plse,
+                                     const void *q, const void *kk, const void *v,
+                                     const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop) {
   ZEROC_CHECK(ab_check("attention_block_forward", blk));
   cudaStream_t st = zc_stream(k, s);
   const zeroc_dropout_t dp = drop ? *drop : zeroc_dropout_t{};
@@ -230,10 +230,10 @@ zeroc__cuda_attention_block_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void 
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_attention_merge(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                      void *out, float *lse, const void *pout,
-                                                      const float *plse,
-                                                      const zeroc_attn_block_t *blk, int first) {
+extern "C" zeroc_result_t zeroc_i_cuda_attention_merge(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                       void *out, float *lse, const void *pout,
+                                                       const float *plse,
+                                                       const zeroc_attn_block_t *blk, int first) {
   cudaStream_t st = zc_stream(k, s);
   dim3 grid(blk->Tq, blk->NH, blk->B), block(32);
   if (k->dtype == ZEROC_BF16)
@@ -263,10 +263,10 @@ static zeroc_result_t block_backward(cudaStream_t st, T *dq, T *dk, T *dv, const
 }
 
 extern "C" zeroc_result_t
-zeroc__cuda_attention_block_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dq, void *dk,
-                                     void *dv, const void *dout, const void *q, const void *kk,
-                                     const void *v, const void *out, const float *lse,
-                                     const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop) {
+zeroc_i_cuda_attention_block_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dq, void *dk,
+                                      void *dv, const void *dout, const void *q, const void *kk,
+                                      const void *v, const void *out, const float *lse,
+                                      const zeroc_attn_block_t *blk, const zeroc_dropout_t *drop) {
   ZEROC_CHECK(ab_check("attention_block_backward", blk));
   cudaStream_t st = zc_stream(k, s);
   if (k->dtype == ZEROC_BF16)
@@ -278,9 +278,9 @@ zeroc__cuda_attention_block_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void
                                (const float *)out, lse, blk, drop);
 }
 
-extern "C" zeroc_result_t zeroc__cuda_copy_rows(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
-                                                size_t dst_t, const void *src, size_t src_t,
-                                                size_t rows, size_t width, int add) {
+extern "C" zeroc_result_t zeroc_i_cuda_copy_rows(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
+                                                 size_t dst_t, const void *src, size_t src_t,
+                                                 size_t rows, size_t width, int add) {
   cudaStream_t st = zc_stream(k, s);
   const size_t n = rows * width;
   const unsigned blocks = (unsigned)(n / 256 + 1 < 4096 ? n / 256 + 1 : 4096);

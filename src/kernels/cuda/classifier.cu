@@ -96,11 +96,11 @@ __global__ void __launch_bounds__(CE_THREADS)
   }
 }
 
-extern "C" zeroc_result_t zeroc__cuda_crossentropy_forward_backward(zeroc_kernels_t *k,
-                                                                    zeroc_stream_t *s,
-                                                                    float *losses, void *logits,
-                                                                    const int32_t *targets, int N,
-                                                                    int V, int Vp, float dloss) {
+extern "C" zeroc_result_t zeroc_i_cuda_crossentropy_forward_backward(zeroc_kernels_t *k,
+                                                                     zeroc_stream_t *s,
+                                                                     float *losses, void *logits,
+                                                                     const int32_t *targets, int N,
+                                                                     int V, int Vp, float dloss) {
   ZC_NONNULL("crossentropy", losses);
   ZC_NONNULL("crossentropy", logits);
   ZC_NONNULL("crossentropy", targets);

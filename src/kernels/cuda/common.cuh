@@ -21,7 +21,6 @@
 
 /* core/ is C; its headers carry no C++ linkage guards of their own. */
 extern "C" {
-#include "core/env.h"
 #include "core/error.h"
 }
 

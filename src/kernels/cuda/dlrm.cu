@@ -5,7 +5,6 @@
  * fp32 only; every backward accumulates, as on cpu.
  */
 #include "kernels/cuda/common.cuh"
-#include "kernels/dlrm_kernels.h"
 
 __global__ void relu_fwd(float *out, const float *inp, size_t n) {
   size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -79,8 +78,8 @@ __global__ void bce_kernel(float *losses, float *dlogits, const float *logits, c
 
 static unsigned blocks_of(size_t n, unsigned t) { return (unsigned)((n + t - 1) / t); }
 
-extern "C" zeroc_result_t zeroc__cuda_relu_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                   float *out, const float *inp, size_t N) {
+extern "C" zeroc_result_t zeroc_i_cuda_relu_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                    float *out, const float *inp, size_t N) {
   if (N == 0) return ZEROC_OK;
   dim3 grid(blocks_of(N, 256)), block(256);
   relu_fwd<<<grid, block, 0, zc_stream(k, s)>>>(out, inp, N);
@@ -88,9 +87,9 @@ extern "C" zeroc_result_t zeroc__cuda_relu_forward(zeroc_kernels_t *k, zeroc_str
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_relu_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                    float *dinp, const float *out,
-                                                    const float *dout, size_t N) {
+extern "C" zeroc_result_t zeroc_i_cuda_relu_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                     float *dinp, const float *out,
+                                                     const float *dout, size_t N) {
   if (N == 0) return ZEROC_OK;
   dim3 grid(blocks_of(N, 256)), block(256);
   relu_bwd<<<grid, block, 0, zc_stream(k, s)>>>(dinp, out, dout, N);
@@ -98,28 +97,28 @@ extern "C" zeroc_result_t zeroc__cuda_relu_backward(zeroc_kernels_t *k, zeroc_st
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_interact_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                       float *out, const float *z, const float *emb,
-                                                       int B, int T, int D) {
+extern "C" zeroc_result_t zeroc_i_cuda_interact_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                        float *out, const float *z,
+                                                        const float *emb, int B, int T, int D) {
   dim3 grid((unsigned)B), block(128);
   interact_fwd<<<grid, block, 0, zc_stream(k, s)>>>(out, z, emb, T, D);
   ZC_LAUNCHED("interact_fwd", grid, block, 0);
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_interact_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                        float *dz, float *demb, const float *dout,
-                                                        const float *z, const float *emb, int B,
-                                                        int T, int D) {
+extern "C" zeroc_result_t zeroc_i_cuda_interact_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                         float *dz, float *demb, const float *dout,
+                                                         const float *z, const float *emb, int B,
+                                                         int T, int D) {
   dim3 grid((unsigned)B), block(256);
   interact_bwd<<<grid, block, 0, zc_stream(k, s)>>>(dz, demb, dout, z, emb, T, D);
   ZC_LAUNCHED("interact_bwd", grid, block, 0);
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_bce(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses,
-                                          float *dlogits, const float *logits, const float *labels,
-                                          int B, float dloss) {
+extern "C" zeroc_result_t zeroc_i_cuda_bce(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses,
+                                           float *dlogits, const float *logits, const float *labels,
+                                           int B, float dloss) {
   dim3 grid(blocks_of((size_t)B, 256)), block(256);
   bce_kernel<<<grid, block, 0, zc_stream(k, s)>>>(losses, dlogits, logits, labels, B, dloss);
   ZC_LAUNCHED("bce_kernel", grid, block, 0);

@@ -80,8 +80,8 @@ template <typename T> struct Residual {
   }
 };
 
-extern "C" zeroc_result_t zeroc__cuda_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
-                                                   const void *inp, size_t N) {
+extern "C" zeroc_result_t zeroc_i_cuda_gelu_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                    void *out, const void *inp, size_t N) {
   if (N == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("gelu_forward", out);
   ZC_NONNULL("gelu_forward", inp);
@@ -93,9 +93,9 @@ extern "C" zeroc_result_t zeroc__cuda_gelu_forward(zeroc_kernels_t *k, zeroc_str
                          GeluForward<float>{(float *)out, (const float *)inp}, N, vec);
 }
 
-extern "C" zeroc_result_t zeroc__cuda_gelu_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                    void *dinp, const void *inp, const void *dout,
-                                                    size_t N) {
+extern "C" zeroc_result_t zeroc_i_cuda_gelu_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                     void *dinp, const void *inp, const void *dout,
+                                                     size_t N) {
   if (N == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("gelu_backward", dinp);
   ZC_NONNULL("gelu_backward", inp);
@@ -110,8 +110,8 @@ extern "C" zeroc_result_t zeroc__cuda_gelu_backward(zeroc_kernels_t *k, zeroc_st
       GeluBackward<float>{(float *)dinp, (const float *)inp, (const float *)dout}, N, vec);
 }
 
-extern "C" zeroc_result_t zeroc__cuda_gelu_scale(zeroc_kernels_t *k, zeroc_stream_t *s, void *d,
-                                                 const void *inp, size_t N) {
+extern "C" zeroc_result_t zeroc_i_cuda_gelu_scale(zeroc_kernels_t *k, zeroc_stream_t *s, void *d,
+                                                  const void *inp, size_t N) {
   if (N == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("gelu_scale", d);
   ZC_NONNULL("gelu_scale", inp);
@@ -123,9 +123,9 @@ extern "C" zeroc_result_t zeroc__cuda_gelu_scale(zeroc_kernels_t *k, zeroc_strea
                          GeluScale<float>{(float *)d, (const float *)inp}, N, vec);
 }
 
-extern "C" zeroc_result_t zeroc__cuda_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                       void *out, const void *a, const void *b,
-                                                       size_t N) {
+extern "C" zeroc_result_t zeroc_i_cuda_residual_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                        void *out, const void *a, const void *b,
+                                                        size_t N) {
   if (N == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("residual_forward", out);
   ZC_NONNULL("residual_forward", a);
@@ -139,8 +139,8 @@ extern "C" zeroc_result_t zeroc__cuda_residual_forward(zeroc_kernels_t *k, zeroc
 }
 
 // y (n) += x (n)
-extern "C" zeroc_result_t zeroc__cuda_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y,
-                                          const void *x, size_t N) {
+extern "C" zeroc_result_t zeroc_i_cuda_add(zeroc_kernels_t *k, zeroc_stream_t *s, void *y,
+                                           const void *x, size_t N) {
   if (N == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("add", y);
   ZC_NONNULL("add", x);
@@ -165,28 +165,28 @@ template <typename T> struct Dropout {
     zc_load8(in, i, n, vec, v);
     int64_t row = (int64_t)(i / (size_t)C);
     uint32_t c = (uint32_t)(i % (size_t)C);
-    uint64_t rk = zeroc__dropout_row_key(d.key, zeroc__dropout_row_rc(&d, row));
+    uint64_t rk = zeroc_i_dropout_row_key(d.key, zeroc_i_dropout_row_rc(&d, row));
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-      v[e] = zeroc__dropout_bits(rk, c) >= thr ? v[e] * sc : 0.0f;
+      v[e] = zeroc_i_dropout_bits(rk, c) >= thr ? v[e] * sc : 0.0f;
       if (++c == (uint32_t)C) { /* the next row: its key comes from its (b, t) */
         c = 0;
-        rk = zeroc__dropout_row_key(d.key, zeroc__dropout_row_rc(&d, ++row));
+        rk = zeroc_i_dropout_row_key(d.key, zeroc_i_dropout_row_rc(&d, ++row));
       }
     }
     zc_store8(out, i, n, vec, v);
   }
 };
 
-extern "C" zeroc_result_t zeroc__cuda_dropout(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
-                                              const void *in, const zeroc_dropout_t *drop, int N,
-                                              int C) {
+extern "C" zeroc_result_t zeroc_i_cuda_dropout(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                               const void *in, const zeroc_dropout_t *drop, int N,
+                                               int C) {
   ZC_NONNULL("dropout", out);
   ZC_NONNULL("dropout", in);
   const size_t n = (size_t)N * (size_t)C;
   const bool vec = zc_aligned16(out) && zc_aligned16(in);
-  const uint32_t thr = zeroc__dropout_threshold(drop->p);
-  const float sc = zeroc__dropout_scale(drop->p);
+  const uint32_t thr = zeroc_i_dropout_threshold(drop->p);
+  const float sc = zeroc_i_dropout_scale(drop->p);
   if (k->dtype == ZEROC_BF16)
     return zc_launch_packs(k, zc_stream(k, s), "dropout<bf16>",
                            Dropout<bf16>{(bf16 *)out, (const bf16 *)in, *drop, thr, sc, C}, n, vec);

@@ -85,11 +85,11 @@ static zeroc_result_t eb_grid(const char *fn, int64_t n, dim3 *grid) {
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_embedbag_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                       float *out, int64_t blk, int64_t blk_stride,
-                                                       int64_t ldo, const float *w, int64_t ldw,
-                                                       const int64_t *idx, const int32_t *offs,
-                                                       int64_t nbags, int dc) {
+extern "C" zeroc_result_t zeroc_i_cuda_embedbag_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                        float *out, int64_t blk, int64_t blk_stride,
+                                                        int64_t ldo, const float *w, int64_t ldw,
+                                                        const int64_t *idx, const int32_t *offs,
+                                                        int64_t nbags, int dc) {
   dim3 grid, block(EB_THREADS);
   ZEROC_CHECK(eb_grid("embedbag_forward", nbags, &grid));
   embedbag_forward_kernel<<<grid, block, 0, zc_stream(k, s)>>>(out, blk, blk_stride, ldo, w, ldw,
@@ -98,12 +98,12 @@ extern "C" zeroc_result_t zeroc__cuda_embedbag_forward(zeroc_kernels_t *k, zeroc
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_embedbag_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                        float *grad, int64_t ldg,
-                                                        const int64_t *idx, const int32_t *offs,
-                                                        int64_t nbags, const float *dout,
-                                                        int64_t blk, int64_t blk_stride,
-                                                        int64_t ldo, int dc) {
+extern "C" zeroc_result_t zeroc_i_cuda_embedbag_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                         float *grad, int64_t ldg,
+                                                         const int64_t *idx, const int32_t *offs,
+                                                         int64_t nbags, const float *dout,
+                                                         int64_t blk, int64_t blk_stride,
+                                                         int64_t ldo, int dc) {
   dim3 grid, block(EB_THREADS);
   ZEROC_CHECK(eb_grid("embedbag_backward", nbags, &grid));
   embedbag_backward_kernel<<<grid, block, 0, zc_stream(k, s)>>>(grad, ldg, idx, offs, dout, blk,
@@ -112,9 +112,9 @@ extern "C" zeroc_result_t zeroc__cuda_embedbag_backward(zeroc_kernels_t *k, zero
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_rowwise_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                    float *ss, const float *g, int64_t U, int dc,
-                                                    float scale) {
+extern "C" zeroc_result_t zeroc_i_cuda_rowwise_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                     float *ss, const float *g, int64_t U, int dc,
+                                                     float scale) {
   dim3 grid, block(EB_THREADS);
   ZEROC_CHECK(eb_grid("rowwise_sumsq", U, &grid));
   rowwise_sumsq_kernel<<<grid, block, 0, zc_stream(k, s)>>>(ss, g, dc, scale);
@@ -122,11 +122,11 @@ extern "C" zeroc_result_t zeroc__cuda_rowwise_sumsq(zeroc_kernels_t *k, zeroc_st
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_rowwise_adagrad(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                      float *w, int64_t ldw, float *state,
-                                                      const int64_t *rows, const float *g,
-                                                      const float *ss, int64_t U, int dc, int D,
-                                                      float scale, float lr, float eps) {
+extern "C" zeroc_result_t zeroc_i_cuda_rowwise_adagrad(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                       float *w, int64_t ldw, float *state,
+                                                       const int64_t *rows, const float *g,
+                                                       const float *ss, int64_t U, int dc, int D,
+                                                       float scale, float lr, float eps) {
   dim3 grid, block(EB_THREADS);
   ZEROC_CHECK(eb_grid("rowwise_adagrad", U, &grid));
   rowwise_adagrad_kernel<<<grid, block, 0, zc_stream(k, s)>>>(w, ldw, state, rows, g, ss, dc, D,
@@ -135,9 +135,9 @@ extern "C" zeroc_result_t zeroc__cuda_rowwise_adagrad(zeroc_kernels_t *k, zeroc_
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_copy2d(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst,
-                                             int64_t ldd, const float *src, int64_t lds,
-                                             int64_t rows, int64_t cols) {
+extern "C" zeroc_result_t zeroc_i_cuda_copy2d(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst,
+                                              int64_t ldd, const float *src, int64_t lds,
+                                              int64_t rows, int64_t cols) {
   dim3 grid, block(EB_THREADS);
   ZEROC_CHECK(eb_grid("copy2d", rows, &grid));
   copy2d_kernel<<<grid, block, 0, zc_stream(k, s)>>>(dst, ldd, src, lds, cols);

@@ -144,10 +144,10 @@ static zeroc_result_t encoder_backward(zeroc_kernels_t *k, cudaStream_t st, T *d
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_encoder_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                      void *out, const int32_t *inp,
-                                                      const void *wte, const void *wpe, int B,
-                                                      int T, int C) {
+extern "C" zeroc_result_t zeroc_i_cuda_encoder_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                       void *out, const int32_t *inp,
+                                                       const void *wte, const void *wpe, int B,
+                                                       int T, int C) {
   ZC_NONNULL("encoder_forward", out);
   ZC_NONNULL("encoder_forward", inp);
   ZC_NONNULL("encoder_forward", wte);
@@ -166,9 +166,9 @@ extern "C" zeroc_result_t zeroc__cuda_encoder_forward(zeroc_kernels_t *k, zeroc_
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_encoder_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                       void *dwte, void *dwpe, const void *dout,
-                                                       const int32_t *inp, int B, int T, int C) {
+extern "C" zeroc_result_t zeroc_i_cuda_encoder_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                        void *dwte, void *dwpe, const void *dout,
+                                                        const int32_t *inp, int B, int T, int C) {
   ZC_NONNULL("encoder_backward", dwte);
   ZC_NONNULL("encoder_backward", dwpe);
   ZC_NONNULL("encoder_backward", dout);

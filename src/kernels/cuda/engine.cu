@@ -133,9 +133,9 @@ template <typename G, typename O> struct AdamWMixed {
   }
 };
 
-extern "C" zeroc_result_t zeroc__cuda_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
-                                           zeroc_dtype_t dst_dt, const void *src,
-                                           zeroc_dtype_t src_dt, size_t n) {
+extern "C" zeroc_result_t zeroc_i_cuda_cast(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
+                                            zeroc_dtype_t dst_dt, const void *src,
+                                            zeroc_dtype_t src_dt, size_t n) {
   if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("cast", dst);
   ZC_NONNULL("cast", src);
@@ -156,9 +156,9 @@ extern "C" zeroc_result_t zeroc__cuda_cast(zeroc_kernels_t *k, zeroc_stream_t *s
                     zeroc_dtype_name(src_dt), zeroc_dtype_name(dst_dt));
 }
 
-extern "C" zeroc_result_t zeroc__cuda_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst,
-                                                 const void *src, zeroc_dtype_t src_dt, size_t n,
-                                                 float scale) {
+extern "C" zeroc_result_t zeroc_i_cuda_accumulate(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst,
+                                                  const void *src, zeroc_dtype_t src_dt, size_t n,
+                                                  float scale) {
   if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("accumulate", dst);
   ZC_NONNULL("accumulate", src);
@@ -173,15 +173,15 @@ extern "C" zeroc_result_t zeroc__cuda_accumulate(zeroc_kernels_t *k, zeroc_strea
                     zeroc_dtype_name(src_dt));
 }
 
-extern "C" zeroc_result_t zeroc__cuda_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x,
-                                            size_t n, float a) {
+extern "C" zeroc_result_t zeroc_i_cuda_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x,
+                                             size_t n, float a) {
   if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("scale", x);
   return zc_launch_packs(k, zc_stream(k, s), "scale", Scale{x, a}, n, zc_aligned16(x));
 }
 
-extern "C" zeroc_result_t zeroc__cuda_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
-                                             zeroc_dtype_t dst_dt, const float *src, size_t n) {
+extern "C" zeroc_result_t zeroc_i_cuda_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
+                                              zeroc_dtype_t dst_dt, const float *src, size_t n) {
   if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("add_to", dst);
   ZC_NONNULL("add_to", src);
@@ -217,9 +217,9 @@ static AdamW adamw_functor(float *param, float *m, float *v, const float *grad,
   return f;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param,
-                                            float *m, float *v, const float *grad, size_t n,
-                                            const zeroc_adamw_args_t *a) {
+extern "C" zeroc_result_t zeroc_i_cuda_adamw(zeroc_kernels_t *k, zeroc_stream_t *s, float *param,
+                                             float *m, float *v, const float *grad, size_t n,
+                                             const zeroc_adamw_args_t *a) {
   if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("adamw", param);
   ZC_NONNULL("adamw", m);
@@ -238,11 +238,11 @@ static zeroc_result_t adamw_mixed_launch(zeroc_kernels_t *k, cudaStream_t st, co
   return zc_launch_packs(k, st, "adamw_mixed", m, n, vec);
 }
 
-extern "C" zeroc_result_t zeroc__cuda_adamw_mixed(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                  float *param, float *m, float *v,
-                                                  const void *grad, zeroc_dtype_t grad_dt,
-                                                  void *out, zeroc_dtype_t out_dt, size_t n,
-                                                  const zeroc_adamw_args_t *a) {
+extern "C" zeroc_result_t zeroc_i_cuda_adamw_mixed(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                   float *param, float *m, float *v,
+                                                   const void *grad, zeroc_dtype_t grad_dt,
+                                                   void *out, zeroc_dtype_t out_dt, size_t n,
+                                                   const zeroc_adamw_args_t *a) {
   if (n == 0) return ZEROC_OK; /* nothing to do, pointers may be NULL */
   ZC_NONNULL("adamw_mixed", param);
   ZC_NONNULL("adamw_mixed", m);
@@ -311,8 +311,8 @@ static zeroc_result_t sumsq_slot(zc_state_t *z, cudaStream_t st, double **part) 
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out,
-                                            const float *x, size_t n) {
+extern "C" zeroc_result_t zeroc_i_cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out,
+                                             const float *x, size_t n) {
   ZC_NONNULL("sumsq", out);
   if (n == 0) return ZEROC_OK;
   ZC_NONNULL("sumsq", x);
@@ -334,11 +334,11 @@ extern "C" zeroc_result_t zeroc__cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *
 /* ---- the step's clipping multiplier, decided on the device ------------------------- */
 
 __global__ void clip_scale_kernel(float *scale, const double *sumsq, float clip) {
-  if (threadIdx.x == 0) *scale = zeroc__clip_scale(*sumsq, clip);
+  if (threadIdx.x == 0) *scale = zeroc_i_clip_scale(*sumsq, clip);
 }
 
-extern "C" zeroc_result_t zeroc__cuda_clip_scale(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                 float *scale, const double *sumsq, float clip) {
+extern "C" zeroc_result_t zeroc_i_cuda_clip_scale(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                  float *scale, const double *sumsq, float clip) {
   ZC_NONNULL("clip_scale", scale);
   ZC_NONNULL("clip_scale", sumsq);
   dim3 grid(1), block(32); /* one warp, one thread writing */
@@ -358,8 +358,8 @@ __global__ void mean_add_kernel(double *acc, const float *x, size_t n, double de
   if (threadIdx.x == 0) *acc += (double)(float)(sum / denom);
 }
 
-extern "C" zeroc_result_t zeroc__cuda_mean_add(zeroc_kernels_t *k, zeroc_stream_t *s, double *acc,
-                                               const float *x, size_t n, double denom) {
+extern "C" zeroc_result_t zeroc_i_cuda_mean_add(zeroc_kernels_t *k, zeroc_stream_t *s, double *acc,
+                                                const float *x, size_t n, double denom) {
   ZC_NONNULL("mean_add", acc);
   if (n) ZC_NONNULL("mean_add", x);
   /* the losses of one micro-batch (B x T, a few 10^4): one block reads them in microseconds */

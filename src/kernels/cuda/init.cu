@@ -6,7 +6,8 @@
  * bf16 attention on the SIMT kernels (default 1: tensor cores, attention_mma.cu),
  * ZEROC_CUDA_LT_EPILOGUE=0 keeps GELU and the bias gradients out of the cuBLASLt epilogues
  * (default 1: fused where cuBLASLt offers an algorithm, GELU in bf16 only; 2: GELU in fp32
- * too, to test the epilogue's GELU at fp32 precision; matmul.cu). ZEROC_CUDA_ATTENTION
+ * too, to test the epilogue's GELU at fp32 precision; matmul.cu). kernels/kernels.c reads
+ * them from the environment (zeroc_kernels_create) and hands them in. ZEROC_CUDA_ATTENTION
  * (auto, cudnn, zeroc: cuDNN's flash attention in front of these kernels) is read beside
  * them, at zeroc_kernels_create, by kernels/attention_cudnn_cuda.c, which is C and loads
  * cuDNN with dlopen (no .cu file, so the cpu emulation of these kernels does not see it).
@@ -15,15 +16,12 @@
 
 #include "kernels/cuda/common.cuh"
 
-
-extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
+extern "C" zeroc_result_t zeroc_i_cuda_kernels_init(zeroc_kernels_t *k,
+                                                    const zeroc_i_cuda_knobs_t *knobs) {
   zeroc_result_t res = ZEROC_OK;
   int dev = 0, sms = 0, optin = 0;
-  int64_t scratch_mb = ZEROC_K_SCRATCH_MB_DEFAULT, tf32 = 0, flash = 1, lt_epi = 1;
-  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_SCRATCH_MB", ZEROC_K_SCRATCH_MB_DEFAULT, &scratch_mb));
-  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_TF32", 0, &tf32));
-  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_FLASH", 1, &flash));
-  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_LT_EPILOGUE", 1, &lt_epi));
+  const int64_t scratch_mb = knobs->scratch_mb, tf32 = knobs->tf32, flash = knobs->flash,
+                lt_epi = knobs->lt_epilogue;
   zc_state_t *st = (zc_state_t *)calloc(1, sizeof *st);
   if (!st) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cuda kernels state (%zu bytes)", sizeof *st);
   k->cuda = st;
@@ -59,26 +57,26 @@ extern "C" zeroc_result_t zeroc__cuda_kernels_init(zeroc_kernels_t *k) {
   }
   st->lt_ws_bytes = ZEROC_K_LT_WORKSPACE_BYTES;
   st->scratch_bytes = (size_t)scratch_mb << 20;
-  ZEROC_TRY(zeroc__device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->lt_ws_bytes,
-                                &st->lt_ws));
-  ZEROC_TRY(zeroc__device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->scratch_bytes,
-                                &st->scratch));
-  ZEROC_TRY(zeroc__device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE,
-                                (size_t)ZC_SUMSQ_STREAMS * ZC_SUMSQ_BLOCKS * sizeof(double),
-                                (void **)&st->sumsq_part));
+  ZEROC_TRY(zeroc_i_device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->lt_ws_bytes,
+                                 &st->lt_ws));
+  ZEROC_TRY(zeroc_i_device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, st->scratch_bytes,
+                                 &st->scratch));
+  ZEROC_TRY(zeroc_i_device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE,
+                                 (size_t)ZC_SUMSQ_STREAMS * ZC_SUMSQ_BLOCKS * sizeof(double),
+                                 (void **)&st->sumsq_part));
   return ZEROC_OK;
 fail:
-  zeroc__cuda_kernels_fini(k);
+  zeroc_i_cuda_kernels_fini(k);
   return res;
 }
 
-extern "C" void zeroc__cuda_scratch(zeroc_kernels_t *k, void **p, size_t *bytes) {
+extern "C" void zeroc_i_cuda_scratch(zeroc_kernels_t *k, void **p, size_t *bytes) {
   zc_state_t *st = zc_state(k);
   *p = st ? st->scratch : NULL;
   *bytes = st ? st->scratch_bytes : 0;
 }
 
-extern "C" void zeroc__cuda_kernels_fini(zeroc_kernels_t *k) {
+extern "C" void zeroc_i_cuda_kernels_fini(zeroc_kernels_t *k) {
   zc_state_t *st = zc_state(k);
   if (!st) return;
   /* Work still queued may use the buffers, and the pool would hand them out again. */
@@ -86,9 +84,9 @@ extern "C" void zeroc__cuda_kernels_fini(zeroc_kernels_t *k) {
   zc_lt_cache_free(st->lt_cache); /* its descriptors belong to the handle */
   st->lt_cache = NULL;
   if (st->lt) cublasLtDestroy(st->lt);
-  zeroc__device_free(k->mem, st->lt_ws);
-  zeroc__device_free(k->mem, st->scratch);
-  zeroc__device_free(k->mem, st->sumsq_part);
+  zeroc_i_device_free(k->mem, st->lt_ws);
+  zeroc_i_device_free(k->mem, st->scratch);
+  zeroc_i_device_free(k->mem, st->sumsq_part);
   pthread_mutex_destroy(&st->sumsq_mu);
   free(st);
   k->cuda = NULL;

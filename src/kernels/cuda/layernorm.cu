@@ -362,10 +362,10 @@ static zeroc_result_t ln_backward(zeroc_kernels_t *k, cudaStream_t st, T *dinp, 
   return ZEROC_OK;
 }
 
-extern "C" zeroc_result_t zeroc__cuda_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                        void *out, float *mean, float *rstd,
-                                                        const void *inp, const void *weight,
-                                                        const void *bias, int N, int C) {
+extern "C" zeroc_result_t zeroc_i_cuda_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                         void *out, float *mean, float *rstd,
+                                                         const void *inp, const void *weight,
+                                                         const void *bias, int N, int C) {
   ZC_NONNULL("layernorm_forward", out);
   ZC_NONNULL("layernorm_forward", inp);
   ZC_NONNULL("layernorm_forward", weight);
@@ -379,9 +379,9 @@ extern "C" zeroc_result_t zeroc__cuda_layernorm_forward(zeroc_kernels_t *k, zero
 }
 
 extern "C" zeroc_result_t
-zeroc__cuda_residual_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *res, void *out,
-                                       float *mean, float *rstd, const void *a, const void *b,
-                                       const void *weight, const void *bias, int N, int C) {
+zeroc_i_cuda_residual_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *res, void *out,
+                                        float *mean, float *rstd, const void *a, const void *b,
+                                        const void *weight, const void *bias, int N, int C) {
   ZC_NONNULL("residual_layernorm_forward", res);
   ZC_NONNULL("residual_layernorm_forward", out);
   ZC_NONNULL("residual_layernorm_forward", a);
@@ -396,12 +396,12 @@ zeroc__cuda_residual_layernorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, vo
                     (const float *)weight, (const float *)bias, N, C);
 }
 
-extern "C" zeroc_result_t zeroc__cuda_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                         void *dinp, void *dweight, void *dbias,
-                                                         const void *dout, const void *inp,
-                                                         const void *weight, const float *mean,
-                                                         const float *rstd, int N, int C,
-                                                         const void *dres) {
+extern "C" zeroc_result_t zeroc_i_cuda_layernorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                          void *dinp, void *dweight, void *dbias,
+                                                          const void *dout, const void *inp,
+                                                          const void *weight, const float *mean,
+                                                          const float *rstd, int N, int C,
+                                                          const void *dres) {
   ZC_NONNULL("layernorm_backward", dinp);
   ZC_NONNULL("layernorm_backward", dweight);
   ZC_NONNULL("layernorm_backward", dbias);

@@ -287,9 +287,10 @@ static bool gelu_epilogue(const zeroc_kernels_t *k) {
 }
 
 // inp (N,C), weight (OC,C), bias (OC) -> out (N,OC)
-extern "C" zeroc_result_t zeroc__cuda_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                     void *out, const void *inp, const void *weight,
-                                                     const void *bias, int N, int C, int OC) {
+extern "C" zeroc_result_t zeroc_i_cuda_matmul_forward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                      void *out, const void *inp,
+                                                      const void *weight, const void *bias, int N,
+                                                      int C, int OC) {
   ZC_NONNULL("matmul_forward", out);
   ZC_NONNULL("matmul_forward", inp);
   ZC_NONNULL("matmul_forward", weight);
@@ -300,10 +301,10 @@ extern "C" zeroc_result_t zeroc__cuda_matmul_forward(zeroc_kernels_t *k, zeroc_s
 }
 
 // inp (N,C), weight (OC,C), bias (OC) -> pre (N,OC) = inp @ weight^T + bias, out = gelu(pre)
-extern "C" zeroc_result_t zeroc__cuda_matmul_forward_gelu(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                          void *pre, void *out, const void *inp,
-                                                          const void *weight, const void *bias,
-                                                          int N, int C, int OC) {
+extern "C" zeroc_result_t zeroc_i_cuda_matmul_forward_gelu(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                           void *pre, void *out, const void *inp,
+                                                           const void *weight, const void *bias,
+                                                           int N, int C, int OC) {
   ZC_NONNULL("matmul_forward_gelu", pre);
   ZC_NONNULL("matmul_forward_gelu", out);
   ZC_NONNULL("matmul_forward_gelu", inp);
@@ -318,8 +319,8 @@ extern "C" zeroc_result_t zeroc__cuda_matmul_forward_gelu(zeroc_kernels_t *k, ze
                         C, inp, C, out, OC, 0.0f, &x, &no_algo));
   }
   if (!no_algo) return ZEROC_OK;
-  ZEROC_CHECK(zeroc__cuda_matmul_forward(k, s, pre, inp, weight, bias, N, C, OC));
-  return zeroc__cuda_gelu_forward(k, s, out, pre, (size_t)N * OC);
+  ZEROC_CHECK(zeroc_i_cuda_matmul_forward(k, s, pre, inp, weight, bias, N, C, OC));
+  return zeroc_i_cuda_gelu_forward(k, s, out, pre, (size_t)N * OC);
 }
 
 /* ---- dbias: column sums of dout, two passes in a fixed order ------------------------ */
@@ -407,23 +408,23 @@ static zeroc_result_t dinp_gelu(zeroc_kernels_t *k, zeroc_stream_t *s, void *din
      * sums each of its C rows over the N columns */
     ZEROC_CHECK(lt_gemm(k, stream, "matmul_backward (dinp, dgelu)", false, false, C, N, OC, weight,
                         C, dout, OC, dinp, C, 0.0f, &x, &no_algo));
-    if (!no_algo && dpre_bias) return zeroc__cuda_add(k, s, dpre_bias, bg, (size_t)C);
+    if (!no_algo && dpre_bias) return zeroc_i_cuda_add(k, s, dpre_bias, bg, (size_t)C);
   }
   if (!no_algo) return ZEROC_OK;
   ZEROC_CHECK(lt_gemm(k, stream, "matmul_backward (dinp)", false, false, C, N, OC, weight, C, dout,
                       OC, dinp, C, 0.0f, NULL, NULL));
-  ZEROC_CHECK(zeroc__cuda_gelu_scale(k, s, dinp, pre, (size_t)N * C));
+  ZEROC_CHECK(zeroc_i_cuda_gelu_scale(k, s, dinp, pre, (size_t)N * C));
   return dpre_bias ? dbias_colsum(k, stream, dpre_bias, dinp, N, C) : ZEROC_OK;
 }
 
 // dout (N,OC), inp (N,C), weight (OC,C) -> dinp (N,C) += (or =), dweight (OC,C) +=,
 // dbias (OC) +=; with pre: dinp = gelu'(pre) * (dout @ weight), dpre_bias (C) += its column sums
-extern "C" zeroc_result_t zeroc__cuda_matmul_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                         void *dinp, void *dweight, void *dbias,
-                                                         const void *dout, const void *inp,
-                                                         const void *weight, int N, int C, int OC,
-                                                         const void *pre, void *dpre_bias,
-                                                         unsigned flags) {
+extern "C" zeroc_result_t zeroc_i_cuda_matmul_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                          void *dinp, void *dweight, void *dbias,
+                                                          const void *dout, const void *inp,
+                                                          const void *weight, int N, int C, int OC,
+                                                          const void *pre, void *dpre_bias,
+                                                          unsigned flags) {
   cudaStream_t stream = zc_stream(k, s);
   const float beta_in = (flags & ZEROC_K_DINP_SET) ? 0.0f : 1.0f;
   ZC_NONNULL("matmul_backward", dout);
@@ -446,7 +447,7 @@ extern "C" zeroc_result_t zeroc__cuda_matmul_backward_ex(zeroc_kernels_t *k, zer
       const lt_epi_t x = {CUBLASLT_EPILOGUE_BGRADB, bg, lt_dtype(k), NULL, 0};
       ZEROC_CHECK(lt_gemm(k, stream, "matmul_backward (dweight, dbias)", false, true, C, OC, N, inp,
                           C, dout, OC, dweight, C, 1.0f, &x, &no_algo));
-      if (!no_algo) ZEROC_CHECK(zeroc__cuda_add(k, s, dbias, bg, (size_t)OC));
+      if (!no_algo) ZEROC_CHECK(zeroc_i_cuda_add(k, s, dbias, bg, (size_t)OC));
       bias_done = !no_algo;
     }
     /* dweight^T (C,OC) += inp^T (C,N) @ dout (N,OC) */
@@ -457,10 +458,10 @@ extern "C" zeroc_result_t zeroc__cuda_matmul_backward_ex(zeroc_kernels_t *k, zer
   return bias_done ? ZEROC_OK : dbias_colsum(k, stream, dbias, dout, N, OC);
 }
 
-extern "C" zeroc_result_t zeroc__cuda_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
-                                                      void *dinp, void *dweight, void *dbias,
-                                                      const void *dout, const void *inp,
-                                                      const void *weight, int N, int C, int OC) {
-  return zeroc__cuda_matmul_backward_ex(k, s, dinp, dweight, dbias, dout, inp, weight, N, C, OC,
-                                        NULL, NULL, 0);
+extern "C" zeroc_result_t zeroc_i_cuda_matmul_backward(zeroc_kernels_t *k, zeroc_stream_t *s,
+                                                       void *dinp, void *dweight, void *dbias,
+                                                       const void *dout, const void *inp,
+                                                       const void *weight, int N, int C, int OC) {
+  return zeroc_i_cuda_matmul_backward_ex(k, s, dinp, dweight, dbias, dout, inp, weight, N, C, OC,
+                                         NULL, NULL, 0);
 }

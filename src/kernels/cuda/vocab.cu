@@ -147,10 +147,10 @@ static unsigned blocks_for(size_t n) {
 
 extern "C" {
 
-zeroc_result_t zeroc__cuda_vocab_embed_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
-                                               const int32_t *inp, const void *wte,
-                                               const void *wpe, int B, int T, int C, int v0,
-                                               int Vl) {
+zeroc_result_t zeroc_i_cuda_vocab_embed_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                                const int32_t *inp, const void *wte,
+                                                const void *wpe, int B, int T, int C, int v0,
+                                                int Vl) {
   ZC_NONNULL("vocab_embed_forward", out);
   ZC_NONNULL("vocab_embed_forward", inp);
   ZC_NONNULL("vocab_embed_forward", wte);
@@ -167,9 +167,9 @@ zeroc_result_t zeroc__cuda_vocab_embed_forward(zeroc_kernels_t *k, zeroc_stream_
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__cuda_vocab_embed_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte,
-                                                void *dwpe, const void *dout, const int32_t *inp,
-                                                int B, int T, int C, int v0, int Vl) {
+zeroc_result_t zeroc_i_cuda_vocab_embed_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dwte,
+                                                 void *dwpe, const void *dout, const int32_t *inp,
+                                                 int B, int T, int C, int v0, int Vl) {
   ZC_NONNULL("vocab_embed_backward", dwte);
   ZC_NONNULL("vocab_embed_backward", dout);
   ZC_NONNULL("vocab_embed_backward", inp);
@@ -197,9 +197,9 @@ zeroc_result_t zeroc__cuda_vocab_embed_backward(zeroc_kernels_t *k, zeroc_stream
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__cuda_vocab_ce_local(zeroc_kernels_t *k, zeroc_stream_t *s, float *mx,
-                                          float *xt, const void *logits, const int32_t *targets,
-                                          int N, int Vl, int v0, int V) {
+zeroc_result_t zeroc_i_cuda_vocab_ce_local(zeroc_kernels_t *k, zeroc_stream_t *s, float *mx,
+                                           float *xt, const void *logits, const int32_t *targets,
+                                           int N, int Vl, int v0, int V) {
   ZC_NONNULL("vocab_ce_local", mx);
   ZC_NONNULL("vocab_ce_local", xt);
   ZC_NONNULL("vocab_ce_local", logits);
@@ -214,9 +214,9 @@ zeroc_result_t zeroc__cuda_vocab_ce_local(zeroc_kernels_t *k, zeroc_stream_t *s,
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__cuda_vocab_ce_sumexp(zeroc_kernels_t *k, zeroc_stream_t *s, float *se,
-                                           const void *logits, const float *mx, int N, int Vl,
-                                           int v0, int V) {
+zeroc_result_t zeroc_i_cuda_vocab_ce_sumexp(zeroc_kernels_t *k, zeroc_stream_t *s, float *se,
+                                            const void *logits, const float *mx, int N, int Vl,
+                                            int v0, int V) {
   ZC_NONNULL("vocab_ce_sumexp", se);
   ZC_NONNULL("vocab_ce_sumexp", logits);
   ZC_NONNULL("vocab_ce_sumexp", mx);
@@ -230,10 +230,10 @@ zeroc_result_t zeroc__cuda_vocab_ce_sumexp(zeroc_kernels_t *k, zeroc_stream_t *s
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__cuda_vocab_ce_finish(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses,
-                                           void *logits, const int32_t *targets, const float *mx,
-                                           const float *se, const float *xt, int N, int Vl, int v0,
-                                           int V, float dloss) {
+zeroc_result_t zeroc_i_cuda_vocab_ce_finish(zeroc_kernels_t *k, zeroc_stream_t *s, float *losses,
+                                            void *logits, const int32_t *targets, const float *mx,
+                                            const float *se, const float *xt, int N, int Vl, int v0,
+                                            int V, float dloss) {
   ZC_NONNULL("vocab_ce_finish", losses);
   ZC_NONNULL("vocab_ce_finish", logits);
   ZC_NONNULL("vocab_ce_finish", targets);

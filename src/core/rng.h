@@ -1,13 +1,13 @@
 /*
- * io/rng.h - the small random number generators of the data path: splitmix64
+ * core/rng.h - the small random number generators of the data path: splitmix64
  * (seeding and hashing), xoshiro256** (streams), and a seeded random-access
  * permutation of [0, n) (the per-epoch sequence shuffle).
  *
  * Everything here is a pure function of its inputs, so any rank can compute
  * any sequence or any position of a shuffled epoch without talking to others.
  */
-#ifndef ZEROC_IO_RNG_H
-#define ZEROC_IO_RNG_H
+#ifndef ZEROC_CORE_RNG_H
+#define ZEROC_CORE_RNG_H
 
 #include <stdint.h>
 

@@ -1,11 +1,12 @@
 /*
- * runtime/ctx.h - the context's insides, read only by the files of runtime/ (never
- * installed). Every other layer gets what it needs through the handles built
- * here (the place, the allocation handle, the comm environment, the pool
+ * runtime/context.h - the context's insides (struct zeroc_ctx), read only by the
+ * files of runtime/ (never installed): ctx.c builds it, groups.c, query.c and
+ * device_api.c read it. Every other layer gets what it needs through the handles
+ * built here (the place, the allocation handle, the comm environment, the pool
  * environment) or through the accessors of runtime/runtime.h.
  */
-#ifndef ZEROC_RUNTIME_CTX_H
-#define ZEROC_RUNTIME_CTX_H
+#ifndef ZEROC_RUNTIME_CONTEXT_H
+#define ZEROC_RUNTIME_CONTEXT_H
 
 #include <hwloc.h>
 #include <mpi.h>
@@ -53,9 +54,5 @@ struct zeroc_ctx {
   zeroc__comm_env_t comm_env; /* groups: backend, world rank, timeout, watchdog */
   zeroc__pool_env_t pool_env; /* pinned pool: accountant, topology, NUMA node, device */
 };
-
-/* Creates the mesh groups (world, tp, pp, dp, dp_shard, dp_replicate, cp) from
- * ctx->mesh, ctx->wcomm and ctx->comm_env (runtime/groups.c). */
-zeroc_result_t zeroc__mesh_create_groups(zeroc_ctx_t *ctx);
 
 #endif

@@ -1,8 +1,8 @@
 /*
- * io/rng.c - the seeded random-access permutation behind --shuffle: a Feistel
- * network made to fit [0, n) by cycle walking (see io/rng.h).
+ * core/rng.c - the seeded random-access permutation behind --shuffle: a Feistel
+ * network made to fit [0, n) by cycle walking (see core/rng.h).
  */
-#include "io/rng.h"
+#include "core/rng.h"
 
 #define FEISTEL_ROUNDS 6
 
