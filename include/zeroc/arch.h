@@ -56,6 +56,8 @@ typedef struct zeroc_arch_run {
   struct zeroc_train_info *info; /* outlives the run */
   zeroc_shard_config_t shard;
   const char **phase; /* where create is, for zeroc_trainer_create_phase: "data", "model" */
+  int weights_only;   /* 1: the units and their shards only (no data, no step buffers, no
+                         pipeline): a run to load a checkpoint into and sample from */
 } zeroc_arch_run_t;
 
 typedef struct zeroc_arch {

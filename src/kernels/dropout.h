@@ -64,11 +64,6 @@ ZEROC_HD uint64_t zeroc_i_dropout_key(uint64_t seed, uint64_t step, int layer, i
   k = zeroc_i_dropout_hash(k, step);
   return zeroc_i_dropout_hash(k, (uint64_t)layer * 8 + (uint64_t)site);
 }
-#ifndef __cplusplus
-/* The name src/model/gpt.c still calls it by (C only: C++ reserves "__"); goes when
- * gpt.c says zeroc_i_dropout_key. */
-#define zeroc__dropout_key zeroc_i_dropout_key
-#endif
 
 /* Elements whose bits fall below this are dropped: a fraction p of them (to 2^-32). */
 ZEROC_HD uint32_t zeroc_i_dropout_threshold(float p) {

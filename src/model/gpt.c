@@ -143,7 +143,7 @@ static const zeroc_dropout_t *drop_at(zeroc_gpt_t *g, const zeroc_layer_io_t *io
   if (!(g->drop > 0) || io->eval || !b->targets) return NULL;
   int att = site == ZEROC_DROP_ATTN;
   *d = (zeroc_dropout_t){g->drop,
-                         zeroc__dropout_key(g->drop_seed, b->step, layer, site),
+                         zeroc_i_dropout_key(g->drop_seed, b->step, layer, site),
                          b->first_slot,
                          g->tp.sp ? (int64_t)g->tp.rank * Nl : 0,
                          b->T,

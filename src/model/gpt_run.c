@@ -80,7 +80,8 @@ zeroc_result_t zeroc__gpt_partition(const zeroc_gpt_config_t *g, int stages, int
 /* ---- a run ----------------------------------------------------------------------------- */
 
 /* The GPT (this rank's chunks with a pipeline), its shards and the pipeline. */
-static zeroc_result_t build_model(zeroc__gpt_run_t *run, const zeroc_shard_config_t *sc) {
+static zeroc_result_t build_model(zeroc__gpt_run_t *run, const zeroc_shard_config_t *sc,
+                                  int weights_only) {
   const zeroc_train_config_t *c = &run->info->config;
   const zeroc_gpt_config_t *g = &run->info->model;
   zeroc_ctx_t *ctx = run->ctx;
@@ -119,7 +120,7 @@ static zeroc_result_t build_model(zeroc__gpt_run_t *run, const zeroc_shard_confi
   int nunits;
   const zeroc_layer_t *layers = zeroc_gpt_layers(run->gpt, &nunits);
   ZEROC_CHECK(zeroc_shard(ctx, layers, nunits, sc, &run->model));
-  if (run->pp > 1) {
+  if (run->pp > 1 && !weights_only) {
     int cf[64], cn[64];
     for (int k = 0; k < c->vpp; k++) zeroc_gpt_chunk_units(run->gpt, k, &cf[k], &cn[k]);
     ZEROC_CHECK(zeroc_pipeline_create(run->model, cf, cn, &pcfg, &run->pipe));
@@ -192,13 +193,17 @@ static zeroc_result_t create(const zeroc_arch_run_t *a, void **self) {
   run->pp = mesh->pp, run->pp_rank = mesh->pp_rank, run->tp = mesh->tp;
   run->cp = mesh->cp, run->cp_rank = mesh->cp_rank;
   const zeroc_train_config_t *c = &a->info->config;
+  if (a->weights_only) { /* a checkpoint's weights to sample from: no data, no buffers */
+    if (a->phase) *a->phase = "model";
+    return build_model(run, &a->shard, 1);
+  }
   *a->phase = "data";
   zeroc_data_config_t dcfg = zeroc__gpt_data_config(run, c->data, c->shuffle);
   ZEROC_CHECK(zeroc_ctx_agree(a->ctx, zeroc_data_create(&dcfg, &run->data)));
   zeroc_data_info(run->data, &a->info->data);
   ZEROC_CHECK(zeroc_ctx_agree(a->ctx, zeroc__gpt_val_open(run)));
   *a->phase = "model";
-  ZEROC_CHECK(build_model(run, &a->shard));
+  ZEROC_CHECK(build_model(run, &a->shard, 0));
   /* a failure here is one rank's: the agreement carries its message to rank 0 */
   return zeroc_ctx_agree(a->ctx, alloc_buffers(run));
 }
@@ -248,21 +253,28 @@ static void app_json(void *self, uint64_t step, char *buf, size_t n) {
   const zeroc_train_config_t *c = &run->info->config;
   const zeroc_gpt_config_t *g = &run->info->model;
   int dtype_given = run->info->dtype_given;
+  int k = snprintf(buf, n,
+                   "{\"model\": {\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"vocab\": %d, "
+                   "\"seq\": %d}",
+                   g->layers, g->hidden, g->heads, g->vocab, g->seq);
+  if (k < 0 || (size_t)k >= n) return;
+  if (!run->data) { /* a weights-only run: the shape is all it knows */
+    snprintf(buf + k, n - (size_t)k, "}");
+    return;
+  }
   zeroc_data_position_t pos;
   zeroc_data_position(run->data, step, &pos);
-  snprintf(
-      buf, n,
-      "{\"model\": {\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"vocab\": %d, \"seq\": %d}, "
-      "\"train\": {\"lr\": %.9g, \"steps\": %d, \"warmup\": %d, \"schedule\": \"%s\", "
-      "\"seed\": %lld, \"zero\": %d, \"dtype\": \"%s\"}, "
-      "\"data\": {\"step\": %llu, \"epoch\": %llu, \"seed\": %llu, \"shuffle\": %d, "
-      "\"seq\": %d, \"global_batch\": %d, \"num_sequences\": %llu, \"fingerprint\": %llu}}",
-      g->layers, g->hidden, g->heads, g->vocab, g->seq, c->lr, c->steps, c->warmup,
-      c->schedule == ZEROC_LR_CONSTANT ? "constant" : "cosine", (long long)c->seed, c->zero,
-      dtype_given < 0 ? "auto" : zeroc_dtype_name((zeroc_dtype_t)dtype_given),
-      (unsigned long long)pos.step, (unsigned long long)pos.epoch, (unsigned long long)pos.seed,
-      pos.shuffle, pos.seq, pos.global_batch, (unsigned long long)pos.num_sequences,
-      (unsigned long long)pos.fingerprint);
+  snprintf(buf + k, n - (size_t)k,
+           ", \"train\": {\"lr\": %.9g, \"steps\": %d, \"warmup\": %d, \"schedule\": \"%s\", "
+           "\"seed\": %lld, \"zero\": %d, \"dtype\": \"%s\"}, "
+           "\"data\": {\"step\": %llu, \"epoch\": %llu, \"seed\": %llu, \"shuffle\": %d, "
+           "\"seq\": %d, \"global_batch\": %d, \"num_sequences\": %llu, \"fingerprint\": %llu}}",
+           c->lr, c->steps, c->warmup, c->schedule == ZEROC_LR_CONSTANT ? "constant" : "cosine",
+           (long long)c->seed, c->zero,
+           dtype_given < 0 ? "auto" : zeroc_dtype_name((zeroc_dtype_t)dtype_given),
+           (unsigned long long)pos.step, (unsigned long long)pos.epoch,
+           (unsigned long long)pos.seed, pos.shuffle, pos.seq, pos.global_batch,
+           (unsigned long long)pos.num_sequences, (unsigned long long)pos.fingerprint);
 }
 
 /* ---- weights in and out, sampling ------------------------------------------------------ */

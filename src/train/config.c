@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "model/arch_registry.h"
-#include "zeroc/train.h"
+#include "train/trainer.h"
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
 #define UNSET    ZEROC_UNSET
@@ -177,6 +177,28 @@ zeroc_result_t zeroc_train_config_resolve(const zeroc_train_config_t *cfg,
   out->dtype = (zeroc_dtype_t)c->param_dtype;
   out->global_batch = c->batch * c->grad_accum * mesh->dp;
   return ZEROC_OK;
+}
+
+/* The shard engine's settings of a resolved config, parameters in `dtype`. */
+zeroc_shard_config_t zeroc__train_shard_config(const zeroc_train_config_t *c, zeroc_dtype_t dtype) {
+  zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
+  sc.stage = c->zero;
+  sc.param_dtype = dtype;
+  sc.reduce_dtype = dtype;
+  sc.prefetch = c->prefetch;
+  sc.recompute = c->recompute;
+  sc.grad_accum = c->grad_accum;
+  sc.offload_optimizer = c->offload_optimizer;
+  sc.offload_params = c->offload_params;
+  sc.nvme_dir = c->nvme_dir;
+  sc.beta1 = (float)c->beta1;
+  sc.beta2 = (float)c->beta2;
+  sc.eps = (float)c->eps;
+  sc.weight_decay = (float)c->weight_decay;
+  sc.clip = (float)c->clip;
+  sc.seed = (uint64_t)c->seed;
+  sc.max_skipped = c->max_skipped;
+  return sc;
 }
 
 zeroc_result_t zeroc_train_print_schedule(FILE *f, const zeroc_train_info_t *info, int pp, int tp,

@@ -10,13 +10,10 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/gpt_file.h"
-#include "model/gpt_run.h"
-#include "model/sample.h"
 #include "runtime/runtime.h"
-#include "shard/engine.h"
 #include "train/trainer.h"
 #include "zeroc/ckpt.h"
+#include "zeroc/sample.h"
 
 zeroc_result_t zeroc_sampler_from_trainer(zeroc_trainer_t *tr, zeroc_sampler_t **out) {
   if (!tr || !out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_sampler_from_trainer: NULL");
@@ -67,21 +64,19 @@ zeroc_result_t zeroc_trainer_sample_prompt(zeroc_trainer_t *tr, int32_t eot, int
 
 /* ---- from a checkpoint: the model rebuilt on this mesh, loaded, gathered ------------------- */
 
-/* This rank's chunks of a pipeline of pp x vpp stages, cut as the trainer cuts. */
-static zeroc_result_t stage_of(const zeroc_gpt_config_t *cfg, int pp, int pp_rank, int vpp,
-                               int *first, int *count) {
-  int S = pp * vpp;
-  int *bounds = malloc(sizeof(int) * (size_t)(S + 1));
-  if (!bounds) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "pipeline partition (%d stages)", S);
-  zeroc_result_t r = zeroc__gpt_partition(cfg, S, bounds);
-  for (int k = 0; !r && k < vpp; k++) {
-    first[k] = bounds[k * pp + pp_rank];
-    count[k] = bounds[k * pp + pp_rank + 1] - first[k];
-  }
-  free(bounds);
-  return r;
+/* The model fields of `arch`'s resume fields: what a checkpoint to sample from must match. */
+static int model_fields(const zeroc_arch_t *arch, const char **out, int max) {
+  int n = 0;
+  for (int k = 0; arch->resume_fields[k] && n < max - 1; k++)
+    if (!strncmp(arch->resume_fields[k], "model.", 6)) out[n++] = arch->resume_fields[k];
+  out[n] = NULL;
+  return n;
 }
 
+/* The GPT of shape `cfg` rebuilt on this mesh through its architecture (a
+ * weights-only run: fp32, one sequence, ZeRO-3, or ZeRO-1 with a pipeline of
+ * vpp chunks per rank), the checkpoint loaded into it and checked to be of
+ * that shape, then gathered into a sampler on rank 0. */
 zeroc_result_t zeroc_sampler_from_checkpoint(zeroc_ctx_t *ctx, const char *dir,
                                              const zeroc_gpt_config_t *cfg, int vpp,
                                              zeroc_sampler_t **out) {
@@ -89,51 +84,43 @@ zeroc_result_t zeroc_sampler_from_checkpoint(zeroc_ctx_t *ctx, const char *dir,
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_sampler_from_checkpoint: NULL argument");
   *out = NULL;
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
-  zeroc_gpt_t *g = NULL;
-  zeroc_model_t *m = NULL;
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  c.model = "tiny"; /* every size given below */
+  c.layers = cfg->layers, c.hidden = cfg->hidden, c.heads = cfg->heads;
+  c.vocab = cfg->vocab, c.seq = cfg->seq, c.batch = 1;
+  c.vpp = vpp > 0 ? vpp : 1;
+  if (c.vpp > 1) c.pp_schedule = ZEROC_PIPELINE_INTERLEAVED;
+  c.param_dtype = ZEROC_FP32; /* the master weights are fp32; the sampler reads them */
+  zeroc_train_info_t info;
+  zeroc_result_t r =
+      zeroc_train_config_resolve(&c, mesh, zeroc_ctx_device(ctx), ZEROC_NAMES_CONFIG, &info);
+  const zeroc_arch_t *arch = info.arch;
+  if (!r && !arch->sampler)
+    r = ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "model %s has no sampler", c.model);
+  void *net = NULL;
   zeroc_sampler_t *s = NULL;
   char *app = NULL;
   uint64_t step = 0;
-  int first[64], count[64];
-  vpp = vpp > 0 ? vpp : 1;
-  zeroc_gpt_stage_t st = {vpp, first, count, 1};
-  zeroc_gpt_options_t go = ZEROC_GPT_OPTIONS_INIT;
-  go.batch = 1;
-  go.dtype = ZEROC_FP32; /* the master weights are fp32; the sampler reads them */
-  zeroc_result_t r = zeroc_gpt_config_check(cfg);
-  if (!r && vpp > 64) r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "vpp %d: accepted 1..64", vpp);
-  if (!r && mesh->pp > 1) {
-    r = stage_of(cfg, mesh->pp, mesh->pp_rank, vpp, first, count);
-    go.stage = &st;
-  }
-  if (!r) r = zeroc_gpt_create_ex(ctx, cfg, &go, &g);
-  r = zeroc_ctx_agree(ctx, r);
   if (!r) {
-    int n;
-    const zeroc_layer_t *layers = zeroc_gpt_layers(g, &n);
-    zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
-    sc.stage = mesh->pp > 1 ? 1 : 3;
-    r = zeroc_shard(ctx, layers, n, &sc, &m);
+    zeroc_arch_run_t run = {ctx, &info, zeroc__train_shard_config(&info.config, ZEROC_FP32), NULL,
+                            1};
+    r = arch->create(&run, &net); /* agreed on by every rank */
+  } else {
+    r = zeroc_ctx_agree(ctx, r);
   }
-  if (!r) r = zeroc_ckpt_load(m, dir, &step, &app);
+  if (!r) r = zeroc_ckpt_load(arch->model(net), dir, &step, &app);
   if (!r) {
     /* the checkpoint's model must be this shape (the trainer's app object) */
-    static const char *const fields[] = {"model.layers", "model.hidden", "model.heads",
-                                         "model.vocab",  "model.seq",    NULL};
-    char cur[256];
-    snprintf(cur, sizeof cur,
-             "{\"model\": {\"layers\": %d, \"hidden\": %d, \"heads\": %d, \"vocab\": %d, "
-             "\"seq\": %d}}",
-             cfg->layers, cfg->hidden, cfg->heads, cfg->vocab, cfg->seq);
+    const char *fields[16];
+    char cur[4096];
+    model_fields(arch, fields, 16);
+    arch->app_json(net, step, cur, sizeof cur);
     r = zeroc_ckpt_check_resume(ctx, dir, step, UINT64_MAX, app, cur, fields);
   }
   r = zeroc_ctx_agree(ctx, r);
-  if (!r && mesh->rank == 0) r = zeroc__sampler_create(cfg, &s);
-  r = zeroc_ctx_agree(ctx, r);
-  if (!r) r = zeroc__gpt_collect(m, g, zeroc__gpt_sampler_fill, s);
+  if (!r) r = arch->sampler(net, &s);
   free(app);
-  zeroc_model_destroy(m);
-  zeroc_gpt_destroy(g);
+  if (arch) arch->destroy(net);
   if (r) {
     zeroc_sampler_destroy(s);
     return zeroc__ctx_ret(ctx, r);

@@ -26,28 +26,6 @@ const char *zeroc_trainer_create_phase(void) { return create_phase; }
 
 /* ---- the model's run ----------------------------------------------------------------- */
 
-/* The shard engine's settings of a resolved config, parameters in `dtype`. */
-static zeroc_shard_config_t shard_config(const zeroc_train_config_t *c, zeroc_dtype_t dtype) {
-  zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
-  sc.stage = c->zero;
-  sc.param_dtype = dtype;
-  sc.reduce_dtype = dtype;
-  sc.prefetch = c->prefetch;
-  sc.recompute = c->recompute;
-  sc.grad_accum = c->grad_accum;
-  sc.offload_optimizer = c->offload_optimizer;
-  sc.offload_params = c->offload_params;
-  sc.nvme_dir = c->nvme_dir;
-  sc.beta1 = (float)c->beta1;
-  sc.beta2 = (float)c->beta2;
-  sc.eps = (float)c->eps;
-  sc.weight_decay = (float)c->weight_decay;
-  sc.clip = (float)c->clip;
-  sc.seed = (uint64_t)c->seed;
-  sc.max_skipped = c->max_skipped;
-  return sc;
-}
-
 /* ---- checkpoints --------------------------------------------------------------------- */
 
 zeroc_result_t zeroc__train_save(zeroc_trainer_t *tr, const char *dir, uint64_t step) {
@@ -107,7 +85,8 @@ static zeroc_result_t build(zeroc_trainer_t *tr) {
   if (!r && root && c->export_path) r = zeroc__file_check_writable(c->export_path, "--export");
   ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
   create_phase = "model"; /* the model's run says when it is at its data */
-  zeroc_arch_run_t run = {ctx, &tr->info, shard_config(c, tr->info.dtype), &create_phase};
+  zeroc_arch_run_t run = {ctx, &tr->info, zeroc__train_shard_config(c, tr->info.dtype),
+                          &create_phase, 0};
   ZEROC_CHECK(tr->arch->create(&run, &tr->net));
   tr->model = tr->arch->model(tr->net);
   create_phase = "start";

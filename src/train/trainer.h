@@ -22,6 +22,10 @@ struct zeroc_trainer {
   zeroc__spike_t spike_loss, spike_norm;
 };
 
+/* The shard engine's settings of a resolved config, parameters in `dtype`
+ * (config.c). */
+zeroc_shard_config_t zeroc__train_shard_config(const zeroc_train_config_t *c, zeroc_dtype_t dtype);
+
 /* Writes the checkpoint of step `step` into `dir`: the model's state outside
  * the shards first, then the shards with the manifest (whose app object the
  * model writes). */
