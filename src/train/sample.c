@@ -92,6 +92,7 @@ zeroc_result_t zeroc_sampler_from_checkpoint(zeroc_ctx_t *ctx, const char *dir,
   if (c.vpp > 1) c.pp_schedule = ZEROC_PIPELINE_INTERLEAVED;
   c.param_dtype = ZEROC_FP32; /* the master weights are fp32; the sampler reads them */
   zeroc_train_info_t info;
+  memset(&info, 0, sizeof info); /* arch stays NULL if resolve fails before filling it */
   zeroc_result_t r =
       zeroc_train_config_resolve(&c, mesh, zeroc_ctx_device(ctx), ZEROC_NAMES_CONFIG, &info);
   const zeroc_arch_t *arch = info.arch;
