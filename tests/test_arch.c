@@ -65,6 +65,88 @@ static void test_resolve(void) {
                 zeroc_last_error(NULL));
 }
 
+/* zeroc_train_config_resolve: the defaults, ZEROC_UNSET against real values, the
+ * layout's defaults (zero and micro-batches with a pipeline) and the two namings. */
+static void test_config_resolve(void) {
+  zeroc_mesh_info_t one, pipe;
+  ZT_OK(zeroc_mesh_layout_cp(1, 1, 1, 1, 1, 0, &one));
+  ZT_OK(zeroc_mesh_layout_cp(4, 1, 1, 2, 1, 0, &pipe)); /* pp 2 x dp 2 */
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  zeroc_train_info_t in;
+  ZT_OK(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in));
+  CU_ASSERT_STRING_EQUAL(in.config.model, "tiny");
+  CU_ASSERT(in.arch == zeroc_arch_find("tiny"));
+  CU_ASSERT_EQUAL(in.config.steps, 100);
+  CU_ASSERT_EQUAL(in.config.zero, 3);
+  CU_ASSERT_EQUAL(in.config.grad_accum, 1);
+  CU_ASSERT_EQUAL(in.config.prefetch, 2);
+  CU_ASSERT_EQUAL(in.config.warmup, 0);
+  CU_ASSERT_EQUAL(in.config.val_tokens, ZEROC_UNSET); /* no val_data: nothing to size */
+  CU_ASSERT_DOUBLE_EQUAL(in.config.lr, 3e-4, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(in.config.clip, 1.0, 0);
+  CU_ASSERT_EQUAL(in.config.param_dtype, ZEROC_FP32);
+  CU_ASSERT_EQUAL(in.dtype_given, ZEROC_UNSET);
+  CU_ASSERT_EQUAL(in.global_batch, in.config.batch);
+  ZT_OK(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CUDA, ZEROC_NAMES_CONFIG, &in));
+  CU_ASSERT_EQUAL(in.config.param_dtype, ZEROC_BF16);
+  /* with a pipeline: ZeRO-1 and pp micro-batches, over dp 2 */
+  ZT_OK(zeroc_train_config_resolve(&c, &pipe, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in));
+  CU_ASSERT_EQUAL(in.config.zero, 1);
+  CU_ASSERT_EQUAL(in.config.grad_accum, 2);
+  CU_ASSERT_EQUAL(in.global_batch, in.config.batch * 2 * 2);
+  /* a value is a value: 0 and negatives where they mean nothing are refused */
+  c.steps = -1;
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in),
+                  ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "steps -1") != NULL, "message: %s",
+                zeroc_last_error(NULL));
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.eps = 0;
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in),
+                  ZEROC_ERR_INVALID_ARG);
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.layers = 0;
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in),
+                  ZEROC_ERR_INVALID_ARG);
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.val_data = "synthetic";
+  c.val_tokens = 0; /* read as unset, as callers before ZEROC_UNSET wrote it */
+  ZT_OK(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in));
+  CU_ASSERT_EQUAL(in.config.val_tokens, 65536);
+  /* the model's rules, named by field or by flag */
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.heads = 3; /* tiny's hidden is not a multiple of 3 */
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in),
+                  ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "heads 3 must divide hidden") &&
+                    !strstr(zeroc_last_error(NULL), "--heads"),
+                "message: %s", zeroc_last_error(NULL));
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_FLAGS, &in),
+                  ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "--heads 3 must divide --hidden") != NULL,
+                "message: %s", zeroc_last_error(NULL));
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.zero = 3; /* with a pipeline */
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, &pipe, ZEROC_DEVICE_CPU, ZEROC_NAMES_FLAGS, &in),
+                  ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "--zero 3 with --pp 2") != NULL, "message: %s",
+                zeroc_last_error(NULL));
+  /* DLRM: every rank data-parallel */
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.model = "dlrm-tiny";
+  ZT_OK(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in));
+  CU_ASSERT(in.dlrm && in.config.val_tokens == 4096 && in.config.param_dtype == ZEROC_FP32);
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, &pipe, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in),
+                  ZEROC_ERR_INVALID_ARG);
+  /* not from the initializer */
+  zeroc_train_config_t raw;
+  memset(&raw, 0, sizeof raw);
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&raw, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in),
+                  ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, NULL, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in),
+                  ZEROC_ERR_INVALID_ARG);
+}
+
 static int run_trainer(zeroc_ctx_t *ctx, const char *model, const char *save, const char *resume,
                        double *loss) {
   zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
@@ -136,6 +218,7 @@ int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"every preset finds its architecture; the tables are complete", test_registry},
       {"resolve: a preset with overrides, without a context", test_resolve},
+      {"zeroc_train_config_resolve: defaults, ZEROC_UNSET, layout, names", test_config_resolve},
       {"the trainer through the interface: GPT and DLRM, checkpoints, refusals", test_trainer_both},
       ZT_END,
   };
