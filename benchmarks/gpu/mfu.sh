@@ -5,7 +5,8 @@
 # same model in PyTorch (benchmarks/gpu/torch_gpt.py: bf16 autocast, SDPA, fused AdamW),
 # eager and torch.compile, timed side by side in the same run, with the ratios. Prints a
 # markdown table for benchmarks/RESULTS.md; each run's log goes to $LOGDIR (default: a
-# temporary folder, removed).
+# temporary folder, removed). Exits 1 when a zeroc run failed (its row says "failed"),
+# so a lease script that runs it fails with it; a missing PyTorch only empties its columns.
 # usage: mfu.sh ZEROC_BINARY [STEPS]
 #   MODELS="gpt2-124m gpt2-350m gpt-1.3b"  which rows
 #   ZEROC_FLAGS="..."                      extra flags for zeroc train
@@ -36,6 +37,7 @@ torch_run() { # torch_run NAME MODE ARGS... -> "tokens/s peak_bytes" or "n/a n/a
 }
 echo "| model | batch x seq | zeroc tokens/s | zeroc MFU | zeroc peak GiB | PyTorch eager tokens/s | eager peak GiB | torch.compile tokens/s | zeroc / eager | zeroc / compile |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
+failed=0
 run() {
   local name=$1 batch=$2; shift 2
   case " $MODELS " in *" $name "*) ;; *) return ;; esac
@@ -48,6 +50,7 @@ run() {
     mfu=$(field "$work/$name.jsonl" mfu | median)
     peak=$(field "$work/$name.jsonl" peak_device_max | sort -g | tail -1)
   else
+    failed=$((failed + 1))
     echo "mfu.sh: zeroc failed on $name; the end of its log:" >&2
     tail -5 "$logs/$name.zeroc.log" >&2
   fi
@@ -66,3 +69,4 @@ run() {
 run gpt2-124m 16 --model gpt2-124m
 run gpt2-350m 8 --model gpt2-350m
 run gpt-1.3b 4 --model custom --layers 24 --hidden 2048 --heads 16 --vocab 50257 --seq 2048
+[ "$failed" = 0 ] || { echo "mfu.sh: $failed zeroc run(s) failed" >&2; exit 1; }
