@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 #include "model/arch_registry.h"
-#include "train/trainer.h"
+#include "train/config.h"
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
 #define UNSET    ZEROC_UNSET

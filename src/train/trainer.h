@@ -6,6 +6,7 @@
 #ifndef ZEROC_TRAIN_TRAINER_H
 #define ZEROC_TRAIN_TRAINER_H
 
+#include "train/config.h"
 #include "train/spike.h"
 #include "zeroc/arch.h"
 #include "zeroc/train.h"
@@ -21,10 +22,6 @@ struct zeroc_trainer {
   int skipped_total, spikes_total;
   zeroc__spike_t spike_loss, spike_norm;
 };
-
-/* The shard engine's settings of a resolved config, parameters in `dtype`
- * (config.c). */
-zeroc_shard_config_t zeroc__train_shard_config(const zeroc_train_config_t *c, zeroc_dtype_t dtype);
 
 /* Writes the checkpoint of step `step` into `dir`: the model's state outside
  * the shards first, then the shards with the manifest (whose app object the
