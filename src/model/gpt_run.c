@@ -194,7 +194,7 @@ static zeroc_result_t create(const zeroc_arch_run_t *a, void **self) {
   run->cp = mesh->cp, run->cp_rank = mesh->cp_rank;
   const zeroc_train_config_t *c = &a->info->config;
   if (a->weights_only) { /* a checkpoint's weights to sample from: no data, no buffers */
-    if (a->phase) *a->phase = "model";
+    *a->phase = "model";
     return build_model(run, &a->shard, 1);
   }
   *a->phase = "data";
@@ -291,7 +291,7 @@ static zeroc_result_t export_weights(void *self, const char *path) {
 
 /* Rank 0: copies the consolidated tensors into the sampler (wte without its
  * padding rows: they come first, so the real rows are a prefix). */
-zeroc_result_t zeroc__gpt_sampler_fill(void *user, const float *const *src, uint64_t maxp) {
+static zeroc_result_t sampler_fill(void *user, const float *const *src, uint64_t maxp) {
   zeroc_sampler_t *s = user;
   int L = zeroc_sampler_config(s)->layers;
   (void)maxp;
@@ -318,7 +318,7 @@ static zeroc_result_t sampler(void *self, zeroc_sampler_t **out) {
   /* the gathers are not the next step's: out of its comm_bytes and exposed time */
   zeroc__eval_mark_t mark;
   zeroc__model_eval_mark(run->model, &mark);
-  if (!r) r = zeroc__gpt_collect(run->model, run->gpt, zeroc__gpt_sampler_fill, s);
+  if (!r) r = zeroc__gpt_collect(run->model, run->gpt, sampler_fill, s);
   zeroc__model_eval_unmark(run->model, &mark);
   if (r) {
     zeroc_sampler_destroy(s);

@@ -1,9 +1,8 @@
 /*
  * model/gpt_run.h - what gpt_run.c (the GPT behind the model interface: build,
  * step, checkpoints, weights, sampling) gives the files beside and above it:
- * the pipeline's config and cut (gpt_schedule.c prints the schedule that runs)
- * and the sampler's fill. Its state is gpt_state.h; its data gpt_batch.h; its
- * evaluation gpt_eval.h.
+ * the pipeline's config and cut (gpt_schedule.c prints the schedule that runs).
+ * Its state is gpt_state.h; its data gpt_batch.h; its evaluation gpt_eval.h.
  */
 #ifndef ZEROC_MODEL_GPT_RUN_H
 #define ZEROC_MODEL_GPT_RUN_H
@@ -17,8 +16,5 @@
 zeroc_pipeline_config_t zeroc__gpt_pipe_config(const zeroc_train_config_t *c, int tp, int cp,
                                                zeroc_dtype_t act_dtype);
 zeroc_result_t zeroc__gpt_partition(const zeroc_gpt_config_t *g, int stages, int *bounds);
-
-/* Copies the consolidated tensors of zeroc__gpt_collect into a sampler (`user`). */
-zeroc_result_t zeroc__gpt_sampler_fill(void *user, const float *const *src, uint64_t maxp);
 
 #endif

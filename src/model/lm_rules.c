@@ -12,7 +12,8 @@
 #include "core/error.h"
 #include "model/lm_rules.h"
 
-const zeroc__train_names_t zeroc__train_field_names = {
+/* The config's fields: the messages of zeroc_train_config_resolve for a program. */
+static const zeroc__train_names_t FIELD_NAMES = {
     .tp = "tp",
     .pp = "pp",
     .cp = "cp",
@@ -67,7 +68,7 @@ static const zeroc__train_names_t FLAG_NAMES = {
 };
 
 const zeroc__train_names_t *zeroc__lm_names(int names) {
-  return names == ZEROC_NAMES_FLAGS ? &FLAG_NAMES : &zeroc__train_field_names;
+  return names == ZEROC_NAMES_FLAGS ? &FLAG_NAMES : &FIELD_NAMES;
 }
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)

@@ -11,8 +11,8 @@
 #include "zeroc/gpt.h"
 #include "zeroc/train.h"
 
-/* What a rule's message calls each setting: the config's field names
- * (zeroc__train_field_names) or the command's flags (apps/train_flags.c). */
+/* What a rule's message calls each setting: the config's field names or the
+ * command's flags (zeroc__lm_names). */
 typedef struct zeroc__train_names {
   const char *tp, *pp, *cp, *cp_ulysses, *heads, *hidden, *batch, *seq, *layers, *zero, *vpp;
   const char *microbatches; /* grad_accum: the micro-batches with a pipeline */
@@ -20,8 +20,6 @@ typedef struct zeroc__train_names {
   const char *sequence_parallel, *offload_params, *nvme_dir, *save_every, *save, *resume, *init;
   const char *val_data, *val_every, *val_tokens;
 } zeroc__train_names_t;
-extern const zeroc__train_names_t zeroc__train_field_names;
-
 /* The names of zeroc_names_t `names`: the config's fields or `zeroc train`'s flags. */
 const zeroc__train_names_t *zeroc__lm_names(int names);
 

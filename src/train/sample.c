@@ -103,8 +103,9 @@ zeroc_result_t zeroc_sampler_from_checkpoint(zeroc_ctx_t *ctx, const char *dir,
   char *app = NULL;
   uint64_t step = 0;
   if (!r) {
-    zeroc_arch_run_t run = {ctx, &info, zeroc__train_shard_config(&info.config, ZEROC_FP32), NULL,
-                            1};
+    const char *phase = "model";
+    zeroc_arch_run_t run = {ctx, &info, zeroc__train_shard_config(&info.config, ZEROC_FP32),
+                            &phase, 1};
     r = arch->create(&run, &net); /* agreed on by every rank */
   } else {
     r = zeroc_ctx_agree(ctx, r);
