@@ -4,7 +4,7 @@
 # OMP_NUM_THREADS=1 per rank as torchrun sets it for more than one rank), in ROUNDS interleaved rounds whose order
 # alternates. Each round's figure is the median tokens/s of steps 4..STEPS; the summary gives
 # the median of the rounds, their range, the model GFLOP/s (Megatron's formula, as
-# zeroc_plan_flops_megatron in src/plan/plan.c) and the share of the sgemm ceiling
+# zeroc_plan_flops_megatron in src/model/gpt_price.c) and the share of the sgemm ceiling
 # of the machine (bench_sgemm, n = 2048, on all `nproc` threads).
 # usage: gpt_vs_torch.sh BUILD_DIR PYTHON [NP] [ROUNDS]
 #   PYTHON: /usr/bin/python3 with Debian's python3-torch (1.13, what issue 20 measured) or a venv's

@@ -22,6 +22,14 @@
  *   import_weights, export_weights, sampler, sample_prompt
  *                       external formats (safetensors with Hugging Face names)
  *                       and generation; NULL where the model has none
+ *   price_check, price_unit, price_stage, figures
+ *                       the planner's questions (zeroc/plan.h): the model's
+ *                       rules on a layout, each unit's parameters, a pipeline
+ *                       stage's activations, buffers and traffic, the FLOPs of
+ *                       a step. src/plan adds the engine's share (ZeRO states,
+ *                       pools, offload, pipeline buffers) and the time model;
+ *                       the model's allocators and these call the same size
+ *                       functions, so the prediction is the allocation
  *
  * A new model is its own files in src/model/ implementing this table, and one
  * line in the registry (src/model/registry.c).
@@ -34,6 +42,8 @@
 #include <stdio.h>
 
 #include "zeroc/ctx.h"
+#include "zeroc/embed.h"
+#include "zeroc/mem.h"
 #include "zeroc/mesh.h"
 #include "zeroc/pipeline.h"
 #include "zeroc/result.h"
@@ -46,6 +56,76 @@ extern "C" {
 struct zeroc_train_config;
 struct zeroc_train_info;
 struct zeroc_sampler;
+
+/* ---- what the planner asks of a model (pure arithmetic; no context) ---- */
+
+/* The most embedding tables a stage price reports (a model's own limit is at
+ * most this: DLRM's ZEROC_DLRM_MAX_TABLES). */
+#define ZEROC_ARCH_MAX_TABLES 64
+
+/* One rank's layout, as the planner prices it. */
+typedef struct zeroc_arch_layout {
+  int tp, pp, vpp, cp;     /* the mesh's sizes (vpp: model chunks per pipeline rank) */
+  zeroc_cp_mode_t cp_mode; /* with cp > 1: ZEROC_CP_MODE_RING or ZEROC_CP_MODE_ULYSSES */
+  int sequence_parallel;   /* 1 only with tp > 1 */
+  int shard;               /* ranks a flat parameter is sharded over (1 with ZeRO-0) */
+  int batch;               /* sequences (samples) of a micro-batch on this rank */
+  int microbatches;        /* per optimizer step */
+  int act_bytes;           /* bytes of an activation element */
+  int recompute;           /* 1: full activation recompute */
+  int flash_attention;     /* 1: attention keeps its log-sum-exp, not its scores */
+  int act_model;           /* zeroc_act_model_t (zeroc/plan.h) */
+  /* a training run's device, whose own device-side buffers the model adds, or
+   * ZEROC_DEVICE_AUTO for a plan (none) */
+  zeroc_device_kind_t device;
+  /* data-parallel ranks and the one priced, where a model's state differs by
+   * rank (embedding tables placed table-wise), its tables' sharding
+   * (zeroc_embed_sharding_t) and the bytes per rank above which a table lives
+   * in host memory (0: none) */
+  int ranks, rank, embedding_sharding;
+  uint64_t host_threshold;
+} zeroc_arch_layout_t;
+
+/* One unit on one tp rank. */
+typedef struct zeroc_arch_unit_price {
+  double params; /* its flat parameter's elements as the engine lays it out, before ZeRO */
+  int pinned;    /* 1: stays gathered, a later unit on the rank uses it (a tied embedding) */
+  int block;     /* 1: a repeated layer (tensor- and context-parallel traffic) */
+  int output;    /* 1: computes the loss */
+} zeroc_arch_unit_price_t;
+
+/* A pipeline rank's share, as the planner counts it (zeroc_arch_unit_price_t flags). */
+typedef struct zeroc_arch_stage {
+  int units, blocks, output;
+  int inflight; /* activation slots: micro-batches alive at once per chunk */
+} zeroc_arch_stage_t;
+
+/* What the model holds on that rank, and moves per block and micro-batch. */
+typedef struct zeroc_arch_stage_price {
+  double activations; /* bytes kept for backward, every slot in flight */
+  double buffers;     /* the model's transient buffers (context parallelism, a run's batch) */
+  double workspace;   /* backward scratch */
+  double boundary;    /* elements of one pipeline-boundary tensor */
+  double tp_bytes;    /* bytes of one activation a tensor-parallel collective moves */
+  double cp_forward, cp_backward; /* bytes a block's context-parallel exchange sends */
+  double attn_flops;              /* forward attention FLOPs of one block on this rank's tokens */
+  /* state outside the flat shards (embedding tables), by tag, and in host memory */
+  double outside[ZEROC_TAG_COUNT], outside_host;
+  /* the tables' placement and cost on the rank (ntables 0: the model has none) */
+  int ntables;
+  zeroc_embed_sharding_t sharding[ZEROC_ARCH_MAX_TABLES]; /* each table's, never AUTO */
+  int owner[ZEROC_ARCH_MAX_TABLES];                       /* table-wise: the owning rank, else -1 */
+  zeroc_embed_cost_t embed;
+} zeroc_arch_stage_price_t;
+
+/* The size of a step. */
+typedef struct zeroc_arch_figures {
+  uint64_t params;       /* the whole model's parameters */
+  uint64_t dense_params; /* of them, outside embedding tables */
+  double tokens;         /* tokens (samples) in the step's sequences */
+  double flops;          /* training FLOPs as MFU counts them (6 N per token + attention) */
+  double flops_executed; /* FLOPs the kernels execute with the recompute asked for */
+} zeroc_arch_figures_t;
 
 /* What the trainer hands an architecture's create: the context, the run's
  * resolved config and shape (info->config; the model writes its data figures,
@@ -123,6 +203,21 @@ typedef struct zeroc_arch {
   zeroc_result_t (*sampler)(void *self, struct zeroc_sampler **out);
   /* Up to `max` prompt tokens from the training data's first sequence. */
   zeroc_result_t (*sample_prompt)(void *self, int max, int32_t *ids, int *n);
+
+  /* ---- pricing (zeroc/plan.h; NULL: the planner cannot price the model) ---- */
+  /* The shape and the layout `L` as the planner takes them: ZEROC_ERR_INVALID_ARG
+   * with one message naming the plan's fields, for a shape or split the model
+   * refuses (heads not divisible by tp, ...) or a run the planner cannot price. */
+  zeroc_result_t (*price_check)(const struct zeroc_train_info *info, const zeroc_arch_layout_t *L);
+  /* Unit u (0 .. num_units - 1) on one tp rank. */
+  void (*price_unit)(const struct zeroc_train_info *info, const zeroc_arch_layout_t *L, int u,
+                     zeroc_arch_unit_price_t *out);
+  /* A pipeline rank holding `st`. Errors: the embedding plan's. */
+  zeroc_result_t (*price_stage)(const struct zeroc_train_info *info, const zeroc_arch_layout_t *L,
+                                const zeroc_arch_stage_t *st, zeroc_arch_stage_price_t *out);
+  /* `sequences` sequences (samples) of one step; recompute 1: full. */
+  void (*figures)(const struct zeroc_train_info *info, double sequences, int recompute,
+                  zeroc_arch_figures_t *out);
 } zeroc_arch_t;
 
 /* The architecture that answers to --model `name` (a preset name), or NULL. */

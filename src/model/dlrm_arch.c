@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "model/dlrm_price.h"
 #include "model/dlrm_run.h"
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
@@ -127,6 +128,8 @@ const zeroc_arch_t zeroc__arch_dlrm = {
     .presets = PRESETS,
     .resolve = zeroc__dlrm_resolve,
     .check = check,
+    .num_units = zeroc__dlrm_num_units,
+    .unit_costs = zeroc__dlrm_unit_costs,
     .create = zeroc__dlrm_create,
     .destroy = zeroc__dlrm_destroy,
     .model = model,
@@ -139,4 +142,8 @@ const zeroc_arch_t zeroc__arch_dlrm = {
     .save_extra = zeroc__dlrm_save_tables,
     .load_extra = zeroc__dlrm_load_tables,
     /* no import, export or sampling: DLRM checkpoints are save and resume */
+    .price_check = zeroc__dlrm_price_check,
+    .price_unit = zeroc__dlrm_price_unit,
+    .price_stage = zeroc__dlrm_price_stage,
+    .figures = zeroc__dlrm_figures,
 };

@@ -59,15 +59,25 @@ static zeroc_result_t check_fits(zeroc_ctx_t *ctx, double need, const char *what
                     have / 1073741824.0);
 }
 
+zeroc_result_t zeroc__tables_env(uint64_t *host_threshold, int *use_embed) {
+  int64_t host = 0, embed = 1;
+  /* ZEROC_DLRM_HOST_TABLES=BYTES: tables above it per rank in host memory */
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_DLRM_HOST_TABLES", 0, &host));
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_DLRM_EMBED", 1, &embed));
+  *host_threshold = host > 0 ? (uint64_t)host : 0;
+  *use_embed = embed != 0;
+  return ZEROC_OK;
+}
+
 static zeroc_result_t embed_create(zeroc__tables_t *t, const zeroc_dlrm_config_t *c, int batch,
                                    int sharding, uint64_t seed) {
   /* the config the planner prices too (model/dlrm_sizes.c) */
   zeroc_embed_table_t tabs[ZEROC_DLRM_MAX_TABLES];
   zeroc_embed_config_t ec;
-  int64_t host = 0; /* ZEROC_DLRM_HOST_TABLES=BYTES: tables above it per rank in host memory */
-  ZEROC_CHECK(zeroc__env_i64("ZEROC_DLRM_HOST_TABLES", 0, &host));
-  if (host < 0) host = 0;
-  zeroc__dlrm_embed_config(c, batch, sharding, seed, (uint64_t)host, tabs, &ec);
+  uint64_t host;
+  int use_embed;
+  ZEROC_CHECK(zeroc__tables_env(&host, &use_embed));
+  zeroc__dlrm_embed_config(c, batch, sharding, seed, host, tabs, &ec);
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(t->ctx);
   zeroc_embed_cost_t cost;
   ZEROC_CHECK(zeroc_embed_plan(&ec, mesh->dp, mesh->dp_rank, NULL, NULL, &cost));
@@ -83,8 +93,9 @@ zeroc_result_t zeroc__tables_create(zeroc_ctx_t *ctx, const zeroc_dlrm_config_t 
                                     int sharding, uint64_t seed, zeroc__tables_t **out) {
   zeroc__tables_t *t = calloc(1, sizeof *t);
   if (!t) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tables");
-  int64_t use_embed = 1;
-  zeroc_result_t re = zeroc__env_i64("ZEROC_DLRM_EMBED", 1, &use_embed);
+  uint64_t host;
+  int use_embed = 1;
+  zeroc_result_t re = zeroc__tables_env(&host, &use_embed);
   t->ctx = ctx;
   if (!re && use_embed) re = embed_create(t, c, batch, sharding, seed);
   if (re || use_embed) {

@@ -15,6 +15,12 @@
 
 typedef struct zeroc__tables zeroc__tables_t;
 
+/* The tables' environment, as zeroc__tables_create and the planner read it:
+ * ZEROC_DLRM_HOST_TABLES=BYTES (tables above it per rank in host memory; 0 or
+ * less: none) and ZEROC_DLRM_EMBED (0: the replicated reference tables).
+ * Errors: a value that is not a number (zeroc__env_i64). */
+zeroc_result_t zeroc__tables_env(uint64_t *host_threshold, int *use_embed);
+
 /* The tables of `c` (c->hot ids per bag at most, `batch` samples per rank),
  * weights uniform(-1/sqrt(rows), 1/sqrt(rows)) from `seed`; `sharding` is
  * --embedding-sharding (0 auto .. 4 data). Collective over the dp group. */

@@ -11,16 +11,17 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "model/gpt_file.h"
-#include "model/gpt_internal.h"
 #include "model/gpt_batch.h"
 #include "model/gpt_eval.h"
+#include "model/gpt_file.h"
+#include "model/gpt_internal.h"
+#include "model/gpt_price.h"
 #include "model/gpt_run.h"
-#include "zeroc/arch.h"
 #include "model/lm_rules.h"
 #include "model/sample.h"
 #include "runtime/runtime.h"
 #include "shard/engine.h"
+#include "zeroc/arch.h"
 #include "zeroc/device.h"
 
 /* ---- the configuration ----------------------------------------------------------------- */
@@ -340,6 +341,16 @@ static zeroc_result_t sample_prompt(void *self, int max, int32_t *ids, int *n) {
   return r;
 }
 
+static int num_units(const zeroc_train_info_t *info) { return zeroc_gpt_num_units(&info->model); }
+
+static void unit_costs(const zeroc_train_info_t *info, double *cost) {
+  zeroc_gpt_unit_costs(&info->model, cost);
+}
+
+static void unit_name(const zeroc_train_info_t *info, int u, char *buf, size_t n) {
+  zeroc__gpt_unit_name(&info->model, u, buf, n);
+}
+
 static const char *const PRESETS[] = {"tiny",      "small",      "gpt2-124m", "gpt2-350m",
                                       "gpt2-774m", "gpt2-1558m", "custom",    NULL};
 
@@ -348,6 +359,9 @@ const zeroc_arch_t zeroc__arch_gpt2 = {
     .presets = PRESETS,
     .resolve = resolve,
     .check = check,
+    .num_units = num_units,
+    .unit_costs = unit_costs,
+    .unit_name = unit_name,
     .print_schedule = zeroc__gpt_print_schedule,
     .create = create,
     .destroy = destroy,
@@ -362,4 +376,8 @@ const zeroc_arch_t zeroc__arch_gpt2 = {
     .export_weights = export_weights,
     .sampler = sampler,
     .sample_prompt = sample_prompt,
+    .price_check = zeroc__gpt_price_check,
+    .price_unit = zeroc__gpt_price_unit,
+    .price_stage = zeroc__gpt_price_stage,
+    .figures = zeroc__gpt_figures,
 };

@@ -8,17 +8,9 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "model/gpt_price.h"
 #include "model/gpt_run.h"
 #include "model/lm_rules.h"
-
-static void unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
-  if (u == 0)
-    snprintf(buf, n, "embedding");
-  else if (u == g->layers + 1)
-    snprintf(buf, n, "head");
-  else
-    snprintf(buf, n, "block %d", u - 1);
-}
 
 zeroc_result_t zeroc__gpt_print_schedule(FILE *f, const zeroc_train_info_t *info, int pp, int tp,
                                          zeroc_dtype_t act_dtype) {
@@ -42,8 +34,8 @@ zeroc_result_t zeroc__gpt_print_schedule(FILE *f, const zeroc_train_info_t *info
     double sum = 0;
     int first = bounds[st], last = bounds[st + 1] - 1;
     for (int u = first; u <= last; u++) sum += cost[u];
-    unit_name(g, first, a, sizeof a);
-    unit_name(g, last, b, sizeof b);
+    zeroc__gpt_unit_name(g, first, a, sizeof a);
+    zeroc__gpt_unit_name(g, last, b, sizeof b);
     fprintf(f,
             "  stage %d (rank %d, chunk %d): units %d..%d (%s%s%s), cost %.1f%% (FLOPs and "
             "parameters)%s\n",

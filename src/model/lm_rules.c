@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "model/lm_rules.h"
+#include "shard/rules.h"
 
 /* The config's fields: the messages of zeroc_train_config_resolve for a program. */
 static const zeroc__train_names_t FIELD_NAMES = {
@@ -106,10 +107,8 @@ zeroc_result_t zeroc__lm_check_pipeline(const zeroc_train_config_t *c, const zer
                                         int pp, const zeroc__train_names_t *n) {
   int il = c->pp_schedule == ZEROC_PIPELINE_INTERLEAVED;
   if (pp == 1) return ZEROC_OK;
-  if (c->zero > 1)
-    return BAD("%s %d with %s %d: pipeline parallelism keeps every micro-batch's gradients on its "
-               "stage and reduces them once per step; accepted %s 0 or 1 (default 1 with %s)",
-               n->zero, c->zero, n->pp, pp, n->zero, n->pp);
+  zeroc__rule_names_t rn = {n->zero, n->pp, n->offload_params};
+  ZEROC_CHECK(zeroc__shard_check_rules(c->zero, pp, ZEROC_OFFLOAD_NONE, &rn));
   if (il && c->vpp < 2)
     return BAD("%s needs %s >= 2 (model chunks per pipeline rank)", n->interleaved, n->vpp);
   if (!il && c->vpp > 1) return BAD("%s %d needs %s", n->vpp, c->vpp, n->interleaved);
@@ -126,11 +125,8 @@ zeroc_result_t zeroc__lm_check_pipeline(const zeroc_train_config_t *c, const zer
 
 zeroc_result_t zeroc__lm_check_outputs(const zeroc_train_config_t *c,
                                        const zeroc__train_names_t *n) {
-  static const char *const offloads[] = {"none", "cpu", "nvme"};
-  if (c->offload_params != ZEROC_OFFLOAD_NONE && c->zero != 3)
-    return BAD("%s %s needs %s 3 (got %s %d)", n->offload_params,
-               (unsigned)c->offload_params < 3 ? offloads[c->offload_params] : "?", n->zero,
-               n->zero, c->zero);
+  zeroc__rule_names_t rn = {n->zero, n->pp, n->offload_params};
+  ZEROC_CHECK(zeroc__shard_check_rules(c->zero, 1, (int)c->offload_params, &rn));
   if ((c->offload_optimizer == ZEROC_OFFLOAD_NVME || c->offload_params == ZEROC_OFFLOAD_NVME) &&
       !c->nvme_dir)
     return BAD("%s is required with nvme offload", n->nvme_dir);

@@ -1,21 +1,15 @@
 /*
  * plan/cp.c - context parallelism in the planner: the bytes ring attention
  * and Ulysses keep or move per transformer block (docs/cp.md gives the
- * reasoning), and the checks of a cp layout.
+ * reasoning), and the checks of a cp layout's fields.
  *
  * Notation, for one micro-batch on one rank: N the cp size, BTl = B T / N the
  * local tokens (two zigzag chunks of each sequence), Cl = C / tp the channels
  * of this tp rank, e bytes per activation element, and X = BTl Cl e the bytes
  * of one local (B, T/N, C/tp) tensor, such as K or V.
  */
-#include "cp/cp.h"
 #include "core/error.h"
 #include "plan/plan_internal.h"
-
-/* the public mode (zeroc/mesh.h) as src/cp names it */
-static zeroc__cp_mode_t cp_mode(int mode) {
-  return mode == ZEROC_CP_MODE_ULYSSES ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
-}
 
 /* What the two modes keep, hold and send (src/cp computes the numbers; this
  * is why they are what they are), per block and micro-batch:
@@ -34,28 +28,18 @@ static zeroc__cp_mode_t cp_mode(int mode) {
  * Backward: q, k, v and the output again and the output's gradient (5X) to
  * head-split, dq, dk, dv (3X) back: 8X (N-1)/N; 12X (N-1)/N in all. Nothing
  * head-split is kept between forward and backward. Buffers: send and receive
- * staging of qkv, head-split qkv, out, dout and dqkv, 14X. */
-void zeroc__plan_cp_block(int mode, int N, int B, int T, int Cl, int NHl, int e,
-                          zeroc__plan_cp_t *out) {
-  out->saved = out->buffers = out->forward = out->backward = 0;
-  if (N <= 1) return;
-  /* the buffers src/cp allocates and the bytes it sends: one source of truth */
-  out->buffers = (double)zeroc__cp_buffer_bytes(cp_mode(mode), N, B, T, Cl, NHl, (size_t)e);
-  uint64_t fwd, bwd;
-  zeroc__cp_comm_bytes(cp_mode(mode), N, B, T, Cl, (size_t)e, &fwd, &bwd);
-  out->forward = (double)fwd;
-  out->backward = (double)bwd;
-}
+ * staging of qkv, head-split qkv, out, dout and dqkv, 14X.
+ *
+ * src/cp computes these numbers (zeroc__cp_buffer_bytes, zeroc__cp_comm_bytes)
+ * for the run and the model's price alike (model/gpt_price.c). */
 
 zeroc_result_t zeroc__plan_check_cp(const zeroc_plan_config_t *c) {
-  const zeroc_gpt_config_t *m = &c->model;
   if (c->cp < 1 || c->cp > 4096)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp %d: accepted 1..4096", c->cp);
   if (c->cp_mode != ZEROC_CP_MODE_RING && c->cp_mode != ZEROC_CP_MODE_ULYSSES)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "cp_mode %d: accepted %d (ring) or %d (ulysses)",
                       (int)c->cp_mode, (int)ZEROC_CP_MODE_RING, (int)ZEROC_CP_MODE_ULYSSES);
-  if (c->cp == 1) return ZEROC_OK;
-  /* src/cp's own checks: the zigzag needs 2 cp | seq; Ulysses cp | heads / tp */
-  ZEROC_CHECK(zeroc__cp_check_seq(c->cp, m->seq));
-  return zeroc__cp_check_heads(cp_mode(c->cp_mode), m->heads, c->tp, c->cp);
+  /* the split of a sequence (2 cp | seq, Ulysses cp | heads / tp) is the
+   * model's rule: its price_check */
+  return ZEROC_OK;
 }

@@ -1,7 +1,11 @@
 /*
- * plan/plan.c - the planner's arithmetic: parameters per rank, Megatron FLOPs,
- * ZeRO model states, activations (Korthikanti's model and zeroc's own), and
- * the step-time estimate of one layout. docs/plan.md gives the reasoning.
+ * plan/plan.c - the planner's arithmetic: the config and its checks, a model's
+ * units cut over the pipeline as the runtime cuts them, each stage's ZeRO
+ * model states, engine pools, offload and pipeline buffers, and the step-time
+ * estimate of one layout. What the model itself holds and moves (its units'
+ * parameters, activations, scratch, traffic per block, FLOPs) it answers
+ * through the model interface (zeroc/arch.h, "pricing"). docs/plan.md gives
+ * the reasoning.
  */
 #include <math.h>
 #include <stddef.h>
@@ -10,10 +14,11 @@
 
 #include "core/error.h"
 #include "kernels/kernels.h"
-#include "model/gpt_sizes.h"
+#include "model/arch_registry.h"
 #include "plan/plan_internal.h"
 #include "pp/schedule.h"
 #include "pp/sizes.h"
+#include "shard/rules.h"
 #include "shard/sizes.h"
 #include "zeroc/pipeline.h"
 #include "zeroc/plan.h"
@@ -21,21 +26,7 @@
 #define GIB 1073741824.0
 #define MIB 1048576.0
 
-/* ---- formulas ------------------------------------------------------------------ */
-
-double zeroc_plan_flops_megatron(const zeroc_gpt_config_t *m, double B, zeroc_recompute_t rc) {
-  double s = m->seq, l = m->layers, h = m->hidden, V = m->vocab;
-  /* Per layer, one forward pass is 24 B s h^2 + 4 B s^2 h; backward is twice
-   * that; full recompute adds one more forward of the layers (not the logits).
-   * The logit layer is 2 B s h V forward, 6 B s h V in all. */
-  double passes = rc == ZEROC_RECOMPUTE_FULL ? 4.0 : 3.0;
-  return passes * (24.0 * B * s * l * h * h + 4.0 * B * s * s * l * h) + 6.0 * B * s * h * V;
-}
-
-const char *zeroc_plan_flops_formula(zeroc_recompute_t rc) {
-  return rc == ZEROC_RECOMPUTE_FULL ? "96 B s l h^2 (1 + s/(6h) + V/(16 l h)), full recompute"
-                                    : "72 B s l h^2 (1 + s/(6h) + V/(12 l h)), no recompute";
-}
+/* ---- model states ------------------------------------------------------------------ */
 
 /* The model states of psi parameters whose optimizer keeps (master 1) or does not
  * keep an fp32 master copy: the engine's buffers of one unit (shard/sizes.c). */
@@ -59,32 +50,6 @@ zeroc_result_t zeroc_plan_model_states(double psi, int zero, int shard, int pb,
                       psi, zero, shard, pb, (void *)out);
   model_states(psi, zero, shard, pb, zeroc__shard_keeps_master(pb, 0, 0), out);
   return ZEROC_OK;
-}
-
-double zeroc_plan_act_megatron(double s, double b, double h, double a, int t, int sp,
-                               zeroc_recompute_t rc) {
-  double sbh = s * b * h;
-  if (rc == ZEROC_RECOMPUTE_FULL) return 2.0 * sbh / (sp && t > 1 ? t : 1);
-  if (t <= 1) return sbh * (34.0 + 5.0 * a * s / h);
-  if (sp) return sbh * (34.0 / t + 5.0 * a * s / (h * t));
-  return sbh * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
-}
-
-double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t, int sp,
-                            zeroc_recompute_t rc, int e, int flash) {
-  double n = s * b, r = sp && t > 1 ? t : 1;
-  /* the buffers src/model/gpt.c allocates for a block (no vocabulary needed) */
-  zeroc__gpt_shape_t shape = {n, n / r, h, h / t, a / t, 0, e, t, sp && t > 1};
-  zeroc__gpt_bytes_t z;
-  zeroc__gpt_buffer_bytes(&shape, &z);
-  if (rc == ZEROC_RECOMPUTE_FULL) return z.resid; /* the block's output, the next one's input */
-  /* the block's output (B,T,C) and what it saves: ln_1, res2, ln_2 (B,T,C), qkv (B,T,3C),
-   * atty (B,T,C), fch, fch_gelu (B,T,4C), mean and rstd of both LayerNorms fp32 (B,T), and
-   * the attention's lse (B,NH,T) fp32 with flash, else its softmax probabilities (B,NH,T,T),
-   * which gpt.c never keeps */
-  double x = z.resid + z.saved - z.lse;
-  x += flash ? z.lse : e * b * a * s * s / t;
-  return x;
 }
 
 /* ---- the config ---------------------------------------------------------------- */
@@ -171,17 +136,56 @@ zeroc_result_t zeroc_plan_config_resolve(const zeroc_plan_config_t *in, zeroc_pl
   return ZEROC_OK;
 }
 
+/* ---- the model, through its interface ---------------------------------------------- */
+
+/* The decoder the public config describes: the built-in GPT of shape c->model
+ * (zeroc_plan_config_t names no other model yet). */
+static void decoder_of(const zeroc_plan_config_t *c, zeroc_train_info_t *info,
+                       zeroc__plan_model_t *pm) {
+  memset(info, 0, sizeof *info);
+  info->model = c->model;
+  info->arch = &zeroc__arch_gpt2;
+  memset(pm, 0, sizeof *pm);
+  pm->arch = info->arch;
+  pm->info = info;
+  pm->device = ZEROC_DEVICE_AUTO;
+  pm->ranks = 1;
+}
+
+/* The layout the model prices, for pipeline rank r's view of `c`. */
+static zeroc_arch_layout_t layout_of(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c) {
+  int dp = c->gpus / (c->tp * c->pp * c->cp);
+  zeroc_arch_layout_t L = {
+      .tp = c->tp,
+      .pp = c->pp,
+      .vpp = c->vpp,
+      .cp = c->cp,
+      .cp_mode = c->cp_mode,
+      .sequence_parallel = c->sequence_parallel && c->tp > 1,
+      /* ZeRO shards over dp_shard x cp: cp ranks compute with the same weights */
+      .shard = c->zero == 0 ? 1 : dp / c->hsdp * c->cp,
+      .batch = c->model.batch,
+      .microbatches = c->microbatches,
+      .act_bytes = c->act_bytes,
+      .recompute = c->recompute == ZEROC_RECOMPUTE_FULL,
+      .flash_attention = c->flash_attention,
+      .act_model = (int)c->act_model,
+      .device = pm->device,
+      .ranks = pm->ranks,
+      .rank = pm->rank,
+      .embedding_sharding = pm->embedding_sharding,
+      .host_threshold = pm->host_threshold,
+  };
+  return L;
+}
+
 /* The shape and the cluster: everything a search keeps fixed. */
-zeroc_result_t zeroc__plan_check_common(const zeroc_plan_config_t *c) {
-  const zeroc_gpt_config_t *m = &c->model;
-  if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->vocab < 2 || m->seq < 1 || m->batch < 1)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "model layers %d hidden %d heads %d vocab %d seq %d batch %d: each must be "
-                      ">= 1 (vocab >= 2)",
-                      m->layers, m->hidden, m->heads, m->vocab, m->seq, m->batch);
-  if (m->hidden % m->heads)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "model heads %d must divide hidden %d", m->heads,
-                      m->hidden);
+static zeroc_result_t check_common(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c) {
+  if (!pm->arch->price_check || !pm->arch->price_unit || !pm->arch->price_stage ||
+      !pm->arch->figures || !pm->arch->num_units || !pm->arch->unit_costs)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "the planner cannot price model %s: it has no pricing",
+                      pm->arch->name);
+  ZEROC_CHECK(pm->arch->price_check(pm->info, NULL));
   if (c->gpus < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpus %d: accepted >= 1", c->gpus);
   if (c->param_bytes != 2 && c->param_bytes != 4)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "param_bytes %d: accepted 2 (bf16) or 4 (fp32)",
@@ -227,9 +231,15 @@ zeroc_result_t zeroc__plan_check_common(const zeroc_plan_config_t *c) {
   return ZEROC_OK;
 }
 
+zeroc_result_t zeroc__plan_check_common(const zeroc_plan_config_t *c) {
+  zeroc_train_info_t info;
+  zeroc__plan_model_t pm;
+  decoder_of(c, &info, &pm);
+  return check_common(&pm, c);
+}
+
 /* The layout: what a search varies. */
-zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
-  const zeroc_gpt_config_t *m = &c->model;
+static zeroc_result_t check_layout(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c) {
   if (c->zero < 0 || c->zero > 3)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zero %d: accepted 0, 1, 2, 3", c->zero);
   if (c->tp < 1 || c->pp < 1 || c->hsdp < 1 || c->microbatches < 1)
@@ -244,15 +254,16 @@ zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d x pp %d x cp %d must divide gpus %d", c->tp,
                       c->pp, c->cp, c->gpus);
   }
-  /* Stages may be uneven: the runtime cuts the units (embedding, blocks, head)
-   * by cost (zeroc_pipeline_partition) and needs one per stage, no more. */
-  if (zeroc_gpt_num_units(m) < (int64_t)c->pp * c->vpp)
+  /* the model's own rules (tp dividing the heads, the cp split of a sequence) */
+  zeroc_arch_layout_t L = layout_of(pm, c);
+  ZEROC_CHECK(pm->arch->price_check(pm->info, &L));
+  /* Stages may be uneven: the runtime cuts the units by cost
+   * (zeroc_pipeline_partition) and needs one per stage, no more. */
+  int nu = pm->arch->num_units(pm->info);
+  if (nu < (int64_t)c->pp * c->vpp)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "pp %d x vpp %d = %lld stages need as many units; the model has %d "
-                      "(embedding, %d layers, head)",
-                      c->pp, c->vpp, (long long)c->pp * c->vpp, zeroc_gpt_num_units(m), m->layers);
-  if (m->heads % c->tp)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d must divide the heads %d", c->tp, m->heads);
+                      "pp %d x vpp %d = %lld stages need as many units; the model has %d", c->pp,
+                      c->vpp, (long long)c->pp * c->vpp, nu);
   int dp = c->gpus / (c->tp * c->pp * c->cp);
   if (dp % c->hsdp)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "hsdp %d must divide dp %d (= gpus %d / (tp x pp%s))",
@@ -264,17 +275,19 @@ zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
   if (c->pp > 1)
     ZEROC_CHECK(zeroc__pp_validate(c->vpp > 1 ? ZEROC_PP_INTERLEAVED : ZEROC_PP_1F1B, c->pp,
                                    c->microbatches, c->vpp));
-  if (c->pp > 1 && c->zero > 1)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "zero %d with pp %d: with pipeline parallelism accepted zero 0 or 1", c->zero,
-                      c->pp);
   if (c->hsdp > 1 && c->zero == 0)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "hsdp %d with zero 0: hsdp needs zero 1, 2 or 3",
                       c->hsdp);
-  if (c->offload_params != ZEROC_OFFLOAD_NONE && c->zero != 3)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "offload_params with zero %d: accepted only zero 3",
-                      c->zero);
-  return ZEROC_OK;
+  /* the engine's rules, as the trainer's config applies them (shard/rules.c) */
+  static const zeroc__rule_names_t names = {"zero", "pp", "offload_params"};
+  return zeroc__shard_check_rules(c->zero, c->pp, (int)c->offload_params, &names);
+}
+
+zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
+  zeroc_train_info_t info;
+  zeroc__plan_model_t pm;
+  decoder_of(c, &info, &pm);
+  return check_layout(&pm, c);
 }
 
 /* ---- one layout ------------------------------------------------------------------ */
@@ -283,11 +296,8 @@ zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
 typedef struct stage {
   double params;   /* parameters before ZeRO sharding */
   double unit_max; /* the largest unit not pinned (flat parameter), for the buffer pools */
-  double pinned;   /* a unit that stays gathered (the embedding tied to the head), or 0 */
-  double units;    /* units on the rank */
-  double blocks;   /* transformer blocks on the rank */
-  int inflight;    /* activation slots: micro-batches alive at once per chunk */
-  int output;      /* 1: holds the final LayerNorm, the logits and the loss */
+  double pinned;   /* units that stay gathered (the embedding tied to the head), or 0 */
+  zeroc_arch_stage_t m; /* units, blocks, output, activation slots, as the model prices them */
   int chunks_in;   /* its chunks that receive their input from another rank */
   int chunks_out;  /* its chunks that send their output to another rank */
 } stage_t;
@@ -297,46 +307,42 @@ typedef struct stage {
  * activation slots per chunk (src/pp/pipeline.c): the most micro-batches of
  * one chunk alive at once, min(m, p - r) under 1F1B, from the schedule `sch`
  * otherwise. */
-static zeroc_result_t stage_of(const zeroc_plan_config_t *c, const int *bounds,
+static zeroc_result_t stage_of(const zeroc__plan_model_t *pm, const zeroc_arch_layout_t *L,
+                               const zeroc_plan_config_t *c, const int *bounds,
                                const zeroc_pp_schedule_t *sch, int r, stage_t *st) {
-  int p = c->pp, L = c->model.layers, S = c->pp * c->vpp;
-  /* Units' parameters as src/model declares them (gpt_sizes.c). The head has
-   * its own copy of wte on another rank than the embedding (its gradient is
-   * all-reduced with the embedding's); with one stage the embedding is
-   * pinned: the head shares it. */
+  int p = c->pp, S = c->pp * c->vpp;
   memset(st, 0, sizeof *st);
-  st->pinned = p == 1 ? zeroc__gpt_unit_params(&c->model, c->tp, 0, 0) : 0;
   for (int ch = 0; ch < c->vpp; ch++) {
     int s = ch * p + r;
     st->chunks_in += s > 0;
     st->chunks_out += s < S - 1;
     for (int u = bounds[s]; u < bounds[s + 1]; u++) {
-      double n = zeroc__gpt_unit_params(&c->model, c->tp, u, p > 1);
-      st->params += n;
-      st->units += 1;
-      st->blocks += u > 0 && u <= L;
-      st->output |= u == L + 1;
-      if (!(u == 0 && p == 1)) st->unit_max = fmax(st->unit_max, n);
+      zeroc_arch_unit_price_t up;
+      pm->arch->price_unit(pm->info, L, u, &up);
+      st->params += up.params;
+      st->m.units += 1;
+      st->m.blocks += up.block;
+      st->m.output |= up.output;
+      if (up.pinned)
+        st->pinned += up.params;
+      else
+        st->unit_max = fmax(st->unit_max, up.params);
     }
   }
-  st->inflight = 1;
-  if (p > 1 && c->vpp == 1) st->inflight = c->microbatches < p - r ? c->microbatches : p - r;
+  st->m.inflight = 1;
+  if (p > 1 && c->vpp == 1) st->m.inflight = c->microbatches < p - r ? c->microbatches : p - r;
   if (p > 1 && c->vpp > 1) {
     int cont;
-    ZEROC_CHECK(zeroc__pp_alive_width(sch, r, &st->inflight, &cont));
+    ZEROC_CHECK(zeroc__pp_alive_width(sch, r, &st->m.inflight, &cont));
   }
   return ZEROC_OK;
 }
 
-/* Device bytes of one stage; host and NVMe bytes of its offloaded state. */
-static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const stage_t *st,
-                                   zeroc_plan_memory_t *mem, double *host, double *nvme) {
-  const zeroc_gpt_config_t *m = &c->model;
-  /* s: the tokens of a sequence this rank holds, T / cp (its zigzag chunks) */
-  double s = (double)m->seq / c->cp, b = m->batch, C = m->hidden, a = m->heads, n = s * b;
-  int t = c->tp, sp = c->sequence_parallel && t > 1, e = c->act_bytes, pb = c->param_bytes;
-  /* ZeRO shards over dp_shard x cp: cp ranks compute with the same weights */
-  int nd = c->zero == 0 ? 1 : dp / c->hsdp * c->cp;
+/* The ZeRO model states of the stage's parameters on a shard group of nd and
+ * where offload puts them (host and NVMe bytes). */
+static void stage_states(const zeroc_plan_config_t *c, int nd, const stage_t *st,
+                         zeroc_plan_memory_t *mem, double *host, double *nvme) {
+  int pb = c->param_bytes;
   model_states(st->params, c->zero, nd, pb,
                zeroc__shard_keeps_master(pb, c->offload_optimizer, c->offload_params), mem);
   /* micro-steps accumulate in fp32 (shard/sizes.c, as the engine allocates):
@@ -355,6 +361,16 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   if (c->offload_params == ZEROC_OFFLOAD_CPU) *host += mem->params;
   if (c->offload_params == ZEROC_OFFLOAD_NVME) *nvme += mem->params;
   if (c->offload_params != ZEROC_OFFLOAD_NONE) mem->params = 0;
+}
+
+/* Device bytes of one stage; host and NVMe bytes of its offloaded state; the
+ * model's price of it in *mp. */
+static zeroc_result_t stage_memory(const zeroc__plan_model_t *pm, const zeroc_arch_layout_t *L,
+                                   const zeroc_plan_config_t *c, const stage_t *st,
+                                   zeroc_plan_memory_t *mem, double *host, double *nvme,
+                                   zeroc_arch_stage_price_t *mp) {
+  int e = c->act_bytes, pb = c->param_bytes, nd = L->shard;
+  stage_states(c, nd, st, mem, host, nvme);
 
   /* The engine's buffers (src/shard/sizes.c): units used by a later unit
    * (the embedding tied to the head) are pinned and keep dedicated gather
@@ -362,69 +378,30 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
    * of them. Gradients are reduced in the parameter dtype. */
   zeroc__pool_bytes_t pool;
   zeroc__unit_bytes_t pin;
-  zeroc__shard_pool_bytes(c->zero, c->prefetch, (int)st->units, c->microbatches, st->unit_max,
+  zeroc__shard_pool_bytes(c->zero, c->prefetch, st->m.units, c->microbatches, st->unit_max,
                           fmax(st->unit_max, st->pinned), nd, pb, pb, &pool);
   zeroc__shard_unit_bytes(c->zero, st->pinned, nd, 1, pb, pb, pb, 1, &pin);
   mem->buffers = pool.gather_n * pool.gather + pin.own_gather + pool.fgrad_n * pool.fgrad +
                  pin.own_fgrad + pool.rs_n * pool.rs;
 
-  /* src/model/gpt.c's buffers for this shape (gpt_sizes.c) */
-  double r = sp ? t : 1, Vt = zeroc__gpt_padded_vocab(m->vocab, t) / t;
-  zeroc__gpt_shape_t shape = {n, n / r, C, C / t, a / t, Vt, e, t, sp};
-  zeroc__gpt_bytes_t z;
-  zeroc__gpt_buffer_bytes(&shape, &z);
-  /* cp: the model's (T/cp, C) position scratch, backward scratch like the rest */
-  z.scratch += zeroc__gpt_cp_pos_bytes(m->seq, c->cp, m->hidden, e);
-
-  /* With cp a rank's score matrices are (T/cp) x T: as many as cp x heads
-   * matrices of (T/cp)^2, which is what the formulas get for s = T/cp. The
-   * log-sum-exp (flash) is one per local token and head. */
-  double as = a * c->cp, af = c->flash_attention ? a : as;
-  double layer, layer_full;
-  if (c->act_model == ZEROC_ACT_MEGATRON) {
-    /* Korthikanti's counts are for 16-bit activations; scaled for fp32. */
-    layer = zeroc_plan_act_megatron(s, b, C, as, t, sp, c->recompute) * e / 2.0;
-    layer_full = zeroc_plan_act_megatron(s, b, C, as, t, sp, ZEROC_RECOMPUTE_NONE) * e / 2.0;
-  } else {
-    layer = zeroc_plan_act_zeroc(s, b, C, af, t, sp, c->recompute, e, c->flash_attention);
-    layer_full =
-        zeroc_plan_act_zeroc(s, b, C, af, t, sp, ZEROC_RECOMPUTE_NONE, e, c->flash_attention);
-  }
-  double act = (double)st->inflight * st->blocks * layer;
-  /* With recompute, the layer being back-propagated is rebuilt in full; its
-   * input is one of the layer inputs already counted. */
-  if (c->recompute == ZEROC_RECOMPUTE_FULL) act += layer_full - layer;
-  /* Context parallelism (plan/cp.c): what ring or Ulysses keeps per block
-   * (only the block being back-propagated with recompute), and its transient
-   * buffers, allocated once per rank. */
-  zeroc__plan_cp_t cpb;
-  zeroc__plan_cp_block(c->cp_mode, c->cp, m->batch, m->seq, m->hidden / t, m->heads / t, e, &cpb);
-  if (st->blocks > 0)
-    act += (c->recompute == ZEROC_RECOMPUTE_FULL ? 1.0 : st->inflight * st->blocks) * cpb.saved;
-  mem->buffers += cpb.buffers; /* the model builds its cp object on every stage */
-  if (st->output) {
-    /* ln_f input and output (B,T,C), its mean/rstd, the logits (B,T,V/t)
-     * (the fused cross-entropy overwrites them with their gradient) and the
-     * per-token losses (B,T) fp32; with tp the vocabulary-parallel
-     * cross-entropy's three per-token statistics (max, target logit, sum of
-     * exp) fp32; per activation slot. */
-    double head = 2.0 * z.resid + 2.0 * z.stat + z.logits + z.losses + z.ce_stats;
-    act += st->inflight * head;
-  }
-  /* The pipeline's boundary tensors (src/pp/pipeline.c), one residual-stream
-   * (B*T/r, C) per activation slot: a chunk that sends its output keeps it
+  /* what the model keeps and allocates on this stage (its size functions) */
+  ZEROC_CHECK(pm->arch->price_stage(pm->info, L, &st->m, mp));
+  double act = mp->activations;
+  mem->buffers += mp->buffers;
+  /* The pipeline's boundary tensors (src/pp/pipeline.c), one residual stream
+   * per activation slot: a chunk that sends its output keeps it
    * (activations) and receives its gradient into a buffer; a chunk that
-   * receives its input (the first layer's input, counted above) sends back
-   * the gradient from another buffer. */
+   * receives its input (the first layer's input, counted by the model) sends
+   * back the gradient from another buffer. */
   if (c->pp > 1) {
-    double x = zeroc__pp_boundary_bytes(shape.Nl * C, e);
-    act += (double)st->inflight * st->chunks_out * x;
-    mem->buffers += zeroc__pp_grad_buffer_bytes(st->inflight, st->chunks_in, st->chunks_out, x);
+    double x = zeroc__pp_boundary_bytes(mp->boundary, e);
+    act += (double)st->m.inflight * st->chunks_out * x;
+    mem->buffers += zeroc__pp_grad_buffer_bytes(st->m.inflight, st->chunks_in, st->chunks_out, x);
   }
   mem->activations = act;
-  /* The model's backward scratch (gpt_sizes.c lists it), the engine's step
-   * accumulator (shard/sizes.c), plus the fixed workspace. */
-  mem->workspace = z.scratch + zeroc__shard_step_bytes() + c->workspace_mib * MIB;
+  /* The model's backward scratch, the engine's step accumulator
+   * (shard/sizes.c), plus the fixed workspace. */
+  mem->workspace = mp->workspace + zeroc__shard_step_bytes() + c->workspace_mib * MIB;
   /* The engine's fp32 side buffers (shard/sizes.c): where the kernels compute
    * in another dtype than the parameters (cpu, bf16), an fp32 view of the
    * gathered parameters and an fp32 gradient, shared by the unpinned units
@@ -433,6 +410,14 @@ static zeroc_result_t stage_memory(const zeroc_plan_config_t *c, int dp, const s
   if (c->compute_bytes != pb)
     mem->workspace += 2 * (st->unit_max > 0 ? pool.fp32_copy : 0) + 2 * pin.fp32_copy;
   if (pb != 4) mem->workspace += pool.fp32_shard;
+  /* state the model keeps outside the flat shards (embedding tables) */
+  mem->params += mp->outside[ZEROC_TAG_PARAMS];
+  mem->grads += mp->outside[ZEROC_TAG_GRADS];
+  mem->optimizer += mp->outside[ZEROC_TAG_OPTIMIZER];
+  mem->activations += mp->outside[ZEROC_TAG_ACTIVATIONS];
+  mem->buffers += mp->outside[ZEROC_TAG_BUFFERS];
+  mem->workspace += mp->outside[ZEROC_TAG_WORKSPACE];
+  *host += mp->outside_host;
   mem->total =
       mem->params + mem->grads + mem->optimizer + mem->activations + mem->buffers + mem->workspace;
   return ZEROC_OK;
@@ -457,56 +442,54 @@ static double ring(double bytes, int n, double bw, double lat) {
  * each K/V step behind the attention of the chunk in hand, so only the part
  * of a step longer than that attention shows (and dK/dV's last step home);
  * Ulysses' all-to-alls sit between the projections and the attention and
- * hide behind nothing. `blocks`: the blocks of the stage that sets the pace. */
-static double cp_time(const zeroc_plan_config_t *c, double blocks) {
-  const zeroc_gpt_config_t *m = &c->model;
+ * hide behind nothing. `blocks`: the blocks of the stage that sets the pace;
+ * `k`: the model's traffic and attention per block and micro-batch. */
+static double cp_time(const zeroc_plan_config_t *c, double blocks,
+                      const zeroc_arch_stage_price_t *k) {
   int N = c->cp, t = c->tp;
   if (N <= 1) return 0;
-  double bw, lat, T = m->seq, b = m->batch, C = m->hidden;
+  double bw, lat;
   link_of(c, (int64_t)t * N, &bw, &lat);
-  zeroc__plan_cp_t k;
-  zeroc__plan_cp_block(c->cp_mode, N, m->batch, m->seq, m->hidden / t, m->heads / t, c->act_bytes,
-                       &k);
   double rc = c->recompute == ZEROC_RECOMPUTE_FULL ? 2.0 : 1.0, fwd, bwd;
   if (c->cp_mode == ZEROC_CP_MODE_RING) {
     /* one forward step: K, V sent (forward / (N-1) bytes) against 1/N of the
-     * rank's attention, 4 b T^2 C / (N t) FLOPs forward, twice that backward */
-    double attn = 4.0 * b * T * T * C / ((double)N * t) / (c->mfu * c->peak_tflops * 1e12) / N;
-    double step = k.forward / (N - 1), tx = lat + step / bw, tb = lat + 2.0 * step / bw;
+     * rank's attention, twice that backward */
+    double attn = k->attn_flops / (c->mfu * c->peak_tflops * 1e12) / N;
+    double step = k->cp_forward / (N - 1), tx = lat + step / bw, tb = lat + 2.0 * step / bw;
     fwd = (N - 1) * fmax(0.0, tx - attn);
     bwd = (N - 1) * fmax(0.0, tb - 2.0 * attn) + tx;
   } else {
     /* two all-to-alls each way, N-1 exchanges apiece */
-    fwd = 2.0 * (N - 1) * lat + k.forward / bw;
-    bwd = 2.0 * (N - 1) * lat + k.backward / bw;
+    fwd = 2.0 * (N - 1) * lat + k->cp_forward / bw;
+    bwd = 2.0 * (N - 1) * lat + k->cp_backward / bw;
   }
   return c->microbatches * blocks * (rc * fwd + bwd);
 }
 
-static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double flops, double blocks,
-                      zeroc_plan_time_t *tm) {
-  const zeroc_gpt_config_t *m = &c->model;
+/* `layers`: the model's blocks; `blocks`: those of the stage that sets the
+ * pace; `k`: the model's traffic per block and micro-batch. */
+static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double flops, int layers,
+                      double blocks, const zeroc_arch_stage_price_t *k, zeroc_plan_time_t *tm) {
   /* with cp, ZeRO shards and reduces over dp_shard x cp (x replicas) */
   int t = c->tp, p = c->pp, mb = c->microbatches, R = c->hsdp, nd = dp / R * c->cp;
   double e = c->act_bytes, pb = c->param_bytes, bw, lat;
   memset(tm, 0, sizeof *tm);
   tm->compute = flops / ((double)c->gpus * c->mfu * c->peak_tflops * 1e12);
   if (p > 1) tm->bubble = tm->compute * (p - 1) / ((double)mb * c->vpp);
-  double x = (double)m->seq / c->cp * m->batch * m->hidden * e; /* one (B,T/cp,C) activation */
+  double x = k->tp_bytes; /* one (B,T/cp,C) activation */
   if (t > 1) {
     /* 2 all-reduces forward, 2 backward per layer (Megatron), 2 more for the
      * recomputed forward; sequence parallelism swaps each for an all-gather
      * plus a reduce-scatter of the same volume. */
     link_of(c, t, &bw, &lat);
-    double k = c->recompute == ZEROC_RECOMPUTE_FULL ? 6 : 4;
-    tm->tp = (double)mb * (m->layers / p) * k * 2.0 * ring(x, t, bw, lat);
+    double n = c->recompute == ZEROC_RECOMPUTE_FULL ? 6 : 4;
+    tm->tp = (double)mb * (layers / p) * n * 2.0 * ring(x, t, bw, lat);
   }
   if (p > 1) {
     /* Activation forward and gradient backward per micro-batch per stage; the
      * slowest boundary sets the pace, across nodes if the mesh spans nodes. */
     link_of(c, c->gpus, &bw, &lat);
-    double rows = (double)m->seq / c->cp * m->batch / (c->sequence_parallel && t > 1 ? t : 1);
-    double xb = zeroc__pp_boundary_bytes(rows * m->hidden, (int)e); /* one message (pp/sizes.c) */
+    double xb = zeroc__pp_boundary_bytes(k->boundary, (int)e); /* one message (pp/sizes.c) */
     tm->pp = 2.0 * mb * (lat + xb / bw);
   }
   if (dp * c->cp > 1) {
@@ -548,43 +531,37 @@ static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double f
     if (c->offload_params == ZEROC_OFFLOAD_NVME)
       tm->offload += (2.0 * mb + 1.0) * pb * shard / nvme;
   }
-  tm->cp = cp_time(c, blocks);
+  tm->cp = cp_time(c, blocks, k);
   tm->total = tm->compute + tm->bubble + tm->tp + tm->pp + tm->dp + tm->offload + tm->cp;
 }
 
-zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_result_t *out) {
-  memset(out, 0, sizeof *out);
-  out->cfg = *c;
-  out->params = zeroc_gpt_num_params(&c->model);
-  out->dp = c->gpus / (c->tp * c->pp * c->cp);
-  out->shard = c->zero == 0 ? 1 : out->dp / c->hsdp * c->cp;
-  out->global_batch = (int64_t)c->model.batch * c->microbatches * out->dp;
-  out->tokens_per_step = (double)out->global_batch * c->model.seq;
-  out->flops_per_step =
-      zeroc_plan_flops_megatron(&c->model, (double)out->global_batch, c->recompute);
-  out->flops_per_token = out->flops_per_step / out->tokens_per_step;
-
-  /* every pipeline rank's share, cut as the runtime cuts it; the one needing
-   * the most device memory is reported */
-  int nu = zeroc_gpt_num_units(&c->model), S = c->pp * c->vpp;
+/* Every pipeline rank's share, cut as the runtime cuts it; the one needing the
+ * most device memory is reported in out (its model price in *mp); the largest
+ * stage's parameters (collectives move them: it sets the pace) and blocks. */
+static zeroc_result_t plan_stages(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c,
+                                  zeroc_plan_result_t *out, zeroc_arch_stage_price_t *mp,
+                                  double *psi, double *blocks) {
+  zeroc_arch_layout_t L = layout_of(pm, c);
+  int nu = pm->arch->num_units(pm->info), S = c->pp * c->vpp;
   double *cost = malloc(sizeof(double) * (size_t)nu);
   int *bounds = malloc(sizeof(int) * (size_t)(S + 1));
   zeroc_pp_schedule_t *sch = NULL;
   zeroc_result_t res =
       cost && bounds ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NOMEM, "plan: stage tables");
   if (!res) {
-    zeroc_gpt_unit_costs(&c->model, cost);
+    pm->arch->unit_costs(pm->info, cost);
     res = zeroc_pipeline_partition(cost, nu, S, bounds);
   }
   if (!res && c->vpp > 1)
     res = zeroc__pp_schedule_create(ZEROC_PP_INTERLEAVED, c->pp, c->microbatches, c->vpp, &sch);
-  double psi = 0, blocks = 0;
+  *psi = *blocks = 0;
   for (int r = 0; r < c->pp && !res; r++) {
     stage_t st;
     zeroc_plan_memory_t mem;
+    zeroc_arch_stage_price_t price;
     double host, nvme;
-    res = stage_of(c, bounds, sch, r, &st);
-    if (!res) res = stage_memory(c, out->dp, &st, &mem, &host, &nvme);
+    res = stage_of(pm, &L, c, bounds, sch, r, &st);
+    if (!res) res = stage_memory(pm, &L, c, &st, &mem, &host, &nvme, &price);
     if (res) break;
     if (r == 0 || mem.total > out->device.total) {
       out->stage = r;
@@ -592,29 +569,67 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
       out->device = mem;
       out->host_bytes = host;
       out->nvme_bytes = nvme;
-      out->comm.cp = st.blocks; /* the reported stage's blocks, for the bytes below */
+      out->comm.cp = st.m.blocks; /* the reported stage's blocks, for the bytes below */
+      *mp = price;
     }
-    blocks = fmax(blocks, st.blocks);
-    /* Collectives move the largest stage's parameters: it sets the pace. */
-    psi = fmax(psi, st.params);
+    *blocks = fmax(*blocks, st.m.blocks);
+    *psi = fmax(*psi, st.params);
   }
   zeroc__pp_schedule_destroy(sch);
   free(cost);
   free(bounds);
-  ZEROC_CHECK(res);
+  return res;
+}
+
+zeroc_result_t zeroc__plan_model(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c,
+                                 zeroc_plan_result_t *out, zeroc_arch_stage_price_t *mp) {
+  memset(out, 0, sizeof *out);
+  out->cfg = *c;
+  out->dp = c->gpus / (c->tp * c->pp * c->cp);
+  out->shard = c->zero == 0 ? 1 : out->dp / c->hsdp * c->cp;
+  out->global_batch = (int64_t)c->model.batch * c->microbatches * out->dp;
+  zeroc_arch_figures_t f;
+  pm->arch->figures(pm->info, (double)out->global_batch, c->recompute == ZEROC_RECOMPUTE_FULL, &f);
+  out->params = f.params;
+  out->tokens_per_step = f.tokens;
+  out->flops_per_step = f.flops_executed;
+  out->flops_per_token = out->flops_per_step / out->tokens_per_step;
+
+  double psi, blocks;
+  ZEROC_CHECK(plan_stages(pm, c, out, mp, &psi, &blocks));
   out->gpu_mem_bytes = c->gpu_mem_gib * GIB;
   out->fits = c->gpu_mem_gib == 0 || out->device.total <= out->gpu_mem_bytes;
-  step_time(c, out->dp, psi, out->flops_per_step, blocks, &out->time);
-  /* the reported stage's context-parallel bytes per step (plan/cp.c) */
-  zeroc__plan_cp_t k;
+  /* the model's blocks in all (tensor-parallel traffic is per block) */
+  zeroc_arch_layout_t L = layout_of(pm, c);
+  int nu = pm->arch->num_units(pm->info), layers = 0;
+  for (int u = 0; u < nu; u++) {
+    zeroc_arch_unit_price_t up;
+    pm->arch->price_unit(pm->info, &L, u, &up);
+    layers += up.block;
+  }
+  step_time(c, out->dp, psi, out->flops_per_step, layers, blocks, mp, &out->time);
+  /* the reported stage's context-parallel bytes per step (src/cp's counts) */
   double rblocks = out->comm.cp;
-  zeroc__plan_cp_block(c->cp_mode, c->cp, c->model.batch, c->model.seq, c->model.hidden / c->tp,
-                       c->model.heads / c->tp, c->act_bytes, &k);
-  out->comm.cp_forward = k.forward;
-  out->comm.cp_backward = k.backward;
-  out->comm.cp = c->microbatches * rblocks *
-                 ((c->recompute == ZEROC_RECOMPUTE_FULL ? 2.0 : 1.0) * k.forward + k.backward);
+  out->comm.cp_forward = mp->cp_forward;
+  out->comm.cp_backward = mp->cp_backward;
+  out->comm.cp =
+      c->microbatches * rblocks *
+      ((c->recompute == ZEROC_RECOMPUTE_FULL ? 2.0 : 1.0) * mp->cp_forward + mp->cp_backward);
   return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_result_t *out) {
+  zeroc_train_info_t info;
+  zeroc__plan_model_t pm;
+  zeroc_arch_stage_price_t mp;
+  decoder_of(c, &info, &pm);
+  return zeroc__plan_model(&pm, c, out, &mp);
+}
+
+zeroc_result_t zeroc__plan_check_model(const zeroc__plan_model_t *pm,
+                                       const zeroc_plan_config_t *c) {
+  ZEROC_CHECK(check_common(pm, c));
+  return check_layout(pm, c);
 }
 
 zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg, zeroc_plan_result_t *out) {

@@ -1,0 +1,205 @@
+/*
+ * model/gpt_price.c - the GPT's answers to the planner (zeroc/arch.h,
+ * "pricing"): its rules on a layout, each unit's parameters, what a pipeline
+ * stage keeps and moves, and the FLOPs of a step; with the transformer
+ * formulas zeroc/plan.h publishes (Megatron's FLOPs, Korthikanti's and
+ * zeroc's activations). Every byte comes from gpt_sizes.c, the functions
+ * gpt.c sizes its allocations with; docs/plan.md gives the reasoning.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "cp/cp.h"
+#include "model/gpt_price.h"
+#include "model/gpt_sizes.h"
+#include "zeroc/plan.h"
+
+#define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
+
+/* ---- the formulas of zeroc/plan.h ------------------------------------------------ */
+
+double zeroc_plan_flops_megatron(const zeroc_gpt_config_t *m, double B, zeroc_recompute_t rc) {
+  double s = m->seq, l = m->layers, h = m->hidden, V = m->vocab;
+  /* Per layer, one forward pass is 24 B s h^2 + 4 B s^2 h; backward is twice
+   * that; full recompute adds one more forward of the layers (not the logits).
+   * The logit layer is 2 B s h V forward, 6 B s h V in all. */
+  double passes = rc == ZEROC_RECOMPUTE_FULL ? 4.0 : 3.0;
+  return passes * (24.0 * B * s * l * h * h + 4.0 * B * s * s * l * h) + 6.0 * B * s * h * V;
+}
+
+const char *zeroc_plan_flops_formula(zeroc_recompute_t rc) {
+  return rc == ZEROC_RECOMPUTE_FULL ? "96 B s l h^2 (1 + s/(6h) + V/(16 l h)), full recompute"
+                                    : "72 B s l h^2 (1 + s/(6h) + V/(12 l h)), no recompute";
+}
+
+double zeroc_plan_act_megatron(double s, double b, double h, double a, int t, int sp,
+                               zeroc_recompute_t rc) {
+  double sbh = s * b * h;
+  if (rc == ZEROC_RECOMPUTE_FULL) return 2.0 * sbh / (sp && t > 1 ? t : 1);
+  if (t <= 1) return sbh * (34.0 + 5.0 * a * s / h);
+  if (sp) return sbh * (34.0 / t + 5.0 * a * s / (h * t));
+  return sbh * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
+}
+
+double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t, int sp,
+                            zeroc_recompute_t rc, int e, int flash) {
+  double n = s * b, r = sp && t > 1 ? t : 1;
+  /* the buffers src/model/gpt.c allocates for a block (no vocabulary needed) */
+  zeroc__gpt_shape_t shape = {n, n / r, h, h / t, a / t, 0, e, t, sp && t > 1};
+  zeroc__gpt_bytes_t z;
+  zeroc__gpt_buffer_bytes(&shape, &z);
+  if (rc == ZEROC_RECOMPUTE_FULL) return z.resid; /* the block's output, the next one's input */
+  /* the block's output (B,T,C) and what it saves: ln_1, res2, ln_2 (B,T,C), qkv (B,T,3C),
+   * atty (B,T,C), fch, fch_gelu (B,T,4C), mean and rstd of both LayerNorms fp32 (B,T), and
+   * the attention's lse (B,NH,T) fp32 with flash, else its softmax probabilities (B,NH,T,T),
+   * which gpt.c never keeps */
+  double x = z.resid + z.saved - z.lse;
+  x += flash ? z.lse : e * b * a * s * s / t;
+  return x;
+}
+
+/* Unit u's name in messages and schedules. */
+void zeroc__gpt_unit_name(const zeroc_gpt_config_t *g, int u, char *buf, size_t n) {
+  if (u == 0)
+    snprintf(buf, n, "embedding");
+  else if (u == g->layers + 1)
+    snprintf(buf, n, "head");
+  else
+    snprintf(buf, n, "block %d", u - 1);
+}
+
+/* ---- the model interface's pricing --------------------------------------------------- */
+
+/* the public mode (zeroc/mesh.h) as src/cp names it */
+static zeroc__cp_mode_t cp_mode(zeroc_cp_mode_t mode) {
+  return mode == ZEROC_CP_MODE_ULYSSES ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
+}
+
+zeroc_result_t zeroc__gpt_price_check(const zeroc_train_info_t *info,
+                                      const zeroc_arch_layout_t *L) {
+  const zeroc_gpt_config_t *m = &info->model;
+  if (!L) {
+    if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->vocab < 2 || m->seq < 1 ||
+        m->batch < 1)
+      return BAD("model layers %d hidden %d heads %d vocab %d seq %d batch %d: each must be "
+                 ">= 1 (vocab >= 2)",
+                 m->layers, m->hidden, m->heads, m->vocab, m->seq, m->batch);
+    if (m->hidden % m->heads)
+      return BAD("model heads %d must divide hidden %d", m->heads, m->hidden);
+    return ZEROC_OK;
+  }
+  /* src/cp's own checks: the zigzag needs 2 cp | seq; Ulysses cp | heads / tp */
+  if (L->cp > 1) {
+    ZEROC_CHECK(zeroc__cp_check_seq(L->cp, m->seq));
+    ZEROC_CHECK(zeroc__cp_check_heads(cp_mode(L->cp_mode), m->heads, L->tp, L->cp));
+  }
+  if (m->heads % L->tp) return BAD("tp %d must divide the heads %d", L->tp, m->heads);
+  return ZEROC_OK;
+}
+
+/* Units' parameters as src/model declares them (gpt_sizes.c). The head has its
+ * own copy of wte on another rank than the embedding (its gradient is
+ * all-reduced with the embedding's); with one stage the embedding is pinned:
+ * the head shares it. */
+void zeroc__gpt_price_unit(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L, int u,
+                           zeroc_arch_unit_price_t *out) {
+  int nl = info->model.layers;
+  out->params = zeroc__gpt_unit_params(&info->model, L->tp, u, L->pp > 1);
+  out->pinned = u == 0 && L->pp == 1;
+  out->block = u > 0 && u <= nl;
+  out->output = u == nl + 1;
+}
+
+/* Activation bytes of one block per micro-batch: `rc` as asked, and without
+ * recompute (what the block being back-propagated rebuilds). With cp a rank's
+ * score matrices are (T/cp) x T: as many as cp x heads matrices of (T/cp)^2,
+ * which is what the formulas get for s = T/cp. The log-sum-exp (flash) is one
+ * per local token and head. */
+static void block_act(const zeroc_gpt_config_t *m, const zeroc_arch_layout_t *L, double *layer,
+                      double *layer_full) {
+  double s = (double)m->seq / L->cp, b = L->batch, C = m->hidden, a = m->heads;
+  int t = L->tp, sp = L->sequence_parallel && t > 1, e = L->act_bytes;
+  zeroc_recompute_t rc = L->recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE;
+  double as = a * L->cp, af = L->flash_attention ? a : as;
+  if (L->act_model == ZEROC_ACT_MEGATRON) {
+    /* Korthikanti's counts are for 16-bit activations; scaled for fp32. */
+    *layer = zeroc_plan_act_megatron(s, b, C, as, t, sp, rc) * e / 2.0;
+    *layer_full = zeroc_plan_act_megatron(s, b, C, as, t, sp, ZEROC_RECOMPUTE_NONE) * e / 2.0;
+  } else {
+    *layer = zeroc_plan_act_zeroc(s, b, C, af, t, sp, rc, e, L->flash_attention);
+    *layer_full =
+        zeroc_plan_act_zeroc(s, b, C, af, t, sp, ZEROC_RECOMPUTE_NONE, e, L->flash_attention);
+  }
+}
+
+zeroc_result_t zeroc__gpt_price_stage(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L,
+                                      const zeroc_arch_stage_t *st, zeroc_arch_stage_price_t *out) {
+  const zeroc_gpt_config_t *m = &info->model;
+  /* s: the tokens of a sequence this rank holds, T / cp (its zigzag chunks) */
+  double s = (double)m->seq / L->cp, b = L->batch, C = m->hidden, a = m->heads, n = s * b;
+  int t = L->tp, sp = L->sequence_parallel && t > 1, e = L->act_bytes;
+  memset(out, 0, sizeof *out);
+  /* src/model/gpt.c's buffers for this shape (gpt_sizes.c) */
+  double r = sp ? t : 1, Vt = zeroc__gpt_padded_vocab(m->vocab, t) / t;
+  zeroc__gpt_shape_t shape = {n, n / r, C, C / t, a / t, Vt, e, t, sp};
+  zeroc__gpt_bytes_t z;
+  zeroc__gpt_buffer_bytes(&shape, &z);
+  /* cp: the model's (T/cp, C) position scratch, backward scratch like the rest */
+  z.scratch += zeroc__gpt_cp_pos_bytes(m->seq, L->cp, m->hidden, e);
+
+  double layer, layer_full;
+  block_act(m, L, &layer, &layer_full);
+  double act = (double)st->inflight * st->blocks * layer;
+  /* With recompute, the layer being back-propagated is rebuilt in full; its
+   * input is one of the layer inputs already counted. */
+  if (L->recompute) act += layer_full - layer;
+  /* Context parallelism (src/cp computes the numbers; plan/cp.c says why):
+   * what ring or Ulysses keeps per block (only the block being
+   * back-propagated with recompute), and its transient buffers, allocated
+   * once per rank. */
+  if (L->cp > 1) {
+    zeroc__cp_mode_t mode = cp_mode(L->cp_mode);
+    uint64_t fwd, bwd;
+    zeroc__cp_comm_bytes(mode, L->cp, L->batch, m->seq, m->hidden / t, (size_t)e, &fwd, &bwd);
+    out->cp_forward = (double)fwd;
+    out->cp_backward = (double)bwd;
+    /* the model builds its cp object on every stage */
+    out->buffers += (double)zeroc__cp_buffer_bytes(mode, L->cp, L->batch, m->seq, m->hidden / t,
+                                                   m->heads / t, (size_t)e);
+  }
+  if (st->output) {
+    /* ln_f input and output (B,T,C), its mean/rstd, the logits (B,T,V/t)
+     * (the fused cross-entropy overwrites them with their gradient) and the
+     * per-token losses (B,T) fp32; with tp the vocabulary-parallel
+     * cross-entropy's three per-token statistics (max, target logit, sum of
+     * exp) fp32; per activation slot. */
+    double head = 2.0 * z.resid + 2.0 * z.stat + z.logits + z.losses + z.ce_stats;
+    act += st->inflight * head;
+  }
+  out->activations = act;
+  out->workspace = z.scratch; /* the model's backward scratch (gpt_sizes.c lists it) */
+  if (L->device == ZEROC_DEVICE_CUDA) {
+    /* a run's device copies of the token ids (inputs and targets, gpt_run.c):
+     * a pipeline holds the whole step's micro-batches; with cp, this rank's tokens */
+    double nmb = L->pp > 1 ? L->microbatches : 1;
+    out->buffers += 2.0 * 4.0 * ((double)L->batch * m->seq / L->cp * nmb);
+  }
+  out->boundary = shape.Nl * C;                       /* one (B*T/r, C) residual stream */
+  out->tp_bytes = (double)m->seq / L->cp * b * C * e; /* one (B,T/cp,C) activation */
+  out->attn_flops = 4.0 * b * m->seq * m->seq * C / ((double)L->cp * t); /* 4 b T^2 C / (cp t) */
+  return ZEROC_OK;
+}
+
+void zeroc__gpt_figures(const zeroc_train_info_t *info, double sequences, int recompute,
+                        zeroc_arch_figures_t *out) {
+  const zeroc_gpt_config_t *m = &info->model;
+  out->params = out->dense_params = zeroc_gpt_num_params(m);
+  out->tokens = sequences * m->seq;
+  /* PaLM's count, as MFU is reported: 6 N per token plus attention's 12 l h s */
+  out->flops = 6.0 * (double)out->params * out->tokens +
+               12.0 * m->layers * m->hidden * (double)m->seq * out->tokens;
+  out->flops_executed = zeroc_plan_flops_megatron(
+      m, sequences, recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE);
+}

@@ -1,0 +1,25 @@
+/*
+ * shard/rules.h - the engine's layout rules, written once: the trainer's
+ * config (through the language models' rules, model/lm_rules.c) and the
+ * planner (plan/plan.c) apply them, each naming the settings its own way.
+ */
+#ifndef ZEROC_SHARD_RULES_H
+#define ZEROC_SHARD_RULES_H
+
+#include "zeroc/result.h"
+
+/* What a message calls each setting: a config's field names or a command's flags. */
+typedef struct zeroc__rule_names {
+  const char *zero, *pp, *offload_params;
+} zeroc__rule_names_t;
+
+/* ZEROC_ERR_INVALID_ARG with one message for the first rule broken:
+ *   pp > 1 needs zero 0 or 1: a pipeline keeps every micro-batch's gradients
+ *     on its stage and reduces them once per step (zeroc_pipeline_create
+ *     refuses a ZeRO-2/3 model);
+ *   offload_params (zeroc_offload_t) other than none needs zero 3: only a
+ *     sharded parameter can live off the device between gathers. */
+zeroc_result_t zeroc__shard_check_rules(int zero, int pp, int offload_params,
+                                        const zeroc__rule_names_t *n);
+
+#endif
