@@ -2,6 +2,7 @@
  * apps/args.c - the flag parser shared by the zeroc subcommands.
  */
 #include "apps/args.h"
+#include "zeroc/arch.h"
 
 #include "zeroc/gpt.h"
 
@@ -15,8 +16,48 @@
 #include <time.h>
 
 const char *const zarg_devices[] = {"auto", "cpu", "cuda", NULL};
-const char *const zarg_models[] = {"tiny",      "small",      "gpt2-124m", "gpt2-350m",
-                                   "gpt2-774m", "gpt2-1558m", "custom",    NULL};
+const char *const *zarg_arch_models(const char *arch) {
+  for (const zeroc_arch_t *const *a = zeroc_arch_list(); *a; a++)
+    if (!strcmp((*a)->name, arch)) return (*a)->presets;
+  return NULL;
+}
+
+int zarg_model_is_custom(int model) { return !strcmp(zarg_models[model], "custom"); }
+
+const char *zarg_model_arch(int argc, char **argv) {
+  for (int i = 0; i < argc; i++) {
+    const char *v = NULL;
+    if (!strcmp(argv[i], "--model") && i + 1 < argc)
+      v = argv[i + 1];
+    else if (!strncmp(argv[i], "--model=", 8))
+      v = argv[i] + 8;
+    const zeroc_arch_t *a = v ? zeroc_arch_find(v) : NULL;
+    if (a) return a->name;
+  }
+  return "gpt2";
+}
+
+int zarg_check_model(const char *cmd, int argc, char **argv) {
+  for (int i = 0; i < argc; i++) {
+    const char *v = NULL;
+    if (!strcmp(argv[i], "--model") && i + 1 < argc)
+      v = argv[i + 1];
+    else if (!strncmp(argv[i], "--model=", 8))
+      v = argv[i] + 8;
+    if (!v || zeroc_arch_find(v)) continue;
+    char list[512];
+    size_t at = 0;
+    list[0] = 0;
+    for (const zeroc_arch_t *const *a = zeroc_arch_list(); *a; a++)
+      for (const char *const *p = (*a)->presets; *p && at < sizeof list; p++) {
+        int k = snprintf(list + at, sizeof list - at, "%s%s", at ? ", " : "", *p);
+        if (k < 0) break;
+        at += (size_t)k;
+      }
+    return zarg_fail(cmd, "--model '%s': accepted %s", v, list);
+  }
+  return 0;
+}
 const char *const zarg_dtypes[] = {"auto", "fp32", "bf16", NULL};
 const char *const zarg_recomputes[] = {"none", "full", NULL};
 const char *const zarg_offloads[] = {"none", "cpu", "nvme", NULL};
@@ -178,7 +219,7 @@ const char *zarg_user_msg(const char *e) {
 
 int zarg_model_shape(const char *cmd, int model, const int size[5], const int set[5],
                      zeroc_gpt_config_t *gc) {
-  int custom = model == ZARG_MODEL_CUSTOM;
+  int custom = zarg_model_is_custom(model);
   zeroc_gpt_preset(custom ? "tiny" : zarg_models[model], gc);
   if (custom && !(set[0] && set[1] && set[2] && set[3] && set[4]))
     return zarg_fail(cmd, "--model custom needs --layers, --hidden, --heads, --vocab and --seq");

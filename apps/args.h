@@ -38,8 +38,18 @@ typedef struct zarg {
 #define ZARG_LIM_PREFETCH     0, 64
 /* NULL-terminated; the index is what the commands store. */
 extern const char *const zarg_devices[];    /* auto, cpu, cuda */
-extern const char *const zarg_models[];     /* the presets, then custom */
-#define ZARG_MODEL_CUSTOM 6                  /* zarg_models' index of "custom" */
+/* --model's names for the architecture `arch` (zeroc/arch.h's registry: "gpt2"'s
+ * presets, then custom), NULL-terminated; NULL for an architecture not built in. */
+const char *const *zarg_arch_models(const char *arch);
+#define zarg_models zarg_arch_models("gpt2") /* the GPT's: train, plan, bench, sample */
+/* 1 when zarg_models' index `model` is "custom" (every size given by flag). */
+int zarg_model_is_custom(int model);
+/* The architecture --model names in argv ("gpt2" without --model, or when the
+ * name is not registered: the GPT's flags then refuse it with their list). */
+const char *zarg_model_arch(int argc, char **argv);
+/* Refuses (the one-line error, returns 2) a --model in argv that no registered
+ * architecture answers to, listing every registered name; 0 otherwise. */
+int zarg_check_model(const char *cmd, int argc, char **argv);
 extern const char *const zarg_dtypes[];     /* auto, fp32, bf16 */
 extern const char *const zarg_recomputes[]; /* none, full */
 extern const char *const zarg_offloads[];   /* none, cpu, nvme */

@@ -294,15 +294,6 @@ static int resolve(opts_t *o) {
   if (o->vocab > 0) m->vocab = o->vocab;
   if (o->seq > 0) m->seq = o->seq;
   if (o->batch > 0) m->batch = o->batch;
-  if (m->hidden % m->heads) {
-    fprintf(stderr, "zeroc plan: --heads %d must divide --hidden %d\n", m->heads, m->hidden);
-    return 2;
-  }
-  if (c->offload_params != ZEROC_OFFLOAD_NONE && o->zero_set && c->zero != 3) {
-    fprintf(stderr, "zeroc plan: --offload-params %s needs --zero 3 (have --zero %d)\n",
-            offload_name(c->offload_params), c->zero);
-    return 2;
-  }
   if (o->all) {
     const char *chosen = o->zero_set   ? "--zero"
                          : o->tp_set   ? "--tp"
@@ -341,69 +332,17 @@ static int resolve(opts_t *o) {
                     "--batch x --microbatches x dp)\n");
     return 2;
   }
-  if (!o->zero_set) c->zero = c->pp > 1 ? 1 : 3;
-  if (!o->mb_set) c->microbatches = c->pp;
-  if (c->gpus % ((int64_t)c->tp * c->pp * c->cp)) {
-    if (c->cp == 1)
-      fprintf(stderr, "zeroc plan: --tp %d x --pp %d must divide --gpus %d\n", c->tp, c->pp,
-              c->gpus);
-    else
-      fprintf(stderr, "zeroc plan: --tp %d x --pp %d x --cp %d must divide --gpus %d\n", c->tp,
-              c->pp, c->cp, c->gpus);
+  /* the library's defaults (ZeRO-1 with a pipeline, pp micro-batches) and
+   * its rules, which zeroc train applies too, named by this command's flags */
+  if (!o->zero_set) c->zero = ZEROC_UNSET;
+  if (!o->mb_set) c->microbatches = 0;
+  zeroc_plan_config_t resolved;
+  if (zeroc_plan_config_check(c, ZEROC_NAMES_FLAGS, &resolved) != ZEROC_OK) {
+    fprintf(stderr, "zeroc plan: %s\n", zarg_user_msg(zeroc_last_error(NULL)));
     return 2;
   }
-  /* as zeroc train: stages may be uneven (the runtime's balanced cut), but
-   * each needs a unit of its own */
-  int nu = zeroc_gpt_num_units(m);
-  if (nu < (int64_t)c->pp * c->vpp) {
-    fprintf(stderr,
-            "zeroc plan: --pp %d x --vpp %d = %lld pipeline stages need as many units; the model "
-            "has %d (embedding, %d layers, head): use more --layers\n",
-            c->pp, c->vpp, (long long)c->pp * c->vpp, nu, m->layers);
-    return 2;
-  }
-  if (m->heads % c->tp) {
-    fprintf(stderr, "zeroc plan: --tp %d must divide the heads (%d)\n", c->tp, m->heads);
-    return 2;
-  }
-  if (c->cp > 1 && m->seq % (2 * c->cp)) {
-    fprintf(stderr,
-            "zeroc plan: --cp %d must split --seq %d into 2 x cp = %d equal chunks (the zigzag "
-            "split)\n",
-            c->cp, m->seq, 2 * c->cp);
-    return 2;
-  }
-  if (c->cp > 1 && c->cp_mode == ZEROC_CP_MODE_ULYSSES && (m->heads / c->tp) % c->cp) {
-    fprintf(stderr,
-            "zeroc plan: --cp %d with --cp-mode ulysses must divide the heads per tp rank (%d); "
-            "--cp-mode ring has no such cap\n",
-            c->cp, m->heads / c->tp);
-    return 2;
-  }
+  *c = resolved;
   int dp = c->gpus / (c->tp * c->pp * c->cp);
-  if (dp % c->hsdp) {
-    fprintf(stderr, "zeroc plan: --hsdp %d must divide dp %d (= --gpus / (--tp x --pp x --cp))\n",
-            c->hsdp, dp);
-    return 2;
-  }
-  if (c->vpp > 1 && c->pp == 1) {
-    fprintf(stderr, "zeroc plan: --vpp %d needs --pp > 1\n", c->vpp);
-    return 2;
-  }
-  if (c->pp > 1 && c->zero > 1) {
-    fprintf(stderr, "zeroc plan: --zero %d with --pp %d: accepted --zero 0 or 1 with PP\n", c->zero,
-            c->pp);
-    return 2;
-  }
-  if (c->hsdp > 1 && c->zero == 0) {
-    fprintf(stderr, "zeroc plan: --hsdp %d needs --zero 1, 2 or 3\n", c->hsdp);
-    return 2;
-  }
-  if (c->offload_params != ZEROC_OFFLOAD_NONE && c->zero != 3) {
-    fprintf(stderr, "zeroc plan: --offload-params %s needs --zero 3\n",
-            offload_name(c->offload_params));
-    return 2;
-  }
   int64_t g = (int64_t)m->batch * c->microbatches * dp;
   if (g > (1 << 24)) {
     fprintf(stderr,
@@ -653,7 +592,7 @@ int zeroc_cmd_plan(int argc, char **argv) {
     zeroc_plan_result_t r;
     zeroc_result_t res = zeroc_plan_compute(&o.cfg, &r);
     if (res != ZEROC_OK) {
-      fprintf(stderr, "zeroc plan: %s\n", zeroc_last_error(NULL));
+      fprintf(stderr, "zeroc plan: %s\n", zarg_user_msg(zeroc_last_error(NULL)));
       return res == ZEROC_ERR_INVALID_ARG ? 2 : 1;
     }
     if (o.json)
@@ -667,7 +606,7 @@ int zeroc_cmd_plan(int argc, char **argv) {
   int64_t G = o.global_batch ? o.global_batch : (int64_t)o.cfg.model.batch * o.cfg.gpus;
   zeroc_result_t res = zeroc_plan_search(&o.cfg, G, &v, &n);
   if (res != ZEROC_OK) {
-    fprintf(stderr, "zeroc plan: %s\n", zeroc_last_error(NULL));
+    fprintf(stderr, "zeroc plan: %s\n", zarg_user_msg(zeroc_last_error(NULL)));
     return res == ZEROC_ERR_INVALID_ARG ? 2 : 1;
   }
   if (o.json)

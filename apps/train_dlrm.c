@@ -44,18 +44,9 @@ typedef struct {
   int save_every;
 } dlrm_opts_t;
 
-/* 1 when argv asks for a DLRM model (--model NAME or --model=NAME). */
-int ztrain_is_dlrm(int argc, char **argv) {
-  for (int i = 0; i < argc; i++) {
-    const char *v = NULL;
-    if (!strcmp(argv[i], "--model") && i + 1 < argc)
-      v = argv[i + 1];
-    else if (!strncmp(argv[i], "--model=", 8))
-      v = argv[i] + 8;
-    if (v && zeroc_dlrm_is_preset(v)) return 1;
-  }
-  return 0;
-}
+/* 1 when argv asks for a DLRM model (--model NAME or --model=NAME): the
+ * registry's architecture of that name is "dlrm". */
+int ztrain_is_dlrm(int argc, char **argv) { return !strcmp(zarg_model_arch(argc, argv), "dlrm"); }
 
 void ztrain_dlrm_usage(void) {
   printf(

@@ -235,7 +235,7 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc, zeroc_train_config_t 
  * the library picks its default. */
 void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_train_config_t *c) {
   c->model =
-      o->model == ZARG_MODEL_CUSTOM ? "tiny" : MODELS[o->model]; /* custom: every size is given */
+      zarg_model_is_custom(o->model) ? "tiny" : MODELS[o->model]; /* custom: every size is given */
   c->layers = gc->layers, c->hidden = gc->hidden, c->heads = gc->heads;
   c->vocab = gc->vocab, c->seq = gc->seq, c->batch = gc->batch;
   c->grad_accum = o->grad_accum;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "apps/args.h"
 #include "apps/cli.h"
 #include "apps/dlrm_cli.h"
 #include "apps/train_dlrm.h"
@@ -32,7 +33,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!strcmp(argv[1], "info")) return zeroc_cmd_info(argc - 2, argv + 2);
-  /* --model dlrm*: the DLRM's own plan and bench (apps/plan_dlrm.c, bench_dlrm.c) */
+  /* --model: a name of the registry (zeroc/arch.h); dlrm*: the DLRM's own plan
+   * and bench (apps/plan_dlrm.c, bench_dlrm.c) */
+  int known = !strcmp(argv[1], "train") || !strcmp(argv[1], "plan") || !strcmp(argv[1], "bench");
+  if (known && zarg_check_model(argv[1], argc - 2, argv + 2)) return 2;
   int dlrm = ztrain_is_dlrm(argc - 2, argv + 2);
   if (!strcmp(argv[1], "plan"))
     return dlrm ? zplan_dlrm_run(argc - 2, argv + 2) : zeroc_cmd_plan(argc - 2, argv + 2);

@@ -11,3 +11,10 @@ set_tests_properties(zeroc_plan_7b PROPERTIES LABELS unit TIMEOUT 60
 add_test(NAME zeroc_plan_all COMMAND zeroc_cli plan --model gpt2-350m --gpus 16 --gpu-mem 24 --all --top 5)
 set_tests_properties(zeroc_plan_all PROPERTIES LABELS unit TIMEOUT 60
   PASS_REGULAR_EXPRESSION "layouts fit; the 5 fastest.*\n +1 +[0-9]+ +[0-9]+ ")
+# --model names come from the registry (zeroc/arch.h): an unknown one is refused
+# by train, plan and bench alike, listing every registered architecture's names.
+foreach(cmd train plan bench)
+  add_test(NAME zeroc_${cmd}_unknown_model COMMAND zeroc_cli ${cmd} --model llama --device cpu)
+  set_tests_properties(zeroc_${cmd}_unknown_model PROPERTIES LABELS unit TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "^zeroc ${cmd}: --model 'llama': accepted tiny, [^\n]*custom, dlrm-tiny, dlrm, dlrm-mlperf\n$")
+endforeach()

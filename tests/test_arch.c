@@ -24,6 +24,9 @@ static void test_registry(void) {
     /* what the trainer calls without asking */
     CU_ASSERT(a->resolve && a->check && a->create && a->destroy && a->model && a->pipeline &&
               a->run_step && a->evaluate && a->comm_wait_s && a->app_json && a->resume_fields);
+    /* what the planner and the pipeline cutter call */
+    CU_ASSERT(a->num_units && a->unit_costs && a->price_check && a->price_unit && a->price_stage &&
+              a->figures);
     for (int p = 0; a->presets[p]; p++, presets++)
       ZT_ASSERT_MSG(zeroc_arch_find(a->presets[p]) == a, "preset %s finds another architecture",
                     a->presets[p]);
@@ -179,6 +182,93 @@ static int run_trainer(zeroc_ctx_t *ctx, const char *model, const char *save, co
 
 /* Both models through the interface: steps, a checkpoint, a resume of it
  * that does no step (its losses were all taken) and the refusals. */
+/* The planner asks the model through the interface: the GPT's units and FLOPs
+ * as zeroc_plan_compute reports them, and a rule written once (shard/rules.c,
+ * lm_rules.c) gives the same message to zeroc train's config and to the plan. */
+static void test_planner_interface(void) {
+  const zeroc_arch_t *g = zeroc_arch_find("gpt2-124m");
+  zeroc_train_info_t info;
+  memset(&info, 0, sizeof info);
+  ZT_OK(zeroc_gpt_preset("gpt2-124m", &info.model));
+  info.model.batch = 4;
+  CU_ASSERT_EQUAL(g->num_units(&info), info.model.layers + 2);
+  zeroc_arch_layout_t L = {.tp = 1,
+                           .pp = 1,
+                           .vpp = 1,
+                           .cp = 1,
+                           .shard = 1,
+                           .batch = 4,
+                           .microbatches = 1,
+                           .act_bytes = 2,
+                           .flash_attention = 1,
+                           .device = ZEROC_DEVICE_AUTO,
+                           .ranks = 1};
+  double sum = 0;
+  int blocks = 0, outputs = 0, pinned = 0;
+  for (int u = 0; u < g->num_units(&info); u++) {
+    zeroc_arch_unit_price_t up;
+    g->price_unit(&info, &L, u, &up);
+    sum += up.params;
+    blocks += up.block, outputs += up.output, pinned += up.pinned;
+  }
+  /* the units' parameters are the model's (the head shares the embedding on one
+   * stage), wte with its vocabulary padded to a multiple of 64 rows */
+  double pad = (double)((info.model.vocab + 63) / 64 * 64 - info.model.vocab) * info.model.hidden;
+  CU_ASSERT_DOUBLE_EQUAL(sum, (double)zeroc_gpt_num_params(&info.model) + pad, 0.5);
+  CU_ASSERT_EQUAL(blocks, 12);
+  CU_ASSERT_EQUAL(outputs, 1);
+  CU_ASSERT_EQUAL(pinned, 1);
+  zeroc_arch_figures_t f;
+  g->figures(&info, 8, 0, &f);
+  CU_ASSERT_DOUBLE_EQUAL(f.flops_executed,
+                         zeroc_plan_flops_megatron(&info.model, 8, ZEROC_RECOMPUTE_NONE), 1);
+  CU_ASSERT_DOUBLE_EQUAL(f.tokens, 8.0 * info.model.seq, 0);
+  zeroc_plan_config_t pc = ZEROC_PLAN_CONFIG_INIT;
+  zeroc_plan_result_t r;
+  pc.model = info.model;
+  pc.gpus = 1;
+  ZT_OK(zeroc_plan_compute(&pc, &r));
+  CU_ASSERT_EQUAL(r.params, f.params);
+  /* the same rule, the same words: a pipeline allows ZeRO 0 or 1 */
+  pc.gpus = 2;
+  pc.pp = 2;
+  pc.zero = 3;
+  char plan_msg[512], train_msg[512];
+  CU_ASSERT_EQUAL(zeroc_plan_config_check(&pc, ZEROC_NAMES_FLAGS, NULL), ZEROC_ERR_INVALID_ARG);
+  snprintf(plan_msg, sizeof plan_msg, "%s", zeroc_last_error(NULL));
+  zeroc_mesh_info_t pipe;
+  ZT_OK(zeroc_mesh_layout_cp(2, 1, 1, 2, 1, 0, &pipe));
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  zeroc_train_info_t in;
+  c.zero = 3;
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, &pipe, ZEROC_DEVICE_CPU, ZEROC_NAMES_FLAGS, &in),
+                  ZEROC_ERR_INVALID_ARG);
+  snprintf(train_msg, sizeof train_msg, "%s", zeroc_last_error(NULL));
+  const char *want = "--zero 3 with --pp 2: pipeline parallelism keeps";
+  ZT_ASSERT_MSG(strstr(plan_msg, want) && strstr(train_msg, want), "plan: %s; train: %s", plan_msg,
+                train_msg);
+  /* the same default: ZeRO-1 and pp micro-batches with a pipeline */
+  pc.zero = ZEROC_UNSET;
+  zeroc_plan_config_t res;
+  ZT_OK(zeroc_plan_config_check(&pc, ZEROC_NAMES_CONFIG, &res));
+  CU_ASSERT_EQUAL(res.zero, 1);
+  CU_ASSERT_EQUAL(res.microbatches, 2);
+  /* the model's rule, by field or by flag */
+  pc.pp = 1;
+  pc.tp = 2;
+  pc.model.heads = 3;
+  pc.model.hidden = 768;
+  CU_ASSERT_EQUAL(zeroc_plan_config_check(&pc, ZEROC_NAMES_CONFIG, NULL), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "tp 2 must divide the 3 attention heads (heads)") &&
+                    !strstr(zeroc_last_error(NULL), "--"),
+                "message: %s", zeroc_last_error(NULL));
+  CU_ASSERT_EQUAL(zeroc_plan_config_check(&pc, ZEROC_NAMES_FLAGS, NULL), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(
+      strstr(zeroc_last_error(NULL), "--tp 2 must divide the 3 attention heads (--heads)"),
+      "message: %s", zeroc_last_error(NULL));
+  CU_ASSERT_EQUAL(zeroc_plan_config_check(&pc, 7, NULL), ZEROC_ERR_INVALID_ARG);
+}
+
 static void test_trainer_both(void) {
   zeroc_ctx_t *ctx = zt_ctx(1, 1, 1);
   if (!ctx) return;
@@ -219,6 +309,8 @@ int main(int argc, char **argv) {
       {"every preset finds its architecture; the tables are complete", test_registry},
       {"resolve: a preset with overrides, without a context", test_resolve},
       {"zeroc_train_config_resolve: defaults, ZEROC_UNSET, layout, names", test_config_resolve},
+      {"the planner through the interface: units, FLOPs, one rule, one default",
+       test_planner_interface},
       {"the trainer through the interface: GPT and DLRM, checkpoints, refusals", test_trainer_both},
       ZT_END,
   };

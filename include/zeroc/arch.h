@@ -205,10 +205,12 @@ typedef struct zeroc_arch {
   zeroc_result_t (*sample_prompt)(void *self, int max, int32_t *ids, int *n);
 
   /* ---- pricing (zeroc/plan.h; NULL: the planner cannot price the model) ---- */
-  /* The shape and the layout `L` as the planner takes them: ZEROC_ERR_INVALID_ARG
-   * with one message naming the plan's fields, for a shape or split the model
-   * refuses (heads not divisible by tp, ...) or a run the planner cannot price. */
-  zeroc_result_t (*price_check)(const struct zeroc_train_info *info, const zeroc_arch_layout_t *L);
+  /* The shape (L NULL), or the layout `L`, as the planner takes them:
+   * ZEROC_ERR_INVALID_ARG with one message naming the settings as `names` (a
+   * zeroc_names_t) says, for a shape or split the model refuses (heads not
+   * divisible by tp, ...) or a run the planner cannot price. */
+  zeroc_result_t (*price_check)(const struct zeroc_train_info *info, const zeroc_arch_layout_t *L,
+                                int names);
   /* Unit u (0 .. num_units - 1) on one tp rank. */
   void (*price_unit)(const struct zeroc_train_info *info, const zeroc_arch_layout_t *L, int u,
                      zeroc_arch_unit_price_t *out);

@@ -14,6 +14,7 @@
 #include "zeroc/export.h"
 #include "zeroc/gpt.h"
 #include "zeroc/result.h"
+#include "zeroc/types.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -77,9 +78,9 @@ typedef struct zeroc_plan_config {
 
 /* Every number "unset" (ZEROC_UNSET, zeroc/types.h; the enums none/zeroc):
  * zeroc_plan_compute gives each unset field the library's default, which is
- * gpt2-124m on 1 GPU, ZeRO-3, bf16, no recompute, zeroc activation model with
- * flash attention, 80 GiB GPUs, zeroc's cuda kernels' workspace (192 MiB); 8 GPUs per node at 989
- * TFLOP/s and MFU 0.5, 300 GB/s / 10 us inside a node, 25 GB/s / 20 us across,
+ * gpt2-124m on 1 GPU, ZeRO-3 (ZeRO-1 with pp > 1), micro-batches pp, bf16, no recompute, zeroc
+ * activation model with flash attention, 80 GiB GPUs, zeroc's cuda kernels' workspace (192 MiB); 8
+ * GPUs per node at 989 TFLOP/s and MFU 0.5, 300 GB/s / 10 us inside a node, 25 GB/s / 20 us across,
  * PCIe 25 GB/s, NVMe 3 GB/s per GPU (the resolved config is in the result's
  * `cfg`). */
 #define ZEROC_PLAN_CONFIG_INIT                                                                     \
@@ -161,10 +162,23 @@ ZEROC_API zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg,
                                             zeroc_plan_result_t *out);
 
 /* `cfg` with every unset field replaced by the planner's default (what
- * zeroc_plan_compute and zeroc_plan_search start from), without checking the
- * layout. Returns ZEROC_ERR_INVALID_ARG for a struct not from
+ * zeroc_plan_compute and zeroc_plan_search start from: zero 1 with pp > 1,
+ * microbatches pp, act_bytes and compute_bytes param_bytes), without checking
+ * the layout. Returns ZEROC_ERR_INVALID_ARG for a struct not from
  * ZEROC_PLAN_CONFIG_INIT. */
 ZEROC_API zeroc_result_t zeroc_plan_config_resolve(const zeroc_plan_config_t *cfg, zeroc_plan_config_t *out);
+
+/*
+ * Resolves `cfg` (zeroc_plan_config_resolve) and checks it as
+ * zeroc_plan_compute does: the shape, the cluster and the layout, by the rules
+ * `zeroc train` applies too (the model's own, through the model interface, and
+ * the engine's). The one message names the settings as `names` says
+ * (zeroc_names_t: the config's fields, or `zeroc plan`'s flags).
+ *   resolved: receives the resolved config when it passes (may be NULL).
+ * Returns ZEROC_ERR_INVALID_ARG as zeroc_plan_compute does.
+ */
+ZEROC_API zeroc_result_t zeroc_plan_config_check(const zeroc_plan_config_t *cfg, int names,
+                                                 zeroc_plan_config_t *resolved);
 
 /*
  * Plans every sensible layout of cfg->gpus GPUs for a global batch of

@@ -224,12 +224,6 @@ typedef struct zeroc_train_info {
   int dtype_given; /* param_dtype as configured: -1 for "auto" (checkpoints record it) */
 } zeroc_train_info_t;
 
-/* How a rule's message names the settings. */
-typedef enum zeroc_names {
-  ZEROC_NAMES_CONFIG = 0, /* the config's fields: "tp 3 must divide the 4 attention heads" */
-  ZEROC_NAMES_FLAGS = 1,  /* zeroc train's flags: "--tp 3 must divide ... (--heads)" */
-} zeroc_names_t;
-
 /*
  * Resolves a training config once, for a mesh of `mesh`'s sizes on `device`,
  * without a context or MPI: the model's architecture (config.model) resolves

@@ -75,6 +75,13 @@ static inline float zeroc_bf16_to_f32(uint16_t h) {
   return v.f;
 }
 
+/* How a rule's message names the settings (zeroc_train_config_resolve,
+ * zeroc_plan_config_check). */
+typedef enum zeroc_names {
+  ZEROC_NAMES_CONFIG = 0, /* the config's fields: "tp 3 must divide the 4 attention heads" */
+  ZEROC_NAMES_FLAGS = 1,  /* the command's flags: "--tp 3 must divide ... (--heads)" */
+} zeroc_names_t;
+
 #ifdef __cplusplus
 }
 #endif

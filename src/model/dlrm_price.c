@@ -30,9 +30,10 @@ void zeroc__dlrm_unit_costs(const zeroc_train_info_t *info, double *cost) {
   for (int u = 0; u < nu; u++) cost[u] /= sum;
 }
 
-zeroc_result_t zeroc__dlrm_price_check(const zeroc_train_info_t *info,
-                                       const zeroc_arch_layout_t *L) {
+zeroc_result_t zeroc__dlrm_price_check(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L,
+                                       int names) {
   const zeroc_dlrm_config_t *d = &info->dlrm_model;
+  (void)names; /* the DLRM's shape is named by its fields (zeroc_dlrm_config_check) */
   if (!L) {
     ZEROC_CHECK(zeroc_dlrm_config_check(d));
     if (d->batch < 1) return BAD("batch %d: accepted >= 1 (per rank)", d->batch);

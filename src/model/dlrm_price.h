@@ -10,8 +10,8 @@
 
 int zeroc__dlrm_num_units(const zeroc_train_info_t *info);
 void zeroc__dlrm_unit_costs(const zeroc_train_info_t *info, double *cost);
-zeroc_result_t zeroc__dlrm_price_check(const zeroc_train_info_t *info,
-                                       const zeroc_arch_layout_t *L);
+zeroc_result_t zeroc__dlrm_price_check(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L,
+                                       int names);
 void zeroc__dlrm_price_unit(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L, int u,
                             zeroc_arch_unit_price_t *out);
 zeroc_result_t zeroc__dlrm_price_stage(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L,

@@ -14,6 +14,7 @@
 #include "cp/cp.h"
 #include "model/gpt_price.h"
 #include "model/gpt_sizes.h"
+#include "model/lm_rules.h"
 #include "zeroc/plan.h"
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
@@ -77,26 +78,22 @@ static zeroc__cp_mode_t cp_mode(zeroc_cp_mode_t mode) {
   return mode == ZEROC_CP_MODE_ULYSSES ? ZEROC_CP_ULYSSES : ZEROC_CP_RING;
 }
 
-zeroc_result_t zeroc__gpt_price_check(const zeroc_train_info_t *info,
-                                      const zeroc_arch_layout_t *L) {
+zeroc_result_t zeroc__gpt_price_check(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L,
+                                      int names) {
   const zeroc_gpt_config_t *m = &info->model;
+  const zeroc__train_names_t *n = zeroc__lm_names(names);
   if (!L) {
     if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->vocab < 2 || m->seq < 1 ||
         m->batch < 1)
-      return BAD("model layers %d hidden %d heads %d vocab %d seq %d batch %d: each must be "
-                 ">= 1 (vocab >= 2)",
-                 m->layers, m->hidden, m->heads, m->vocab, m->seq, m->batch);
-    if (m->hidden % m->heads)
-      return BAD("model heads %d must divide hidden %d", m->heads, m->hidden);
-    return ZEROC_OK;
+      return BAD("%s %d, %s %d, %s %d, vocab %d, %s %d, %s %d: each must be >= 1 (vocab >= 2)",
+                 n->layers, m->layers, n->hidden, m->hidden, n->heads, m->heads, m->vocab, n->seq,
+                 m->seq, n->batch, m->batch);
+    return zeroc__lm_check_heads(m, 0, n);
   }
-  /* src/cp's own checks: the zigzag needs 2 cp | seq; Ulysses cp | heads / tp */
-  if (L->cp > 1) {
-    ZEROC_CHECK(zeroc__cp_check_seq(L->cp, m->seq));
-    ZEROC_CHECK(zeroc__cp_check_heads(cp_mode(L->cp_mode), m->heads, L->tp, L->cp));
-  }
-  if (m->heads % L->tp) return BAD("tp %d must divide the heads %d", L->tp, m->heads);
-  return ZEROC_OK;
+  /* the rules `zeroc train` applies too (lm_rules.c): tp | heads; the zigzag
+   * needs 2 cp | seq, Ulysses cp | heads / tp */
+  ZEROC_CHECK(zeroc__lm_check_heads(m, L->tp, n));
+  return zeroc__lm_check_cp(L->cp_mode, m, L->tp, L->cp, n);
 }
 
 /* Units' parameters as src/model declares them (gpt_sizes.c). The head has its

@@ -10,7 +10,8 @@
 #include "zeroc/arch.h"
 #include "zeroc/train.h"
 
-zeroc_result_t zeroc__gpt_price_check(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L);
+zeroc_result_t zeroc__gpt_price_check(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L,
+                                      int names);
 void zeroc__gpt_price_unit(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L, int u,
                            zeroc_arch_unit_price_t *out);
 zeroc_result_t zeroc__gpt_price_stage(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L,

@@ -47,7 +47,7 @@ static zeroc_result_t check(const zeroc_train_config_t *c, const zeroc_mesh_info
   const zeroc_gpt_config_t *g = &info->model;
   const zeroc__train_names_t *n = zeroc__lm_names(names);
   ZEROC_CHECK(zeroc__lm_check_shape(c, g, mesh->tp, n));
-  ZEROC_CHECK(zeroc__lm_check_cp(c, g, mesh->tp, mesh->cp, n));
+  ZEROC_CHECK(zeroc__lm_check_cp(c->cp_mode, g, mesh->tp, mesh->cp, n));
   ZEROC_CHECK(zeroc__lm_check_pipeline(c, g, mesh->pp, n));
   return zeroc__lm_check_outputs(c, n);
 }

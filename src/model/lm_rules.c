@@ -18,7 +18,7 @@ static const zeroc__train_names_t FIELD_NAMES = {
     .tp = "tp",
     .pp = "pp",
     .cp = "cp",
-    .cp_ulysses = "cp_mode ULYSSES",
+    .cp_ulysses = "cp_mode ulysses",
     .heads = "heads",
     .hidden = "hidden",
     .batch = "batch",
@@ -74,12 +74,18 @@ const zeroc__train_names_t *zeroc__lm_names(int names) {
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
 
-zeroc_result_t zeroc__lm_check_shape(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
-                                     int tp, const zeroc__train_names_t *n) {
+zeroc_result_t zeroc__lm_check_heads(const zeroc_gpt_config_t *g, int tp,
+                                     const zeroc__train_names_t *n) {
   if (g->heads < 1 || g->hidden % g->heads)
     return BAD("%s %d must divide %s %d", n->heads, g->heads, n->hidden, g->hidden);
-  if (g->heads % tp)
+  if (tp > 0 && g->heads % tp)
     return BAD("%s %d must divide the %d attention heads (%s)", n->tp, tp, g->heads, n->heads);
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__lm_check_shape(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
+                                     int tp, const zeroc__train_names_t *n) {
+  ZEROC_CHECK(zeroc__lm_check_heads(g, tp, n));
   if (c->sequence_parallel && tp < 2)
     return BAD("%s needs %s > 1 (it splits the tensor-parallel ranks' LayerNorm regions)",
                n->sequence_parallel, n->tp);
@@ -89,14 +95,14 @@ zeroc_result_t zeroc__lm_check_shape(const zeroc_train_config_t *c, const zeroc_
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__lm_check_cp(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
-                                  int tp, int cp, const zeroc__train_names_t *n) {
+zeroc_result_t zeroc__lm_check_cp(zeroc_cp_mode_t mode, const zeroc_gpt_config_t *g, int tp, int cp,
+                                  const zeroc__train_names_t *n) {
   if (cp == 1) return ZEROC_OK;
   if (g->seq % (2 * cp))
     return BAD("%s %d is not divisible by 2 x %s = %d: context parallelism deals each sequence "
                "out in 2 x cp zigzag chunks",
                n->seq, g->seq, n->cp, 2 * cp);
-  if (c->cp_mode == ZEROC_CP_MODE_ULYSSES && (g->heads / tp) % cp)
+  if (mode == ZEROC_CP_MODE_ULYSSES && (g->heads / tp) % cp)
     return BAD("%s splits the %d heads of each tp rank (%s %d / %s %d) over %s %d ranks: cp must "
                "divide them (or use ring attention)",
                n->cp_ulysses, g->heads / tp, n->heads, g->heads, n->tp, tp, n->cp, cp);

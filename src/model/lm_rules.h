@@ -25,15 +25,18 @@ const zeroc__train_names_t *zeroc__lm_names(int names);
 
 /* Each returns ZEROC_ERR_INVALID_ARG with one message naming the settings
  * by `n`, for the first rule the resolved config `c` breaks. */
-/* The shape `g` and tensor parallelism: heads | hidden, tp | heads, sequence
+/* The heads: heads | hidden, and tp | heads (tp 0: not checked). */
+zeroc_result_t zeroc__lm_check_heads(const zeroc_gpt_config_t *g, int tp,
+                                     const zeroc__train_names_t *n);
+/* The shape `g` and tensor parallelism: the heads' rules, sequence
  * parallelism needs tp > 1 and tp | batch x seq. */
 zeroc_result_t zeroc__lm_check_shape(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
                                      int tp, const zeroc__train_names_t *n);
-/* Context parallelism over `cp` ranks (nothing to check when cp is 1): seq
- * divisible by 2 x cp (the zigzag chunks); Ulysses needs cp to divide the
- * heads of a tp rank. */
-zeroc_result_t zeroc__lm_check_cp(const zeroc_train_config_t *c, const zeroc_gpt_config_t *g,
-                                  int tp, int cp, const zeroc__train_names_t *n);
+/* Context parallelism over `cp` ranks in `mode` (nothing to check when cp is
+ * 1): seq divisible by 2 x cp (the zigzag chunks); Ulysses needs cp to divide
+ * the heads of a tp rank. */
+zeroc_result_t zeroc__lm_check_cp(zeroc_cp_mode_t mode, const zeroc_gpt_config_t *g, int tp, int cp,
+                                  const zeroc__train_names_t *n);
 /* A pipeline of `pp` ranks (nothing to check when pp is 1): zero 0 or 1, vpp
  * with the interleaved schedule only and >= 2 there, micro-batches (grad_accum)
  * a multiple of pp there, at least pp x vpp units in `g`. */

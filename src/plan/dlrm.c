@@ -24,7 +24,7 @@ static zeroc_result_t check(const zeroc_plan_dlrm_config_t *c) {
   memset(&info, 0, sizeof info);
   info.dlrm_model = c->model;
   const zeroc_arch_t *a = zeroc_arch_find("dlrm");
-  ZEROC_CHECK(a->price_check(&info, NULL)); /* the shape and the batch */
+  ZEROC_CHECK(a->price_check(&info, NULL, ZEROC_NAMES_CONFIG)); /* the shape and the batch */
   if (c->gpus < 1 || c->gpus > 65536) return BAD("gpus %d: accepted 1..65536", c->gpus);
   if (c->zero < 0 || c->zero > 3) return BAD("zero %d: accepted 0..3", c->zero);
   if (c->hsdp < 1 || c->gpus % c->hsdp)

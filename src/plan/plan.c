@@ -61,7 +61,7 @@ static const zeroc_plan_config_t DEFAULTS = {
     .magic = ZEROC_CONFIG_MAGIC,
     .model = {12, 768, 12, 50257, 1024, 4}, /* gpt2-124m, micro-batch 4 */
     .gpus = 1,
-    .zero = 3,
+    .zero = 3, /* with pp > 1: 1 (zeroc__shard_default_stage) */
     .tp = 1,
     .pp = 1,
     .hsdp = 1,
@@ -108,7 +108,8 @@ static double gpt_kernels_workspace_mib(void) {
 static void resolve_unset(zeroc_plan_config_t *out) {
   RESOLVE(model.layers), RESOLVE(model.hidden), RESOLVE(model.heads);
   RESOLVE(model.vocab), RESOLVE(model.seq), RESOLVE(model.batch);
-  RESOLVE(gpus), RESOLVE(zero), RESOLVE(tp), RESOLVE(pp), RESOLVE(hsdp), RESOLVE(microbatches);
+  RESOLVE(gpus), RESOLVE(tp), RESOLVE(pp), RESOLVE(hsdp), RESOLVE(microbatches);
+  if (out->zero == ZEROC_UNSET) out->zero = zeroc__shard_default_stage(out->pp);
   RESOLVE(param_bytes), RESOLVE(act_bytes), RESOLVE(sequence_parallel), RESOLVE(prefetch);
   RESOLVE(flash_attention), RESOLVE(gpus_per_node), RESOLVE(vpp), RESOLVE(compute_bytes);
   RESOLVE(cp);
@@ -133,10 +134,25 @@ zeroc_result_t zeroc_plan_config_resolve(const zeroc_plan_config_t *in, zeroc_pl
   resolve_unset(out);
   if (out->compute_bytes == 0) out->compute_bytes = out->param_bytes;
   if (out->act_bytes == 0) out->act_bytes = out->compute_bytes;
+  if (out->microbatches == 0) out->microbatches = out->pp;
   return ZEROC_OK;
 }
 
 /* ---- the model, through its interface ---------------------------------------------- */
+
+/* What the layout rules' messages call each setting (zeroc_names_t): the
+ * config's fields or `zeroc plan`'s flags. */
+typedef struct plan_names {
+  const char *gpus, *zero, *tp, *pp, *cp, *hsdp, *vpp, *microbatches;
+  zeroc__rule_names_t rules;
+} plan_names_t;
+static const plan_names_t FIELDS = {"gpus", "zero",         "tp",
+                                    "pp",   "cp",           "hsdp",
+                                    "vpp",  "microbatches", {"zero", "pp", "offload_params"}};
+static const plan_names_t FLAGS = {
+    "--gpus", "--zero",         "--tp",
+    "--pp",   "--cp",           "--hsdp",
+    "--vpp",  "--microbatches", {"--zero", "--pp", "--offload-params"}};
 
 /* The decoder the public config describes: the built-in GPT of shape c->model
  * (zeroc_plan_config_t names no other model yet). */
@@ -180,12 +196,13 @@ static zeroc_arch_layout_t layout_of(const zeroc__plan_model_t *pm, const zeroc_
 }
 
 /* The shape and the cluster: everything a search keeps fixed. */
-static zeroc_result_t check_common(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c) {
+static zeroc_result_t check_common(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c,
+                                   int names) {
   if (!pm->arch->price_check || !pm->arch->price_unit || !pm->arch->price_stage ||
       !pm->arch->figures || !pm->arch->num_units || !pm->arch->unit_costs)
     return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "the planner cannot price model %s: it has no pricing",
                       pm->arch->name);
-  ZEROC_CHECK(pm->arch->price_check(pm->info, NULL));
+  ZEROC_CHECK(pm->arch->price_check(pm->info, NULL, names));
   if (c->gpus < 1) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpus %d: accepted >= 1", c->gpus);
   if (c->param_bytes != 2 && c->param_bytes != 4)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "param_bytes %d: accepted 2 (bf16) or 4 (fp32)",
@@ -235,59 +252,60 @@ zeroc_result_t zeroc__plan_check_common(const zeroc_plan_config_t *c) {
   zeroc_train_info_t info;
   zeroc__plan_model_t pm;
   decoder_of(c, &info, &pm);
-  return check_common(&pm, c);
+  return check_common(&pm, c, ZEROC_NAMES_CONFIG);
 }
 
 /* The layout: what a search varies. */
-static zeroc_result_t check_layout(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c) {
+static zeroc_result_t check_layout(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c,
+                                   int names) {
+  const plan_names_t *n = names == ZEROC_NAMES_FLAGS ? &FLAGS : &FIELDS;
   if (c->zero < 0 || c->zero > 3)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zero %d: accepted 0, 1, 2, 3", c->zero);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s %d: accepted 0, 1, 2, 3", n->zero, c->zero);
   if (c->tp < 1 || c->pp < 1 || c->hsdp < 1 || c->microbatches < 1)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "tp %d, pp %d, hsdp %d, microbatches %d: each must be >= 1", c->tp, c->pp,
-                      c->hsdp, c->microbatches);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s %d, %s %d, %s %d, %s %d: each must be >= 1", n->tp,
+                      c->tp, n->pp, c->pp, n->hsdp, c->hsdp, n->microbatches, c->microbatches);
   ZEROC_CHECK(zeroc__plan_check_cp(c));
   if (c->gpus % ((int64_t)c->tp * c->pp * c->cp)) {
     if (c->cp == 1)
-      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d x pp %d must divide gpus %d", c->tp, c->pp,
-                        c->gpus);
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "tp %d x pp %d x cp %d must divide gpus %d", c->tp,
-                      c->pp, c->cp, c->gpus);
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s %d x %s %d must divide %s %d", n->tp, c->tp,
+                        n->pp, c->pp, n->gpus, c->gpus);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s %d x %s %d x %s %d must divide %s %d", n->tp,
+                      c->tp, n->pp, c->pp, n->cp, c->cp, n->gpus, c->gpus);
   }
   /* the model's own rules (tp dividing the heads, the cp split of a sequence) */
   zeroc_arch_layout_t L = layout_of(pm, c);
-  ZEROC_CHECK(pm->arch->price_check(pm->info, &L));
+  ZEROC_CHECK(pm->arch->price_check(pm->info, &L, names));
   /* Stages may be uneven: the runtime cuts the units by cost
    * (zeroc_pipeline_partition) and needs one per stage, no more. */
   int nu = pm->arch->num_units(pm->info);
   if (nu < (int64_t)c->pp * c->vpp)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "pp %d x vpp %d = %lld stages need as many units; the model has %d", c->pp,
-                      c->vpp, (long long)c->pp * c->vpp, nu);
+                      "%s %d x %s %d = %lld pipeline stages need as many units; the model has %d",
+                      n->pp, c->pp, n->vpp, c->vpp, (long long)c->pp * c->vpp, nu);
   int dp = c->gpus / (c->tp * c->pp * c->cp);
   if (dp % c->hsdp)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "hsdp %d must divide dp %d (= gpus %d / (tp x pp%s))",
-                      c->hsdp, dp, c->gpus, c->cp > 1 ? " x cp" : "");
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s %d must divide dp %d (= %s / (%s x %s%s%s))",
+                      n->hsdp, c->hsdp, dp, n->gpus, n->tp, n->pp, c->cp > 1 ? " x " : "",
+                      c->cp > 1 ? n->cp : "");
   if (c->vpp < 1 || (c->vpp > 1 && c->pp == 1))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "vpp %d with pp %d: accepted vpp 1, or vpp > 1 (interleaved) with pp > 1",
-                      c->vpp, c->pp);
+                      "%s %d with %s %d: accepted %s 1, or %s > 1 (interleaved) with %s > 1",
+                      n->vpp, c->vpp, n->pp, c->pp, n->vpp, n->vpp, n->pp);
   if (c->pp > 1)
     ZEROC_CHECK(zeroc__pp_validate(c->vpp > 1 ? ZEROC_PP_INTERLEAVED : ZEROC_PP_1F1B, c->pp,
                                    c->microbatches, c->vpp));
   if (c->hsdp > 1 && c->zero == 0)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "hsdp %d with zero 0: hsdp needs zero 1, 2 or 3",
-                      c->hsdp);
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s %d with %s 0: hsdp needs %s 1, 2 or 3", n->hsdp,
+                      c->hsdp, n->zero, n->zero);
   /* the engine's rules, as the trainer's config applies them (shard/rules.c) */
-  static const zeroc__rule_names_t names = {"zero", "pp", "offload_params"};
-  return zeroc__shard_check_rules(c->zero, c->pp, (int)c->offload_params, &names);
+  return zeroc__shard_check_rules(c->zero, c->pp, (int)c->offload_params, &n->rules);
 }
 
 zeroc_result_t zeroc__plan_check_layout(const zeroc_plan_config_t *c) {
   zeroc_train_info_t info;
   zeroc__plan_model_t pm;
   decoder_of(c, &info, &pm);
-  return check_layout(&pm, c);
+  return check_layout(&pm, c, ZEROC_NAMES_CONFIG);
 }
 
 /* ---- one layout ------------------------------------------------------------------ */
@@ -628,16 +646,31 @@ zeroc_result_t zeroc__plan_layout(const zeroc_plan_config_t *c, zeroc_plan_resul
 
 zeroc_result_t zeroc__plan_check_model(const zeroc__plan_model_t *pm,
                                        const zeroc_plan_config_t *c) {
-  ZEROC_CHECK(check_common(pm, c));
-  return check_layout(pm, c);
+  ZEROC_CHECK(check_common(pm, c, ZEROC_NAMES_CONFIG));
+  return check_layout(pm, c, ZEROC_NAMES_CONFIG);
+}
+
+zeroc_result_t zeroc_plan_config_check(const zeroc_plan_config_t *cfg, int names,
+                                       zeroc_plan_config_t *resolved) {
+  zeroc_plan_config_t c;
+  ZEROC_CHECK(zeroc_plan_config_resolve(cfg, &c));
+  if ((unsigned)names > ZEROC_NAMES_FLAGS)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_plan_config_check: names %d: accepted ZEROC_NAMES_CONFIG (0) or "
+                      "ZEROC_NAMES_FLAGS (1)",
+                      names);
+  zeroc_train_info_t info;
+  zeroc__plan_model_t pm;
+  decoder_of(&c, &info, &pm);
+  ZEROC_CHECK(check_common(&pm, &c, names));
+  ZEROC_CHECK(check_layout(&pm, &c, names));
+  if (resolved) *resolved = c;
+  return ZEROC_OK;
 }
 
 zeroc_result_t zeroc_plan_compute(const zeroc_plan_config_t *cfg, zeroc_plan_result_t *out) {
   zeroc_plan_config_t c;
   if (!out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_plan_compute: out is NULL");
-  ZEROC_CHECK(zeroc_plan_config_resolve(cfg, &c));
-  if (c.microbatches == 0) c.microbatches = c.pp;
-  ZEROC_CHECK(zeroc__plan_check_common(&c));
-  ZEROC_CHECK(zeroc__plan_check_layout(&c));
+  ZEROC_CHECK(zeroc_plan_config_check(cfg, ZEROC_NAMES_CONFIG, &c));
   return zeroc__plan_layout(&c, out);
 }

@@ -41,7 +41,6 @@ static void plan_config_of(const zeroc_train_info_t *in, const zeroc_mesh_info_t
   p.gpu_mem_gib = 0;
   if (in->device == ZEROC_DEVICE_CPU) p.workspace_mib = 0; /* no GEMM library workspace on cpu */
   zeroc_plan_config_resolve(&p, pc);
-  if (pc->microbatches == 0) pc->microbatches = pc->pp;
 }
 
 void zeroc__plan_train(zeroc_ctx_t *ctx, zeroc_train_info_t *in) {

@@ -20,3 +20,5 @@ zeroc_result_t zeroc__shard_check_rules(int zero, int pp, int offload_params,
                       n->zero, zero);
   return ZEROC_OK;
 }
+
+int zeroc__shard_default_stage(int pp) { return pp > 1 ? 1 : 3; }

@@ -22,4 +22,8 @@ typedef struct zeroc__rule_names {
 zeroc_result_t zeroc__shard_check_rules(int zero, int pp, int offload_params,
                                         const zeroc__rule_names_t *n);
 
+/* The ZeRO stage when none is asked for: 3, or 1 with a pipeline (pp > 1),
+ * which reduces gradients once per step and allows 0 or 1 only. */
+int zeroc__shard_default_stage(int pp);
+
 #endif

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "model/arch_registry.h"
+#include "shard/rules.h"
 #include "train/config.h"
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
@@ -101,7 +102,7 @@ static void defaults(zeroc_train_config_t *c, const zeroc_mesh_info_t *mesh,
   DFLT(eps, 1e-8);
   DFLT(seed, 1);
   DFLT(max_skipped, 5);
-  DFLT(zero, mesh->pp > 1 ? 1 : 3); /* a pipeline reduces gradients once per step */
+  DFLT(zero, zeroc__shard_default_stage(mesh->pp)); /* shard/rules.c */
   DFLT(param_dtype, device == ZEROC_DEVICE_CUDA ? ZEROC_BF16 : ZEROC_FP32);
   DFLT(recompute, 0);
   DFLT(prefetch, 2);
