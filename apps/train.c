@@ -88,7 +88,7 @@ static void print_header(const ztrain_job_t *j, const zeroc_train_info_t *in,
   const char *dev = in->device == ZEROC_DEVICE_CUDA ? "cuda" : "cpu";
   char b1[32];
   printf("zeroc train: %s (%d layers, hidden %d, %d heads, vocab %d, seq %d), %.2fM parameters\n",
-         MODELS[o->model], g->layers, g->hidden, g->heads, g->vocab, g->seq, in->params / 1e6);
+         c->model, g->layers, g->hidden, g->heads, g->vocab, g->seq, in->params / 1e6);
   char ppdesc[64] = "", cpdesc[64] = "";
   if (mesh->cp > 1) /* context parallelism: shown only when asked for */
     snprintf(cpdesc, sizeof cpdesc, ", cp %d (%s)", mesh->cp, zeroc_cp_mode_name(c->cp_mode));

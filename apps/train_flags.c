@@ -82,7 +82,7 @@ void ztrain_usage(void) {
 int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
   const zarg_t args[] = {
       {"--device", ARG_CHOICE, &o->device, 0, 0, 0, DEVICES, NULL},
-      {"--model", ARG_CHOICE, &o->model, 0, 0, 0, MODELS, NULL},
+      {"--model", ARG_CHOICE, &o->model, 0, 0, 0, MODELS, &o->set_model},
       {"--layers", ARG_INT, &o->layers, ZARG_LIM_LAYERS, 0, NULL, &o->set_layers},
       {"--hidden", ARG_INT, &o->hidden, ZARG_LIM_HIDDEN, 0, NULL, &o->set_hidden},
       {"--heads", ARG_INT, &o->heads, ZARG_LIM_HEADS, 0, NULL, &o->set_heads},
@@ -234,10 +234,21 @@ int ztrain_check(ztrain_opts_t *o, zeroc_gpt_config_t *gc, zeroc_train_config_t 
 /* The trainer's config from the flags; what was not given stays "unset" and
  * the library picks its default. */
 void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_train_config_t *c) {
-  c->model =
-      zarg_model_is_custom(o->model) ? "tiny" : MODELS[o->model]; /* custom: every size is given */
+  c->model = MODELS[o->model]; /* custom: every size is given (zarg_model_shape) */
   c->layers = gc->layers, c->hidden = gc->hidden, c->heads = gc->heads;
   c->vocab = gc->vocab, c->seq = gc->seq, c->batch = gc->batch;
+  struct stat st;
+  if (o->init && !stat(o->init, &st) && S_ISDIR(st.st_mode)) {
+    /* a transformers directory: its config.json gives the model and the shape;
+     * only what was given by flag goes with it (and must agree) */
+    c->model = o->set_model ? MODELS[o->model] : NULL;
+    c->layers = o->set_layers ? o->layers : ZEROC_UNSET;
+    c->hidden = o->set_hidden ? o->hidden : ZEROC_UNSET;
+    c->heads = o->set_heads ? o->heads : ZEROC_UNSET;
+    c->vocab = o->set_vocab ? o->vocab : ZEROC_UNSET;
+    c->seq = o->set_seq ? o->seq : ZEROC_UNSET;
+    c->batch = o->set_batch ? o->batch : ZEROC_UNSET;
+  }
   c->grad_accum = o->grad_accum;
   c->steps = o->steps;
   c->lr = o->lr;

@@ -28,7 +28,7 @@ typedef struct ztrain_opts {
   int sample_every, sample_tokens; /* --sample-every (0 off), --sample-tokens */
   const char *sample_prompt;       /* --sample-prompt, or NULL: the built-in choice */
   const char *tokenizer;
-  int set_layers, set_hidden, set_heads, set_vocab, set_seq, set_batch, set_microbatches;
+  int set_model, set_layers, set_hidden, set_heads, set_vocab, set_seq, set_batch, set_microbatches;
   int set_zero, set_grad_accum, set_vpp, set_pp_schedule, set_schedule, set_val_every;
 } ztrain_opts_t;
 

@@ -269,6 +269,71 @@ static void test_planner_interface(void) {
   CU_ASSERT_EQUAL(zeroc_plan_config_check(&pc, 7, NULL), ZEROC_ERR_INVALID_ARG);
 }
 
+/* A transformers config.json both ways (the GPT's hf hooks): transformers' own
+ * (tests/fixtures/hf_gpt2, saved by transformers) gives its shape; a setting
+ * that contradicts it, a key the GPT cannot honour and a seq beyond the
+ * positions are refused naming them; what the GPT writes reads back. */
+static void test_hf_config(void) {
+  const zeroc_arch_t *g = zeroc_arch_find_hf("GPT2LMHeadModel");
+  CU_ASSERT_FATAL(g != NULL);
+  CU_ASSERT(g == zeroc_arch_find("gpt2-124m"));
+  CU_ASSERT_PTR_NULL(zeroc_arch_find_hf("BertModel"));
+  CU_ASSERT_PTR_NULL(zeroc_arch_find_hf(NULL));
+  CU_ASSERT(g->hf_config_write && g->hf_config_read);
+  char buf[8192];
+  FILE *f = fopen(ZT_FIXTURES "/hf_gpt2/config.json", "rb");
+  CU_ASSERT_FATAL(f != NULL);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  ZT_OK(g->hf_config_read(buf, n, &c, ZEROC_NAMES_CONFIG));
+  CU_ASSERT_STRING_EQUAL(c.model, "custom");
+  CU_ASSERT(c.layers == 2 && c.hidden == 32 && c.heads == 4 && c.vocab == 256 && c.seq == 32);
+  /* the shape resolves as any custom model */
+  zeroc_mesh_info_t one;
+  zeroc_train_info_t in;
+  ZT_OK(zeroc_mesh_layout_cp(1, 1, 1, 1, 1, 0, &one));
+  ZT_OK(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in));
+  CU_ASSERT(in.model.layers == 2 && in.model.hidden == 32 && in.model.seq == 32);
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.layers = 3;
+  CU_ASSERT_EQUAL(g->hf_config_read(buf, n, &c, ZEROC_NAMES_FLAGS), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "--layers 3 contradicts config.json \"n_layer\" 2"),
+                "message: %s", zeroc_last_error(NULL));
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.seq = 64;
+  CU_ASSERT_EQUAL(g->hf_config_read(buf, n, &c, ZEROC_NAMES_FLAGS), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "--seq 64: accepted up to config.json"),
+                "message: %s", zeroc_last_error(NULL));
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.model = "gpt2-124m"; /* a preset of another shape */
+  CU_ASSERT_EQUAL(g->hf_config_read(buf, n, &c, ZEROC_NAMES_FLAGS), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "--model gpt2-124m"), "message: %s",
+                zeroc_last_error(NULL));
+  /* keys the GPT cannot honour */
+  const char *bad[] = {"\"activation_function\": \"relu\"", "\"tie_word_embeddings\": false",
+                       "\"n_inner\": 100", "\"layer_norm_epsilon\": 1e-6"};
+  const char *key[] = {"activation_function", "tie_word_embeddings", "n_inner",
+                       "layer_norm_epsilon"};
+  for (int k = 0; k < 4; k++) {
+    char j[512];
+    snprintf(j, sizeof j,
+             "{\"architectures\": [\"GPT2LMHeadModel\"], \"n_layer\": 2, \"n_embd\": 32, "
+             "\"n_head\": 4, \"vocab_size\": 256, \"n_positions\": 32, %s}",
+             bad[k]);
+    c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+    CU_ASSERT_EQUAL(g->hf_config_read(j, strlen(j), &c, ZEROC_NAMES_CONFIG), ZEROC_ERR_INVALID_ARG);
+    ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), key[k]), "%s: %s", key[k], zeroc_last_error(NULL));
+  }
+  const char *other = "{\"architectures\": [\"LlamaForCausalLM\"], \"model_type\": \"llama\"}";
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  CU_ASSERT_EQUAL(g->hf_config_read(other, strlen(other), &c, ZEROC_NAMES_CONFIG),
+                  ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "not a GPT2LMHeadModel"), "message: %s",
+                zeroc_last_error(NULL));
+}
+
 static void test_trainer_both(void) {
   zeroc_ctx_t *ctx = zt_ctx(1, 1, 1);
   if (!ctx) return;
@@ -311,6 +376,7 @@ int main(int argc, char **argv) {
       {"zeroc_train_config_resolve: defaults, ZEROC_UNSET, layout, names", test_config_resolve},
       {"the planner through the interface: units, FLOPs, one rule, one default",
        test_planner_interface},
+      {"a transformers config.json: the fixture's shape, contradictions, refusals", test_hf_config},
       {"the trainer through the interface: GPT and DLRM, checkpoints, refusals", test_trainer_both},
       ZT_END,
   };

@@ -22,6 +22,9 @@
  *   import_weights, export_weights, sampler, sample_prompt
  *                       external formats (safetensors with Hugging Face names)
  *                       and generation; NULL where the model has none
+ *   hf_architectures, hf_config_write, hf_config_read
+ *                       the transformers class and its config.json: with
+ *                       export_weights' file, a save_pretrained directory
  *   price_check, price_unit, price_stage, figures
  *                       the planner's questions (zeroc/plan.h): the model's
  *                       rules on a layout, each unit's parameters, a pipeline
@@ -204,6 +207,22 @@ typedef struct zeroc_arch {
   /* Up to `max` prompt tokens from the training data's first sequence. */
   zeroc_result_t (*sample_prompt)(void *self, int max, int32_t *ids, int *n);
 
+  /* ---- Hugging Face transformers (NULL: the model has no transformers class) ---- */
+  /* The classes of a config.json's "architectures" it reads and writes
+   * ("GPT2LMHeadModel"), NULL-terminated. */
+  const char *const *hf_architectures;
+  /* The config.json that goes with export_weights' file of the run (its shape,
+   * as transformers' class names the keys; dtype float32), as malloc'd text. */
+  zeroc_result_t (*hf_config_write)(void *self, char **json);
+  /* A config.json's shape into c's shape fields (c->model becomes a name this
+   * architecture answers to); `seq` no longer than its positions. A field of c
+   * already set to another value, a key the model cannot honour (another
+   * activation, untied embeddings where they must be tied, ...) or a missing
+   * key: ZEROC_ERR_INVALID_ARG naming the key, its value and the setting as
+   * `names` (zeroc_names_t) says. No context. */
+  zeroc_result_t (*hf_config_read)(const char *json, size_t n, struct zeroc_train_config *c,
+                                   int names);
+
   /* ---- pricing (zeroc/plan.h; NULL: the planner cannot price the model) ---- */
   /* The shape (L NULL), or the layout `L`, as the planner takes them:
    * ZEROC_ERR_INVALID_ARG with one message naming the settings as `names` (a
@@ -227,6 +246,10 @@ ZEROC_API const zeroc_arch_t *zeroc_arch_find(const char *name);
 
 /* The registered architectures, NULL-terminated. */
 ZEROC_API const zeroc_arch_t *const *zeroc_arch_list(void);
+
+/* The architecture that reads and writes transformers' class `name` (a
+ * config.json's "architectures" entry, "GPT2LMHeadModel"), or NULL. */
+ZEROC_API const zeroc_arch_t *zeroc_arch_find_hf(const char *name);
 
 #ifdef __cplusplus
 }

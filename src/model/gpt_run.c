@@ -14,6 +14,7 @@
 #include "model/gpt_batch.h"
 #include "model/gpt_eval.h"
 #include "model/gpt_file.h"
+#include "model/gpt_hf.h"
 #include "model/gpt_internal.h"
 #include "model/gpt_price.h"
 #include "model/gpt_run.h"
@@ -30,7 +31,16 @@ static zeroc_result_t resolve(zeroc_train_config_t *c, const zeroc_mesh_info_t *
                               zeroc_train_info_t *info) {
   zeroc_gpt_config_t *g = &info->model;
   (void)mesh;
-  ZEROC_CHECK(zeroc_gpt_preset(c->model, g));
+  if (c->model && !strcmp(c->model, "custom")) {
+    /* every size given (by flags, or a transformers config.json: gpt_hf.c) */
+    if (c->layers == ZEROC_UNSET || c->hidden == ZEROC_UNSET || c->heads == ZEROC_UNSET ||
+        c->vocab == ZEROC_UNSET || c->seq == ZEROC_UNSET)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "model custom needs layers, hidden, heads, vocab and seq");
+    ZEROC_CHECK(zeroc_gpt_preset("tiny", g)); /* the micro-batch */
+  } else {
+    ZEROC_CHECK(zeroc_gpt_preset(c->model, g));
+  }
   if (c->layers != ZEROC_UNSET) g->layers = c->layers;
   if (c->hidden != ZEROC_UNSET) g->hidden = c->hidden;
   if (c->heads != ZEROC_UNSET) g->heads = c->heads;
@@ -341,6 +351,16 @@ static zeroc_result_t sample_prompt(void *self, int max, int32_t *ids, int *n) {
   return r;
 }
 
+/* The run's config.json: the shape, and the position table's rows as exported
+ * (an imported table longer than seq goes back whole). */
+static zeroc_result_t hf_config_write(void *self, char **json) {
+  const zeroc__gpt_run_t *run = self;
+  int tail = 0;
+  zeroc__gpt_wpe_tail(run->gpt, &tail);
+  return zeroc__gpt_hf_config_write(&run->info->model, run->info->model.seq + tail,
+                                    run->info->config.dropout, json);
+}
+
 static int num_units(const zeroc_train_info_t *info) { return zeroc_gpt_num_units(&info->model); }
 
 static void unit_costs(const zeroc_train_info_t *info, double *cost) {
@@ -376,6 +396,9 @@ const zeroc_arch_t zeroc__arch_gpt2 = {
     .export_weights = export_weights,
     .sampler = sampler,
     .sample_prompt = sample_prompt,
+    .hf_architectures = zeroc__gpt_hf_architectures,
+    .hf_config_write = hf_config_write,
+    .hf_config_read = zeroc__gpt_hf_config_read,
     .price_check = zeroc__gpt_price_check,
     .price_unit = zeroc__gpt_price_unit,
     .price_stage = zeroc__gpt_price_stage,

@@ -15,6 +15,7 @@
  * command's flags (zeroc__lm_names). */
 typedef struct zeroc__train_names {
   const char *tp, *pp, *cp, *cp_ulysses, *heads, *hidden, *batch, *seq, *layers, *zero, *vpp;
+  const char *vocab, *model;
   const char *microbatches; /* grad_accum: the micro-batches with a pipeline */
   const char *interleaved;  /* the interleaved pipeline schedule */
   const char *sequence_parallel, *offload_params, *nvme_dir, *save_every, *save, *resume, *init;

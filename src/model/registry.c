@@ -2,6 +2,7 @@
  * model/registry.c - the models built in, by name: the --model names (presets)
  * each architecture answers to. A new model adds its table here.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "model/arch_registry.h"
@@ -15,6 +16,14 @@ const zeroc_arch_t *zeroc_arch_find(const char *name) {
   for (int a = 0; ARCHS[a]; a++)
     for (int p = 0; ARCHS[a]->presets[p]; p++)
       if (!strcmp(name, ARCHS[a]->presets[p])) return ARCHS[a];
+  return NULL;
+}
+
+const zeroc_arch_t *zeroc_arch_find_hf(const char *name) {
+  if (!name) return NULL;
+  for (int a = 0; ARCHS[a]; a++)
+    for (int k = 0; ARCHS[a]->hf_architectures && ARCHS[a]->hf_architectures[k]; k++)
+      if (!strcmp(name, ARCHS[a]->hf_architectures[k])) return ARCHS[a];
   return NULL;
 }
 

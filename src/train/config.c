@@ -8,9 +8,13 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
+#include "io/files.h"
+#include "io/json.h"
 #include "model/arch_registry.h"
 #include "shard/rules.h"
 #include "train/config.h"
@@ -149,6 +153,45 @@ static zeroc_result_t check_config(const zeroc_arch_t *arch, const zeroc_train_c
   return arch->check(c, mesh, info, names);
 }
 
+/* The architecture a config.json's "architectures" names (the first one a
+ * registered model reads). */
+static zeroc_result_t hf_arch(const char *json, size_t n, const char *path,
+                              const zeroc_arch_t **out) {
+  zeroc__json_doc_t *doc = NULL;
+  ZEROC_CHECK(zeroc__json_parse(json, n, path, &doc));
+  const zeroc__json_t *a = zeroc__json_get(zeroc__json_root(doc), "architectures");
+  *out = NULL;
+  for (size_t i = 0; a && a->type == ZEROC_JSON_ARRAY && i < a->u.arr.n && !*out; i++)
+    if (a->u.arr.items[i].type == ZEROC_JSON_STRING)
+      *out = zeroc_arch_find_hf(a->u.arr.items[i].u.str.s);
+  zeroc__json_free(doc);
+  if (*out) return ZEROC_OK;
+  return BAD("init '%s': its \"architectures\" names no model zeroc has (accepted: "
+             "GPT2LMHeadModel)",
+             path);
+}
+
+/* init naming a directory (transformers' save_pretrained: config.json and
+ * model.safetensors): the model and its shape come from config.json, through
+ * the architecture that reads its class; a model or size given beside it
+ * must agree (the architecture's hf_config_read says which). */
+static zeroc_result_t init_dir(zeroc_train_config_t *c, zeroc_names_t names) {
+  struct stat st;
+  if (!c->init || stat(c->init, &st) || !S_ISDIR(st.st_mode)) return ZEROC_OK;
+  char path[4200], *json = NULL;
+  size_t n = 0;
+  snprintf(path, sizeof path, "%s/config.json", c->init);
+  ZEROC_CHECK(zeroc__file_read(path, 1 << 20, &json, &n));
+  const zeroc_arch_t *a = NULL;
+  zeroc_result_t r = hf_arch(json, n, path, &a);
+  if (!r && c->model && zeroc_arch_find(c->model) != a)
+    r = BAD("%s %s contradicts '%s', a %s model", names == ZEROC_NAMES_FLAGS ? "--model" : "model",
+            c->model, path, a->name);
+  if (!r) r = a->hf_config_read(json, n, c, names);
+  free(json);
+  return r;
+}
+
 zeroc_result_t zeroc_train_config_resolve(const zeroc_train_config_t *cfg,
                                           const zeroc_mesh_info_t *mesh, zeroc_device_kind_t device,
                                           zeroc_names_t names, zeroc_train_info_t *out) {
@@ -165,6 +208,7 @@ zeroc_result_t zeroc_train_config_resolve(const zeroc_train_config_t *cfg,
   /* an evaluation of no tokens means nothing: callers before ZEROC_UNSET wrote 0 for "unset" */
   if (c->val_tokens == 0) c->val_tokens = ZEROC_UNSET;
   ZEROC_CHECK(check_fields(c));
+  ZEROC_CHECK(init_dir(c, names)); /* --init DIR: the shape from its config.json */
   if (!c->model) c->model = "tiny";
   const zeroc_arch_t *arch = out->arch = zeroc_arch_find(c->model);
   if (!arch) {

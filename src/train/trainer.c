@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "io/files.h"
 #include "plan/train_predict.h"
 #include "runtime/runtime.h"
+#include "train/export_path.h"
 #include "train/trainer.h"
 #include "zeroc/ckpt.h"
 
@@ -50,7 +52,12 @@ static zeroc_result_t start_point(zeroc_trainer_t *tr) {
   if (c->init) {
     if (!tr->arch->import_weights)
       return BAD("init: model %s (%s) has no weights import", c->model, tr->arch->name);
-    ZEROC_CHECK(tr->arch->import_weights(tr->net, c->init));
+    /* a transformers directory: its weights file (config.json gave the shape) */
+    char file[4200];
+    struct stat st;
+    int dir = !stat(c->init, &st) && S_ISDIR(st.st_mode);
+    snprintf(file, sizeof file, dir ? "%s/model.safetensors" : "%s", c->init);
+    ZEROC_CHECK(tr->arch->import_weights(tr->net, file));
   }
   if (!c->resume) return ZEROC_OK;
   uint64_t k = 0;
@@ -82,7 +89,7 @@ static zeroc_result_t build(zeroc_trainer_t *tr) {
   int root = zeroc_ctx_mesh(ctx)->rank == 0;
   create_phase = "outputs";
   zeroc_result_t r = c->save ? zeroc__dir_check_writable(c->save, "--save") : ZEROC_OK;
-  if (!r && root && c->export_path) r = zeroc__file_check_writable(c->export_path, "--export");
+  if (!r && root && c->export_path) r = zeroc__export_check(tr->arch, c->export_path);
   ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
   create_phase = "model"; /* the model's run says when it is at its data */
   zeroc_arch_run_t run = {ctx, &tr->info, zeroc__train_shard_config(c, tr->info.dtype),
@@ -144,12 +151,4 @@ zeroc_model_t *zeroc_trainer_model(const zeroc_trainer_t *tr) { return tr->model
 zeroc_result_t zeroc_trainer_save(zeroc_trainer_t *tr, const char *dir) {
   if (!tr || !dir) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_save: NULL argument");
   return zeroc__ctx_ret(tr->ctx, zeroc__train_save(tr, dir, (uint64_t)tr->next));
-}
-
-zeroc_result_t zeroc_trainer_export(zeroc_trainer_t *tr, const char *path) {
-  if (!tr || !path) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_trainer_export: NULL argument");
-  if (!tr->arch->export_weights)
-    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "zeroc_trainer_export: not for %s yet",
-                      tr->arch->name == NULL ? "this model" : tr->arch->name);
-  return zeroc__ctx_ret(tr->ctx, tr->arch->export_weights(tr->net, path));
 }

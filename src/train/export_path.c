@@ -1,0 +1,36 @@
+/*
+ * train/export_path.c - what kind of export a path asks for, and its start-up
+ * check (export_path.h).
+ */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "io/files.h"
+#include "train/export_path.h"
+
+int zeroc__export_is_dir(const char *path) {
+  size_t n = strlen(path), k = strlen(".safetensors");
+  return !(n > k && !strcmp(path + n - k, ".safetensors"));
+}
+
+zeroc_result_t zeroc__export_check(const zeroc_arch_t *arch, const char *path) {
+  struct stat st;
+  if (!zeroc__export_is_dir(path)) return zeroc__file_check_writable(path, "--export");
+  if (!arch->hf_config_write || !arch->export_weights)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "--export '%s': a transformers directory needs a model with a transformers "
+                      "class; %s has none (a path ending in .safetensors writes one file)",
+                      path, arch->name);
+  if (stat(path, &st) == 0) {
+    if (!S_ISDIR(st.st_mode))
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "--export '%s' is a %s; accepted a directory (a transformers "
+                        "save_pretrained one) or a path ending in .safetensors",
+                        path, zeroc__file_kind(st.st_mode));
+    return zeroc__dir_check_writable(path, "--export");
+  }
+  /* a new directory: its parent must take it (as for a file of that name) */
+  return zeroc__file_check_writable(path, "--export");
+}
+
