@@ -82,14 +82,7 @@ zeroc_result_t zeroc__gpt_price_check(const zeroc_train_info_t *info, const zero
                                       int names) {
   const zeroc_gpt_config_t *m = &info->model;
   const zeroc__train_names_t *n = zeroc__lm_names(names);
-  if (!L) {
-    if (m->layers < 1 || m->hidden < 1 || m->heads < 1 || m->vocab < 2 || m->seq < 1 ||
-        m->batch < 1)
-      return BAD("%s %d, %s %d, %s %d, vocab %d, %s %d, %s %d: each must be >= 1 (vocab >= 2)",
-                 n->layers, m->layers, n->hidden, m->hidden, n->heads, m->heads, m->vocab, n->seq,
-                 m->seq, n->batch, m->batch);
-    return zeroc__lm_check_heads(m, 0, n);
-  }
+  if (!L) return zeroc__lm_check_sizes(m, n);
   /* the rules `zeroc train` applies too (lm_rules.c): tp | heads; the zigzag
    * needs 2 cp | seq, Ulysses cp | heads / tp */
   ZEROC_CHECK(zeroc__lm_check_heads(m, L->tp, n));

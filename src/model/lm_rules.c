@@ -78,6 +78,15 @@ const zeroc__train_names_t *zeroc__lm_names(int names) {
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
 
+zeroc_result_t zeroc__lm_check_sizes(const zeroc_gpt_config_t *g, const zeroc__train_names_t *n) {
+  if (g->layers < 1 || g->hidden < 1 || g->heads < 1 || g->vocab < 2 || g->seq < 1 || g->batch < 1)
+    return BAD("model shape %s %d, %s %d, %s %d, %s %d, %s %d, %s %d: each must be >= 1 "
+               "(%s >= 2)",
+               n->layers, g->layers, n->hidden, g->hidden, n->heads, g->heads, n->vocab, g->vocab,
+               n->seq, g->seq, n->batch, g->batch, n->vocab);
+  return zeroc__lm_check_heads(g, 0, n);
+}
+
 zeroc_result_t zeroc__lm_check_heads(const zeroc_gpt_config_t *g, int tp,
                                      const zeroc__train_names_t *n) {
   if (g->heads < 1 || g->hidden % g->heads)

@@ -26,6 +26,8 @@ const zeroc__train_names_t *zeroc__lm_names(int names);
 
 /* Each returns ZEROC_ERR_INVALID_ARG with one message naming the settings
  * by `n`, for the first rule the resolved config `c` breaks. */
+/* The sizes: each >= 1 (vocab >= 2), and the heads' rule. */
+zeroc_result_t zeroc__lm_check_sizes(const zeroc_gpt_config_t *g, const zeroc__train_names_t *n);
 /* The heads: heads | hidden, and tp | heads (tp 0: not checked). */
 zeroc_result_t zeroc__lm_check_heads(const zeroc_gpt_config_t *g, int tp,
                                      const zeroc__train_names_t *n);

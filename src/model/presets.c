@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "model/lm_rules.h"
 #include "zeroc/gpt.h"
 
 static const struct {
@@ -37,13 +38,7 @@ zeroc_result_t zeroc_gpt_preset(const char *name, zeroc_gpt_config_t *out) {
 }
 
 zeroc_result_t zeroc_gpt_config_check(const zeroc_gpt_config_t *c) {
-  if (c->layers < 1 || c->hidden < 1 || c->heads < 1 || c->vocab < 2 || c->seq < 1 || c->batch < 1)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "model shape layers %d hidden %d heads %d vocab %d seq %d batch %d: each "
-                      "must be >= 1 (vocab >= 2)",
-                      c->layers, c->hidden, c->heads, c->vocab, c->seq, c->batch);
-  if (c->hidden % c->heads)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "heads %d must divide hidden %d", c->heads, c->hidden);
+  ZEROC_CHECK(zeroc__lm_check_sizes(c, zeroc__lm_names(ZEROC_NAMES_CONFIG)));
   if (c->vocab > 65536)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "vocab %d: at most 65536 (tokens are stored as uint16)", c->vocab);

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "plan/plan_internal.h"
+#include "shard/rules.h"
 #include "zeroc/plan_dlrm.h"
 
 #define BAD(...) ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, __VA_ARGS__)
@@ -26,7 +27,7 @@ static zeroc_result_t check(const zeroc_plan_dlrm_config_t *c) {
   const zeroc_arch_t *a = zeroc_arch_find("dlrm");
   ZEROC_CHECK(a->price_check(&info, NULL, ZEROC_NAMES_CONFIG)); /* the shape and the batch */
   if (c->gpus < 1 || c->gpus > 65536) return BAD("gpus %d: accepted 1..65536", c->gpus);
-  if (c->zero < 0 || c->zero > 3) return BAD("zero %d: accepted 0..3", c->zero);
+  ZEROC_CHECK(zeroc__shard_check_stage(c->zero, "zero"));
   if (c->hsdp < 1 || c->gpus % c->hsdp)
     return BAD("hsdp %d: accepted a divisor of gpus %d", c->hsdp, c->gpus);
   if (c->hsdp > 1 && c->zero == 0) return BAD("hsdp %d with ZeRO-0: accepted hsdp 1", c->hsdp);

@@ -259,8 +259,7 @@ zeroc_result_t zeroc__plan_check_common(const zeroc_plan_config_t *c) {
 static zeroc_result_t check_layout(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c,
                                    int names) {
   const plan_names_t *n = names == ZEROC_NAMES_FLAGS ? &FLAGS : &FIELDS;
-  if (c->zero < 0 || c->zero > 3)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s %d: accepted 0, 1, 2, 3", n->zero, c->zero);
+  ZEROC_CHECK(zeroc__shard_check_stage(c->zero, n->zero));
   if (c->tp < 1 || c->pp < 1 || c->hsdp < 1 || c->microbatches < 1)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s %d, %s %d, %s %d, %s %d: each must be >= 1", n->tp,
                       c->tp, n->pp, c->pp, n->hsdp, c->hsdp, n->microbatches, c->microbatches);

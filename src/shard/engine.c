@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "runtime/runtime.h"
 #include "shard/engine.h"
+#include "shard/rules.h"
 #include "shard/sizes.h"
 
 static size_t esz(zeroc_dtype_t dt) { return zeroc_dtype_size(dt); }
@@ -60,8 +61,7 @@ static zeroc_result_t read_config(const zeroc_shard_config_t *in, zeroc_shard_co
   memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
   out->size = sizeof *out;
   resolve_defaults(out);
-  if (out->stage < 0 || out->stage > 3)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "ZeRO stage %d: accepted 0, 1, 2, 3", out->stage);
+  ZEROC_CHECK(zeroc__shard_check_stage(out->stage, "ZeRO stage"));
   if (out->optimizer != ZEROC_OPTIMIZER_ADAMW)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "optimizer %d: accepted ZEROC_OPTIMIZER_ADAMW (adamw)",
                       (int)out->optimizer);

@@ -22,3 +22,9 @@ zeroc_result_t zeroc__shard_check_rules(int zero, int pp, int offload_params,
 }
 
 int zeroc__shard_default_stage(int pp) { return pp > 1 ? 1 : 3; }
+
+zeroc_result_t zeroc__shard_check_stage(int zero, const char *name) {
+  if (zero < 0 || zero > 3)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s %d: accepted 0, 1, 2, 3", name, zero);
+  return ZEROC_OK;
+}

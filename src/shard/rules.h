@@ -22,6 +22,9 @@ typedef struct zeroc__rule_names {
 zeroc_result_t zeroc__shard_check_rules(int zero, int pp, int offload_params,
                                         const zeroc__rule_names_t *n);
 
+/* A ZeRO stage: 0, 1, 2 or 3; ZEROC_ERR_INVALID_ARG "<name> <zero>: accepted 0, 1, 2, 3". */
+zeroc_result_t zeroc__shard_check_stage(int zero, const char *name);
+
 /* The ZeRO stage when none is asked for: 3, or 1 with a pipeline (pp > 1),
  * which reduces gradients once per step and allows 0 or 1 only. */
 int zeroc__shard_default_stage(int pp);

@@ -137,7 +137,7 @@ static zeroc_result_t check_config(const zeroc_arch_t *arch, const zeroc_train_c
     return BAD("spike_window %d: accepted 2..%d", c->spike_window, ZEROC_SPIKE_MAX_WINDOW);
   if (c->param_dtype != ZEROC_FP32 && c->param_dtype != ZEROC_BF16)
     return BAD("param_dtype %d: accepted ZEROC_FP32, ZEROC_BF16", c->param_dtype);
-  if (c->zero < 0 || c->zero > 3) return BAD("zero %d: accepted 0..3", c->zero);
+  ZEROC_CHECK(zeroc__shard_check_stage(c->zero, "zero"));
   if (c->vpp > 64) return BAD("vpp %d: accepted 1..64", c->vpp);
   if (pp == 1 && c->vpp > 1) return BAD("vpp %d is for a pipeline (pp > 1)", c->vpp);
   if ((unsigned)c->cp_mode > ZEROC_CP_MODE_ULYSSES)
