@@ -131,6 +131,85 @@ static void test_shard_format(void) {
   CU_ASSERT(stat(p, &st) != 0); /* abandoned: nothing left under the final name */
 }
 
+/* The uint32 format (llm.c's Llama 3 shards: magic 20240801, version 7), for
+ * vocabularies above 65536: the writer's bytes, the reader's ids (above 65535,
+ * checked against the vocabulary) in the same stream as a uint16 shard. */
+static void test_shard_format_u32(void) {
+  char p[4200], q[4200], glob[4200];
+  snprintf(p, sizeof p, "%s/w32/a_000000.bin", g_dir);
+  snprintf(q, sizeof q, "%s/w32/a_000001.bin", g_dir);
+  snprintf(glob, sizeof glob, "%s/w32/a_*.bin", g_dir);
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/w32", g_dir);
+  mkdir(dir, 0755);
+  CU_ASSERT_EQUAL(zeroc_shard_token_bytes(65536), 2);
+  CU_ASSERT_EQUAL(zeroc_shard_token_bytes(65537), 4);
+  CU_ASSERT_EQUAL(zeroc_shard_token_bytes(128256), 4);
+  enum { N = 300 };
+  int32_t tok[N];
+  for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 7919u) % 151936u); /* Qwen2's vocabulary */
+  zeroc_shard_writer_t *w = NULL;
+  ZT_OK(zeroc_shard_writer_create_width(p, 4, &w));
+  ZT_OK(zeroc_shard_writer_append(w, tok, N));
+  ZT_OK(zeroc_shard_writer_finish(w));
+  zeroc_shard_writer_destroy(w);
+  FILE *f = fopen(p, "rb");
+  CU_ASSERT_FATAL(f != NULL);
+  unsigned char *b = malloc(1024 + 4 * N + 1);
+  size_t n = fread(b, 1, 1024 + 4 * N + 1, f);
+  fclose(f);
+  CU_ASSERT_EQUAL(n, 1024 + 4 * N);
+  int32_t h[3];
+  memcpy(h, b, sizeof h);
+  CU_ASSERT(h[0] == 20240801 && h[1] == 7 && h[2] == N);
+  int same = 1;
+  for (int i = 0; i < N; i++)
+    same &= (int32_t)((uint32_t)b[1024 + 4 * i] | (uint32_t)b[1025 + 4 * i] << 8 |
+                      (uint32_t)b[1026 + 4 * i] << 16 | (uint32_t)b[1027 + 4 * i] << 24) == tok[i];
+  CU_ASSERT(same);
+  free(b);
+  /* a uint16 shard beside it: one stream of both widths */
+  int32_t small[N];
+  for (int i = 0; i < N; i++) small[i] = i % 1000;
+  write_shard(q, small, N);
+  zeroc_data_config_t c = files_cfg(glob, 0, 1);
+  c.vocab = 151936;
+  c.seq = N / 2 - 1; /* two sequences per shard */
+  c.global_batch = 1;
+  zeroc_data_t *d = open_ok(&c);
+  if (d) {
+    int32_t seq[N];
+    ZT_OK(zeroc_data_read_sequence(d, 0, seq));
+    int ok = 1;
+    for (int i = 0; i < c.seq + 1; i++) ok &= seq[i] == tok[i];
+    CU_ASSERT(ok);
+    ZT_OK(zeroc_data_read_sequence(d, 3, seq)); /* in the uint16 shard: token 3 T on */
+    ok = 1;
+    for (int i = 0; i < c.seq + 1; i++) ok &= seq[i] == small[3 * c.seq - N + i];
+    CU_ASSERT(ok);
+    zeroc_data_destroy(d);
+  }
+  /* ids the vocabulary does not hold are named */
+  c.vocab = 100000;
+  d = open_ok(&c);
+  if (d) {
+    int32_t seq[N];
+    CU_ASSERT_EQUAL(zeroc_data_read_sequence(d, 0, seq), ZEROC_ERR_INVALID_ARG);
+    ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), ">= vocab 100000") != NULL, "message: %s",
+                  zeroc_last_error(NULL));
+    zeroc_data_destroy(d);
+  }
+  /* a uint16 shard refuses an id above 65535, naming the uint32 format; uint32 takes it */
+  snprintf(p, sizeof p, "%s/w32/big.bin", g_dir);
+  ZT_OK(zeroc_shard_writer_create(p, &w));
+  int32_t big = 128000;
+  CU_ASSERT_EQUAL(zeroc_shard_writer_append(w, &big, 1), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "need the uint32 format") != NULL, "message: %s",
+                zeroc_last_error(NULL));
+  zeroc_shard_writer_destroy(w);
+  CU_ASSERT_EQUAL(zeroc_shard_writer_create_width(p, 3, &w), ZEROC_ERR_INVALID_ARG);
+}
+
 static void test_round_trip(void) {
   zeroc_data_config_t c = files_cfg(g_glob, 0, 1);
   zeroc_data_t *d = open_ok(&c);
@@ -255,7 +334,7 @@ static void test_validation_errors(void) {
   /* bad configuration */
   c = files_cfg(g_glob, 0, 1);
   c.vocab = 1;
-  expect_open_error(&c, ZEROC_ERR_INVALID_ARG, NULL, "vocab 1; accepted 2..65536");
+  expect_open_error(&c, ZEROC_ERR_INVALID_ARG, NULL, "vocab 1; accepted 2..2147483647");
   c = files_cfg(g_glob, 0, 1);
   c.seq = 0;
   expect_open_error(&c, ZEROC_ERR_INVALID_ARG, NULL, "seq (T) 0; accepted >= 1");
@@ -515,6 +594,7 @@ static void test_layout_errors(void) {
 static const zt_test_t tests[] = {
     {"write_fixtures", test_write_fixtures},
     {"shard_format", test_shard_format},
+    {"shard_format_u32", test_shard_format_u32},
     {"round_trip", test_round_trip},
     {"validation_errors", test_validation_errors},
     {"token_out_of_vocab", test_token_out_of_vocab},

@@ -29,10 +29,16 @@
 extern "C" {
 #endif
 
-/* The llm.c shard header: 256 int32, [0] magic, [1] version, [2] token count. */
-#define ZEROC_SHARD_MAGIC        20240520
+/* The llm.c shard header: 256 int32, [0] magic, [1] version, [2] token count,
+ * then the tokens little-endian: uint16 (GPT-2's vocabulary) in llm.c's first
+ * format, uint32 in the one llm.c writes for Llama 3 (vocabularies above 65536). */
+#define ZEROC_SHARD_MAGIC        20240520 /* uint16 tokens */
 #define ZEROC_SHARD_VERSION      1
+#define ZEROC_SHARD_MAGIC_U32    20240801 /* uint32 tokens */
+#define ZEROC_SHARD_VERSION_U32  7
 #define ZEROC_SHARD_HEADER_BYTES 1024
+/* The largest vocabulary a data set may have (every token id < V fits int32). */
+#define ZEROC_DATA_VOCAB_MAX 2147483647
 
 /* The longest path zeroc_data_info_t holds. */
 #define ZEROC_DATA_PATH_MAX 4096
@@ -49,7 +55,7 @@ typedef struct zeroc_data_config {
   uint32_t magic;       /* ZEROC_CONFIG_MAGIC */
   const char *source;   /* "synthetic" (or NULL), a .bin path, a glob ("data/train_*.bin"),
                            or a directory holding train_NNNNNN.bin shards (its train_*.bin) */
-  int vocab;            /* V: every token must be < V (2..65536) */
+  int vocab;            /* V: every token must be < V (2..ZEROC_DATA_VOCAB_MAX) */
   int seq;              /* T: tokens per sequence (>= 1) */
   int global_batch;     /* G: sequences per optimizer step (>= 1) */
   uint64_t seed;        /* the shuffle order and the synthetic source; unset
@@ -183,13 +189,22 @@ ZEROC_API zeroc_result_t zeroc_data_check_position(const zeroc_data_t *d,
 typedef struct zeroc_shard_writer zeroc_shard_writer_t;
 
 /*
- * Starts an llm.c shard at `path`, written through a temporary name and moved
- * into place by zeroc_shard_writer_finish (so a crash never leaves a partial
- * shard under the final name). Returns ZEROC_ERR_IO, ZEROC_ERR_NOMEM.
+ * Starts an llm.c shard of uint16 tokens at `path`, written through a
+ * temporary name and moved into place by zeroc_shard_writer_finish (so a crash
+ * never leaves a partial shard under the final name). Returns ZEROC_ERR_IO,
+ * ZEROC_ERR_NOMEM.
  */
 ZEROC_API zeroc_result_t zeroc_shard_writer_create(const char *path, zeroc_shard_writer_t **w);
-/* Appends `n` tokens, each in [0, 65536). Returns ZEROC_ERR_INVALID_ARG for a
- * token out of range or a shard past 2^31 - 1 tokens, ZEROC_ERR_IO. */
+/* The same with `token_bytes` 2 (uint16, ZEROC_SHARD_MAGIC) or 4 (uint32,
+ * ZEROC_SHARD_MAGIC_U32: a vocabulary above 65536); ZEROC_ERR_INVALID_ARG for
+ * another width. zeroc_shard_token_bytes says which a vocabulary needs. */
+ZEROC_API zeroc_result_t zeroc_shard_writer_create_width(const char *path, int token_bytes,
+                                                         zeroc_shard_writer_t **w);
+/* The token width shards of a `vocab`-id tokenizer take: 2 up to 65536 ids, else 4. */
+ZEROC_API int zeroc_shard_token_bytes(int vocab);
+/* Appends `n` tokens, each in [0, 65536) (uint16) or [0, 2^31) (uint32).
+ * Returns ZEROC_ERR_INVALID_ARG for a token out of range (naming the uint32
+ * format when it would fit there) or a shard past 2^31 - 1 tokens, ZEROC_ERR_IO. */
 ZEROC_API zeroc_result_t zeroc_shard_writer_append(zeroc_shard_writer_t *w, const int32_t *tokens,
                                                    size_t n);
 /* Writes the header with the final count, fsyncs, renames into place. */

@@ -34,12 +34,13 @@
 #define SYNTH_DEFAULT_SUCCESSORS 8
 #define SYNTH_DEFAULT_NOISE      0.05
 
-/* Tokens decoded per pread: 4 KiB of uint16 on the stack. */
+/* Tokens decoded per pread: 8 KiB of uint32 (4 KiB of uint16) on the stack. */
 #define READ_CHUNK 2048
 
 typedef struct shard {
   char *path;
   int fd;
+  int width;      /* bytes per token: 2 (uint16) or 4 (uint32), from the header */
   uint64_t count; /* tokens, from the header */
   uint64_t start; /* index of its first token in the concatenated stream */
 } shard_t;
@@ -73,10 +74,9 @@ static zeroc_result_t read_config(const zeroc_data_config_t *in, zeroc_data_conf
   if (out->seed == (uint64_t)ZEROC_UNSET) out->seed = 1;
   if (out->synth_successors == 0) out->synth_successors = SYNTH_DEFAULT_SUCCESSORS;
   if (out->synth_noise == 0) out->synth_noise = SYNTH_DEFAULT_NOISE;
-  if (out->vocab < 2 || out->vocab > 65536)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "data: vocab %d; accepted 2..65536 (tokens are stored as uint16)",
-                      out->vocab);
+  if (out->vocab < 2)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "data: vocab %d; accepted 2..%d", out->vocab,
+                      ZEROC_DATA_VOCAB_MAX);
   if (out->seq < 1)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "data: seq (T) %d; accepted >= 1", out->seq);
   if (out->global_batch < 1)
@@ -131,37 +131,41 @@ static zeroc_result_t open_shard(shard_t *s, const char *path) {
     goto fail;
   }
   int32_t magic = le32(h), version = le32(h + 4), count = le32(h + 8);
-  if (magic != ZEROC_SHARD_MAGIC) {
+  if (magic != ZEROC_SHARD_MAGIC && magic != ZEROC_SHARD_MAGIC_U32) {
     res = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
                      "data file '%s': magic %d (0x%08x) at byte 0 is not the llm.c token shard "
-                     "magic %d; is it a token shard?",
-                     path, magic, (unsigned)magic, ZEROC_SHARD_MAGIC);
+                     "magic %d (uint16 tokens) or %d (uint32); is it a token shard?",
+                     path, magic, (unsigned)magic, ZEROC_SHARD_MAGIC, ZEROC_SHARD_MAGIC_U32);
     goto fail;
   }
-  if (version != ZEROC_SHARD_VERSION) {
+  int u32 = magic == ZEROC_SHARD_MAGIC_U32;
+  int want_version = u32 ? ZEROC_SHARD_VERSION_U32 : ZEROC_SHARD_VERSION;
+  if (version != want_version) {
     res = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
-                     "data file '%s': shard version %d at byte 4; supported: %d (uint16 tokens)",
-                     path, version, ZEROC_SHARD_VERSION);
+                     "data file '%s': shard version %d at byte 4; supported: %d (%s tokens, "
+                     "magic %d)",
+                     path, version, want_version, u32 ? "uint32" : "uint16", magic);
     goto fail;
   }
+  s->width = u32 ? 4 : 2;
   if (count < 0) {
     res = ZEROC_FAIL(ZEROC_ERR_CORRUPT, "data file '%s': token count %d at byte 8 is negative",
                      path, count);
     goto fail;
   }
-  uint64_t need = ZEROC_SHARD_HEADER_BYTES + 2 * (uint64_t)count;
+  uint64_t need = ZEROC_SHARD_HEADER_BYTES + (uint64_t)s->width * (uint64_t)count;
   if (size < need) {
     res = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
                      "data file '%s' is %llu bytes, shorter than its header's count of %d tokens "
-                     "needs (%llu bytes = 1024 + 2 x count): truncated",
-                     path, (unsigned long long)size, count, (unsigned long long)need);
+                     "needs (%llu bytes = 1024 + %d x count): truncated",
+                     path, (unsigned long long)size, count, (unsigned long long)need, s->width);
     goto fail;
   }
   if (size > need) {
     res = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
                      "data file '%s' is %llu bytes, longer than its header's count of %d tokens "
-                     "needs (%llu bytes = 1024 + 2 x count): wrong count or trailing data",
-                     path, (unsigned long long)size, count, (unsigned long long)need);
+                     "needs (%llu bytes = 1024 + %d x count): wrong count or trailing data",
+                     path, (unsigned long long)size, count, (unsigned long long)need, s->width);
     goto fail;
   }
   s->count = (uint64_t)count;
@@ -185,7 +189,7 @@ static int cmp_str(const void *a, const void *b) {
  * ends catch a re-tokenisation or another corpus at a fixed 2 MiB a file. */
 #define FPRINT_SPAN (1u << 20)
 static zeroc_result_t content_crc(const shard_t *s, uint32_t *out) {
-  uint64_t size = ZEROC_SHARD_HEADER_BYTES + 2 * s->count;
+  uint64_t size = ZEROC_SHARD_HEADER_BYTES + (uint64_t)s->width * s->count;
   uint64_t spans[2][2] = {{0, size < ZEROC_SHARD_HEADER_BYTES + 2ull * FPRINT_SPAN
                                   ? size : ZEROC_SHARD_HEADER_BYTES + FPRINT_SPAN},
                           {0, 0}};
@@ -350,7 +354,7 @@ static zeroc_result_t check_tokenizer(zeroc_data_t *d, zeroc__vocab_probe_t prob
 
 /* Reads tokens [start, start + n) of the stream, checking each against V. */
 static zeroc_result_t read_tokens(const zeroc_data_t *d, uint64_t start, size_t n, int32_t *out) {
-  unsigned char buf[2 * READ_CHUNK];
+  unsigned char buf[4 * READ_CHUNK];
   /* the last file whose first token is <= start */
   int lo = 0, hi = d->nfiles - 1;
   while (lo < hi) {
@@ -371,8 +375,9 @@ static zeroc_result_t read_tokens(const zeroc_data_t *d, uint64_t start, size_t 
     size_t take = n;
     if (take > READ_CHUNK) take = READ_CHUNK;
     if (take > s->count - in_file) take = (size_t)(s->count - in_file);
-    uint64_t off = ZEROC_SHARD_HEADER_BYTES + 2 * in_file;
-    size_t want = 2 * take, got = 0;
+    int w = s->width;
+    uint64_t off = ZEROC_SHARD_HEADER_BYTES + (uint64_t)w * in_file;
+    size_t want = (size_t)w * take, got = 0;
     while (got < want) {
       ssize_t r = pread(s->fd, buf + got, want - got, (off_t)(off + got));
       if (r < 0 && errno == EINTR) continue;
@@ -387,12 +392,14 @@ static zeroc_result_t read_tokens(const zeroc_data_t *d, uint64_t start, size_t 
       got += (size_t)r;
     }
     for (size_t i = 0; i < take; i++) {
-      int32_t t = (int32_t)(buf[2 * i] | buf[2 * i + 1] << 8);
-      if (t >= d->cfg.vocab)
+      /* uint32 above 2^31 - 1 reads negative: out of every vocabulary */
+      int32_t t = w == 2 ? (int32_t)(buf[2 * i] | buf[2 * i + 1] << 8) : le32(buf + 4 * i);
+      if (t < 0 || t >= d->cfg.vocab)
         return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                          "data file '%s': token %d at byte offset %llu (token %llu of the file) "
-                          "is >= vocab %d; the data needs a larger --vocab",
-                          s->path, t, (unsigned long long)(off + 2 * i),
+                          "data file '%s': token %lld at byte offset %llu (token %llu of the "
+                          "file) is >= vocab %d; the data needs a larger --vocab",
+                          s->path, t < 0 ? (long long)(uint32_t)t : (long long)t,
+                          (unsigned long long)(off + (uint64_t)w * i),
                           (unsigned long long)(in_file + i), d->cfg.vocab);
       out[i] = t;
     }
@@ -622,15 +629,29 @@ zeroc_result_t zeroc_data_check_position(const zeroc_data_t *d, const zeroc_data
 struct zeroc_shard_writer {
   zeroc__afile_t f;
   uint64_t count;
+  int width; /* bytes per token: 2 or 4 */
 };
 
+int zeroc_shard_token_bytes(int vocab) { return vocab <= 65536 ? 2 : 4; }
+
 zeroc_result_t zeroc_shard_writer_create(const char *path, zeroc_shard_writer_t **out) {
+  return zeroc_shard_writer_create_width(path, 2, out);
+}
+
+zeroc_result_t zeroc_shard_writer_create_width(const char *path, int token_bytes,
+                                               zeroc_shard_writer_t **out) {
   zeroc_result_t res = ZEROC_OK;
   static const unsigned char zeros[ZEROC_SHARD_HEADER_BYTES];
+  if (!out || !path || (token_bytes != 2 && token_bytes != 4))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_shard_writer_create_width: token_bytes %d; accepted 2 (uint16) or 4 "
+                      "(uint32), with path and out not NULL",
+                      token_bytes);
   *out = NULL;
   zeroc_shard_writer_t *w = calloc(1, sizeof *w);
   if (!w) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "shard writer: out of host memory");
   w->f.fd = -1;
+  w->width = token_bytes;
   ZEROC_TRY(zeroc__afile_open(&w->f, path));
   /* the real header goes in at finish, once the count is known */
   ZEROC_TRY(zeroc__afile_write(&w->f, zeros, sizeof zeros));
@@ -642,7 +663,9 @@ fail:
 }
 
 zeroc_result_t zeroc_shard_writer_append(zeroc_shard_writer_t *w, const int32_t *tokens, size_t n) {
-  unsigned char buf[2 * READ_CHUNK];
+  unsigned char buf[4 * READ_CHUNK];
+  int wd = w->width;
+  int32_t max = wd == 2 ? 65535 : INT32_MAX;
   if (n > (uint64_t)INT32_MAX - w->count)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "shard '%s': %llu + %zu tokens passes the llm.c limit of %d per shard "
@@ -652,14 +675,16 @@ zeroc_result_t zeroc_shard_writer_append(zeroc_shard_writer_t *w, const int32_t 
     size_t k = n - i < READ_CHUNK ? n - i : READ_CHUNK;
     for (size_t j = 0; j < k; j++) {
       int32_t t = tokens[i + j];
-      if (t < 0 || t > 65535)
+      if (t < 0 || t > max)
         return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                          "shard '%s': token %d (index %zu of this append); accepted 0..65535",
-                          w->f.path, t, i + j);
-      buf[2 * j] = (unsigned char)(t & 0xff);
-      buf[2 * j + 1] = (unsigned char)(t >> 8);
+                          "shard '%s': token %d (index %zu of this append); accepted 0..%d in a "
+                          "%s shard%s",
+                          w->f.path, t, i + j, max, wd == 2 ? "uint16" : "uint32",
+                          wd == 2 && t > 0 ? " (ids above 65535 need the uint32 format)" : "");
+      for (int b = 0; b < wd; b++)
+        buf[wd * j + (size_t)b] = (unsigned char)((uint32_t)t >> (8 * b));
     }
-    ZEROC_CHECK(zeroc__afile_write(&w->f, buf, 2 * k));
+    ZEROC_CHECK(zeroc__afile_write(&w->f, buf, (size_t)wd * k));
     w->count += k;
     i += k;
   }
@@ -668,7 +693,8 @@ zeroc_result_t zeroc_shard_writer_append(zeroc_shard_writer_t *w, const int32_t 
 
 zeroc_result_t zeroc_shard_writer_finish(zeroc_shard_writer_t *w) {
   unsigned char h[12];
-  int32_t v[3] = {ZEROC_SHARD_MAGIC, ZEROC_SHARD_VERSION, (int32_t)w->count};
+  int32_t v[3] = {w->width == 4 ? ZEROC_SHARD_MAGIC_U32 : ZEROC_SHARD_MAGIC,
+                  w->width == 4 ? ZEROC_SHARD_VERSION_U32 : ZEROC_SHARD_VERSION, (int32_t)w->count};
   for (int i = 0; i < 3; i++)
     for (int b = 0; b < 4; b++) h[4 * i + b] = (unsigned char)((uint32_t)v[i] >> (8 * b));
   ZEROC_CHECK(zeroc__afile_pwrite(&w->f, h, sizeof h, 0));
@@ -718,7 +744,7 @@ zeroc_result_t zeroc_data_write_synthetic(const zeroc_data_config_t *cfg, const 
       res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "write_synthetic: prefix '%s' is too long", prefix);
       goto fail;
     }
-    ZEROC_TRY(zeroc_shard_writer_create(path, &w));
+    ZEROC_TRY(zeroc_shard_writer_create_width(path, zeroc_shard_token_bytes(c.vocab), &w));
     uint64_t in_shard = tokens - done < tokens_per_shard ? tokens - done : tokens_per_shard;
     for (uint64_t i = 0; i < in_shard;) {
       size_t k = in_shard - i < READ_CHUNK ? (size_t)(in_shard - i) : READ_CHUNK;
