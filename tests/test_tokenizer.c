@@ -137,6 +137,43 @@ static void test_pair_merges(void) { check_fixture("bpe1000.json", "bpe1000", 1)
 /* GPT-2's vocab.json + merges.txt */
 static void test_vocab_merges(void) { check_fixture("bpe4096.vocab.json", "bpe4096", 1); }
 
+/* Llama 3's and Qwen2's pre-tokenizers (make_llama_fixtures.py: their Split
+ * patterns, Llama 3's TemplateProcessing post-processor): the ids of
+ * tokenizers on real.txt and tricky.txt (case-insensitive contractions, digits
+ * in runs of 3 or 1, CR LF, Unicode letters, digits and spaces), and saved and
+ * loaded back to the same encoding. */
+static void check_llama_style(const char *file, const char *tok, const char *sep) {
+  zeroc_tokenizer_t *t = load_fix(file);
+  CU_ASSERT_FATAL(t != NULL);
+  check_equal(t, tok, "real", 1);
+  check_equal(t, tok, "tricky", 1);
+  /* the document separator: Llama 3's <|begin_of_text|>, Qwen2's <|endoftext|> */
+  char buf[64];
+  size_t n = 0;
+  int32_t eot = zeroc_tokenizer_eot(t);
+  CU_ASSERT(eot >= 0);
+  ZT_OK(zeroc_tokenizer_decode(t, &eot, 1, buf, sizeof buf, &n));
+  ZT_ASSERT_MSG(n == strlen(sep) && !memcmp(buf, sep, n), "%s: separator %.*s", tok, (int)n, buf);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/saved-%s.json", g_dir, tok);
+  ZT_OK(zeroc_tokenizer_save(t, path));
+  zeroc_tokenizer_t *u = NULL;
+  ZT_OK(zeroc_tokenizer_load(path, &u));
+  CU_ASSERT_FATAL(u != NULL);
+  check_equal(u, tok, "real", 0);
+  check_equal(u, tok, "tricky", 0);
+  zeroc_tokenizer_destroy(u);
+  zeroc_tokenizer_destroy(t);
+}
+
+static void test_llama3_split(void) {
+  check_llama_style("llama3_bpe.json", "llama3_bpe", "<|begin_of_text|>");
+}
+
+static void test_qwen2_split(void) {
+  check_llama_style("qwen2_bpe.json", "qwen2_bpe", "<|endoftext|>");
+}
+
 /* Bytes that are not UTF-8 are kept: each is a token of its own byte. */
 static void test_invalid_utf8(void) {
   zeroc_tokenizer_t *t = load_fix("bpe1000.json");
@@ -265,10 +302,18 @@ static void test_errors(void) {
           "{\"normalizer\": {\"type\": \"NFC\"}, " HF_PRE "\"model\": {\"type\": \"BPE\", " HF_VOCAB
           ", \"merges\": []}}",
           ZEROC_ERR_UNSUPPORTED, "normalizer NFC is not supported (accepted: null)");
-  refused("template.json",
-          "{\"post_processor\": {\"type\": \"TemplateProcessing\"}, " HF_PRE
+  /* a post-processor that would change plain text's ids (BERT's [CLS] ... [SEP]
+   * pairs) is refused; TemplateProcessing, which adds specials only when asked
+   * (Llama 3's), loads: test_llama3_split */
+  refused("bert.json",
+          "{\"post_processor\": {\"type\": \"BertProcessing\"}, " HF_PRE
           "\"model\": {\"type\": \"BPE\", " HF_VOCAB ", \"merges\": []}}",
-          ZEROC_ERR_UNSUPPORTED, "post_processor TemplateProcessing is not supported");
+          ZEROC_ERR_UNSUPPORTED, "post_processor BertProcessing is not supported");
+  refused("seqbert.json",
+          "{\"post_processor\": {\"type\": \"Sequence\", \"processors\": [{\"type\": "
+          "\"ByteLevel\"}, {\"type\": \"RobertaProcessing\"}]}, " HF_PRE
+          "\"model\": {\"type\": \"BPE\", " HF_VOCAB ", \"merges\": []}}",
+          ZEROC_ERR_UNSUPPORTED, "post_processor Sequence is not supported");
   refused("dropout.json",
           HF_HEAD HF_PRE "\"model\": {\"type\": \"BPE\", \"dropout\": 0.1, " HF_VOCAB
                          ", \"merges\": []}}",
@@ -447,6 +492,8 @@ static const zt_test_t tests[] = {
     {"tokenizer.json, add_prefix_space", test_prefix_space},
     {"tokenizer.json, merges as pairs, Split", test_pair_merges},
     {"vocab.json + merges.txt", test_vocab_merges},
+    {"Llama 3's split pattern and post-processor", test_llama3_split},
+    {"Qwen2's split pattern", test_qwen2_split},
     {"invalid UTF-8 and long words", test_invalid_utf8},
     {"malformed files refused", test_errors},
     {"ids above 65535", test_large_ids},

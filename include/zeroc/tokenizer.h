@@ -33,7 +33,9 @@ ZEROC_API zeroc_result_t zeroc_tokenizer_load(const char *spec, zeroc_tokenizer_
 ZEROC_API void zeroc_tokenizer_destroy(zeroc_tokenizer_t *t); /* NULL: nothing */
 /* Largest id + 1 (may exceed 65536: a caller storing uint16 ids checks it). */
 ZEROC_API int zeroc_tokenizer_vocab(const zeroc_tokenizer_t *t);
-/* "<|endoftext|>"'s id, or -1 (always -1 for "bytes"). */
+/* The id that separates documents: "<|endoftext|>" (GPT-2, Qwen2), else an
+ * added "<|begin_of_text|>" (Llama 3, which begins each document with it, as
+ * llm.c's Llama 3 data does), or -1 (always -1 for "bytes"). */
 ZEROC_API int32_t zeroc_tokenizer_eot(const zeroc_tokenizer_t *t);
 /* "bytes" or "bpe". */
 ZEROC_API const char *zeroc_tokenizer_kind(const zeroc_tokenizer_t *t);

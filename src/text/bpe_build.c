@@ -185,6 +185,10 @@ zeroc_result_t zeroc__bpe_builder_finish_vocab(zeroc__bpe_builder_t *b) {
   }
   if (t->n_added) qsort(t->added, (size_t)t->n_added, sizeof *t->added, cmp_added);
   if (t->eot < 0) t->eot = zeroc__tok_find(t, "<|endoftext|>", 13);
+  /* Llama 3's: its documents each begin with <|begin_of_text|> */
+  for (int32_t k = 0; t->eot < 0 && k < t->n_added; k++)
+    if (t->added[k].len == 17 && !memcmp(t->added[k].content, "<|begin_of_text|>", 17))
+      t->eot = t->added[k].id;
   return ZEROC_OK;
 }
 

@@ -6,8 +6,10 @@
  * start as one-byte tokens and the pair of lowest merge rank (leftmost on a
  * tie) is merged until no pair has a rank.
  *
- * The pattern, matched by hand (alternatives in order, at each position):
+ * The patterns, matched by hand (alternatives in order, at each position):
+ * GPT-2's
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * and Llama 3's and Qwen2's (llama3_word).
  * Everything here reads the tokenizer and writes the caller's buffers only,
  * so calls may run from several threads at once.
  */
@@ -40,6 +42,21 @@ static inline size_t run_of(const unsigned char *p, size_t n, size_t i, zeroc__u
   return i;
 }
 
+/* \s+(?!\S)|\s+ at p[0..n), whose first character (l0 bytes) is a space:
+ * the whole run at the end of the text; before a non-space, the run less its
+ * last character when that leaves one; else the run. */
+static size_t space_run(const unsigned char *p, size_t n, size_t l0) {
+  size_t i = l0, last = 0;
+  while (i < n) {
+    size_t l;
+    if (char_at(p + i, n - i, &l) != ZEROC_UC_SPACE) break;
+    last = i;
+    i += l;
+  }
+  if (i == n || last == 0) return i;
+  return last;
+}
+
 /* The length of the pattern's match at the start of p[0..n), n > 0. */
 static size_t gpt2_word(const unsigned char *p, size_t n) {
   if (p[0] == '\'' && n >= 2) {
@@ -57,17 +74,58 @@ static size_t gpt2_word(const unsigned char *p, size_t n) {
     if (c1 != ZEROC_UC_SPACE) return run_of(p, n, 1 + l1, c1);
   }
   if (c0 != ZEROC_UC_SPACE) return run_of(p, n, l0, c0);
-  /* \s+(?!\S): the whole run at the end of the text; before a non-space, the
-   * run less its last character when that leaves one; else \s+ (the run) */
-  size_t i = l0, last = 0;
-  while (i < n) {
-    size_t l;
-    if (char_at(p + i, n - i, &l) != ZEROC_UC_SPACE) break;
-    last = i;
-    i += l;
+  return space_run(p, n, l0);
+}
+
+static inline int is_crlf(unsigned char c) { return c == '\r' || c == '\n'; }
+static inline unsigned char lower(unsigned char c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+
+/* The length of Llama 3's (max_digits 3) or Qwen2's (1) pattern's match at
+ * the start of p[0..n), n > 0; the alternatives in order, at one position:
+ *   (?i:'s|'t|'re|'ve|'m|'ll|'d) | [^\r\n\p{L}\p{N}]?\p{L}+ | \p{N}{1,max}
+ *   | ' '?[^\s\p{L}\p{N}]+[\r\n]* | \s*[\r\n]+ | \s+(?!\S) | \s+          */
+static size_t llama3_word(const unsigned char *p, size_t n, int max_digits) {
+  if (p[0] == '\'' && n >= 2) {
+    unsigned c1 = lower(p[1]);
+    if (c1 == 's' || c1 == 't' || c1 == 'm' || c1 == 'd') return 2;
+    if (n >= 3) {
+      unsigned c2 = lower(p[2]);
+      if ((c1 == 'r' && c2 == 'e') || (c1 == 'v' && c2 == 'e') || (c1 == 'l' && c2 == 'l'))
+        return 3;
+    }
   }
-  if (i == n || last == 0) return i;
-  return last;
+  size_t l0, l1 = 0;
+  zeroc__uc_class_t c0 = char_at(p, n, &l0), c1 = ZEROC_UC_OTHER;
+  if (n > l0) c1 = char_at(p + l0, n - l0, &l1);
+  if (c0 == ZEROC_UC_LETTER) return run_of(p, n, l0, ZEROC_UC_LETTER);
+  if (c0 != ZEROC_UC_NUMBER && !is_crlf(p[0]) && n > l0 && c1 == ZEROC_UC_LETTER)
+    return run_of(p, n, l0 + l1, ZEROC_UC_LETTER);
+  if (c0 == ZEROC_UC_NUMBER) {
+    size_t i = l0;
+    for (int k = 1; k < max_digits && i < n; k++) {
+      size_t l;
+      if (char_at(p + i, n - i, &l) != ZEROC_UC_NUMBER) break;
+      i += l;
+    }
+    return i;
+  }
+  size_t i = 0;
+  if (p[0] == ' ' && n > 1 && c1 == ZEROC_UC_OTHER) i = l0; /* the optional space */
+  if (i || c0 == ZEROC_UC_OTHER) {
+    i = run_of(p, n, i, ZEROC_UC_OTHER);
+    while (i < n && is_crlf(p[i])) i++;
+    return i;
+  }
+  /* c0 is a space: \s*[\r\n]+ ends after the run's last CR or LF */
+  size_t j = 0, after_crlf = 0;
+  while (j < n) {
+    size_t l;
+    if (char_at(p + j, n - j, &l) != ZEROC_UC_SPACE) break;
+    if (is_crlf(p[j])) after_crlf = j + 1;
+    j += l;
+  }
+  if (after_crlf) return after_crlf;
+  return space_run(p, n, l0);
 }
 
 static inline int32_t pair_lookup(const zeroc_tokenizer_t *t, int32_t a, int32_t b, int32_t *id) {
@@ -281,7 +339,10 @@ static zeroc_result_t put_word(enc_t *e, const unsigned char *w, size_t wl) {
 static zeroc_result_t encode_piece(enc_t *e, const unsigned char *p, size_t n) {
   size_t i = 0;
   while (i < n) {
-    size_t wl = e->t->use_regex ? gpt2_word(p + i, n - i) : n - i;
+    size_t wl = !e->t->use_regex                     ? n - i
+                : e->t->pattern == ZEROC__PAT_GPT2   ? gpt2_word(p + i, n - i)
+                : e->t->pattern == ZEROC__PAT_LLAMA3 ? llama3_word(p + i, n - i, 3)
+                                                     : llama3_word(p + i, n - i, 1);
     ZEROC_CHECK(put_word(e, p + i, wl));
     i += wl;
   }

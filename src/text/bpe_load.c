@@ -13,12 +13,24 @@
 #include "io/json.h"
 #include "text/bpe_build.h"
 
-static const char GPT2_PATTERN[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+/* The Split patterns zeroc matches by hand (bpe_encode.c), exactly as
+ * tokenizer.json holds them: GPT-2's, Llama 3's and Qwen2's. */
+static const char *const PATTERNS[] = {
+    [ZEROC__PAT_GPT2] =
+        "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+",
+    [ZEROC__PAT_LLAMA3] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+                          "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    [ZEROC__PAT_QWEN2] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+                         "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+};
+
+const char *zeroc__tok_pattern_regex(int p) {
+  return p >= 0 && p <= ZEROC__PAT_QWEN2 ? PATTERNS[p] : PATTERNS[0];
+}
 
 #define ACCEPT_PRE                                                                                 \
-  "ByteLevel, or a Sequence of ByteLevel, or of Split(GPT-2's pattern, Isolated) and "             \
-  "ByteLevel(use_regex false)"
+  "ByteLevel, or a Sequence of ByteLevel, or of Split(GPT-2's, Llama 3's or Qwen2's pattern, "     \
+  "Isolated) and ByteLevel(use_regex false)"
 
 static const char *type_of(const zeroc__json_t *v) {
   const zeroc__json_t *ty = zeroc__json_get(v, "type");
@@ -65,14 +77,19 @@ static zeroc_result_t check_byte_level(const char *path, const zeroc__json_t *bl
   return ZEROC_OK;
 }
 
-static int is_gpt2_split(const zeroc__json_t *s) {
+/* The pattern of a Split zeroc matches (zeroc__tok_pattern_t), or -1. */
+static int split_pattern(const zeroc__json_t *s) {
   const zeroc__json_t *pat = zeroc__json_get(s, "pattern");
   const zeroc__json_t *re = pat ? zeroc__json_get(pat, "Regex") : NULL;
   const zeroc__json_t *beh = zeroc__json_get(s, "behavior");
   const zeroc__json_t *inv = zeroc__json_get(s, "invert");
-  return re && re->type == ZEROC_JSON_STRING && strcmp(re->u.str.s, GPT2_PATTERN) == 0 && beh &&
-         beh->type == ZEROC_JSON_STRING && strcmp(beh->u.str.s, "Isolated") == 0 &&
-         (!inv || (inv->type == ZEROC_JSON_BOOL && !inv->u.boolean));
+  if (!(re && re->type == ZEROC_JSON_STRING && beh && beh->type == ZEROC_JSON_STRING &&
+        strcmp(beh->u.str.s, "Isolated") == 0 &&
+        (!inv || (inv->type == ZEROC_JSON_BOOL && !inv->u.boolean))))
+    return -1;
+  for (int p = 0; p <= ZEROC__PAT_QWEN2; p++)
+    if (strcmp(re->u.str.s, PATTERNS[p]) == 0) return p;
+  return -1;
 }
 
 static zeroc_result_t check_pre(const char *path, const zeroc__json_t *pre, zeroc_tokenizer_t *t) {
@@ -89,11 +106,14 @@ static zeroc_result_t check_pre(const char *path, const zeroc__json_t *pre, zero
       return check_byte_level(path, &it[0], 0, t);
     if (seq->u.arr.n == 2 && strcmp(type_of(&it[0]), "Split") == 0 &&
         strcmp(type_of(&it[1]), "ByteLevel") == 0) {
-      if (!is_gpt2_split(&it[0]))
+      int pat = split_pattern(&it[0]);
+      if (pat < 0)
         return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
                           "tokenizer '%s': pre_tokenizer Split has another pattern, behavior or "
-                          "invert (accepted: Regex \"%s\", Isolated, invert false)",
-                          path, GPT2_PATTERN);
+                          "invert (accepted: GPT-2's, Llama 3's or Qwen2's Regex, Isolated, "
+                          "invert false)",
+                          path);
+      t->pattern = pat;
       return check_byte_level(path, &it[1], 1, t);
     }
     char names[256] = "";
@@ -110,12 +130,26 @@ static zeroc_result_t check_pre(const char *path, const zeroc__json_t *pre, zero
                     path, ty);
 }
 
+/* A post-processor that leaves the ids of plain text alone: ByteLevel,
+ * TemplateProcessing, or a Sequence of them. */
+static int post_processor_ok(const zeroc__json_t *v) {
+  const char *ty = type_of(v);
+  if (!strcmp(ty, "ByteLevel") || !strcmp(ty, "TemplateProcessing")) return 1;
+  const zeroc__json_t *seq = zeroc__json_get(v, "processors");
+  if (strcmp(ty, "Sequence") || !seq || seq->type != ZEROC_JSON_ARRAY) return 0;
+  for (size_t k = 0; k < seq->u.arr.n; k++) {
+    const char *t = type_of(&seq->u.arr.items[k]);
+    if (strcmp(t, "ByteLevel") && strcmp(t, "TemplateProcessing")) return 0;
+  }
+  return 1;
+}
+
 /* normalizer, post_processor, decoder, truncation, padding: what leaves the ids alone. */
 static zeroc_result_t check_parts(const char *path, const zeroc__json_t *root) {
   static const struct {
     const char *key, *accepted;
   } parts[] = {{"normalizer", "null"},
-               {"post_processor", "null, ByteLevel"},
+               {"post_processor", "null, ByteLevel, TemplateProcessing, a Sequence of them"},
                {"decoder", "null, ByteLevel"},
                {"truncation", "null"},
                {"padding", "null"}};
@@ -124,6 +158,10 @@ static zeroc_result_t check_parts(const char *path, const zeroc__json_t *root) {
     if (!v || v->type == ZEROC_JSON_NULL) continue;
     const char *ty = v->type == ZEROC_JSON_OBJECT ? type_of(v) : zeroc__json_type_name(v->type);
     if (strcmp(parts[i].accepted, "null") != 0 && strcmp(ty, "ByteLevel") == 0) continue;
+    /* the post-processor adds special tokens only when asked to (Llama 3's
+     * <|begin_of_text|>); zeroc encodes text without them and zeroc data puts
+     * the tokenizer's own separator between documents */
+    if (!strcmp(parts[i].key, "post_processor") && post_processor_ok(v)) continue;
     return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
                       "tokenizer '%s': %s %s is not supported (accepted: %s)", path, parts[i].key,
                       ty, parts[i].accepted);
@@ -290,6 +328,7 @@ static zeroc_result_t load_hf(const char *path, const zeroc__json_t *root,
   zeroc_tokenizer_t *t = b.t;
   t->add_prefix_space = probe.add_prefix_space;
   t->use_regex = probe.use_regex;
+  t->pattern = probe.pattern;
   t->fuse_unk = probe.fuse_unk;
   t->ignore_merges = probe.ignore_merges;
   for (size_t i = 0; i < vocab->u.obj.n; i++) {

@@ -28,6 +28,32 @@ static void byte_level(zeroc__jw_t *w, int add_prefix_space, int use_regex) {
   zeroc__jw_object_end(w);
 }
 
+/* Sequence [Split(pattern, Isolated), ByteLevel(use_regex false)], as Llama 3's
+ * and Qwen2's tokenizer.json hold their pre-tokenizer. */
+static void split_byte_level(zeroc__jw_t *w, int pattern) {
+  zeroc__jw_object_begin(w);
+  zeroc__jw_key(w, "type");
+  zeroc__jw_string(w, "Sequence");
+  zeroc__jw_key(w, "pretokenizers");
+  zeroc__jw_array_begin(w);
+  zeroc__jw_object_begin(w);
+  zeroc__jw_key(w, "type");
+  zeroc__jw_string(w, "Split");
+  zeroc__jw_key(w, "pattern");
+  zeroc__jw_object_begin(w);
+  zeroc__jw_key(w, "Regex");
+  zeroc__jw_string(w, zeroc__tok_pattern_regex(pattern));
+  zeroc__jw_object_end(w);
+  zeroc__jw_key(w, "behavior");
+  zeroc__jw_string(w, "Isolated");
+  zeroc__jw_key(w, "invert");
+  zeroc__jw_bool(w, 0);
+  zeroc__jw_object_end(w);
+  byte_level(w, 0, 0);
+  zeroc__jw_array_end(w);
+  zeroc__jw_object_end(w);
+}
+
 static void added_tokens(zeroc__jw_t *w, const zeroc_tokenizer_t *t) {
   zeroc__jw_key(w, "added_tokens");
   zeroc__jw_array_begin(w);
@@ -113,7 +139,10 @@ zeroc_result_t zeroc__bpe_save(const zeroc_tokenizer_t *t, const char *path) {
   zeroc__jw_key(&w, "normalizer");
   zeroc__jw_null(&w);
   zeroc__jw_key(&w, "pre_tokenizer");
-  byte_level(&w, t->add_prefix_space, t->use_regex);
+  if (t->use_regex && t->pattern != ZEROC__PAT_GPT2)
+    split_byte_level(&w, t->pattern); /* Llama 3's or Qwen2's split */
+  else
+    byte_level(&w, t->add_prefix_space, t->use_regex);
   zeroc__jw_key(&w, "post_processor");
   byte_level(&w, 1, 1);
   zeroc__jw_key(&w, "decoder");

@@ -41,6 +41,17 @@ typedef struct zeroc__tok_added {
   int special;
 } zeroc__tok_added_t;
 
+/* The pre-tokenization patterns zeroc matches (bpe_encode.c), as tokenizers'
+ * Split(Regex, Isolated) writes them (bpe_load.c, bpe_save.c). */
+typedef enum zeroc__tok_pattern {
+  ZEROC__PAT_GPT2 = 0,   /* GPT-2's, ByteLevel's own */
+  ZEROC__PAT_LLAMA3 = 1, /* Llama 3's: case-insensitive contractions, digits in runs of 1-3 */
+  ZEROC__PAT_QWEN2 = 2,  /* Qwen2's: Llama 3's with single digits */
+} zeroc__tok_pattern_t;
+
+/* The Regex string of pattern p in tokenizer.json (after JSON unescaping). */
+const char *zeroc__tok_pattern_regex(int p);
+
 struct zeroc_tokenizer {
   zeroc__tok_kind_t kind;
   int vocab;
@@ -64,6 +75,7 @@ struct zeroc_tokenizer {
   char b2s[256][2]; /* the byte-level character of each byte, as UTF-8 (1 or 2 bytes) */
   uint8_t b2s_len[256];
   int add_prefix_space, use_regex, ignore_merges;
+  int pattern; /* with use_regex: the split's pattern (zeroc__tok_pattern_t) */
   int32_t unk; /* -1: none (a byte without a token is dropped, as tokenizers does) */
   int fuse_unk;
 };
