@@ -152,10 +152,9 @@ int zeroc_train_check_flags(int argc, char **argv) {
 
 /* ---- the flags: what can be checked before MPI starts ------------------------------------ */
 
-/* A broken rule's message, without the library's "file:line: " in front. */
+/* A broken rule's message. */
 static int rule_fail(void) {
-  const char *e = zeroc_last_error(NULL), *colon = strstr(e, ": ");
-  return zarg_fail("train", "%s", colon ? colon + 2 : e);
+  return zarg_fail("train", "%s", zarg_user_msg(zeroc_last_error(NULL)));
 }
 
 /* The flags that only make sense with (or without) a pipeline. */
