@@ -281,6 +281,29 @@ static void test_ctx_calls_checked(void) {
   EXPECT_MSG(zeroc_last_error(NULL), "zeroc_event_create: the context is NULL");
   CU_ASSERT_EQUAL(zeroc_event_create(ctx, NULL), ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_PTR_NOT_NULL(zeroc_last_error(NULL));
+  /* the stream and event calls of zeroc/device.h */
+  zeroc_stream_t *cs = zeroc_ctx_compute_stream(ctx);
+  int done = 0;
+  char bytes[8];
+  ZT_OK(zeroc_event_create(ctx, &e));
+  CU_ASSERT_EQUAL(zeroc_stream_sync(NULL), ZEROC_ERR_INVALID_ARG);
+  EXPECT_MSG(zeroc_last_error(NULL), "zeroc_stream_sync: a NULL argument (needs s)");
+  CU_ASSERT_EQUAL(zeroc_memcpy_async(NULL, bytes, bytes, 4), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_memcpy_async(cs, NULL, bytes, 4), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_memset_async(NULL, bytes, 0, 4), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_memset_async(cs, NULL, 0, 4), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_event_record(NULL, cs), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_event_record(e, NULL), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_stream_wait_event(NULL, e), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_event_sync(NULL), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_event_query(NULL, &done), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_event_query(e, NULL), ZEROC_ERR_INVALID_ARG);
+  EXPECT_MSG(zeroc_last_error(NULL), "zeroc_event_query: a NULL argument (needs e && done)");
+  zeroc_event_destroy(NULL);
+  zeroc_stream_destroy(NULL);
+  ZT_OK(zeroc_event_record(e, cs));
+  ZT_OK(zeroc_event_sync(e));
+  zeroc_event_destroy(e);
 }
 
 /* ---- Defect 4: init kinds ---------------------------------------------------------- */
