@@ -449,8 +449,9 @@ zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
    * other as lost. Finished is set only once that collective completed. */
   zeroc__watchdog_finalizing(ctx->wd);
   /* Wait for every rank, with the timeout, before freeing communicators. The
-   * sum counts the models still alive on any rank: with one, every rank
-   * refuses alike and the context stays as it was. */
+   * maxima say whether a model is still alive on any rank (and the last rank
+   * holding one): then every rank refuses alike and the context stays as it
+   * was. */
   int live[2] = {ctx->live_models, ctx->live_models > 0 ? ctx->mesh.rank + 1 : 0};
   zeroc_result_t r =
       zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], live, 2, ZEROC_INT32, ZEROC_MAX);
@@ -459,14 +460,18 @@ zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
     return zeroc__ctx_ret(
         ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                         "zeroc_ctx_finalize: %d model(s) built on this context are still alive "
-                        "on this rank (%d on rank %d): destroy them first (zeroc_model_destroy, "
-                        "or the destroy of the GPT, DLRM or pipeline holding them); the context "
-                        "is unchanged",
+                        "on this rank (up to %d on one rank; rank %d holds some): destroy them "
+                        "first (zeroc_model_destroy, or the destroy of the GPT, DLRM or pipeline "
+                        "holding them); the context is unchanged",
                         ctx->live_models, live[0], live[1] - 1));
   }
   if (r != ZEROC_OK) zeroc__ctx_ret(ctx, r);
   zeroc__watchdog_fini(ctx->wd, r != ZEROC_OK, zeroc_last_error(ctx));
   mpi_use.live--;
+  if (r != ZEROC_OK && ctx->live_models > 0) {
+    ctx->doomed = 1; /* as zeroc_ctx_destroy: its models still free through it */
+    return r;
+  }
   ctx_free(ctx, r == ZEROC_OK);
   /* zeroc started MPI and no context is left to use it */
   if (r == ZEROC_OK && mpi_use.owned && mpi_use.live == 0) {
