@@ -114,6 +114,7 @@ zeroc_result_t zeroc__fail(zeroc_result_t r, const char *file, int line, const c
   va_end(ap);
   printable(tls_err, sizeof tls_err, raw);
   tls_seq++;
+  zeroc__log_init(); /* once: a failure before any context is logged too */
   ZLOG_AT(ZEROC_LOG_TRACE, ERROR, file, line, "%s: %s", zeroc_result_name(r), tls_err);
   return r;
 }
