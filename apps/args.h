@@ -65,9 +65,10 @@ int zarg_fail(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* What a path that is not a directory is, for messages: "file", "fifo", ... (st_mode). */
 const char *zarg_file_kind(unsigned mode);
 
-/* A library error message (zeroc_last_error) for a user: without the
- * "file.c:LINE: " origins in it (one per layer that wrapped it), which name our
- * sources, not the user's input. Returns a static buffer (one thread). */
+/* A library error message (zeroc_last_error) for a user. The library's
+ * messages name no source file (its TRACE log does); this still drops any
+ * "file.c:LINE: " origin a message would hold, which would name our sources,
+ * not the user's input. Returns a static buffer (one thread). */
 const char *zarg_user_msg(const char *e);
 
 /* --model (an index into zarg_models) and the size overrides --layers

@@ -327,8 +327,7 @@ static int run_job(const ztrain_job_t *j, zeroc_train_step_fn on_step, void *use
   zeroc_result_t r = zeroc_ctx_create(&ctx, &j->cc);
   if (r != ZEROC_OK) {
     if (r == ZEROC_ERR_INVALID_ARG || r == ZEROC_ERR_NODEVICE) {
-      const char *e = zeroc_last_error(NULL), *colon = strstr(e, ": ");
-      return zarg_fail("train", "%s", colon ? colon + 2 : e);
+      return zarg_fail("train", "%s", zarg_user_msg(zeroc_last_error(NULL)));
     }
     fprintf(stderr, "zeroc train: %s\n", zeroc_last_error(NULL));
     return 1;

@@ -32,7 +32,7 @@ void zdlrm_shape_apply(const zdlrm_shape_t *sh, zeroc_train_config_t *c) {
   c->dim = sh->dim ? sh->dim : ZEROC_UNSET, c->dense = sh->dense ? sh->dense : ZEROC_UNSET;
   c->bottom = sh->bottom, c->top = sh->top, c->batch = sh->batch ? sh->batch : ZEROC_UNSET;
 }
-static const char *const SCHEDULES[] = {"constant", "cosine", NULL};
+static const char *const SCHEDULES[] = {"constant", "cosine", "linear", NULL};
 
 typedef struct {
   zdlrm_shape_t sh;
@@ -55,7 +55,7 @@ void ztrain_dlrm_usage(void) {
       "         --embedding-sharding auto|table|column|row|data (auto)\n"
       "batch:   --batch B (samples per dp rank); global batch B x dp\n"
       "optim:   --steps (100) --lr (3e-4; also the tables' AdaGrad step) --warmup (0)\n"
-      "         --schedule constant|cosine --weight-decay --clip --beta1 --beta2 --eps\n"
+      "         --schedule constant|cosine|linear --weight-decay --clip --beta1 --beta2 --eps\n"
       "layout:  --zero 0|1|2|3 (3) --hsdp R --prefetch K --recompute none|full --device cpu|cuda\n"
       "         --offload-optimizer none|cpu\n"
       "data:    --data synthetic|FILE.tsv (Criteo TSV) --seed S\n"
@@ -160,9 +160,11 @@ static void to_config(const dlrm_opts_t *o, zeroc_train_config_t *c) {
   zdlrm_shape_apply(&o->sh, c);
   c->embedding_sharding = o->sharding;
   c->steps = o->steps, c->lr = o->lr, c->warmup = o->warmup;
-  c->schedule = !o->set_schedule ? ZEROC_LR_DEFAULT
-                : o->schedule    ? ZEROC_LR_COSINE
-                                 : ZEROC_LR_CONSTANT;
+  /* the choices' order: constant, cosine, linear */
+  c->schedule = !o->set_schedule   ? ZEROC_LR_DEFAULT
+                : o->schedule == 2 ? ZEROC_LR_LINEAR
+                : o->schedule      ? ZEROC_LR_COSINE
+                                   : ZEROC_LR_CONSTANT;
   c->weight_decay = o->weight_decay, c->clip = o->clip;
   c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps, c->seed = o->seed;
   c->max_skipped = o->max_skipped, c->zero = o->zero, c->prefetch = o->prefetch;

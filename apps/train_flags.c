@@ -28,7 +28,7 @@
 #define PP_SCHEDULES    ztrain_pp_schedules
 #define ZTRAIN_CP_MODES ztrain_cp_modes
 
-const char *const ztrain_schedules[] = {"constant", "cosine", NULL};
+const char *const ztrain_schedules[] = {"constant", "cosine", "linear", NULL};
 const char *const ztrain_pp_schedules[] = {"1f1b", "interleaved", NULL};
 const char *const ztrain_cp_modes[] = {"ring", "ulysses", NULL};
 
@@ -55,7 +55,7 @@ void ztrain_usage(void) {
       "         --layers --hidden --heads --vocab --seq  override the model's shape\n"
       "         --model dlrm|dlrm-tiny|dlrm-mlperf: DLRM (zeroc train --model dlrm --help)\n"
       "batch:   --batch B (micro-batch per dp rank), --grad-accum A; global batch B x A x dp\n"
-      "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine (cosine)\n"
+      "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine|linear (cosine)\n"
       "         --weight-decay (0) --clip (1, 0 = off) --beta1 (0.9) --beta2 (0.95) --eps (1e-8)\n"
       "         --dropout P (0): attention, residual and embedding dropout, seeded by --seed\n"
       "layout:  --zero 0|1|2|3 (3; 1 with --pp) --hsdp R (1) --tp (1) --prefetch K (2)\n"
@@ -152,10 +152,9 @@ int zeroc_train_check_flags(int argc, char **argv) {
 
 /* ---- the flags: what can be checked before MPI starts ------------------------------------ */
 
-/* A broken rule's message, without the library's "file:line: " in front. */
+/* A broken rule's message. */
 static int rule_fail(void) {
-  const char *e = zeroc_last_error(NULL), *colon = strstr(e, ": ");
-  return zarg_fail("train", "%s", colon ? colon + 2 : e);
+  return zarg_fail("train", "%s", zarg_user_msg(zeroc_last_error(NULL)));
 }
 
 /* The flags that only make sense with (or without) a pipeline. */
@@ -253,9 +252,11 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->steps = o->steps;
   c->lr = o->lr;
   c->warmup = o->warmup;
-  c->schedule = !o->set_schedule ? ZEROC_LR_DEFAULT
-                : o->schedule    ? ZEROC_LR_COSINE
-                                 : ZEROC_LR_CONSTANT;
+  /* the choices' order: constant, cosine, linear */
+  c->schedule = !o->set_schedule   ? ZEROC_LR_DEFAULT
+                : o->schedule == 2 ? ZEROC_LR_LINEAR
+                : o->schedule      ? ZEROC_LR_COSINE
+                                   : ZEROC_LR_CONSTANT;
   c->weight_decay = o->weight_decay;
   c->clip = o->clip;
   c->beta1 = o->beta1, c->beta2 = o->beta2, c->eps = o->eps;

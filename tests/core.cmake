@@ -3,6 +3,13 @@ zeroc_test(NAME test_core SOURCES test_core.c LABELS unit)
 zeroc_test(NAME test_device SOURCES test_device.c LABELS unit)
 zeroc_test(NAME test_comm SOURCES test_comm.c NP 2 3 4 LABELS mpi)
 zeroc_test(NAME test_ctx SOURCES test_ctx.c NP 1 3 4 LABELS mpi)
+# zeroc initialising MPI itself: a failed create leaves it up for another attempt; the
+# last context's finalize takes it down; a program that only failed still ends cleanly.
+zeroc_test(NAME test_ctx_owned_mpi SOURCES test_ctx_owned_mpi.c NP 1 2 LABELS mpi)
+add_test(NAME test_ctx_owned_mpi_fail_only
+  COMMAND ${ZEROC_MPIEXEC} ${ZEROC_MPIRUN_FLAGS} -np 2 $<TARGET_FILE:test_ctx_owned_mpi> fail-only)
+set_tests_properties(test_ctx_owned_mpi_fail_only PROPERTIES LABELS "mpi" TIMEOUT 120 PROCESSORS 2
+  FAIL_REGULAR_EXPRESSION "exiting improperly|without calling .finalize")
 zeroc_test(NAME test_watchdog SOURCES test_watchdog.c NP 2 4 LABELS mpi)
 # The error contract (include/zeroc/result.h): each failing public call names its own failure.
 zeroc_test(NAME test_errors SOURCES test_errors.c NP 1 LABELS mpi)

@@ -6,6 +6,11 @@ if(ZEROC_PKG_CONFIG)
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install_pc.sh ${PROJECT_BINARY_DIR} ${CMAKE_INSTALL_LIBDIR}
             ${CMAKE_C_COMPILER})
   set_tests_properties(install_pkgconfig PROPERTIES LABELS unit TIMEOUT 300)
+  # the static archive, linked with pkg-config --static and with CMake's zeroc::zeroc_static
+  add_test(NAME install_static
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/install_static.sh ${PROJECT_BINARY_DIR} ${CMAKE_INSTALL_LIBDIR}
+            ${CMAKE_C_COMPILER})
+  set_tests_properties(install_static PROPERTIES LABELS unit TIMEOUT 600)
 endif()
 
 # The shared library exports the public API and nothing else (tests/exports.sh).

@@ -414,6 +414,50 @@ static void test_waits_per_step(void) {
                 (unsigned long long)one, (unsigned long long)four);
 }
 
+/* The schedules as a plain function (zeroc_lr_at): the warm-up, each shape's
+ * ends and middle, the trainer's rate the same, bad arguments NaN with a message. */
+static void test_lr_schedules(void) {
+  const double lr = 1e-3;
+  /* warm-up: lr x (s+1) / warmup, whatever the schedule */
+  for (int k = ZEROC_LR_DEFAULT; k <= ZEROC_LR_LINEAR; k++) {
+    CU_ASSERT_EQUAL(zeroc_lr_at((zeroc_lr_schedule_t)k, lr, 4, 14, 0), (float)(lr / 4));
+    CU_ASSERT_EQUAL(zeroc_lr_at((zeroc_lr_schedule_t)k, lr, 4, 14, 3), (float)lr);
+  }
+  /* after it: step 4 is lr, step 13 (the last) 10% of lr, step 8.5 half way */
+  CU_ASSERT_EQUAL(zeroc_lr_at(ZEROC_LR_CONSTANT, lr, 4, 14, 13), (float)lr);
+  CU_ASSERT_EQUAL(zeroc_lr_at(ZEROC_LR_COSINE, lr, 4, 14, 4), (float)lr);
+  CU_ASSERT_DOUBLE_EQUAL(zeroc_lr_at(ZEROC_LR_COSINE, lr, 4, 14, 13), 0.1 * lr, 1e-9);
+  CU_ASSERT_EQUAL(zeroc_lr_at(ZEROC_LR_DEFAULT, lr, 4, 14, 9),
+                  zeroc_lr_at(ZEROC_LR_COSINE, lr, 4, 14, 9));
+  CU_ASSERT_EQUAL(zeroc_lr_at(ZEROC_LR_LINEAR, lr, 4, 14, 4), (float)lr);
+  CU_ASSERT_DOUBLE_EQUAL(zeroc_lr_at(ZEROC_LR_LINEAR, lr, 4, 14, 13), 0.1 * lr, 1e-9);
+  /* linear: 1/3 of the way (step 7 of 4..13) is lr - 0.3 lr; cosine is above it there */
+  CU_ASSERT_DOUBLE_EQUAL(zeroc_lr_at(ZEROC_LR_LINEAR, lr, 4, 14, 7), 0.7 * lr, 1e-9);
+  CU_ASSERT(zeroc_lr_at(ZEROC_LR_COSINE, lr, 4, 14, 7) >
+            zeroc_lr_at(ZEROC_LR_LINEAR, lr, 4, 14, 7));
+  CU_ASSERT_DOUBLE_EQUAL(zeroc_lr_at(ZEROC_LR_LINEAR, lr, 0, 11, 20), 0.1 * lr,
+                         1e-9); /* past the end */
+  /* the trainer's rate is the function's */
+  zeroc_mesh_info_t one;
+  ZT_OK(zeroc_mesh_layout_cp(1, 1, 1, 1, 1, 0, &one));
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  zeroc_train_info_t in;
+  c.steps = 14, c.warmup = 4, c.lr = lr, c.schedule = ZEROC_LR_LINEAR;
+  ZT_OK(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in));
+  CU_ASSERT_EQUAL(in.config.schedule, ZEROC_LR_LINEAR);
+  for (int s = 0; s < 14; s++)
+    CU_ASSERT_EQUAL(zeroc_train_lr_at(&in.config, s), zeroc_lr_at(ZEROC_LR_LINEAR, lr, 4, 14, s));
+  /* bad arguments: NaN, which zeroc_model_step refuses, and a message */
+  CU_ASSERT(isnan(zeroc_lr_at((zeroc_lr_schedule_t)9, lr, 0, 10, 0)));
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "zeroc_lr_at: schedule 9"), "%s",
+                zeroc_last_error(NULL));
+  CU_ASSERT(isnan(zeroc_lr_at(ZEROC_LR_COSINE, -1, 0, 10, 0)));
+  CU_ASSERT(isnan(zeroc_lr_at(ZEROC_LR_COSINE, NAN, 0, 10, 0)));
+  CU_ASSERT(isnan(zeroc_lr_at(ZEROC_LR_COSINE, lr, -1, 10, 0)));
+  CU_ASSERT(isnan(zeroc_lr_at(ZEROC_LR_COSINE, lr, 0, 0, 0)));
+  CU_ASSERT(isnan(zeroc_lr_at(ZEROC_LR_COSINE, lr, 0, 10, -1)));
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"a config not from the initializer, or inconsistent, is refused", test_config_refused},
@@ -424,6 +468,7 @@ int main(int argc, char **argv) {
       {"evaluation size (val_tokens), rules, shards checked at create", test_val_config},
       {"evaluation through a pipeline: the data-parallel run's loss", test_evaluate_pipeline},
       {"host waits per step do not grow with the micro-steps", test_waits_per_step},
+      {"the learning-rate schedules as a plain function", test_lr_schedules},
       ZT_END,
   };
   return zt_run_mpi(argc, argv, "train", tests, 1, 0);

@@ -26,10 +26,12 @@ extern "C" {
 
 /*
  * Saves the model's state after `step` optimizer steps into DIR/step_<step>
- * and points DIR/latest at it. `app_json` (may be NULL) is a JSON object
+ * and points DIR/latest at it. `app_json` (NULL or "": none) is one JSON object
  * stored in the manifest under "app". Collective over the model's world.
- * Returns ZEROC_ERR_IO (naming the path; the previous checkpoint untouched),
- * ZEROC_ERR_REMOTE when another rank failed to write its part.
+ * Returns ZEROC_ERR_INVALID_ARG (a NULL or destroyed model, an empty dir,
+ * app_json that is not one JSON object: nothing written), ZEROC_ERR_IO (naming
+ * the path; the previous checkpoint untouched), ZEROC_ERR_REMOTE when another
+ * rank failed to write its part.
  */
 ZEROC_API zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
                                          const char *app_json);

@@ -6,6 +6,18 @@
  * cores with hwloc and opens the device. zeroc_ctx_finalize() is the collective
  * shutdown, zeroc_ctx_destroy() the local cleanup, zeroc_ctx_abort() the way
  * out when a peer is lost.
+ *
+ * MPI: when zeroc initialised it, zeroc finalizes it, in the zeroc_ctx_finalize
+ * of the last live context (nothing of zeroc uses it after that, and MPI cannot
+ * start twice: a later zeroc_ctx_create fails with ZEROC_ERR_MPI). A create that
+ * fails leaves MPI up, so a program may try again; one that ends without a
+ * context then has MPI finalized at exit. MPI the program initialised is the
+ * program's to finalize. Create and finalize contexts from one thread.
+ *
+ * Every function here checks its handle: NULL, or a context already finalized
+ * or destroyed (its magic is cleared), gives ZEROC_ERR_INVALID_ARG, or the
+ * "unknown" value a query names, with a one-line message in
+ * zeroc_last_error(NULL), never a crash.
  */
 #ifndef ZEROC_CTX_H
 #define ZEROC_CTX_H
@@ -54,7 +66,8 @@ typedef struct zeroc_ctx_config {
 
 /*
  * Creates a context on MPI_COMM_WORLD (or cfg->mpi_comm).
- *   ctx: receives the handle; cfg: an initialised config (ZEROC_CTX_CONFIG_INIT).
+ *   ctx: receives the handle; cfg: an initialised config (ZEROC_CTX_CONFIG_INIT;
+ *   NULL: every field unset, the same).
  * Returns ZEROC_ERR_INVALID_ARG for a bad config or a mesh that does not divide
  * the world (the same error on every rank), ZEROC_ERR_MPI, ZEROC_ERR_NODEVICE when
  * cuda is asked for without a GPU, ZEROC_ERR_CUDA / _NCCL, ZEROC_ERR_NOMEM.
@@ -63,10 +76,18 @@ typedef struct zeroc_ctx_config {
 ZEROC_API zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **ctx, const zeroc_ctx_config_t *cfg);
 
 /* Collective shutdown: waits for every rank, frees groups, and calls
- * MPI_Finalize if zeroc_ctx_create initialised MPI. Then destroys `ctx`. */
+ * MPI_Finalize when zeroc initialised MPI and this was the last live context
+ * (see above). Then destroys `ctx`. finalize(NULL) does nothing.
+ * Refuses, on every rank alike and leaving the context as it was, while a
+ * model built on it (zeroc_shard, also inside a GPT, a DLRM or a pipeline) is
+ * alive on any rank: ZEROC_ERR_INVALID_ARG naming how many; destroy them first.
+ * ZEROC_ERR_INVALID_ARG for a context already finalized or destroyed. */
 ZEROC_API zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx);
 
-/* Local cleanup without talking to other ranks. destroy(NULL) does nothing. */
+/* Local cleanup without talking to other ranks. destroy(NULL) does nothing;
+ * a second destroy is said in zeroc_last_error(NULL), not freed twice. With
+ * models still alive on it (an error path), the handle is dead at once but its
+ * memory is freed with the last of those models' zeroc_model_destroy. */
 ZEROC_API void zeroc_ctx_destroy(zeroc_ctx_t *ctx);
 
 /* Aborts every rank of the job (MPI_Abort) after printing `why` on this rank.

@@ -5,6 +5,9 @@
  * default compute stream runs inline on the calling thread) and an event as a
  * counter; the cuda backend maps them to cudaStream_t and cudaEvent_t.
  * Work on one stream runs in order; an event orders work across streams.
+ * A NULL context, stream, event or buffer (of a copy or set of > 0 bytes) is
+ * refused with ZEROC_ERR_INVALID_ARG and a one-line message; the destroys and
+ * zeroc_mem_free take NULL and do nothing.
  */
 #ifndef ZEROC_DEVICE_H
 #define ZEROC_DEVICE_H

@@ -29,8 +29,8 @@ typedef enum zeroc_init_kind {
   ZEROC_INIT_ZEROS = 1,
   ZEROC_INIT_ONES = 2,
   ZEROC_INIT_UNIFORM = 3, /* U(-scale, scale) */
-  ZEROC_INIT_CUSTOM = 4,  /* init_fn */
-} zeroc_init_kind_t;
+  ZEROC_INIT_CUSTOM = 4,  /* init_fn (required: zeroc_shard refuses CUSTOM without one) */
+} zeroc_init_kind_t;      /* any other value is refused by zeroc_shard */
 
 /* Parameter flags. */
 enum {
@@ -119,6 +119,10 @@ typedef struct zeroc_layer_io {
                              and draws nothing) */
 } zeroc_layer_io_t;
 
+/* zeroc_shard copies a unit's name and its parameter descriptors (names
+ * included): the caller's arrays and strings may be freed once it returned.
+ * A callback that fails returns its code and says why with zeroc_error_set
+ * (zeroc/result.h); the engine adds the unit and the rank to that message. */
 typedef struct zeroc_layer {
   const char *name;
   int nparams; /* >= 1 */

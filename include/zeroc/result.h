@@ -3,7 +3,9 @@
  *
  * ZEROC_OK is 0. zeroc_result_string() gives a sentence with a hint;
  * zeroc_last_error() gives the detailed message of the calling thread's (or the
- * context's) last failure, naming the call, the file and line, and the values.
+ * context's) last failure: one line naming the call or the value and what is
+ * accepted. The zeroc source file and line it was raised at are not part of it:
+ * ZEROC_DEBUG=TRACE (with ZEROC_DEBUG_SUBSYS=ERROR, or ALL) logs them.
  *
  * The contract: a call that fails records its message in the calling thread
  * and, when it was given a context or an object made on one (a model, a GPT),
@@ -49,7 +51,13 @@ ZEROC_API const char *zeroc_result_name(zeroc_result_t r);
 /* Records a failure's message (printf-style) as the calling thread's last
  * error, what zeroc_last_error(NULL) then gives, and returns `r`: for a
  * layer's callback or a program on top of zeroc to say what went wrong in the
- * library's own channel, e.g. `return zeroc_error_set(ZEROC_ERR_IO, "read %s", p);`. */
+ * library's own channel, e.g. `return zeroc_error_set(ZEROC_ERR_IO, "read %s", p);`.
+ * A callback (zeroc_layer_t.forward / .backward) that fails returns its code;
+ * the engine adds the unit's index and name and the rank to the message it
+ * set, "<message> (in the forward callback of unit 2 ('head') on rank 0)", and
+ * records it in the model's context. A callback that fails without setting
+ * one gets "... returned ZEROC_ERR_X without a message": zeroc_last_error is
+ * never empty, nor an older failure's, after a failing callback. */
 ZEROC_API zeroc_result_t zeroc_error_set(zeroc_result_t r, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -32,6 +32,19 @@ extern "C" {
 
 typedef struct zeroc_model zeroc_model_t;
 
+/*
+ * At most this many models can be alive at once on one context (a fourth
+ * zeroc_shard fails with ZEROC_ERR_INVALID_ARG naming the limit; destroy one
+ * first; there is no limit on models built one after another). Why: each
+ * model's gather and reduce streams issue collectives that must overlap, and
+ * collectives on one MPI or NCCL communicator serialise, so every stream owns
+ * one of the context's duplicated communicators ("channels"), which each
+ * group creates once, collectively, when the context is made: 8 per group,
+ * one for the compute stream, one for point-to-point, 6 for the models.
+ * Streams a program makes with zeroc_stream_create take channels too.
+ */
+#define ZEROC_MAX_MODELS 3
+
 /* The optimizer zeroc_model_step runs on every shard. Its state is the fp32
  * master plus up to two moment buffers per parameter (ZEROC_STATE_MOMENT1/2). */
 typedef enum zeroc_optimizer {
@@ -80,16 +93,28 @@ typedef struct zeroc_shard_config {
  * layout starts from the same weights). Collective over the world.
  *   ctx: the context (its mesh gives dp_shard / dp_replicate); layers: the unit
  *   list, identical on every data-parallel rank (checked with a checksum);
- *   n >= 1; cfg: ZEROC_SHARD_CONFIG_INIT-initialised; out: the model.
- * Returns ZEROC_ERR_INVALID_ARG (bad stage, dtype or optimizer, a unit without
- * parameters or with a zero-size one, a `shares` index that is not earlier,
- * layer lists that differ between ranks: the same error on every rank),
- * ZEROC_ERR_UNSUPPORTED, ZEROC_ERR_NOMEM.
+ *   n >= 1; cfg: ZEROC_SHARD_CONFIG_INIT-initialised (NULL: every field unset);
+ *   out: the model.
+ * The model copies what it keeps of `layers`: each unit's name, its parameter
+ * descriptors and their names, so the caller may free or reuse those arrays
+ * and strings as soon as zeroc_shard returns. It keeps, and calls, only the
+ * pointers the caller means it to: the callbacks, `user` and each parameter's
+ * init_fn / init_user (used during zeroc_shard only).
+ * Returns ZEROC_ERR_INVALID_ARG (a NULL or dead ctx, a NULL layers or out, bad
+ * stage, dtype or optimizer, a unit without parameters or with a zero-size
+ * one, an init kind that is not a ZEROC_INIT_* or ZEROC_INIT_CUSTOM without
+ * init_fn, a `shares` index that is not earlier, layer lists that differ
+ * between ranks: the same error on every rank; ZEROC_MAX_MODELS models already
+ * alive on ctx), ZEROC_ERR_UNSUPPORTED, ZEROC_ERR_NOMEM.
  */
 ZEROC_API zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
                                      const zeroc_shard_config_t *cfg, zeroc_model_t **out);
 
-/* Frees the model's buffers (local). destroy(NULL) does nothing. */
+/* Frees the model's buffers (local). destroy(NULL) does nothing; a second
+ * destroy of the same handle (or of one zeroc_shard did not make) frees
+ * nothing and says so in zeroc_last_error(NULL): a destroyed handle's magic is
+ * cleared and its few bytes stay allocated a while, so that a use after
+ * destroy is caught as well (ZEROC_ERR_INVALID_ARG, "not a live model"). */
 ZEROC_API void zeroc_model_destroy(zeroc_model_t *m);
 
 /* Runs the forward pass of one micro-step on `input` (given to unit 0). The
@@ -124,7 +149,12 @@ typedef struct zeroc_step_info {
  */
 ZEROC_API zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info);
 
-/* ---- inspection and state (checkpoints, export, tests) -------------------------- */
+/* ---- inspection and state (checkpoints, export, tests) --------------------------
+ * Every call below checks its handle, indices and pointers: a NULL or destroyed
+ * model, a unit or parameter index out of range or a NULL output gives
+ * ZEROC_ERR_INVALID_ARG, or, where the call returns a value, the impossible one
+ * it names (-1, UINT64_MAX, NULL, 0), with a one-line message in
+ * zeroc_last_error (the model's context's, or the thread's for a NULL model). */
 
 typedef struct zeroc_unit_info {
   const char *name;
@@ -135,17 +165,21 @@ typedef struct zeroc_unit_info {
   int nparams;
 } zeroc_unit_info_t;
 
+/* The number of units; -1 for a NULL or destroyed model. */
 ZEROC_API int zeroc_model_num_units(const zeroc_model_t *m);
 ZEROC_API zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit,
                                                zeroc_unit_info_t *out);
-/* Offset of parameter `p` of `unit` in the flat buffer. */
+/* Offset of parameter `p` of `unit` in the flat buffer; UINT64_MAX when there
+ * is no such parameter. */
 ZEROC_API uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p);
-/* The descriptor of parameter `p` of `unit` (as given to zeroc_shard). */
+/* The descriptor of parameter `p` of `unit`: the model's copy of what was
+ * given to zeroc_shard, valid until zeroc_model_destroy; NULL when there is no
+ * such parameter. */
 ZEROC_API const zeroc_param_desc_t *zeroc_model_param_desc(const zeroc_model_t *m, int unit, int p);
 
 /* Where this rank sits in the model's sharding: its shard group (rank, size)
  * and its replica index (HSDP, or dp for stage 0); replica 0 holds the copy a
- * checkpoint writes. */
+ * checkpoint writes. Each output may be NULL; a dead model gives -1, 0, -1. */
 ZEROC_API void zeroc_model_shard_layout(const zeroc_model_t *m, int *shard_rank, int *shard_size,
                                         int *replica);
 
@@ -173,11 +207,11 @@ ZEROC_API zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m);
  * `buf` on every rank. Collective over the shard group. */
 ZEROC_API zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf);
 
-/* Optimizer steps applied; set when resuming from a checkpoint. */
+/* Optimizer steps applied (0 for a dead model); set when resuming from a checkpoint. */
 ZEROC_API uint64_t zeroc_model_steps(const zeroc_model_t *m);
 ZEROC_API void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps);
 
-/* The context the model was built on. */
+/* The context the model was built on (NULL for a dead model). */
 ZEROC_API zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m);
 
 /* Bytes of model state (params, grads, optimizer) this rank holds persistently. */

@@ -52,7 +52,20 @@ typedef enum zeroc_lr_schedule {
   ZEROC_LR_DEFAULT = 0,  /* unset: cosine */
   ZEROC_LR_CONSTANT = 1, /* lr after the warm-up */
   ZEROC_LR_COSINE = 2,   /* cosine from lr down to 10% of lr at the last step */
+  ZEROC_LR_LINEAR = 3,   /* straight from lr down to 10% of lr at the last step */
 } zeroc_lr_schedule_t;
+
+/*
+ * The learning rate of 0-based step `s` of a run of `steps` optimizer steps
+ * (the trainer's schedules, for a program driving zeroc_model_step itself):
+ * a linear warm-up over the first `warmup` steps (lr x (s+1) / warmup), then
+ * `schedule` (DEFAULT: cosine) from lr at step `warmup` down to 10% of lr at
+ * the last step, steps - 1 (and there after it). Pure: no context, no state.
+ * Returns NaN, with zeroc_last_error(NULL) naming the argument, for a schedule
+ * that is not a ZEROC_LR_*, lr not finite or < 0, warmup < 0, steps < 1 or s < 0
+ * (zeroc_model_step refuses a NaN rate).
+ */
+ZEROC_API float zeroc_lr_at(zeroc_lr_schedule_t schedule, double lr, int warmup, int steps, int s);
 
 /*
  * A training run. Initialise with ZEROC_TRAIN_CONFIG_INIT: every field starts
@@ -319,8 +332,8 @@ ZEROC_API zeroc_model_t *zeroc_trainer_model(const zeroc_trainer_t *tr);
 ZEROC_API zeroc_result_t zeroc_train_print_schedule(FILE *f, const zeroc_train_info_t *info, int pp, int tp,
                                           zeroc_dtype_t act_dtype);
 
-/* The learning rate of 0-based step `s` for a resolved config: linear warm-up
- * over `warmup` steps, then constant or cosine down to 10% at the last step. */
+/* The learning rate of 0-based step `s` for a resolved config: zeroc_lr_at
+ * with its schedule, lr, warmup and steps. */
 ZEROC_API float zeroc_train_lr_at(const zeroc_train_config_t *cfg, int s);
 
 #ifdef __cplusplus

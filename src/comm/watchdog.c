@@ -114,6 +114,13 @@ void zeroc__watchdog_finalizing(zeroc__watchdog_t *wd) {
   atomic_store(&wd->mine->state, ST_FINALIZING);
 }
 
+void zeroc__watchdog_running(zeroc__watchdog_t *wd) {
+  if (!wd) return;
+  snprintf(wd->mine->phase, sizeof wd->mine->phase, "running");
+  atomic_store(&wd->mine->phase_ns, zeroc__now_ns());
+  atomic_store(&wd->mine->state, ST_RUNNING);
+}
+
 void zeroc__watchdog_post(zeroc__watchdog_t *wd, const char *text) {
   if (!wd || atomic_load(&wd->slots[0]->alarm)) return; /* the first cause stays */
   snprintf(wd->slots[0]->alarm_text, sizeof wd->slots[0]->alarm_text, "%s", text);

@@ -44,6 +44,9 @@ zeroc_result_t zeroc__watchdog_create(const zeroc__place_t *place, zeroc__watchd
  * there too do not count it as lost, peers still in an ordinary collective
  * do (after a short grace). */
 void zeroc__watchdog_finalizing(zeroc__watchdog_t *wd);
+/* Back from finalizing to running: zeroc_ctx_finalize refused (a model is
+ * still alive) after its final collective, on every rank alike. */
+void zeroc__watchdog_running(zeroc__watchdog_t *wd);
 /* Marks this rank as finished, once the final collective has completed, or
  * as failed with `cause` (its last error) as the text peers quote. */
 void zeroc__watchdog_fini(zeroc__watchdog_t *wd, int failed, const char *cause);

@@ -2,8 +2,9 @@
  * core/error.h - error text and the check macros used across src/.
  *
  * A failure is reported once, where it happens: ZEROC_FAIL formats a message
- * naming the file and line into the calling thread's error buffer and returns
- * the code, which callers pass up unchanged.
+ * into the calling thread's error buffer (the file and line only into the
+ * TRACE log: a user's message names values, not our sources) and returns the
+ * code, which callers pass up unchanged.
  */
 #ifndef ZEROC_CORE_ERROR_H
 #define ZEROC_CORE_ERROR_H
@@ -34,6 +35,9 @@ const char *zeroc__tls_error(void);
 /* Replaces the calling thread's error text (e.g. with a worker thread's). */
 void zeroc__tls_error_set(const char *msg);
 void zeroc__tls_error_clear(void);
+/* Counts the calling thread's error texts: a change tells that something
+ * recorded a message (a layer callback's zeroc_error_set) since a mark. */
+unsigned long zeroc__tls_error_seq(void);
 
 /* (zeroc__ctx_ret, which records this text as a context's last error, is in
  * runtime/runtime.h.) */

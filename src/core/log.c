@@ -23,11 +23,11 @@ static const struct {
   const char *name;
   int bit;
 } subsys_names[] = {
-    {"INIT", ZEROC_SUB_INIT},       {"COMM", ZEROC_SUB_COMM},   {"SHARD", ZEROC_SUB_SHARD},
-    {"IO", ZEROC_SUB_IO},           {"MEM", ZEROC_SUB_MEM},     {"DEVICE", ZEROC_SUB_DEVICE},
-    {"TOPO", ZEROC_SUB_TOPO},       {"OFFLOAD", ZEROC_SUB_OFFLOAD}, {"TP", ZEROC_SUB_TP},
-    {"PP", ZEROC_SUB_PP},           {"MODEL", ZEROC_SUB_MODEL}, {"ENV", ZEROC_SUB_ENV},
-    {"ALL", ZEROC_SUB_ALL},
+    {"INIT", ZEROC_SUB_INIT},   {"COMM", ZEROC_SUB_COMM},       {"SHARD", ZEROC_SUB_SHARD},
+    {"IO", ZEROC_SUB_IO},       {"MEM", ZEROC_SUB_MEM},         {"DEVICE", ZEROC_SUB_DEVICE},
+    {"TOPO", ZEROC_SUB_TOPO},   {"OFFLOAD", ZEROC_SUB_OFFLOAD}, {"TP", ZEROC_SUB_TP},
+    {"PP", ZEROC_SUB_PP},       {"MODEL", ZEROC_SUB_MODEL},     {"ENV", ZEROC_SUB_ENV},
+    {"ERROR", ZEROC_SUB_ERROR}, {"ALL", ZEROC_SUB_ALL},
 };
 
 static int subsys_bit(const char *s, size_t n) {

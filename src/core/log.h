@@ -28,6 +28,7 @@ enum {
   ZEROC_SUB_PP = 1 << 9,
   ZEROC_SUB_MODEL = 1 << 10,
   ZEROC_SUB_ENV = 1 << 11,
+  ZEROC_SUB_ERROR = 1 << 12, /* every recorded failure, with its file:line (TRACE) */
   ZEROC_SUB_ALL = 0x7fffffff,
 };
 
@@ -43,6 +44,12 @@ void zeroc__log(int level, int subsys, const char *file, int line, const char *f
   do {                                                                                            \
     if (zeroc__log_level >= (level) && (zeroc__log_subsys & ZEROC_SUB_##sub))                     \
       zeroc__log((level), ZEROC_SUB_##sub, __FILE__, __LINE__, __VA_ARGS__);                      \
+  } while (0)
+/* ZLOG with the origin given (a helper logging for its caller's line). */
+#define ZLOG_AT(level, sub, file, line, ...)                                                       \
+  do {                                                                                             \
+    if (zeroc__log_level >= (level) && (zeroc__log_subsys & ZEROC_SUB_##sub))                      \
+      zeroc__log((level), ZEROC_SUB_##sub, (file), (line), __VA_ARGS__);                           \
   } while (0)
 #define ZWARN(sub, ...) ZLOG(ZEROC_LOG_WARN, sub, __VA_ARGS__)
 #define ZINFO(sub, ...) ZLOG(ZEROC_LOG_INFO, sub, __VA_ARGS__)

@@ -114,3 +114,23 @@ void zeroc__mem_reset_peak(zeroc__mem_t *m) {
   memcpy(m->st.peak_total, m->st.current_total, sizeof m->st.peak_total);
   pthread_mutex_unlock(&m->mu);
 }
+
+/* ---- retired handles ----------------------------------------------------------- */
+
+#define RETIRED_MAX 64
+
+static struct {
+  pthread_mutex_t mu;
+  void *p[RETIRED_MAX];
+  int next;
+} retired = {PTHREAD_MUTEX_INITIALIZER, {0}, 0};
+
+void zeroc__handle_retire(void *p) {
+  if (!p) return;
+  pthread_mutex_lock(&retired.mu);
+  void *old = retired.p[retired.next];
+  retired.p[retired.next] = p;
+  retired.next = (retired.next + 1) % RETIRED_MAX;
+  pthread_mutex_unlock(&retired.mu);
+  free(old); /* the oldest: long enough ago */
+}

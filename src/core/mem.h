@@ -36,4 +36,13 @@ int zeroc__mem_untrack(zeroc__mem_t *m, void *ptr, zeroc__mem_rec_t *out);
 void zeroc__mem_stats(zeroc__mem_t *m, zeroc_mem_stats_t *out);
 void zeroc__mem_reset_peak(zeroc__mem_t *m);
 
+/*
+ * Frees the struct behind a destroyed public handle (a model, a context) a
+ * while later: the last few stay allocated, their magic field already
+ * cleared, so that a second destroy or a use after destroy reads a cleared
+ * magic and fails with a clean error rather than reading freed memory (which
+ * a sanitizer would report and a reused block could hide). Thread-safe.
+ */
+void zeroc__handle_retire(void *p);
+
 #endif

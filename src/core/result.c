@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "zeroc/mem.h"
 #include "zeroc/types.h"
 
@@ -57,6 +58,7 @@ const char *zeroc_result_name(zeroc_result_t r) {
 /* ---- per-thread error text ------------------------------------------------ */
 
 static _Thread_local char tls_err[ZEROC_ERRMSG_MAX];
+static _Thread_local unsigned long tls_seq;
 
 /* The length of the well-formed UTF-8 sequence at p that is not a control
  * character (U+0080..U+009F, C1), or 0. */
@@ -101,18 +103,19 @@ static void printable(char *dst, size_t n, const char *src) {
   dst[k] = 0;
 }
 
+/* The message names the values, not our sources: the file and line where it
+ * was raised go to the debug log only (ZEROC_DEBUG=TRACE, subsystem ERROR). */
 zeroc_result_t zeroc__fail(zeroc_result_t r, const char *file, int line, const char *fmt, ...) {
   /* formatted apart from tls_err: an argument may be the previous message */
   char raw[ZEROC_ERRMSG_MAX];
-  const char *base = strrchr(file, '/');
-  base = base ? base + 1 : file;
-  int n = snprintf(raw, sizeof raw, "%s:%d: ", base, line);
-  if (n < 0 || (size_t)n >= sizeof raw) n = 0;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(raw + n, sizeof raw - (size_t)n, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
   printable(tls_err, sizeof tls_err, raw);
+  tls_seq++;
+  zeroc__log_init(); /* once: a failure before any context is logged too */
+  ZLOG_AT(ZEROC_LOG_TRACE, ERROR, file, line, "%s: %s", zeroc_result_name(r), tls_err);
   return r;
 }
 
@@ -123,6 +126,7 @@ zeroc_result_t zeroc_error_set(zeroc_result_t r, const char *fmt, ...) {
   vsnprintf(raw, sizeof raw, fmt ? fmt : "", ap);
   va_end(ap);
   printable(tls_err, sizeof tls_err, raw);
+  tls_seq++;
   return r;
 }
 
@@ -130,7 +134,10 @@ const char *zeroc__tls_error(void) { return tls_err; }
 
 void zeroc__tls_error_set(const char *msg) {
   if (msg != tls_err) snprintf(tls_err, sizeof tls_err, "%s", msg ? msg : "");
+  tls_seq++;
 }
+
+unsigned long zeroc__tls_error_seq(void) { return tls_seq; }
 
 void zeroc__tls_error_clear(void) { tls_err[0] = 0; }
 

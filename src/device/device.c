@@ -97,7 +97,15 @@ void zeroc_stream_destroy(zeroc_stream_t *s) {
   if (c >= 0 && c < ZEROC_P2P_CHANNEL) dev->channels_used &= ~(1u << c);
 }
 
+/* The public stream and event calls check their handles (a cold branch each):
+ * a NULL one is a one-line error, not a crash. */
+#define NEED(x, fn)                                                                                \
+  do {                                                                                             \
+    if (!(x)) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, fn ": a NULL argument (needs " #x ")");     \
+  } while (0)
+
 zeroc_result_t zeroc_stream_sync(zeroc_stream_t *s) {
+  NEED(s, "zeroc_stream_sync");
   __atomic_fetch_add(&s->dev->host_waits, 1, __ATOMIC_RELAXED); /* any thread may wait */
   return s->dev->ops->stream_sync(s);
 }
@@ -138,12 +146,16 @@ zeroc_result_t zeroc_stream_launch_host(zeroc_stream_t *s, void (*fn)(void *), v
 }
 
 zeroc_result_t zeroc_memcpy_async(zeroc_stream_t *s, void *dst, const void *src, size_t bytes) {
+  NEED(s, "zeroc_memcpy_async");
   if (!bytes) return ZEROC_OK;
+  NEED(dst && src, "zeroc_memcpy_async");
   return s->dev->ops->memcpy_async(s, dst, src, bytes);
 }
 
 zeroc_result_t zeroc_memset_async(zeroc_stream_t *s, void *dst, int value, size_t bytes) {
+  NEED(s, "zeroc_memset_async");
   if (!bytes) return ZEROC_OK;
+  NEED(dst, "zeroc_memset_async");
   return s->dev->ops->memset_async(s, dst, value, bytes);
 }
 
@@ -154,16 +166,20 @@ void zeroc_event_destroy(zeroc_event_t *e) {
   if (e) e->dev->ops->event_destroy(e);
 }
 zeroc_result_t zeroc_event_record(zeroc_event_t *e, zeroc_stream_t *s) {
+  NEED(e && s, "zeroc_event_record");
   return e->dev->ops->event_record(e, s);
 }
 zeroc_result_t zeroc_stream_wait_event(zeroc_stream_t *s, zeroc_event_t *e) {
+  NEED(s && e, "zeroc_stream_wait_event");
   return s->dev->ops->stream_wait_event(s, e);
 }
 zeroc_result_t zeroc_event_sync(zeroc_event_t *e) {
+  NEED(e, "zeroc_event_sync");
   __atomic_fetch_add(&e->dev->host_waits, 1, __ATOMIC_RELAXED);
   return e->dev->ops->event_sync(e);
 }
 zeroc_result_t zeroc_event_query(zeroc_event_t *e, int *done) {
+  NEED(e && done, "zeroc_event_query");
   return e->dev->ops->event_query(e, done);
 }
 

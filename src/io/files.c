@@ -510,12 +510,11 @@ static zeroc_result_t probe_dir(const char *dir, const char *what, const char *s
 }
 
 /* A failed check is the user's argument: ZEROC_ERR_INVALID_ARG, with the
- * cause's text (less its file:line) after the flag's name. */
+ * cause's text after the flag's name. */
 static zeroc_result_t as_arg_error(zeroc_result_t r, const char *what, const char *shown) {
   if (r == ZEROC_OK || r == ZEROC_ERR_INVALID_ARG) return r;
   char msg[ZEROC_ERRMSG_MAX];
-  const char *t = zeroc__tls_error(), *colon = strstr(t, ": ");
-  snprintf(msg, sizeof msg, "%s", colon ? colon + 2 : t);
+  snprintf(msg, sizeof msg, "%s", zeroc__tls_error());
   return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s '%s': %s", what, shown, msg);
 }
 

@@ -280,7 +280,10 @@ static void app_json(void *self, uint64_t step, char *buf, size_t n) {
            "\"seed\": %lld, \"zero\": %d, \"dtype\": \"%s\"}, "
            "\"data\": {\"step\": %llu, \"epoch\": %llu, \"seed\": %llu, \"shuffle\": %d, "
            "\"seq\": %d, \"global_batch\": %d, \"num_sequences\": %llu, \"fingerprint\": %llu}}",
-           c->lr, c->steps, c->warmup, c->schedule == ZEROC_LR_CONSTANT ? "constant" : "cosine",
+           c->lr, c->steps, c->warmup,
+           c->schedule == ZEROC_LR_CONSTANT ? "constant"
+           : c->schedule == ZEROC_LR_LINEAR ? "linear"
+                                            : "cosine",
            (long long)c->seed, c->zero,
            dtype_given < 0 ? "auto" : zeroc_dtype_name((zeroc_dtype_t)dtype_given),
            (unsigned long long)pos.step, (unsigned long long)pos.epoch,

@@ -579,7 +579,14 @@ static void load_free(load_t *L) {
 
 zeroc_result_t zeroc_ckpt_load(zeroc_model_t *m, const char *path, uint64_t *step_out,
                                char **app_out) {
+  if (app_out) *app_out = NULL;
+  if (zeroc_model_num_units(m) < 0)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_ckpt_load: the model is NULL or not live (destroyed)");
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
+  if (!path || !*path)
+    return zeroc__ctx_ret(
+        ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ckpt_load: the checkpoint path is empty"));
   load_t L = {
       .m = m, .mesh = zeroc_ctx_mesh(ctx), .n = zeroc_model_num_units(m), .ntp = 1, .old_tp = 1};
   if (app_out) *app_out = NULL;

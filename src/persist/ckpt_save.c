@@ -326,8 +326,32 @@ static void sweep_leftovers(const char *dir) {
   closedir(d);
 }
 
+/* The caller's app object: a resume reads it back (zeroc_ckpt_check_resume)
+ * and finds it unreadable only then, so text that is not one JSON object is
+ * refused before anything is written. NULL or "": none. */
+static zeroc_result_t check_app(const char *app_json) {
+  if (!app_json || !*app_json) return ZEROC_OK;
+  zeroc__json_doc_t *doc = NULL;
+  if (zeroc__json_parse(app_json, strlen(app_json), "zeroc_ckpt_save: app_json", &doc)) {
+    char msg[ZEROC_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", zeroc__tls_error());
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s (app_json must be one JSON object, or NULL)", msg);
+  }
+  zeroc__json_type_t t = zeroc__json_root(doc)->type;
+  zeroc__json_free(doc);
+  if (t != ZEROC_JSON_OBJECT)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_ckpt_save: app_json is a JSON %s; it must be one JSON object, or "
+                      "NULL",
+                      zeroc__json_type_name(t));
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
                                const char *app_json) {
+  if (zeroc_model_num_units(m) < 0)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_ckpt_save: the model is NULL or not live (destroyed)");
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
   int root = mesh->rank == 0, shard, shard_size, replica;
@@ -339,6 +363,7 @@ zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
   snprintf(final, sizeof final, "%s/step_%08" PRIu64, dir, step);
   /* rank 0 stages the directory; everyone waits to hear whether it could */
   zeroc_result_t r = check_splits(m);
+  if (!r) r = check_app(app_json);
   snprintf(tmp, sizeof tmp, "%s.tmp", final);
   if (root && !r) r = zeroc__dir_stage(final, tmp, sizeof tmp);
   r = zeroc_ctx_agree(ctx, r);

@@ -25,10 +25,17 @@
 #include "zeroc/ctx.h"
 #include "zeroc/mesh.h"
 
+/* A live context's `magic`; cleared when it is freed, so that a handle used
+ * after zeroc_ctx_finalize / zeroc_ctx_destroy is caught while its memory is
+ * still unchanged (zeroc__ctx_check). */
+#define ZEROC__CTX_MAGIC 0x7a637478u /* "zctx" */
+
 struct zeroc_ctx {
+  uint32_t magic;                    /* ZEROC__CTX_MAGIC while alive */
   char last_error[ZEROC_ERRMSG_MAX]; /* the last failure's text (zeroc__ctx_ret) */
   zeroc_ctx_config_t cfg;
-  int mpi_initialised_here;
+  int live_models;     /* models built on this context and not yet destroyed (zeroc__ctx_models) */
+  int doomed;          /* zeroc_ctx_destroy ran while models were alive: freed with the last one */
   double comm_timeout; /* seconds */
   zeroc_mesh_info_t mesh;
   int local_rank, local_size;

@@ -27,14 +27,14 @@
 static zeroc_result_t read_ctx_config(const zeroc_ctx_config_t *in, zeroc_ctx_config_t *out) {
   const zeroc_ctx_config_t dflt = ZEROC_CTX_CONFIG_INIT;
   *out = dflt;
-  if (!in) return ZEROC_OK;
-  if (in->magic != ZEROC_CONFIG_MAGIC || in->size < offsetof(zeroc_ctx_config_t, device) ||
-      in->size > 65536)
+  if (in && (in->magic != ZEROC_CONFIG_MAGIC || in->size < offsetof(zeroc_ctx_config_t, device) ||
+             in->size > 65536))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "zeroc_ctx_config_t was not initialised with ZEROC_CTX_CONFIG_INIT "
                       "(size %zu, magic 0x%x)",
                       in->size, in->magic);
-  memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
+  /* NULL: every field unset, as ZEROC_CTX_CONFIG_INIT */
+  if (in) memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
   out->size = sizeof *out;
   if (out->tp == 0) out->tp = 1;
   if (out->pp == 0) out->pp = 1;
@@ -214,29 +214,66 @@ static zeroc_result_t check_shared_gpu(zeroc_ctx_t *ctx) {
   return r;
 }
 
+static void ctx_free(zeroc_ctx_t *ctx, int collective);
+
+/* MPI as the contexts use it: `owned` when zeroc initialised it (then the
+ * finalize of the last live context finalizes it, as nothing of zeroc uses it
+ * after that), `live` the contexts alive. A create that fails leaves MPI up,
+ * so that the program may try again: `at_exit` then finalizes it when the
+ * program ends without a context (every rank failed that create together).
+ * Contexts are created and finalized from one thread. */
+static struct { int owned, live, at_exit, registered; } mpi_use;
+
+static void finalize_at_exit(void) {
+  int fin = 1;
+  MPI_Finalized(&fin);
+  if (mpi_use.at_exit && mpi_use.live == 0 && !fin) MPI_Finalize();
+}
+
+/* After a failed create: MPI stays up for another attempt. */
+static void leave_mpi_up(void) {
+  if (!mpi_use.owned || mpi_use.live) return;
+  mpi_use.at_exit = 1;
+  if (!mpi_use.registered) mpi_use.registered = atexit(finalize_at_exit) == 0;
+}
+
+static zeroc_result_t start_mpi(int *provided) {
+  int inited = 0, fin = 0;
+  MPI_Initialized(&inited);
+  MPI_Finalized(&fin);
+  if (fin)
+    return ZEROC_FAIL(ZEROC_ERR_MPI,
+                      "zeroc_ctx_create: MPI is already finalized (by the program, or by "
+                      "zeroc_ctx_finalize of the last context when zeroc had initialised it); "
+                      "create every context before finalizing the last one");
+  if (inited) {
+    MPI_Query_thread(provided);
+    return ZEROC_OK;
+  }
+  int e = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, provided);
+  if (e != MPI_SUCCESS) return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Init_thread failed with error %d", e);
+  mpi_use.owned = 1;
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg) {
   zeroc_result_t res = ZEROC_OK;
-  if (!out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_create: NULL output");
+  if (!out)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_ctx_create: the output pointer is NULL (pass the address of a "
+                      "zeroc_ctx_t *)");
   *out = NULL;
   zeroc__log_init();
+  int provided = 0;
+  ZEROC_CHECK(start_mpi(&provided));
   zeroc_ctx_t *ctx = calloc(1, sizeof *ctx);
-  if (!ctx) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "context struct");
+  if (!ctx) {
+    leave_mpi_up();
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "context struct");
+  }
   ctx->node_comm = MPI_COMM_NULL;
   ctx->wcomm = MPI_COMM_NULL;
   int mem_ok = 0;
-
-  int inited = 0, provided = 0;
-  MPI_Initialized(&inited);
-  if (!inited) {
-    int e = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
-    if (e != MPI_SUCCESS) {
-      free(ctx);
-      return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Init_thread failed with error %d", e);
-    }
-    ctx->mpi_initialised_here = 1;
-  } else {
-    MPI_Query_thread(&provided);
-  }
   /* The caller's communicator is read before the config is validated, so
    * that every rank of it takes part in the agreements below. */
   MPI_Comm base = MPI_COMM_WORLD;
@@ -244,7 +281,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
       cfg->mpi_comm)
     base = *(const MPI_Comm *)cfg->mpi_comm;
   if (MPI_Comm_dup(base, &ctx->wcomm) != MPI_SUCCESS) {
-    if (ctx->mpi_initialised_here) MPI_Finalize();
+    leave_mpi_up();
     free(ctx);
     return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Comm_dup of the context's communicator failed");
   }
@@ -326,23 +363,26 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
   ZEROC_TRY(zeroc__heartbeat_start(&ctx->place, ctx->hb_timeout, ctx->wd, &ctx->hb));
   ZINFO(INIT, "context ready: %d ranks, device %s (%s), comm %s, timeout %.0f s", ctx->mesh.world,
         ctx->dev.ops->name, ctx->dev.name, ctx->comm_ops->name, ctx->comm_timeout);
+  ctx->magic = ZEROC__CTX_MAGIC;
+  mpi_use.live++;
+  mpi_use.at_exit = 0; /* this context's finalize (or the program) takes MPI down */
   *out = ctx;
   return ZEROC_OK;
 
 fail:
+  /* MPI stays up: a second attempt may follow (every rank got here through
+   * an agreement, so every rank leaves it up alike). */
+  leave_mpi_up();
   if (!mem_ok) { /* nothing but MPI was set up */
     MPI_Comm_free(&ctx->wcomm);
-    if (ctx->mpi_initialised_here) MPI_Finalize();
     free(ctx);
     return res;
   }
   {
     char msg[ZEROC_ERRMSG_MAX];
     snprintf(msg, sizeof msg, "%s", zeroc__tls_error());
-    int here = ctx->mpi_initialised_here;
-    zeroc_ctx_destroy(ctx);
-    /* Every rank reached this point through an agreement, so finalising is safe. */
-    if (here) MPI_Finalize();
+    zeroc__watchdog_fini(ctx->wd, 1, msg);
+    ctx_free(ctx, 0);
     zeroc__tls_error_set(msg);
   }
   return res;
@@ -351,6 +391,7 @@ fail:
 /* `collective`: every node-local rank is here too (finalize), so the
  * watchdog's shared window can be freed; otherwise MPI_Finalize frees it. */
 static void ctx_free(zeroc_ctx_t *ctx, int collective) {
+  ctx->magic = 0; /* a later use of the handle is caught while the memory is unchanged */
   zeroc__heartbeat_stop(ctx->hb, collective); /* before the board it posts to goes */
   ctx->hb = NULL;
   zeroc__watchdog_free(ctx->wd, collective);
@@ -369,36 +410,80 @@ static void ctx_free(zeroc_ctx_t *ctx, int collective) {
             (unsigned long long)ctx->mem.st.allocations);
     zeroc__mem_fini(&ctx->mem);
   }
-  free(ctx);
+  zeroc__handle_retire(ctx); /* its cleared magic catches a later use */
 }
 
 void zeroc_ctx_destroy(zeroc_ctx_t *ctx) {
   if (!ctx) return;
+  if (zeroc__ctx_check(ctx, "zeroc_ctx_destroy")) return; /* destroyed twice: said, not freed */
   zeroc__watchdog_fini(ctx->wd, 1, zeroc_last_error(ctx));
+  mpi_use.live--;
+  if (ctx->live_models > 0) {
+    /* the models still free their buffers through it: the last one frees it */
+    ZWARN(INIT,
+          "zeroc_ctx_destroy: %d model(s) built on this context are still alive; the context "
+          "is freed when the last of them is destroyed",
+          ctx->live_models);
+    ctx->doomed = 1;
+    return;
+  }
   ctx_free(ctx, 0);
+}
+
+void zeroc__ctx_models(zeroc_ctx_t *ctx, int delta) {
+  if (!ctx) return;
+  ctx->live_models += delta;
+  if (ctx->doomed && ctx->live_models <= 0) {
+    ctx->doomed = 0;
+    ctx_free(ctx, 0);
+  }
 }
 
 zeroc_result_t zeroc_ctx_finalize(zeroc_ctx_t *ctx) {
   if (!ctx) return ZEROC_OK;
+  ZEROC_CHECK(zeroc__ctx_check(ctx, "zeroc_ctx_finalize"));
   /* test-only: a rank arriving late (a slow file system closing its files) */
   ZEROC_FAULT_AT(ctx, "finalize", 0, NULL);
   /* Peers that arrive first wait for this one in the final collective; the
    * board says they are finalizing, not finished, so they do not count each
    * other as lost. Finished is set only once that collective completed. */
   zeroc__watchdog_finalizing(ctx->wd);
-  /* Wait for every rank, with the timeout, before freeing communicators. */
-  int one = 1;
-  zeroc_result_t r = zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], &one, 1, ZEROC_INT32,
-                                           ZEROC_SUM);
+  /* Wait for every rank, with the timeout, before freeing communicators. The
+   * maxima say whether a model is still alive on any rank (and the last rank
+   * holding one): then every rank refuses alike and the context stays as it
+   * was. */
+  int live[2] = {ctx->live_models, ctx->live_models > 0 ? ctx->mesh.rank + 1 : 0};
+  zeroc_result_t r =
+      zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], live, 2, ZEROC_INT32, ZEROC_MAX);
+  if (r == ZEROC_OK && live[0] > 0) {
+    zeroc__watchdog_running(ctx->wd);
+    return zeroc__ctx_ret(
+        ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "zeroc_ctx_finalize: %d model(s) built on this context are still alive "
+                        "on this rank (up to %d on one rank; rank %d holds some): destroy them "
+                        "first (zeroc_model_destroy, or the destroy of the GPT, DLRM or pipeline "
+                        "holding them); the context is unchanged",
+                        ctx->live_models, live[0], live[1] - 1));
+  }
   if (r != ZEROC_OK) zeroc__ctx_ret(ctx, r);
   zeroc__watchdog_fini(ctx->wd, r != ZEROC_OK, zeroc_last_error(ctx));
-  int here = ctx->mpi_initialised_here;
+  mpi_use.live--;
+  if (r != ZEROC_OK && ctx->live_models > 0) {
+    ctx->doomed = 1; /* as zeroc_ctx_destroy: its models still free through it */
+    return r;
+  }
   ctx_free(ctx, r == ZEROC_OK);
-  if (r == ZEROC_OK && here) MPI_Finalize();
+  /* zeroc started MPI and no context is left to use it */
+  if (r == ZEROC_OK && mpi_use.owned && mpi_use.live == 0) {
+    int fin = 0;
+    MPI_Finalized(&fin);
+    if (!fin) MPI_Finalize();
+  }
   return r;
 }
 
 void zeroc_ctx_abort(zeroc_ctx_t *ctx, int code, const char *why) {
+  if (ctx && ctx->magic != ZEROC__CTX_MAGIC) ctx = NULL; /* a dead handle: the world's abort */
   int rank = ctx ? ctx->mesh.rank : -1;
   char host[64] = "?";
   gethostname(host, sizeof host - 1);

@@ -18,8 +18,11 @@ static double now_s(void) {
 
 zeroc_result_t zeroc_ctx_probe_collectives(zeroc_ctx_t *ctx, size_t bytes, int rounds,
                                            double *allgather_s, double *reduce_scatter_s) {
-  if (!ctx || !allgather_s || !reduce_scatter_s)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_probe_collectives: NULL argument");
+  ZEROC_CHECK(zeroc__ctx_check(ctx, "zeroc_ctx_probe_collectives"));
+  if (!allgather_s || !reduce_scatter_s)
+    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                          "zeroc_ctx_probe_collectives: allgather_s or "
+                                          "reduce_scatter_s is NULL"));
   if (bytes < 4 || bytes > ((size_t)1 << 40) || rounds < 1 || rounds > 1000)
     return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                           "zeroc_ctx_probe_collectives: bytes %zu, rounds %d: "

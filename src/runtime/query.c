@@ -7,11 +7,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "runtime/context.h"
 
 zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r) {
+  ZEROC_CHECK(zeroc__ctx_check(ctx, "zeroc_ctx_agree"));
   zeroc_group_t *w = ctx->groups[ZEROC_GROUP_WORLD];
   char saved[ZEROC_ERRMSG_MAX];
   snprintf(saved, sizeof saved, "%s", zeroc__tls_error());
@@ -34,30 +36,60 @@ zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r) {
 }
 
 zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v) {
+  ZEROC_CHECK(zeroc__ctx_check(ctx, "zeroc_ctx_max_i64"));
+  if (!v)
+    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_max_i64: v is NULL"));
   return zeroc__ctx_ret(ctx, zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], v, 1, ZEROC_INT64,
                                                    ZEROC_MAX));
 }
 
-const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx) { return &ctx->mesh; }
+/* The queries: a dead handle answers the "unknown" value and says why in
+ * zeroc_last_error(NULL). */
+#define DEAD(ctx, fn) (zeroc__ctx_check((ctx), (fn)) != ZEROC_OK)
 
-zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx) { return ctx->dev.kind; }
-
-void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size) {
-  if (local_rank) *local_rank = ctx->local_rank;
-  if (local_size) *local_size = ctx->local_size;
+const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx) {
+  return DEAD(ctx, "zeroc_ctx_mesh") ? NULL : &ctx->mesh;
 }
 
-double zeroc_ctx_comm_timeout(const zeroc_ctx_t *ctx) { return ctx->comm_timeout; }
+zeroc_device_kind_t zeroc_ctx_device(const zeroc_ctx_t *ctx) {
+  return DEAD(ctx, "zeroc_ctx_device") ? ZEROC_DEVICE_AUTO : ctx->dev.kind;
+}
 
-double zeroc_ctx_peak_tflops(const zeroc_ctx_t *ctx) { return ctx->dev.peak_tflops_bf16; }
+void zeroc_ctx_local(const zeroc_ctx_t *ctx, int *local_rank, int *local_size) {
+  int dead = DEAD(ctx, "zeroc_ctx_local");
+  if (local_rank) *local_rank = dead ? -1 : ctx->local_rank;
+  if (local_size) *local_size = dead ? 0 : ctx->local_size;
+}
+
+double zeroc_ctx_comm_timeout(const zeroc_ctx_t *ctx) {
+  return DEAD(ctx, "zeroc_ctx_comm_timeout") ? 0 : ctx->comm_timeout;
+}
+
+double zeroc_ctx_peak_tflops(const zeroc_ctx_t *ctx) {
+  return DEAD(ctx, "zeroc_ctx_peak_tflops") ? 0 : ctx->dev.peak_tflops_bf16;
+}
 
 void zeroc_ctx_memory(const zeroc_ctx_t *ctx, zeroc_mem_stats_t *out) {
+  if (!out) {
+    ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_memory: out is NULL");
+    return;
+  }
+  if (DEAD(ctx, "zeroc_ctx_memory")) {
+    memset(out, 0, sizeof *out);
+    return;
+  }
   zeroc__mem_stats((zeroc__mem_t *)&ctx->mem, out);
 }
 
-void zeroc_ctx_memory_reset_peak(zeroc_ctx_t *ctx) { zeroc__mem_reset_peak(&ctx->mem); }
+void zeroc_ctx_memory_reset_peak(zeroc_ctx_t *ctx) {
+  if (!DEAD(ctx, "zeroc_ctx_memory_reset_peak")) zeroc__mem_reset_peak(&ctx->mem);
+}
 
 zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out) {
+  ZEROC_CHECK(zeroc__ctx_check(ctx, "zeroc_ctx_print_topology"));
+  if (!out)
+    return zeroc__ctx_ret(
+        ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_print_topology: out is NULL"));
   char line[512];
   snprintf(line, sizeof line, "rank %3d  %s  local %d/%d  cores %-8s NUMA %d  threads %d  device %s%s",
            ctx->mesh.rank, ctx->host, ctx->local_rank, ctx->local_size, ctx->binding.cores,
@@ -82,15 +114,32 @@ zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out) {
   return ZEROC_OK;
 }
 
+/* ---- handles ------------------------------------------------------------------ */
+
+int zeroc__ctx_alive(const zeroc_ctx_t *ctx) {
+  return ctx && ctx->magic == ZEROC__CTX_MAGIC && !ctx->doomed;
+}
+
+zeroc_result_t zeroc__ctx_check(const zeroc_ctx_t *ctx, const char *fn) {
+  if (!ctx) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: the context is NULL", fn);
+  if (!zeroc__ctx_alive(ctx))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: not a live context (already finalized or destroyed, or not made by "
+                      "zeroc_ctx_create)",
+                      fn);
+  return ZEROC_OK;
+}
+
 /* ---- the context's last failure ------------------------------------------------ */
 
 zeroc_result_t zeroc__ctx_ret(zeroc_ctx_t *ctx, zeroc_result_t r) {
-  if (r != ZEROC_OK && ctx) snprintf(ctx->last_error, sizeof ctx->last_error, "%s", zeroc__tls_error());
+  if (r != ZEROC_OK && ctx && ctx->magic == ZEROC__CTX_MAGIC)
+    snprintf(ctx->last_error, sizeof ctx->last_error, "%s", zeroc__tls_error());
   return r;
 }
 
 const char *zeroc_last_error(const zeroc_ctx_t *ctx) {
-  if (ctx && ctx->last_error[0]) return ctx->last_error;
+  if (ctx && ctx->magic == ZEROC__CTX_MAGIC && ctx->last_error[0]) return ctx->last_error;
   return zeroc__tls_error();
 }
 

@@ -29,6 +29,16 @@ zeroc_result_t zeroc__ctx_ret(zeroc_ctx_t *ctx, zeroc_result_t r);
  * clean-up which may fail in its own way). */
 void zeroc__ctx_error_set(zeroc_ctx_t *ctx, const char *msg);
 
+/* 1 when `ctx` is a live context (not NULL, not finalized or destroyed). */
+int zeroc__ctx_alive(const zeroc_ctx_t *ctx);
+/* ZEROC_OK for a live context, else ZEROC_ERR_INVALID_ARG with a message
+ * naming `fn` (NULL, or a context already finalized or destroyed). */
+zeroc_result_t zeroc__ctx_check(const zeroc_ctx_t *ctx, const char *fn);
+/* A model built on `ctx` comes (+1) or goes (-1). zeroc_ctx_finalize refuses
+ * while any is alive; a context zeroc_ctx_destroy left to its models is freed
+ * when the last goes. Local. */
+void zeroc__ctx_models(zeroc_ctx_t *ctx, int delta);
+
 /* The context's group of a kind (never NULL for a live ctx). */
 zeroc_group_t *zeroc__ctx_group(zeroc_ctx_t *ctx, zeroc_group_kind_t kind);
 /* The device of a context. */

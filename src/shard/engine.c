@@ -19,6 +19,9 @@
 #include "shard/rules.h"
 #include "shard/sizes.h"
 
+/* zeroc/shard.h's limit: two stream channels per model, besides compute's and p2p's */
+_Static_assert(2 * ZEROC_MAX_MODELS == ZEROC_P2P_CHANNEL - 1, "ZEROC_MAX_MODELS and the channels");
+
 static size_t esz(zeroc_dtype_t dt) { return zeroc_dtype_size(dt); }
 
 /* ---- config ------------------------------------------------------------------ */
@@ -156,7 +159,9 @@ static zeroc_result_t agree_on_inputs(zeroc_ctx_t *ctx, const zeroc_shard_config
 
 /* What the unit list must satisfy before it is flattened. */
 static zeroc_result_t check_layers(const zeroc_layer_t *layers, int n) {
-  if (n < 1 || !layers)
+  if (!layers)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_shard: the layer list is NULL (n %d)", n);
+  if (n < 1)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_shard: %d units; need at least one", n);
   for (int i = 0; i < n; i++) {
     const char *name = layers[i].name ? layers[i].name : "?";
@@ -167,7 +172,64 @@ static zeroc_result_t check_layers(const zeroc_layer_t *layers, int n) {
       return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                         "unit %d ('%s') shares %d: must be -1 or the index of an earlier unit", i,
                         name, layers[i].shares);
+    for (int j = 0; layers[i].params && j < layers[i].nparams; j++) {
+      const zeroc_param_desc_t *p = &layers[i].params[j];
+      const char *pn = p->name ? p->name : "?";
+      if ((unsigned)p->init > ZEROC_INIT_CUSTOM)
+        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                          "unit %d ('%s') parameter %d ('%s'): init kind %d; accepted "
+                          "ZEROC_INIT_NORMAL (0), _ZEROS (1), _ONES (2), _UNIFORM (3), _CUSTOM (4)",
+                          i, name, j, pn, (int)p->init);
+      if (p->init == ZEROC_INIT_CUSTOM && !p->init_fn)
+        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                          "unit %d ('%s') parameter %d ('%s'): ZEROC_INIT_CUSTOM needs an init_fn",
+                          i, name, j, pn);
+    }
   }
+  return ZEROC_OK;
+}
+
+/* The model keeps its own copy of a unit's descriptors (its name, its
+ * parameters and their names): the caller may free or reuse its arrays once
+ * zeroc_shard returned. */
+static char *dup_name(const char *s) { return s ? strdup(s) : NULL; }
+
+static zeroc_result_t copy_layer(zeroc_layer_t *dst, const zeroc_layer_t *src) {
+  *dst = *src;
+  dst->name = NULL;
+  dst->params = NULL;
+  zeroc_param_desc_t *ps = calloc((size_t)src->nparams, sizeof *ps);
+  char *name = dup_name(src->name);
+  if (!ps || (src->name && !name)) {
+    free(ps);
+    free(name);
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "a copy of unit '%s'", src->name ? src->name : "?");
+  }
+  dst->name = name;
+  dst->params = ps;
+  for (int j = 0; j < src->nparams; j++) {
+    ps[j] = src->params[j];
+    ps[j].name = dup_name(src->params[j].name);
+    if (src->params[j].name && !ps[j].name)
+      return ZEROC_FAIL(ZEROC_ERR_NOMEM, "a copy of parameter '%s'", src->params[j].name);
+  }
+  return ZEROC_OK;
+}
+
+static void free_layer_copy(zeroc_layer_t *L) {
+  zeroc_param_desc_t *ps = (zeroc_param_desc_t *)L->params;
+  for (int j = 0; ps && j < L->nparams; j++) free((char *)ps[j].name);
+  free(ps);
+  free((char *)L->name);
+  L->params = NULL;
+  L->name = NULL;
+}
+
+zeroc_result_t zeroc__model_check(const zeroc_model_t *m, const char *fn) {
+  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: the model is NULL", fn);
+  if (m->magic != ZEROC__MODEL_MAGIC)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s: not a live model (already destroyed, or not made by zeroc_shard)", fn);
   return ZEROC_OK;
 }
 
@@ -369,10 +431,16 @@ zeroc_result_t zeroc__model_publish_gathers(zeroc_model_t *m) {
   return ZEROC_OK;
 }
 
+static void model_free(zeroc_model_t *m);
+
 zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
                            const zeroc_shard_config_t *cfg, zeroc_model_t **out) {
   zeroc_result_t res = ZEROC_OK;
-  if (!ctx || !out) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_shard: NULL ctx or output");
+  CHK(zeroc__ctx_check(ctx, "zeroc_shard"));
+  if (!out)
+    return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                          "zeroc_shard: the output pointer is NULL (pass the "
+                                          "address of a zeroc_model_t *)"));
   *out = NULL;
   /* the settings, resolved; a rejected config is reported after the agreement */
   zeroc_shard_config_t c;
@@ -422,8 +490,15 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   }
   ZEROC_TRY(
       zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), m->cdt, &m->k));
-  ZEROC_TRY(zeroc_stream_create(ctx, 1, &m->gather_s));
-  ZEROC_TRY(zeroc_stream_create(ctx, 0, &m->reduce_s));
+  res = zeroc_stream_create(ctx, 1, &m->gather_s);
+  if (!res) res = zeroc_stream_create(ctx, 0, &m->reduce_s);
+  if (res == ZEROC_ERR_INVALID_ARG) /* no communicator channel left (zeroc/shard.h) */
+    res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "zeroc_shard: at most %d models can be alive at once on one context, fewer "
+                     "with streams of your own (each model's gather and reduce streams hold 2 "
+                     "of the context's %d collective channels): destroy a model first",
+                     ZEROC_MAX_MODELS, 2 * ZEROC_MAX_MODELS);
+  if (res) goto fail;
   ZEROC_TRY(zeroc_event_create(ctx, &m->ev_published));
 
   m->u = calloc((size_t)n, sizeof *m->u);
@@ -434,8 +509,8 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   size_t maxN = 0, maxS = 0, maxNp = 0, maxws = 0;
   for (int i = 0; i < n; i++) {
     zeroc__unit_t *u = &m->u[i];
-    u->L = layers[i];
     ZEROC_TRY(zeroc__flat_layout(&layers[i], i, m->shard_g->size, m->shard_g->rank, &u->f));
+    ZEROC_TRY(copy_layer(&u->L, &layers[i]));
     if (layers[i].shares >= 0) m->u[layers[i].shares].pinned = 1;
     if (u->f.S > maxS) maxS = u->f.S;
     if (layers[i].workspace_bytes > maxws) maxws = layers[i].workspace_bytes;
@@ -495,15 +570,27 @@ fail:
   if (res != ZEROC_OK) {
     char msg[ZEROC_ERRMSG_MAX];
     snprintf(msg, sizeof msg, "%s", zeroc_last_error(ctx));
-    zeroc_model_destroy(m);
+    model_free(m);
     zeroc__tls_error_set(msg);
     return zeroc__ctx_ret(ctx, res);
   }
+  m->magic = ZEROC__MODEL_MAGIC;
+  zeroc__ctx_models(ctx, +1); /* zeroc_ctx_finalize refuses while it lives */
   *out = m;
   return ZEROC_OK;
 }
 
 void zeroc_model_destroy(zeroc_model_t *m) {
+  if (!m) return;
+  /* a second destroy (or a handle from elsewhere) is said, not freed again */
+  if (zeroc__model_check(m, "zeroc_model_destroy")) return;
+  zeroc_ctx_t *ctx = m->ctx;
+  m->magic = 0;
+  model_free(m);
+  zeroc__ctx_models(ctx, -1); /* last: it may free a context destroyed before its models */
+}
+
+static void model_free(zeroc_model_t *m) {
   if (!m) return;
   if (m->gather_s) zeroc_stream_sync(m->gather_s);
   if (m->reduce_s) zeroc_stream_sync(m->reduce_s);
@@ -531,6 +618,7 @@ void zeroc_model_destroy(zeroc_model_t *m) {
     free(u->gviews);
     free(u->saved_in);
     zeroc__flat_free(&u->f);
+    free_layer_copy(&u->L);
   }
   free(m->u);
   zeroc__moff_fini(m);
@@ -549,5 +637,5 @@ void zeroc_model_destroy(zeroc_model_t *m) {
   zeroc_stream_destroy(m->reduce_s);
   zeroc__group_destroy(m->self_g);
   zeroc_kernels_destroy(m->k);
-  free(m);
+  zeroc__handle_retire(m); /* its cleared magic catches a later use */
 }

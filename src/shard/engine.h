@@ -10,6 +10,10 @@
 #include "shard/model.h"
 #include "shard/offload.h"
 
+/* ZEROC_OK for a live model (built by zeroc_shard, not destroyed), else
+ * ZEROC_ERR_INVALID_ARG with a one-line message naming `fn`. */
+zeroc_result_t zeroc__model_check(const zeroc_model_t *m, const char *fn);
+
 /* Casts the host fp32 `master` of unit i into its compute shard, wherever the
  * shard lives. */
 zeroc_result_t zeroc__model_store_params_from_host(zeroc_model_t *m, int i, const float *master);

@@ -40,7 +40,7 @@ typedef struct zeroc__pool {
 } zeroc__pool_t;
 
 typedef struct zeroc__unit {
-  zeroc_layer_t L;
+  zeroc_layer_t L; /* the caller's unit, its name and parameter descriptors copied (owned) */
   zeroc__flat_t f;
   int pinned; /* a later unit shares its parameters */
 
@@ -81,7 +81,12 @@ typedef struct zeroc__state_view {
   float *master, *m, *v;
 } zeroc__state_view_t;
 
+/* A live model's `magic`; cleared by zeroc_model_destroy, so that a second
+ * destroy or a use after it is caught while the memory is still unchanged. */
+#define ZEROC__MODEL_MAGIC 0x7a6d646cu /* "zmdl" */
+
 struct zeroc_model {
+  uint32_t magic; /* ZEROC__MODEL_MAGIC from a successful zeroc_shard until destroy */
   zeroc_ctx_t *ctx;
   zeroc_shard_config_t cfg;
   int n;

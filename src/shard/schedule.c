@@ -248,6 +248,25 @@ static void fill_io(zeroc_model_t *m, int i, const pass_t *p, zeroc_layer_io_t *
   if (u->L.shares >= 0) io->shared_params = m->u[u->L.shares].pviews;
 }
 
+/* A layer callback failed with `r`: its own message (zeroc_error_set, or a
+ * ZEROC_FAIL inside) with the unit and the rank added, or, when it recorded
+ * none since `seq`, one that says so; zeroc_last_error is never left empty
+ * or naming an older failure. */
+static zeroc_result_t callback_failed(zeroc_model_t *m, int i, const char *dir, zeroc_result_t r,
+                                      unsigned long seq) {
+  const char *name = m->u[i].L.name ? m->u[i].L.name : "";
+  int rank = zeroc_ctx_mesh(m->ctx)->rank;
+  if (zeroc__tls_error_seq() == seq || !zeroc__tls_error()[0])
+    return ZEROC_FAIL(r,
+                      "the %s callback of unit %d ('%s') on rank %d returned %s without a message "
+                      "(a callback says why with zeroc_error_set)",
+                      dir, i, name, rank, zeroc_result_name(r));
+  char msg[ZEROC_ERRMSG_MAX];
+  snprintf(msg, sizeof msg, "%s", zeroc__tls_error());
+  return ZEROC_FAIL(r, "%s (in the %s callback of unit %d ('%s') on rank %d)", msg, dir, i, name,
+                    rank);
+}
+
 static zeroc_result_t run_forward(zeroc_model_t *m, int i, const pass_t *p, const void *in,
                                   int save, int recompute, void **out) {
   zeroc__unit_t *u = &m->u[i];
@@ -262,8 +281,9 @@ static zeroc_result_t run_forward(zeroc_model_t *m, int i, const pass_t *p, cons
   zeroc__watchdog_phase(m->ctx, "%s unit %d ('%s')", recompute ? "recompute" : "forward", i,
                         u->L.name ? u->L.name : "");
   ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "forward", m->run.steps + 1, NULL);
+  unsigned long seq = zeroc__tls_error_seq();
   zeroc_result_t r = u->L.forward(&io);
-  if (r != ZEROC_OK) return r;
+  if (r != ZEROC_OK) return callback_failed(m, i, "forward", r, seq);
   *out = io.out;
   return ZEROC_OK;
 }
@@ -385,7 +405,12 @@ static zeroc_result_t backward_pass(zeroc_model_t *m, const pass_t *p, const voi
     zeroc__watchdog_phase(m->ctx, "backward unit %d ('%s') micro-batch %d", i,
                           u->L.name ? u->L.name : "", p->micro);
     ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "backward", m->run.steps + 1, NULL);
-    ZEROC_TRY(u->L.backward(&io));
+    unsigned long seq = zeroc__tls_error_seq();
+    res = u->L.backward(&io);
+    if (res != ZEROC_OK) {
+      res = callback_failed(m, i, "backward", res, seq);
+      goto fail;
+    }
     d = io.din;
     /* a pinned unit's gradients are complete only after its own backward */
     if (m->conv) ZEROC_TRY(conv_grads_out(m, u));
@@ -403,7 +428,7 @@ fail:
 /* ---- the whole model ------------------------------------------------------------------- */
 
 zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss) {
-  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_eval: NULL model");
+  CHK(zeroc__model_check(m, "zeroc_model_eval"));
   if (m->run.in_forward)
     return zeroc__ctx_ret(m->ctx,
                           ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
@@ -429,7 +454,7 @@ void zeroc__model_eval_unmark(zeroc_model_t *m, const zeroc__eval_mark_t *mark) 
 }
 
 zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input) {
-  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_forward: NULL model");
+  CHK(zeroc__model_check(m, "zeroc_model_forward"));
   if (m->run.in_forward)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                              "zeroc_model_forward called twice without "
@@ -448,7 +473,7 @@ zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input) {
 }
 
 zeroc_result_t zeroc_model_backward(zeroc_model_t *m) {
-  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_backward: NULL model");
+  CHK(zeroc__model_check(m, "zeroc_model_backward"));
   if (!m->run.in_forward)
     return zeroc__ctx_ret(
         m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_backward without a forward"));

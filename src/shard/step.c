@@ -139,7 +139,7 @@ static zeroc_result_t optimizer_update(zeroc_model_t *m, float lr, float clip_co
 
 zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *info) {
   zeroc_result_t res = ZEROC_OK;
-  if (!m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_step: NULL model");
+  CHK(zeroc__model_check(m, "zeroc_model_step"));
   if (m->run.in_forward)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                              "zeroc_model_step while a forward is waiting for its "
@@ -247,7 +247,30 @@ fail:
 
 /* ---- state access ------------------------------------------------------------------ */
 
-int zeroc_model_num_units(const zeroc_model_t *m) { return m->n; }
+/* The queries answer a dead handle or an index out of range with an
+ * impossible value (-1, UINT64_MAX, NULL, 0) and say why in zeroc_last_error. */
+static int bad_model(const zeroc_model_t *m, const char *fn) {
+  return zeroc__model_check(m, fn) != ZEROC_OK;
+}
+
+/* `unit` (and, when p >= 0 is asked about, its parameter `p`) in range. */
+static zeroc_result_t check_index(const zeroc_model_t *m, const char *fn, int unit, int p,
+                                  int check_p) {
+  CHK(zeroc__model_check(m, fn));
+  if (unit < 0 || unit >= m->n)
+    return zeroc__ctx_ret(
+        m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: unit %d not in [0, %d)", fn, unit, m->n));
+  if (check_p && (p < 0 || p >= m->u[unit].f.n))
+    return zeroc__ctx_ret(
+        m->ctx,
+        ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: parameter %d of unit %d ('%s') not in [0, %d)", fn,
+                   p, unit, m->u[unit].L.name ? m->u[unit].L.name : "", m->u[unit].f.n));
+  return ZEROC_OK;
+}
+
+int zeroc_model_num_units(const zeroc_model_t *m) {
+  return bad_model(m, "zeroc_model_num_units") ? -1 : m->n;
+}
 
 static zeroc_result_t unit_info(const zeroc_model_t *m, int unit, zeroc_unit_info_t *out) {
   if (unit < 0 || unit >= m->n)
@@ -263,22 +286,29 @@ static zeroc_result_t unit_info(const zeroc_model_t *m, int unit, zeroc_unit_inf
 }
 
 zeroc_result_t zeroc_model_unit_info(const zeroc_model_t *m, int unit, zeroc_unit_info_t *out) {
+  CHK(zeroc__model_check(m, "zeroc_model_unit_info"));
+  if (!out)
+    return zeroc__ctx_ret(m->ctx,
+                          ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_unit_info: out is NULL"));
   return zeroc__ctx_ret(m->ctx, unit_info(m, unit, out));
 }
 
 uint64_t zeroc_model_param_offset(const zeroc_model_t *m, int unit, int p) {
+  if (check_index(m, "zeroc_model_param_offset", unit, p, 1)) return UINT64_MAX;
   return m->u[unit].f.p[p].off;
 }
 
 const zeroc_param_desc_t *zeroc_model_param_desc(const zeroc_model_t *m, int unit, int p) {
+  if (check_index(m, "zeroc_model_param_desc", unit, p, 1)) return NULL;
   return &m->u[unit].L.params[p];
 }
 
 void zeroc_model_shard_layout(const zeroc_model_t *m, int *shard_rank, int *shard_size,
                               int *replica) {
-  if (shard_rank) *shard_rank = m->shard_g->rank;
-  if (shard_size) *shard_size = m->shard_g->size;
-  if (replica) *replica = m->rep_g->rank;
+  int bad = bad_model(m, "zeroc_model_shard_layout");
+  if (shard_rank) *shard_rank = bad ? -1 : m->shard_g->rank;
+  if (shard_size) *shard_size = bad ? 0 : m->shard_g->size;
+  if (replica) *replica = bad ? -1 : m->rep_g->rank;
 }
 
 static zeroc_result_t state_ptr(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float **p) {
@@ -318,10 +348,8 @@ static zeroc_result_t offloaded_state(zeroc_model_t *m, int unit, zeroc_state_ki
 
 static zeroc_result_t get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind, float *buf) {
   float *p = NULL;
-  if (!m || !buf)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "zeroc_model_get_shard: model %p, buf %p: neither may be NULL", (void *)m,
-                      (void *)buf);
+  CHK(zeroc__model_check(m, "zeroc_model_get_shard"));
+  if (!buf) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_get_shard: buf is NULL");
   if (m->ostate && kind != ZEROC_STATE_GRAD && unit >= 0 && unit < m->n && (unsigned)kind < ZEROC_STATE_GRAD)
     return offloaded_state(m, unit, kind, buf, NULL);
   if (kind == ZEROC_STATE_GRAD) CHK(zeroc_stream_sync(m->reduce_s));
@@ -331,16 +359,15 @@ static zeroc_result_t get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t k
 
 zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
                                      float *buf) {
-  return zeroc__ctx_ret(m ? m->ctx : NULL, get_shard(m, unit, kind, buf));
+  zeroc_result_t r = get_shard(m, unit, kind, buf);
+  return r && !bad_model(m, "zeroc_model_get_shard") ? zeroc__ctx_ret(m->ctx, r) : r;
 }
 
 static zeroc_result_t set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
                                 const float *buf) {
   float *p = NULL;
-  if (!m || !buf)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "zeroc_model_set_shard: model %p, buf %p: neither may be NULL", (void *)m,
-                      (void *)buf);
+  CHK(zeroc__model_check(m, "zeroc_model_set_shard"));
+  if (!buf) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_set_shard: buf is NULL");
   if (kind == ZEROC_STATE_GRAD)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "the gradient shard is read only");
   if (m->ostate && unit >= 0 && unit < m->n && (unsigned)kind < ZEROC_STATE_GRAD)
@@ -351,7 +378,8 @@ static zeroc_result_t set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t k
 
 zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
                                      const float *buf) {
-  return zeroc__ctx_ret(m ? m->ctx : NULL, set_shard(m, unit, kind, buf));
+  zeroc_result_t r = set_shard(m, unit, kind, buf);
+  return r && !bad_model(m, "zeroc_model_set_shard") ? zeroc__ctx_ret(m->ctx, r) : r;
 }
 
 static zeroc_result_t sync_params(zeroc_model_t *m) {
@@ -361,12 +389,14 @@ static zeroc_result_t sync_params(zeroc_model_t *m) {
 }
 
 zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m) {
+  CHK(zeroc__model_check(m, "zeroc_model_sync_params"));
   return zeroc__ctx_ret(m->ctx, sync_params(m));
 }
 
 static zeroc_result_t gather_unit(zeroc_model_t *m, int unit, float *buf) {
   if (unit < 0 || unit >= m->n)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "unit %d not in [0, %d)", unit, m->n);
+  if (!buf) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_gather_unit: buf is NULL");
   zeroc__unit_t *u = &m->u[unit];
   size_t N = u->f.N, S = u->f.S;
   zeroc_result_t r;
@@ -389,10 +419,22 @@ static zeroc_result_t gather_unit(zeroc_model_t *m, int unit, float *buf) {
 }
 
 zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf) {
+  CHK(zeroc__model_check(m, "zeroc_model_gather_unit"));
   return zeroc__ctx_ret(m->ctx, gather_unit(m, unit, buf));
 }
 
-uint64_t zeroc_model_steps(const zeroc_model_t *m) { return m->run.steps; }
-void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps) { m->run.steps = steps; }
-zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m) { return m->ctx; }
-uint64_t zeroc_model_state_bytes(const zeroc_model_t *m) { return m->state_bytes; }
+uint64_t zeroc_model_steps(const zeroc_model_t *m) {
+  return bad_model(m, "zeroc_model_steps") ? 0 : m->run.steps;
+}
+
+void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps) {
+  if (!bad_model(m, "zeroc_model_set_steps")) m->run.steps = steps;
+}
+
+zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m) {
+  return bad_model(m, "zeroc_model_ctx") ? NULL : m->ctx;
+}
+
+uint64_t zeroc_model_state_bytes(const zeroc_model_t *m) {
+  return bad_model(m, "zeroc_model_state_bytes") ? 0 : m->state_bytes;
+}

@@ -335,10 +335,7 @@ static zeroc_result_t load_tokenizer(zeroc__prepare_t *p, zeroc_tokenizer_t **to
   if (r != ZEROC_OK) {
     /* keep the loader's reason; say which flag it was about */
     char msg[ZEROC_ERRMSG_MAX];
-    const char *e = zeroc__tls_error(), *c = strstr(e, ": ");
-    /* without the loader's "file.c:123: " origin */
-    if (c && c > e && c[-1] >= '0' && c[-1] <= '9' && !memchr(e, ' ', (size_t)(c - e))) e = c + 2;
-    snprintf(msg, sizeof msg, "%s", e);
+    snprintf(msg, sizeof msg, "%s", zeroc__tls_error());
     return ZEROC_FAIL(r == ZEROC_ERR_NOMEM ? r : ZEROC_ERR_INVALID_ARG, "data: --tokenizer: %s",
                       msg);
   }

@@ -107,16 +107,9 @@ zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, s
 zeroc_result_t zeroc__bpe_save(const zeroc_tokenizer_t *t, const char *path);
 /* The id of the model token whose file string is s[0..n), or -1. */
 int32_t zeroc__tok_find(const zeroc_tokenizer_t *t, const char *s, size_t n);
-/* A message from a call below, without its "file.c:123: " location (the
- * message that wraps it has its own). */
-static inline const char *zeroc__tok_inner(const char *msg) {
-  const char *p = msg;
-  while (*p && *p != ':' && *p != ' ') p++;
-  if (p[0] != ':' || p[1] < '0' || p[1] > '9') return msg;
-  for (p++; *p >= '0' && *p <= '9'; p++) {
-  }
-  return p[0] == ':' && p[1] == ' ' ? p + 2 : msg;
-}
+/* A message from a call below, to wrap in one of this layer's (messages carry
+ * no source location: core/error.h). */
+static inline const char *zeroc__tok_inner(const char *msg) { return msg; }
 /* 64-bit hash of n bytes. */
 uint64_t zeroc__tok_hash(const char *s, size_t n);
 

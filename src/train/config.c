@@ -142,8 +142,9 @@ static zeroc_result_t check_config(const zeroc_arch_t *arch, const zeroc_train_c
   if (pp == 1 && c->vpp > 1) return BAD("vpp %d is for a pipeline (pp > 1)", c->vpp);
   if ((unsigned)c->cp_mode > ZEROC_CP_MODE_ULYSSES)
     return BAD("cp_mode %d: accepted ZEROC_CP_MODE_RING, ZEROC_CP_MODE_ULYSSES", (int)c->cp_mode);
-  if ((unsigned)c->schedule > ZEROC_LR_COSINE)
-    return BAD("schedule %d: accepted ZEROC_LR_CONSTANT, ZEROC_LR_COSINE", (int)c->schedule);
+  if ((unsigned)c->schedule > ZEROC_LR_LINEAR)
+    return BAD("schedule %d: accepted ZEROC_LR_CONSTANT, ZEROC_LR_COSINE, ZEROC_LR_LINEAR",
+               (int)c->schedule);
   if ((unsigned)c->offload_optimizer > ZEROC_OFFLOAD_NVME ||
       (unsigned)c->offload_params > ZEROC_OFFLOAD_NVME)
     return BAD("offload_optimizer %d, offload_params %d: accepted ZEROC_OFFLOAD_NONE, _CPU, _NVME",

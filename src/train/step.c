@@ -15,15 +15,27 @@
 #include "train/trainer.h"
 #include "zeroc/device.h"
 
-float zeroc_train_lr_at(const zeroc_train_config_t *c, int s) {
-  double lr = c->lr;
-  if (c->warmup > 0 && s < c->warmup) return (float)(lr * (s + 1) / c->warmup);
-  if (c->schedule == ZEROC_LR_CONSTANT) return (float)lr;
-  int span = c->steps - 1 - c->warmup;
-  double p = span > 0 ? (double)(s - c->warmup) / span : 1.0;
+float zeroc_lr_at(zeroc_lr_schedule_t schedule, double lr, int warmup, int steps, int s) {
+  if ((unsigned)schedule > ZEROC_LR_LINEAR || !isfinite(lr) || lr < 0 || warmup < 0 || steps < 1 ||
+      s < 0) {
+    ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+               "zeroc_lr_at: schedule %d, lr %g, warmup %d, steps %d, step %d: accepted a "
+               "ZEROC_LR_* schedule, a finite lr >= 0, warmup >= 0, steps >= 1, step >= 0",
+               (int)schedule, lr, warmup, steps, s);
+    return NAN;
+  }
+  if (warmup > 0 && s < warmup) return (float)(lr * (s + 1) / warmup);
+  if (schedule == ZEROC_LR_CONSTANT) return (float)lr;
+  int span = steps - 1 - warmup;
+  double p = span > 0 ? (double)(s - warmup) / span : 1.0;
   if (p > 1) p = 1;
   double lo = 0.1 * lr;
+  if (schedule == ZEROC_LR_LINEAR) return (float)(lr - (lr - lo) * p);
   return (float)(lo + 0.5 * (lr - lo) * (1.0 + cos(M_PI * p)));
+}
+
+float zeroc_train_lr_at(const zeroc_train_config_t *c, int s) {
+  return zeroc_lr_at(c->schedule, c->lr, c->warmup, c->steps, s);
 }
 
 const char *zeroc_spike_name(zeroc_spike_t s) {
