@@ -7,8 +7,9 @@
 # as the uninterrupted run (every step's loss and norm, the exported weights).
 # A second signal during that save ends the job at once and leaves the
 # previous checkpoint the latest. Without --save the line says nothing was saved.
+# save_limit: checkpoint retention (--save-limit N), which these runs rely on.
 # usage: preempt.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS" CASE
-#   CASE: term_rank | usr1_mpirun | int_nosave | second_signal
+#   CASE: term_rank | usr1_mpirun | int_nosave | second_signal | save_limit
 set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-pre-XXXXXX")
@@ -136,6 +137,47 @@ second_signal)
   echo "a second signal during the save: exit $RC after $DT s, latest still step $FIRST"
   # the resumed run's metrics were cut back to step FIRST again by the next resume
   resume_same ;;
+save_limit)
+  # --save-limit N keeps the newest N checkpoints, never the one latest names,
+  # and deletes an old one only once the new one is complete
+  ls_ck() { (cd "$WORK/$1" && ls -d step_* tables_step_* 2> /dev/null | tr '\n' ' '); }
+  run2() { $MPIRUN $FLAGS -np 2 "$ZEROC" train "$@" > "$WORK/out" 2>&1 || { cat "$WORK/out"; fail "run: $*"; }; }
+  run2 "${COMMON[@]}" --steps 12 --save "$WORK/ck" --save-every 2 --save-limit 3
+  [ "$(ls_ck ck)" = "step_00000008 step_00000010 step_00000012 " ] || fail "--save-limit 3 kept: $(ls_ck ck)"
+  [ "$(latest_step)" = 12 ] || fail "latest is step $(latest_step)"
+  # latest naming an older step than the newest: a run resumed from step 8 into
+  # the same directory saves step 9 and dies in step 10; step 9 is kept (latest),
+  # the newest two (10, 12) too, step 8 goes
+  ZEROC_FAULT='kill@forward:rank=0:step=10' $MPIRUN $FLAGS -x ZEROC_FAULT -np 2 "$ZEROC" train \
+    "${COMMON[@]}" --steps 12 --comm-timeout 5 --resume "$WORK/ck/step_00000008" --save "$WORK/ck" \
+    --save-every 1 --save-limit 2 > "$WORK/out" 2>&1 && fail "the killed run exited 0"
+  [ "$(latest_step)" = 9 ] || fail "latest is step $(latest_step), expected 9"
+  [ "$(ls_ck ck)" = "step_00000009 step_00000010 step_00000012 " ] || fail "after the resume: $(ls_ck ck)"
+  # a crash while step 6 is written (--save-limit 1): step 4 is still there and the latest
+  rm -rf "$WORK/ck"
+  ZEROC_FAULT='kill@ckpt.written:rank=1:step=6' $MPIRUN $FLAGS -x ZEROC_FAULT -np 2 "$ZEROC" train \
+    "${COMMON[@]}" --steps 10 --comm-timeout 5 --save "$WORK/ck" --save-every 2 --save-limit 1 > "$WORK/out" 2>&1 \
+    && fail "the killed run exited 0"
+  [ "$(latest_step)" = 4 ] && [ -f "$WORK/ck/step_00000004/manifest.json" ] \
+    || fail "after a crash in the save of step 6: latest $(latest_step), kept $(ls_ck ck)"
+  run2 "${COMMON[@]}" --steps 10 --resume "$WORK/ck" --save "$WORK/ck" --save-limit 1
+  [ "$(ls_ck ck)" = "step_00000010 " ] || fail "the resumed run's --save-limit 1 kept: $(ls_ck ck)"
+  # DLRM: the tables saved beside each checkpoint go with it
+  $MPIRUN $FLAGS -np 2 "$ZEROC" train --device cpu --model dlrm-tiny --steps 6 --quiet --save "$WORK/dk" \
+    --save-every 2 --save-limit 1 > "$WORK/out" 2>&1 || { cat "$WORK/out"; fail "dlrm run"; }
+  [ "$(ls_ck dk)" = "step_00000006 tables_step_00000006 " ] || fail "dlrm --save-limit 1 kept: $(ls_ck dk)"
+  # range-checked, and only with --save
+  for bad in "--save-limit 0|--save-limit '0': accepted an integer 1..1000000000" \
+             "--save-limit -3|--save-limit '-3': accepted" "--save-limit 2x|--save-limit '2x'" \
+             "--save-limit 2|--save-limit 2 needs --save DIR"; do
+    args=${bad%%|*} want=${bad#*|}
+    # shellcheck disable=SC2086
+    out=$("$ZEROC" train --device cpu --model tiny $args 2>&1); rc=$?
+    [ $rc = 2 ] && echo "$out" | grep -qF -- "$want" || fail "'$args': exit $rc, '$out'"
+  done
+  out=$("$ZEROC" train --device cpu --model dlrm-tiny --save-limit 2 2>&1); rc=$?
+  [ $rc = 2 ] && echo "$out" | grep -qF -- "--save-limit needs --save DIR" || fail "dlrm --save-limit without --save: $rc $out"
+  echo "--save-limit: the newest N kept, latest's kept, nothing removed before the new one is complete, tables too, range-checked" ;;
 *) fail "unknown case $NAME" ;;
 esac
 echo "PASS $NAME"

@@ -26,7 +26,7 @@ endforeach()
 
 # Preemption (tests/preempt.sh): SIGTERM, SIGINT or SIGUSR1 stop the job at a
 # step boundary with a checkpoint, one line and exit 75; resumed runs are bitwise.
-foreach(t term_rank usr1_mpirun int_nosave second_signal)
+foreach(t term_rank usr1_mpirun int_nosave second_signal save_limit)
   add_test(NAME preempt_${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/preempt.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_rel_mpirun_flags}" ${t})
