@@ -4,6 +4,7 @@ zeroc_test(NAME test_device SOURCES test_device.c LABELS unit)
 zeroc_test(NAME test_comm SOURCES test_comm.c NP 2 3 4 LABELS mpi)
 zeroc_test(NAME test_ctx SOURCES test_ctx.c NP 1 3 4 LABELS mpi)
 zeroc_test(NAME test_watchdog SOURCES test_watchdog.c NP 2 4 LABELS mpi)
+zeroc_test(NAME test_heartbeat SOURCES test_heartbeat.c NP 2 LABELS mpi TIMEOUT 120)
 # The error contract (include/zeroc/result.h): each failing public call names its own failure.
 zeroc_test(NAME test_errors SOURCES test_errors.c NP 1 LABELS mpi)
 
