@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -59,16 +60,22 @@ static const char *fmt_pred(double b, char *buf, size_t n) {
 
 /* --export failed at the end (disk full, the directory gone, permissions
  * changed): the trained weights go to a second place rather than being lost,
- * and rank 0 says where. Collective, like the export itself. */
+ * and rank 0 says where. Collective, like the export itself (rank 0 writes
+ * the file, so only its name counts). The name cannot be guessed: $TMPDIR is
+ * usually /tmp, shared with every user of the machine, and the library writes
+ * through an exclusive temporary renamed over it. */
 static void export_fallback(zeroc_trainer_t *tr, zeroc_ctx_t *ctx, const ztrain_job_t *o,
                             int root) {
   char alt[4200];
   const char *tmp = getenv("TMPDIR");
-  if (o->save)
-    snprintf(alt, sizeof alt, "%s/zeroc-export-%ld.safetensors", o->save, (long)getpid());
-  else
-    snprintf(alt, sizeof alt, "%s/zeroc-export-%ld.safetensors", tmp && *tmp ? tmp : "/tmp",
-             (long)getpid());
+  uint64_t rnd = 0;
+  if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+    rnd = (uint64_t)now_s() * 1000003u ^ (uint64_t)getpid() << 32;
+  snprintf(alt, sizeof alt, "%s/zeroc-export-%ld-%016llx.safetensors",
+           o->save       ? o->save
+           : tmp && *tmp ? tmp
+                         : "/tmp",
+           (long)getpid(), (unsigned long long)rnd);
   zeroc_result_t r = zeroc_trainer_export(tr, alt);
   if (root && r == ZEROC_OK)
     fprintf(stderr, "zeroc train: --export '%s' failed; the weights were written to '%s' instead\n",
