@@ -3,7 +3,8 @@
 # bytes tokenizer (the same for 1 and 4 threads, --shard-tokens cuts, quoted
 # globs, the summary), every refusal with one line and exit 2 and nothing
 # written, and `zeroc train` on the prepared shards (2 ranks) plus its refusal
-# of a model whose vocab is smaller than the recorded tokenizer's.
+# of a model whose vocab is smaller than the recorded tokenizer's; one run at a
+# time per output directory, and what killed runs left removed.
 # usage: data_cli.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS" TEST_NAME
 set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
@@ -108,5 +109,37 @@ data_signal)
   grep -q "stopped by signal 2; nothing was written" "$WORK/sig.err" || fail "no message: $(cat "$WORK/sig.err")"
   [ ! -e "$WORK/sig/out" ] || fail "left behind: $(ls -la "$WORK/sig/out")"
   echo "SIGINT: exit 130, nothing left" ;;
+data_lock)
+  # one run at a time per --out: a second refuses with one line and writes
+  # nothing; a run killed with -9 leaves temporaries that the next run removes
+  # and mentions. 300 copies of the licenses through BPE on one thread: seconds.
+  tok=$(dirname "$0")/fixtures/tokenizer/bpe1000.json
+  args=(); for i in $(seq 300); do args+=("$LIC/*"); done
+  small=(--tokenizer bytes --threads 1 "$LIC/GPL-3")
+  mkdir -p "$WORK/o"
+  # the lock as another run holds it (flock on the directory)
+  flock -n -o "$WORK/o" sleep 5 &
+  fl=$!; sleep 0.3
+  out=$(data "${small[@]}" --out "$WORK/o" 2>&1); rc=$?
+  [ $rc = 2 ] && echo "$out" | grep -q "is being written by another zeroc data run" || fail "locked: exit $rc: $out"
+  [ "$(echo "$out" | wc -l)" = 1 ] || fail "not one line: $out"
+  [ -z "$(ls -A "$WORK/o")" ] || fail "the refused run wrote: $(ls -A "$WORK/o")"
+  kill $fl 2> /dev/null; wait $fl 2> /dev/null
+  # two real runs into one --out: the second, started while the first writes, refuses
+  "$ZEROC" data --tokenizer "$tok" --out "$WORK/o" --threads 1 --quiet "${args[@]}" > /dev/null 2> "$WORK/a.err" &
+  a=$!
+  for _ in $(seq 100); do ls "$WORK"/o/*.tmp.* > /dev/null 2>&1 && break; sleep 0.05; done
+  ls "$WORK"/o/*.tmp.* > /dev/null 2>&1 || { kill -9 $a; fail "the first run wrote no temporary"; }
+  out=$(data "${small[@]}" --out "$WORK/o" --force 2>&1); rc=$?
+  [ $rc = 2 ] && echo "$out" | grep -q "is being written by another zeroc data run" || { kill -9 $a; fail "concurrent run: exit $rc: $out"; }
+  # killed with -9 mid-run: its temporaries stay, until the next run
+  kill -9 $a; wait $a 2> /dev/null
+  n=$(ls "$WORK"/o/*.tmp.* 2> /dev/null | wc -l)
+  [ "$n" -ge 1 ] || fail "no temporaries left by the killed run"
+  data "${small[@]}" --out "$WORK/o" > /dev/null 2> "$WORK/c.err" || fail "the run after the kill: $(cat "$WORK/c.err")"
+  grep -q "removed $n temporar.* left in '$WORK/o' by an interrupted run" "$WORK/c.err" || fail "not mentioned: $(cat "$WORK/c.err")"
+  [ -z "$(ls "$WORK"/o/*.tmp.* 2> /dev/null)" ] || fail "temporaries left: $(ls "$WORK/o")"
+  [ "$(cd "$WORK/o" && ls | tr '\n' ' ')" = "tokenizer.json train_000000.bin val_000000.bin " ] || fail "outputs: $(ls "$WORK/o")"
+  echo "locked --out refused; concurrent run refused; $n dead temporaries removed and mentioned" ;;
 *) fail "unknown test $NAME" ;;
 esac

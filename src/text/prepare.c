@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -298,6 +299,58 @@ static zeroc_result_t check_out_dir(const zeroc_prepare_config_t *c, int *exists
   return ZEROC_OK;
 }
 
+int zeroc__prepare_is_stale(const char *name, const int nshards[2]) {
+  int s, k = shard_index(name, &s);
+  if (k < 0) return 0; /* not a shard */
+  if (k >= nshards[s]) return 1;
+  /* the very name this run wrote for index k: 6 digits, 7 from 10^6 on */
+  char mine[32];
+  snprintf(mine, sizeof mine, "%s_%06d.bin", s == ZEROC__VAL ? "val" : "train", k);
+  return strcmp(name, mine) != 0;
+}
+
+/* Only one run writes an output directory at a time: an exclusive flock on
+ * the directory itself (no file added to it), held until the run ends. A
+ * second run refuses before writing anything. *fd: the locked descriptor. */
+static zeroc_result_t lock_out_dir(const zeroc_prepare_config_t *c, int *fd) {
+  *fd = open(c->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (*fd < 0)
+    return ZEROC_FAIL(ZEROC_ERR_IO, "data: output directory (--out) '%s': %s", c->out_dir,
+                      strerror(errno));
+  if (flock(*fd, LOCK_EX | LOCK_NB) == 0) return ZEROC_OK;
+  int e = errno;
+  close(*fd);
+  *fd = -1;
+  if (e == EWOULDBLOCK)
+    return BAD("data: output directory (--out) '%s' is being written by another zeroc data run; "
+               "wait for it, or choose another directory",
+               c->out_dir);
+  return ZEROC_FAIL(ZEROC_ERR_IO, "data: locking the output directory '%s': %s", c->out_dir,
+                    strerror(e));
+}
+
+/* Under the lock no other run writes here: temporaries of shards and of the
+ * tokenizer are what killed runs (kill -9, a crash) left. Removed, and said. */
+static void sweep_dead_temporaries(const char *out) {
+  DIR *dir = opendir(out);
+  if (!dir) return;
+  struct dirent *e;
+  int n = 0, s;
+  char path[PATH_MAX], base[300];
+  while ((e = readdir(dir))) {
+    const char *t = strstr(e->d_name, ".tmp.");
+    snprintf(base, sizeof base, "%.*s", t ? (int)(t - e->d_name) : 0, e->d_name);
+    int shard_tmp = t && shard_index(base, &s) >= 0;
+    if (!shard_tmp && strcmp(e->d_name, "tokenizer.json.new")) continue;
+    snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+    if (unlink(path) == 0) n++;
+  }
+  closedir(dir);
+  if (n)
+    ZWARN(IO, "data: removed %d temporar%s left in '%s' by an interrupted run", n,
+          n == 1 ? "y" : "ies", out);
+}
+
 /* After the new set is in place: shards of an earlier run past the new
  * counts go, so that "train_*.bin" names the new set alone. */
 static zeroc_result_t remove_stale(const zeroc__prepare_t *p) {
@@ -305,12 +358,9 @@ static zeroc_result_t remove_stale(const zeroc__prepare_t *p) {
   if (!dir) return ZEROC_FAIL(ZEROC_ERR_IO, "data: '%s': %s", p->cfg.out_dir, strerror(errno));
   struct dirent *e;
   zeroc_result_t res = ZEROC_OK;
-  int s;
   char path[PATH_MAX];
   while ((e = readdir(dir)) && res == ZEROC_OK) {
-    int k = shard_index(e->d_name, &s);
-    if (k < 0 || (k < p->nshards[s] && strlen(e->d_name) == (s == ZEROC__VAL ? 14u : 16u)))
-      continue;
+    if (!zeroc__prepare_is_stale(e->d_name, p->nshards)) continue;
     snprintf(path, sizeof path, "%s/%s", p->cfg.out_dir, e->d_name);
     if (unlink(path) != 0 && errno != ENOENT)
       res = ZEROC_FAIL(ZEROC_ERR_IO, "data: removing the earlier shard '%s': %s", path,
@@ -373,7 +423,7 @@ zeroc_result_t zeroc_text_prepare(const zeroc_prepare_config_t *cfg,
   zeroc__prepare_t p;
   zeroc_tokenizer_t *tok = NULL;
   zeroc__afile_t tokfile = ZEROC_AFILE_INIT;
-  int existed = 1;
+  int existed = 1, lockfd = -1, again;
   char path[PATH_MAX];
   memset(&p, 0, sizeof p);
   p.t0 = zeroc__now_s();
@@ -396,6 +446,14 @@ zeroc_result_t zeroc_text_prepare(const zeroc_prepare_config_t *cfg,
         p.stats.tokenizer_kind, p.stats.vocab);
 
   if (!existed) ZEROC_TRY(zeroc__mkdir_p(p.cfg.out_dir, 0755));
+  res = lock_out_dir(&p.cfg, &lockfd);
+  if (res != ZEROC_OK) {
+    existed = 1; /* the other run's directory now: never removed here */
+    goto fail;
+  }
+  /* another run may have finished here since the first look */
+  ZEROC_TRY(check_out_dir(&p.cfg, &again));
+  sweep_dead_temporaries(p.cfg.out_dir);
   ZEROC_TRY(zeroc__prepare_run(&p));
   if (p.stats.train_tokens == 0) {
     res = BAD("data: the inputs gave no train tokens (%llu val tokens); give more text or a "
@@ -431,6 +489,7 @@ fail:
     free(p.shards[s]);
   }
   if (res != ZEROC_OK && !existed) rmdir(p.cfg.out_dir); /* only if still empty */
+  if (lockfd >= 0) close(lockfd);                        /* the lock goes with it */
   p.stats.seconds = zeroc__now_s() - p.t0;
   if (stats) *stats = p.stats;
   for (int i = 0; i < p.ndocs; i++) free(p.docs[i].path);
