@@ -141,5 +141,26 @@ data_lock)
   [ -z "$(ls "$WORK"/o/*.tmp.* 2> /dev/null)" ] || fail "temporaries left: $(ls "$WORK/o")"
   [ "$(cd "$WORK/o" && ls | tr '\n' ' ')" = "tokenizer.json train_000000.bin val_000000.bin " ] || fail "outputs: $(ls "$WORK/o")"
   echo "locked --out refused; concurrent run refused; $n dead temporaries removed and mentioned" ;;
+data_force_commit)
+  # a --force run killed while putting its files in place (the 4th of them):
+  # the next run into --out restores the earlier set whole, bit for bit
+  sums() { (cd "$1" && ls -A | grep -v '^\.zeroc-data-old' | xargs md5sum); }
+  data --tokenizer bytes --out "$WORK/f" --shard-tokens 50000 --quiet "$LIC/*" > /dev/null || fail "first set"
+  sums "$WORK/f" > "$WORK/old.sums"
+  old_n=$(ls "$WORK"/f/train_*.bin "$WORK"/f/val_*.bin | wc -l)
+  ZEROC_FAULT='kill@data.commit:step=3' "$ZEROC" data --tokenizer bytes --out "$WORK/f" --force \
+    --shard-tokens 20000 --val-fraction 0 --quiet "$LIC/*" > /dev/null 2>&1; rc=$?
+  [ $rc = 137 ] || fail "the killed run exited $rc"
+  ls -d "$WORK"/f/.zeroc-data-old.* > /dev/null 2>&1 || fail "no earlier set aside: $(ls -A "$WORK/f")"
+  out=$(data --tokenizer bytes --out "$WORK/f" --quiet "$LIC/GPL-3" 2>&1); rc=$?
+  echo "$out" | grep -q "earlier set is restored" || fail "no restore said: $out"
+  [ $rc = 2 ] && echo "$out" | grep -q "already holds $old_n shard" || fail "after the restore: exit $rc: $out"
+  sums "$WORK/f" | cmp -s - "$WORK/old.sums" || { sums "$WORK/f" | diff - "$WORK/old.sums"; fail "the restored set differs"; }
+  [ -z "$(ls -A "$WORK/f" | grep zeroc-data-old)" ] || fail "the aside directory is left"
+  # and a --force run that completes replaces the set whole, nothing old left
+  data --tokenizer bytes --out "$WORK/f" --force --shard-tokens 20000 --val-fraction 0 --quiet "$LIC/*" > /dev/null || fail "--force"
+  [ -z "$(ls "$WORK"/f/val_*.bin 2> /dev/null)" ] && [ -z "$(ls -A "$WORK/f" | grep -e zeroc-data-old -e '\.tmp\.')" ] \
+    || fail "after --force: $(ls -A "$WORK/f")"
+  echo "killed mid-commit: the earlier $old_n-shard set restored whole by the next run; --force replaces whole" ;;
 *) fail "unknown test $NAME" ;;
 esac

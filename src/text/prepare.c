@@ -22,6 +22,7 @@
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "io/files.h"
@@ -34,6 +35,8 @@
 #define MAX_VOCAB            65536           /* shards store uint16 ids */
 #define TAG_SPLIT            0x53504c4954ULL /* "SPLIT" */
 #define SCAN_BLOCK           65536
+#define ASIDE_PREFIX         ".zeroc-data-old." /* a --force run's earlier set, set aside */
+#define ASIDE_DONE           ".moved" /* in the aside directory: every old file is in it */
 
 /* ---- configuration ------------------------------------------------------------ */
 
@@ -287,12 +290,15 @@ static zeroc_result_t check_out_dir(const zeroc_prepare_config_t *c, int *exists
   if (!dir) return BAD("data: output directory (--out) '%s': %s", c->out_dir, strerror(errno));
   struct dirent *e;
   char found[300] = "";
-  int count = 0, s;
-  while ((e = readdir(dir)))
+  int count = 0, s, aside = 0;
+  while ((e = readdir(dir))) {
     if (shard_index(e->d_name, &s) >= 0 && count++ == 0)
       snprintf(found, sizeof found, "%s", e->d_name);
+    aside |= !strncmp(e->d_name, ASIDE_PREFIX, strlen(ASIDE_PREFIX));
+  }
   closedir(dir);
-  if (count)
+  /* a killed --force run's sets: judged again once the earlier one is restored */
+  if (count && !aside)
     return BAD("data: output directory (--out) '%s' already holds %d shard%s (%s%s); pass --force "
                "to replace them, or choose another directory",
                c->out_dir, count, count == 1 ? "" : "s", found, count > 1 ? ", ..." : "");
@@ -370,12 +376,144 @@ static zeroc_result_t remove_stale(const zeroc__prepare_t *p) {
   return res;
 }
 
-/* Renames every shard and the tokenizer into place. */
-static zeroc_result_t commit(zeroc__prepare_t *p, zeroc__afile_t *tokfile) {
+/* ---- --force: the old set aside while the new one goes in ------------------------- */
+
+/* Is `name` in --out a file of a finished set: a shard, or the tokenizer? */
+static int set_file(const char *name) {
+  int s;
+  return shard_index(name, &s) >= 0 || !strcmp(name, "tokenizer.json");
+}
+
+/* Moves every set file of `from` into `to` (directories of one file system).
+ * `skip_existing`: a name already in `to` stays where it is. */
+static zeroc_result_t move_set(const char *from, const char *to, int skip_existing) {
+  DIR *dir = opendir(from);
+  if (!dir) return ZEROC_FAIL(ZEROC_ERR_IO, "data: '%s': %s", from, strerror(errno));
+  zeroc_result_t res = ZEROC_OK;
+  struct dirent *e;
+  char a[PATH_MAX], b[PATH_MAX];
+  struct stat st;
+  while (res == ZEROC_OK && (e = readdir(dir))) {
+    if (!set_file(e->d_name)) continue;
+    snprintf(a, sizeof a, "%s/%s", from, e->d_name);
+    snprintf(b, sizeof b, "%s/%s", to, e->d_name);
+    if (skip_existing && lstat(b, &st) == 0) continue;
+    if (rename(a, b) != 0)
+      res = ZEROC_FAIL(ZEROC_ERR_IO, "data: moving '%s' to '%s': %s", a, b, strerror(errno));
+  }
+  closedir(dir);
+  return res;
+}
+
+/* Removes every set file of `dir` (the new set, when the old one comes back). */
+static void remove_set(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  char a[PATH_MAX];
+  while ((e = readdir(d)))
+    if (set_file(e->d_name)) {
+      snprintf(a, sizeof a, "%s/%s", dir, e->d_name);
+      unlink(a);
+    }
+  closedir(d);
+}
+
+/* The old set back from `aside` into `out`. `all_moved`: the move aside had
+ * finished, so set files in `out` are new ones, removed first; otherwise the
+ * move stopped part way and `out` holds only old files. */
+static zeroc_result_t restore_set(const char *out, const char *aside, int all_moved) {
+  char done[PATH_MAX];
+  snprintf(done, sizeof done, "%s/" ASIDE_DONE, aside);
+  if (all_moved) remove_set(out);
+  ZEROC_CHECK(move_set(aside, out, 1));
+  unlink(done);
+  ZEROC_CHECK(zeroc__rmtree(aside));
+  return zeroc__fsync_dir(out);
+}
+
+/* Under the lock: an aside directory is what a --force run killed while
+ * committing left; its old set comes back, whole. */
+static zeroc_result_t recover_killed_commit(const char *out) {
+  DIR *d = opendir(out);
+  if (!d) return ZEROC_OK;
+  struct dirent *e;
+  char aside[PATH_MAX], done[PATH_MAX + 16];
+  zeroc_result_t res = ZEROC_OK;
+  struct stat st;
+  while (res == ZEROC_OK && (e = readdir(d))) {
+    if (strncmp(e->d_name, ASIDE_PREFIX, strlen(ASIDE_PREFIX))) continue;
+    snprintf(aside, sizeof aside, "%s/%s", out, e->d_name);
+    snprintf(done, sizeof done, "%s/" ASIDE_DONE, aside);
+    res = restore_set(out, aside, lstat(done, &st) == 0);
+    if (res == ZEROC_OK)
+      ZWARN(IO,
+            "data: a --force run was killed while putting its files in place in '%s'; the "
+            "earlier set is restored",
+            out);
+  }
+  closedir(d);
+  return res;
+}
+
+/* The new set into place: shards, then the tokenizer. `placed`: how many. */
+static zeroc_result_t place_new(zeroc__prepare_t *p, zeroc__afile_t *tokfile,
+                                zeroc__fault_t *fault) {
+  int placed = 0;
   for (int s = 0; s < 2; s++)
-    for (int i = 0; i < p->nshards[s]; i++) ZEROC_CHECK(zeroc__afile_commit(p->shards[s] + i));
-  ZEROC_CHECK(zeroc__afile_commit(tokfile));
-  return p->cfg.force ? remove_stale(p) : ZEROC_OK;
+    for (int i = 0; i < p->nshards[s]; i++) {
+      ZEROC_FAULT_IN(fault, 0, "data.commit", (uint64_t)placed, NULL);
+      ZEROC_CHECK(zeroc__afile_commit(p->shards[s] + i));
+      placed++;
+    }
+  ZEROC_FAULT_IN(fault, 0, "data.commit", (uint64_t)placed, NULL);
+  return zeroc__afile_commit(tokfile);
+}
+
+/* Renames every shard and the tokenizer into place. With --force the old set
+ * first goes aside (one rename each, into a directory of --out) and comes
+ * back if the new one cannot be placed whole; so --out holds one whole set,
+ * old or new, also after a kill (the next run restores the old one). */
+static zeroc_result_t commit(zeroc__prepare_t *p, zeroc__afile_t *tokfile) {
+  zeroc__fault_t *fault = NULL;
+  (void)zeroc__fault_parse(getenv("ZEROC_FAULT"), &fault); /* test-only; refused: none */
+  zeroc__tls_error_clear();
+  zeroc_result_t res = ZEROC_OK;
+  char aside[PATH_MAX], done[PATH_MAX + 16];
+  if (!p->cfg.force) {
+    res = place_new(p, tokfile, fault);
+    zeroc__fault_free(fault);
+    return res;
+  }
+  snprintf(aside, sizeof aside, "%s/" ASIDE_PREFIX "%ld", p->cfg.out_dir, (long)getpid());
+  snprintf(done, sizeof done, "%s/" ASIDE_DONE, aside);
+  if (mkdir(aside, 0700) != 0) {
+    res = ZEROC_FAIL(ZEROC_ERR_IO, "data: mkdir('%s'): %s", aside, strerror(errno));
+    goto out;
+  }
+  res = move_set(p->cfg.out_dir, aside, 0);
+  if (res == ZEROC_OK) res = zeroc__file_write_sync(done, "", 0);
+  if (res == ZEROC_OK) res = zeroc__fsync_dir(p->cfg.out_dir);
+  if (res != ZEROC_OK) {
+    struct stat st;
+    restore_set(p->cfg.out_dir, aside, lstat(done, &st) == 0);
+    goto out;
+  }
+  res = place_new(p, tokfile, fault);
+  if (res != ZEROC_OK) {
+    /* the new files placed so far go, the old set comes back: no mix */
+    char msg[ZEROC_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", zeroc__tls_error());
+    restore_set(p->cfg.out_dir, aside, 1);
+    zeroc__tls_error_set(msg);
+    goto out;
+  }
+  unlink(done);
+  res = zeroc__rmtree(aside);
+  if (res == ZEROC_OK) res = remove_stale(p); /* nothing old is left but other names */
+out:
+  zeroc__fault_free(fault);
+  return res;
 }
 
 /* ---- the whole run -------------------------------------------------------------------- */
@@ -451,9 +589,11 @@ zeroc_result_t zeroc_text_prepare(const zeroc_prepare_config_t *cfg,
     existed = 1; /* the other run's directory now: never removed here */
     goto fail;
   }
-  /* another run may have finished here since the first look */
-  ZEROC_TRY(check_out_dir(&p.cfg, &again));
+  /* what killed runs left, then (another run may have finished here since the
+   * first look) the check again */
   sweep_dead_temporaries(p.cfg.out_dir);
+  ZEROC_TRY(recover_killed_commit(p.cfg.out_dir));
+  ZEROC_TRY(check_out_dir(&p.cfg, &again));
   ZEROC_TRY(zeroc__prepare_run(&p));
   if (p.stats.train_tokens == 0) {
     res = BAD("data: the inputs gave no train tokens (%llu val tokens); give more text or a "
