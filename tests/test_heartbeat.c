@@ -79,7 +79,8 @@ static void test_datagrams_not_believed(void) {
   n = zeroc__heartbeat_seal(key, ZEROC__HB_LOST, peer, fresh, "wrong source", buf, sizeof buf);
   int sent = send_from("127.0.0.2", addr, port, buf, n);
   CU_ASSERT_EQUAL(sent, 0);
-  /* malformed: short, and claiming to come from the receiver itself */
+  /* malformed: short; and a loss claiming the receiver itself as sender (what
+   * its own datagrams look like back through a shared address: dropped silently) */
   CU_ASSERT_EQUAL(send_from("127.0.0.1", addr, port, buf, 10), 0);
   n = zeroc__heartbeat_seal(key, ZEROC__HB_LOST, node, fresh, "from myself", buf, sizeof buf);
   CU_ASSERT_EQUAL(send_from("127.0.0.1", addr, port, buf, n), 0);
@@ -89,9 +90,9 @@ static void test_datagrams_not_believed(void) {
   zeroc__heartbeat_stats_t st;
   zeroc__heartbeat_stats(hb, &st);
   ZT_ASSERT_MSG(st.bad_mac == 2 && st.replayed == 2 && st.wrong_source == (sent == 0) &&
-                    st.malformed == 2,
+                    st.malformed == 1,
                 "ignored: %llu bad MAC (want 2), %llu replays (2), %llu wrong source (1), %llu "
-                "malformed (2)",
+                "malformed (1)",
                 (unsigned long long)st.bad_mac, (unsigned long long)st.replayed,
                 (unsigned long long)st.wrong_source, (unsigned long long)st.malformed);
   /* the genuine beats were believed all along: the peer never looked lost */

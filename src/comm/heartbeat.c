@@ -39,7 +39,7 @@
 #include "core/sha256.h"
 
 #define HB_MAGIC  0x7a686232u /* "zhb2": authenticated */
-#define MAX_ADDRS 1           /* the one address the leader bound */
+#define MAX_ADDRS 4           /* the addresses a leader binds, one socket each */
 #define GRACE_S 2.0 /* between posting a loss and ending the process ourselves */
 
 enum { MSG_BEAT = ZEROC__HB_BEAT, MSG_BYE = ZEROC__HB_BYE, MSG_LOST = ZEROC__HB_LOST };
@@ -58,7 +58,7 @@ _Static_assert(sizeof(hb_msg_t) == 352, "hb_msg_t has padding the MAC would not 
 typedef struct {
   uint32_t addr[MAX_ADDRS]; /* IPv4, network order */
   int32_t naddr;
-  uint16_t port; /* network order */
+  uint16_t port[MAX_ADDRS]; /* each address's socket's port, network order */
   char host[64];
   char ranks[48]; /* the node's world ranks, for messages: "2,3" */
   int32_t leader; /* its world rank */
@@ -66,7 +66,8 @@ typedef struct {
 
 struct zeroc__heartbeat {
   zeroc__watchdog_t *wd; /* the node's board, where a lost node is posted */
-  int fd, me, nnodes, world_rank;
+  int fd[MAX_ADDRS], nfd; /* one socket bound to each of this node's addresses */
+  int me, nnodes, world_rank;
   double timeout, period;
   uint8_t key[ZEROC__HB_KEY_BYTES]; /* the job's MAC key */
   uint64_t seq;                     /* the last sequence number sent */
@@ -147,10 +148,10 @@ static int if_matches(const char *filter, const char *name, uint32_t a) {
   return 0;
 }
 
-/* This node's IPv4 address that the heartbeat binds and advertises: the first
- * up interface matching the filter (ZEROC_HEARTBEAT_IF, else Open MPI's
- * btl_tcp_if_include, the interfaces its peers talk over), else the first that
- * is not loopback. */
+/* This node's IPv4 addresses that the heartbeat binds and advertises (at most
+ * MAX_ADDRS): the up interfaces matching the filter (ZEROC_HEARTBEAT_IF, else
+ * Open MPI's btl_tcp_if_include, the interfaces its peers talk over), else
+ * every one but loopback. */
 static zeroc_result_t local_addrs(node_info_t *ni) {
   const char *filter = zeroc__env_str("ZEROC_HEARTBEAT_IF", NULL);
   if (!filter) filter = getenv("OMPI_MCA_btl_tcp_if_include");
@@ -158,7 +159,7 @@ static zeroc_result_t local_addrs(node_info_t *ni) {
   if (getifaddrs(&ifs) != 0)
     return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "getifaddrs: %s", strerror(errno));
   ni->naddr = 0;
-  for (struct ifaddrs *i = ifs; i && ni->naddr < MAX_ADDRS; i = i->ifa_next) { /* the first */
+  for (struct ifaddrs *i = ifs; i && ni->naddr < MAX_ADDRS; i = i->ifa_next) {
     if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP)) continue;
     uint32_t a = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
     if (filter ? !if_matches(filter, i->ifa_name, ntohl(a)) : (i->ifa_flags & IFF_LOOPBACK) != 0)
@@ -201,14 +202,17 @@ void zeroc__heartbeat_escape(const char *in, char *out, size_t n) {
   out[o] = 0;
 }
 
+/* From each of our addresses to each of the node's: which pairs route is not
+ * known here, and a copy that comes twice is dropped as a duplicate. */
 static void send_to(struct zeroc__heartbeat *hb, int node, const hb_msg_t *m) {
   const node_info_t *ni = &hb->nodes[node];
-  for (int k = 0; k < ni->naddr; k++) {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = ni->port};
-    sa.sin_addr.s_addr = ni->addr[k];
-    /* best effort: an unreachable address is what the receiver's timeout is for */
-    (void)sendto(hb->fd, m, sizeof *m, MSG_DONTWAIT, (struct sockaddr *)&sa, sizeof sa);
-  }
+  for (int j = 0; j < hb->nfd; j++)
+    for (int k = 0; k < ni->naddr; k++) {
+      struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = ni->port[k]};
+      sa.sin_addr.s_addr = ni->addr[k];
+      /* best effort: an unreachable address is what the receiver's timeout is for */
+      (void)sendto(hb->fd[j], m, sizeof *m, MSG_DONTWAIT, (struct sockaddr *)&sa, sizeof sa);
+    }
 }
 
 /* This leader's next datagram of `kind`, sealed. */
@@ -261,8 +265,7 @@ static void ignore(struct zeroc__heartbeat *hb, int why, const struct sockaddr_i
 /* Is datagram `m` (of `got` bytes, from `src`) genuine and new? Else counted. */
 static int believe(struct zeroc__heartbeat *hb, hb_msg_t *m, ssize_t got,
                    const struct sockaddr_in *src) {
-  if (got != (ssize_t)sizeof *m || m->magic != HB_MAGIC || m->from < 0 || m->from >= hb->nnodes ||
-      m->from == hb->me) {
+  if (got != (ssize_t)sizeof *m || m->magic != HB_MAGIC || m->from < 0 || m->from >= hb->nnodes) {
     ignore(hb, IGN_MALFORMED, src);
     return 0;
   }
@@ -272,6 +275,8 @@ static int believe(struct zeroc__heartbeat *hb, hb_msg_t *m, ssize_t got,
     ignore(hb, IGN_MAC, src);
     return 0;
   }
+  /* our own, back through an address two nodes share (a docker bridge): not news */
+  if (m->from == hb->me) return 0;
   const node_info_t *ni = &hb->nodes[m->from];
   int known = 0;
   for (int k = 0; k < ni->naddr; k++) known |= src->sin_addr.s_addr == ni->addr[k];
@@ -279,7 +284,8 @@ static int believe(struct zeroc__heartbeat *hb, hb_msg_t *m, ssize_t got,
     ignore(hb, IGN_SOURCE, src);
     return 0;
   }
-  if (m->seq <= hb->last_seq[m->from]) {
+  if (m->seq == hb->last_seq[m->from]) return 0; /* the same datagram by another path */
+  if (m->seq < hb->last_seq[m->from]) {
     ignore(hb, IGN_REPLAY, src);
     return 0;
   }
@@ -295,7 +301,9 @@ static int drain(struct zeroc__heartbeat *hb, double *heard, int *gone, char *te
     struct sockaddr_in src;
     socklen_t slen = sizeof src;
     memset(&src, 0, sizeof src);
-    ssize_t got = recvfrom(hb->fd, &m, sizeof m, MSG_DONTWAIT, (struct sockaddr *)&src, &slen);
+    ssize_t got = -1;
+    for (int j = 0; j < hb->nfd && got < 0; j++)
+      got = recvfrom(hb->fd[j], &m, sizeof m, MSG_DONTWAIT, (struct sockaddr *)&src, &slen);
     if (got < 0) return 0;
     if (!believe(hb, &m, got, &src)) continue;
     if (m.kind == MSG_BEAT) heard[m.from] = zeroc__now_s();
@@ -327,8 +335,9 @@ static void *hb_main(void *arg) {
   char text[1400];
   hb_msg_t beat;
   while (!atomic_load(&hb->stop)) {
-    struct pollfd p = {.fd = hb->fd, .events = POLLIN};
-    (void)poll(&p, 1, (int)(hb->period * 1000 / 2) + 1);
+    struct pollfd p[MAX_ADDRS];
+    for (int j = 0; j < hb->nfd; j++) p[j] = (struct pollfd){.fd = hb->fd[j], .events = POLLIN};
+    (void)poll(p, (nfds_t)hb->nfd, (int)(hb->period * 1000 / 2) + 1);
     if (drain(hb, heard, gone, text, sizeof text)) {
       lost(hb, text, 0);
       break;
@@ -372,20 +381,24 @@ static zeroc_result_t leader_prepare(const zeroc__place_t *pl, struct zeroc__hea
       off += (size_t)snprintf(mine->ranks + off, sizeof mine->ranks - off, "%s%d", off ? "," : "", w);
   if (off + 12 >= sizeof mine->ranks) snprintf(mine->ranks + off, sizeof mine->ranks - off, ",...");
   ZEROC_CHECK(local_addrs(mine));
-  hb->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (hb->fd < 0) return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "heartbeat socket: %s", strerror(errno));
-  /* the chosen interface's address only: datagrams from us leave from it, which
-   * is what the others check, and nothing arrives through other interfaces */
-  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = mine->addr[0]};
-  socklen_t len = sizeof sa;
-  if (bind(hb->fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
-      getsockname(hb->fd, (struct sockaddr *)&sa, &len) != 0) {
-    char a[INET_ADDRSTRLEN] = "?";
-    inet_ntop(AF_INET, &mine->addr[0], a, sizeof a);
-    return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "heartbeat socket bind to %s on %s: %s", a, pl->host,
-                      strerror(errno));
+  /* the chosen interfaces' addresses only, never 0.0.0.0: datagrams from us
+   * leave from one of them, which is what the others check, and nothing comes
+   * in through another interface */
+  for (int k = 0; k < mine->naddr; k++) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "heartbeat socket: %s", strerror(errno));
+    hb->fd[hb->nfd++] = fd;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = mine->addr[k]};
+    socklen_t len = sizeof sa;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+      char a[INET_ADDRSTRLEN] = "?";
+      inet_ntop(AF_INET, &mine->addr[k], a, sizeof a);
+      return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "heartbeat socket bind to %s on %s: %s", a, pl->host,
+                        strerror(errno));
+    }
+    mine->port[k] = sa.sin_port;
   }
-  mine->port = sa.sin_port;
   return ZEROC_OK;
 }
 
@@ -398,7 +411,7 @@ static int first_failed(const zeroc__place_t *pl, zeroc_result_t res) {
 
 static void hb_free(struct zeroc__heartbeat *hb) {
   if (!hb) return;
-  if (hb->fd >= 0) close(hb->fd);
+  for (int j = 0; j < hb->nfd; j++) close(hb->fd[j]);
   free(hb->nodes);
   free(hb->last_seq);
   memset(hb->key, 0, sizeof hb->key);
@@ -446,7 +459,6 @@ zeroc_result_t zeroc__heartbeat_start(const zeroc__place_t *pl, double timeout,
   node_info_t mine;
   if (lead) {
     hb = calloc(1, sizeof *hb);
-    if (hb) hb->fd = -1;
     if (hb) hb->nodes = calloc((size_t)v[1], sizeof *hb->nodes);
     res = !hb || !hb->nodes ? ZEROC_FAIL(ZEROC_ERR_NOMEM, "heartbeat tables")
                             : leader_prepare(pl, hb, &mine);
@@ -491,8 +503,10 @@ zeroc_result_t zeroc__heartbeat_start(const zeroc__place_t *pl, double timeout,
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
   *out = hb;
   if (lead)
-    ZINFO(COMM, "heartbeat: node %d of %d (%s), UDP port %d, every %.2f s, lost after %.1f s",
-          hb->me, hb->nnodes, pl->host, ntohs(mine.port), hb->period, hb->timeout);
+    ZINFO(COMM,
+          "heartbeat: node %d of %d (%s), %d address(es), UDP port %d, every %.2f s, lost "
+          "after %.1f s",
+          hb->me, hb->nnodes, pl->host, mine.naddr, ntohs(mine.port[0]), hb->period, hb->timeout);
   return ZEROC_OK;
 fail:
   if (leaders != MPI_COMM_NULL) MPI_Comm_free(&leaders);
@@ -537,7 +551,7 @@ void zeroc__heartbeat_address(const zeroc__heartbeat_t *hb, int *node, uint32_t 
   const node_info_t *ni = &hb->nodes[hb->me];
   *node = hb->me;
   *addr = ni->addr[0];
-  *port = ni->port;
+  *port = ni->port[0];
 }
 
 const uint8_t *zeroc__heartbeat_key(const zeroc__heartbeat_t *hb) { return hb->key; }

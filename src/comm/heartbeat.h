@@ -9,10 +9,10 @@
  * every other leader. If the process is still alive two seconds later (its
  * main thread blocked outside the polled collectives) the leader ends it with
  * MPI_Abort, so a node the launcher can no longer reach ends on its own.
- * Address: the first up IPv4 interface named by ZEROC_HEARTBEAT_IF (comma
- * list of interface names or a.b.c.d/n subnets; default Open MPI's
- * btl_tcp_if_include, else the first interface that is not loopback); the
- * socket binds to that address only, exchanged once with MPI at start-up.
+ * Addresses: the up IPv4 interfaces named by ZEROC_HEARTBEAT_IF (comma list
+ * of interface names or a.b.c.d/n subnets; default Open MPI's
+ * btl_tcp_if_include, else every interface but loopback; at most 4), one
+ * socket bound to each (never 0.0.0.0), exchanged once with MPI at start-up.
  * Datagrams are authenticated (HMAC-SHA256 under a per-job key from getrandom,
  * broadcast over MPI), numbered (no replay) and accepted only from their
  * sender's bound address; others are dropped and counted. Nothing runs on a
