@@ -5,6 +5,7 @@
  * and the tokenizer are the library's (zeroc/sample.h, zeroc/tokenizer.h);
  * this file parses the flags and prints.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,13 +94,45 @@ static double now_s(void) {
   return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-/* Rank 0 (or the only process): encode, generate, decode, print. Returns the
+/* Set by SIGINT during generation: the tokens so far stay printed, the rest are not made. */
+static volatile sig_atomic_t g_sigint;
+static void on_sigint(int sig) { g_sigint = sig; }
+
+/* Printing each token as it comes (zeroc_sample_token_fn). */
+typedef struct {
+  const zeroc_tokenizer_t *tok;
+  char *buf;
+  size_t cap;
+  zeroc_result_t r; /* the first decode failure */
+} stream_t;
+
+static int print_token(void *user, const int32_t *out, int count) {
+  stream_t *st = user;
+  size_t len = 0;
+  /* a token's text is its own bytes: the pieces written one by one are the whole text */
+  for (int pass = 0; pass < 2; pass++) {
+    st->r = zeroc_tokenizer_decode(st->tok, out + count - 1, 1, st->buf, st->cap, &len);
+    if (st->r || len <= st->cap) break;
+    char *b = realloc(st->buf, len + 1);
+    if (!b) {
+      st->r = zeroc_error_set(ZEROC_ERR_NOMEM, "out of host memory for a token's text of %zu bytes",
+                              len);
+      break;
+    }
+    st->buf = b, st->cap = len;
+  }
+  if (st->r) return 1;
+  fwrite(st->buf, 1, len, stdout);
+  fflush(stdout);
+  return g_sigint != 0;
+}
+
+/* Rank 0 (or the only process): encode, generate, print each token as it comes. Returns the
  * exit status. */
 static int generate(zeroc_sampler_t *s, const zeroc_tokenizer_t *tok, const zsample_opts_t *o) {
-  size_t plen = strlen(o->prompt), n = 0, len = 0;
+  size_t plen = strlen(o->prompt), n = 0;
   int32_t *ids = malloc(sizeof(int32_t) * (plen + 1)),
           *out = malloc(sizeof(int32_t) * (size_t)o->tokens);
-  char *text = NULL;
   int rc = 1;
   if (!ids || !out) goto done;
   if (zeroc_tokenizer_encode(tok, o->prompt, plen, ids, &n)) goto fail;
@@ -109,29 +142,39 @@ static int generate(zeroc_sampler_t *s, const zeroc_tokenizer_t *tok, const zsam
   }
   zeroc_sampler_set_cache(s, !o->no_cache);
   zeroc_sampler_set_vocab(s, zeroc_tokenizer_vocab(tok));
-  double t0 = now_s();
-  if (zeroc_sampler_generate(s, ids, (int)n, o->tokens, o->temperature, o->top_k, (uint64_t)o->seed,
-                             out))
-    goto fail;
-  double dt = now_s() - t0;
-  size_t cap = (size_t)o->tokens * 8 + 64;
-  for (int pass = 0; pass < 2; pass++) {
-    free(text);
-    text = malloc(cap + 1);
-    if (!text) goto done;
-    if (zeroc_tokenizer_decode(tok, out, (size_t)o->tokens, text, cap, &len)) goto fail;
-    if (len <= cap) break;
-    cap = len;
-  }
+  /* the prompt at once, then each token as it comes; SIGINT stops after the current one */
   fwrite(o->prompt, 1, plen, stdout);
-  fwrite(text, 1, len, stdout);
+  fflush(stdout);
+  struct sigaction sa, old_int;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  g_sigint = 0;
+  sigaction(SIGINT, &sa, &old_int);
+  stream_t st = {tok, NULL, 0, ZEROC_OK};
+  int got = 0;
+  double t0 = now_s();
+  zeroc_result_t r =
+      zeroc_sampler_generate_each(s, ids, (int)n, o->tokens, o->temperature, o->top_k,
+                                  (uint64_t)o->seed, out, print_token, &st, &got);
+  double dt = now_s() - t0;
+  sigaction(SIGINT, &old_int, NULL);
+  free(st.buf);
   fputc('\n', stdout);
   fflush(stdout);
+  if (r == ZEROC_OK) r = st.r;
+  if (r) goto fail;
+  if (g_sigint && got < o->tokens) {
+    fprintf(stderr, "zeroc sample: stopped by SIGINT after %d of %d tokens\n", got, o->tokens);
+    rc = 128 + SIGINT;
+    goto done;
+  }
   if (o->stats)
     fprintf(stderr,
             "zeroc sample: %zu prompt tokens%s, %d generated in %.3f s: %.1f tokens/s (%s)\n", n,
-            n > (size_t)zeroc_sampler_config(s)->seq ? " (the last --seq kept)" : "", o->tokens, dt,
-            o->tokens / dt, o->no_cache ? "no cache: whole window every token" : "KV cache");
+            n > (size_t)zeroc_sampler_config(s)->seq ? " (the last --seq kept)" : "", got, dt,
+            got / dt, o->no_cache ? "no cache: whole window every token" : "KV cache");
   rc = 0;
   goto done;
 fail:
@@ -139,7 +182,6 @@ fail:
 done:
   free(ids);
   free(out);
-  free(text);
   return rc;
 }
 

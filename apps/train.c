@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "apps/train_dlrm.h"
 #include "apps/train_flags.h"
 #include "apps/train_sample.h"
+#include "apps/train_stop.h"
 #include "apps/train_view.h"
 #include "zeroc/train.h"
 #include "zeroc/zeroc.h"
@@ -58,16 +60,22 @@ static const char *fmt_pred(double b, char *buf, size_t n) {
 
 /* --export failed at the end (disk full, the directory gone, permissions
  * changed): the trained weights go to a second place rather than being lost,
- * and rank 0 says where. Collective, like the export itself. */
+ * and rank 0 says where. Collective, like the export itself (rank 0 writes
+ * the file, so only its name counts). The name cannot be guessed: $TMPDIR is
+ * usually /tmp, shared with every user of the machine, and the library writes
+ * through an exclusive temporary renamed over it. */
 static void export_fallback(zeroc_trainer_t *tr, zeroc_ctx_t *ctx, const ztrain_job_t *o,
                             int root) {
   char alt[4200];
   const char *tmp = getenv("TMPDIR");
-  if (o->save)
-    snprintf(alt, sizeof alt, "%s/zeroc-export-%ld.safetensors", o->save, (long)getpid());
-  else
-    snprintf(alt, sizeof alt, "%s/zeroc-export-%ld.safetensors", tmp && *tmp ? tmp : "/tmp",
-             (long)getpid());
+  uint64_t rnd = 0;
+  if (getrandom(&rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
+    rnd = (uint64_t)now_s() * 1000003u ^ (uint64_t)getpid() << 32;
+  snprintf(alt, sizeof alt, "%s/zeroc-export-%ld-%016llx.safetensors",
+           o->save       ? o->save
+           : tmp && *tmp ? tmp
+                         : "/tmp",
+           (long)getpid(), (unsigned long long)rnd);
   zeroc_result_t r = zeroc_trainer_export(tr, alt);
   if (root && r == ZEROC_OK)
     fprintf(stderr, "zeroc train: --export '%s' failed; the weights were written to '%s' instead\n",
@@ -270,6 +278,29 @@ static zeroc_result_t open_metrics(const ztrain_job_t *o, zeroc_ctx_t *ctx, int 
   return zeroc_ctx_agree(ctx, r);
 }
 
+/* At the boundary before 0-based step `s`: has any rank been signalled
+ * (collective)? If so, saves there (when --save is given and a step was
+ * trained since the start), rank 0 prints the line, and 1 is returned with
+ * the save's result in *r; else 0 with the agreement's result in *r. */
+static int stop_check(const ztrain_job_t *j, zeroc_trainer_t *tr, zeroc_ctx_t *ctx, int s,
+                      int start, int tty, zeroc_result_t *r) {
+  int who = 0, sig = ztrain_stop_agree(ctx, &who, r);
+  if (*r != ZEROC_OK || !sig) return 0;
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  int saved = j->save && s > start;
+  if (saved) *r = zeroc_trainer_save(tr, j->save);
+  if (*r != ZEROC_OK) return 1;
+  zeroc_train_info_t in;
+  zeroc_trainer_info(tr, &in);
+  if (mesh->rank == 0) {
+    if (tty && !j->quiet) printf("\n");
+    fflush(stdout);
+    ztrain_stop_report(sig, who, s, in.config.steps, j->save, saved, j->resume, j->argc, j->argv,
+                       mesh->world);
+  }
+  return 1;
+}
+
 static const ztrain_view_t GPT_VIEW = {print_header, print_progress, write_metrics, print_summary};
 
 /* The GPT's command line into *job (what can be checked before MPI starts is);
@@ -296,11 +327,19 @@ static int gpt_job(int argc, char **argv, ztrain_opts_t *o, ztrain_sample_t *smp
   return -1;
 }
 
-int zeroc_cmd_train(int argc, char **argv) { return zeroc_train_run(argc, argv, NULL, NULL); }
-
 static int run_job(const ztrain_job_t *j, zeroc_train_step_fn on_step, void *user);
+static int train_main(int argc, char **argv, zeroc_train_step_fn on_step, void *user,
+                      int stop_on_signal);
+
+/* the command stops at a step boundary on a signal; bench's runs (zeroc_train_run) do not */
+int zeroc_cmd_train(int argc, char **argv) { return train_main(argc, argv, NULL, NULL, 1); }
 
 int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *user) {
+  return train_main(argc, argv, on_step, user, 0);
+}
+
+static int train_main(int argc, char **argv, zeroc_train_step_fn on_step, void *user,
+                      int stop_on_signal) {
   int dlrm = ztrain_is_dlrm(argc, argv); /* its own flags and view: apps/train_dlrm.c */
   for (int i = 0; i < argc; i++)
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -313,6 +352,7 @@ int zeroc_train_run(int argc, char **argv, zeroc_train_step_fn on_step, void *us
   memset(&smp, 0, sizeof smp);
   int rc =
       dlrm ? (ztrain_dlrm_job(argc, argv, &job) ? 2 : -1) : gpt_job(argc, argv, &o, &smp, &job);
+  job.argc = argc, job.argv = argv, job.stop_on_signal = stop_on_signal;
   if (rc < 0) rc = run_job(&job, on_step, user);
   if (!dlrm) ztrain_sample_close(&smp);
   return rc;
@@ -368,7 +408,11 @@ static int run_job(const ztrain_job_t *j, zeroc_train_step_fn on_step, void *use
   zeroc_train_metrics_t m;
   memset(&m, 0, sizeof m);
   double t_run = now_s();
+  if (j->stop_on_signal) ztrain_stop_arm();
   for (int s = start; s < steps; s++) {
+    int stop = j->stop_on_signal && stop_check(j, tr, ctx, s, start, tty, &r);
+    if (stop && r == ZEROC_OK) rc = ZTRAIN_EXIT_STOPPED;
+    if (stop || r) goto fail;
     r = zeroc_trainer_step(tr, &m);
     /* too many skipped steps: this step's figures are still reported, then stop */
     int numeric_stop = r == ZEROC_ERR_NUMERIC;
@@ -438,5 +482,6 @@ fail:
     /* a failure other ranks may not know about: stop the whole job */
     zeroc_ctx_abort(ctx, rc, "training failed (see the message above)");
   }
+  if (j->stop_on_signal) ztrain_stop_disarm();
   return rc;
 }

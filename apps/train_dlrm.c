@@ -41,7 +41,7 @@ typedef struct {
   int64_t seed, val_samples;
   double lr, clip, beta1, beta2, eps, weight_decay, comm_timeout;
   const char *data, *val_data, *metrics, *save, *resume;
-  int save_every;
+  int save_every, save_limit;
 } dlrm_opts_t;
 
 /* 1 when argv asks for a DLRM model (--model NAME or --model=NAME): the
@@ -62,6 +62,7 @@ void ztrain_dlrm_usage(void) {
       "eval:    --val-data synthetic|FILE.tsv --val-every N (not given: after the last step)\n"
       "         --val-tokens SAMPLES (4096): val_loss, auc and logloss on held-out samples\n"
       "state:   --save DIR --save-every N (0: at the end only) --resume DIR|DIR/step_K\n"
+      "         --save-limit N (all): keep the newest N checkpoints in --save DIR\n"
       "output:  --metrics FILE (JSON lines) --quiet\n");
 }
 
@@ -99,6 +100,7 @@ static int parse(int argc, char **argv, dlrm_opts_t *o) {
       {"--metrics", ARG_STRING, &o->metrics, 0, 0, 0, NULL, NULL},
       {"--save", ARG_STRING, &o->save, 0, 0, 0, NULL, NULL},
       {"--save-every", ARG_INT, &o->save_every, 1, 1e9, 0, NULL, NULL},
+      {"--save-limit", ARG_INT, &o->save_limit, 1, 1e9, 0, NULL, NULL},
       {"--resume", ARG_STRING, &o->resume, 0, 0, 0, NULL, NULL},
       {"--comm-timeout", ARG_DOUBLE, &o->comm_timeout, 0, 1e7, 1, NULL, NULL},
       {"--max-skipped", ARG_INT, &o->max_skipped, 0, 1e6, 0, NULL, NULL},
@@ -151,6 +153,7 @@ static int parse(int argc, char **argv, dlrm_opts_t *o) {
                        "%s '%s': file not readable; accepted synthetic or a Criteo TSV file",
                        files[i][0], files[i][1]);
   if (o->save_every && !o->save) return zarg_fail("train", "--save-every needs --save DIR");
+  if (o->save_limit && !o->save) return zarg_fail("train", "--save-limit needs --save DIR");
   if (o->resume && access(o->resume, R_OK))
     return zarg_fail("train", "--resume '%s': no such checkpoint directory", o->resume);
   return 0;
@@ -176,6 +179,7 @@ static void to_config(const dlrm_opts_t *o, zeroc_train_config_t *c) {
   c->val_every = o->val_every ? o->val_every : INT_MAX;
   c->val_tokens = o->val_samples;
   c->save = o->save, c->save_every = o->save_every, c->resume = o->resume;
+  c->save_limit = o->save_limit;
 }
 
 static void print_header(const ztrain_job_t *j, const zeroc_train_info_t *in,

@@ -70,6 +70,7 @@ void ztrain_usage(void) {
       "         the last step only) --val-tokens T (65536, rounded up to whole global batches)\n"
       "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init "
       "F.safetensors\n"
+      "         --save-limit N (all): keep the newest N checkpoints in --save DIR\n"
       "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
       "sample:  --sample-every N (0 = off) --sample-tokens M (64) --tokenizer bytes|FILE (the "
       "data's)\n"
@@ -124,6 +125,7 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--val-tokens", ARG_I64, &o->val_tokens, 1, ZEROC_VAL_TOKENS_MAX, 0, NULL, NULL},
       {"--save", ARG_STRING, &o->save, 0, 0, 0, NULL, NULL},
       {"--save-every", ARG_INT, &o->save_every, 1, 1e9, 0, NULL, NULL},
+      {"--save-limit", ARG_INT, &o->save_limit, 1, 1e9, 0, NULL, NULL},
       {"--resume", ARG_STRING, &o->resume, 0, 0, 0, NULL, NULL},
       {"--export", ARG_STRING, &o->export_path, 0, 0, 0, NULL, NULL},
       {"--init", ARG_STRING, &o->init, 0, 0, 0, NULL, NULL},
@@ -282,6 +284,7 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->resume = o->resume;
   c->save = o->save;
   c->save_every = o->save_every;
+  c->save_limit = o->save_limit; /* 0 (not given): ZEROC's default, keep all */
   c->export_path = o->export_path;
   c->spike_window = o->spike_window;
   c->spike_z = o->spike_z;

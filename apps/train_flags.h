@@ -20,7 +20,7 @@ typedef struct ztrain_opts {
   int device, model, schedule, dtype, recompute, off_opt, off_par, pp_schedule;
   int layers, hidden, heads, vocab, seq, batch, grad_accum, steps, warmup, zero, hsdp, tp, pp;
   int vpp, microbatches, prefetch, save_every, shuffle, quiet, print_topology, print_schedule;
-  int sequence_parallel, max_skipped, spike_window, val_every;
+  int sequence_parallel, max_skipped, spike_window, val_every, save_limit;
   int cp, cp_mode; /* --cp (1), --cp-mode: 0 ring, 1 ulysses */
   int64_t seed, val_tokens;
   double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout, spike_z, dropout;

@@ -23,6 +23,9 @@ typedef struct ztrain_job {
   const struct ztrain_view *view;
   const void *opts;          /* the view's own parsed flags */
   struct ztrain_sample *smp; /* --sample-every (a model with a sampler), or NULL */
+  int argc;                  /* train's flags as given: the resume command of a stop */
+  char **argv;
+  int stop_on_signal; /* SIGTERM, SIGINT, SIGUSR1 stop at a step boundary (apps/train_stop.h) */
 } ztrain_job_t;
 
 typedef struct ztrain_view {

@@ -11,6 +11,7 @@ add_test(NAME test_ctx_owned_mpi_fail_only
 set_tests_properties(test_ctx_owned_mpi_fail_only PROPERTIES LABELS "mpi" TIMEOUT 120 PROCESSORS 2
   FAIL_REGULAR_EXPRESSION "exiting improperly|without calling .finalize")
 zeroc_test(NAME test_watchdog SOURCES test_watchdog.c NP 2 4 LABELS mpi)
+zeroc_test(NAME test_heartbeat SOURCES test_heartbeat.c NP 2 LABELS mpi TIMEOUT 120)
 # The error contract (include/zeroc/result.h): each failing public call names its own failure.
 zeroc_test(NAME test_errors SOURCES test_errors.c NP 1 LABELS mpi)
 

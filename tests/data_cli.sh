@@ -3,7 +3,8 @@
 # bytes tokenizer (the same for 1 and 4 threads, --shard-tokens cuts, quoted
 # globs, the summary), every refusal with one line and exit 2 and nothing
 # written, and `zeroc train` on the prepared shards (2 ranks) plus its refusal
-# of a model whose vocab is smaller than the recorded tokenizer's.
+# of a model whose vocab is smaller than the recorded tokenizer's; one run at a
+# time per output directory, and what killed runs left removed.
 # usage: data_cli.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS" TEST_NAME
 set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
@@ -108,5 +109,58 @@ data_signal)
   grep -q "stopped by signal 2; nothing was written" "$WORK/sig.err" || fail "no message: $(cat "$WORK/sig.err")"
   [ ! -e "$WORK/sig/out" ] || fail "left behind: $(ls -la "$WORK/sig/out")"
   echo "SIGINT: exit 130, nothing left" ;;
+data_lock)
+  # one run at a time per --out: a second refuses with one line and writes
+  # nothing; a run killed with -9 leaves temporaries that the next run removes
+  # and mentions. 300 copies of the licenses through BPE on one thread: seconds.
+  tok=$(dirname "$0")/fixtures/tokenizer/bpe1000.json
+  args=(); for i in $(seq 300); do args+=("$LIC/*"); done
+  small=(--tokenizer bytes --threads 1 "$LIC/GPL-3")
+  mkdir -p "$WORK/o"
+  # the lock as another run holds it (flock on the directory)
+  flock -n -o "$WORK/o" sleep 5 &
+  fl=$!; sleep 0.3
+  out=$(data "${small[@]}" --out "$WORK/o" 2>&1); rc=$?
+  [ $rc = 2 ] && echo "$out" | grep -q "is being written by another zeroc data run" || fail "locked: exit $rc: $out"
+  [ "$(echo "$out" | wc -l)" = 1 ] || fail "not one line: $out"
+  [ -z "$(ls -A "$WORK/o")" ] || fail "the refused run wrote: $(ls -A "$WORK/o")"
+  kill $fl 2> /dev/null; wait $fl 2> /dev/null
+  # two real runs into one --out: the second, started while the first writes, refuses
+  "$ZEROC" data --tokenizer "$tok" --out "$WORK/o" --threads 1 --quiet "${args[@]}" > /dev/null 2> "$WORK/a.err" &
+  a=$!
+  for _ in $(seq 100); do ls "$WORK"/o/*.tmp.* > /dev/null 2>&1 && break; sleep 0.05; done
+  ls "$WORK"/o/*.tmp.* > /dev/null 2>&1 || { kill -9 $a; fail "the first run wrote no temporary"; }
+  out=$(data "${small[@]}" --out "$WORK/o" --force 2>&1); rc=$?
+  [ $rc = 2 ] && echo "$out" | grep -q "is being written by another zeroc data run" || { kill -9 $a; fail "concurrent run: exit $rc: $out"; }
+  # killed with -9 mid-run: its temporaries stay, until the next run
+  kill -9 $a; wait $a 2> /dev/null
+  n=$(ls "$WORK"/o/*.tmp.* 2> /dev/null | wc -l)
+  [ "$n" -ge 1 ] || fail "no temporaries left by the killed run"
+  data "${small[@]}" --out "$WORK/o" > /dev/null 2> "$WORK/c.err" || fail "the run after the kill: $(cat "$WORK/c.err")"
+  grep -q "removed $n temporar.* left in '$WORK/o' by an interrupted run" "$WORK/c.err" || fail "not mentioned: $(cat "$WORK/c.err")"
+  [ -z "$(ls "$WORK"/o/*.tmp.* 2> /dev/null)" ] || fail "temporaries left: $(ls "$WORK/o")"
+  [ "$(cd "$WORK/o" && ls | tr '\n' ' ')" = "tokenizer.json train_000000.bin val_000000.bin " ] || fail "outputs: $(ls "$WORK/o")"
+  echo "locked --out refused; concurrent run refused; $n dead temporaries removed and mentioned" ;;
+data_force_commit)
+  # a --force run killed while putting its files in place (the 4th of them):
+  # the next run into --out restores the earlier set whole, bit for bit
+  sums() { (cd "$1" && ls -A | grep -v '^\.zeroc-data-old' | xargs md5sum); }
+  data --tokenizer bytes --out "$WORK/f" --shard-tokens 50000 --quiet "$LIC/*" > /dev/null || fail "first set"
+  sums "$WORK/f" > "$WORK/old.sums"
+  old_n=$(ls "$WORK"/f/train_*.bin "$WORK"/f/val_*.bin | wc -l)
+  ZEROC_FAULT='kill@data.commit:step=3' "$ZEROC" data --tokenizer bytes --out "$WORK/f" --force \
+    --shard-tokens 20000 --val-fraction 0 --quiet "$LIC/*" > /dev/null 2>&1; rc=$?
+  [ $rc = 137 ] || fail "the killed run exited $rc"
+  ls -d "$WORK"/f/.zeroc-data-old.* > /dev/null 2>&1 || fail "no earlier set aside: $(ls -A "$WORK/f")"
+  out=$(data --tokenizer bytes --out "$WORK/f" --quiet "$LIC/GPL-3" 2>&1); rc=$?
+  echo "$out" | grep -q "earlier set is restored" || fail "no restore said: $out"
+  [ $rc = 2 ] && echo "$out" | grep -q "already holds $old_n shard" || fail "after the restore: exit $rc: $out"
+  sums "$WORK/f" | cmp -s - "$WORK/old.sums" || { sums "$WORK/f" | diff - "$WORK/old.sums"; fail "the restored set differs"; }
+  [ -z "$(ls -A "$WORK/f" | grep zeroc-data-old)" ] || fail "the aside directory is left"
+  # and a --force run that completes replaces the set whole, nothing old left
+  data --tokenizer bytes --out "$WORK/f" --force --shard-tokens 20000 --val-fraction 0 --quiet "$LIC/*" > /dev/null || fail "--force"
+  [ -z "$(ls "$WORK"/f/val_*.bin 2> /dev/null)" ] && [ -z "$(ls -A "$WORK/f" | grep -e zeroc-data-old -e '\.tmp\.')" ] \
+    || fail "after --force: $(ls -A "$WORK/f")"
+  echo "killed mid-commit: the earlier $old_n-shard set restored whole by the next run; --force replaces whole" ;;
 *) fail "unknown test $NAME" ;;
 esac

@@ -24,6 +24,15 @@ foreach(t dead_rank stuck_rank)
     ENVIRONMENT "ZEROC_COMM=staged")
 endforeach()
 
+# Preemption (tests/preempt.sh): SIGTERM, SIGINT or SIGUSR1 stop the job at a
+# step boundary with a checkpoint, one line and exit 75; resumed runs are bitwise.
+foreach(t term_rank usr1_mpirun int_nosave second_signal save_limit)
+  add_test(NAME preempt_${t}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/preempt.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
+            "${_rel_mpirun_flags}" ${t})
+  set_tests_properties(preempt_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2)
+endforeach()
+
 # Hostile input (tests/hostile.sh): one CTest entry per probe group,
 # tests/hostile/GROUP.sh; each probe must end in time with the expected exit
 # status and a message naming what is wrong.

@@ -122,5 +122,25 @@ init_shorter_seq)
   cmp -s "$WORK/a.safetensors" "$WORK/b.safetensors" || fail "export at --seq 32 changed the file"
   "${S[@]}" --seq 32 --init "$WORK/a.safetensors" > /dev/null || fail "sample at --seq 32"
   echo "64-position file through --seq 32 exported byte for byte" ;;
+sigint)
+  # tokens are printed as they come; SIGINT stops the generation there: the
+  # text so far stays printed (a prefix of the seed's text), one line, exit 130
+  train 1 "${COMMON[@]}" --steps 5 --export "$WORK/m.safetensors" || fail "training"
+  "${S[@]}" --init "$WORK/m.safetensors" --seed 3 --no-cache --tokens 100000 > "$WORK/out" 2> "$WORK/err" &
+  sp=$!
+  for _ in $(seq 300); do [ "$(wc -c < "$WORK/out")" -ge 200 ] && break; sleep 0.1; done
+  [ "$(wc -c < "$WORK/out")" -ge 200 ] || { kill -9 $sp; fail "no tokens printed while generating"; }
+  kill -INT $sp
+  for _ in $(seq 100); do kill -0 $sp 2> /dev/null || break; sleep 0.1; done
+  kill -0 $sp 2> /dev/null && { kill -9 $sp; fail "still generating 10 s after SIGINT"; }
+  wait $sp; rc=$?
+  [ $rc = 130 ] || { cat "$WORK/err"; fail "exit $rc after SIGINT, expected 130"; }
+  k=$(sed -n 's/^zeroc sample: stopped by SIGINT after \([0-9]*\) of 100000 tokens$/\1/p' "$WORK/err")
+  [ -n "$k" ] || { cat "$WORK/err"; fail "no line saying where it stopped"; }
+  # the bytes tokenizer: one byte per token, and the same text as a run of k tokens
+  [ "$(wc -c < "$WORK/out")" = $((7 + k + 1)) ] || fail "$(wc -c < "$WORK/out") bytes printed for $k tokens"
+  "${S[@]}" --init "$WORK/m.safetensors" --seed 3 --no-cache --tokens "$k" > "$WORK/ref" || fail "the $k-token run"
+  cmp -s "$WORK/out" "$WORK/ref" || fail "the interrupted text is not the seed's first $k tokens"
+  echo "SIGINT after $k tokens: printed as they came, exit 130, the seed's text so far" ;;
 *) fail "unknown test $NAME" ;;
 esac

@@ -1,6 +1,7 @@
 /*
  * tests/test_core.c - results, mesh layouts, the memory accountant, the
- * topology plan on hwloc synthetic topologies, bf16 conversion.
+ * topology plan on hwloc synthetic topologies, bf16 conversion, SHA-256 and
+ * HMAC-SHA256 against the published test vectors.
  */
 #include <hwloc.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/mem.h"
+#include "core/sha256.h"
 #include "core/topo.h"
 #include "testutil.h"
 
@@ -241,6 +243,62 @@ static void test_bf16(void) {
   CU_ASSERT_STRING_EQUAL(zeroc_dtype_name(ZEROC_FP32), "fp32");
 }
 
+static void hex(const uint8_t *d, char *out) {
+  for (int i = 0; i < ZEROC_SHA256_BYTES; i++) sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+/* FIPS 180-4's examples (and the million-'a' message fed in uneven pieces), RFC 4231's cases. */
+static void test_sha256(void) {
+  static const struct {
+    const char *msg, *want;
+  } H[] = {
+      {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+      {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+      {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+       "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+  };
+  uint8_t d[ZEROC_SHA256_BYTES];
+  char got[2 * ZEROC_SHA256_BYTES + 1];
+  for (size_t i = 0; i < sizeof H / sizeof H[0]; i++) {
+    zeroc__sha256(H[i].msg, strlen(H[i].msg), d);
+    hex(d, got);
+    ZT_ASSERT_MSG(!strcmp(got, H[i].want), "sha256('%s') = %s, want %s", H[i].msg, got, H[i].want);
+  }
+  static char a[1001];
+  memset(a, 'a', sizeof a);
+  zeroc__sha256_t s;
+  zeroc__sha256_init(&s);
+  for (int k = 0; k < 1000; k++) zeroc__sha256_update(&s, a, k % 2 ? 999 : 1001);
+  zeroc__sha256_final(&s, d);
+  hex(d, got);
+  ZT_ASSERT_MSG(!strcmp(got, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
+                "sha256(10^6 x 'a') = %s", got);
+  /* RFC 4231 test cases 1, 2 and 6 (a key longer than the block) */
+  uint8_t k1[20], k6[131];
+  memset(k1, 0x0b, sizeof k1);
+  memset(k6, 0xaa, sizeof k6);
+  static const char *const m6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+  const struct {
+    const void *key;
+    size_t klen;
+    const char *msg, *want;
+  } M[] = {
+      {k1, sizeof k1, "Hi There",
+       "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
+      {"Jefe", 4, "what do ya want for nothing?",
+       "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"},
+      {k6, sizeof k6, m6, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"},
+  };
+  for (size_t i = 0; i < sizeof M / sizeof M[0]; i++) {
+    zeroc__hmac_sha256(M[i].key, M[i].klen, M[i].msg, strlen(M[i].msg), d);
+    hex(d, got);
+    ZT_ASSERT_MSG(!strcmp(got, M[i].want), "hmac case %zu = %s, want %s", i, got, M[i].want);
+  }
+  uint8_t x[4] = {1, 2, 3, 4}, y[4] = {1, 2, 3, 5};
+  CU_ASSERT(zeroc__ct_equal(x, x, 4));
+  CU_ASSERT(!zeroc__ct_equal(x, y, 4));
+}
+
 int main(void) {
   static const zt_test_t tests[] = {
       {"result codes and error text", test_results},
@@ -250,6 +308,7 @@ int main(void) {
       {"memory accountant", test_accountant},
       {"topology plan on synthetic topologies", test_topology_synthetic},
       {"bf16 conversion", test_bf16},
+      {"sha256 and hmac-sha256 test vectors", test_sha256},
       ZT_END,
   };
   return zt_run("core", tests);

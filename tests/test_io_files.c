@@ -130,7 +130,9 @@ static void test_atomic_write_and_crash(void) {
   n = slurp(path, got, sizeof got);
   ZT_ASSERT_MSG(n == (long)strlen(v1) && !memcmp(got, v1, (size_t)n),
                 "after the killed writer the file holds %ld bytes, not the old version", n);
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)pid);
+  char prefix[4300];
+  snprintf(prefix, sizeof prefix, "%s.tmp.%ld", path, (long)pid);
+  CU_ASSERT_EQUAL(zt_find_prefixed(prefix, tmp, sizeof tmp), 0); /* <pid>.<random> */
   n = slurp(tmp, got, sizeof got);
   CU_ASSERT(n == 10 && !memcmp(got, v2, 10));
   unlink(tmp);
@@ -234,6 +236,50 @@ static void test_write_errors(void) {
 
 /* ---- directories -------------------------------------------------------------- */
 
+/* A shared directory (/tmp): links planted at the names zeroc used to take
+ * (<file>.tmp.<pid>, .zeroc-probe.<pid>) never lead a write to another file;
+ * temporaries are new files with names nobody can guess. */
+static void test_shared_dir_links(void) {
+  char victim[4200], path[4200], link1[4300], link2[4300], a[4300], b[4300], got[64];
+  snprintf(victim, sizeof victim, "%s/victim", g_dir);
+  snprintf(path, sizeof path, "%s/out.safetensors", g_dir);
+  ZT_OK(zeroc__file_write_atomic(victim, "precious", 8));
+  snprintf(link1, sizeof link1, "%s.tmp.%ld", path, (long)getpid());
+  snprintf(link2, sizeof link2, "%s/.zeroc-probe.%ld", g_dir, (long)getpid());
+  CU_ASSERT_EQUAL_FATAL(symlink(victim, link1), 0);
+  CU_ASSERT_EQUAL_FATAL(symlink(victim, link2), 0);
+  ZT_OK(zeroc__dir_check_writable(g_dir, "--save"));
+  ZT_OK(zeroc__file_write_atomic(path, "weights", 7));
+  long n = slurp(victim, got, sizeof got);
+  ZT_ASSERT_MSG(n == 8 && !memcmp(got, "precious", 8), "the linked file now holds %ld bytes", n);
+  n = slurp(path, got, sizeof got);
+  CU_ASSERT(n == 7 && !memcmp(got, "weights", 7));
+  /* a link at the final name is replaced, not followed */
+  unlink(path);
+  CU_ASSERT_EQUAL_FATAL(symlink(victim, path), 0);
+  ZT_OK(zeroc__file_write_atomic(path, "weights", 7));
+  struct stat st;
+  CU_ASSERT(lstat(path, &st) == 0 && S_ISREG(st.st_mode));
+  n = slurp(victim, got, sizeof got);
+  CU_ASSERT(n == 8 && !memcmp(got, "precious", 8));
+  /* two temporaries of one name and process: different, unguessable tails */
+  zeroc__afile_t f = ZEROC_AFILE_INIT, g = ZEROC_AFILE_INIT;
+  ZT_OK(zeroc__afile_open(&f, path));
+  ZT_OK(zeroc__afile_open(&g, path));
+  snprintf(a, sizeof a, "%s", f.tmp);
+  snprintf(b, sizeof b, "%s", g.tmp);
+  ZT_ASSERT_MSG(strcmp(a, b) && strlen(a) == strlen(link1) + 17 &&
+                    !strncmp(a, link1, strlen(link1)),
+                "temporaries '%s', '%s'", a, b);
+  zeroc__afile_abort(&f);
+  zeroc__afile_abort(&g);
+  CU_ASSERT(!exists(a) && !exists(b));
+  unlink(link1);
+  unlink(link2);
+  unlink(path);
+  unlink(victim);
+}
+
 static void test_mkdir_rmtree(void) {
   char p[4200], q[4200], outside[4200];
   snprintf(p, sizeof p, "%s/m/a//b/c/", g_dir);
@@ -319,6 +365,7 @@ static const zt_test_t tests[] = {
     {"atomic_reader_race", test_atomic_reader_race},
     {"write_errors", test_write_errors},
     {"mkdir_rmtree", test_mkdir_rmtree},
+    {"shared_dir_links", test_shared_dir_links},
     {"dir_stage_publish", test_dir_stage_publish},
     ZT_END,
 };

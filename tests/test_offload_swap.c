@@ -293,6 +293,51 @@ static void test_swap_ticket_limit(void) {
   zeroc__swap_destroy(sw);
 }
 
+/* The swap directories are private (0700), and a planted link or another
+ * user's directory at the job's name is refused. */
+static void test_swap_private_dirs(void) {
+  zeroc__swap_config_t c = ZEROC__SWAP_CONFIG_INIT;
+  c.rank = zeroc_ctx_mesh(ctx)->rank;
+  c.dir = tmp;
+  c.job = "private";
+  zeroc__swap_t *sw = NULL;
+  ZT_OK(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw));
+  char job[4200], rank[4300], target[4200];
+  snprintf(job, sizeof job, "%s/private", tmp);
+  snprintf(rank, sizeof rank, "%s/rank%d", job, c.rank);
+  struct stat st;
+  CU_ASSERT(stat(job, &st) == 0 && (st.st_mode & 0777) == 0700);
+  ZT_ASSERT_MSG(stat(rank, &st) == 0 && (st.st_mode & 0777) == 0700, "rank directory mode %o",
+                (unsigned)(st.st_mode & 0777));
+  zeroc__swap_destroy(sw);
+  sw = NULL;
+  /* a link where the job directory goes: refused, nothing made through it */
+  snprintf(target, sizeof target, "%s/elsewhere-%d", tmp, c.rank);
+  snprintf(job, sizeof job, "%s/linked-%d", tmp, c.rank);
+  CU_ASSERT_EQUAL_FATAL(mkdir(target, 0777), 0);
+  CU_ASSERT_EQUAL_FATAL(symlink(target, job), 0);
+  char name[64];
+  snprintf(name, sizeof name, "linked-%d", c.rank);
+  c.job = name;
+  CU_ASSERT_EQUAL(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw), ZEROC_ERR_IO);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "is a symbolic link"), "%s", zeroc_last_error(NULL));
+  snprintf(rank, sizeof rank, "%s/rank%d", target, c.rank);
+  CU_ASSERT(stat(rank, &st) != 0);
+  unlink(job);
+  rmdir(target);
+  /* an existing one of ours left 0755 (an older zeroc) is closed */
+  snprintf(job, sizeof job, "%s/old-%d", tmp, c.rank);
+  CU_ASSERT_EQUAL_FATAL(mkdir(job, 0755), 0);
+  CU_ASSERT_EQUAL(chmod(job, 0755), 0);
+  snprintf(name, sizeof name, "old-%d", c.rank);
+  c.job = name;
+  ZT_OK(zeroc__swap_create(zeroc__ctx_mem(ctx), &c, &sw));
+  ZT_ASSERT_MSG(stat(job, &st) == 0 && (st.st_mode & 0777) == 0700, "old job directory mode %o",
+                (unsigned)(st.st_mode & 0777));
+  zeroc__swap_destroy(sw);
+  rmdir(job);
+}
+
 /* ---- swapper: failures ----------------------------------------------------- */
 
 static void test_swap_short_read(void) {
@@ -508,6 +553,7 @@ int main(int argc, char **argv) {
       {"swap: four threads on one swapper", test_swap_threads},
       {"swap: poll, consumed tickets, busy slots", test_swap_poll_and_tickets},
       {"swap: ticket limit", test_swap_ticket_limit},
+      {"swap: private directories, links refused", test_swap_private_dirs},
       {"swap: short read after truncation", test_swap_short_read},
       {"swap: missing directory, file instead of directory", test_swap_bad_dirs},
       {"swap: bad arguments", test_swap_bad_args},

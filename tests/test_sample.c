@@ -262,6 +262,18 @@ static void test_logits_equal_training(void) {
   run_close(&r);
 }
 
+/* zeroc_sampler_generate_each's callback: counts calls, checks the count
+ * grows by one, stops at stop_at (0: never). */
+typedef struct {
+  int calls, prefix_ok, stop_at;
+} each_t;
+static int each_token(void *user, const int32_t *out, int count) {
+  each_t *e = user;
+  e->calls++;
+  e->prefix_ok = (e->calls == 1 ? 1 : e->prefix_ok) && count == e->calls && out[count - 1] >= 0;
+  return e->stop_at && count >= e->stop_at;
+}
+
 static void test_generate(void) {
   run_t r;
   char *dir = shared_dir(), path[600];
@@ -288,6 +300,18 @@ static void test_generate(void) {
     CU_ASSERT(!memcmp(a, b, sizeof a)); /* sampled: the same seed, with or without cache */
     ZT_OK(zeroc_sampler_generate(s, p, 20, N, 0.8, 10, 6, c));
     CU_ASSERT(memcmp(a, c, sizeof a) != 0); /* another seed, another text */
+    /* token by token: the callback sees each prefix, and stopping keeps it */
+    each_t e = {0, 0, 13};
+    int got = -1;
+    memset(c, 0xff, sizeof c);
+    ZT_OK(zeroc_sampler_generate_each(s, p, 20, N, 0.8, 10, 5, c, each_token, &e, &got));
+    CU_ASSERT_EQUAL(got, 13);
+    CU_ASSERT_EQUAL(e.calls, 13);
+    CU_ASSERT(e.prefix_ok);
+    CU_ASSERT(!memcmp(a, c, 13 * sizeof c[0])); /* the seed's first 13 tokens */
+    CU_ASSERT_EQUAL(c[13], -1);                 /* nothing past the stop */
+    ZT_OK(zeroc_sampler_generate_each(s, p, 20, N, 0.8, 10, 5, c, NULL, NULL, &got));
+    CU_ASSERT(got == N && !memcmp(a, c, sizeof a));
     int ok = 1;
     for (int i = 0; i < N; i++) ok &= a[i] >= 0 && a[i] < CFG.vocab;
     CU_ASSERT(ok);

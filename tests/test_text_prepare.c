@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
+#include "text/prepare_internal.h"
 #include "zeroc/prepare.h"
 #include "zeroc/zeroc.h"
 
@@ -482,6 +483,25 @@ static void test_vocab_check(void) {
   free(out);
 }
 
+/* A --force run's clean-up keeps exactly the names it wrote: 7-digit ones
+ * from index 10^6 on too (a run of that many shards cannot be a test). */
+static void test_stale_names(void) {
+  const int n[2] = {1000001, 3}; /* ZEROC__TRAIN, ZEROC__VAL */
+  static const struct {
+    const char *name;
+    int stale;
+  } cases[] = {
+      {"train_000000.bin", 0},  {"train_999999.bin", 0},  {"train_1000000.bin", 0},
+      {"train_1000001.bin", 1}, {"train_0000005.bin", 1}, {"val_000002.bin", 0},
+      {"val_000003.bin", 1},    {"val_0000002.bin", 1},   {"tokenizer.json", 0},
+      {"train_000000.txt", 0},  {"notes.bin", 0},
+  };
+  CU_ASSERT_EQUAL(ZEROC__TRAIN, 0);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ZT_ASSERT_MSG(zeroc__prepare_is_stale(cases[i].name, n) == cases[i].stale, "%s: stale %d",
+                  cases[i].name, !cases[i].stale);
+}
+
 static const zt_test_t tests[] = {
     {"bytes_roundtrip", test_bytes_roundtrip},
     {"val_tail", test_val_tail},
@@ -492,6 +512,7 @@ static const zt_test_t tests[] = {
     {"refusals", test_refusals},
     {"vocab_check", test_vocab_check},
     {"stop", test_stop},
+    {"stale_names", test_stale_names},
     ZT_END,
 };
 

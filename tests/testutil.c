@@ -4,6 +4,7 @@
 #include "testutil.h"
 
 #include <CUnit/Basic.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -161,4 +162,24 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 
 void zt_rmtree(const char *path) {
   if (path) nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int zt_find_prefixed(const char *prefix, char *out, size_t n) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", prefix);
+  char *slash = strrchr(dir, '/');
+  const char *base = slash ? slash + 1 : prefix;
+  if (slash) *slash = 0;
+  size_t bl = strlen(base);
+  DIR *d = opendir(slash ? dir : ".");
+  if (!d) return -1;
+  int found = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (!strncmp(e->d_name, base, bl) && e->d_name[bl] == '.' && e->d_name[bl + 1]) {
+      snprintf(out, n, "%s/%s", slash ? dir : ".", e->d_name);
+      found++;
+    }
+  closedir(d);
+  return found == 1 ? 0 : -1;
 }

@@ -56,6 +56,9 @@ double zt_max_abs_diff(const float *a, const float *b, size_t n);
 /* A temporary directory (mkdtemp under TMPDIR or /tmp), removed with zt_rmtree. */
 char *zt_tempdir(const char *prefix);
 void zt_rmtree(const char *path);
+/* The one file "<prefix>.<anything>" (a temporary with a random tail) into
+ * out: 0, or -1 when there is none or more than one. */
+int zt_find_prefixed(const char *prefix, char *out, size_t n);
 
 /* CUnit assertion with a formatted message printed on failure. */
 #define ZT_ASSERT_MSG(cond, ...)                                                                  \

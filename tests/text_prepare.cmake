@@ -3,7 +3,7 @@
 zeroc_test(NAME test_text_prepare SOURCES test_text_prepare.c LABELS unit
   ARGS ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/tokenizer)
 string(REPLACE ";" " " _mpirun_flags "${ZEROC_MPIRUN_FLAGS}")
-foreach(t data_prepare data_bad_flags data_train data_signal)
+foreach(t data_prepare data_bad_flags data_train data_signal data_lock data_force_commit)
   add_test(NAME ${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/data_cli.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_mpirun_flags}" ${t})

@@ -97,6 +97,22 @@ ZEROC_API zeroc_result_t zeroc_sampler_generate(zeroc_sampler_t *s, const int32_
                                                 int tokens, double temperature, int top_k,
                                                 uint64_t seed, int32_t *out);
 
+/* Called after each generated token: out[0..count) are the tokens so far.
+ * A non-zero return stops the generation there (an interrupted sample). */
+typedef int (*zeroc_sample_token_fn)(void *user, const int32_t *out, int count);
+
+/*
+ * zeroc_sampler_generate, calling on_token (may be NULL) after each token, so
+ * a caller can print tokens as they come and stop early; *generated (may be
+ * NULL) gets the number of tokens written to out (tokens, unless on_token
+ * stopped it). The tokens are those zeroc_sampler_generate writes.
+ */
+ZEROC_API zeroc_result_t zeroc_sampler_generate_each(zeroc_sampler_t *s, const int32_t *prompt,
+                                                     int n, int tokens, double temperature,
+                                                     int top_k, uint64_t seed, int32_t *out,
+                                                     zeroc_sample_token_fn on_token, void *user,
+                                                     int *generated);
+
 /* What a trainer's sample generates. Initialise with ZEROC_SAMPLE_CONFIG_INIT. */
 typedef struct zeroc_sample_config {
   size_t size;        /* sizeof(zeroc_sample_config_t), set by the initializer */

@@ -141,6 +141,9 @@ typedef struct zeroc_train_config {
   int embedding_sharding;   /* zeroc_embed_sharding_t: [0 auto], 1 table, 2 column, 3 row, 4 data */
   /* context parallelism (the context's cp > 1: each sequence split over the cp ranks) */
   zeroc_cp_mode_t cp_mode; /* attention over the cp group: ring or ulysses; DEFAULT: ring */
+  /* checkpoint retention (appended: older callers' smaller structs keep it unset) */
+  int save_limit; /* with save: keep the newest N checkpoints in it, deleting an older one only
+                     once a new one is complete, never the one `latest` names [0: keep all] */
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -153,7 +156,7 @@ typedef struct zeroc_train_config {
         ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_DEFAULT, ZEROC_UNSET, NULL, ZEROC_UNSET, NULL,    \
         NULL, NULL, ZEROC_UNSET, NULL, ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, NULL,        \
         ZEROC_UNSET, ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, NULL, ZEROC_UNSET,             \
-        ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT                                \
+        ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET                   \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */

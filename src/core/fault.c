@@ -24,11 +24,11 @@ enum { A_KILL, A_STOP, A_HANG, A_EXIT, A_SLEEP, A_VALUE };
 static const char *const points[] = {"forward",      "backward",    "step",         "grad",
                                      "ckpt.stage",   "ckpt.shard",  "ckpt.written", "ckpt.manifest",
                                      "ckpt.publish", "ckpt.latest", "ckpt.load",    "finalize",
-                                     NULL};
+                                     "data.commit",  NULL};
 #define POINT_GRAD 3
 #define POINTS_TEXT                                                                                \
   "forward, backward, step, grad, ckpt.stage, ckpt.shard, ckpt.written, ckpt.manifest, "           \
-  "ckpt.publish, ckpt.latest, ckpt.load, finalize"
+  "ckpt.publish, ckpt.latest, ckpt.load, finalize, data.commit"
 #define ACTIONS_TEXT "kill, stop, hang, exit, sleep=SECONDS, and at grad: nan, inf, set=VALUE"
 
 typedef struct {

@@ -13,7 +13,9 @@
  *           reduction), ckpt.stage, ckpt.shard (the shard file half written),
  *           ckpt.written, ckpt.manifest, ckpt.publish, ckpt.latest (the last
  *           three on world rank 0 only), ckpt.load, finalize (entering
- *           zeroc_ctx_finalize; its step is 0).
+ *           zeroc_ctx_finalize; its step is 0), data.commit (`zeroc data`
+ *           putting its files in place: step = the files already placed, rank 0;
+ *           read from the environment by zeroc_text_prepare itself).
  *   rank    world rank that acts (default: every rank).
  *   step    optimizer step (1-based, the one being computed; a skipped step
  *           does not advance it) or checkpoint step; default any.

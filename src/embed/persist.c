@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "embed/embed.h"
+#include "io/files.h"
 #include "runtime/runtime.h"
 
 #define EMBED_FILE_MAGIC   0x424d455aU /* "ZEMB" */
@@ -115,10 +116,9 @@ zeroc_result_t zeroc_embed_set_table(zeroc_embed_t *e, int t, const float *weigh
 
 static zeroc_result_t write_shard(const char *dir, int t, const zeroc__etab_t *x, const float *w,
                                   const float *st) {
-  char path[4096], tmp[4200];
+  char path[4096];
   snprintf(path, sizeof(path), "%s/embed_t%d_r%" PRId64 "-%" PRId64 "_c%d-%d.bin", dir, t, x->r0,
            x->r1, x->c0, x->c1);
-  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
   file_hdr_t h = {EMBED_FILE_MAGIC,
                   EMBED_FILE_VERSION,
                   t,
@@ -132,16 +132,18 @@ static zeroc_result_t write_shard(const char *dir, int t, const zeroc__etab_t *x
                   0};
   size_t nw = (size_t)(x->r1 - x->r0) * (size_t)(x->c1 - x->c0),
          ns = h.has_state ? (size_t)(x->r1 - x->r0) : 0;
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return ZEROC_FAIL(ZEROC_ERR_IO, "embed save: cannot create %s: %s", tmp, strerror(errno));
-  int ok = fwrite(&h, sizeof(h), 1, f) == 1 && fwrite(w, 4, nw, f) == nw &&
-           (!ns || fwrite(st, 4, ns, f) == ns);
-  ok = fclose(f) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    remove(tmp);
-    return ZEROC_FAIL(ZEROC_ERR_IO, "embed save: writing %s failed: %s", path, strerror(errno));
-  }
+  /* through an exclusive temporary, renamed over the name once whole (io/files.h) */
+  zeroc__afile_t f = ZEROC_AFILE_INIT;
+  zeroc_result_t res;
+  ZEROC_TRY(zeroc__afile_open(&f, path));
+  ZEROC_TRY(zeroc__afile_write(&f, &h, sizeof(h)));
+  ZEROC_TRY(zeroc__afile_write(&f, w, 4 * nw));
+  if (ns) ZEROC_TRY(zeroc__afile_write(&f, st, 4 * ns));
+  ZEROC_TRY(zeroc__afile_commit(&f));
   return ZEROC_OK;
+fail:
+  zeroc__afile_abort(&f);
+  return res;
 }
 
 static zeroc_result_t save(zeroc_embed_t *e, const char *dir) {

@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -64,20 +66,50 @@ static zeroc_result_t write_all(int fd, const void *buf, size_t n, uint64_t offs
   return ZEROC_OK;
 }
 
+/* ---- files created beside others' ----------------------------------------------- */
+
+/* 64 bits nobody else can guess (getrandom; the clock and a counter only if
+ * it fails, which it does not on Linux >= 3.17). */
+static uint64_t unguessable(void) {
+  static _Atomic uint64_t counter;
+  uint64_t v;
+  if (getrandom(&v, sizeof v, GRND_NONBLOCK) == (ssize_t)sizeof v) return v;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)getpid() << 40) ^
+         ++counter;
+}
+
+int zeroc__open_exclusive(const char *prefix, char *name, size_t n, mode_t mode) {
+  for (int attempt = 0; attempt < 16; attempt++) {
+    if ((size_t)snprintf(name, n, "%s.%016llx", prefix, (unsigned long long)unguessable()) >= n) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    /* never an existing file, never through a link someone left at the name */
+    int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
 /* ---- atomic files ------------------------------------------------------------- */
 
 zeroc_result_t zeroc__afile_open(zeroc__afile_t *f, const char *path) {
   zeroc_result_t res = ZEROC_OK;
   f->fd = -1;
   f->path = strdup(path);
-  size_t tn = strlen(path) + 32;
+  size_t tn = strlen(path) + 64;
+  char prefix[PATH_MAX + 32];
   f->tmp = malloc(tn);
   if (!f->path || !f->tmp) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "afile_open('%s'): out of host memory", path);
     goto fail;
   }
-  snprintf(f->tmp, tn, "%s.tmp.%ld", path, (long)getpid());
-  f->fd = open(f->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  /* <path>.tmp.<pid>.<random>: the pid says whose it was, the rest cannot be
+   * guessed, and it is created exclusively (a link planted there is refused) */
+  snprintf(prefix, sizeof prefix, "%s.tmp.%ld", path, (long)getpid());
+  f->fd = zeroc__open_exclusive(prefix, f->tmp, tn, 0666);
   if (f->fd < 0) {
     res = ZEROC_FAIL(ZEROC_ERR_IO, "open('%s') for writing: %s", f->tmp, strerror(errno));
     goto fail;
@@ -163,7 +195,7 @@ fail:
 
 zeroc_result_t zeroc__file_write_sync(const char *path, const void *buf, size_t n) {
   zeroc_result_t res = ZEROC_OK;
-  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
   if (fd < 0) return ZEROC_FAIL(ZEROC_ERR_IO, "open('%s') for writing: %s", path, strerror(errno));
   ZEROC_TRY(write_all(fd, buf, n, UINT64_MAX, path));
   if (fsync(fd) != 0) {
@@ -490,15 +522,16 @@ published:
 
 /* ---- start-up checks of outputs -------------------------------------------------------- */
 
-/* Creates and removes "<dir>/.zeroc-probe.<pid>": the one sure test that files
- * can be made there (access(2) is wrong for root, read-only mounts, quotas). */
+/* Creates and removes "<dir>/.zeroc-probe.<pid>.<random>" (exclusively: the
+ * directory may be shared, /tmp): the one sure test that files can be made
+ * there (access(2) is wrong for root, read-only mounts, quotas). */
 static zeroc_result_t probe_dir(const char *dir, const char *what, const char *shown) {
-  char probe[PATH_MAX];
-  if ((size_t)snprintf(probe, sizeof probe, "%s/.zeroc-probe.%ld", dir, (long)getpid()) >=
-      sizeof probe)
+  char prefix[PATH_MAX], probe[PATH_MAX + 32];
+  if ((size_t)snprintf(prefix, sizeof prefix, "%s/.zeroc-probe.%ld", dir, (long)getpid()) >=
+      sizeof prefix - 32)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s '%s': the path is longer than %d bytes", what,
                       shown, PATH_MAX - 64);
-  int fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = zeroc__open_exclusive(prefix, probe, sizeof probe, 0600);
   if (fd < 0)
     return ZEROC_FAIL(ZEROC_ERR_IO, "cannot create files in '%s': %s", dir, strerror(errno));
   int bad = write(fd, "z", 1) != 1;

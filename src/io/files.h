@@ -2,16 +2,16 @@
  * io/files.h - crash-safe file and directory writes, and the small file-system
  * helpers the checkpoint and export code build on.
  *
- * A file is written to "<name>.tmp.<pid>", fsynced, renamed over <name>, and
+ * A file is written to "<name>.tmp.<pid>.<random>" (created exclusively, never
+ * through a link: the directory may be shared), fsynced, renamed over <name>
+ * (which replaces a link there rather than following it), and
  * the directory fsynced, so a reader (or a restart after a crash) sees either
  * the whole old file or the whole new one. A directory is staged as
  * "<dir>.tmp", filled, fsynced, and renamed to <dir> the same way.
  *
  * Several ranks writing one checkpoint directory: one rank stages it, a
  * barrier, every rank writes (zeroc__file_write_sync) its own files into the
- * staged directory, a barrier, then the one rank publishes it. Temporary
- * names carry the pid, so two threads of one process must not write the same
- * final name at once.
+ * staged directory, a barrier, then the one rank publishes it.
  */
 #ifndef ZEROC_IO_FILES_H
 #define ZEROC_IO_FILES_H
@@ -27,13 +27,18 @@
 typedef struct zeroc__afile {
   int fd;     /* -1 when closed */
   char *path; /* the final name */
-  char *tmp;  /* "<path>.tmp.<pid>" */
+  char *tmp;  /* "<path>.tmp.<pid>.<random>" */
 } zeroc__afile_t;
+
+/* Creates a new file "<prefix>.<16 hex digits nobody can guess>" for writing
+ * (O_CREAT | O_EXCL | O_NOFOLLOW: never an existing file or a planted link),
+ * its name in name[0..n). Returns the descriptor, or -1 with errno. */
+int zeroc__open_exclusive(const char *prefix, char *name, size_t n, mode_t mode);
 
 #define ZEROC_AFILE_INIT                                                                           \
   { -1, NULL, NULL }
 
-/* Creates "<path>.tmp.<pid>" for writing (replacing a stale one of this pid).
+/* Creates "<path>.tmp.<pid>.<random>" for writing, exclusively.
  * Returns ZEROC_ERR_IO naming the file and errno, ZEROC_ERR_NOMEM. */
 zeroc_result_t zeroc__afile_open(zeroc__afile_t *f, const char *path);
 /* Appends all `n` bytes (short writes and EINTR retried). ENOSPC and other

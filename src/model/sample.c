@@ -295,6 +295,15 @@ static int32_t choose(zeroc_sampler_t *s, const float *logits, double temperatur
 
 zeroc_result_t zeroc_sampler_generate(zeroc_sampler_t *s, const int32_t *prompt, int n, int tokens,
                                       double temperature, int top_k, uint64_t seed, int32_t *out) {
+  return zeroc_sampler_generate_each(s, prompt, n, tokens, temperature, top_k, seed, out, NULL,
+                                     NULL, NULL);
+}
+
+zeroc_result_t zeroc_sampler_generate_each(zeroc_sampler_t *s, const int32_t *prompt, int n,
+                                           int tokens, double temperature, int top_k, uint64_t seed,
+                                           int32_t *out, zeroc_sample_token_fn on_token, void *user,
+                                           int *generated) {
+  if (generated) *generated = 0;
   if (!s || !prompt || n < 1 || tokens < 0 || (tokens > 0 && !out))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "sampler: prompt of %d tokens, %d to generate: accepted a prompt of at least "
@@ -322,7 +331,8 @@ zeroc_result_t zeroc_sampler_generate(zeroc_sampler_t *s, const int32_t *prompt,
   for (int k = 0; k < tokens; k++) {
     int32_t t = choose(s, s->logits, temperature, top_k, &rng);
     out[k] = t;
-    if (k == tokens - 1) break;
+    if (generated) *generated = k + 1;
+    if ((on_token && on_token(user, out, k + 1)) || k == tokens - 1) break;
     hist[len++] = t;
     int w = len < T ? len : T; /* the window the next prediction sees */
     if (s->cache && s->pos < T) {

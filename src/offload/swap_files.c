@@ -32,6 +32,31 @@ int zeroc__swap_name_ok(const char *s) {
 
 /* ---- create / destroy ---------------------------------------------------- */
 
+/* A swap directory that exists must be this user's own directory, not a link
+ * or another user's (who could read the swapped state or plant links in it);
+ * one of ours left open to others (an older zeroc's 0755) is closed to 0700.
+ * Anything else that is not a directory is left to the mkdir that follows. */
+static zeroc_result_t check_own_dir(const char *path, const char *what) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return ZEROC_OK;
+  if (S_ISLNK(st.st_mode))
+    return ZEROC_FAIL(ZEROC_ERR_IO,
+                      "%s directory %s is a symbolic link: refused (swap files go only into "
+                      "directories zeroc made; remove it or choose another --nvme-dir)",
+                      what, path);
+  if (!S_ISDIR(st.st_mode)) return ZEROC_OK;
+  if (st.st_uid != geteuid())
+    return ZEROC_FAIL(ZEROC_ERR_IO,
+                      "%s directory %s belongs to uid %u, not this user (%u): refused (remove it "
+                      "or choose another --nvme-dir)",
+                      what, path, (unsigned)st.st_uid, (unsigned)geteuid());
+  /* ours: a failed chmod (a read-only file system) is only said; what fails next says more */
+  if ((st.st_mode & 077) && chmod(path, 0700) != 0)
+    ZWARN(OFFLOAD, "%s directory %s is open to other users (mode %o) and chmod 0700 failed: %s",
+          what, path, (unsigned)(st.st_mode & 0777), strerror(errno));
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc__swap_make_dirs(zeroc__swap_t *sw, const char *dir, const char *job,
                                      int rank) {
   struct stat st;
@@ -45,17 +70,19 @@ zeroc_result_t zeroc__swap_make_dirs(zeroc__swap_t *sw, const char *dir, const c
   snprintf(sw->dir_job, sizeof sw->dir_job, "%s/%s", dir, job);
   snprintf(sw->rank_dir, sizeof sw->rank_dir, "%s/rank%d", sw->dir_job, rank);
   /* Another rank may remove an empty job directory as it closes while this one
-   * opens: a few attempts get past that. */
+   * opens: a few attempts get past that. The directories are the user's alone
+   * (0700): the NVMe directory may be shared with other users. */
   for (int attempt = 0;; attempt++) {
-    if (mkdir(sw->dir_job, 0755) != 0 && errno != EEXIST)
+    if (mkdir(sw->dir_job, 0700) != 0 && errno != EEXIST)
       return ZEROC_FAIL(ZEROC_ERR_IO, "mkdir of job directory %s: %s (errno %d)", sw->dir_job,
                         strerror(errno), errno);
-    if (mkdir(sw->rank_dir, 0755) == 0 || errno == EEXIST) break;
+    ZEROC_CHECK(check_own_dir(sw->dir_job, "job"));
+    if (mkdir(sw->rank_dir, 0700) == 0 || errno == EEXIST) break;
     if (errno != ENOENT || attempt == 4)
       return ZEROC_FAIL(ZEROC_ERR_IO, "mkdir of rank directory %s: %s (errno %d)", sw->rank_dir,
                         strerror(errno), errno);
   }
-  return ZEROC_OK;
+  return check_own_dir(sw->rank_dir, "rank");
 }
 
 /* ---- what crashed swappers left ----------------------------------------- */
@@ -123,6 +150,7 @@ void zeroc__swap_sweep_stale(const char *dir) {
  * system that refuses O_DIRECT (EINVAL) turns the swapper to buffered I/O with
  * one warning. */
 int zeroc__swap_open_file(zeroc__swap_t *sw, const char *path, int flags) {
+  flags |= O_NOFOLLOW; /* in a directory of our own, but never through a link */
   int fd = open(path, flags | O_RDWR | O_CLOEXEC | (sw->direct ? O_DIRECT : 0), 0600);
   if (fd < 0 && errno == EINVAL && sw->direct) {
     sw->direct = 0;

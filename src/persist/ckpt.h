@@ -38,6 +38,14 @@ zeroc_result_t zeroc__ckpt_seal_manifest(const char *text, size_t len, char **ou
 zeroc_result_t zeroc__ckpt_check_manifest_crc(const char *text, size_t len,
                                               const zeroc__json_t *root, const char *what);
 
+/* Checkpoint retention, after a save into `dir` completed (DIR/latest written):
+ * keeps the newest `keep` (>= 1) complete checkpoints step_<k> and removes the
+ * older ones, with what a model saved beside each (DIR/<name>_step_<k>, as
+ * DLRM's tables_step_<k>); never the one DIR/latest names. Staging
+ * directories (step_<k>.tmp) are not checkpoints. Rank 0 only, as the save's
+ * publishing is; a failure to remove is logged, the new checkpoint stands. */
+void zeroc__ckpt_prune(const char *dir, int keep);
+
 /* DIR/latest -> DIR/<name> in `out`, or `path` itself when it holds a manifest. */
 zeroc_result_t zeroc__ckpt_resolve(const char *path, char *out, size_t n);
 

@@ -347,6 +347,81 @@ static zeroc_result_t check_app(const char *app_json) {
   return ZEROC_OK;
 }
 
+/* The step of a complete checkpoint's name "step_<digits>" (or with a model's
+ * prefix, "<prefix>_step_<digits>" when `prefixed`), else -1. */
+static int64_t step_of(const char *name, int prefixed) {
+  const char *p = name;
+  if (prefixed) {
+    const char *q = strstr(name, "_step_");
+    if (!q || q == name) return -1;
+    p = q + 1;
+  }
+  if (strncmp(p, "step_", 5) || !p[5]) return -1;
+  int64_t k = 0;
+  for (p += 5; *p; p++) {
+    if (*p < '0' || *p > '9' || k > (int64_t)MAX_STEP) return -1;
+    k = k * 10 + (*p - '0');
+  }
+  return k;
+}
+
+static int cmp_i64_desc(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Removes every entry of `dir` that belongs to checkpoint step `k`. */
+static void prune_step(const char *dir, int64_t k) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  char path[4400];
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (step_of(e->d_name, 0) != k && step_of(e->d_name, 1) != k) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (zeroc__rmtree(path))
+      ZWARN(IO, "--save-limit: could not remove '%s': %s", path, zeroc__tls_error());
+    else
+      ZINFO(IO, "--save-limit: removed '%s'", path);
+  }
+  closedir(d);
+}
+
+void zeroc__ckpt_prune(const char *dir, int keep) {
+  if (keep < 1) return;
+  char latest[4200], name[64] = "";
+  snprintf(latest, sizeof latest, "%s/latest", dir);
+  FILE *f = fopen(latest, "r");
+  if (!f || !fgets(name, sizeof name, f)) {
+    /* no latest: nothing is known complete, so nothing is removed */
+    if (f) fclose(f);
+    ZWARN(IO, "--save-limit: '%s' unreadable; no checkpoint removed", latest);
+    return;
+  }
+  fclose(f);
+  name[strcspn(name, "\r\n")] = 0;
+  int64_t named = step_of(name, 0), *steps = NULL;
+  size_t n = 0, cap = 0;
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    int64_t k = step_of(e->d_name, 0);
+    if (k < 0) continue;
+    if (n == cap) {
+      int64_t *s = realloc(steps, (cap = cap ? 2 * cap : 64) * sizeof *s);
+      if (!s) break;
+      steps = s;
+    }
+    steps[n++] = k;
+  }
+  closedir(d);
+  qsort(steps, n, sizeof *steps, cmp_i64_desc);
+  for (size_t i = (size_t)keep; i < n; i++)
+    if (steps[i] != named) prune_step(dir, steps[i]);
+  free(steps);
+}
+
 zeroc_result_t zeroc_ckpt_save(zeroc_model_t *m, const char *dir, uint64_t step,
                                const char *app_json) {
   if (zeroc_model_num_units(m) < 0)

@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/rng.h"
 #include "io/files.h"
@@ -33,6 +35,8 @@
 #define MAX_VOCAB            65536           /* shards store uint16 ids */
 #define TAG_SPLIT            0x53504c4954ULL /* "SPLIT" */
 #define SCAN_BLOCK           65536
+#define ASIDE_PREFIX         ".zeroc-data-old." /* a --force run's earlier set, set aside */
+#define ASIDE_DONE           ".moved" /* in the aside directory: every old file is in it */
 
 /* ---- configuration ------------------------------------------------------------ */
 
@@ -286,16 +290,71 @@ static zeroc_result_t check_out_dir(const zeroc_prepare_config_t *c, int *exists
   if (!dir) return BAD("data: output directory (--out) '%s': %s", c->out_dir, strerror(errno));
   struct dirent *e;
   char found[300] = "";
-  int count = 0, s;
-  while ((e = readdir(dir)))
+  int count = 0, s, aside = 0;
+  while ((e = readdir(dir))) {
     if (shard_index(e->d_name, &s) >= 0 && count++ == 0)
       snprintf(found, sizeof found, "%s", e->d_name);
+    aside |= !strncmp(e->d_name, ASIDE_PREFIX, strlen(ASIDE_PREFIX));
+  }
   closedir(dir);
-  if (count)
+  /* a killed --force run's sets: judged again once the earlier one is restored */
+  if (count && !aside)
     return BAD("data: output directory (--out) '%s' already holds %d shard%s (%s%s); pass --force "
                "to replace them, or choose another directory",
                c->out_dir, count, count == 1 ? "" : "s", found, count > 1 ? ", ..." : "");
   return ZEROC_OK;
+}
+
+int zeroc__prepare_is_stale(const char *name, const int nshards[2]) {
+  int s, k = shard_index(name, &s);
+  if (k < 0) return 0; /* not a shard */
+  if (k >= nshards[s]) return 1;
+  /* the very name this run wrote for index k: 6 digits, 7 from 10^6 on */
+  char mine[32];
+  snprintf(mine, sizeof mine, "%s_%06d.bin", s == ZEROC__VAL ? "val" : "train", k);
+  return strcmp(name, mine) != 0;
+}
+
+/* Only one run writes an output directory at a time: an exclusive flock on
+ * the directory itself (no file added to it), held until the run ends. A
+ * second run refuses before writing anything. *fd: the locked descriptor. */
+static zeroc_result_t lock_out_dir(const zeroc_prepare_config_t *c, int *fd) {
+  *fd = open(c->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (*fd < 0)
+    return ZEROC_FAIL(ZEROC_ERR_IO, "data: output directory (--out) '%s': %s", c->out_dir,
+                      strerror(errno));
+  if (flock(*fd, LOCK_EX | LOCK_NB) == 0) return ZEROC_OK;
+  int e = errno;
+  close(*fd);
+  *fd = -1;
+  if (e == EWOULDBLOCK)
+    return BAD("data: output directory (--out) '%s' is being written by another zeroc data run; "
+               "wait for it, or choose another directory",
+               c->out_dir);
+  return ZEROC_FAIL(ZEROC_ERR_IO, "data: locking the output directory '%s': %s", c->out_dir,
+                    strerror(e));
+}
+
+/* Under the lock no other run writes here: temporaries of shards and of the
+ * tokenizer are what killed runs (kill -9, a crash) left. Removed, and said. */
+static void sweep_dead_temporaries(const char *out) {
+  DIR *dir = opendir(out);
+  if (!dir) return;
+  struct dirent *e;
+  int n = 0, s;
+  char path[PATH_MAX], base[300];
+  while ((e = readdir(dir))) {
+    const char *t = strstr(e->d_name, ".tmp.");
+    snprintf(base, sizeof base, "%.*s", t ? (int)(t - e->d_name) : 0, e->d_name);
+    int shard_tmp = t && shard_index(base, &s) >= 0;
+    if (!shard_tmp && strcmp(e->d_name, "tokenizer.json.new")) continue;
+    snprintf(path, sizeof path, "%s/%s", out, e->d_name);
+    if (unlink(path) == 0) n++;
+  }
+  closedir(dir);
+  if (n)
+    ZWARN(IO, "data: removed %d temporar%s left in '%s' by an interrupted run", n,
+          n == 1 ? "y" : "ies", out);
 }
 
 /* After the new set is in place: shards of an earlier run past the new
@@ -305,12 +364,9 @@ static zeroc_result_t remove_stale(const zeroc__prepare_t *p) {
   if (!dir) return ZEROC_FAIL(ZEROC_ERR_IO, "data: '%s': %s", p->cfg.out_dir, strerror(errno));
   struct dirent *e;
   zeroc_result_t res = ZEROC_OK;
-  int s;
   char path[PATH_MAX];
   while ((e = readdir(dir)) && res == ZEROC_OK) {
-    int k = shard_index(e->d_name, &s);
-    if (k < 0 || (k < p->nshards[s] && strlen(e->d_name) == (s == ZEROC__VAL ? 14u : 16u)))
-      continue;
+    if (!zeroc__prepare_is_stale(e->d_name, p->nshards)) continue;
     snprintf(path, sizeof path, "%s/%s", p->cfg.out_dir, e->d_name);
     if (unlink(path) != 0 && errno != ENOENT)
       res = ZEROC_FAIL(ZEROC_ERR_IO, "data: removing the earlier shard '%s': %s", path,
@@ -320,12 +376,144 @@ static zeroc_result_t remove_stale(const zeroc__prepare_t *p) {
   return res;
 }
 
-/* Renames every shard and the tokenizer into place. */
-static zeroc_result_t commit(zeroc__prepare_t *p, zeroc__afile_t *tokfile) {
+/* ---- --force: the old set aside while the new one goes in ------------------------- */
+
+/* Is `name` in --out a file of a finished set: a shard, or the tokenizer? */
+static int set_file(const char *name) {
+  int s;
+  return shard_index(name, &s) >= 0 || !strcmp(name, "tokenizer.json");
+}
+
+/* Moves every set file of `from` into `to` (directories of one file system).
+ * `skip_existing`: a name already in `to` stays where it is. */
+static zeroc_result_t move_set(const char *from, const char *to, int skip_existing) {
+  DIR *dir = opendir(from);
+  if (!dir) return ZEROC_FAIL(ZEROC_ERR_IO, "data: '%s': %s", from, strerror(errno));
+  zeroc_result_t res = ZEROC_OK;
+  struct dirent *e;
+  char a[PATH_MAX], b[PATH_MAX];
+  struct stat st;
+  while (res == ZEROC_OK && (e = readdir(dir))) {
+    if (!set_file(e->d_name)) continue;
+    snprintf(a, sizeof a, "%s/%s", from, e->d_name);
+    snprintf(b, sizeof b, "%s/%s", to, e->d_name);
+    if (skip_existing && lstat(b, &st) == 0) continue;
+    if (rename(a, b) != 0)
+      res = ZEROC_FAIL(ZEROC_ERR_IO, "data: moving '%s' to '%s': %s", a, b, strerror(errno));
+  }
+  closedir(dir);
+  return res;
+}
+
+/* Removes every set file of `dir` (the new set, when the old one comes back). */
+static void remove_set(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  char a[PATH_MAX];
+  while ((e = readdir(d)))
+    if (set_file(e->d_name)) {
+      snprintf(a, sizeof a, "%s/%s", dir, e->d_name);
+      unlink(a);
+    }
+  closedir(d);
+}
+
+/* The old set back from `aside` into `out`. `all_moved`: the move aside had
+ * finished, so set files in `out` are new ones, removed first; otherwise the
+ * move stopped part way and `out` holds only old files. */
+static zeroc_result_t restore_set(const char *out, const char *aside, int all_moved) {
+  char done[PATH_MAX];
+  snprintf(done, sizeof done, "%s/" ASIDE_DONE, aside);
+  if (all_moved) remove_set(out);
+  ZEROC_CHECK(move_set(aside, out, 1));
+  unlink(done);
+  ZEROC_CHECK(zeroc__rmtree(aside));
+  return zeroc__fsync_dir(out);
+}
+
+/* Under the lock: an aside directory is what a --force run killed while
+ * committing left; its old set comes back, whole. */
+static zeroc_result_t recover_killed_commit(const char *out) {
+  DIR *d = opendir(out);
+  if (!d) return ZEROC_OK;
+  struct dirent *e;
+  char aside[PATH_MAX], done[PATH_MAX + 16];
+  zeroc_result_t res = ZEROC_OK;
+  struct stat st;
+  while (res == ZEROC_OK && (e = readdir(d))) {
+    if (strncmp(e->d_name, ASIDE_PREFIX, strlen(ASIDE_PREFIX))) continue;
+    snprintf(aside, sizeof aside, "%s/%s", out, e->d_name);
+    snprintf(done, sizeof done, "%s/" ASIDE_DONE, aside);
+    res = restore_set(out, aside, lstat(done, &st) == 0);
+    if (res == ZEROC_OK)
+      ZWARN(IO,
+            "data: a --force run was killed while putting its files in place in '%s'; the "
+            "earlier set is restored",
+            out);
+  }
+  closedir(d);
+  return res;
+}
+
+/* The new set into place: shards, then the tokenizer. `placed`: how many. */
+static zeroc_result_t place_new(zeroc__prepare_t *p, zeroc__afile_t *tokfile,
+                                zeroc__fault_t *fault) {
+  int placed = 0;
   for (int s = 0; s < 2; s++)
-    for (int i = 0; i < p->nshards[s]; i++) ZEROC_CHECK(zeroc__afile_commit(p->shards[s] + i));
-  ZEROC_CHECK(zeroc__afile_commit(tokfile));
-  return p->cfg.force ? remove_stale(p) : ZEROC_OK;
+    for (int i = 0; i < p->nshards[s]; i++) {
+      ZEROC_FAULT_IN(fault, 0, "data.commit", (uint64_t)placed, NULL);
+      ZEROC_CHECK(zeroc__afile_commit(p->shards[s] + i));
+      placed++;
+    }
+  ZEROC_FAULT_IN(fault, 0, "data.commit", (uint64_t)placed, NULL);
+  return zeroc__afile_commit(tokfile);
+}
+
+/* Renames every shard and the tokenizer into place. With --force the old set
+ * first goes aside (one rename each, into a directory of --out) and comes
+ * back if the new one cannot be placed whole; so --out holds one whole set,
+ * old or new, also after a kill (the next run restores the old one). */
+static zeroc_result_t commit(zeroc__prepare_t *p, zeroc__afile_t *tokfile) {
+  zeroc__fault_t *fault = NULL;
+  (void)zeroc__fault_parse(getenv("ZEROC_FAULT"), &fault); /* test-only; refused: none */
+  zeroc__tls_error_clear();
+  zeroc_result_t res = ZEROC_OK;
+  char aside[PATH_MAX], done[PATH_MAX + 16];
+  if (!p->cfg.force) {
+    res = place_new(p, tokfile, fault);
+    zeroc__fault_free(fault);
+    return res;
+  }
+  snprintf(aside, sizeof aside, "%s/" ASIDE_PREFIX "%ld", p->cfg.out_dir, (long)getpid());
+  snprintf(done, sizeof done, "%s/" ASIDE_DONE, aside);
+  if (mkdir(aside, 0700) != 0) {
+    res = ZEROC_FAIL(ZEROC_ERR_IO, "data: mkdir('%s'): %s", aside, strerror(errno));
+    goto out;
+  }
+  res = move_set(p->cfg.out_dir, aside, 0);
+  if (res == ZEROC_OK) res = zeroc__file_write_sync(done, "", 0);
+  if (res == ZEROC_OK) res = zeroc__fsync_dir(p->cfg.out_dir);
+  if (res != ZEROC_OK) {
+    struct stat st;
+    restore_set(p->cfg.out_dir, aside, lstat(done, &st) == 0);
+    goto out;
+  }
+  res = place_new(p, tokfile, fault);
+  if (res != ZEROC_OK) {
+    /* the new files placed so far go, the old set comes back: no mix */
+    char msg[ZEROC_ERRMSG_MAX];
+    snprintf(msg, sizeof msg, "%s", zeroc__tls_error());
+    restore_set(p->cfg.out_dir, aside, 1);
+    zeroc__tls_error_set(msg);
+    goto out;
+  }
+  unlink(done);
+  res = zeroc__rmtree(aside);
+  if (res == ZEROC_OK) res = remove_stale(p); /* nothing old is left but other names */
+out:
+  zeroc__fault_free(fault);
+  return res;
 }
 
 /* ---- the whole run -------------------------------------------------------------------- */
@@ -370,7 +558,7 @@ zeroc_result_t zeroc_text_prepare(const zeroc_prepare_config_t *cfg,
   zeroc__prepare_t p;
   zeroc_tokenizer_t *tok = NULL;
   zeroc__afile_t tokfile = ZEROC_AFILE_INIT;
-  int existed = 1;
+  int existed = 1, lockfd = -1, again;
   char path[PATH_MAX];
   memset(&p, 0, sizeof p);
   p.t0 = zeroc__now_s();
@@ -393,6 +581,16 @@ zeroc_result_t zeroc_text_prepare(const zeroc_prepare_config_t *cfg,
         p.stats.tokenizer_kind, p.stats.vocab);
 
   if (!existed) ZEROC_TRY(zeroc__mkdir_p(p.cfg.out_dir, 0755));
+  res = lock_out_dir(&p.cfg, &lockfd);
+  if (res != ZEROC_OK) {
+    existed = 1; /* the other run's directory now: never removed here */
+    goto fail;
+  }
+  /* what killed runs left, then (another run may have finished here since the
+   * first look) the check again */
+  sweep_dead_temporaries(p.cfg.out_dir);
+  ZEROC_TRY(recover_killed_commit(p.cfg.out_dir));
+  ZEROC_TRY(check_out_dir(&p.cfg, &again));
   ZEROC_TRY(zeroc__prepare_run(&p));
   if (p.stats.train_tokens == 0) {
     res = BAD("data: the inputs gave no train tokens (%llu val tokens); give more text or a "
@@ -428,6 +626,7 @@ fail:
     free(p.shards[s]);
   }
   if (res != ZEROC_OK && !existed) rmdir(p.cfg.out_dir); /* only if still empty */
+  if (lockfd >= 0) close(lockfd);                        /* the lock goes with it */
   p.stats.seconds = zeroc__now_s() - p.t0;
   if (stats) *stats = p.stats;
   for (int i = 0; i < p.ndocs; i++) free(p.docs[i].path);

@@ -43,6 +43,12 @@ typedef struct zeroc__prepare {
   double t0, last_report;
 } zeroc__prepare_t;
 
+/* After a run that wrote nshards[ZEROC__TRAIN] train and nshards[ZEROC__VAL]
+ * val shards: is directory entry `name` a shard of an earlier run, to remove?
+ * A shard of this run is exactly the name prepare_run.c wrote ("train_" and
+ * the index in at least six digits); any other shard-like name is stale. */
+int zeroc__prepare_is_stale(const char *name, const int nshards[2]);
+
 /* Reads every document, tokenizes it on cfg.threads threads and appends the
  * tokens, in document order, to the train and val shards (left open under
  * temporary names: the caller commits or aborts them). */

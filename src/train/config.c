@@ -67,6 +67,7 @@ static zeroc_result_t check_fields(const zeroc_train_config_t *c) {
   MIN_OR_UNSET(prefetch, 0, ">= 0");
   MIN_OR_UNSET(vpp, 1, "1..64");
   MIN_OR_UNSET(save_every, 0, ">= 0");
+  MIN_OR_UNSET(save_limit, 0, ">= 0 (0: keep every checkpoint)");
   MIN_OR_UNSET(spike_window, 2, "2..1024");
   MIN_OR_UNSET(val_tokens, 1, "1..1e12");
   MIN_OR_UNSET(val_every, 0, ">= 0 (0: never)");
@@ -117,6 +118,7 @@ static void defaults(zeroc_train_config_t *c, const zeroc_mesh_info_t *mesh,
   if (!c->data) c->data = "synthetic";
   DFLT(shuffle, 0);
   DFLT(save_every, 0);
+  DFLT(save_limit, 0);
   DFLT(spike_window, 50);
   DFLT(spike_z, 6.0);
   DFLT(reduce_maxima, 0);
@@ -149,6 +151,9 @@ static zeroc_result_t check_config(const zeroc_arch_t *arch, const zeroc_train_c
       (unsigned)c->offload_params > ZEROC_OFFLOAD_NVME)
     return BAD("offload_optimizer %d, offload_params %d: accepted ZEROC_OFFLOAD_NONE, _CPU, _NVME",
                (int)c->offload_optimizer, (int)c->offload_params);
+  if (c->save_limit > 0 && !c->save)
+    return BAD("%s %d needs %s", names == ZEROC_NAMES_FLAGS ? "--save-limit" : "save_limit",
+               c->save_limit, names == ZEROC_NAMES_FLAGS ? "--save DIR" : "save");
   if (pp > 1 && !il && c->pp_schedule != ZEROC_PIPELINE_1F1B)
     return BAD("pp_schedule %d: accepted 1F1B, INTERLEAVED", (int)c->pp_schedule);
   return arch->check(c, mesh, info, names);

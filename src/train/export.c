@@ -41,7 +41,9 @@ static zeroc_result_t export_dir(zeroc_trainer_t *tr, const char *path) {
                       path, tr->arch->name);
   zeroc_result_t r = root ? zeroc__dir_stage(path, tmp, sizeof tmp) : ZEROC_OK;
   ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
-  snprintf(tmp, sizeof tmp, "%s.tmp", path); /* zeroc__dir_stage's name, on every rank */
+  size_t n = strlen(path); /* zeroc__dir_stage's name, on every rank: "<DIR>.tmp" */
+  while (n > 1 && path[n - 1] == '/') n--;
+  snprintf(tmp, sizeof tmp, "%.*s.tmp", (int)n, path);
   snprintf(file, sizeof file, "%s/model.safetensors", tmp);
   ZEROC_CHECK(tr->arch->export_weights(tr->net, file));
   r = root ? finish_dir(tr, tmp, path) : ZEROC_OK;

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "io/files.h"
+#include "persist/ckpt.h"
 #include "plan/train_predict.h"
 #include "runtime/runtime.h"
 #include "train/export_path.h"
@@ -34,7 +35,12 @@ zeroc_result_t zeroc__train_save(zeroc_trainer_t *tr, const char *dir, uint64_t 
   if (tr->arch->save_extra) ZEROC_CHECK(tr->arch->save_extra(tr->net, dir, step));
   char app[4096];
   tr->arch->app_json(tr->net, step, app, sizeof app);
-  return zeroc_ckpt_save(tr->model, dir, step, app);
+  ZEROC_CHECK(zeroc_ckpt_save(tr->model, dir, step, app));
+  /* retention in the run's own directory, once the new checkpoint is complete */
+  const zeroc_train_config_t *c = &tr->info.config;
+  if (c->save_limit > 0 && c->save && !strcmp(dir, c->save) && zeroc_ctx_mesh(tr->ctx)->rank == 0)
+    zeroc__ckpt_prune(dir, c->save_limit);
+  return ZEROC_OK;
 }
 
 /* The checkpoint directory of `resume`, which names DIR (its latest) or

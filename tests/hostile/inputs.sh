@@ -92,7 +92,7 @@ export_gone() {
   wait $pid
 }
 export -f export_gone
-probe "--export fails at the end: weights written elsewhere" 1 "weights were written to '$WORK/zeroc-export-[0-9]+\.safetensors' instead" 120 -- export_gone
+probe "--export fails at the end: weights written elsewhere" 1 "weights were written to '$WORK/zeroc-export-[0-9]+-[0-9a-f]{16}\.safetensors' instead" 120 -- export_gone
 check "the fallback export loads" bash -c 'f=$(ls "$WORK"/zeroc-export-*.safetensors) && "$ZEROC" train --device cpu --model tiny --steps 1 --quiet --init "$f"'
 
 # ---- item 14: messages that are not empty and say what a path is -------------------------
