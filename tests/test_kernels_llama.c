@@ -5,9 +5,12 @@
  * reference on the GQA layout with arbitrary positions, and its backward against
  * finite differences; SwiGLU; grouped-query attention (NKV == NH bit for bit the
  * multi-head kernel, NKV < NH against the multi-head kernel on repeated kv heads and
- * against central differences of a double reference). Backwards are checked with their
- * gradient buffers pre-filled, so accumulation is checked too. Helpers in kernels_test.h.
+ * against central differences of a double reference); the same bits for 1 and 3 threads.
+ * Backwards are checked with their gradient buffers pre-filled, so accumulation is checked
+ * too. Helpers in kernels_test.h.
  */
+#include <omp.h>
+
 #include "kernels/llama_kernels.h"
 #include "kernels_test.h"
 
@@ -441,6 +444,49 @@ static void test_gqa(void) {
   release();
 }
 
+/* ---- thread determinism -------------------------------------------------------------- */
+
+/* Every kernel above once with `threads` OpenMP threads, on shapes past their threading
+ * thresholds; the n[i] floats of each output in o[i]. */
+enum { LN = 160, LC = 256, LNH = 4, LNKV = 2, LHS = 32, LT = 96, NOUT = 9 };
+static void llama_run(int threads, float *o[NOUT], size_t n[NOUT]) {
+  const size_t NC = (size_t)LN * LC, W = (size_t)(LNH + 2 * LNKV) * LHS, NW = (size_t)LT * W;
+  const size_t NO = (size_t)LT * LNH * LHS;
+  omp_set_num_threads(threads);
+  float *x = frand(NC, 100, -1, 1), *w = frand(LC, 101, 0.5f, 1.5f), *d = frand(NC, 102, -1, 1);
+  o[0] = fnan(NC), o[1] = fnan(LN), n[0] = NC, n[1] = LN;
+  ZT_OK(zeroc_k_rmsnorm_forward(K, NULL, o[0], o[1], x, w, 1e-5f, LN, LC));
+  o[2] = frand(NC, 103, -1, 1), o[3] = frand(LC, 104, -1, 1), n[2] = NC, n[3] = LC;
+  ZT_OK(zeroc_k_rmsnorm_backward(K, NULL, o[2], o[3], d, x, w, o[1], LN, LC, NULL, 0));
+  int32_t *pos = talloc(LT * sizeof *pos);
+  for (int t = 0; t < LT; t++) pos[t] = (t * 13) % 101;
+  o[4] = frand(NW, 105, -1, 1), n[4] = NW;
+  ZT_OK(zeroc_k_rope_forward(K, NULL, o[4], pos, &ROPE_LLAMA3, LT, LNH, LNKV, LHS));
+  o[5] = fnan(NC / 2), o[6] = frand(NC, 106, -1, 1), n[5] = NC / 2, n[6] = NC;
+  ZT_OK(zeroc_k_swiglu_forward(K, NULL, o[5], x, LN, LC / 2));
+  ZT_OK(zeroc_k_swiglu_backward(K, NULL, o[6], d, x, LN, LC / 2));
+  float *lse = fnan((size_t)LNH * LT), *dy = frand(NO, 107, -1, 1);
+  o[7] = fnan(NO), o[8] = frand(NW, 108, -1, 1), n[7] = NO, n[8] = NW;
+  ZT_OK(zeroc_k_attention_gqa_forward(K, NULL, o[7], lse, o[4], 1, LT, LNH, LNKV, LHS, NULL));
+  ZT_OK(zeroc_k_attention_gqa_backward(K, NULL, o[8], dy, o[4], o[7], lse, 1, LT, LNH, LNKV, LHS,
+                                       NULL, 0));
+  omp_set_num_threads(1);
+}
+
+static void test_thread_determinism(void) {
+  static const char *names[NOUT] = {"rmsnorm fwd",     "rmsnorm rstd", "rmsnorm dinp",
+                                    "rmsnorm dweight", "rope fwd",     "swiglu fwd",
+                                    "swiglu bwd",      "gqa fwd",      "gqa bwd"};
+  float *one[NOUT], *three[NOUT];
+  size_t n[NOUT];
+  llama_run(1, one, n);
+  llama_run(3, three, n);
+  for (int i = 0; i < NOUT; i++)
+    ZT_ASSERT_MSG(!memcmp(one[i], three[i], n[i] * sizeof(float)), "%s: 1 and 3 threads differ",
+                  names[i]);
+  release();
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"rmsnorm fwd/bwd vs reference and finite differences", test_rmsnorm},
@@ -449,6 +495,7 @@ int main(int argc, char **argv) {
       {"rope vs reference, backward vs finite differences", test_rope},
       {"swiglu fwd/bwd vs reference and finite differences", test_swiglu},
       {"grouped-query attention", test_gqa},
+      {"results do not depend on the thread count", test_thread_determinism},
       ZT_END,
   };
   return kt_main(argc, argv, "kernels_llama", tests);
