@@ -5,6 +5,9 @@ zeroc_test(NAME test_kernels_cuda SOURCES test_kernels_cuda.c LABELS gpu)
 # loss mean read back through pinned memory) on the GPU against their cpu twins; skipped (77)
 # without one.
 zeroc_test(NAME test_kernels_cuda_engine SOURCES test_kernels_cuda_engine.c LABELS gpu)
+# test_kernels_cuda_llama: the Llama-family kernels (RMSNorm, RoPE, SwiGLU, GQA) on the GPU
+# against their cpu twins; skipped (77) without one.
+zeroc_test(NAME test_kernels_cuda_llama SOURCES test_kernels_cuda_llama.c LABELS gpu)
 # test_cuda_parallel: the memory pool and sumsq with several streams in flight, the
 # vocabulary-parallel embedding backward; skipped (77) without a GPU.
 zeroc_test(NAME test_cuda_parallel SOURCES test_cuda_parallel.c LABELS gpu)
@@ -22,7 +25,8 @@ if(Python3_Interpreter_FOUND AND CMAKE_CXX_COMPILER)
   set(_emu_gen ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu_gen)
   file(GLOB _emu_cu CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/kernels/cuda/*.cu)
   set(_emu_sources ${_emu_dir}/test_kernels_cuda_emu.cpp ${_emu_dir}/emu_attention.cpp
-    ${_emu_dir}/emu_vocab_engine.cpp ${_emu_dir}/emu_stubs.c ${_emu_gen}/kernels/cuda/common.cuh)
+    ${_emu_dir}/emu_vocab_engine.cpp ${_emu_dir}/emu_llama.cpp ${_emu_dir}/emu_stubs.c
+    ${_emu_gen}/kernels/cuda/common.cuh)
   add_custom_command(OUTPUT ${_emu_gen}/kernels/cuda/common.cuh
     COMMAND ${CMAKE_COMMAND} -E make_directory ${_emu_gen}/kernels/cuda
     COMMAND Python3::Interpreter ${_emu_dir}/transform.py

@@ -206,7 +206,7 @@ zeroc_result_t zeroc_k_matmul_backward_ex(zeroc_kernels_t *k, zeroc_stream_t *s,
 }
 
 /* A dropout descriptor: NULL, or 0 <= p < 1 with positive sizes. */
-static zeroc_result_t check_dropout(const char *fn, const zeroc_dropout_t *d) {
+zeroc_result_t zeroc__kernels_check_dropout(const char *fn, const zeroc_dropout_t *d) {
   if (!d) return ZEROC_OK;
   if (!(d->p >= 0 && d->p < 1) || d->T < 1 || d->Tmax < d->T || d->width < 1 || d->first < 0 ||
       d->row0 < 0)
@@ -223,7 +223,7 @@ zeroc_result_t zeroc_k_attention_forward(zeroc_kernels_t *k, zeroc_stream_t *s, 
   POSITIVE(B, T, C, NH);
   if (C % NH)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "attention: C %d not divisible by NH %d", C, NH);
-  ZEROC_CHECK(check_dropout(__func__, drop));
+  ZEROC_CHECK(zeroc__kernels_check_dropout(__func__, drop));
 #ifdef ZEROC_HAVE_CUDA
   if (k->device == ZEROC_DEVICE_CUDA) { /* cuDNN's flash attention where it applies */
     int done = 0;
@@ -247,7 +247,7 @@ zeroc_result_t zeroc_k_attention_backward_ex(zeroc_kernels_t *k, zeroc_stream_t 
   if (flags & ~ZEROC_K_DQKV_SET)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "attention_backward_ex: flags 0x%x; accepted ZEROC_K_DQKV_SET", flags);
-  ZEROC_CHECK(check_dropout(__func__, drop));
+  ZEROC_CHECK(zeroc__kernels_check_dropout(__func__, drop));
   const int set = (flags & ZEROC_K_DQKV_SET) != 0;
 #ifdef ZEROC_HAVE_CUDA
   if (k->device == ZEROC_DEVICE_CUDA) { /* cuDNN writes dq, dk, dv: only when setting */
@@ -289,7 +289,7 @@ zeroc_result_t zeroc_k_attention_block_forward(zeroc_kernels_t *k, zeroc_stream_
                                                const void *v, const zeroc_attn_block_t *blk,
                                                const zeroc_dropout_t *drop) {
   ZEROC_CHECK(check_block(__func__, blk));
-  ZEROC_CHECK(check_dropout(__func__, drop));
+  ZEROC_CHECK(zeroc__kernels_check_dropout(__func__, drop));
   CUDA_OR_CPU(attention_block_forward, k, s, pout, plse, q, kk, v, blk, drop);
   zeroc__cpu_attention_block_forward(pout, plse, q, kk, v, blk, drop);
   return ZEROC_OK;
@@ -311,7 +311,7 @@ zeroc_result_t zeroc_k_attention_block_backward(zeroc_kernels_t *k, zeroc_stream
                                                 const zeroc_attn_block_t *blk,
                                                 const zeroc_dropout_t *drop) {
   ZEROC_CHECK(check_block(__func__, blk));
-  ZEROC_CHECK(check_dropout(__func__, drop));
+  ZEROC_CHECK(zeroc__kernels_check_dropout(__func__, drop));
   CUDA_OR_CPU(attention_block_backward, k, s, dq, dk, dv, dout, q, kk, v, out, lse, blk, drop);
   zeroc__cpu_attention_block_backward(dq, dk, dv, dout, q, kk, v, out, lse, blk, drop);
   return ZEROC_OK;
@@ -358,7 +358,7 @@ zeroc_result_t zeroc_k_dropout(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
                                const zeroc_dropout_t *drop, int N, int C) {
   POSITIVE(N, C);
   if (!drop) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_k_dropout: NULL descriptor");
-  ZEROC_CHECK(check_dropout(__func__, drop));
+  ZEROC_CHECK(zeroc__kernels_check_dropout(__func__, drop));
   CUDA_OR_CPU(dropout, k, s, out, in, drop, N, C);
   zeroc__cpu_dropout(out, in, drop, N, C);
   return ZEROC_OK;

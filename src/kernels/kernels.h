@@ -328,6 +328,10 @@ zeroc_result_t zeroc_k_host_cast(void *dst, zeroc_dtype_t dst_dt, const void *sr
 zeroc_result_t zeroc_k_host_adamw(float *param, float *m, float *v, const float *grad, size_t n,
                                   const zeroc_adamw_args_t *a);
 
+/* ZEROC_OK for a NULL descriptor or a valid one (0 <= p < 1, positive sizes); else the
+ * error naming `fn` (the attention kernels' check, for llama_kernels.c's too). */
+zeroc_result_t zeroc__kernels_check_dropout(const char *fn, const zeroc_dropout_t *d);
+
 /* The bytes of the cuda state's buffers (ZEROC_K_LT_WORKSPACE_BYTES and the rest in
  * kernels/types.h) on `kind` (0 on the cpu, whose kernels allocate nothing of their own). */
 size_t zeroc__kernels_device_bytes(zeroc_device_kind_t kind);

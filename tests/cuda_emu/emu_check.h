@@ -3,9 +3,10 @@
  * CHECK/OK counters, random data, double references' error measure, "device" buffers
  * and a kernels object (emu_stubs.c holds the zeroc core functions the kernels call).
  * test_kernels_cuda_emu.cpp (main, encoder, layernorm, matmul), emu_attention.cpp
- * (attention, its context-parallel blocks, dropout) and emu_vocab_engine.cpp
- * (elementwise, cross-entropy, vocabulary-parallel, engine, embedding bags) are one
- * program; test_dlrm_cuda_emu.cpp is another.
+ * (attention, its context-parallel blocks, dropout), emu_vocab_engine.cpp
+ * (elementwise, cross-entropy, vocabulary-parallel, engine, embedding bags) and
+ * emu_llama.cpp (RMSNorm, RoPE, SwiGLU) are one program; test_dlrm_cuda_emu.cpp is
+ * another.
  */
 #ifndef ZEROC_TESTS_CUDA_EMU_EMU_CHECK_H
 #define ZEROC_TESTS_CUDA_EMU_EMU_CHECK_H
@@ -142,5 +143,6 @@ void t_vocab(zeroc_dtype_t dt, float dloss);
 void t_engine(size_t n, size_t off);
 void t_clip_scale();
 void t_embedbag(int dc);
+void t_llama(zeroc_dtype_t dt); /* emu_llama.cpp */
 
 #endif

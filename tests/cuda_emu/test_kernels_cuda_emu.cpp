@@ -373,6 +373,7 @@ int main(int argc, char **argv) {
                             3};
       t_attention_blocks(dt, 2, 5, 3, 16, &dp);
     }
+    if (want("llama")) t_llama(dt);
     if (want("dropout")) {
       t_dropout(dt, 7, 24, 0); /* vector path, rows not a multiple of the pack */
       t_dropout(dt, 9, 13, 1); /* element path */

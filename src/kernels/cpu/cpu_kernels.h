@@ -45,6 +45,13 @@ void zeroc__cpu_attention_forward(float *out, float *lse, const float *qkv, int 
 void zeroc__cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
                                    const float *out, const float *lse, int B, int T, int C, int NH,
                                    const zeroc_dropout_t *drop, int set);
+/* grouped-query attention: qkv (B,T,(NH+2*NKV)*HS) = [q | k | v], q head h reading kv head
+ * h / (NH/NKV); out (B,T,NH*HS); NKV == NH is the two above, bit for bit */
+void zeroc__cpu_attention_gqa_forward(float *out, float *lse, const float *qkv, int B, int T,
+                                      int NH, int NKV, int HS, const zeroc_dropout_t *drop);
+void zeroc__cpu_attention_gqa_backward(float *dqkv, const float *dout, const float *qkv,
+                                       const float *out, const float *lse, int B, int T, int NH,
+                                       int NKV, int HS, const zeroc_dropout_t *drop, int set);
 /* attention blocks (kernels/types.h: zeroc_attn_block_t) */
 void zeroc__cpu_attention_block_forward(float *pout, float *plse, const float *q, const float *k,
                                         const float *v, const zeroc_attn_block_t *blk,
@@ -96,6 +103,23 @@ void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_
 void zeroc__cpu_adamw_mixed(float *param, float *m, float *v, const void *grad, int grad_dt,
                             void *out, int out_dt, size_t n, float lr, float beta1, float beta2,
                             float eps, float wd, float grad_scale, float bc1, float bc2);
+
+/* kernels/cpu/llama.c: the cpu twins of kernels/llama_kernels.h */
+void zeroc__cpu_rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight,
+                                float eps, int N, int C);
+void zeroc__cpu_residual_rmsnorm_forward(float *res, float *out, float *rstd, const float *a,
+                                         const float *b, const float *weight, float eps, int N,
+                                         int C);
+/* dres: dinp's base as for the LayerNorm (NULL +0, dinp itself +=) */
+void zeroc__cpu_rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp,
+                                 const float *weight, const float *rstd, int N, int C,
+                                 const float *dres);
+/* x (N rows ld apart, nh heads of HS from column 0) rotated in place by pos (N) x inv_freq
+ * (HS/2); inverse: by minus the angle (the backward) */
+void zeroc__cpu_rope(float *x, size_t ld, const int32_t *pos, const float *inv_freq, int N, int nh,
+                     int HS, int inverse);
+void zeroc__cpu_swiglu_forward(float *out, const float *gu, int N, int F);
+void zeroc__cpu_swiglu_backward(float *dgu, const float *dout, const float *gu, int N, int F);
 
 /* kernels/cpu/embedbag.c */
 void zeroc__cpu_embedbag_forward(float *out, int64_t blk, int64_t blk_stride, int64_t ldo,

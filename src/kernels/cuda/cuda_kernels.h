@@ -168,6 +168,25 @@ zeroc_result_t zeroc_i_cuda_rowwise_adagrad(zeroc_kernels_t *k, zeroc_stream_t *
 zeroc_result_t zeroc_i_cuda_copy2d(zeroc_kernels_t *k, zeroc_stream_t *s, float *dst, int64_t ldd,
                                    const float *src, int64_t lds, int64_t rows, int64_t cols);
 
+/* kernels/cuda/llama.cu: the cuda twins of kernels/llama_kernels.h. rmsnorm_forward: res and
+ * b NULL for the plain RMSNorm of a, else res = a + b first; rmsnorm_backward's dres is
+ * dinp's base (NULL +0, dinp +=); rope turns nh heads of HS from column 0 of x's N rows (ld
+ * apart) in place, inv_freq (HS/2) on the host, inverse for the backward. */
+zeroc_result_t zeroc_i_cuda_rmsnorm_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *res,
+                                            void *out, float *rstd, const void *a, const void *b,
+                                            const void *weight, float eps, int N, int C);
+zeroc_result_t zeroc_i_cuda_rmsnorm_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dinp,
+                                             void *dweight, const void *dout, const void *inp,
+                                             const void *weight, const float *rstd, int N, int C,
+                                             const void *dres);
+zeroc_result_t zeroc_i_cuda_rope(zeroc_kernels_t *k, zeroc_stream_t *s, void *x, size_t ld,
+                                 const int32_t *pos, const float *inv_freq, int N, int nh, int HS,
+                                 int inverse);
+zeroc_result_t zeroc_i_cuda_swiglu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
+                                           const void *gu, int N, int F);
+zeroc_result_t zeroc_i_cuda_swiglu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, void *dgu,
+                                            const void *dout, const void *gu, int N, int F);
+
 /* kernels/cuda/dlrm.cu: the cuda twins of kernels/dlrm_kernels.h, same contracts, on `s` */
 zeroc_result_t zeroc_i_cuda_relu_forward(zeroc_kernels_t *k, zeroc_stream_t *s, float *out,
                                          const float *inp, size_t N);
