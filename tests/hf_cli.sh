@@ -55,6 +55,10 @@ bad)
   refused --model tiny --export "$WORK/plain" "is a regular file; accepted a directory"
   mkdir "$WORK/ro" && chmod 500 "$WORK/ro"
   if [ "$(id -u)" != 0 ]; then refused --model tiny --export "$WORK/ro/d" "--export"; fi
-  echo "an export path that is a file (not .safetensors) refused before training" ;;
+  # a directory holding anything but an export's files would be replaced: refused, kept
+  mkdir "$WORK/home" && echo keep > "$WORK/home/notes.txt"
+  refused --model tiny --export "$WORK/home" "is a directory holding 'notes.txt'"
+  [ "$(cat "$WORK/home/notes.txt")" = keep ] || fail "notes.txt changed"
+  echo "an export path that is a file (not .safetensors), or a directory of other files, refused before training" ;;
 *) fail "unknown case $NAME" ;;
 esac

@@ -400,7 +400,7 @@ static void test_refusals(void) {
   expect_refusal(&c, "/nonexistent/tokenizer.json");
   c = cfg(file, g_three, 3, "bytes");
   expect_refusal(&c, "is a regular file");
-  /* a tokenizer with ids past what uint16 shards hold */
+  /* a tokenizer with ids past what uint16 shards hold: llm.c's uint32 shards */
   char *big = sub("large.json");
   f = fopen(big, "w");
   /* a dense vocab of 70002 ids ("a", "b", "ab" and filler) */
@@ -411,8 +411,29 @@ static void test_refusals(void) {
   for (int i = 1; i < 70000; i++) fprintf(f, ", \"t%d\": %d", i, i);
   fputs("}, \"merges\": [\"a b\"]}}", f);
   fclose(f);
-  c = cfg(out, g_three, 3, big);
-  expect_refusal(&c, "has 70002 ids");
+  char *abf = sub("ab.txt"), *out32 = sub("out32");
+  f = fopen(abf, "w");
+  fputs("abab", f);
+  fclose(f);
+  const char *ab_in[1] = {abf};
+  c = cfg(out32, ab_in, 1, big);
+  c.val_fraction = 0;
+  ZT_OK(zeroc_text_prepare(&c, NULL, NULL, NULL));
+  char shard[4300];
+  snprintf(shard, sizeof shard, "%s/train_000000.bin", out32);
+  unsigned char b32[1024 + 8 + 1];
+  f = fopen(shard, "rb");
+  size_t got = f ? fread(b32, 1, sizeof b32, f) : 0;
+  if (f) fclose(f);
+  int32_t h32[3];
+  memcpy(h32, b32, sizeof h32);
+  ZT_ASSERT_MSG(got == 1024 + 8 && h32[0] == 20240801 && h32[1] == 7 && h32[2] == 2,
+                "uint32 shard: %zu bytes, magic %d version %d count %d", got, h32[0], h32[1],
+                h32[2]);
+  for (int k = 0; k < 2 && got == 1024 + 8; k++)
+    CU_ASSERT_EQUAL(b32[1024 + 4 * k] | b32[1025 + 4 * k] << 8 | b32[1026 + 4 * k] << 16, 70001);
+  free(abf);
+  free(out32);
   free(big);
   c = cfg(out, g_three, 0, "bytes");
   expect_refusal(&c, "no input files");

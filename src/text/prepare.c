@@ -27,12 +27,12 @@
 #include "core/rng.h"
 #include "io/files.h"
 #include "text/prepare_internal.h"
+#include "zeroc/data.h"
 
 #define DEFAULT_VAL_FRACTION 0.05
 #define DEFAULT_SHARD_TOKENS 100000000LL /* llm.c's fineweb shards */
 #define DEFAULT_CHUNK_BYTES  (1LL << 20)
 #define MAX_THREADS          1024
-#define MAX_VOCAB            65536           /* shards store uint16 ids */
 #define TAG_SPLIT            0x53504c4954ULL /* "SPLIT" */
 #define SCAN_BLOCK           65536
 #define ASIDE_PREFIX         ".zeroc-data-old." /* a --force run's earlier set, set aside */
@@ -528,10 +528,8 @@ static zeroc_result_t load_tokenizer(zeroc__prepare_t *p, zeroc_tokenizer_t **to
                       msg);
   }
   int v = zeroc_tokenizer_vocab(*tok);
-  if (v > MAX_VOCAB)
-    return BAD("data: tokenizer (--tokenizer) '%s' has %d ids; llm.c shards store uint16 ids, "
-               "accepted: a vocabulary of at most %d",
-               p->cfg.tokenizer, v, MAX_VOCAB);
+  /* uint16 shards up to 65536 ids; llm.c's uint32 format above (Llama 3, Qwen2) */
+  p->width = zeroc_shard_token_bytes(v);
   p->tok = *tok;
   p->eot = p->stats.eot = zeroc_tokenizer_eot(*tok);
   /* add_prefix_space shows as "x" encoding like " x", or as "x" needing more

@@ -29,6 +29,8 @@ typedef struct zeroc__prepare {
   zeroc_prepare_config_t cfg; /* defaults resolved */
   const zeroc_tokenizer_t *tok;
   int32_t eot;
+  int width;     /* bytes per token in the shards: 2 (uint16), or 4 (uint32) for a vocabulary
+                    above 65536 (zeroc_shard_token_bytes) */
   int space_cut; /* 1: the tokenizer adds a space before a text that does not start with one
                     (add_prefix_space), so a piece may only start with a space */
   zeroc__doc_t *docs;

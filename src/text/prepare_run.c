@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,9 +265,10 @@ static void *worker(void *arg) {
 
 /* ---- writing ------------------------------------------------------------------------ */
 
-static zeroc_result_t shard_header(zeroc__afile_t *f, uint64_t count) {
+static zeroc_result_t shard_header(zeroc__afile_t *f, uint64_t count, int width) {
   unsigned char h[12];
-  int32_t v[3] = {ZEROC_SHARD_MAGIC, ZEROC_SHARD_VERSION, (int32_t)count};
+  int32_t v[3] = {width == 4 ? ZEROC_SHARD_MAGIC_U32 : ZEROC_SHARD_MAGIC,
+                  width == 4 ? ZEROC_SHARD_VERSION_U32 : ZEROC_SHARD_VERSION, (int32_t)count};
   for (int i = 0; i < 3; i++)
     for (int b = 0; b < 4; b++) h[4 * i + b] = (unsigned char)((uint32_t)v[i] >> (8 * b));
   return zeroc__afile_pwrite(f, h, sizeof h, 0);
@@ -278,7 +280,7 @@ static zeroc_result_t close_shard(zeroc__prepare_t *p, int s) {
   if (p->nshards[s] == 0) return ZEROC_OK;
   zeroc__afile_t *f = p->shards[s] + p->nshards[s] - 1;
   if (f->fd < 0) return ZEROC_OK;
-  ZEROC_CHECK(shard_header(f, p->in_shard[s]));
+  ZEROC_CHECK(shard_header(f, p->in_shard[s], p->width));
   return zeroc__afile_close(f);
 }
 
@@ -330,8 +332,9 @@ static zeroc_result_t report(zeroc__prepare_t *p, int force) {
 
 /* Appends a piece's tokens to its stream, starting shards as they fill. */
 static zeroc_result_t write_piece(zeroc__prepare_t *p, const piece_t *pc) {
-  uint16_t buf[4096];
-  int s = pc->stream;
+  unsigned char buf[4 * 4096];
+  int s = pc->stream, w = p->width;
+  int32_t max = w == 2 ? 65535 : INT32_MAX;
   uint64_t per = (uint64_t)p->cfg.shard_tokens;
   for (size_t i = 0; i < pc->n;) {
     if (p->nshards[s] == 0 || p->in_shard[s] == per) ZEROC_CHECK(open_shard(p, s));
@@ -340,14 +343,14 @@ static zeroc_result_t write_piece(zeroc__prepare_t *p, const piece_t *pc) {
     if (k > per - p->in_shard[s]) k = (size_t)(per - p->in_shard[s]);
     for (size_t j = 0; j < k; j++) {
       int32_t t = pc->ids[i + j];
-      if (t < 0 || t > 65535)
+      if (t < 0 || t > max)
         return ZEROC_FAIL(ZEROC_ERR_INTERNAL,
-                          "data: token id %d from the tokenizer; accepted 0..65535", t);
+                          "data: token id %d from the tokenizer; accepted 0..%d", t, max);
       /* llm.c shards are little-endian */
-      unsigned char *b = (unsigned char *)&buf[j];
-      b[0] = (unsigned char)(t & 0xff), b[1] = (unsigned char)(t >> 8);
+      for (int b = 0; b < w; b++)
+        buf[(size_t)w * j + (size_t)b] = (unsigned char)((uint32_t)t >> (8 * b));
     }
-    ZEROC_CHECK(zeroc__afile_write(p->shards[s] + p->nshards[s] - 1, buf, 2 * k));
+    ZEROC_CHECK(zeroc__afile_write(p->shards[s] + p->nshards[s] - 1, buf, (size_t)w * k));
     p->in_shard[s] += k;
     i += k;
   }

@@ -39,7 +39,9 @@ static zeroc_result_t export_dir(zeroc_trainer_t *tr, const char *path) {
                       "zeroc_trainer_export '%s': %s has no transformers class; give a path "
                       "ending in .safetensors",
                       path, tr->arch->name);
-  zeroc_result_t r = root ? zeroc__dir_stage(path, tmp, sizeof tmp) : ZEROC_OK;
+  /* checked again: the directory may have gained files since start-up */
+  zeroc_result_t r = root ? zeroc__export_check(tr->arch, path) : ZEROC_OK;
+  if (!r && root) r = zeroc__dir_stage(path, tmp, sizeof tmp);
   ZEROC_CHECK(zeroc_ctx_agree(ctx, r));
   size_t n = strlen(path); /* zeroc__dir_stage's name, on every rank: "<DIR>.tmp" */
   while (n > 1 && path[n - 1] == '/') n--;

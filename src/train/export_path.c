@@ -2,6 +2,8 @@
  * train/export_path.c - what kind of export a path asks for, and its start-up
  * check (export_path.h).
  */
+#include <dirent.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -12,6 +14,31 @@
 int zeroc__export_is_dir(const char *path) {
   size_t n = strlen(path), k = strlen(".safetensors");
   return !(n > k && !strcmp(path + n - k, ".safetensors"));
+}
+
+/* An existing directory is replaced whole by the export (staged, then swapped
+ * in): it may hold only what an export writes, so that nothing else is lost (a
+ * home directory, the transformers directory the run started from with its
+ * tokenizer files). */
+static zeroc_result_t only_export_files(const char *path) {
+  static const char *const ours[] = {"config.json", "model.safetensors", NULL};
+  DIR *d = opendir(path);
+  if (!d) return ZEROC_FAIL(ZEROC_ERR_IO, "--export '%s': opendir: %s", path, strerror(errno));
+  struct dirent *e;
+  zeroc_result_t r = ZEROC_OK;
+  while (!r && (e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    int known = 0;
+    for (int k = 0; ours[k]; k++) known |= !strcmp(e->d_name, ours[k]);
+    if (!known)
+      r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "--export '%s' is a directory holding '%s', which the export would "
+                     "replace; accepted a new or empty directory, or an earlier export "
+                     "(config.json, model.safetensors), or a path ending in .safetensors",
+                     path, e->d_name);
+  }
+  closedir(d);
+  return r;
 }
 
 zeroc_result_t zeroc__export_check(const zeroc_arch_t *arch, const char *path) {
@@ -28,6 +55,7 @@ zeroc_result_t zeroc__export_check(const zeroc_arch_t *arch, const char *path) {
                         "--export '%s' is a %s; accepted a directory (a transformers "
                         "save_pretrained one) or a path ending in .safetensors",
                         path, zeroc__file_kind(st.st_mode));
+    ZEROC_CHECK(only_export_files(path));
     return zeroc__dir_check_writable(path, "--export");
   }
   /* a new directory: its parent must take it (as for a file of that name) */
