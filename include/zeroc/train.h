@@ -128,6 +128,10 @@ typedef struct zeroc_train_config {
   int embedding_sharding;   /* zeroc_embed_sharding_t: [0 auto], 1 table, 2 column, 3 row, 4 data */
   /* context parallelism (the context's cp > 1: each sequence split over the cp ranks) */
   zeroc_cp_mode_t cp_mode; /* attention over the cp group: ring or ulysses; DEFAULT: ring */
+  /* 1: bitwise-repeatable kernels where a faster non-deterministic one exists (cuda:
+   * cuDNN attention's deterministic backward, its workspace sized automatically); the
+   * environment's ZEROC_CUDA_DETERMINISTIC=1 does the same for every model [0] */
+  int deterministic;
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -140,7 +144,7 @@ typedef struct zeroc_train_config {
         ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_DEFAULT, ZEROC_UNSET, NULL, ZEROC_UNSET, NULL,    \
         NULL, NULL, ZEROC_UNSET, NULL, ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, NULL,        \
         ZEROC_UNSET, ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, NULL, ZEROC_UNSET,             \
-        ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT                                \
+        ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET                   \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */
@@ -222,6 +226,11 @@ typedef struct zeroc_train_info {
   /* the model's architecture (zeroc/arch.h), the one config.model names */
   const struct zeroc_arch *arch;
   int dtype_given; /* param_dtype as configured: -1 for "auto" (checkpoints record it) */
+  /* The attention kernels in use, in words: "cpu kernels", "cuDNN SDPA ..." or "zeroc's own
+   * cuda kernels: <why not cuDNN>" (cuDNN missing, the shape refused, disabled by the
+   * environment). Before the first step it says what start-up found; zeroc_trainer_info
+   * after a step gives what the step really ran. */
+  char attention[320];
 } zeroc_train_info_t;
 
 /*
