@@ -144,6 +144,8 @@ static void print_header(const ztrain_job_t *j, const zeroc_train_info_t *in,
   else
     printf("  no predicted peak device memory: the planner refused this layout (%s)\n",
            in->plan_error);
+  /* what start-up found; a shape cuDNN refuses shows at the first step (the loop) */
+  printf("  attention: %s\n", in->attention);
   /* the context, the data, the model with its initial values (or a checkpoint) */
   printf("  start-up %.1f s\n", startup_s);
   fflush(stdout);
@@ -419,6 +421,14 @@ static int run_job(const ztrain_job_t *j, zeroc_train_step_fn on_step, void *use
     if (r && !numeric_stop) goto fail;
     times[s] = m.step_ms;
     if (s == start) first_loss = m.loss;
+    if (s == start && root && !j->quiet && !in.dlrm) {
+      /* the kernels chose per shape in this step: say so where it differs from the header */
+      zeroc_train_info_t now;
+      zeroc_trainer_info(tr, &now);
+      if (strcmp(now.attention, in.attention))
+        printf("  attention (step %d): %s\n", m.step, now.attention);
+      snprintf(in.attention, sizeof in.attention, "%s", now.attention);
+    }
     if (root && metrics) view->metrics(metrics, &m, &in);
     if (root && m.spike && j->quiet) {
       char zl[32] = "null", zn[32] = "null";

@@ -62,6 +62,8 @@ void ztrain_usage(void) {
       "         --cp N (1): context parallelism, each sequence split over N ranks\n"
       "         --cp-mode ring|ulysses (ring); the world is tp x cp x pp x dp\n"
       "         --recompute none|full --dtype fp32|bf16 --device cpu|cuda\n"
+      "         --deterministic: bitwise-repeatable kernels (cuda: cuDNN attention's\n"
+      "         deterministic backward, workspace sized automatically; default the fast one)\n"
       "         --offload-optimizer none|cpu|nvme --offload-params none|cpu|nvme --nvme-dir DIR\n"
       "pipeline: --pp P (1) --pp-schedule 1f1b|interleaved (1f1b) --vpp V (1, chunks per rank)\n"
       "         --microbatches M (P; replaces --grad-accum) --print-schedule (print, then exit)\n"
@@ -120,6 +122,7 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--nvme-dir", ARG_STRING, &o->nvme_dir, 0, 0, 0, NULL, NULL},
       {"--data", ARG_STRING, &o->data, 0, 0, 0, NULL, NULL},
       {"--shuffle", ARG_SWITCH, &o->shuffle, 0, 0, 0, NULL, NULL},
+      {"--deterministic", ARG_SWITCH, &o->deterministic, 0, 0, 0, NULL, NULL},
       {"--val-data", ARG_STRING, &o->val_data, 0, 0, 0, NULL, NULL},
       {"--val-every", ARG_INT, &o->val_every, 0, 1e9, 0, NULL, &o->set_val_every},
       {"--val-tokens", ARG_I64, &o->val_tokens, 1, ZEROC_VAL_TOKENS_MAX, 0, NULL, NULL},
@@ -276,6 +279,7 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->vpp = o->vpp;
   c->data = o->data;
   c->shuffle = o->shuffle;
+  c->deterministic = o->deterministic;
   c->val_data = o->val_data;
   /* --val-data alone: one evaluation, after the last step (a cadence no run reaches) */
   c->val_every = o->set_val_every || !o->val_data ? o->val_every : INT_MAX;

@@ -4,7 +4,7 @@ zeroc_test(NAME test_gpt SOURCES test_gpt.c NP 1 4 LABELS mpi)
 # zeroc train end to end (tests/train_cli.sh): real ranks, real files.
 string(REPLACE ";" " " _mpirun_flags "${ZEROC_MPIRUN_FLAGS}")
 foreach(t loss_falls resume_bitwise resume_other_dp safetensors_roundtrip corrupt_checkpoint bad_flags
-          memory_prediction bench offload)
+          memory_prediction bench offload header_attention)
   add_test(NAME train_${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/train_cli.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_mpirun_flags}" ${t})

@@ -90,6 +90,7 @@ static void test_config_resolve(void) {
   CU_ASSERT_EQUAL(in.config.param_dtype, ZEROC_FP32);
   CU_ASSERT_EQUAL(in.dtype_given, ZEROC_UNSET);
   CU_ASSERT_EQUAL(in.global_batch, in.config.batch);
+  CU_ASSERT_EQUAL(in.config.deterministic, 0); /* cuDNN's fast attention backward */
   ZT_OK(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CUDA, ZEROC_NAMES_CONFIG, &in));
   CU_ASSERT_EQUAL(in.config.param_dtype, ZEROC_BF16);
   /* with a pipeline: ZeRO-1 and pp micro-batches, over dp 2 */
@@ -103,6 +104,15 @@ static void test_config_resolve(void) {
                   ZEROC_ERR_INVALID_ARG);
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "steps -1") != NULL, "message: %s",
                 zeroc_last_error(NULL));
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.deterministic = 2;
+  CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in),
+                  ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "deterministic 2: accepted 0 or 1") != NULL,
+                "message: %s", zeroc_last_error(NULL));
+  c.deterministic = 1;
+  ZT_OK(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in));
+  CU_ASSERT_EQUAL(in.config.deterministic, 1);
   c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
   c.eps = 0;
   CU_ASSERT_EQUAL(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in),

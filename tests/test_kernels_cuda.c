@@ -459,9 +459,9 @@ static void test_attention_mma(void) {
 #ifdef ZEROC_HAVE_CUDA
 /* cuDNN's fused flash attention (attention_cudnn_cuda.c, mode cudnn: it must run) against
  * the cpu kernels on the same bf16 inputs, tolerances as the tensor-core kernels'. dqkv
- * starts as NaN bytes: with ZEROC_K_DQKV_SET nothing may read it. The backward runs twice,
- * bit for bit (the deterministic graph), and each path's forward feeds the other's backward
- * (both store the natural log-sum-exp of the scaled scores). */
+ * starts as NaN bytes: with ZEROC_K_DQKV_SET nothing may read it. The backward runs fast
+ * (the default: fp32 dQ atomics), then deterministic twice, bit for bit; each path's forward
+ * feeds the other's backward (both store the natural log-sum-exp of the scaled scores). */
 static void check_attention_cudnn(int B, int T, int NH, int HS) {
   const zeroc_dtype_t dt = ZEROC_BF16;
   zeroc_kernels_t *k = kb;
@@ -484,16 +484,25 @@ static void check_attention_cudnn(int B, int T, int NH, int HS) {
   ZT_ASSERT_MSG(done, "cuDNN attention_forward (B %d T %d NH %d HS %d) did not run", B, T, NH, HS);
   expect_close("attention_forward out (cuDNN)", dt, out, ro, no, TOL_BF16);
   expect_close("attention_forward lse (cuDNN)", ZEROC_FP32, lse, rl, nl, TOL_FP32);
-  ZT_OK(zeroc__cudnn_attention_backward(k, st, g1, d_dout, d_qkv, out, lse, B, T, C, NH, NULL,
-                                        ZEROC_K_DQKV_SET, &done));
-  ZT_ASSERT_MSG(done, "cuDNN attention_backward (B %d T %d NH %d HS %d) did not run", B, T, NH, HS);
+  for (int det = 0; det < 2; det++) { /* fast (the default), then deterministic */
+    zeroc_k_set_deterministic(k, det);
+    ZT_OK(zeroc__cudnn_attention_backward(k, st, g1, d_dout, d_qkv, out, lse, B, T, C, NH, NULL,
+                                          ZEROC_K_DQKV_SET, &done));
+    ZT_ASSERT_MSG(done, "cuDNN attention_backward (T %d HS %d det %d) did not run", T, HS, det);
+    expect_close(det ? "attention_backward dqkv (cuDNN, deterministic)"
+                     : "attention_backward dqkv (cuDNN, fast)",
+                 dt, g1, g, nq, TOL_BF16);
+    char use[320]; /* the backend reports the graph that ran: no silent fallback */
+    zeroc_k_attention_backend(ZEROC_DEVICE_CUDA, ZEROC_BF16, use, sizeof use);
+    ZT_ASSERT_MSG(strstr(use, det ? "deterministic backward" : "fast backward"), "%s", use);
+  }
   ZT_OK(zeroc__cudnn_attention_backward(k, st, g2, d_dout, d_qkv, out, lse, B, T, C, NH, NULL,
                                         ZEROC_K_DQKV_SET, &done));
-  expect_close("attention_backward dqkv (cuDNN)", dt, g1, g, nq, TOL_BF16);
   dev_get(dt, h1, g1, nq);
   dev_get(dt, h2, g2, nq);
   ZT_ASSERT_MSG(!memcmp(h1, h2, nq * sizeof(float)),
-                "cuDNN attention_backward (T %d, HS %d): two runs differ", T, HS);
+                "cuDNN deterministic attention_backward (T %d, HS %d): two runs differ", T, HS);
+  zeroc_k_set_deterministic(k, 0);
 
   /* zeroc's forward -> cuDNN's backward, and cuDNN's forward -> zeroc's backward */
   zeroc__cudnn_attention_set_mode(k, ZEROC__CUDNN_OFF);
@@ -514,7 +523,7 @@ static void test_attention_cudnn(void) {
   char path[256];
   long ver = 0;
   if (zeroc__cudnn_probe(path, sizeof path, &ver) != ZEROC_OK) {
-    printf("  SKIPPED (not checked): cuDNN attention: %s\n", zeroc_last_error(NULL));
+    kc_no_cudnn("cuDNN attention", zeroc_last_error(NULL));
     return;
   }
   printf("  cuDNN %ld from %s\n", ver, path);

@@ -131,5 +131,17 @@ offload)
   out=$(run 2 --offload-optimizer nvme --nvme-dir "$WORK/missing" 2>&1); rc=$?
   [ $rc = 2 ] && echo "$out" | grep -q "no such directory" || fail "missing nvme dir: rc $rc: $out"
   echo "offload: bitwise identical losses in every mode, files removed, checkpoints round trip" ;;
+header_attention)
+  # the header names the attention kernels in use; --deterministic is accepted and, on the
+  # cpu (deterministic kernels either way), leaves the losses bit for bit
+  out=$($MPIRUN $FLAGS -np 1 "$ZEROC" train --device cpu "${COMMON[@]}" --steps 3 \
+        --metrics "$WORK/a.jsonl" 2>&1) || fail "run exited $?: $out"
+  echo "$out" | grep -q "^  attention: cpu kernels (zeroc's own, fp32)$" || fail "no attention line in the header: $out"
+  run 1 "${COMMON[@]}" --steps 3 --deterministic --metrics "$WORK/b.jsonl" || fail "--deterministic run exited $?"
+  field "$WORK/a.jsonl" loss > "$WORK/a.loss"; field "$WORK/b.jsonl" loss > "$WORK/b.loss"
+  [ -s "$WORK/a.loss" ] && cmp -s "$WORK/a.loss" "$WORK/b.loss" || fail "--deterministic changed the cpu losses"
+  out=$(run 1 --deterministic 1 2>&1 >/dev/null); rc=$?
+  [ $rc = 2 ] || fail "'--deterministic 1' (a switch takes no value) exited $rc: $out"
+  echo "header: attention line present; --deterministic bitwise on the cpu; a value refused" ;;
 *) fail "unknown test $NAME" ;;
 esac

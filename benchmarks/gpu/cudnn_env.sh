@@ -7,10 +7,11 @@
 if [ -z "${ZEROC_CUDNN_ENV_DONE:-}" ]; then
   export ZEROC_CUDNN_ENV_DONE=1
   export ZEROC_CUDA_ATTENTION=${ZEROC_CUDA_ATTENTION:-auto}
-  # cuDNN's deterministic backward takes its workspace (about B x NH x T x T x 2 bytes:
-  # 192 MiB at GPT-2 B8 T1024, 512 MiB at the 1.3B model's B4 T2048) from the kernel
-  # scratch, 64 MiB by default; a shape that does not fit falls back to zeroc's kernels.
-  # The planner and the memory figures count the scratch, whatever its size.
+  # cuDNN's attention takes its workspace from the kernel scratch (64 MiB by default), or
+  # allocates one of its own sized to the plan: the fast backward's fp32 dQ accumulator is
+  # B x T x C x 4 bytes (128 MiB at the 1.3B model's B4 T2048), the deterministic one's
+  # (--deterministic) about B x NH x T x T x 2 (512 MiB there). A scratch that holds it
+  # keeps the planner's prediction whole (it counts the scratch, not the extra buffer).
   [ "$ZEROC_CUDA_ATTENTION" = zeroc ] || export ZEROC_CUDA_SCRATCH_MB=${ZEROC_CUDA_SCRATCH_MB:-1024}
   echo "ZEROC_CUDA_ATTENTION=$ZEROC_CUDA_ATTENTION ZEROC_CUDA_SCRATCH_MB=${ZEROC_CUDA_SCRATCH_MB:-64}"
   cudnn_dir=$(python3 -c 'import nvidia.cudnn as c, os; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null)

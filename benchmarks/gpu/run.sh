@@ -7,7 +7,7 @@
 # then tokens/s, MFU and peak memory against PyTorch (mfu.sh). cuDNN (for attention) is put
 # on LD_LIBRARY_PATH from PyTorch's wheel or /usr/local/cuda/lib64 when present.
 #
-#   run.sh [--bin DIR] [bench args...]
+#   run.sh [--lease] [--logs DIR] [--bin DIR] [bench args...]
 #
 # Without --bin it configures a CUDA build (BUILD_DIR, default build-gpu) and builds it;
 # with --bin DIR it runs prebuilt binaries from DIR (zeroc, test_kernels_cuda,
@@ -16,35 +16,127 @@
 # absolute paths. Bench args go to zeroc_kernels_bench (--reps, --dtype, --bf16-tflops,
 # --fp32-tflops). WHAT=tests|bench|mfu|all (default all)
 # picks the parts; MFU_STEPS (default 30) the steps of each MFU run.
+#
+# --lease: the run for a short GPU lease (about 6 minutes of command time on an H100): the
+# stages below, most valuable first, each under its own `timeout` (a slow stage cannot eat
+# the next), each printing its wall time, its output written to DIR/<stage>.log as it goes
+# (--logs DIR, default $OUT when set, else ./gpu-logs), the per-run training logs packed
+# into DIR/runs.tgz after each MFU stage. A failed stage fails the script (exit 1) but the
+# later stages still run; a failed zeroc run fails its MFU stage (mfu.sh exits 1). Without a
+# GPU it stops at once (exit 1). Stage limits (seconds) are LEASE_<STAGE>_S; their estimates
+# come from benchmarks/RESULTS.md (H100, 2026-11-24; step times and start-up measured, the
+# tests' own times not recorded there, so theirs is a guess):
+#   tests    180 s limit: the GPU tests as WHAT=tests runs them; the single-GPU programs
+#            first (test_kernels_cuda with cuDNN's attention at T up to 2048 against the cpu
+#            reference, gpu_train, gpu_clip_skip), then the staged multi-rank layouts with
+#            MPIRUN. Estimate 90-150 s.
+#   bench     30 s: zeroc_kernels_bench --reps 10 --dtype bf16 (124M shapes: each kernel
+#            well under 2 ms; start-up and cuBLASLt plans dominate). Estimate 10-20 s.
+#   mfu      110 s: mfu.sh, gpt-1.3b (24 x 2048, B 4, seq 2048) and gpt2-124m, 20 steps,
+#            ZEROC_CUDA_ATTENTION=auto (cuDNN SDPA), against PyTorch eager. zeroc 1.3B:
+#            9 s start-up + 20 x 182 ms; eager 1.3B: 20 x 165 ms + model build and import
+#            ~15 s; 124m: 20 x 43 ms (zeroc), 54 ms (eager), + start-ups. Estimate 50-75 s.
+#   mfu_own   40 s: the same two models on zeroc's own attention (ZEROC_CUDA_ATTENTION=zeroc),
+#            zeroc only: the A/B against cuDNN in the same run. Estimate 15-25 s.
+#   compile  150 s, optional (LEASE_COMPILE=0 skips it), after the others: torch.compile
+#            rows for the two models (zeroc and eager rerun beside them for the ratios).
+#            Not in RESULTS.md's timings; compiling the 1.3B model is about a minute.
+#            Estimate 80-130 s.
+# The four required stages' limits add to 360 s (6 minutes); with compile 510 s, inside
+# one 10-minute command. The stages' "attention:" lines (the backend really used) are
+# printed at the end: a "cuDNN" stage that did not run cuDNN fails the script.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=""
-if [ "${1:-}" = --bin ]; then
-  bin=$(cd "${2:?run.sh: --bin needs a folder}" && pwd) || exit 2
-  shift 2
-fi
+self="$root/benchmarks/gpu/run.sh"
+bin="" lease=0 logs=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bin) bin=$(cd "${2:?run.sh: --bin needs a folder}" && pwd) || exit 2; shift 2 ;;
+    --lease) lease=1; shift ;;
+    --logs) logs=${2:?run.sh: --logs needs a folder}; shift 2 ;;
+    *) break ;;
+  esac
+done
 what=${WHAT:-all}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || {
-  echo "run.sh: nvidia-smi found no GPU" >&2
+# the GPU first: without one every stage would fail slowly
+if ! timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; then
+  echo "run.sh: nvidia-smi found no GPU: nothing run" >&2
   exit 1
-}
+fi
 . "$root/benchmarks/gpu/cudnn_env.sh" # cuDNN 9 on LD_LIBRARY_PATH for attention
 if [ -n "$bin" ]; then
   zeroc=$bin/zeroc tests=$bin kbench=$bin/zeroc_kernels_bench
 else
   build=${BUILD_DIR:-$root/build-gpu}
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZEROC_CUDA=ON || exit 1
-  cmake --build "$build" -j"$(nproc)" || exit 1
+  if [ -z "${RUN_SH_BUILT:-}" ]; then
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZEROC_CUDA=ON || exit 1
+    cmake --build "$build" -j"$(nproc)" || exit 1
+    export RUN_SH_BUILT=1 BUILD_DIR=$build # the lease's stages reuse this build
+  fi
   zeroc=$build/zeroc tests=$build/tests kbench=$build/benchmarks/zeroc_kernels_bench
 fi
+
+if [ $lease = 1 ]; then
+  logs=${logs:-${OUT:-$PWD/gpu-logs}}
+  mkdir -p "$logs" || exit 2
+  logs=$(cd "$logs" && pwd)
+  runs=$(mktemp -d "${TMPDIR:-/tmp}/zeroc-lease-XXXXXX") # per-run training logs
+  binarg=(); [ -n "$bin" ] && binarg=(--bin "$bin")
+  t0=$(date +%s) st=0 failed=""
+  stage() { # stage NAME LIMIT_S CMD...: runs CMD under timeout, tee'd into $logs/NAME.log
+    local name=$1 lim=$2; shift 2
+    local s0; s0=$(date +%s)
+    echo "=== lease stage $name (limit $lim s) at +$((s0 - t0)) s"
+    timeout -k 10 "$lim" "$@" 2>&1 | tee "$logs/$name.log"
+    local r=${PIPESTATUS[0]} w=$(($(date +%s) - s0))
+    [ "$r" = 124 ] || [ "$r" = 137 ] && echo "=== $name: stopped at its limit of $lim s" | tee -a "$logs/$name.log"
+    echo "=== lease stage $name: rc $r, wall $w s (elapsed +$(($(date +%s) - t0)) s)" | tee -a "$logs/$name.log"
+    [ "$r" = 0 ] || { st=1; failed="$failed $name"; }
+  }
+  pack() { tar -C "$runs" -czf "$logs/runs.tgz" . 2>/dev/null; }
+  steps=${MFU_STEPS:-20}
+  stage tests "${LEASE_TESTS_S:-180}" env WHAT=tests "$self" "${binarg[@]}"
+  stage bench "${LEASE_BENCH_S:-30}" env WHAT=bench "$self" "${binarg[@]}" --reps 10 --dtype bf16
+  stage mfu "${LEASE_MFU_S:-110}" env ZEROC_CUDA_ATTENTION=auto LOGDIR="$runs/cudnn" \
+    MODELS="gpt-1.3b gpt2-124m" TORCH=eager "$root/benchmarks/gpu/mfu.sh" "$zeroc" "$steps"
+  pack
+  stage mfu_own "${LEASE_MFU_OWN_S:-40}" env ZEROC_CUDA_ATTENTION=zeroc \
+    LOGDIR="$runs/own" MODELS="gpt-1.3b gpt2-124m" TORCH=none "$root/benchmarks/gpu/mfu.sh" "$zeroc" "$steps"
+  pack
+  # did the cuDNN stage really run cuDNN? (the header's line, and the first step's if it changed)
+  echo "=== attention backend of each MFU run"
+  for f in "$runs"/*/*.zeroc.log; do
+    [ -e "$f" ] || continue
+    a=$(grep -h "^  attention" "$f" | tail -1) # the first step's line where it changed
+    echo "${f#"$runs"/}: ${a:-no attention line (the run failed before its header?)}"
+    case $f in */cudnn/*)
+      case $a in *"cuDNN SDPA forward and"*) ;;
+        *) echo "NOT ON cuDNN: ${f#"$runs"/} was to run cuDNN's attention and did not" ;; esac ;;
+    esac
+  done | tee "$logs/attention.log"
+  grep -q "^NOT ON cuDNN" "$logs/attention.log" && { st=1; failed="$failed attention"; }
+  if [ "${LEASE_COMPILE:-1}" != 0 ]; then
+    stage compile "${LEASE_COMPILE_S:-150}" env ZEROC_CUDA_ATTENTION=auto LOGDIR="$runs/compile" \
+      MODELS="gpt-1.3b gpt2-124m" TORCH=eager,compile "$root/benchmarks/gpu/mfu.sh" "$zeroc" "$steps"
+    pack
+  else
+    echo "=== lease stage compile: skipped (LEASE_COMPILE=0)"
+  fi
+  rm -rf "$runs"
+  verdict="every stage passed"; [ -n "$failed" ] && verdict="FAILED:$failed"
+  echo "=== lease done in $(($(date +%s) - t0)) s: $verdict; logs in $logs"
+  exit $st
+fi
+
 st=0
 check() { # check NAME CMD...: runs it; 77 (skipped) on a GPU machine counts as a failure
   local name=$1
   shift
   echo "== $name"
+  local s0; s0=$(date +%s)
   "$@"
   local r=$?
-  echo "== $name: rc $r"
+  echo "== $name: rc $r, $(($(date +%s) - s0)) s"
   [ $r = 0 ] || st=1
 }
 if [ "$what" = all ] || [ "$what" = tests ]; then

@@ -108,10 +108,15 @@ typedef struct zeroc_gpt_options {
                             zeroc_model_eval) */
   uint64_t dropout_seed; /* the masks' seed (with the batch's step and slots) */
   zeroc_cp_mode_t cp_mode; /* with the context's cp > 1: attention's ring or ulysses; DEFAULT: ring */
+  int deterministic;       /* 1: bitwise-repeatable kernels (cuda: cuDNN attention's deterministic
+                              backward); 0: the faster ones, or ZEROC_CUDA_DETERMINISTIC's choice */
 } zeroc_gpt_options_t;
 
-#define ZEROC_GPT_OPTIONS_INIT                                                                    \
-  { sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL, 0.0f, 0, ZEROC_CP_MODE_DEFAULT }
+#define ZEROC_GPT_OPTIONS_INIT                                                                     \
+  {                                                                                                \
+    sizeof(zeroc_gpt_options_t), ZEROC_CONFIG_MAGIC, 0, 0, ZEROC_FP32, 0, NULL, 0.0f, 0,           \
+        ZEROC_CP_MODE_DEFAULT, 0                                                                   \
+  }
 
 /*
  * Builds the GPT's unit list (embedding, `layers` blocks, head tied to the

@@ -144,6 +144,10 @@ typedef struct zeroc_train_config {
   /* checkpoint retention (appended: older callers' smaller structs keep it unset) */
   int save_limit; /* with save: keep the newest N checkpoints in it, deleting an older one only
                      once a new one is complete, never the one `latest` names [0: keep all] */
+  /* 1: bitwise-repeatable kernels where a faster non-deterministic one exists (cuda:
+   * cuDNN attention's deterministic backward, its workspace sized automatically); the
+   * environment's ZEROC_CUDA_DETERMINISTIC=1 does the same for every model [0] */
+  int deterministic;
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -156,7 +160,7 @@ typedef struct zeroc_train_config {
         ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_DEFAULT, ZEROC_UNSET, NULL, ZEROC_UNSET, NULL,    \
         NULL, NULL, ZEROC_UNSET, NULL, ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, NULL,        \
         ZEROC_UNSET, ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, NULL, ZEROC_UNSET,             \
-        ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET                   \
+        ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET, ZEROC_UNSET      \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */
@@ -238,6 +242,11 @@ typedef struct zeroc_train_info {
   /* the model's architecture (zeroc/arch.h), the one config.model names */
   const struct zeroc_arch *arch;
   int dtype_given; /* param_dtype as configured: -1 for "auto" (checkpoints record it) */
+  /* The attention kernels in use, in words: "cpu kernels", "cuDNN SDPA ..." or "zeroc's own
+   * cuda kernels: <why not cuDNN>" (cuDNN missing, the shape refused, disabled by the
+   * environment). Before the first step it says what start-up found; zeroc_trainer_info
+   * after a step gives what the step really ran. */
+  char attention[320];
 } zeroc_train_info_t;
 
 /*

@@ -38,6 +38,7 @@ static const knob_t KNOBS[] = {
     {"ZEROC_CUDA_TF32", 1, 0, 1, "1 allows TF32 matmuls"},
     {"ZEROC_CUDA_LT_EPILOGUE", 1, 0, 2, "1 (default): bias gradients and the bf16 GELU forward in cuBLASLt epilogues, 2: also fp32 GELU and the GELU backward, 0: separate kernels"},
     {"ZEROC_CUDA_FLASH", 1, 0, 1, "1 (default): bf16 attention on the tensor cores, 0: the fp32 SIMT kernels"},
+    {"ZEROC_CUDA_DETERMINISTIC", 1, 0, 1, "0 (default): cuDNN attention's fast backward (fp32 dQ atomics), 1: its deterministic one"},
     {"ZEROC_NCCL_SELF", 1, 0, 1, "1 runs NCCL on one-rank groups"},
     {"ZEROC_PEAK_TFLOPS", 0, 0.001, 1e7, "peak TFLOP/s per GPU for the MFU figure"},
     {"ZEROC_DLRM_EMBED", 1, 0, 1, "1 (default): the DLRM trainer's tables model-parallel (src/embed), 0: replicated host tables (the reference)"},

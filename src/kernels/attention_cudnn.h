@@ -9,7 +9,11 @@
  * (where it applies cuDNN must work: a failure is an error naming why), zeroc (never).
  * The default is zeroc until this path has run on a GPU (it was written and checked against
  * cuDNN's descriptor validation without one); benchmarks/gpu/ scripts ask for auto.
- * The backward is cuDNN's deterministic variant (no dQ atomics) or zeroc's kernel.
+ * The backward is cuDNN's fast one (dQ accumulated in fp32 with atomics: not bitwise
+ * repeatable), or with ZEROC_CUDA_DETERMINISTIC=1 / zeroc_k_set_deterministic its
+ * deterministic one (no dQ atomics; a workspace of about B x NH x T x T x 2 bytes, from the
+ * kernel scratch or, when that is too small, a buffer of its own), or zeroc's kernel.
+ * A fast plan that does not build falls back to the deterministic one.
  */
 #ifndef ZEROC_KERNELS_ATTENTION_CUDNN_H
 #define ZEROC_KERNELS_ATTENTION_CUDNN_H
@@ -39,6 +43,11 @@ zeroc_result_t zeroc__cudnn_attention_create(zeroc_kernels_t *k);
 void zeroc__cudnn_attention_destroy(zeroc_kernels_t *k);
 /* Overrides the knob for k (tests and the kernel benchmark compare both paths). */
 void zeroc__cudnn_attention_set_mode(zeroc_kernels_t *k, zeroc__cudnn_mode_t mode);
+/* 1: the deterministic backward for shapes not yet built (zeroc_k_set_deterministic). */
+void zeroc__cudnn_attention_set_deterministic(zeroc_kernels_t *k, int on);
+/* What the process's bf16 cuda kernels objects last found, in words, into buf[n]
+ * (zeroc_k_attention_backend): the backend in use and, when not cuDNN, why. */
+void zeroc__cudnn_attention_describe(char *buf, size_t n);
 
 /* zeroc_k_attention_forward through cuDNN: *done = 1 when cuDNN computed out and lse,
  * 0 when the caller's own kernels must (not applicable, or auto and cuDNN failed). */

@@ -21,6 +21,8 @@
  */
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +48,49 @@ zeroc_result_t zeroc__cudnn_mode_parse(const char *v, zeroc__cudnn_mode_t *mode)
   return ZEROC_OK;
 }
 
+/* ---- what attention runs on, for zeroc_k_attention_backend ------------------------- */
+
+/* The last finding of any bf16 cuda kernels object of the process (one GPU per process):
+ * at create, at each new shape, at a failed run. */
+static pthread_mutex_t g_status_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_status[320];
+
+__attribute__((format(printf, 1, 2))) static void status_set(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pthread_mutex_lock(&g_status_mu);
+  vsnprintf(g_status, sizeof g_status, fmt, ap);
+  pthread_mutex_unlock(&g_status_mu);
+  va_end(ap);
+}
+
+void zeroc__cudnn_attention_describe(char *buf, size_t n) {
+  if (!n) return;
+  pthread_mutex_lock(&g_status_mu);
+  snprintf(buf, n, "%s", g_status[0] ? g_status : "zeroc's own cuda kernels (no bf16 model yet)");
+  pthread_mutex_unlock(&g_status_mu);
+}
+
+/* "disabled by the environment", saying whether that is the default. */
+static void status_mode_off(void) {
+  const char *v = getenv("ZEROC_CUDA_ATTENTION");
+  status_set("zeroc's own cuda kernels: cuDNN disabled by ZEROC_CUDA_ATTENTION=zeroc%s",
+             v && *v ? "" : " (the default until cuDNN's path has run on a GPU; auto uses it)");
+}
+
+/* ZEROC_CUDA_DETERMINISTIC: 0 (the fast backward) or 1. */
+static zeroc_result_t deterministic_knob(int *out) {
+  int64_t v = 0;
+  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_DETERMINISTIC", 0, &v));
+  if (v != 0 && v != 1)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "ZEROC_CUDA_DETERMINISTIC=%lld: accepted 0 (cuDNN's fast attention "
+                      "backward, the default) or 1 (bitwise-repeatable kernels)",
+                      (long long)v);
+  *out = (int)v;
+  return ZEROC_OK;
+}
+
 #if defined(__has_include)
 #if __has_include(<cudnn_graph.h>)
 #define ZC_HAVE_CUDNN_H 1
@@ -63,10 +108,20 @@ zeroc_result_t zeroc__cudnn_attention_create(zeroc_kernels_t *k) {
   zeroc__cudnn_mode_t mode;
   ZEROC_CHECK(zeroc__cudnn_mode_parse(
       zeroc__env_str("ZEROC_CUDA_ATTENTION", ZEROC_CUDA_ATTENTION_DEFAULT), &mode));
+  int det = 0;
+  ZEROC_CHECK(deterministic_knob(&det));
   zc_dnn_t *d = calloc(1, sizeof *d);
   if (!d) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cuDNN attention state");
   d->mode = mode;
   k->cudnn = d;
+  k->deterministic = det;
+  if (k->dtype == ZEROC_BF16) {
+    if (mode == ZEROC__CUDNN_OFF)
+      status_mode_off();
+    else
+      status_set("zeroc's own cuda kernels: cuDNN missing (this zeroc was built without "
+                 "cuDNN's headers, cudnn_graph.h)");
+  }
   return ZEROC_OK;
 }
 void zeroc__cudnn_attention_destroy(zeroc_kernels_t *k) {
@@ -75,6 +130,9 @@ void zeroc__cudnn_attention_destroy(zeroc_kernels_t *k) {
 }
 void zeroc__cudnn_attention_set_mode(zeroc_kernels_t *k, zeroc__cudnn_mode_t mode) {
   if (k->cudnn) ((zc_dnn_t *)k->cudnn)->mode = mode;
+}
+void zeroc__cudnn_attention_set_deterministic(zeroc_kernels_t *k, int on) {
+  (void)k, (void)on; /* zeroc's own kernels are deterministic */
 }
 static zeroc_result_t no_headers(zeroc_kernels_t *k, int *done) {
   *done = 0;
@@ -116,6 +174,7 @@ zeroc_result_t zeroc__cudnn_probe(char *path, size_t n, long *version) {
  * kept, so a shape always takes the same path. */
 typedef struct {
   zc_dnn_shape_t sh;
+  int deterministic; /* what was asked (sh.fast may still be 0 after a fallback) */
   int fwd_ok, bwd_ok;
   zc_dnn_plan_t fwd, bwd;
   char why_fwd[1024], why_bwd[1024]; /* why a direction is not on cuDNN */
@@ -124,8 +183,12 @@ typedef struct {
 /* k->cudnn. Used from the thread that launches k's kernels, like the cuBLASLt cache. */
 typedef struct {
   zeroc__cudnn_mode_t mode;
+  int deterministic; /* 1: the deterministic backward for shapes built from now on */
+  int noted_na;      /* a call cuDNN does not take was recorded (status_set) */
   int load_tried, loaded;
   char why_load[640];
+  void *ws;        /* workspace of its own when a plan needs more than the kernel scratch */
+  size_t ws_bytes; /* (WORKSPACE-tagged, counted in the device memory figures) */
   zc_dnn_api_t api;
   cudnnHandle_t handle;
   zc_dnn_entry_t *shapes[ZC_DNN_SHAPES];
@@ -227,11 +290,17 @@ static int dnn_ready(zc_dnn_t *d) {
   }
   d->loaded = 1;
   ZINFO(DEVICE, "attention: cuDNN %ld loaded from %s", d->api.version, d->api.path);
+  status_set("cuDNN SDPA (cuDNN %ld, %.160s), %s backward; each shape's plans are built at its "
+             "first step",
+             d->api.version, d->api.path, d->deterministic ? "deterministic" : "fast");
   return 0;
 unavailable:
+  status_set("zeroc's own cuda kernels: cuDNN missing: %.260s", d->why_load);
+  /* loud, once per process: training runs, but attention is the slow part of the step */
   if (!__atomic_exchange_n(&g_unavailable_logged, 1, __ATOMIC_RELAXED)) {
     if (d->mode == ZEROC__CUDNN_AUTO)
-      ZINFO(DEVICE, "attention: zeroc's own kernels, cuDNN not used: %s", d->why_load);
+      ZWARN(DEVICE, "attention: cuDNN missing, zeroc's own (slower) kernels run attention: %s",
+            d->why_load);
   }
   return -1;
 }
@@ -242,10 +311,22 @@ zeroc_result_t zeroc__cudnn_attention_create(zeroc_kernels_t *k) {
   zeroc__cudnn_mode_t mode;
   ZEROC_CHECK(zeroc__cudnn_mode_parse(
       zeroc__env_str("ZEROC_CUDA_ATTENTION", ZEROC_CUDA_ATTENTION_DEFAULT), &mode));
+  int det = 0;
+  ZEROC_CHECK(deterministic_knob(&det));
   zc_dnn_t *d = calloc(1, sizeof *d);
   if (!d) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cuDNN attention state (%zu bytes)", sizeof *d);
   d->mode = mode;
+  d->deterministic = det;
   k->cudnn = d;
+  k->deterministic = det;
+  if (k->dtype == ZEROC_BF16) {
+    /* loaded now, not at the first step: the progress header says what attention runs on,
+     * and a missing cuDNN is reported before training starts */
+    if (mode == ZEROC__CUDNN_OFF)
+      status_mode_off();
+    else
+      (void)dnn_ready(d);
+  }
   return ZEROC_OK;
 }
 
@@ -257,6 +338,10 @@ void zeroc__cudnn_attention_destroy(zeroc_kernels_t *k) {
     zc_dnn_plan_free(&d->api, &d->shapes[i]->bwd);
     free(d->shapes[i]);
   }
+  if (d->ws) {
+    cudaDeviceSynchronize(); /* no plan still runs on it */
+    zeroc_i_device_free(k->mem, d->ws);
+  }
   if (d->handle) d->api.Destroy(d->handle);
   if (d->api.lib) dlclose(d->api.lib);
   free(d);
@@ -265,6 +350,16 @@ void zeroc__cudnn_attention_destroy(zeroc_kernels_t *k) {
 
 void zeroc__cudnn_attention_set_mode(zeroc_kernels_t *k, zeroc__cudnn_mode_t mode) {
   if (k->cudnn) ((zc_dnn_t *)k->cudnn)->mode = mode;
+}
+
+void zeroc__cudnn_attention_set_deterministic(zeroc_kernels_t *k, int on) {
+  zc_dnn_t *d = k->cudnn;
+  if (!d) return;
+  d->deterministic = on != 0;
+  if (d->loaded && k->dtype == ZEROC_BF16)
+    status_set("cuDNN SDPA (cuDNN %ld, %.160s), %s backward; each shape's plans are built at "
+               "its first step",
+               d->api.version, d->api.path, on ? "deterministic" : "fast");
 }
 
 /* ---- plans per shape ------------------------------------------------------------------ */
@@ -276,63 +371,143 @@ static size_t dsum_bytes(const zc_dnn_shape_t *sh) {
   return ALIGN256((size_t)sh->B * sh->NH * sh->T * sizeof(float));
 }
 
-/* Builds one direction of `e`; *ok and e's why say the outcome. */
+/* Bytes of the fast backward's fp32 dQ accumulator (B,NH,T,HS), after the row sums. */
+static size_t dqacc_bytes(const zc_dnn_shape_t *sh) {
+  return sh->fast ? ALIGN256((size_t)sh->B * sh->T * sh->C * sizeof(float)) : 0;
+}
+
+/* The workspace plans run with: the kernel scratch, or d's own buffer when it is larger. */
+static void dnn_workspace(zeroc_kernels_t *k, zc_dnn_t *d, void **ws, size_t *have) {
+  zeroc_i_cuda_scratch(k, ws, have);
+  if (d->ws && d->ws_bytes > *have) *ws = d->ws, *have = d->ws_bytes;
+}
+
+/* Makes the workspace at least `need` bytes: the kernel scratch when it is enough, else a
+ * buffer of d's own, grown (the old one freed once the device is idle) and counted as
+ * WORKSPACE. 0, or -1 with `why` when the device has no room. */
+static int dnn_workspace_fit(zeroc_kernels_t *k, zc_dnn_t *d, size_t need, char *why, size_t n) {
+  void *ws;
+  size_t have;
+  dnn_workspace(k, d, &ws, &have);
+  if (need <= have) return 0;
+  if (d->ws) {
+    cudaDeviceSynchronize(); /* plans queued on the old buffer finish first */
+    zeroc_i_device_free(k->mem, d->ws);
+    d->ws = NULL, d->ws_bytes = 0;
+  }
+  const size_t bytes = ALIGN256(need);
+  if (zeroc_i_device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, bytes, &d->ws)) {
+    d->ws = NULL;
+    snprintf(why, n,
+             "needs %zu bytes of workspace, the kernel scratch has %zu and allocating "
+             "them failed: %.200s",
+             need, have, zeroc__tls_error());
+    return -1;
+  }
+  d->ws_bytes = bytes;
+  ZINFO(DEVICE, "attention: cuDNN's workspace sized to %zu bytes (the kernel scratch has %zu)",
+        bytes, have);
+  return 0;
+}
+
+/* Builds the backward of e->sh (both orders of mask and stats); `why` on failure. */
+static cudnnStatus_t build_bwd(zc_dnn_t *d, zc_dnn_entry_t *e, char *why, size_t nwhy) {
+  e->sh.mask_after_stats = 0;
+  cudnnStatus_t s = zc_dnn_build(&d->api, d->handle, &e->sh, 1, &e->bwd, why, nwhy);
+  if (s == CUDNN_STATUS_SUCCESS) return s;
+  /* the other order of mask and stats, as newer frontends build it */
+  char first[1024];
+  snprintf(first, sizeof first, "%s", why);
+  e->sh.mask_after_stats = 1;
+  s = zc_dnn_build(&d->api, d->handle, &e->sh, 1, &e->bwd, why, nwhy);
+  if (s != CUDNN_STATUS_SUCCESS) {
+    char second[1024];
+    snprintf(second, sizeof second, "%s", why);
+    snprintf(why, nwhy, "mask before stats: %.480s | mask after stats: %.480s", first, second);
+  }
+  return s;
+}
+
+/* Builds one direction of `e`; *ok and e's why say the outcome. The backward is the fast
+ * one (fp32 dQ atomics) unless d is deterministic or the fast graph does not build. */
 static void build_dir(zc_dnn_t *d, zeroc_kernels_t *k, zc_dnn_entry_t *e, int backward) {
   zc_dnn_plan_t *p = backward ? &e->bwd : &e->fwd;
   char *why = backward ? e->why_bwd : e->why_fwd;
   const size_t nwhy = sizeof e->why_fwd;
   int *ok = backward ? &e->bwd_ok : &e->fwd_ok;
-  cudnnStatus_t s = zc_dnn_build(&d->api, d->handle, &e->sh, backward, p, why, nwhy);
-  if (s != CUDNN_STATUS_SUCCESS && backward) {
-    /* the other order of mask and stats, as newer frontends build it */
-    char first[1024];
-    snprintf(first, sizeof first, "%s", why);
-    e->sh.mask_after_stats = 1;
-    s = zc_dnn_build(&d->api, d->handle, &e->sh, backward, p, why, nwhy);
-    if (s != CUDNN_STATUS_SUCCESS) {
-      char second[1024];
-      snprintf(second, sizeof second, "%s", why);
-      snprintf(why, nwhy, "mask before stats: %.480s | mask after stats: %.480s", first, second);
+  cudnnStatus_t s;
+  if (!backward) {
+    s = zc_dnn_build(&d->api, d->handle, &e->sh, 0, p, why, nwhy);
+  } else {
+    e->sh.fast = !d->deterministic;
+    s = build_bwd(d, e, why, nwhy);
+    if (s != CUDNN_STATUS_SUCCESS && e->sh.fast) {
+      ZINFO(DEVICE,
+            "attention backward B %d T %d C %d NH %d: cuDNN's fast backward not built "
+            "(%s); trying its deterministic one",
+            e->sh.B, e->sh.T, e->sh.C, e->sh.NH, why);
+      e->sh.fast = 0;
+      s = build_bwd(d, e, why, nwhy);
     }
   }
-  void *scratch = NULL;
-  size_t have = 0;
-  zeroc_i_cuda_scratch(k, &scratch, &have);
-  const size_t need = (backward ? dsum_bytes(&e->sh) : 0) + (size_t)p->ws_bytes;
-  if (s == CUDNN_STATUS_SUCCESS && need > have) {
-    snprintf(why, nwhy,
-             "needs %zu bytes of workspace (plan %lld%s), the kernel scratch has %zu; raise "
-             "ZEROC_CUDA_SCRATCH_MB to at least %zu",
-             need, (long long)p->ws_bytes, backward ? " + row sums" : "", have,
-             (need + ((size_t)1 << 20) - 1) >> 20);
+  const size_t need =
+      (backward ? dsum_bytes(&e->sh) + dqacc_bytes(&e->sh) : 0) + (size_t)p->ws_bytes;
+  if (s == CUDNN_STATUS_SUCCESS && dnn_workspace_fit(k, d, need, why, nwhy)) {
     zc_dnn_plan_free(&d->api, p);
     s = CUDNN_STATUS_NOT_SUPPORTED;
   }
   *ok = s == CUDNN_STATUS_SUCCESS;
   const char *dir = backward ? "backward" : "forward";
   if (*ok)
-    ZINFO(DEVICE, "attention %s B %d T %d C %d NH %d: cuDNN %ld engine %lld, workspace %lld bytes%s",
-          dir, e->sh.B, e->sh.T, e->sh.C, e->sh.NH, d->api.version, (long long)p->engine,
-          (long long)p->ws_bytes, backward ? ", deterministic" : "");
+    ZINFO(DEVICE,
+          "attention %s B %d T %d C %d NH %d: cuDNN %ld engine %lld, workspace %lld bytes%s", dir,
+          e->sh.B, e->sh.T, e->sh.C, e->sh.NH, d->api.version, (long long)p->engine,
+          (long long)p->ws_bytes,
+          backward ? (e->sh.fast ? ", fast (fp32 dQ atomics)" : ", deterministic") : "");
   else if (d->mode == ZEROC__CUDNN_AUTO)
     ZWARN(DEVICE, "attention %s B %d T %d C %d NH %d: cuDNN %ld (%s) not used, zeroc's kernel runs "
                   "it: %s",
           dir, e->sh.B, e->sh.T, e->sh.C, e->sh.NH, d->api.version, d->api.path, why);
 }
 
-/* The entry of (B, T, C, NH), built on first use; NULL when the cache is full. */
+/* Records what shape e runs on (zeroc_k_attention_backend). */
+static void status_entry(const zc_dnn_t *d, const zc_dnn_entry_t *e) {
+  const zc_dnn_shape_t *h = &e->sh;
+  const char *bwd = h->fast ? "fast" : "deterministic";
+  if (e->fwd_ok && e->bwd_ok)
+    status_set("cuDNN SDPA forward and %s backward (cuDNN %ld, %.120s), B %d T %d C %d NH %d", bwd,
+               d->api.version, d->api.path, h->B, h->T, h->C, h->NH);
+  else if (e->fwd_ok)
+    status_set("cuDNN SDPA forward, zeroc's own backward: cuDNN refused the backward of B %d T %d "
+               "C %d NH %d: %.160s",
+               h->B, h->T, h->C, h->NH, e->why_bwd);
+  else if (e->bwd_ok)
+    status_set("zeroc's own forward (cuDNN refused B %d T %d C %d NH %d: %.160s), cuDNN SDPA %s "
+               "backward",
+               h->B, h->T, h->C, h->NH, e->why_fwd, bwd);
+  else
+    status_set("zeroc's own cuda kernels: cuDNN %ld refused the shape B %d T %d C %d NH %d: %.180s",
+               d->api.version, h->B, h->T, h->C, h->NH, e->why_fwd);
+}
+
+/* The entry of (B, T, C, NH) and d's determinism, built on first use; NULL when the cache
+ * is full. */
 static zc_dnn_entry_t *dnn_entry(zc_dnn_t *d, zeroc_kernels_t *k, int B, int T, int C, int NH) {
   for (int i = 0; i < d->nshapes; i++) {
     zc_dnn_entry_t *e = d->shapes[i];
-    if (e->sh.B == B && e->sh.T == T && e->sh.C == C && e->sh.NH == NH) return e;
+    if (e->sh.B == B && e->sh.T == T && e->sh.C == C && e->sh.NH == NH &&
+        e->deterministic == d->deterministic)
+      return e;
   }
   if (d->nshapes == ZC_DNN_SHAPES) return NULL;
   zc_dnn_entry_t *e = calloc(1, sizeof *e);
   if (!e) return NULL;
   e->sh = (zc_dnn_shape_t){.B = B, .T = T, .C = C, .NH = NH};
+  e->deterministic = d->deterministic;
   build_dir(d, k, e, 0);
   build_dir(d, k, e, 1);
   d->shapes[d->nshapes++] = e;
+  if (k->dtype == ZEROC_BF16) status_entry(d, e);
   return e;
 }
 
@@ -425,6 +600,10 @@ static zeroc_result_t dnn_exec_failed(zc_dnn_t *d, zc_dnn_entry_t *e, int backwa
                       e->sh.B, e->sh.T, e->sh.C, e->sh.NH, d->api.version, d->api.path, why);
   ZWARN(DEVICE, "%s B %d T %d C %d NH %d on cuDNN %ld (%s): %s; zeroc's kernel runs it from now on",
         dir, e->sh.B, e->sh.T, e->sh.C, e->sh.NH, d->api.version, d->api.path, why);
+  status_set("zeroc's own cuda kernels for the %s of B %d T %d C %d NH %d: cuDNN %ld failed at run "
+             "time: %.160s",
+             backward ? "backward" : "forward", e->sh.B, e->sh.T, e->sh.C, e->sh.NH, d->api.version,
+             why);
   snprintf(backward ? e->why_bwd : e->why_fwd, sizeof e->why_fwd, "execute failed: %s", why);
   if (backward) e->bwd_ok = 0;
   else e->fwd_ok = 0;
@@ -437,7 +616,17 @@ zeroc_result_t zeroc__cudnn_attention_forward(zeroc_kernels_t *k, zeroc_stream_t
   zc_dnn_t *d = k->cudnn;
   *done = 0;
   const void *ptrs[] = {out, lse, qkv};
-  if (!d || d->mode == ZEROC__CUDNN_OFF || !dnn_applies(k, C, NH, drop, ptrs, 3)) return ZEROC_OK;
+  if (!d || d->mode == ZEROC__CUDNN_OFF) return ZEROC_OK;
+  if (!dnn_applies(k, C, NH, drop, ptrs, 3)) {
+    if (!d->noted_na && k->dtype == ZEROC_BF16) {
+      d->noted_na = 1;
+      status_set("zeroc's own cuda kernels: cuDNN does not take this call (dropout %g, head size "
+                 "%d: it needs no dropout, a head size a multiple of 8 up to 128, 16-byte "
+                 "aligned tensors)",
+                 drop ? (double)drop->p : 0.0, NH > 0 ? C / NH : 0);
+    }
+    return ZEROC_OK;
+  }
   zc_dnn_entry_t *e;
   ZEROC_CHECK(dnn_select(k, B, T, C, NH, 0, &e));
   if (!e) return ZEROC_OK;
@@ -450,7 +639,7 @@ zeroc_result_t zeroc__cudnn_attention_forward(zeroc_kernels_t *k, zeroc_stream_t
   void *const vals[] = {(void *)q, (void *)(q + c2), (void *)(q + 2 * c2), out, lse, &scale, &neg};
   void *ws = NULL;
   size_t have = 0;
-  zeroc_i_cuda_scratch(k, &ws, &have);
+  dnn_workspace(k, d, &ws, &have);
   char why[640];
   cudaStream_t cs = (cudaStream_t)zeroc_stream_native(s ? s : k->compute);
   if (dnn_execute(d, &e->fwd, cs, uids, vals, 7, ws, why, sizeof why) != CUDNN_STATUS_SUCCESS)
@@ -480,18 +669,38 @@ zeroc_result_t zeroc__cudnn_attention_backward(zeroc_kernels_t *k, zeroc_stream_
   const size_t c2 = (size_t)C * 2;
   char *ws = NULL;
   size_t have = 0;
-  zeroc_i_cuda_scratch(k, (void **)&ws, &have);
-  /* workspace: sum(dO*O) (B,NH,T) fp32, then the plan's own */
-  const int64_t uids[] = {ZC_UID_Q,     ZC_UID_K,     ZC_UID_V,      ZC_UID_O,   ZC_UID_DO,
-                          ZC_UID_STATS, ZC_UID_DQ,    ZC_UID_DK,     ZC_UID_DV,  ZC_UID_SCALE,
-                          ZC_UID_NEGINF, ZC_UID_ONE, ZC_UID_DSUM};
-  void *const vals[] = {(void *)q,     (void *)(q + c2), (void *)(q + 2 * c2), (void *)out,
-                        (void *)dout,  (void *)lse,      g,                    g + c2,
-                        g + 2 * c2,    &scale,           &neg,                 &one,
-                        ws};
+  dnn_workspace(k, d, (void **)&ws, &have);
+  /* workspace: sum(dO*O) (B,NH,T) fp32, the fast backward's fp32 dQ accumulator (zeroed
+   * here: the engine adds into it), then the plan's own */
+  const size_t acc = dqacc_bytes(&e->sh), plan_ws = dsum_bytes(&e->sh) + acc;
+  const int64_t uids[] = {ZC_UID_Q,      ZC_UID_K,   ZC_UID_V,    ZC_UID_O,       ZC_UID_DO,
+                          ZC_UID_STATS,  ZC_UID_DQ,  ZC_UID_DK,   ZC_UID_DV,      ZC_UID_SCALE,
+                          ZC_UID_NEGINF, ZC_UID_ONE, ZC_UID_DSUM, ZC_UID_DQ_ACCUM};
+  void *const vals[] = {(void *)q,
+                        (void *)(q + c2),
+                        (void *)(q + 2 * c2),
+                        (void *)out,
+                        (void *)dout,
+                        (void *)lse,
+                        g,
+                        g + c2,
+                        g + 2 * c2,
+                        &scale,
+                        &neg,
+                        &one,
+                        ws,
+                        ws + dsum_bytes(&e->sh)};
   char why[640];
   cudaStream_t cs = (cudaStream_t)zeroc_stream_native(s ? s : k->compute);
-  if (dnn_execute(d, &e->bwd, cs, uids, vals, 13, ws + dsum_bytes(&e->sh), why, sizeof why) !=
+  if (acc) {
+    cudaError_t ce = cudaMemsetAsync(ws + dsum_bytes(&e->sh), 0, acc, cs);
+    if (ce != cudaSuccess) {
+      snprintf(why, sizeof why, "zeroing the dQ accumulator (%zu bytes): %s", acc,
+               cudaGetErrorString(ce));
+      return dnn_exec_failed(d, e, 1, why);
+    }
+  }
+  if (dnn_execute(d, &e->bwd, cs, uids, vals, acc ? 14 : 13, ws + plan_ws, why, sizeof why) !=
       CUDNN_STATUS_SUCCESS)
     return dnn_exec_failed(d, e, 1, why);
   *done = 1;

@@ -1,6 +1,6 @@
 /*
  * kernels/attention_cudnn_graph_cuda.c - builds cuDNN backend graphs for causal attention
- * (forward with softmax stats; deterministic backward) and finalizes an execution plan for
+ * (forward with softmax stats; backward, fast or deterministic) and finalizes an execution plan for
  * them. One helper per descriptor kind: tensors, pointwise, matmul, reduction, reshape;
  * every call is checked and the first failure is kept with cuDNN's own message, so a run
  * on a new cuDNN says exactly which step it refused. See attention_cudnn_cuda.c for the
@@ -262,7 +262,7 @@ static void build_forward(gb_t *g, const dims_t *d) {
 
 /* ---- backward: dq, dk, dv into dqkv (B,T,3C) ---------------------------------------- */
 
-static void build_backward(gb_t *g, const dims_t *d, int mask_after_stats) {
+static void build_backward(gb_t *g, const dims_t *d, int mask_after_stats, int fast) {
   const cudnnDataType_t bf = CUDNN_DATA_BFLOAT16, f32 = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t q = gb_tensor(g, bf, d->bthd, d->qkv, ZC_UID_Q, false);
   cudnnBackendDescriptor_t kt = gb_tensor(g, bf, d->bhdt, d->qkv_t, ZC_UID_K, false);
@@ -314,10 +314,35 @@ static void build_backward(gb_t *g, const dims_t *d, int mask_after_stats) {
   gb_reshape(g, ds, dst, "reshape dS^T");
   gb_matmul(g, dst, q, dk, "matmul dS^T Q");
 
-  /* dQ = dS K, straight into dq: no fp32 accumulator, the deterministic algorithm */
   cudnnBackendDescriptor_t kk = gb_tensor(g, bf, d->bthd, d->qkv, 0, false);
   gb_reshape(g, kt, kk, "reshape K");
-  gb_matmul(g, ds, kk, dq, "matmul dS K");
+  if (!fast) {
+    /* dQ = dS K, straight into dq: no fp32 accumulator, the deterministic algorithm */
+    gb_matmul(g, ds, kk, dq, "matmul dS K");
+    return;
+  }
+  /* dQ = dS K into an fp32 accumulator in the workspace (zeroed before each run; the
+   * engine adds into it with atomics: faster, not bitwise repeatable), then cast to dq.
+   * The accumulator's layout is the F16x16 reordering cuDNN's engines expect of it. */
+  cudnnBackendDescriptor_t acc =
+      gb_new(g, CUDNN_BACKEND_TENSOR_DESCRIPTOR, "create dQ accumulator");
+  const int64_t align = 16, uid = ZC_UID_DQ_ACCUM;
+  const bool no = false;
+  const cudnnBackendTensorReordering_t reorder = CUDNN_TENSOR_REORDERING_F16x16;
+  gb_set(g, acc, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &f32, "dQ accumulator type");
+  gb_set(g, acc, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, d->bthd, "dQ accumulator dims");
+  gb_set(g, acc, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, d->packed,
+         "dQ accumulator strides");
+  gb_set(g, acc, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "dQ accumulator uid");
+  gb_set(g, acc, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align,
+         "dQ accumulator alignment");
+  gb_set(g, acc, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &no,
+         "dQ accumulator virtual");
+  gb_set(g, acc, CUDNN_ATTR_TENSOR_REORDERING_MODE, CUDNN_TYPE_TENSOR_REORDERING_MODE, 1, &reorder,
+         "dQ accumulator reordering");
+  gb_finalize(g, acc, "finalize dQ accumulator");
+  gb_matmul(g, ds, kk, acc, "matmul dS K (fp32 accumulator)");
+  gb_pointwise(g, CUDNN_POINTWISE_IDENTITY, f32, -1, acc, NULL, NULL, dq, "cast dQ");
 }
 
 /* ---- graph -> heuristics -> plan ----------------------------------------------------- */
@@ -409,7 +434,8 @@ cudnnStatus_t zc_dnn_build(const zc_dnn_api_t *api, cudnnHandle_t h, const zc_dn
   why[0] = 0;
   dims_t d;
   dims_of(sh, &d);
-  if (backward) build_backward(&g, &d, sh->mask_after_stats);
+  if (backward)
+    build_backward(&g, &d, sh->mask_after_stats, sh->fast);
   else build_forward(&g, &d);
   cudnnBackendDescriptor_t graph = gb_new(&g, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "create graph");
   gb_set(&g, graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, g.nops, g.ops,
@@ -417,13 +443,13 @@ cudnnStatus_t zc_dnn_build(const zc_dnn_api_t *api, cudnnHandle_t h, const zc_dn
   gb_set(&g, graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &h, "graph handle");
   gb_finalize(&g, graph, "finalize graph");
   const bool graph_ok = g.st == CUDNN_STATUS_SUCCESS;
-  if (graph_ok) plan_from_heuristics(&g, h, graph, CUDNN_HEUR_MODE_A, backward);
+  if (graph_ok) plan_from_heuristics(&g, h, graph, CUDNN_HEUR_MODE_A, backward && !sh->fast);
   if (graph_ok && g.st != CUDNN_STATUS_SUCCESS) {
     /* mode A found nothing that finalizes: the fallback list before giving up */
     char first[512];
     snprintf(first, sizeof first, "%s", why);
     g.st = CUDNN_STATUS_SUCCESS;
-    plan_from_heuristics(&g, h, graph, CUDNN_HEUR_MODE_FALLBACK, backward);
+    plan_from_heuristics(&g, h, graph, CUDNN_HEUR_MODE_FALLBACK, backward && !sh->fast);
     if (g.st != CUDNN_STATUS_SUCCESS) {
       char second[512];
       snprintf(second, sizeof second, "%s", why);

@@ -38,14 +38,15 @@ enum {
   ZC_UID_V,
   ZC_UID_O,
   ZC_UID_STATS,
-  ZC_UID_SCALE, /* by value: 1/sqrt(HS) */
+  ZC_UID_SCALE,  /* by value: 1/sqrt(HS) */
   ZC_UID_NEGINF, /* by value: what masked scores become */
   ZC_UID_ONE,    /* by value: 1 (the dropout-scale slot of sum(dO*O)) */
   ZC_UID_DO,
   ZC_UID_DQ,
   ZC_UID_DK,
   ZC_UID_DV,
-  ZC_UID_DSUM, /* sum(dO*O) per row, fp32 in the workspace */
+  ZC_UID_DSUM,     /* sum(dO*O) per row, fp32 in the workspace */
+  ZC_UID_DQ_ACCUM, /* fast backward: dQ accumulated in fp32 in the workspace (atomics) */
   ZC_UID_VIRTUAL = 100,
 };
 
@@ -64,12 +65,14 @@ typedef struct zc_dnn_plan {
 typedef struct zc_dnn_shape {
   int B, T, C, NH;
   int mask_after_stats; /* backward: mask the scores after subtracting the stats (newer order) */
+  int fast; /* backward: dQ through an fp32 accumulator (cuDNN's faster, non-deterministic
+               algorithm; engines noted NONDETERMINISTIC allowed); 0: the deterministic one */
 } zc_dnn_shape_t;
 
 /* Builds the forward (out, stats) or backward (dq, dk, dv) graph of `sh` and finalizes the
  * first plan the heuristics offer (mode A, then fallback), skipping non-deterministic
- * engines for the backward. On failure: a cuDNN status, and `why` (n bytes) names the
- * step, the status and cuDNN's last error text. The plan is freed with zc_dnn_plan_free. */
+ * engines for the backward unless sh->fast. On failure: a cuDNN status, and `why` (n bytes) names
+ * the step, the status and cuDNN's last error text. The plan is freed with zc_dnn_plan_free. */
 cudnnStatus_t zc_dnn_build(const zc_dnn_api_t *api, cudnnHandle_t h, const zc_dnn_shape_t *sh,
                            int backward, zc_dnn_plan_t *p, char *why, size_t n);
 void zc_dnn_plan_free(const zc_dnn_api_t *api, zc_dnn_plan_t *p);

@@ -3,6 +3,7 @@
  * and runs the cpu twin inline or hands over to the cuda implementation.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/env.h"
@@ -88,6 +89,32 @@ void zeroc_kernels_destroy(zeroc_kernels_t *k) {
   }
 #endif
   free(k);
+}
+
+void zeroc_k_set_deterministic(zeroc_kernels_t *k, int on) {
+  k->deterministic = on != 0;
+#ifdef ZEROC_HAVE_CUDA
+  if (k->device == ZEROC_DEVICE_CUDA) zeroc__cudnn_attention_set_deterministic(k, on != 0);
+#endif
+}
+
+void zeroc_k_attention_backend(zeroc_device_kind_t dev, zeroc_dtype_t dtype, char *buf, size_t n) {
+  if (!n) return;
+  if (dev != ZEROC_DEVICE_CUDA) {
+    snprintf(buf, n, "cpu kernels (zeroc's own, fp32)");
+    return;
+  }
+#ifdef ZEROC_HAVE_CUDA
+  if (dtype != ZEROC_BF16) {
+    snprintf(buf, n, "zeroc's own cuda kernels (%s: cuDNN's path is bf16 only)",
+             zeroc_dtype_name(dtype));
+    return;
+  }
+  zeroc__cudnn_attention_describe(buf, n);
+#else
+  (void)dtype;
+  snprintf(buf, n, "none: this zeroc was built without cuda");
+#endif
 }
 
 zeroc_result_t zeroc_k_encoder_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,

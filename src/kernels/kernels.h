@@ -47,6 +47,20 @@ zeroc_result_t zeroc_kernels_create(const zeroc__devmem_t *mem, zeroc_stream_t *
                                     zeroc_dtype_t dtype, zeroc_kernels_t **k);
 void zeroc_kernels_destroy(zeroc_kernels_t *k);
 
+/* 1: k uses bitwise-repeatable kernels only where a faster non-deterministic one exists
+ * (cuda: cuDNN attention's deterministic backward instead of its fp32-atomics one, with a
+ * workspace of its own when the kernel scratch is too small). Set before the first
+ * attention call; ZEROC_CUDA_DETERMINISTIC=1 in the environment sets it for every
+ * kernels object at create. zeroc's own kernels are deterministic either way. */
+void zeroc_k_set_deterministic(zeroc_kernels_t *k, int on);
+
+/* The attention kernels a model on `dev` computing in `dtype` runs, in words, into buf[n]:
+ * "cpu kernels (zeroc's own, fp32)", "cuDNN SDPA ..." or "zeroc's own cuda kernels: <why
+ * not cuDNN>" (cuDNN missing, the shape refused, disabled by ZEROC_CUDA_ATTENTION, fp32).
+ * On cuda it is what the process's kernels objects last found: at create (whether cuDNN
+ * loads), then at each new shape (whether cuDNN's plans build) and at a failed run. */
+void zeroc_k_attention_backend(zeroc_device_kind_t dev, zeroc_dtype_t dtype, char *buf, size_t n);
+
 /* ---- embedding bags (embed/) ---------------------------------------------------
  * fp32 whatever k->dtype. Bag b's output (or gradient) row lies at
  * out + (b / blk) * blk_stride + (b % blk) * ldo: bags come in blocks (one per

@@ -22,6 +22,7 @@ typedef struct zeroc_kernels {
   zeroc_dtype_t dtype; /* activations and compute parameters */
   void *cuda;          /* cuda: cuBLASLt handle, workspace (kernels/cuda) */
   void *cudnn;         /* cuda: cuDNN attention plans (kernels/attention_cudnn_cuda.c) */
+  int deterministic;   /* 1: bitwise-repeatable kernels only (zeroc_k_set_deterministic) */
 } zeroc_kernels_t;
 
 /* Flags of zeroc_k_matmul_backward_ex and zeroc_k_layernorm_backward_ex. */

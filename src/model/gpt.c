@@ -640,6 +640,7 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   g->es = zeroc_dtype_size(o.dtype);
   ZEROC_TRY(
       zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), o.dtype, &g->k));
+  if (o.deterministic) zeroc_k_set_deterministic(g->k, 1);
   ZEROC_TRY(zeroc__tp_init(&g->tp, ctx, g->k, o.sequence_parallel));
   ZEROC_TRY(zeroc__gpt_cp_init(&g->cp, ctx, g->k, o.dtype, o.cp_mode, batch, cfg->seq, g->Cl,
                                cfg->heads, t));

@@ -109,6 +109,7 @@ static zeroc_result_t build_model(zeroc__gpt_run_t *run, const zeroc_shard_confi
   go.dropout = (float)c->dropout;
   go.dropout_seed = (uint64_t)c->seed;
   go.cp_mode = c->cp_mode;
+  go.deterministic = c->deterministic;
   int first[64], count[64];
   zeroc_gpt_stage_t st = {c->vpp, first, count, 1};
   zeroc_result_t r = ZEROC_OK;

@@ -83,9 +83,11 @@ static zeroc_result_t check_fields(const zeroc_train_config_t *c) {
   REAL_OR_UNSET(eps, c->eps > 0 && c->eps < 1, "0 < eps < 1");
   REAL_OR_UNSET(spike_z, c->spike_z > 0, "> 0");
   REAL_OR_UNSET(dropout, c->dropout >= 0 && c->dropout < 1, "0 <= dropout < 1");
-  const int flags[] = {c->recompute, c->sequence_parallel, c->shuffle, c->reduce_maxima};
-  const char *const fnames[] = {"recompute", "sequence_parallel", "shuffle", "reduce_maxima"};
-  for (int k = 0; k < 4; k++)
+  const int flags[] = {c->recompute, c->sequence_parallel, c->shuffle, c->reduce_maxima,
+                       c->deterministic};
+  const char *const fnames[] = {"recompute", "sequence_parallel", "shuffle", "reduce_maxima",
+                                "deterministic"};
+  for (int k = 0; k < 5; k++)
     if (flags[k] != UNSET && flags[k] != 0 && flags[k] != 1)
       return BAD("%s %d: accepted 0 or 1 (or ZEROC_UNSET: 0)", fnames[k], flags[k]);
   return ZEROC_OK;
@@ -122,6 +124,7 @@ static void defaults(zeroc_train_config_t *c, const zeroc_mesh_info_t *mesh,
   DFLT(spike_window, 50);
   DFLT(spike_z, 6.0);
   DFLT(reduce_maxima, 0);
+  DFLT(deterministic, 0);
   DFLT(val_every, 0);
   DFLT(dropout, 0.0);
   DFLT(embedding_sharding, 0);

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "io/files.h"
+#include "kernels/kernels.h"
 #include "persist/ckpt.h"
 #include "plan/train_predict.h"
 #include "runtime/runtime.h"
@@ -148,7 +149,16 @@ void zeroc_trainer_destroy(zeroc_trainer_t *tr) {
   free(tr);
 }
 
-void zeroc_trainer_info(const zeroc_trainer_t *tr, zeroc_train_info_t *out) { *out = tr->info; }
+void zeroc_trainer_info(const zeroc_trainer_t *tr, zeroc_train_info_t *out) {
+  *out = tr->info;
+  /* asked each time: the kernels decide per shape at the first step that runs it */
+  if (out->dlrm)
+    snprintf(out->attention, sizeof out->attention, "none (DLRM has no attention)");
+  else
+    zeroc_k_attention_backend(out->device,
+                              out->device == ZEROC_DEVICE_CUDA ? out->dtype : ZEROC_FP32,
+                              out->attention, sizeof out->attention);
+}
 
 int zeroc_trainer_steps_done(const zeroc_trainer_t *tr) { return tr->next; }
 
