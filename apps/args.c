@@ -133,6 +133,9 @@ static int set_value(const char *cmd, const zarg_t *a, const char *v) {
   }
   case ARG_DOUBLE: {
     double x = strtod(v, &end);
+    /* an underflow (1e-320: a denormal or 0) is still that small number, in range
+     * wherever its neighbours are; only an overflow is out of every range */
+    if (errno == ERANGE && fabs(x) < 1) errno = 0;
     if (errno || end == v || *end || !isfinite(x) || (a->lo_open ? x <= a->lo : x < a->lo) ||
         x > a->hi)
       return zarg_fail(cmd, "%s '%s': accepted a number %s%g..%g", a->name, v,

@@ -93,6 +93,9 @@ static void print_summary(const data_opts_t *o, const zeroc_prepare_stats_t *s) 
          o->out);
   if (s->split == ZEROC_SPLIT_NONE)
     printf("  val:   none (--val-fraction 0)\n");
+  else if (s->val_shards == 0)
+    printf("  val:   none (the --val-fraction share came to no token: every document went to "
+           "train)\n");
   else if (s->split == ZEROC_SPLIT_DOCUMENTS)
     printf("  val:   %llu tokens in %d shard%s (%s/val_*.bin): %d whole document%s\n",
            (unsigned long long)s->val_tokens, s->val_shards, s->val_shards == 1 ? "" : "s", o->out,

@@ -108,7 +108,7 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--hsdp", ARG_INT, &o->hsdp, ZARG_LIM_HSDP, 0, NULL, NULL},
       {"--tp", ARG_INT, &o->tp, ZARG_LIM_TP, 0, NULL, NULL},
       {"--cp", ARG_INT, &o->cp, ZARG_LIM_TP, 0, NULL, NULL},
-      {"--cp-mode", ARG_CHOICE, &o->cp_mode, 0, 0, 0, ZTRAIN_CP_MODES, NULL},
+      {"--cp-mode", ARG_CHOICE, &o->cp_mode, 0, 0, 0, ZTRAIN_CP_MODES, &o->set_cp_mode},
       {"--pp", ARG_INT, &o->pp, ZARG_LIM_PP, 0, NULL, NULL},
       {"--pp-schedule", ARG_CHOICE, &o->pp_schedule, 0, 0, 0, PP_SCHEDULES, &o->set_pp_schedule},
       {"--vpp", ARG_INT, &o->vpp, ZARG_LIM_VPP, 0, NULL, &o->set_vpp},
@@ -142,7 +142,7 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--print-schedule", ARG_SWITCH, &o->print_schedule, 0, 0, 0, NULL, NULL},
       {"--sequence-parallel", ARG_SWITCH, &o->sequence_parallel, 0, 0, 0, NULL, NULL},
       {"--sample-every", ARG_INT, &o->sample_every, 0, 1e9, 0, NULL, NULL},
-      {"--sample-tokens", ARG_INT, &o->sample_tokens, 1, 1 << 20, 0, NULL, NULL},
+      {"--sample-tokens", ARG_INT, &o->sample_tokens, 1, 1 << 20, 0, NULL, &o->set_sample_tokens},
       {"--tokenizer", ARG_STRING, &o->tokenizer, 0, 0, 0, NULL, NULL},
       {"--sample-prompt", ARG_STRING, &o->sample_prompt, 0, 0, 0, NULL, NULL},
   };
@@ -197,6 +197,13 @@ static int check_files(const ztrain_opts_t *o) {
   /* without --tokenizer the data set's (zeroc data records one) is taken once it is open */
   if (o->sample_prompt && !o->sample_every)
     return zarg_fail("train", "--sample-prompt needs --sample-every N (N >= 1)");
+  if (o->set_sample_tokens && !o->sample_every)
+    return zarg_fail("train", "--sample-tokens needs --sample-every N (N >= 1)");
+  if (o->set_cp_mode && o->cp < 2)
+    return zarg_fail("train",
+                     "--cp-mode needs --cp N (N >= 2): with --cp %d there is no context "
+                     "parallelism to run in that mode",
+                     o->cp);
   if (o->sample_every && !o->tokenizer && (!o->data || !strcmp(o->data, "synthetic")))
     return zarg_fail("train",
                      "--sample-every needs a tokenizer to print text: --tokenizer bytes|FILE");

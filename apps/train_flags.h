@@ -31,6 +31,7 @@ typedef struct ztrain_opts {
   const char *tokenizer;
   int set_model, set_layers, set_hidden, set_heads, set_vocab, set_seq, set_batch, set_microbatches;
   int set_zero, set_grad_accum, set_vpp, set_pp_schedule, set_schedule, set_val_every;
+  int set_sample_tokens, set_cp_mode;
 } ztrain_opts_t;
 
 /* The values before parsing: "unset" where the trainer picks the default; the

@@ -52,7 +52,7 @@ close "$WORK/cuda.jsonl" "$WORK/cpu.jsonl" val_loss || fail "held-out losses dif
 
 # --max-skipped: a NaN at every step from step 5 stops both at the third skip
 for dev in cuda cpu; do
-  out=$(ZEROC_FAULT="nan@grad:step=5" "$ZEROC" train "${COMMON[@]}" --device $dev --max-skipped 2 \
+  out=$(ZEROC_FAULT="nan@grad:step=5-99" "$ZEROC" train "${COMMON[@]}" --device $dev --max-skipped 2 \
         --metrics "$WORK/stop_$dev.jsonl" 2>&1); rc=$?
   [ $rc = 1 ] || { echo "$out"; fail "$dev: exit $rc with --max-skipped, want 1"; }
   echo "$out" | grep -q "3 consecutive steps had a non-finite gradient norm (limit 2): stopping" || { echo "$out"; fail "$dev: no clear message"; }

@@ -196,7 +196,7 @@ nan_stop)
   # at the third skip with one clear line and exit 1, the checkpoint of step 4
   # remains the latest, and nothing hangs.
   t0=$(now)
-  out=$(runf "nan@grad:rank=1:step=5" 4 "${COMMON[@]}" --max-skipped 2 --save "$WORK/ck" --save-every 4 \
+  out=$(runf "nan@grad:rank=1:step=5-99" 4 "${COMMON[@]}" --max-skipped 2 --save "$WORK/ck" --save-every 4 \
         --metrics "$WORK/a.jsonl" 2>&1); rc=$?
   dt=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
   [ $rc = 1 ] || { echo "$out"; fail "exit $rc, want 1"; }

@@ -30,6 +30,10 @@ static zeroc_result_t parse_list(const char *what, const char *s, int max, long 
                  lo, hi);
     v[(*n)++] = x;
     p = *end ? end + 1 : end;
+    if (*end && !*p) /* "10," : a trailing comma names a missing integer */
+      return BAD("%s '%s': accepted a comma list of 1 to %d integers in %lld..%lld (no empty "
+                 "item)",
+                 what, s, max, lo, hi);
   }
   if (!*n) return BAD("%s is empty: accepted a comma list of integers", what);
   return ZEROC_OK;

@@ -135,7 +135,9 @@ struct zeroc_model {
     int pass_dir;      /* +1 forward, -1 backward: which unit a read-ahead fetches */
     double loss_sum;   /* sum over micro-batches of the loss units' losses */
     float loss_micro;  /* the loss a unit's forward writes */
-    uint64_t steps;
+    uint64_t steps;    /* optimizer steps applied (AdamW's t) */
+    uint64_t attempts; /* steps begun, skipped ones included: the step a message or a fault
+                          filter names, as the caller counts them */
     int consecutive_skips;
     double exposed_ms;
     uint64_t bytes_mark; /* comm bus bytes at the start of the step */

@@ -280,7 +280,7 @@ static zeroc_result_t run_forward(zeroc_model_t *m, int i, const pass_t *p, cons
   if (recompute) io.loss_acc = m->step_acc + ACC_EVAL;
   zeroc__watchdog_phase(m->ctx, "%s unit %d ('%s')", recompute ? "recompute" : "forward", i,
                         u->L.name ? u->L.name : "");
-  ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "forward", m->run.steps + 1, NULL);
+  ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "forward", m->run.attempts + 1, NULL);
   unsigned long seq = zeroc__tls_error_seq();
   zeroc_result_t r = u->L.forward(&io);
   if (r != ZEROC_OK) return callback_failed(m, i, "forward", r, seq);
@@ -293,7 +293,8 @@ static zeroc_result_t run_forward(zeroc_model_t *m, int i, const pass_t *p, cons
  * reduction, so it travels to every rank as a real fault would. */
 static zeroc_result_t inject_grad(zeroc_model_t *m, zeroc__unit_t *u) {
   double v = 0;
-  if (!ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "grad", m->run.steps + 1, &v)) return ZEROC_OK;
+  if (!ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "grad", m->run.attempts + 1, &v))
+    return ZEROC_OK;
   float f = (float)v;
   uint16_t h = zeroc_f32_to_bf16(f);
   const void *src = m->rdt == ZEROC_BF16 ? (const void *)&h : (const void *)&f;
@@ -404,7 +405,7 @@ static zeroc_result_t backward_pass(zeroc_model_t *m, const pass_t *p, const voi
     io.dout = d;
     zeroc__watchdog_phase(m->ctx, "backward unit %d ('%s') micro-batch %d", i,
                           u->L.name ? u->L.name : "", p->micro);
-    ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "backward", m->run.steps + 1, NULL);
+    ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "backward", m->run.attempts + 1, NULL);
     unsigned long seq = zeroc__tls_error_seq();
     res = u->L.backward(&io);
     if (res != ZEROC_OK) {

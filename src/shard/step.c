@@ -154,8 +154,8 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
   if (!(lr >= 0) || !isfinite(lr))
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "learning rate %g: must be finite and >= 0", lr));
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
-  zeroc__watchdog_phase(m->ctx, "optimizer step %llu", (unsigned long long)m->run.steps + 1);
-  ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "step", m->run.steps + 1, NULL);
+  zeroc__watchdog_phase(m->ctx, "optimizer step %llu", (unsigned long long)m->run.attempts + 1);
+  ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "step", m->run.attempts + 1, NULL);
 
   /* every reduction of this step must have landed */
   zeroc_event_t *e = m->u[0].ev_reduced;
@@ -211,7 +211,7 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
     m->run.consecutive_skips++;
     if (mesh->rank == 0) /* the verdict is global: one line per job, not per rank */
       ZWARN(SHARD, "step %llu skipped: gradient norm is %g (non-finite) [%d in a row]",
-          (unsigned long long)m->run.steps + 1, norm, m->run.consecutive_skips);
+            (unsigned long long)m->run.attempts + 1, norm, m->run.consecutive_skips);
   } else {
     if (!on_device) {
       ZEROC_TRY(optimizer_update(m, lr, coef, NULL));
@@ -220,6 +220,7 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
     m->run.steps++;
     m->run.consecutive_skips = 0;
   }
+  m->run.attempts++;
   uint64_t bytes = zeroc__model_comm_bytes(m);
   if (info) {
     info->step = m->run.steps;
@@ -428,7 +429,7 @@ uint64_t zeroc_model_steps(const zeroc_model_t *m) {
 }
 
 void zeroc_model_set_steps(zeroc_model_t *m, uint64_t steps) {
-  if (!bad_model(m, "zeroc_model_set_steps")) m->run.steps = steps;
+  if (!bad_model(m, "zeroc_model_set_steps")) m->run.steps = m->run.attempts = steps;
 }
 
 zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m) {
