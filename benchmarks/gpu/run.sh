@@ -144,6 +144,12 @@ if [ "$what" = all ] || [ "$what" = tests ]; then
   check test_kernels_cuda_engine "$tests/test_kernels_cuda_engine"
   check test_cuda_parallel "$tests/test_cuda_parallel"
   check test_dlrm_cuda "$tests/test_dlrm_cuda"
+  # the Llama kernels' cuda twins against the cpu ones (issue 39; never run on a GPU yet)
+  if [ -x "$tests/test_kernels_cuda_llama" ]; then
+    check test_kernels_cuda_llama "$tests/test_kernels_cuda_llama"
+  else
+    echo "== run.sh: $tests/test_kernels_cuda_llama missing: the Llama kernels were not checked" >&2
+  fi
   check test_comm_nccl "$tests/test_comm_nccl"
   check gpu_train_matches_cpu "$root/tests/gpu_train.sh" "$zeroc"
   check gpu_clip_skip_matches_cpu "$root/tests/gpu_clip_skip.sh" "$zeroc" "${MPIRUN:-mpirun}"
