@@ -6,18 +6,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/cpu_kernels.h"
-#ifdef ZEROC_HAVE_CUDA
-#include "kernels/cuda/cuda_kernels.h"
-#endif
-
-#ifdef ZEROC_HAVE_CUDA
-#define CUDA_OR_CPU(name, ...)                                                                     \
-  if (k->device == ZEROC_DEVICE_CUDA) return zeroc_i_cuda_##name(__VA_ARGS__)
-#else
-#define CUDA_OR_CPU(name, ...)                                                                     \
-  if (k->device == ZEROC_DEVICE_CUDA)                                                              \
-  return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "%s: built without CUDA", #name)
-#endif
+#include "kernels/dispatch.h"
 
 static zeroc_result_t check(const zeroc_kernels_t *k, const char *fn, long a, long b, long c) {
   if (k->dtype != ZEROC_FP32)

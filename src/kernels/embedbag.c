@@ -5,16 +5,8 @@
  */
 #include "core/error.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/dispatch.h"
 #include "kernels/kernels.h"
-#ifdef ZEROC_HAVE_CUDA
-#include "kernels/cuda/cuda_kernels.h"
-#define CUDA_OR_CPU(name, ...)                                                                     \
-  if (k->device == ZEROC_DEVICE_CUDA) return zeroc_i_cuda_##name(__VA_ARGS__)
-#else
-#define CUDA_OR_CPU(name, ...)                                                                     \
-  if (k->device == ZEROC_DEVICE_CUDA)                                                              \
-  return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "%s: built without CUDA", #name)
-#endif
 
 static zeroc_result_t bags_ok(const char *fn, int64_t blk, int64_t nbags, int dc) {
   if (nbags < 0 || dc < 0 || (nbags > 0 && blk < 1))

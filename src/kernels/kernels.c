@@ -11,16 +11,11 @@
 #include "device/device.h"
 #include "kernels/clip.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/dispatch.h"
 #include "kernels/kernels.h"
 #ifdef ZEROC_HAVE_CUDA
 #include "kernels/attention_cudnn.h"
 #include "kernels/cuda/cuda_kernels.h"
-#define CUDA_OR_CPU(name, ...)                                                                     \
-  if (k->device == ZEROC_DEVICE_CUDA) return zeroc_i_cuda_##name(__VA_ARGS__)
-#else
-#define CUDA_OR_CPU(name, ...)                                                                     \
-  if (k->device == ZEROC_DEVICE_CUDA)                                                              \
-  return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "%s: built without CUDA", #name)
 #endif
 
 #define POSITIVE(...) ZEROC_CHECK(positive(__func__, (long[]){__VA_ARGS__}, #__VA_ARGS__))

@@ -8,15 +8,7 @@
 
 #include "core/error.h"
 #include "kernels/cpu/cpu_kernels.h"
-#ifdef ZEROC_HAVE_CUDA
-#include "kernels/cuda/cuda_kernels.h"
-#define CUDA_OR_CPU(name, ...)                                                                     \
-  if (k->device == ZEROC_DEVICE_CUDA) return zeroc_i_cuda_##name(__VA_ARGS__)
-#else
-#define CUDA_OR_CPU(name, ...)                                                                     \
-  if (k->device == ZEROC_DEVICE_CUDA)                                                              \
-  return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED, "%s: built without CUDA", #name)
-#endif
+#include "kernels/dispatch.h"
 
 /* Shape arguments N, C (or F) >= 1, eps > 0 (NaN refused) where there is one. */
 static zeroc_result_t check_rows(const char *fn, int N, int C, double eps) {
