@@ -72,6 +72,8 @@ void ztrain_usage(void) {
       "         the last step only) --val-tokens T (65536, rounded up to whole global batches)\n"
       "state:   --save DIR --save-every N --resume DIR --export F.safetensors --init "
       "F.safetensors\n"
+      "         --export DIR, --init DIR: a transformers save_pretrained directory (config.json\n"
+      "         + model.safetensors; --init DIR takes the model and shape from it)\n"
       "         --save-limit N (all): keep the newest N checkpoints in --save DIR\n"
       "output:  --metrics FILE (JSON lines) --quiet --print-topology\n"
       "sample:  --sample-every N (0 = off) --sample-tokens M (64) --tokenizer bytes|FILE (the "
