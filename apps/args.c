@@ -22,6 +22,18 @@ const char *const *zarg_arch_models(const char *arch) {
   return NULL;
 }
 
+const char *const *zarg_lm_models(void) {
+  static const char *list[64];
+  if (list[0]) return list;
+  int n = 0;
+  const char *const archs[] = {"gpt2", "llama"};
+  for (int a = 0; a < 2; a++)
+    for (const char *const *p = zarg_arch_models(archs[a]); p && *p && n < 63; p++)
+      if (strcmp(*p, "llama-custom")) list[n++] = *p; /* --init DIR's, not a flag's */
+  list[n] = NULL;
+  return list;
+}
+
 int zarg_model_is_custom(int model) { return !strcmp(zarg_models[model], "custom"); }
 
 const char *zarg_model_arch(int argc, char **argv) {

@@ -26,7 +26,7 @@ typedef struct zarg {
 #define ZARG_LIM_LAYERS       1, 10000
 #define ZARG_LIM_HIDDEN       1, 1 << 16
 #define ZARG_LIM_HEADS        1, 1 << 12
-#define ZARG_LIM_VOCAB        2, 65536 /* tokens are stored as uint16 */
+#define ZARG_LIM_VOCAB        2, ZEROC_GPT_VOCAB_MAX /* above 65536 shards store uint32 */
 #define ZARG_LIM_SEQ          1, 1 << 20
 #define ZARG_LIM_BATCH        1, 1 << 16
 #define ZARG_LIM_ZERO         0, 3
@@ -41,7 +41,12 @@ extern const char *const zarg_devices[];    /* auto, cpu, cuda */
 /* --model's names for the architecture `arch` (zeroc/arch.h's registry: "gpt2"'s
  * presets, then custom), NULL-terminated; NULL for an architecture not built in. */
 const char *const *zarg_arch_models(const char *arch);
-#define zarg_models zarg_arch_models("gpt2") /* the GPT's: train, plan, bench, sample */
+/* The decoders' names (GPT-2's presets and custom, then the Llama family's presets):
+ * train, plan, bench, sample. */
+const char *const *zarg_lm_models(void);
+#define zarg_models       zarg_lm_models()
+#define ZARG_LIM_KV_HEADS 1, 1 << 12
+#define ZARG_LIM_FFN      1, 1 << 20
 /* 1 when zarg_models' index `model` is "custom" (every size given by flag). */
 int zarg_model_is_custom(int model);
 /* The architecture --model names in argv ("gpt2" without --model, or when the

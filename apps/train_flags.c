@@ -53,6 +53,9 @@ void ztrain_usage(void) {
       "usage: mpirun -np N zeroc train [flags]   (a plain `zeroc train` is one rank)\n"
       "model:   --model tiny|small|gpt2-124m|gpt2-350m|gpt2-774m|gpt2-1558m|custom (tiny)\n"
       "         --layers --hidden --heads --vocab --seq  override the model's shape\n"
+      "         --model llama-tiny|qwen-tiny|llama3.2-1b|llama3.1-8b|qwen2.5-0.5b|qwen2.5-7b:\n"
+      "         the Llama family (RMSNorm, RoPE, SwiGLU, grouped-query attention), and\n"
+      "         --kv-heads N --ffn F  override its kv heads and MLP width\n"
       "         --model dlrm|dlrm-tiny|dlrm-mlperf: DLRM (zeroc train --model dlrm --help)\n"
       "batch:   --batch B (micro-batch per dp rank), --grad-accum A; global batch B x A x dp\n"
       "optim:   --steps (100) --lr (3e-4) --warmup (0) --schedule constant|cosine|linear (cosine)\n"
@@ -91,6 +94,8 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--layers", ARG_INT, &o->layers, ZARG_LIM_LAYERS, 0, NULL, &o->set_layers},
       {"--hidden", ARG_INT, &o->hidden, ZARG_LIM_HIDDEN, 0, NULL, &o->set_hidden},
       {"--heads", ARG_INT, &o->heads, ZARG_LIM_HEADS, 0, NULL, &o->set_heads},
+      {"--kv-heads", ARG_INT, &o->kv_heads, ZARG_LIM_KV_HEADS, 0, NULL, &o->set_kv_heads},
+      {"--ffn", ARG_INT, &o->ffn, ZARG_LIM_FFN, 0, NULL, &o->set_ffn},
       {"--vocab", ARG_INT, &o->vocab, ZARG_LIM_VOCAB, 0, NULL, &o->set_vocab},
       {"--seq", ARG_INT, &o->seq, ZARG_LIM_SEQ, 0, NULL, &o->set_seq},
       {"--batch", ARG_INT, &o->batch, ZARG_LIM_BATCH, 0, NULL, &o->set_batch},
@@ -262,6 +267,8 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
     c->seq = o->set_seq ? o->seq : ZEROC_UNSET;
     c->batch = o->set_batch ? o->batch : ZEROC_UNSET;
   }
+  c->kv_heads = o->set_kv_heads ? o->kv_heads : ZEROC_UNSET;
+  c->ffn = o->set_ffn ? o->ffn : ZEROC_UNSET;
   c->grad_accum = o->grad_accum;
   c->steps = o->steps;
   c->lr = o->lr;

@@ -32,6 +32,7 @@ typedef struct ztrain_opts {
   int set_model, set_layers, set_hidden, set_heads, set_vocab, set_seq, set_batch, set_microbatches;
   int set_zero, set_grad_accum, set_vpp, set_pp_schedule, set_schedule, set_val_every;
   int set_sample_tokens, set_cp_mode;
+  int kv_heads, ffn, set_kv_heads, set_ffn; /* --kv-heads, --ffn: the Llama family's */
 } ztrain_opts_t;
 
 /* The values before parsing: "unset" where the trainer picks the default; the

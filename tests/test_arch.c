@@ -31,8 +31,8 @@ static void test_registry(void) {
       ZT_ASSERT_MSG(zeroc_arch_find(a->presets[p]) == a, "preset %s finds another architecture",
                     a->presets[p]);
   }
-  CU_ASSERT_EQUAL(n, 2);
-  CU_ASSERT(presets >= 10);
+  CU_ASSERT_EQUAL(n, 3);
+  CU_ASSERT(presets >= 17);
   CU_ASSERT_PTR_NULL(zeroc_arch_find(NULL));
   CU_ASSERT_PTR_NULL(zeroc_arch_find("llama"));
   CU_ASSERT_PTR_NULL(zeroc_arch_find(""));
@@ -43,6 +43,12 @@ static void test_registry(void) {
   CU_ASSERT(g->import_weights && g->export_weights && g->sampler && g->sample_prompt);
   CU_ASSERT(!d->import_weights && !d->export_weights && !d->sampler && d->save_extra &&
             d->load_extra);
+  /* the Llama family: its own table and presets, the decoder run's functions */
+  const zeroc_arch_t *l = zeroc_arch_find("llama-tiny");
+  CU_ASSERT_FATAL(l != NULL);
+  CU_ASSERT_STRING_EQUAL(l->name, "llama");
+  CU_ASSERT(zeroc_arch_find("qwen2.5-7b") == l && zeroc_arch_find("llama3.2-1b") == l);
+  CU_ASSERT(l->create == g->create && l->run_step == g->run_step && l->resolve != g->resolve);
 }
 
 /* Resolve and check need no context: the shapes they give. */

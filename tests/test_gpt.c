@@ -12,7 +12,8 @@
 
 #include "testutil.h"
 
-static const zeroc_gpt_config_t CFG = {2, 16, 2, 29, 6, 4}; /* L C NH V T B */
+static const zeroc_gpt_config_t CFG = {
+    .layers = 2, .hidden = 16, .heads = 2, .vocab = 29, .seq = 6, .batch = 4}; /* L C NH V T B */
 enum { GB = 4 };                                              /* global batch (sequences) */
 
 typedef struct {

@@ -304,16 +304,16 @@ typedef struct {
 } gqa_args_t;
 
 /* causal attention in double, materialising each row of scores; q head h reads kv head
- * h / (NH / NKV) */
+ * h % NKV */
 static void ref_gqa(const void *args, double *out) {
   const gqa_args_t *a = args;
-  const int W = (a->NH + 2 * a->NKV) * a->HS, G = a->NH / a->NKV, HS = a->HS;
+  const int W = (a->NH + 2 * a->NKV) * a->HS, HS = a->HS;
   double *s = malloc((size_t)a->T * sizeof *s);
   for (int b = 0; b < a->B; b++)
     for (int h = 0; h < a->NH; h++)
       for (int t = 0; t < a->T; t++) {
         const double *q = a->qkv + ((size_t)b * a->T + t) * W + h * HS;
-        const int kc = (a->NH + h / G) * HS, vc = kc + a->NKV * HS;
+        const int kc = (a->NH + h % a->NKV) * HS, vc = kc + a->NKV * HS;
         double mx = -INFINITY, z = 0;
         for (int j = 0; j <= t; j++) {
           const double *k = a->qkv + ((size_t)b * a->T + j) * W + kc;
@@ -339,7 +339,7 @@ static float *repeat_kv(const float *qkv, int B, int T, int NH, int NKV, int HS)
   for (size_t r = 0; r < (size_t)B * T; r++) {
     memcpy(e + r * 3 * C, qkv + r * W, C * sizeof *e);
     for (int h = 0; h < NH; h++) {
-      const int kv = h / (NH / NKV);
+      const int kv = h % NKV;
       memcpy(e + r * 3 * C + C + h * HS, qkv + r * W + C + kv * HS, HS * sizeof *e);
       memcpy(e + r * 3 * C + 2 * C + h * HS, qkv + r * W + C + (NKV + kv) * HS, HS * sizeof *e);
     }
@@ -399,7 +399,7 @@ static void check_gqa(int B, int T, int NH, int NKV, int HS, float p) {
     for (size_t c = 0; c < C; c++) want[r * W + c] = de[r * 3 * C + c];
     for (int h = 0; h < NH; h++)
       for (int i = 0; i < HS; i++) {
-        const int kv = h / (NH / NKV);
+        const int kv = h % NKV;
         want[r * W + C + kv * HS + i] += de[r * 3 * C + C + h * HS + i];
         want[r * W + C + (NKV + kv) * HS + i] += de[r * 3 * C + 2 * C + h * HS + i];
       }

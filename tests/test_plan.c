@@ -23,7 +23,12 @@ static int matches_printed(double x, double printed, double unit) {
 
 static zeroc_plan_config_t gpt(int layers, int hidden, int heads, int vocab, int seq, int batch) {
   zeroc_plan_config_t c = ZEROC_PLAN_CONFIG_INIT;
-  zeroc_gpt_config_t m = {layers, hidden, heads, vocab, seq, batch};
+  zeroc_gpt_config_t m = {.layers = layers,
+                          .hidden = hidden,
+                          .heads = heads,
+                          .vocab = vocab,
+                          .seq = seq,
+                          .batch = batch};
   c.model = m;
   return c;
 }
@@ -104,13 +109,14 @@ static void test_megatron_param_counts(void) {
  *   x V/(16 l h) = 64/384 = 1/6 -> 73728; sum 626688.
  *   72 B s l h^2 = 331776; x 1/4 -> 82944; x V/(12 l h) = 64/288 -> 73728; sum 488448. */
 static void test_flops_hand(void) {
-  zeroc_gpt_config_t m = {3, 8, 2, 64, 12, 1};
+  zeroc_gpt_config_t m = {.layers = 3, .hidden = 8, .heads = 2, .vocab = 64, .seq = 12, .batch = 1};
   double full = zeroc_plan_flops_megatron(&m, 2, ZEROC_RECOMPUTE_FULL);
   double none = zeroc_plan_flops_megatron(&m, 2, ZEROC_RECOMPUTE_NONE);
   ZT_ASSERT_MSG(full == 626688.0, "recompute: %.1f, hand 626688", full);
   ZT_ASSERT_MSG(none == 488448.0, "no recompute: %.1f, hand 488448", none);
   /* A paper-sized case against the bracketed form, in long double. */
-  zeroc_gpt_config_t g = {96, 12288, 96, 51200, 2048, 1};
+  zeroc_gpt_config_t g = {
+      .layers = 96, .hidden = 12288, .heads = 96, .vocab = 51200, .seq = 2048, .batch = 1};
   long double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
   long double ref = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
   double got = zeroc_plan_flops_megatron(&g, 1536, ZEROC_RECOMPUTE_FULL);
@@ -260,7 +266,8 @@ static void test_uneven_stages(void) {
  *   ZeRO-2: 2 grad slots + pinned grads = 2*872*2 + 640*2 = 4768
  *   ZeRO-1: none, the reduce-scatter sums in place into the rank's block of the
  *     full gradients = 0
- * Workspace, micro-batch 3 (N = 48 tokens): 2 * 48 * (8*8 + 3*8) = 8448, plus
+ * Workspace, micro-batch 3 (N = 48 tokens): the backward scratch 2 * 48 * (4*8 + 8 + 2*8)
+ * = 5376 (dfch, dln, the two residual gradients), plus
  * the optimizer step's 32 bytes of device accumulators (4 doubles: the gradient
  * norm's sum of squares, the step's loss, an evaluation's loss, the clipping
  * multiplier a one-rank step decides on the device), plus AdamW's fp32
@@ -283,18 +290,18 @@ static void test_buffers_hand(void) {
     ZT_OK(zeroc_plan_compute(&c, &r));
     ZT_ASSERT_MSG(r.device.buffers == t[i].want, "ZeRO-%d prefetch %d: buffers %g, hand %g",
                   t[i].zero, t[i].prefetch, r.device.buffers, t[i].want);
-    double ws = 8448 + 32 + 4 * 872 / (t[i].zero ? 2 : 1) + KERNELS_WS;
+    double ws = 5376 + 32 + 4 * 872 / (t[i].zero ? 2 : 1) + KERNELS_WS;
     ZT_ASSERT_MSG(r.device.workspace == ws, "ZeRO-%d: workspace %.0f, hand %.0f", t[i].zero,
                   r.device.workspace, ws);
   }
   /* Kernels computing in fp32 on bf16 parameters (cpu): fp32 activations and
-   * scratch (2 * 8448), and fp32 views of the gathered parameters and their
+   * scratch (2 * 5376), and fp32 views of the gathered parameters and their
    * gradients, shared by the unpinned units (2 * 4 * 872) and owned by the
    * pinned one (2 * 4 * 640). */
   c.zero = 3;
   c.compute_bytes = 4;
   ZT_OK(zeroc_plan_compute(&c, &r));
-  double ws = 2 * 8448 + 32 + 4 * 872 / 2 + 2 * 4 * 872 + 2 * 4 * 640 + KERNELS_WS;
+  double ws = 2 * 5376 + 32 + 4 * 872 / 2 + 2 * 4 * 872 + 2 * 4 * 640 + KERNELS_WS;
   ZT_ASSERT_MSG(r.device.workspace == ws, "fp32 compute: workspace %.0f, hand %.0f",
                 r.device.workspace, ws);
 }
@@ -607,7 +614,8 @@ static void test_config_checks(void) {
       ru.cfg.prefetch == 2 && ru.cfg.flash_attention == 1 && ru.cfg.gpu_mem_gib == 80.0 &&
       ru.cfg.workspace_mib == KERNELS_WS / 1048576.0 && ru.cfg.gpus_per_node == 8 && ru.cfg.peak_tflops == 989.0 &&
       ru.cfg.mfu == 0.5 && ru.cfg.bw_nvme_gbs == 3.0 && ru.cfg.vpp == 1);
-  set.model = (zeroc_gpt_config_t){12, 768, 12, 50257, 1024, 4};
+  set.model = (zeroc_gpt_config_t){
+      .layers = 12, .hidden = 768, .heads = 12, .vocab = 50257, .seq = 1024, .batch = 4};
   set.gpus = 1, set.zero = 3, set.tp = set.pp = set.hsdp = 1, set.param_bytes = 2;
   set.prefetch = 2, set.flash_attention = 1, set.gpu_mem_gib = 80, set.workspace_mib = KERNELS_WS / 1048576.0;
   set.gpus_per_node = 8, set.peak_tflops = 989, set.mfu = 0.5, set.vpp = 1;

@@ -12,7 +12,12 @@
 
 static zeroc_plan_config_t gpt(int layers, int hidden, int heads, int vocab, int seq, int batch) {
   zeroc_plan_config_t c = ZEROC_PLAN_CONFIG_INIT;
-  zeroc_gpt_config_t m = {layers, hidden, heads, vocab, seq, batch};
+  zeroc_gpt_config_t m = {.layers = layers,
+                          .hidden = hidden,
+                          .heads = heads,
+                          .vocab = vocab,
+                          .seq = seq,
+                          .batch = batch};
   c.model = m;
   return c;
 }

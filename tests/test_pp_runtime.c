@@ -12,7 +12,8 @@
 #include "testutil.h"
 
 /* L C NH V T B: 6 blocks, so 8 units cut into up to 8 stages */
-static const zeroc_gpt_config_t CFG = {6, 16, 2, 29, 6, 2};
+static const zeroc_gpt_config_t CFG = {
+    .layers = 6, .hidden = 16, .heads = 2, .vocab = 29, .seq = 6, .batch = 2};
 enum { M = 4, STEPS = 3, MAXU = 8 };
 
 typedef struct {
@@ -360,7 +361,8 @@ static void test_partition_and_slots(void) {
   ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "4 units into 5 pipeline stages"), "%s",
                 zeroc_last_error(NULL));
   /* the GPT: embedding first, head last, blocks balanced between */
-  zeroc_gpt_config_t g = {4, 64, 4, 256, 64, 4};
+  zeroc_gpt_config_t g = {
+      .layers = 4, .hidden = 64, .heads = 4, .vocab = 256, .seq = 64, .batch = 4};
   double gc[6];
   zeroc_gpt_unit_costs(&g, gc);
   double sum = 0;

@@ -17,7 +17,8 @@
 #include "testutil.h"
 #include "zeroc/sample.h"
 
-static const zeroc_gpt_config_t CFG = {2, 32, 4, 61, 16, 1}; /* L C NH V T B */
+static const zeroc_gpt_config_t CFG = {
+    .layers = 2, .hidden = 32, .heads = 4, .vocab = 61, .seq = 16, .batch = 1}; /* L C NH V T B */
 enum { EXTRA = 5 };                                          /* wpe rows beyond T */
 
 typedef struct {
@@ -401,7 +402,8 @@ static void test_trainer_sampler(void) {
  * a 16-token context: the logits of the prompt, and the greedy continuation across the
  * window. */
 static void test_transformers_fixture(void) {
-  const zeroc_gpt_config_t hf = {2, 32, 4, 256, 16, 1};
+  const zeroc_gpt_config_t hf = {
+      .layers = 2, .hidden = 32, .heads = 4, .vocab = 256, .seq = 16, .batch = 1};
   const char *dir = ZT_FIXTURES "/hf_gpt2";
   char path[512];
   int32_t want[64], got[64];

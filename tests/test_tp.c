@@ -450,7 +450,8 @@ static void test_init_threads(void) {
 
 /* ---- the whole GPT -------------------------------------------------------------- */
 
-static const zeroc_gpt_config_t GC = {2, 16, 4, 101, 8, 4}; /* L C NH V T B */
+static const zeroc_gpt_config_t GC = {
+    .layers = 2, .hidden = 16, .heads = 4, .vocab = 101, .seq = 8, .batch = 4}; /* L C NH V T B */
 enum { GB = 4 };                                            /* sequences per step */
 
 typedef struct {

@@ -1,9 +1,19 @@
 /*
- * zeroc/gpt.h - the built-in GPT-2: its shape and the named presets.
+ * zeroc/gpt.h - the built-in decoder-only transformer: its shape, the named
+ * presets, and the model as zeroc layers. Two families share it, as
+ * Megatron-Core's GPTModel builds both from one config:
  *
- * GPT-2 exactly: learned token and position embeddings, pre-LayerNorm blocks,
- * causal multi-head attention, MLP of width 4C with tanh GELU, biases on every
- * linear and LayerNorm, final LayerNorm, LM head tied to the token embedding.
+ * GPT-2 (family ZEROC_GPT_FAMILY_GPT2) exactly: learned token and position
+ * embeddings, pre-LayerNorm blocks, causal multi-head attention, MLP of width
+ * 4C with tanh GELU, biases on every linear and LayerNorm, final LayerNorm, LM
+ * head tied to the token embedding.
+ *
+ * Llama (ZEROC_GPT_FAMILY_LLAMA: Llama 3, Qwen2, as transformers'
+ * LlamaForCausalLM and Qwen2ForCausalLM): token embedding, pre-RMSNorm blocks,
+ * rotary position embeddings (rotate-half, rope_theta, Llama 3.1's llama3
+ * scaling), causal grouped-query attention (kv_heads), no biases but optional
+ * ones on q, k and v (Qwen2), a SwiGLU MLP of width ffn (gate, up, down), a
+ * final RMSNorm, and the LM head tied to the embedding or its own (untied).
  */
 #ifndef ZEROC_GPT_H
 #define ZEROC_GPT_H
@@ -20,6 +30,15 @@
 extern "C" {
 #endif
 
+/* The largest vocabulary (token ids are int32). */
+#define ZEROC_GPT_VOCAB_MAX (1 << 24)
+
+/* The decoder's family (zeroc_gpt_config_t.family). */
+typedef enum zeroc_gpt_family {
+  ZEROC_GPT_FAMILY_GPT2 = 0,  /* GPT-2: every Llama field below is 0 */
+  ZEROC_GPT_FAMILY_LLAMA = 1, /* Llama 3, Qwen2 */
+} zeroc_gpt_family_t;
+
 typedef struct zeroc_gpt_config {
   int layers; /* L */
   int hidden; /* C */
@@ -27,11 +46,25 @@ typedef struct zeroc_gpt_config {
   int vocab;  /* V */
   int seq;    /* T, the context length (max sequence) */
   int batch;  /* default micro-batch per data-parallel rank */
+  /* ---- the Llama family (family ZEROC_GPT_FAMILY_LLAMA); all 0 for GPT-2 ---- */
+  int family;        /* zeroc_gpt_family_t */
+  int kv_heads;      /* NKV key/value heads (num_key_value_heads), divides heads */
+  int ffn;           /* F, the SwiGLU MLP's width (intermediate_size) */
+  int qkv_bias;      /* 1: the q, k and v projections have biases (Qwen2) */
+  int untied;        /* 1: the LM head has its own weight (tie_word_embeddings false) */
+  double norm_eps;   /* RMSNorm's epsilon (rms_norm_eps), 0 < eps < 1 */
+  double rope_theta; /* the rotary base (rope_theta), > 1 */
+  /* Llama 3.1's "llama3" rope scaling (transformers' rope_scaling): factor >= 1, 0 for
+   * none; low_freq_factor < high_freq_factor; original_max_position_embeddings */
+  double rope_factor, rope_low, rope_high, rope_original;
 } zeroc_gpt_config_t;
 
 /*
- * Fills `out` with a named preset: "tiny" (trains in about a minute on 2 CPU
- * cores), "small", "gpt2-124m", "gpt2-350m", "gpt2-774m", "gpt2-1558m".
+ * Fills `out` with a named preset: GPT-2's "tiny" (trains in about a minute on
+ * 2 CPU cores), "small", "gpt2-124m", "gpt2-350m", "gpt2-774m", "gpt2-1558m";
+ * the Llama family's "llama-tiny" (grouped-query, untied head), "qwen-tiny"
+ * (q/k/v biases, tied head), "llama3.2-1b", "llama3.1-8b", "qwen2.5-0.5b",
+ * "qwen2.5-7b" (the published shapes; their seq is 2048, not their 128K positions).
  * Returns ZEROC_ERR_INVALID_ARG naming the accepted names.
  */
 ZEROC_API zeroc_result_t zeroc_gpt_preset(const char *name, zeroc_gpt_config_t *out);
@@ -39,11 +72,18 @@ ZEROC_API zeroc_result_t zeroc_gpt_preset(const char *name, zeroc_gpt_config_t *
 /* The preset names, NULL-terminated. */
 ZEROC_API const char *const *zeroc_gpt_preset_names(void);
 
-/* Checks a shape: every field >= 1, heads divides hidden. */
+/* Checks a shape: every size >= 1, heads divides hidden; GPT-2: every Llama
+ * field 0; Llama: kv_heads divides heads, the head size hidden / heads even and
+ * at most 512, ffn >= 1, qkv_bias and untied 0 or 1, norm_eps and rope_theta in
+ * range, the rope scaling off (factor 0) or factor >= 1, 0 < low < high and
+ * original >= 1. ZEROC_ERR_INVALID_ARG naming the field, its value and what is
+ * accepted. */
 ZEROC_API zeroc_result_t zeroc_gpt_config_check(const zeroc_gpt_config_t *c);
 
-/* Parameters of the model (tied head counted once, vocabulary unpadded):
- * V C + T C + L (12 C^2 + 13 C) + 2 C. */
+/* Parameters of the model (tied head counted once, vocabulary unpadded).
+ * GPT-2: V C + T C + L (12 C^2 + 13 C) + 2 C. Llama, with K = kv_heads C / heads:
+ * V C (2 V C untied) + L (2 C^2 + 2 K C + 3 F C + 2 C (+ C + 2 K with q/k/v
+ * biases)) + C. */
 ZEROC_API uint64_t zeroc_gpt_num_params(const zeroc_gpt_config_t *c);
 
 /* ---- the model as zeroc layers ------------------------------------------------- */
@@ -157,9 +197,9 @@ ZEROC_API int zeroc_gpt_num_units(const zeroc_gpt_config_t *c);
 
 /* Fills cost[0 .. L+2) with each unit's share of the work and memory, for
  * cutting the unit list into balanced pipeline stages: the mean of its share of
- * the forward FLOPs per token (blocks 24 C^2 + 4 T C, head 2 C Vp) and of the
- * parameters (the head counted with the copy of wte it holds on the last
- * stage). The costs sum to 1. */
+ * the forward FLOPs per token (blocks twice their matrices + 4 T C: 24 C^2 + 4 T C for GPT-2; head
+ * 2 C Vp) and of the parameters (the head counted with the copy of wte it holds on the last stage).
+ * The costs sum to 1. */
 ZEROC_API void zeroc_gpt_unit_costs(const zeroc_gpt_config_t *c, double *cost);
 
 /* The chunks this rank holds, and chunk c's range of local units (indices

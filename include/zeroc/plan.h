@@ -86,7 +86,8 @@ typedef struct zeroc_plan_config {
 #define ZEROC_PLAN_CONFIG_INIT                                                                     \
   {                                                                                                \
     sizeof(zeroc_plan_config_t), ZEROC_CONFIG_MAGIC,                                               \
-        {ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET},            \
+        {ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, 0,   0,  0, \
+         0,           0,           0.0,         0.0,         0.0,         0.0,         0.0, 0.0},  \
         ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, \
         ZEROC_UNSET, ZEROC_RECOMPUTE_NONE, ZEROC_UNSET, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE,    \
         ZEROC_UNSET, ZEROC_ACT_ZEROC, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET,          \

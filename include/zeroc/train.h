@@ -148,6 +148,13 @@ typedef struct zeroc_train_config {
    * cuDNN attention's deterministic backward, its workspace sized automatically); the
    * environment's ZEROC_CUDA_DETERMINISTIC=1 does the same for every model [0] */
   int deterministic;
+  /* The Llama family's shape (models "llama-tiny", "qwen-tiny", "llama3.2-1b", ...,
+   * zeroc/gpt.h's fields of the same names) [the preset's]: kv heads, the MLP's width,
+   * q/k/v biases (0/1), an untied LM head (0/1), RMSNorm's epsilon, the rotary base and
+   * Llama 3.1's rope scaling (factor 0: none; low and high frequency factors, the
+   * original positions). GPT-2 and DLRM refuse them. */
+  int kv_heads, ffn, qkv_bias, untied;
+  double norm_eps, rope_theta, rope_factor, rope_low, rope_high, rope_original;
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -160,7 +167,10 @@ typedef struct zeroc_train_config {
         ZEROC_OFFLOAD_NONE, NULL, ZEROC_PIPELINE_DEFAULT, ZEROC_UNSET, NULL, ZEROC_UNSET, NULL,    \
         NULL, NULL, ZEROC_UNSET, NULL, ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, NULL,        \
         ZEROC_UNSET, ZEROC_UNSET, (double)ZEROC_UNSET, ZEROC_UNSET, NULL, ZEROC_UNSET,             \
-        ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET, ZEROC_UNSET      \
+        ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET, ZEROC_UNSET,     \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, (double)ZEROC_UNSET,                   \
+        (double)ZEROC_UNSET, (double)ZEROC_UNSET, (double)ZEROC_UNSET, (double)ZEROC_UNSET,        \
+        (double)ZEROC_UNSET                                                                        \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */

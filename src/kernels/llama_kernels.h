@@ -65,9 +65,12 @@ zeroc_result_t zeroc_k_swiglu_backward(zeroc_kernels_t *k, zeroc_stream_t *s, vo
                                        const void *dout, const void *gu, int N, int F);
 
 /* Causal grouped-query attention: qkv (B,T,(NH + 2 NKV) HS), query head h reads kv head
- * h / (NH / NKV); out (B,T,NH*HS), lse (B,NH,T) and dropout as zeroc_k_attention_forward.
- * NKV == NH gives zeroc_k_attention_forward's bits (it is that call). On cuda only
- * NKV == NH for now (ZEROC_ERR_UNSUPPORTED otherwise). */
+ * h % NKV (not h / (NH / NKV) as transformers orders them: with the query heads in groups of
+ * NKV, every tensor-parallel rank's whole kv heads and the query heads that read them are
+ * an equal slice of each group, so the fused weight splits in NH/NKV + 2 equal groups; the
+ * model permutes the query heads on import and export, model/gpt_impl.h); out (B,T,NH*HS), lse
+ * (B,NH,T) and dropout as zeroc_k_attention_forward. NKV == NH gives zeroc_k_attention_forward's
+ * bits (it is that call). On cuda only NKV == NH for now (ZEROC_ERR_UNSUPPORTED otherwise). */
 zeroc_result_t zeroc_k_attention_gqa_forward(zeroc_kernels_t *k, zeroc_stream_t *s, void *out,
                                              float *lse, const void *qkv, int B, int T, int NH,
                                              int NKV, int HS, const zeroc_dropout_t *drop);

@@ -10,6 +10,7 @@
 #include "zeroc/arch.h"
 
 extern const zeroc_arch_t zeroc__arch_gpt2; /* gpt_run.c */
+extern const zeroc_arch_t zeroc__arch_llama; /* llama_arch.c */
 extern const zeroc_arch_t zeroc__arch_dlrm; /* dlrm_arch.c */
 
 /* Every registered preset name, comma-separated, for "accepted: ..." messages. */

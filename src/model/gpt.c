@@ -30,30 +30,14 @@
 
 /* ---- allocation -------------------------------------------------------------------- */
 
-static zeroc_result_t tagged_alloc(zeroc_gpt_t *g, zeroc_memtag_t tag, size_t bytes, void **p) {
-  void **na = realloc(g->allocs, sizeof(void *) * (size_t)(g->nallocs + 1));
-  if (!na) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "activation table");
-  g->allocs = na;
-  CHK(zeroc_mem_alloc(g->ctx, ZEROC_MEM_DEVICE, tag, bytes, p));
-  g->allocs[g->nallocs++] = *p;
-  g->act_bytes += bytes;
-  return ZEROC_OK;
-}
-
 /* Saved for backward (and kept between units). */
 static zeroc_result_t act_alloc(zeroc_gpt_t *g, size_t bytes, void **p) {
-  return tagged_alloc(g, ZEROC_TAG_ACTIVATIONS, bytes, p);
+  return zeroc__gpt_alloc(g, ZEROC_TAG_ACTIVATIONS, bytes, p);
 }
 
 /* Backward scratch, reused by every block. */
 static zeroc_result_t scratch_alloc(zeroc_gpt_t *g, size_t bytes, void **p) {
-  return tagged_alloc(g, ZEROC_TAG_WORKSPACE, bytes, p);
-}
-
-/* Token rows of the sequence-split regions for the largest micro-batch. */
-static size_t split_rows(const zeroc_gpt_t *g) {
-  size_t BT = (size_t)g->Bmax * (size_t)(g->cfg.seq / g->cp.n), t = (size_t)g->t;
-  return g->tp.sp ? (BT + t - 1) / t : BT;
+  return zeroc__gpt_alloc(g, ZEROC_TAG_WORKSPACE, bytes, p);
 }
 
 static zeroc_result_t saved_alloc(zeroc_gpt_t *g, saved_t *s) {
@@ -65,10 +49,10 @@ static zeroc_result_t saved_alloc(zeroc_gpt_t *g, saved_t *s) {
   CHK(act_alloc(g, resid, &s->res2));
   CHK(act_alloc(g, resid, &s->ln2));
   CHK(act_alloc(g, fch, &s->fch));
-  CHK(act_alloc(g, fch, &s->fchg));
-  CHK(act_alloc(g, stat, (void **)&s->ln1_mean));
+  CHK(act_alloc(g, (size_t)z->fchg, &s->fchg));
+  if (!g->llama) CHK(act_alloc(g, stat, (void **)&s->ln1_mean)); /* RMSNorm keeps no mean */
   CHK(act_alloc(g, stat, (void **)&s->ln1_rstd));
-  CHK(act_alloc(g, stat, (void **)&s->ln2_mean));
+  if (!g->llama) CHK(act_alloc(g, stat, (void **)&s->ln2_mean));
   CHK(act_alloc(g, stat, (void **)&s->ln2_rstd));
   CHK(act_alloc(g, (size_t)z->lse, (void **)&s->lse));
   return ZEROC_OK;
@@ -117,23 +101,6 @@ static void tp_split(zeroc_param_desc_t *p, const zeroc__tp_t *tp, int dim, int 
 
 /* ---- the embedding unit ---------------------------------------------------------------- */
 
-/* The micro-batch every unit reads its shape (and the head its targets) from:
- * with a pipeline the embedding that receives it may be on another rank. */
-static zeroc_result_t io_batch(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
-                               const zeroc_gpt_batch_t **out) {
-  const zeroc_gpt_batch_t *b = io->batch;
-  int Tmax = g->cfg.seq / g->cp.n; /* with cp, T counts this rank's tokens: an even number */
-  if (!b || b->B < 1 || b->B > g->Bmax || b->T < 1 || b->T > Tmax || (g->cp.n > 1 && b->T % 2))
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "gpt batch B %d T %d: accepted 1 <= B <= %d, 1 <= T <= %d%s", b ? b->B : 0,
-                      b ? b->T : 0, g->Bmax, Tmax, g->cp.n > 1 ? ", T even (cp)" : "");
-  if (io->slot < 0 || io->slot >= g->slots)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt activation slot %d: accepted 0..%d", io->slot,
-                      g->slots - 1);
-  *out = b;
-  return ZEROC_OK;
-}
-
 /* Dropout's descriptor for `site` of `layer` (the embedding: layer L), or NULL outside
  * training (no dropout, no targets, zeroc_model_eval). Residual sites are this rank's
  * rows (B*T/tp with sequence parallelism) of all C channels; attention's its heads. */
@@ -178,15 +145,17 @@ static zeroc_result_t embed_forward(zeroc_layer_io_t *io) {
   int Nl;
   /* the embedding's input is the batch itself (for a caller driving it directly) */
   if (!io->batch) io->batch = io->in;
-  CHK(io_batch(g, io, &b));
+  CHK(zeroc__gpt_io_batch(g, io, &b));
   CHK(zeroc__tp_rows(&g->tp, b->B * b->T, &Nl));
   void *x0 = g->act[io->slot].x0;
-  /* with cp the positions are added apart, chunk by chunk (gpt_cp.c) */
-  const void *wpe = g->cp.n > 1 ? g->cp.pos : io->params[1];
-  if (g->cp.n > 1) CHK(zeroc_memset_async(io->stream, g->cp.pos, 0, g->cp_pos_bytes));
+  /* with cp the positions are added apart, chunk by chunk (gpt_cp.c); Llama has none
+   * here (RoPE turns q and k in each block) */
+  int cp = g->cp.n > 1 && !g->llama;
+  const void *wpe = g->llama ? NULL : cp ? g->cp.pos : io->params[1];
+  if (cp) CHK(zeroc_memset_async(io->stream, g->cp.pos, 0, g->cp_pos_bytes));
   CHK(zeroc__tp_embedding_forward(&g->tp, io->stream, x0, g->part, b->inputs, io->params[0], wpe,
                                   b->B, b->T, g->cfg.hidden, g->Vl));
-  if (g->cp.n > 1)
+  if (cp)
     CHK(zeroc__gpt_cp_positions(&g->cp, io->stream, x0, io->params[1],
                                 g->tp.sp ? (int64_t)g->tp.rank * Nl : 0, Nl, b->B, b->T,
                                 g->cfg.hidden, 0));
@@ -201,15 +170,16 @@ static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
   const zeroc_gpt_batch_t *b;
   int Nl;
-  CHK(io_batch(g, io, &b));
+  CHK(zeroc__gpt_io_batch(g, io, &b));
   CHK(zeroc__tp_rows(&g->tp, b->B * b->T, &Nl));
   zeroc_dropout_t dd;
   const void *dout;
   CHK(drop_grad(g, io->stream, drop_at(g, io, b, g->cfg.layers, ZEROC_DROP_EMBED, Nl, &dd),
                 io->dout, NULL, Nl, &dout));
-  int cp = g->cp.n > 1;
-  CHK(zeroc__tp_embedding_backward(&g->tp, io->stream, io->grads[0], cp ? g->cp.pos : io->grads[1],
-                                   dout, g->gath, b->inputs, b->B, b->T, g->cfg.hidden, g->Vl));
+  int cp = g->cp.n > 1 && !g->llama;
+  void *dwpe = g->llama ? NULL : cp ? g->cp.pos : io->grads[1];
+  CHK(zeroc__tp_embedding_backward(&g->tp, io->stream, io->grads[0], dwpe, dout, g->gath, b->inputs,
+                                   b->B, b->T, g->cfg.hidden, g->Vl));
   /* cp: the position gradients of all B*T local rows (gathered over tp with SP) */
   if (cp)
     CHK(zeroc__gpt_cp_positions(&g->cp, io->stream, (void *)(g->tp.sp ? g->gath : dout),
@@ -220,20 +190,6 @@ static zeroc_result_t embed_backward(zeroc_layer_io_t *io) {
 }
 
 /* ---- a transformer block --------------------------------------------------------------- */
-
-/* A block's user pointer names the model, the block's global index (its
- * parameters' names) and its index among the blocks this rank holds (its
- * activations), so the unit list can be cut into pipeline stages. */
-#define BLOCK_CTX(io, g, l)                                                                        \
-  struct blockref *ref_ = (io)->user;                                                              \
-  zeroc_gpt_t *g = ref_->g;                                                                        \
-  int l = ref_->lb;                                                                                \
-  const zeroc_gpt_batch_t *batch_;                                                                 \
-  CHK(io_batch(g, (io), &batch_))
-
-static saved_t *block_saved(zeroc_gpt_t *g, int slot, int lb) {
-  return g->recompute ? &g->shared_saved : &g->act[slot].saved[lb];
-}
 
 // x (Nl,C) -> out (Nl,C): x2 = x + attn(ln1(x)); out = x2 + mlp(ln2(x2)). qkv and fc are
 // column-parallel, the two projections row-parallel; attention runs on this rank's
@@ -247,7 +203,7 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   int N = B * T, Nl;
   CHK(zeroc__tp_rows(tp, N, &Nl));
   void *const *p = io->params;
-  saved_t *a = block_saved(g, io->slot, l);
+  saved_t *a = zeroc__gpt_block_saved(g, io->slot, l);
   zeroc_dropout_t dd[3]; /* masks of the global block ref_->l */
   const zeroc_dropout_t *da = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN, Nl, &dd[0]);
   const zeroc_dropout_t *dr1 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN_RESID, Nl, &dd[1]);
@@ -276,24 +232,6 @@ static zeroc_result_t block_forward(zeroc_layer_io_t *io) {
   return ZEROC_OK;
 }
 
-/* Where the LayerNorm parameter gradients go: straight into the gradients, or,
- * with sequence parallelism (each rank saw only its rows), into lngrad first,
- * to be summed over the tp ranks. */
-static void *ln_grad(zeroc_gpt_t *g, void *const *d, int idx, int slot) {
-  return g->tp.sp ? (char *)g->lngrad + (size_t)slot * g->cfg.hidden * g->es : d[idx];
-}
-
-/* Sequence parallelism: sums the n LayerNorm gradient vectors in lngrad over the
- * tp ranks and adds them to their gradients. */
-static zeroc_result_t ln_grads_reduce(zeroc_gpt_t *g, zeroc_stream_t *s, void *const *dst, int n) {
-  size_t C = (size_t)g->cfg.hidden;
-  if (!g->tp.sp) return ZEROC_OK;
-  CHK(zeroc__tp_allreduce(&g->tp, s, g->lngrad, (size_t)n * C, g->tp.dt, ZEROC_SUM));
-  for (int i = 0; i < n; i++)
-    CHK(zeroc_k_add(g->k, s, dst[i], (char *)g->lngrad + i * C * g->es, C));
-  return ZEROC_OK;
-}
-
 static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   BLOCK_CTX(io, g, l);
   zeroc_kernels_t *k = g->k;
@@ -304,7 +242,7 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   CHK(zeroc__tp_rows(tp, N, &Nl));
   size_t e = g->es;
   void *const *p = io->params, *const *d = io->grads;
-  saved_t *a = block_saved(g, io->slot, l);
+  saved_t *a = zeroc__gpt_block_saved(g, io->slot, l);
   zeroc_dropout_t dd[3]; /* masks of the global block ref_->l */
   const zeroc_dropout_t *da = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN, Nl, &dd[0]);
   const zeroc_dropout_t *dr1 = drop_at(g, io, batch_, ref_->l, ZEROC_DROP_ATTN_RESID, Nl, &dd[1]);
@@ -327,9 +265,9 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   /* dln (Nl,C): the MLP input's gradient, summed over the tp ranks */
   CHK(zeroc__tp_column_backward(tp, s, g->dln, d[FCW], NULL, g->dfch, a->ln2, g->gath, g->part,
                                 p[FCW], N, C, 4 * Cl));
-  CHK(zeroc_k_layernorm_backward_ex(k, s, dx, ln_grad(g, d, LN2W, 2), ln_grad(g, d, LN2B, 3),
-                                    g->dln, a->res2, p[LN2W], a->ln2_mean, a->ln2_rstd, Nl, C,
-                                    io->dout, ZEROC_K_DINP_SET));
+  CHK(zeroc_k_layernorm_backward_ex(k, s, dx, zeroc__gpt_norm_grad(g, d, LN2W, 2),
+                                    zeroc__gpt_norm_grad(g, d, LN2B, 3), g->dln, a->res2, p[LN2W],
+                                    a->ln2_mean, a->ln2_rstd, Nl, C, io->dout, ZEROC_K_DINP_SET));
   /* dx now holds dres2; it is also the gradient of x through the first residual */
   const void *dproj;
   CHK(drop_grad(g, s, dr1, dx, dx, Nl, &dproj));
@@ -345,10 +283,11 @@ static zeroc_result_t block_backward(zeroc_layer_io_t *io) {
   }
   CHK(zeroc__tp_column_backward(tp, s, g->dln, d[QKVW], d[QKVB], g->dqkv, a->ln1, g->gath, g->part,
                                 p[QKVW], N, C, 3 * Cl));
-  CHK(zeroc_k_layernorm_backward(k, s, dx, ln_grad(g, d, LN1W, 0), ln_grad(g, d, LN1B, 1), g->dln,
-                                 io->in, p[LN1W], a->ln1_mean, a->ln1_rstd, Nl, C));
+  CHK(zeroc_k_layernorm_backward(k, s, dx, zeroc__gpt_norm_grad(g, d, LN1W, 0),
+                                 zeroc__gpt_norm_grad(g, d, LN1B, 1), g->dln, io->in, p[LN1W],
+                                 a->ln1_mean, a->ln1_rstd, Nl, C));
   void *const lnd[4] = {d[LN1W], d[LN1B], d[LN2W], d[LN2B]};
-  CHK(ln_grads_reduce(g, s, lnd, 4));
+  CHK(zeroc__gpt_norm_grads_reduce(g, s, lnd, 4));
   io->din = dx;
   return ZEROC_OK;
 }
@@ -362,14 +301,14 @@ static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
   zeroc_kernels_t *k = g->k;
   zeroc_stream_t *s = io->stream;
   const zeroc_gpt_batch_t *b;
-  CHK(io_batch(g, io, &b));
+  CHK(zeroc__gpt_io_batch(g, io, &b));
   slot_act_t *A = &g->act[io->slot];
   int N = b->B * b->T, C = g->cfg.hidden, V = g->cfg.vocab, Nl;
   CHK(zeroc__tp_rows(&g->tp, N, &Nl));
   /* the embedding's wte beside us, or our own tied copy */
-  const void *wte = io->shared_params ? io->shared_params[0] : io->params[HEAD_WTE];
-  CHK(zeroc_k_layernorm_forward(k, s, A->lnf, A->lnf_mean, A->lnf_rstd, io->in, io->params[0],
-                                io->params[1], Nl, C));
+  const void *wte = io->shared_params ? io->shared_params[0] : io->params[g->head_w];
+  CHK(zeroc__gpt_norm_forward(g, s, A->lnf, A->lnf_mean, A->lnf_rstd, io->in, io->params[0],
+                              g->llama ? NULL : io->params[1], Nl));
   CHK(zeroc__tp_column_forward(&g->tp, s, A->logits, A->lnf, g->gath, wte, NULL, N, C, g->Vl));
   io->out = NULL;
   *io->loss = 0;
@@ -395,28 +334,29 @@ static zeroc_result_t head_forward(zeroc_layer_io_t *io) {
 
 static zeroc_result_t head_backward(zeroc_layer_io_t *io) {
   zeroc_gpt_t *g = io->user;
-  zeroc_kernels_t *k = g->k;
   zeroc_stream_t *s = io->stream;
   const zeroc_gpt_batch_t *b;
-  CHK(io_batch(g, io, &b));
+  CHK(zeroc__gpt_io_batch(g, io, &b));
   slot_act_t *A = &g->act[io->slot];
   int N = b->B * b->T, C = g->cfg.hidden, Nl;
   CHK(zeroc__tp_rows(&g->tp, N, &Nl));
   size_t e = g->es;
   if (!b->targets)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt backward needs targets in the batch");
-  const void *wte = io->shared_params ? io->shared_params[0] : io->params[HEAD_WTE];
-  void *dwte = io->shared_grads ? io->shared_grads[0] : io->grads[HEAD_WTE];
-  if (g->tp.sp) CHK(zeroc_memset_async(s, g->lngrad, 0, 2 * (size_t)C * e));
+  const void *wte = io->shared_params ? io->shared_params[0] : io->params[g->head_w];
+  void *dwte = io->shared_grads ? io->shared_grads[0] : io->grads[g->head_w];
+  int nv = g->llama ? 1 : 2; /* norm vectors */
+  if (g->tp.sp) CHK(zeroc_memset_async(s, g->lngrad, 0, (size_t)nv * C * e));
   CHK(zeroc__tp_column_backward(&g->tp, s, g->dln, dwte, NULL, A->logits, A->lnf, g->gath, g->part,
                                 wte, N, C, g->Vl));
   void *dx = g->dres[g->dres_next];
   g->dres_next ^= 1;
   /* dx = the LayerNorm's input gradient, written (no memset first) */
-  CHK(zeroc_k_layernorm_backward_ex(k, s, dx, ln_grad(g, io->grads, 0, 0),
-                                    ln_grad(g, io->grads, 1, 1), g->dln, io->in, io->params[0],
-                                    A->lnf_mean, A->lnf_rstd, Nl, C, NULL, ZEROC_K_DINP_SET));
-  CHK(ln_grads_reduce(g, s, io->grads, 2));
+  CHK(zeroc__gpt_norm_backward(g, s, dx, zeroc__gpt_norm_grad(g, io->grads, 0, 0),
+                               g->llama ? NULL : zeroc__gpt_norm_grad(g, io->grads, 1, 1), g->dln,
+                               io->in, io->params[0], A->lnf_mean, A->lnf_rstd, Nl, NULL,
+                               ZEROC_K_DINP_SET));
+  CHK(zeroc__gpt_norm_grads_reduce(g, s, io->grads, nv));
   io->din = dx;
   return ZEROC_OK;
 }
@@ -535,20 +475,26 @@ static void wire_units(zeroc_gpt_t *g, const zeroc_gpt_stage_t *stage, int tied)
       g->gunit[li] = u;
       if (u == 0) {
         embed_local = li;
-        g->layers[li] =
-            (zeroc_layer_t){"embed", 2, g->embed_p, -1, embed_forward, embed_backward, 0, g};
+        g->layers[li] = (zeroc_layer_t){"embed",       g->llama ? 1 : 2, g->embed_p, -1,
+                                        embed_forward, embed_backward,   0,          g};
       } else if (u == NU - 1) {
-        /* beside the embedding the head shares its wte; elsewhere it has its copy */
+        /* beside the embedding the head shares its wte; elsewhere it has its copy; an
+         * untied head has its own lm_head everywhere */
+        int own = tied || g->cfg.untied;
         g->layers[li] =
-            (zeroc_layer_t){"head",       tied ? 3 : 2,  g->head_p, tied ? -1 : embed_local,
-                            head_forward, head_backward, 0,         g};
+            (zeroc_layer_t){"head",       g->head_w + own, g->head_p, own ? -1 : embed_local,
+                            head_forward, head_backward,   0,         g};
       } else {
         int l = u - 1, lb = g->nblocks++;
         g->refs[lb] = (struct blockref){g, l, lb};
-        g->layers[li] =
-            (zeroc_layer_t){"block", BLOCK_PARAMS,  &g->block_p[(size_t)l * BLOCK_PARAMS],
-                            -1,      block_forward, block_backward,
-                            0,       &g->refs[lb]};
+        g->layers[li] = (zeroc_layer_t){"block",
+                                        g->nbp,
+                                        &g->block_p[(size_t)l * BLOCK_PARAMS],
+                                        -1,
+                                        g->llama ? zeroc__llama_block_forward : block_forward,
+                                        g->llama ? zeroc__llama_block_backward : block_backward,
+                                        0,
+                                        &g->refs[lb]};
       }
     }
   }
@@ -562,20 +508,21 @@ static zeroc_result_t alloc_buffers(zeroc_gpt_t *g, int batch, int has_embed, in
   const int64_t C = g->cfg.hidden, T = g->cfg.seq / g->cp.n; /* this rank's tokens */
   zeroc__tp_t *tp = &g->tp;
   /* BT tokens of the largest micro-batch; Nl of them in the sequence-split
-   * regions (the residual stream, the LayerNorms) */
+   * regions (the residual stream, the norms) */
   size_t BT = (size_t)batch * (size_t)T;
-  zeroc__gpt_shape_t shape = {(double)BT, (double)split_rows(g), (double)C, g->Cl, g->NHl,
-                              g->Vl,      (double)g->es,         t,         tp->sp};
+  zeroc__gpt_shape_t shape;
+  zeroc__gpt_shape_init(&shape, &g->cfg, t, tp->sp, (double)BT, (double)g->es, g->expand);
   zeroc__gpt_buffer_bytes(&shape, &g->sz);
   for (int sl = 0; sl < g->slots; sl++) CHK(slot_alloc(g, &g->act[sl], has_embed, has_head));
   if (g->recompute && g->nblocks) CHK(saved_alloc(g, &g->shared_saved));
   if (t > 1 && has_head) CHK(act_alloc(g, (size_t)g->sz.ce_stats, (void **)&g->ce_stats));
   /* Backward scratch: a block's gradients live one after the other, so datty
    * (B,T,Cl) reuses dln (consumed by ln_2's backward before datty is written)
-   * and dqkv (B,T,3Cl) reuses dfch (dead after the MLP's first matmul). dln
-   * holds (B,T,C) summed over tp ranks, or (Nl,C) with sequence parallelism. */
-  CHK(scratch_alloc(g, (size_t)g->sz.fch, &g->dfch));
-  CHK(scratch_alloc(g, (size_t)g->sz.fch, &g->dfchg));
+   * and dqkv (B,T,qkv) reuses dfch (dead after the MLP's first matmul). dln
+   * holds (B,T,C) summed over tp ranks, or (Nl,C) with sequence parallelism.
+   * dfchg (Llama): the SwiGLU output's gradient; GPT-2's GELU is fused in the GEMM. */
+  CHK(scratch_alloc(g, (size_t)g->sz.dfch, &g->dfch));
+  if (g->sz.dfchg > 0) CHK(scratch_alloc(g, (size_t)g->sz.dfchg, &g->dfchg));
   CHK(scratch_alloc(g, (size_t)g->sz.dln, &g->dln));
   g->datty = g->dln;
   g->dqkv = g->dfch;
@@ -586,8 +533,14 @@ static zeroc_result_t alloc_buffers(zeroc_gpt_t *g, int batch, int has_embed, in
     CHK(scratch_alloc(g, (size_t)g->sz.gath, &g->part));
     CHK(scratch_alloc(g, (size_t)g->sz.lngrad, &g->lngrad));
   }
-  g->cp_pos_bytes = (size_t)zeroc__gpt_cp_pos_bytes(g->cfg.seq, g->cp.n, (int)C, (double)g->es);
-  if (g->cp.n > 1) CHK(scratch_alloc(g, g->cp_pos_bytes, &g->cp.pos));
+  if (g->sz.rope > 0) CHK(scratch_alloc(g, (size_t)g->sz.rope, (void **)&g->pos));
+  if (g->sz.xqkv > 0) {
+    CHK(scratch_alloc(g, (size_t)g->sz.xqkv / 2, &g->xqkv));
+    CHK(scratch_alloc(g, (size_t)g->sz.xqkv / 2, &g->dxqkv));
+  }
+  g->cp_pos_bytes =
+      g->llama ? 0 : (size_t)zeroc__gpt_cp_pos_bytes(g->cfg.seq, g->cp.n, (int)C, (double)g->es);
+  if (g->cp_pos_bytes) CHK(scratch_alloc(g, g->cp_pos_bytes, &g->cp.pos));
   g->losses_host = malloc(BT * sizeof(float));
   if (!g->losses_host) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "host losses");
   if (has_head) g->last_losses = g->act[0].losses;
@@ -608,12 +561,23 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "gpt dropout %g: accepted 0 <= p < 1",
                       (double)o.dropout);
   int t = zeroc_ctx_mesh(ctx)->tp;
-  /* heads divide hidden (checked above), so tp | heads gives tp | C, 3C, 4C */
-  if (cfg->heads % t)
+  int llama = cfg->family == ZEROC_GPT_FAMILY_LLAMA;
+  /* heads divide hidden (checked above), so tp | heads gives tp | C, 3C, 4C; Llama's tp
+   * also divides the kv heads (each rank holds whole ones) */
+  if (cfg->heads % t || (llama && cfg->kv_heads % t))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "tensor parallelism over %d ranks splits the %d attention heads: tp must "
-                      "divide the heads",
-                      t, cfg->heads);
+                      "divide the heads (and the %d kv heads)",
+                      t, cfg->heads, llama ? cfg->kv_heads : cfg->heads);
+  if (llama && o.dropout > 0)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "dropout %g: the Llama family trains without dropout; accepted 0",
+                      (double)o.dropout);
+  if (llama && cfg->ffn % t)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "tensor parallelism over %d ranks splits the MLP's %d channels (ffn): tp "
+                      "must divide them",
+                      t, cfg->ffn);
   int L = cfg->layers, NU = L + 2;
   /* without a stage: the whole model, one chunk, one slot */
   int whole_first = 0, whole_count = NU;
@@ -638,6 +602,18 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   g->Cl = cfg->hidden / t;
   g->NHl = cfg->heads / t;
   g->es = zeroc_dtype_size(o.dtype);
+  g->llama = llama;
+  g->HS = cfg->hidden / cfg->heads;
+  g->NKVl = llama ? cfg->kv_heads / t : g->NHl;
+  g->KVl = g->NKVl * g->HS;
+  g->QKVl = g->Cl + 2 * g->KVl;
+  g->Fl = llama ? cfg->ffn / t : 4 * g->Cl;
+  g->nbp = llama ? LL_QKVB + cfg->qkv_bias + 4 : BLOCK_PARAMS;
+  g->head_w = llama ? 1 : HEAD_WTE;
+  g->rope = (zeroc_rope_t){cfg->rope_theta, cfg->rope_factor, cfg->rope_low, cfg->rope_high,
+                           cfg->rope_original};
+  g->expand = zeroc__gpt_expands_kv(cfg, zeroc_ctx_mesh(ctx)->cp,
+                                    zeroc_ctx_device(ctx) == ZEROC_DEVICE_CUDA);
   ZEROC_TRY(
       zeroc_kernels_create(zeroc__ctx_devmem(ctx), zeroc_ctx_compute_stream(ctx), o.dtype, &g->k));
   if (o.deterministic) zeroc_k_set_deterministic(g->k, 1);
@@ -664,10 +640,25 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   g->embed_p[0].init_fn = init_wte;
   g->embed_p[0].init_user = (void *)(uintptr_t)cfg->vocab;
   tp_split(&g->embed_p[0], tp, 0, 1);
-  g->embed_p[1] = pdesc("wpe.weight", T, C, ZEROC_INIT_NORMAL, std, rep, 2);
-  g->head_p[HEAD_LNFW] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, 3);
-  g->head_p[HEAD_LNFB] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, 4);
-  g->head_p[HEAD_WTE] = g->embed_p[0]; /* the same vocabulary slice as the embedding's */
+  if (llama) {
+    /* Llama's names (transformers' without "model."); an untied lm_head draws its own
+     * stream, a tied copy wte's */
+    g->embed_p[0].name = "embed_tokens.weight";
+    g->head_p[0] = pdesc("norm.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, 3);
+    g->head_p[1] = g->embed_p[0];
+    if (cfg->untied) {
+      g->embed_p[0].flags &= ~(uint32_t)ZEROC_PARAM_TIED;
+      g->head_p[1] = pdesc("lm_head.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, 0, 5);
+      g->head_p[1].init_fn = init_wte;
+      g->head_p[1].init_user = (void *)(uintptr_t)cfg->vocab;
+      tp_split(&g->head_p[1], tp, 0, 1);
+    }
+  } else {
+    g->embed_p[1] = pdesc("wpe.weight", T, C, ZEROC_INIT_NORMAL, std, rep, 2);
+    g->head_p[HEAD_LNFW] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, 3);
+    g->head_p[HEAD_LNFB] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, 4);
+    g->head_p[HEAD_WTE] = g->embed_p[0]; /* the same vocabulary slice as the embedding's */
+  }
   g->block_p = calloc((size_t)L * BLOCK_PARAMS, sizeof *g->block_p);
   g->layers = calloc((size_t)nl, sizeof *g->layers);
   g->gunit = calloc((size_t)nl, sizeof *g->gunit);
@@ -680,7 +671,8 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt tables");
     goto fail;
   }
-  for (int l = 0; l < L; l++) block_params(g, l, std, proj_std);
+  for (int l = 0; l < L; l++)
+    llama ? zeroc__llama_block_params(g, l, std, proj_std) : block_params(g, l, std, proj_std);
   wire_units(g, stage, tied);
   g->nlayers = nl;
 

@@ -10,18 +10,34 @@
 #include <stdint.h>
 
 #include "kernels/kernels.h"
+#include "kernels/rope.h"
 #include "model/gpt_cp.h"
 #include "model/gpt_internal.h"
 #include "model/gpt_sizes.h"
 #include "tp/tp.h"
 #include "zeroc/gpt.h"
 
+/* the most parameters of a block unit (GPT-2's twelve) */
 enum { BLOCK_PARAMS = 12 };
-/* parameter order inside a block unit */
+/* GPT-2's parameter order inside a block unit */
 enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB };
-/* parameter order inside the head: a head on another rank than the embedding
- * carries its own copy of wte last */
+/* GPT-2's parameter order inside the head: a head on another rank than the
+ * embedding carries its own copy of wte last. Llama's head is [norm, lm_head or
+ * the wte copy] (zeroc_gpt.head_w says where the output weight is). */
 enum { HEAD_LNFW, HEAD_LNFB, HEAD_WTE };
+/* Llama's parameter order inside a block unit (llama_block.c), without qkv bias one fewer:
+ *   input_layernorm.weight (C)                          replicated
+ *   self_attn.qkv_proj.weight ((NH + 2 NKV) HS, C)      column-parallel, NH/NKV + 2 groups
+ *   self_attn.qkv_proj.bias ((NH + 2 NKV) HS)           only with qkv_bias
+ *   self_attn.o_proj.weight (C, NH HS)                  row-parallel, NH/NKV groups
+ *   post_attention_layernorm.weight (C)                 replicated
+ *   mlp.gate_up_proj.weight (2F, C)                     column-parallel, gate | up
+ *   mlp.down_proj.weight (C, F)                         row-parallel
+ * The fused q rows hold the query heads in groups of NKV: internal head j is transformers'
+ * head (j % NKV) (NH/NKV) + j / NKV and reads kv head j % NKV (kernels/llama_kernels.h),
+ * o_proj's input columns likewise; export and import permute them (gpt_io.c). Every
+ * tp rank's share of each group is then whole kv heads and the query heads reading them. */
+enum { LL_NORM1, LL_QKVW, LL_QKVB };
 
 /* What one block keeps for its backward (in the activation dtype; statistics
  * fp32). Per tp rank, with Cl = C/tp, NHl = NH/tp, and Nl = B*T/tp rows under
@@ -53,6 +69,15 @@ struct zeroc_gpt {
   zeroc__gpt_cp_t cp; /* context parallelism: a batch's T tokens are this rank's zigzag share */
   size_t cp_pos_bytes; /* cp > 1: the position scratch cp.pos */
   int Bmax, Vp, recompute;
+  /* Llama (cfg.family): kv heads and their channels per tp rank, the head size, q|k|v's
+   * and the MLP's widths per tp rank, the block's parameter count, and where the head's
+   * output weight sits in head_p (GPT-2: HEAD_WTE) */
+  int llama, NKVl, KVl, HS, QKVl, Fl, nbp, head_w;
+  zeroc_rope_t rope;
+  int32_t *pos;          /* Llama: (B*T) positions of the rows (device), filled for pos_B x pos_T */
+  int pos_B, pos_T;      /* the batch shape pos holds (0: none yet) */
+  int expand;            /* zeroc__gpt_expands_kv: GQA through the multi-head kernels */
+  void *xqkv, *dxqkv;    /* expand: the repeated (BT,3Cl) q|k|v and its gradient */
   float drop;            /* dropout probability (0: none) */
   uint64_t drop_seed;    /* with the batch's step and slots, the masks' key */
   int t, Cl, NHl, Vl;    /* tp size; channels, heads and vocabulary rows per tp rank */
@@ -64,7 +89,7 @@ struct zeroc_gpt {
   int nchunks, *chunk_first, *chunk_count; /* local unit ranges of the chunks */
   int nblocks;                             /* blocks held here */
   zeroc_param_desc_t embed_p[2], head_p[3];
-  zeroc_param_desc_t *block_p; /* L x 12 */
+  zeroc_param_desc_t *block_p; /* L x BLOCK_PARAMS, the first nbp of each used */
   /* activations, one set per slot */
   int slots;
   slot_act_t *act;
@@ -73,7 +98,7 @@ struct zeroc_gpt {
   float *losses_host;
   const float *last_losses; /* the losses of the last head forward */
   /* gradient scratch, one block's worth, and the ping-pong residual gradients */
-  void *dfch, *dfchg, *dln, *datty, *dqkv, *dres[2];
+  void *dfch, *dfchg, *dln, *datty, *dqkv, *dres[2]; /* dfchg: Llama only */
   /* sequence parallelism: (B,T,C) all-gathered inputs and partial sums, and the
    * LayerNorm gradients (4C) summed over the tp ranks before they are added */
   void *gath, *part, *lngrad;
@@ -88,5 +113,43 @@ struct zeroc_gpt {
   void **allocs;
   int nallocs;
 };
+
+/* A block's user pointer names the model, the block's global index (its
+ * parameters' names) and its index among the blocks this rank holds (its
+ * activations), so the unit list can be cut into pipeline stages. */
+#define BLOCK_CTX(io, g, l)                                                                        \
+  struct blockref *ref_ = (io)->user;                                                              \
+  zeroc_gpt_t *g = ref_->g;                                                                        \
+  int l = ref_->lb;                                                                                \
+  const zeroc_gpt_batch_t *batch_;                                                                 \
+  CHK(zeroc__gpt_io_batch(g, (io), &batch_))
+
+/* ---- shared by gpt.c and llama_block.c ---- */
+/* The micro-batch a unit reads its shape from, checked against the model's capacity. */
+zeroc_result_t zeroc__gpt_io_batch(zeroc_gpt_t *g, const zeroc_layer_io_t *io,
+                                   const zeroc_gpt_batch_t **out);
+/* What block lb keeps for backward in slot `slot` (recompute: the one shared set). */
+saved_t *zeroc__gpt_block_saved(zeroc_gpt_t *g, int slot, int lb);
+/* Where norm vector `idx` of d gets its gradient: d[idx], or with sequence parallelism
+ * vector `slot` of lngrad, summed over the tp ranks by zeroc__gpt_norm_grads_reduce. */
+void *zeroc__gpt_norm_grad(zeroc_gpt_t *g, void *const *d, int idx, int slot);
+zeroc_result_t zeroc__gpt_norm_grads_reduce(zeroc_gpt_t *g, zeroc_stream_t *s, void *const *dst,
+                                            int n);
+/* An activation or scratch buffer of the model (freed with it). */
+zeroc_result_t zeroc__gpt_alloc(zeroc_gpt_t *g, zeroc_memtag_t tag, size_t bytes, void **p);
+
+/* ---- llama_block.c ---- */
+/* Block l's parameters (g->nbp of them), named and initialised as in the unsplit model. */
+void zeroc__llama_block_params(zeroc_gpt_t *g, int l, float std, float proj_std);
+zeroc_result_t zeroc__llama_block_forward(zeroc_layer_io_t *io);
+zeroc_result_t zeroc__llama_block_backward(zeroc_layer_io_t *io);
+/* The model's norm: LayerNorm (GPT-2) or RMSNorm (Llama, b and mean unused). */
+zeroc_result_t zeroc__gpt_norm_forward(zeroc_gpt_t *g, zeroc_stream_t *s, void *out, float *mean,
+                                       float *rstd, const void *in, const void *w, const void *b,
+                                       int N);
+zeroc_result_t zeroc__gpt_norm_backward(zeroc_gpt_t *g, zeroc_stream_t *s, void *dinp, void *dw,
+                                        void *db, const void *dout, const void *in, const void *w,
+                                        const float *mean, const float *rstd, int N,
+                                        const void *dres, unsigned flags);
 
 #endif

@@ -44,21 +44,34 @@ double zeroc_plan_act_megatron(double s, double b, double h, double a, int t, in
   return sbh * (10.0 + 24.0 / t + 5.0 * a * s / (h * t));
 }
 
+/* One block's activations for `shape` (b sequences of s tokens, a heads): its output alone
+ * with full recompute; else its output and what it saves, the attention's lse with flash,
+ * else its softmax probabilities (B,NH,T,T), which gpt.c never keeps. */
+static double block_bytes(const zeroc__gpt_shape_t *shape, int recompute, int flash, double b,
+                          double a, double s) {
+  zeroc__gpt_bytes_t z;
+  zeroc__gpt_buffer_bytes(shape, &z);
+  if (recompute) return z.resid; /* the block's output, the next one's input */
+  double x = z.resid + z.saved - z.lse;
+  return x + (flash ? z.lse : shape->e * b * a * s * s / shape->tp);
+}
+
 double zeroc_plan_act_zeroc(double s, double b, double h, double a, int t, int sp,
                             zeroc_recompute_t rc, int e, int flash) {
   double n = s * b, r = sp && t > 1 ? t : 1;
-  /* the buffers src/model/gpt.c allocates for a block (no vocabulary needed) */
-  zeroc__gpt_shape_t shape = {n, n / r, h, h / t, a / t, 0, e, t, sp && t > 1};
-  zeroc__gpt_bytes_t z;
-  zeroc__gpt_buffer_bytes(&shape, &z);
-  if (rc == ZEROC_RECOMPUTE_FULL) return z.resid; /* the block's output, the next one's input */
-  /* the block's output (B,T,C) and what it saves: ln_1, res2, ln_2 (B,T,C), qkv (B,T,3C),
-   * atty (B,T,C), fch, fch_gelu (B,T,4C), mean and rstd of both LayerNorms fp32 (B,T), and
-   * the attention's lse (B,NH,T) fp32 with flash, else its softmax probabilities (B,NH,T,T),
-   * which gpt.c never keeps */
-  double x = z.resid + z.saved - z.lse;
-  x += flash ? z.lse : e * b * a * s * s / t;
-  return x;
+  /* the buffers src/model/gpt.c allocates for a GPT-2 block (no vocabulary needed) */
+  zeroc__gpt_shape_t shape = {.BT = n,
+                              .Nl = n / r,
+                              .C = h,
+                              .Cl = h / t,
+                              .NHl = a / t,
+                              .e = e,
+                              .tp = t,
+                              .sp = sp && t > 1,
+                              .qkv = 3 * h / t,
+                              .fc = 4 * h / t,
+                              .fcg = 4 * h / t};
+  return block_bytes(&shape, rc == ZEROC_RECOMPUTE_FULL, flash, b, a, s);
 }
 
 /* Unit u's name in messages and schedules. */
@@ -97,7 +110,7 @@ void zeroc__gpt_price_unit(const zeroc_train_info_t *info, const zeroc_arch_layo
                            zeroc_arch_unit_price_t *out) {
   int nl = info->model.layers;
   out->params = zeroc__gpt_unit_params(&info->model, L->tp, u, L->pp > 1);
-  out->pinned = u == 0 && L->pp == 1;
+  out->pinned = u == 0 && L->pp == 1 && !info->model.untied; /* an untied head has its own */
   out->block = u > 0 && u <= nl;
   out->output = u == nl + 1;
 }
@@ -118,26 +131,34 @@ static void block_act(const zeroc_gpt_config_t *m, const zeroc_arch_layout_t *L,
     *layer = zeroc_plan_act_megatron(s, b, C, as, t, sp, rc) * e / 2.0;
     *layer_full = zeroc_plan_act_megatron(s, b, C, as, t, sp, ZEROC_RECOMPUTE_NONE) * e / 2.0;
   } else {
-    *layer = zeroc_plan_act_zeroc(s, b, C, af, t, sp, rc, e, L->flash_attention);
-    *layer_full =
-        zeroc_plan_act_zeroc(s, b, C, af, t, sp, ZEROC_RECOMPUTE_NONE, e, L->flash_attention);
+    /* the model's own buffers (gpt_sizes.c); af heads: with cp and no flash, the scores */
+    zeroc__gpt_shape_t shape;
+    zeroc__gpt_shape_init(&shape, m, t, sp, s * b, e, 0);
+    *layer = block_bytes(&shape, L->recompute, L->flash_attention, b, af, s);
+    *layer_full = block_bytes(&shape, 0, L->flash_attention, b, af, s);
   }
+}
+
+/* Whether the run's Llama attention goes through the multi-head kernels (gpt.c's rule) */
+static int expand(const zeroc_gpt_config_t *m, const zeroc_arch_layout_t *L) {
+  return zeroc__gpt_expands_kv(m, L->cp, L->device == ZEROC_DEVICE_CUDA);
 }
 
 zeroc_result_t zeroc__gpt_price_stage(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L,
                                       const zeroc_arch_stage_t *st, zeroc_arch_stage_price_t *out) {
   const zeroc_gpt_config_t *m = &info->model;
   /* s: the tokens of a sequence this rank holds, T / cp (its zigzag chunks) */
-  double s = (double)m->seq / L->cp, b = L->batch, C = m->hidden, a = m->heads, n = s * b;
+  double s = (double)m->seq / L->cp, b = L->batch, C = m->hidden, n = s * b;
   int t = L->tp, sp = L->sequence_parallel && t > 1, e = L->act_bytes;
   memset(out, 0, sizeof *out);
   /* src/model/gpt.c's buffers for this shape (gpt_sizes.c) */
-  double r = sp ? t : 1, Vt = zeroc__gpt_padded_vocab(m->vocab, t) / t;
-  zeroc__gpt_shape_t shape = {n, n / r, C, C / t, a / t, Vt, e, t, sp};
+  zeroc__gpt_shape_t shape;
+  zeroc__gpt_shape_init(&shape, m, t, sp, n, e, expand(m, L));
   zeroc__gpt_bytes_t z;
   zeroc__gpt_buffer_bytes(&shape, &z);
   /* cp: the model's (T/cp, C) position scratch, backward scratch like the rest */
-  z.scratch += zeroc__gpt_cp_pos_bytes(m->seq, L->cp, m->hidden, e);
+  if (m->family != ZEROC_GPT_FAMILY_LLAMA) /* Llama turns q and k instead */
+    z.scratch += zeroc__gpt_cp_pos_bytes(m->seq, L->cp, m->hidden, e);
 
   double layer, layer_full;
   block_act(m, L, &layer, &layer_full);
@@ -165,8 +186,7 @@ zeroc_result_t zeroc__gpt_price_stage(const zeroc_train_info_t *info, const zero
      * per-token losses (B,T) fp32; with tp the vocabulary-parallel
      * cross-entropy's three per-token statistics (max, target logit, sum of
      * exp) fp32; per activation slot. */
-    double head = 2.0 * z.resid + 2.0 * z.stat + z.logits + z.losses + z.ce_stats;
-    act += st->inflight * head;
+    act += st->inflight * z.head;
   }
   out->activations = act;
   out->workspace = z.scratch; /* the model's backward scratch (gpt_sizes.c lists it) */
@@ -190,6 +210,15 @@ void zeroc__gpt_figures(const zeroc_train_info_t *info, double sequences, int re
   /* PaLM's count, as MFU is reported: 6 N per token plus attention's 12 l h s */
   out->flops = 6.0 * (double)out->params * out->tokens +
                12.0 * m->layers * m->hidden * (double)m->seq * out->tokens;
-  out->flops_executed = zeroc_plan_flops_megatron(
-      m, sequences, recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE);
+  if (m->family != ZEROC_GPT_FAMILY_LLAMA) {
+    out->flops_executed = zeroc_plan_flops_megatron(
+        m, sequences, recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE);
+    return;
+  }
+  /* Megatron's count with the Llama block's matrices: 2 x matrices per token forward plus
+   * attention's 4 s h, three passes (four with recompute), and the logits' 6 s h V */
+  double B = sequences, s = m->seq, h = m->hidden, l = m->layers;
+  double mat = (h + 2.0 * m->kv_heads * (h / m->heads)) * h + h * h + 3.0 * m->ffn * h;
+  out->flops_executed = (recompute ? 4.0 : 3.0) * l * (2.0 * B * s * mat + 4.0 * B * s * s * h) +
+                        6.0 * B * s * h * m->vocab;
 }

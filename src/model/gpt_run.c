@@ -31,6 +31,12 @@ static zeroc_result_t resolve(zeroc_train_config_t *c, const zeroc_mesh_info_t *
                               zeroc_train_info_t *info) {
   zeroc_gpt_config_t *g = &info->model;
   (void)mesh;
+  const char *llama = zeroc__lm_llama_field_set(c);
+  if (llama)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "%s is a setting of the Llama family; model %s is GPT-2 (accepted there: "
+                      "llama-tiny, qwen-tiny, llama3.2-1b, llama3.1-8b, qwen2.5-0.5b, qwen2.5-7b)",
+                      llama, c->model ? c->model : "tiny");
   if (c->model && !strcmp(c->model, "custom")) {
     /* every size given (by flags, or a transformers config.json: gpt_hf.c) */
     if (c->layers == ZEROC_UNSET || c->hidden == ZEROC_UNSET || c->heads == ZEROC_UNSET ||
@@ -173,7 +179,7 @@ static zeroc_result_t alloc_buffers(zeroc__gpt_run_t *run) {
   return ZEROC_OK;
 }
 
-static void destroy(void *self) {
+void zeroc__gpt_run_destroy(void *self) {
   zeroc__gpt_run_t *run = self;
   if (!run) return;
   zeroc_mem_free(run->ctx, run->dev_in);
@@ -194,7 +200,7 @@ static void destroy(void *self) {
 }
 
 /* The data, the held-out data, the model and the buffers, each agreed on by every rank. */
-static zeroc_result_t create(const zeroc_arch_run_t *a, void **self) {
+zeroc_result_t zeroc__gpt_run_create(const zeroc_arch_run_t *a, void **self) {
   zeroc__gpt_run_t *run = calloc(1, sizeof *run);
   *self = run;
   ZEROC_CHECK(zeroc_ctx_agree(a->ctx, run ? ZEROC_OK : ZEROC_FAIL(ZEROC_ERR_NOMEM, "gpt run")));
@@ -224,7 +230,7 @@ static zeroc_result_t create(const zeroc_arch_run_t *a, void **self) {
 
 /* Every micro-batch of step `s`: forward and backward, or (with a pipeline)
  * the whole step's micro-batches through the schedule at once. */
-static zeroc_result_t run_step(void *self, int s, float lr, zeroc_pipeline_stats_t *pst) {
+zeroc_result_t zeroc__gpt_run_step(void *self, int s, float lr, zeroc_pipeline_stats_t *pst) {
   zeroc__gpt_run_t *run = self;
   const zeroc_train_config_t *c = &run->info->config;
   (void)lr; /* everything the GPT updates is in the shards */
@@ -243,11 +249,11 @@ static zeroc_result_t run_step(void *self, int s, float lr, zeroc_pipeline_stats
   return ZEROC_OK;
 }
 
-static zeroc_model_t *model(void *self) { return ((zeroc__gpt_run_t *)self)->model; }
+zeroc_model_t *zeroc__gpt_run_model(void *self) { return ((zeroc__gpt_run_t *)self)->model; }
 
-static zeroc_pipeline_t *pipeline(void *self) { return ((zeroc__gpt_run_t *)self)->pipe; }
+zeroc_pipeline_t *zeroc__gpt_run_pipeline(void *self) { return ((zeroc__gpt_run_t *)self)->pipe; }
 
-static double comm_wait_s(void *self) {
+double zeroc__gpt_run_comm_wait_s(void *self) {
   return zeroc__gpt_cp_wait_s(((zeroc__gpt_run_t *)self)->gpt);
 }
 
@@ -260,7 +266,7 @@ static const char *const RESUME_FIELDS[] = {
     "model.seq",         "data.seed",          "data.shuffle",     "data.seq",
     "data.global_batch", "data.num_sequences", "data.fingerprint", NULL};
 
-static void app_json(void *self, uint64_t step, char *buf, size_t n) {
+void zeroc__gpt_run_app_json(void *self, uint64_t step, char *buf, size_t n) {
   const zeroc__gpt_run_t *run = self;
   const zeroc_train_config_t *c = &run->info->config;
   const zeroc_gpt_config_t *g = &run->info->model;
@@ -270,6 +276,18 @@ static void app_json(void *self, uint64_t step, char *buf, size_t n) {
                    "\"seq\": %d}",
                    g->layers, g->hidden, g->heads, g->vocab, g->seq);
   if (k < 0 || (size_t)k >= n) return;
+  if (g->family == ZEROC_GPT_FAMILY_LLAMA) { /* inside "model", before its closing brace */
+    k--;
+    int m = snprintf(buf + k, n - (size_t)k,
+                     ", \"family\": \"llama\", \"kv_heads\": %d, \"ffn\": %d, \"qkv_bias\": %d, "
+                     "\"untied\": %d, \"norm_eps\": %.17g, \"rope_theta\": %.17g, "
+                     "\"rope_factor\": %.17g, \"rope_low\": %.17g, \"rope_high\": %.17g, "
+                     "\"rope_original\": %.17g}",
+                     g->kv_heads, g->ffn, g->qkv_bias, g->untied, g->norm_eps, g->rope_theta,
+                     g->rope_factor, g->rope_low, g->rope_high, g->rope_original);
+    if (m < 0 || (size_t)(k + m) >= n) return;
+    k += m;
+  }
   if (!run->data) { /* a weights-only run: the shape is all it knows */
     snprintf(buf + k, n - (size_t)k, "}");
     return;
@@ -294,12 +312,12 @@ static void app_json(void *self, uint64_t step, char *buf, size_t n) {
 
 /* ---- weights in and out, sampling ------------------------------------------------------ */
 
-static zeroc_result_t import_weights(void *self, const char *path) {
+zeroc_result_t zeroc__gpt_run_import_weights(void *self, const char *path) {
   zeroc__gpt_run_t *run = self;
   return zeroc_gpt_import(run->model, run->gpt, path);
 }
 
-static zeroc_result_t export_weights(void *self, const char *path) {
+zeroc_result_t zeroc__gpt_run_export_weights(void *self, const char *path) {
   zeroc__gpt_run_t *run = self;
   return zeroc_gpt_export(run->model, run->gpt, path);
 }
@@ -324,7 +342,7 @@ static zeroc_result_t sampler_fill(void *user, const float *const *src, uint64_t
 
 /* The trainer's weights gathered to rank 0 (the export's consolidation) into a
  * sampler there. */
-static zeroc_result_t sampler(void *self, zeroc_sampler_t **out) {
+zeroc_result_t zeroc__gpt_run_sampler(void *self, zeroc_sampler_t **out) {
   zeroc__gpt_run_t *run = self;
   zeroc_sampler_t *s = NULL;
   int root = zeroc_ctx_mesh(run->ctx)->rank == 0;
@@ -344,7 +362,7 @@ static zeroc_result_t sampler(void *self, zeroc_sampler_t **out) {
 }
 
 /* The first half (at most) of the training data's first sequence. */
-static zeroc_result_t sample_prompt(void *self, int max, int32_t *ids, int *n) {
+zeroc_result_t zeroc__gpt_run_sample_prompt(void *self, int max, int32_t *ids, int *n) {
   zeroc__gpt_run_t *run = self;
   int T = run->info->model.seq, k = max < T / 2 ? max : T / 2 > 0 ? T / 2 : 1;
   int32_t *seq = malloc(sizeof(int32_t) * ((size_t)T + 1));
@@ -365,13 +383,15 @@ static zeroc_result_t hf_config_write(void *self, char **json) {
                                     run->info->config.dropout, json);
 }
 
-static int num_units(const zeroc_train_info_t *info) { return zeroc_gpt_num_units(&info->model); }
+int zeroc__gpt_run_num_units(const zeroc_train_info_t *info) {
+  return zeroc_gpt_num_units(&info->model);
+}
 
-static void unit_costs(const zeroc_train_info_t *info, double *cost) {
+void zeroc__gpt_run_unit_costs(const zeroc_train_info_t *info, double *cost) {
   zeroc_gpt_unit_costs(&info->model, cost);
 }
 
-static void unit_name(const zeroc_train_info_t *info, int u, char *buf, size_t n) {
+void zeroc__gpt_run_unit_name(const zeroc_train_info_t *info, int u, char *buf, size_t n) {
   zeroc__gpt_unit_name(&info->model, u, buf, n);
 }
 
@@ -383,23 +403,23 @@ const zeroc_arch_t zeroc__arch_gpt2 = {
     .presets = PRESETS,
     .resolve = resolve,
     .check = check,
-    .num_units = num_units,
-    .unit_costs = unit_costs,
-    .unit_name = unit_name,
+    .num_units = zeroc__gpt_run_num_units,
+    .unit_costs = zeroc__gpt_run_unit_costs,
+    .unit_name = zeroc__gpt_run_unit_name,
     .print_schedule = zeroc__gpt_print_schedule,
-    .create = create,
-    .destroy = destroy,
-    .model = model,
-    .pipeline = pipeline,
-    .run_step = run_step,
+    .create = zeroc__gpt_run_create,
+    .destroy = zeroc__gpt_run_destroy,
+    .model = zeroc__gpt_run_model,
+    .pipeline = zeroc__gpt_run_pipeline,
+    .run_step = zeroc__gpt_run_step,
     .evaluate = zeroc__gpt_evaluate,
-    .comm_wait_s = comm_wait_s,
-    .app_json = app_json,
+    .comm_wait_s = zeroc__gpt_run_comm_wait_s,
+    .app_json = zeroc__gpt_run_app_json,
     .resume_fields = RESUME_FIELDS,
-    .import_weights = import_weights,
-    .export_weights = export_weights,
-    .sampler = sampler,
-    .sample_prompt = sample_prompt,
+    .import_weights = zeroc__gpt_run_import_weights,
+    .export_weights = zeroc__gpt_run_export_weights,
+    .sampler = zeroc__gpt_run_sampler,
+    .sample_prompt = zeroc__gpt_run_sample_prompt,
     .hf_architectures = zeroc__gpt_hf_architectures,
     .hf_config_write = hf_config_write,
     .hf_config_read = zeroc__gpt_hf_config_read,

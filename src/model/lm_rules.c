@@ -7,9 +7,11 @@
  * once, on rank 0, with the flag's name (the caller passes the names).
  * They need no MPI and no context: only the config, the shape and pp, tp.
  */
+#include <math.h>
 #include <stdint.h>
 
 #include "core/error.h"
+#include "kernels/rope.h"
 #include "model/lm_rules.h"
 #include "shard/rules.h"
 
@@ -26,6 +28,8 @@ static const zeroc__train_names_t FIELD_NAMES = {
     .layers = "layers",
     .vocab = "vocab",
     .model = "model",
+    .kv_heads = "kv_heads",
+    .ffn = "ffn",
     .zero = "zero",
     .vpp = "vpp",
     .microbatches = "grad_accum",
@@ -56,6 +60,8 @@ static const zeroc__train_names_t FLAG_NAMES = {
     .layers = "--layers",
     .vocab = "--vocab",
     .model = "--model",
+    .kv_heads = "--kv-heads",
+    .ffn = "--ffn",
     .zero = "--zero",
     .vpp = "--vpp",
     .microbatches = "--microbatches",
@@ -84,7 +90,73 @@ zeroc_result_t zeroc__lm_check_sizes(const zeroc_gpt_config_t *g, const zeroc__t
                "(%s >= 2)",
                n->layers, g->layers, n->hidden, g->hidden, n->heads, g->heads, n->vocab, g->vocab,
                n->seq, g->seq, n->batch, g->batch, n->vocab);
+  if (g->vocab > ZEROC_GPT_VOCAB_MAX)
+    return BAD("%s %d: at most %d (token ids are 32-bit; above 65536 data shards store uint32)",
+               n->vocab, g->vocab, ZEROC_GPT_VOCAB_MAX);
   return zeroc__lm_check_heads(g, 0, n);
+}
+
+const char *zeroc__lm_llama_field_set(const zeroc_train_config_t *c) {
+  const int iv[] = {c->kv_heads, c->ffn, c->qkv_bias, c->untied};
+  const char *const in[] = {"kv_heads", "ffn", "qkv_bias", "untied"};
+  const double dv[] = {c->norm_eps, c->rope_theta, c->rope_factor,
+                       c->rope_low, c->rope_high,  c->rope_original};
+  const char *const dn[] = {"norm_eps", "rope_theta", "rope_factor",
+                            "rope_low", "rope_high",  "rope_original"};
+  for (int i = 0; i < 4; i++)
+    if (iv[i] != ZEROC_UNSET) return in[i];
+  for (int i = 0; i < 6; i++)
+    if (dv[i] != (double)ZEROC_UNSET) return dn[i];
+  return NULL;
+}
+
+/* a double in (lo, hi), finite */
+static int within(double x, double lo, double hi) { return isfinite(x) && x > lo && x < hi; }
+
+zeroc_result_t zeroc__lm_check_family(const zeroc_gpt_config_t *g, const zeroc__train_names_t *n) {
+  if (g->family == ZEROC_GPT_FAMILY_GPT2) {
+    if (g->kv_heads || g->ffn || g->qkv_bias || g->untied || g->norm_eps != 0 ||
+        g->rope_theta != 0 || g->rope_factor != 0 || g->rope_low != 0 || g->rope_high != 0 ||
+        g->rope_original != 0)
+      return BAD("a GPT-2 shape takes none of the Llama family's settings (kv_heads %d, ffn %d, "
+                 "qkv_bias %d, untied %d, norm_eps %g, rope_theta %g, rope scaling %g): accepted "
+                 "all 0, or family llama",
+                 g->kv_heads, g->ffn, g->qkv_bias, g->untied, g->norm_eps, g->rope_theta,
+                 g->rope_factor);
+    return ZEROC_OK;
+  }
+  if (g->family != ZEROC_GPT_FAMILY_LLAMA)
+    return BAD("decoder family %d: accepted 0 (GPT-2) or 1 (Llama)", g->family);
+  if (g->kv_heads < 1 || g->heads % g->kv_heads)
+    return BAD("%s %d must divide %s %d (grouped-query attention: each kv head serves a whole "
+               "group of query heads)",
+               n->kv_heads, g->kv_heads, n->heads, g->heads);
+  int hs = g->hidden / g->heads;
+  if (hs % 2 || hs > ZEROC_ROPE_HS_MAX)
+    return BAD("head size %s / %s = %d: rotary embeddings need it even and at most %d", n->hidden,
+               n->heads, hs, ZEROC_ROPE_HS_MAX);
+  if (g->ffn < 1) return BAD("%s %d: accepted >= 1 (the MLP's width)", n->ffn, g->ffn);
+  if ((g->qkv_bias != 0 && g->qkv_bias != 1) || (g->untied != 0 && g->untied != 1))
+    return BAD("qkv_bias %d, untied %d: accepted 0 or 1", g->qkv_bias, g->untied);
+  if (!within(g->norm_eps, 0, 1))
+    return BAD("norm_eps (rms_norm_eps) %g: accepted 0 < eps < 1", g->norm_eps);
+  if (!within(g->rope_theta, 1, 1e12))
+    return BAD("rope_theta %g: accepted 1 < theta < 1e12", g->rope_theta);
+  if (g->rope_factor == 0) {
+    if (g->rope_low != 0 || g->rope_high != 0 || g->rope_original != 0)
+      return BAD("rope scaling low %g, high %g, original %g without a factor: accepted all 0, or "
+                 "factor >= 1",
+                 g->rope_low, g->rope_high, g->rope_original);
+    return ZEROC_OK;
+  }
+  if (!(isfinite(g->rope_factor) && g->rope_factor >= 1 && g->rope_factor < 1e6) ||
+      !within(g->rope_low, 0, 1e6) || !within(g->rope_high, g->rope_low, 1e6) ||
+      !(isfinite(g->rope_original) && g->rope_original >= 1 && g->rope_original < 1e9))
+    return BAD("llama3 rope scaling factor %g, low_freq_factor %g, high_freq_factor %g, "
+               "original_max_position_embeddings %g: accepted factor >= 1, 0 < low < high, "
+               "original >= 1",
+               g->rope_factor, g->rope_low, g->rope_high, g->rope_original);
+  return ZEROC_OK;
 }
 
 zeroc_result_t zeroc__lm_check_heads(const zeroc_gpt_config_t *g, int tp,
@@ -93,6 +165,12 @@ zeroc_result_t zeroc__lm_check_heads(const zeroc_gpt_config_t *g, int tp,
     return BAD("%s %d must divide %s %d", n->heads, g->heads, n->hidden, g->hidden);
   if (tp > 0 && g->heads % tp)
     return BAD("%s %d must divide the %d attention heads (%s)", n->tp, tp, g->heads, n->heads);
+  /* each tp rank holds whole kv heads (Megatron would replicate them instead; zeroc
+   * refuses, so every kv head has one owner and one gradient) */
+  if (tp > 0 && g->family == ZEROC_GPT_FAMILY_LLAMA && g->kv_heads > 0 && g->kv_heads % tp)
+    return BAD("%s %d must divide the %d key/value heads (%s): each tensor-parallel rank holds "
+               "whole kv heads",
+               n->tp, tp, g->kv_heads, n->kv_heads);
   return ZEROC_OK;
 }
 

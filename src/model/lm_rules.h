@@ -16,6 +16,7 @@
 typedef struct zeroc__train_names {
   const char *tp, *pp, *cp, *cp_ulysses, *heads, *hidden, *batch, *seq, *layers, *zero, *vpp;
   const char *vocab, *model;
+  const char *kv_heads, *ffn; /* the Llama family's (zeroc_gpt_config_t) */
   const char *microbatches; /* grad_accum: the micro-batches with a pipeline */
   const char *interleaved;  /* the interleaved pipeline schedule */
   const char *sequence_parallel, *offload_params, *nvme_dir, *save_every, *save, *resume, *init;
@@ -28,7 +29,12 @@ const zeroc__train_names_t *zeroc__lm_names(int names);
  * by `n`, for the first rule the resolved config `c` breaks. */
 /* The sizes: each >= 1 (vocab >= 2), and the heads' rule. */
 zeroc_result_t zeroc__lm_check_sizes(const zeroc_gpt_config_t *g, const zeroc__train_names_t *n);
-/* The heads: heads | hidden, and tp | heads (tp 0: not checked). */
+/* The first of c's Llama-family fields (kv_heads, ffn, ...) that is set, by its name, or
+ * NULL: the other models refuse them. */
+const char *zeroc__lm_llama_field_set(const zeroc_train_config_t *c);
+/* The family's own fields (zeroc_gpt_config_check says which). */
+zeroc_result_t zeroc__lm_check_family(const zeroc_gpt_config_t *g, const zeroc__train_names_t *n);
+/* The heads: heads | hidden, and tp | heads (tp 0: not checked); Llama: tp | kv_heads. */
 zeroc_result_t zeroc__lm_check_heads(const zeroc_gpt_config_t *g, int tp,
                                      const zeroc__train_names_t *n);
 /* The shape `g` and tensor parallelism: the heads' rules, sequence

@@ -7,7 +7,8 @@
 
 #include "model/arch_registry.h"
 
-static const zeroc_arch_t *const ARCHS[] = {&zeroc__arch_gpt2, &zeroc__arch_dlrm, NULL};
+static const zeroc_arch_t *const ARCHS[] = {&zeroc__arch_gpt2, &zeroc__arch_llama,
+                                            &zeroc__arch_dlrm, NULL};
 
 const zeroc_arch_t *const *zeroc_arch_list(void) { return ARCHS; }
 

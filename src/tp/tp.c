@@ -175,6 +175,9 @@ zeroc_result_t zeroc__tp_row_backward_ex(zeroc__tp_t *tp, zeroc_stream_t *s, voi
 zeroc_result_t zeroc__tp_embedding_forward(zeroc__tp_t *tp, zeroc_stream_t *s, void *out,
                                            void *partial, const int32_t *inp, const void *wte,
                                            const void *wpe, int B, int T, int C, int Vl) {
+  /* no positions (Llama's rotary ones are in its blocks): the one slice of all the rows */
+  if (!split(tp) && !wpe)
+    return zeroc_k_vocab_embed_forward(tp->k, s, out, inp, wte, NULL, B, T, C, 0, Vl);
   if (!split(tp)) return zeroc_k_encoder_forward(tp->k, s, out, inp, wte, wpe, B, T, C);
   int N = B * T;
   void *dst = seqsplit(tp) ? partial : out;
@@ -188,6 +191,8 @@ zeroc_result_t zeroc__tp_embedding_forward(zeroc__tp_t *tp, zeroc_stream_t *s, v
 zeroc_result_t zeroc__tp_embedding_backward(zeroc__tp_t *tp, zeroc_stream_t *s, void *dwte,
                                             void *dwpe, const void *dout, void *gathered,
                                             const int32_t *inp, int B, int T, int C, int Vl) {
+  if (!split(tp) && !dwpe)
+    return zeroc_k_vocab_embed_backward(tp->k, s, dwte, NULL, dout, inp, B, T, C, 0, Vl);
   if (!split(tp)) return zeroc_k_encoder_backward(tp->k, s, dwte, dwpe, dout, inp, B, T, C);
   const void *d = dout;
   if (seqsplit(tp)) {

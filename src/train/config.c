@@ -75,6 +75,18 @@ static zeroc_result_t check_fields(const zeroc_train_config_t *c) {
   MIN_OR_UNSET(dim, 1, ">= 1");
   MIN_OR_UNSET(dense, 1, ">= 1");
   MIN_OR_UNSET(embedding_sharding, 0, "0 auto, 1 table, 2 column, 3 row, 4 data");
+  MIN_OR_UNSET(kv_heads, 1, ">= 1, dividing heads");
+  MIN_OR_UNSET(ffn, 1, ">= 1");
+  MIN_OR_UNSET(qkv_bias, 0, "0 or 1");
+  MIN_OR_UNSET(untied, 0, "0 or 1");
+  REAL_OR_UNSET(norm_eps, c->norm_eps > 0 && c->norm_eps < 1, "0 < norm_eps < 1");
+  REAL_OR_UNSET(rope_theta, c->rope_theta > 1 && c->rope_theta < 1e12, "1 < rope_theta < 1e12");
+  REAL_OR_UNSET(rope_factor, c->rope_factor >= 0 && c->rope_factor < 1e6,
+                "0 (no scaling) or 1 <= factor < 1e6");
+  REAL_OR_UNSET(rope_low, c->rope_low >= 0 && c->rope_low < 1e6, "0 <= rope_low < 1e6");
+  REAL_OR_UNSET(rope_high, c->rope_high >= 0 && c->rope_high < 1e6, "0 <= rope_high < 1e6");
+  REAL_OR_UNSET(rope_original, c->rope_original >= 0 && c->rope_original < 1e9,
+                "0 <= rope_original < 1e9");
   REAL_OR_UNSET(lr, c->lr >= 0 && isfinite(c->lr), ">= 0");
   REAL_OR_UNSET(weight_decay, c->weight_decay >= 0 && isfinite(c->weight_decay), ">= 0");
   REAL_OR_UNSET(clip, c->clip >= 0, ">= 0 (0: off)");

@@ -5,7 +5,8 @@
  * forward saving only the log-sum-exp, probabilities recomputed backward).
  *
  * Grouped-query attention (NKV kv heads shared by NH / NKV query heads each): q head h
- * reads kv head h / (NH / NKV). Work is split over (b, h) forward and over (b, kv head)
+ * reads kv head h % NKV (kernels/llama_kernels.h says why: every tensor-parallel slice of
+ * the heads is then itself such a layout). Work is split over (b, h) forward and over (b, kv head)
  * backward: one thread owns every dq, dk, dv row it writes, so the backward needs no
  * atomics and sums in a fixed order, and the results do not depend on the thread count.
  */
@@ -18,11 +19,11 @@
 #define PAR_MIN 32768 /* multiply-adds below which threading costs more than it saves */
 
 /* head h of sequence b: q at column h*HS of row (b, t) of qkv ((NH + 2 NKV) HS wide), k
- * of kv head h / (NH / NKV) at column NH*HS + that head's, v NKV*HS further (NKV == NH:
+ * of kv head h % NKV at column NH*HS + that head's, v NKV*HS further (NKV == NH:
  * q | k | v, each C = NH*HS wide) */
 static zeroc__attn_head_t head(const float *qkv, long bh, int T, int NH, int NKV, int HS,
                                const zeroc_dropout_t *drop) {
-  const long b = bh / NH, h = bh % NH, kvh = h / (NH / NKV);
+  const long b = bh / NH, h = bh % NH, kvh = h % NKV;
   const size_t W = (size_t)(NH + 2 * NKV) * HS;
   const float *row = qkv + (size_t)b * T * W;
   const float *k = row + (size_t)NH * HS + (size_t)kvh * HS;
@@ -71,7 +72,7 @@ void zeroc__cpu_attention_gqa_backward(float *dqkv, const float *dout, const flo
 #pragma omp parallel for if (BH * T * T * HS > PAR_MIN) schedule(static)
   for (long bk = 0; bk < BKV; bk++) {
     for (long g = 0; g < G; g++) {
-      const long bh = bk / NKV * NH + bk % NKV * G + g; /* (b, h = kvh G + g) */
+      const long bh = bk / NKV * NH + g * NKV + bk % NKV; /* (b, h = g NKV + kvh) */
       const zeroc__attn_head_t a = head(qkv, bh, T, NH, NKV, HS, drop);
       const long b = bh / NH, h = bh % NH;
       const size_t row = (size_t)b * T * C + (size_t)h * HS; /* (b, t=0, h) of out, dout */
