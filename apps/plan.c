@@ -371,12 +371,21 @@ static const char *count_str(double x, char *buf, size_t n) {
   return buf;
 }
 
-static void print_model(const zeroc_plan_result_t *r) {
-  const zeroc_gpt_config_t *m = &r->cfg.model;
+/* The shape line: the family, the parameters and the sizes. */
+static void model_line(const zeroc_gpt_config_t *m, double params) {
   char p[32];
-  printf("model      GPT %s parameters (layers %d, hidden %d, heads %d, vocab %d, seq %d)\n",
-         count_str((double)r->params, p, sizeof p), m->layers, m->hidden, m->heads, m->vocab,
-         m->seq);
+  if (m->family == ZEROC_GPT_FAMILY_LLAMA)
+    printf("model      Llama %s parameters (layers %d, hidden %d, heads %d, kv heads %d, ffn %d, "
+           "vocab %d, seq %d)\n",
+           count_str(params, p, sizeof p), m->layers, m->hidden, m->heads, m->kv_heads, m->ffn,
+           m->vocab, m->seq);
+  else
+    printf("model      GPT %s parameters (layers %d, hidden %d, heads %d, vocab %d, seq %d)\n",
+           count_str(params, p, sizeof p), m->layers, m->hidden, m->heads, m->vocab, m->seq);
+}
+
+static void print_model(const zeroc_plan_result_t *r) {
+  model_line(&r->cfg.model, (double)r->params);
 }
 
 /* sp: whether to mention sequence parallelism (it acts only with tp > 1). */
@@ -417,7 +426,10 @@ static void print_single(const zeroc_plan_result_t *r) {
          "step\n",
          c->model.batch, c->microbatches, r->dp, (long long)r->global_batch, r->tokens_per_step);
   printf("FLOPs      %.4g per step, %.4g per token; Megatron %s\n", r->flops_per_step,
-         r->flops_per_token, zeroc_plan_flops_formula(c->recompute));
+         r->flops_per_token,
+         c->model.family == ZEROC_GPT_FAMILY_LLAMA
+             ? "with the Llama block's matrices (q|k|v, o, gate|up, down)"
+             : zeroc_plan_flops_formula(c->recompute));
   if (c->pp == 1)
     printf("memory     per rank (%s parameters before ZeRO), GiB:\n",
            count_str(r->params_rank, p, sizeof p));
@@ -448,10 +460,7 @@ static void print_single(const zeroc_plan_result_t *r) {
 
 static void print_all(const opts_t *o, const zeroc_plan_result_t *v, size_t n, int64_t G) {
   const zeroc_plan_config_t *c = &o->cfg;
-  char p[32];
-  printf("model      GPT %s parameters (layers %d, hidden %d, heads %d, vocab %d, seq %d)\n",
-         count_str((double)zeroc_gpt_num_params(&c->model), p, sizeof p), c->model.layers,
-         c->model.hidden, c->model.heads, c->model.vocab, c->model.seq);
+  model_line(&c->model, (double)zeroc_gpt_num_params(&c->model));
   printf("cluster    %d GPUs, %d per node, %g GiB each; %g TFLOP/s at MFU %g\n", c->gpus,
          c->gpus_per_node, c->gpu_mem_gib, c->peak_tflops, c->mfu);
   print_options(c, c->sequence_parallel);
@@ -459,7 +468,9 @@ static void print_all(const opts_t *o, const zeroc_plan_result_t *v, size_t n, i
   printf("batch      %lld sequences = %.0f tokens per step; FLOPs %.4g per step, %.4g per token; "
          "Megatron %s\n",
          (long long)G, (double)G * c->model.seq, flops, flops / ((double)G * c->model.seq),
-         zeroc_plan_flops_formula(c->recompute));
+         c->model.family == ZEROC_GPT_FAMILY_LLAMA
+             ? "with the Llama block's matrices (q|k|v, o, gate|up, down)"
+             : zeroc_plan_flops_formula(c->recompute));
   if (!n) {
     printf("no layout fits in %g GiB per GPU; try --recompute full, --offload-optimizer cpu, a "
            "smaller --global-batch or more --gpus\n",

@@ -34,3 +34,12 @@ foreach(t export init bad)
             "${_mpirun_flags}" ${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${t})
   set_tests_properties(hf_cli_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2)
 endforeach()
+
+# The Llama family through zeroc train (tests/llama_cli.sh): every layout against one
+# rank, memory against the planner to the byte, resume across tp, refusals.
+foreach(t layouts_llama layouts_qwen memory resume bad_flags)
+  add_test(NAME llama_cli_${t}
+    COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/llama_cli.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
+            "${_mpirun_flags}" ${t})
+  set_tests_properties(llama_cli_${t} PROPERTIES LABELS "mpi" TIMEOUT 600 PROCESSORS 2)
+endforeach()

@@ -12,8 +12,40 @@
 
 #include "testutil.h"
 
-static const zeroc_gpt_config_t CFG = {
+static const zeroc_gpt_config_t GPT2 = {
     .layers = 2, .hidden = 16, .heads = 2, .vocab = 29, .seq = 6, .batch = 4}; /* L C NH V T B */
+/* The Llama family: grouped-query (4 heads, 2 kv heads of size 4), SwiGLU of width 24, an
+ * untied head and llama3 rope scaling whose original 8 positions put pair 0 in the blend
+ * and pair 1 in the scaled band; and Qwen2's q/k/v biases with a tied head. */
+static const zeroc_gpt_config_t LLAMA = {.layers = 2,
+                                         .hidden = 16,
+                                         .heads = 4,
+                                         .vocab = 29,
+                                         .seq = 6,
+                                         .batch = 4,
+                                         .family = ZEROC_GPT_FAMILY_LLAMA,
+                                         .kv_heads = 2,
+                                         .ffn = 24,
+                                         .untied = 1,
+                                         .norm_eps = 1e-5,
+                                         .rope_theta = 5e5,
+                                         .rope_factor = 4,
+                                         .rope_low = 1,
+                                         .rope_high = 4,
+                                         .rope_original = 8};
+static const zeroc_gpt_config_t QWEN = {.layers = 2,
+                                        .hidden = 16,
+                                        .heads = 4,
+                                        .vocab = 29,
+                                        .seq = 6,
+                                        .batch = 4,
+                                        .family = ZEROC_GPT_FAMILY_LLAMA,
+                                        .kv_heads = 2,
+                                        .ffn = 24,
+                                        .qkv_bias = 1,
+                                        .norm_eps = 1e-6,
+                                        .rope_theta = 1e6};
+static zeroc_gpt_config_t CFG; /* the model under test: GPT2 unless a test says otherwise */
 enum { GB = 4 };                                              /* global batch (sequences) */
 
 typedef struct {
@@ -84,11 +116,35 @@ static double train_loss(run_t *r, const zeroc_gpt_batch_t *b) {
   return info.loss;
 }
 
+/* Multiplies every matrix of the model by `f` (1 rank: a unit's shard is the whole unit).
+ * At the initial 0.02 scale the attention scores are nearly uniform and the gradients of
+ * q and k nearly vanish, below what finite differences resolve; sharper weights make
+ * them, and so RoPE's backward, count. */
+static void sharpen(run_t *r, float f) {
+  const zeroc_layer_t *L = zeroc_gpt_layers(r->gpt, NULL);
+  for (int u = 0; u < zeroc_model_num_units(r->m); u++) {
+    zeroc_unit_info_t ui;
+    ZT_OK(zeroc_model_unit_info(r->m, u, &ui));
+    float *w = malloc(4 * ui.shard_numel);
+    ZT_OK(zeroc_model_get_shard(r->m, u, ZEROC_STATE_MASTER, w));
+    for (int p = 0; p < L[u].nparams; p++) {
+      if (L[u].params[p].ndim != 2) continue;
+      uint64_t off = zeroc_model_param_offset(r->m, u, p), ne = zeroc_param_numel(&L[u].params[p]);
+      for (uint64_t i = 0; i < ne; i++) w[off + i] *= f;
+    }
+    ZT_OK(zeroc_model_set_shard(r->m, u, ZEROC_STATE_MASTER, w));
+    free(w);
+  }
+  ZT_OK(zeroc_model_sync_params(r->m));
+}
+
 /* The whole model's gradient against central differences of its loss: the
- * evaluation loss without dropout, the training loss with it. */
-static void check_gradient(float dropout) {
+ * evaluation loss without dropout, the training loss with it; the matrices
+ * scaled by `sharp` first. */
+static void check_gradient_ex(float dropout, float sharp) {
   run_t r;
   if (run_open_ex(&r, 1, 0, 0, GB, dropout)) return;
+  if (sharp != 1) sharpen(&r, sharp);
   double (*loss)(run_t *, const zeroc_gpt_batch_t *) = dropout > 0 ? train_loss : eval_loss;
   int32_t in[GB * 6], tg[GB * 6];
   make_batch(0, in, tg);
@@ -152,7 +208,9 @@ static void check_gradient(float dropout) {
     free(w);
   }
   ZT_ASSERT_MSG(bad == 0, "%d of %d gradient elements disagree with finite differences", bad, checked);
-  CU_ASSERT(checked >= 3 * (2 + 12 * CFG.layers + 2));
+  int nparams = 0;
+  for (int u = 0; u < n; u++) nparams += L[u].nparams;
+  CU_ASSERT(checked >= 3 * nparams && nparams >= (CFG.family ? 6 : 12) * CFG.layers + 2);
   /* the step after a forward/backward still works */
   if (dropout > 0) {
     ZT_OK(zeroc_model_forward(r.m, &b));
@@ -162,7 +220,23 @@ static void check_gradient(float dropout) {
   run_close(&r);
 }
 
-static void test_gradient_finite_differences(void) { check_gradient(0); }
+static void check_gradient(float dropout) { check_gradient_ex(dropout, 1); }
+
+static void test_gradient_finite_differences(void) {
+  CFG = GPT2;
+  check_gradient(0);
+}
+
+/* The Llama family's blocks (RMSNorm, RoPE with llama3 scaling, grouped-query attention,
+ * SwiGLU) and heads, untied and tied with q/k/v biases. */
+static void test_llama_gradient(void) {
+  CFG = LLAMA;
+  check_gradient(0);
+  check_gradient_ex(0, 8);
+  CFG = QWEN;
+  check_gradient_ex(0, 8);
+  CFG = GPT2;
+}
 
 /* Dropout 0.3 on the attention probabilities, both projections and the embedding. */
 static void test_dropout_gradient(void) { check_gradient(0.3f); }
@@ -249,6 +323,14 @@ static void test_sharded_matches_single(void) {
   CU_ASSERT(loss[0][3] < loss[0][0]);
 }
 
+/* Llama: recompute bit for bit, ZeRO-3 on every rank equal to one rank. */
+static void test_llama_recompute_sharded(void) {
+  CFG = LLAMA;
+  test_recompute_bitwise();
+  test_sharded_matches_single();
+  CFG = GPT2;
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"whole-model gradient against finite differences", test_gradient_finite_differences},
@@ -257,7 +339,11 @@ int main(int argc, char **argv) {
       {"with dropout: gradient against finite differences of the training loss",
        test_dropout_gradient},
       {"with dropout: evaluation unchanged, training drops", test_dropout_eval},
+      {"Llama and Qwen2 blocks: gradient against finite differences", test_llama_gradient},
+      {"Llama: recompute bitwise, ZeRO-3 on every rank matches one rank",
+       test_llama_recompute_sharded},
       ZT_END,
   };
+  CFG = GPT2;
   return zt_run_mpi(argc, argv, "gpt", tests, 1, 0);
 }

@@ -404,7 +404,7 @@ static zeroc_result_t slot_alloc(zeroc_gpt_t *g, slot_act_t *A, int has_embed, i
   }
   if (has_head) {
     CHK(act_alloc(g, resid, &A->lnf));
-    CHK(act_alloc(g, stat, (void **)&A->lnf_mean));
+    if (!g->llama) CHK(act_alloc(g, stat, (void **)&A->lnf_mean)); /* RMSNorm keeps no mean */
     CHK(act_alloc(g, stat, (void **)&A->lnf_rstd));
     CHK(act_alloc(g, (size_t)g->sz.logits, &A->logits));
     CHK(act_alloc(g, (size_t)g->sz.losses, (void **)&A->losses));

@@ -23,11 +23,15 @@
 
 double zeroc_plan_flops_megatron(const zeroc_gpt_config_t *m, double B, zeroc_recompute_t rc) {
   double s = m->seq, l = m->layers, h = m->hidden, V = m->vocab;
-  /* Per layer, one forward pass is 24 B s h^2 + 4 B s^2 h; backward is twice
-   * that; full recompute adds one more forward of the layers (not the logits).
-   * The logit layer is 2 B s h V forward, 6 B s h V in all. */
+  /* Per layer, one forward pass is 2 B s (its matrices: 12 h^2 for GPT-2; q|k|v, o,
+   * gate|up, down for Llama) + 4 B s^2 h; backward is twice that; full recompute adds one
+   * more forward of the layers (not the logits). The logit layer is 2 B s h V forward,
+   * 6 B s h V in all. */
+  double mat = m->family == ZEROC_GPT_FAMILY_LLAMA
+                   ? (h + 2.0 * m->kv_heads * (h / m->heads)) * h + h * h + 3.0 * m->ffn * h
+                   : 12.0 * h * h;
   double passes = rc == ZEROC_RECOMPUTE_FULL ? 4.0 : 3.0;
-  return passes * (24.0 * B * s * l * h * h + 4.0 * B * s * s * l * h) + 6.0 * B * s * h * V;
+  return passes * (2.0 * B * s * l * mat + 4.0 * B * s * s * l * h) + 6.0 * B * s * h * V;
 }
 
 const char *zeroc_plan_flops_formula(zeroc_recompute_t rc) {
@@ -210,15 +214,6 @@ void zeroc__gpt_figures(const zeroc_train_info_t *info, double sequences, int re
   /* PaLM's count, as MFU is reported: 6 N per token plus attention's 12 l h s */
   out->flops = 6.0 * (double)out->params * out->tokens +
                12.0 * m->layers * m->hidden * (double)m->seq * out->tokens;
-  if (m->family != ZEROC_GPT_FAMILY_LLAMA) {
-    out->flops_executed = zeroc_plan_flops_megatron(
-        m, sequences, recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE);
-    return;
-  }
-  /* Megatron's count with the Llama block's matrices: 2 x matrices per token forward plus
-   * attention's 4 s h, three passes (four with recompute), and the logits' 6 s h V */
-  double B = sequences, s = m->seq, h = m->hidden, l = m->layers;
-  double mat = (h + 2.0 * m->kv_heads * (h / m->heads)) * h + h * h + 3.0 * m->ffn * h;
-  out->flops_executed = (recompute ? 4.0 : 3.0) * l * (2.0 * B * s * mat + 4.0 * B * s * s * h) +
-                        6.0 * B * s * h * m->vocab;
+  out->flops_executed = zeroc_plan_flops_megatron(
+      m, sequences, recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE);
 }
