@@ -78,8 +78,39 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
 
 
+def llama(a):
+    """The Llama family as zeroc's llama-tiny preset builds it (untied head, rope theta
+    500000 with llama3 scaling x32, RMSNorm eps 1e-5, no biases, SwiGLU), from transformers
+    (issue 39's comparison: the implementation most users train)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(vocab_size=a.vocab, hidden_size=a.hidden, intermediate_size=a.ffn,
+                      num_hidden_layers=a.layers, num_attention_heads=a.heads,
+                      num_key_value_heads=a.kv_heads, max_position_embeddings=a.seq,
+                      rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=False,
+                      rope_scaling={"rope_type": "llama3", "factor": 32.0,
+                                    "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                    "original_max_position_embeddings": 8192},
+                      attn_implementation="sdpa")
+    m = LlamaForCausalLM(cfg)
+
+    class Wrap(nn.Module):  # (idx, targets) -> the mean loss, as GPT's forward
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, idx, targets):
+            logits = self.m(input_ids=idx).logits
+            return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.reshape(-1))
+
+    return Wrap(m)
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--family", choices=["gpt2", "llama"], default="gpt2")
+    ap.add_argument("--kv-heads", type=int, default=2)
+    ap.add_argument("--ffn", type=int, default=688)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--heads", type=int, default=4)
@@ -94,7 +125,10 @@ def main():
     os.environ.setdefault("MASTER_PORT", "29518")
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(1)
-    model = GPT(a.layers, a.hidden, a.heads, a.vocab, a.seq)
+    if a.family == "llama":
+        model = llama(a)
+    else:
+        model = GPT(a.layers, a.hidden, a.heads, a.vocab, a.seq)
     opt_kw = dict(lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0)
     if world > 1:
         model = nn.parallel.DistributedDataParallel(model)

@@ -16,6 +16,14 @@ set -u
 BUILD=$1 PY=$2 NP=${3:-2} ROUNDS=${4:-5}
 . "$(dirname "$0")/gpt_shape.sh"
 STEPS=${STEPS:-30}
+# FAMILY=llama: zeroc's llama-tiny preset at this shape with KV_HEADS (2) and FFN (688), and
+# transformers' LlamaForCausalLM (sdpa) on the torch side (a venv's PYTHON with transformers)
+FAMILY=${FAMILY:-gpt2} KVH=${KV_HEADS:-2} FFN=${FFN:-688}
+if [ "$FAMILY" = llama ]; then
+  ZMODEL=(--model llama-tiny --kv-heads "$KVH" --ffn "$FFN") TEXTRA=(--family llama --kv-heads "$KVH" --ffn "$FFN")
+else
+  ZMODEL=(--model custom) TEXTRA=()
+fi
 [ "$STEPS" -ge 5 ] 2>/dev/null || { echo "gpt_vs_torch.sh: STEPS '$STEPS' must be an integer >= 5 (steps 1-3 are warm-up)" >&2; exit 2; }
 ZF=${ZEROC_FLAGS:---zero 1} ZENV=${ZEROC_ENV:-}
 FLAGS=${MPIRUN_FLAGS:---allow-run-as-root --oversubscribe}
@@ -28,14 +36,14 @@ med() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (
 run_zeroc() {
   local envx=() e
   for e in $ZENV; do envx+=(-x "$e"); done
-  env $ZENV mpirun $FLAGS -np "$NP" "${envx[@]}" "$BUILD/zeroc" train --device cpu --model custom \
+  env $ZENV mpirun $FLAGS -np "$NP" "${envx[@]}" "$BUILD/zeroc" train --device cpu "${ZMODEL[@]}" \
     "${SHAPE[@]}" $ZF --steps "$STEPS" --quiet --metrics "$WORK/m.jsonl" > "$WORK/z.log" 2>&1 ||
     { cat "$WORK/z.log" >&2; exit 1; }
   sed -n 's/.*"tokens_per_s": \([^,]*\).*/\1/p' "$WORK/m.jsonl" | sed -n "4,${STEPS}p" | med
 }
 run_torch() {
   OMP_NUM_THREADS=$TT MASTER_PORT=$((20000 + RANDOM % 20000)) mpirun $FLAGS -np "$NP" \
-    -x OMP_NUM_THREADS -x MASTER_PORT "$PY" "$(dirname "$0")/gpt_vs_torch.py" "${SHAPE[@]}" \
+    -x OMP_NUM_THREADS -x MASTER_PORT "$PY" "$(dirname "$0")/gpt_vs_torch.py" "${SHAPE[@]}" "${TEXTRA[@]}" \
     --steps "$STEPS" > "$WORK/t.log" 2>&1 || { cat "$WORK/t.log" >&2; exit 1; }
   awk -v tok=$((B * T * NP)) '$1 == "step" { print tok * 1000 / $4 }' "$WORK/t.log" | sed -n "4,${STEPS}p" | med
 }
@@ -49,8 +57,12 @@ for r in $(seq 1 "$ROUNDS"); do
   echo "round $r: zeroc $z tokens/s, torch $t tokens/s"
 done
 CEIL=${CEIL:-$("$BUILD/benchmarks/bench_sgemm" 2048 "$(nproc)" | sed 's/.*median \([0-9.]*\).*/\1/')}
-# Megatron: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)) FLOPs per step of B sequences
-FPT=$(awk -v l=$L -v h=$H -v s=$T -v V=$V 'BEGIN { printf "%.6g", 72 * l * h * h * (1 + s / (6 * h) + V / (12 * l * h)) }')
+# Megatron: per token 3 passes of 2 x a block's matrices (12 h^2 for GPT-2; q|k|v, o,
+# gate|up, down for Llama) + 4 s h per layer, and 6 h V for the logits (as
+# zeroc_plan_flops_megatron in src/model/gpt_price.c)
+FPT=$(awk -v l=$L -v h=$H -v s=$T -v V=$V -v f="$FAMILY" -v nh=$NH -v kv=$KVH -v F=$FFN 'BEGIN {
+  m = f == "llama" ? (h + 2 * kv * h / nh) * h + h * h + 3 * F * h : 12 * h * h
+  printf "%.6g", 3 * l * (2 * m + 4 * s * h) + 6 * h * V }')
 for k in zeroc torch; do
   f=$WORK/${k:0:1}r; [ -s "$f" ] || continue
   sort -g "$f" | awk -v k=$k -v fpt="$FPT" -v ceil="$CEIL" -v np="$NP" '{ a[NR] = $1 } END {
