@@ -139,7 +139,10 @@ ZEROC_CPU_HOT void zeroc__cpu_rope(float *x, size_t ld, const int32_t *pos, cons
 
 /* ---- SwiGLU ------------------------------------------------------------------------- */
 
-ZEROC_INL float sigmoidf(float g) { return 1.0f / (1.0f + expf(-g)); }
+/* sigmoid through vmath.h's exp, which a `#pragma omp simd` loop vectorises (libm's expf
+ * is a scalar call: it took a third of the SwiGLU's time); its tails: exp(-g) is +inf
+ * above 88.3 (sigmoid 0) and 0 below -87.3 (sigmoid 1), NaN stays NaN */
+ZEROC_INL float sigmoidf(float g) { return 1.0f / (1.0f + zeroc__expf(-g)); }
 
 // gu (N,2F) = [gate | up] per row -> out (N,F) = silu(gate) * up
 ZEROC_CPU_HOT void zeroc__cpu_swiglu_forward(float *out, const float *gu, int N, int F) {
@@ -147,6 +150,7 @@ ZEROC_CPU_HOT void zeroc__cpu_swiglu_forward(float *out, const float *gu, int N,
   for (int n = 0; n < N; n++) {
     const float *g = gu + (size_t)n * 2 * F, *u = g + F;
     float *o = out + (size_t)n * F;
+#pragma omp simd
     for (int f = 0; f < F; f++) o[f] = g[f] * sigmoidf(g[f]) * u[f];
   }
 }
@@ -158,6 +162,7 @@ ZEROC_CPU_HOT void zeroc__cpu_swiglu_backward(float *dgu, const float *dout, con
   for (int n = 0; n < N; n++) {
     const float *g = gu + (size_t)n * 2 * F, *u = g + F, *d = dout + (size_t)n * F;
     float *dg = dgu + (size_t)n * 2 * F, *du = dg + F;
+#pragma omp simd
     for (int f = 0; f < F; f++) {
       const float s = sigmoidf(g[f]), silu = g[f] * s;
       dg[f] += d[f] * u[f] * (s * (1.0f + g[f] * (1.0f - s)));
