@@ -8,7 +8,7 @@
 # temporary folder, removed). Exits 1 when a zeroc run failed (its row says "failed"),
 # so a lease script that runs it fails with it; a missing PyTorch only empties its columns.
 # usage: mfu.sh ZEROC_BINARY [STEPS]
-#   MODELS="gpt2-124m gpt2-350m gpt-1.3b"  which rows, in this order
+#   MODELS="gpt2-124m gpt2-350m gpt-1.3b llama3.2-1b"  which rows, in this order
 #   ZEROC_FLAGS="..."                      extra flags for zeroc train
 #   TORCH=eager,compile | eager | none     which PyTorch rows
 set -uo pipefail
@@ -72,7 +72,8 @@ for m in $MODELS; do
     gpt2-124m) run gpt2-124m 16 --model gpt2-124m ;;
     gpt2-350m) run gpt2-350m 8 --model gpt2-350m ;;
     gpt-1.3b) run gpt-1.3b 4 --model custom --layers 24 --hidden 2048 --heads 16 --vocab 50257 --seq 2048 ;;
-    *) echo "mfu.sh: unknown model '$m' in MODELS: accepted gpt2-124m, gpt2-350m, gpt-1.3b" >&2; exit 2 ;;
+    llama3.2-1b) run llama3.2-1b 2 --model llama3.2-1b --seq 2048 ;;
+    *) echo "mfu.sh: unknown model '$m' in MODELS: accepted gpt2-124m, gpt2-350m, gpt-1.3b, llama3.2-1b" >&2; exit 2 ;;
   esac
 done
 [ "$failed" = 0 ] || { echo "mfu.sh: $failed zeroc run(s) failed" >&2; exit 1; }
