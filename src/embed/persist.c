@@ -9,23 +9,28 @@
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "embed/embed.h"
+#include "io/crc32c.h"
 #include "io/files.h"
 #include "runtime/runtime.h"
 
 #define EMBED_FILE_MAGIC   0x424d455aU /* "ZEMB" */
-#define EMBED_FILE_VERSION 1
+/* 2: the header's last word is the CRC-32C of the payload (weights, then state);
+ * version 1 files (no checksum) still load */
+#define EMBED_FILE_VERSION 2
 
 typedef struct file_hdr {
   uint32_t magic, version;
   int32_t table, dim;
   int64_t rows, r0, r1;
-  int32_t c0, c1, has_state, pad;
+  int32_t c0, c1, has_state;
+  uint32_t crc; /* version 2: crc32c of everything after the header; version 1: 0 */
 } file_hdr_t;
 
 /* A host view of this rank's shard of x (weights, state); ends with view_end. */
@@ -132,6 +137,7 @@ static zeroc_result_t write_shard(const char *dir, int t, const zeroc__etab_t *x
                   0};
   size_t nw = (size_t)(x->r1 - x->r0) * (size_t)(x->c1 - x->c0),
          ns = h.has_state ? (size_t)(x->r1 - x->r0) : 0;
+  h.crc = zeroc__crc32c(zeroc__crc32c(0, w, 4 * nw), st, 4 * ns);
   /* through an exclusive temporary, renamed over the name once whole (io/files.h) */
   zeroc__afile_t f = ZEROC_AFILE_INIT;
   zeroc_result_t res;
@@ -175,21 +181,64 @@ zeroc_result_t zeroc_embed_save(zeroc_embed_t *e, const char *dir) {
 
 /* ---- load ------------------------------------------------------------------------ */
 
-/* Copies the overlap of file `path` with x's shard into w/st; counts what it covered. */
+/* A version 2 file's payload against its header's checksum, and its length: a flipped
+ * bit or a cut or padded file is refused (ZEROC_ERR_CORRUPT naming the file). */
+static zeroc_result_t verify(FILE *f, const char *path, const file_hdr_t *h) {
+  if (h->version < 2) return ZEROC_OK; /* written before the checksum */
+  uint64_t nw = (uint64_t)(h->r1 - h->r0) * (uint64_t)(h->c1 - h->c0);
+  uint64_t left = 4 * (nw + (h->has_state ? (uint64_t)(h->r1 - h->r0) : 0));
+  char buf[65536];
+  uint32_t crc = 0;
+  if (fseek(f, (long)sizeof *h, SEEK_SET))
+    return ZEROC_FAIL(ZEROC_ERR_IO, "embed load: %s: %s", path, strerror(errno));
+  while (left > 0) {
+    size_t k = left < sizeof buf ? (size_t)left : sizeof buf;
+    if (fread(buf, 1, k, f) != k)
+      return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                        "embed load: %s is short: %llu bytes of its table shard missing", path,
+                        (unsigned long long)left);
+    crc = zeroc__crc32c(crc, buf, k);
+    left -= k;
+  }
+  if (fgetc(f) != EOF)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "embed load: %s has bytes past its table shard", path);
+  if (crc != h->crc)
+    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                      "embed load: %s: checksum %08x, the header says %08x: the file is damaged",
+                      path, crc, h->crc);
+  return ZEROC_OK;
+}
+
+/* The first non-finite value of v[0..n), or -1. */
+static int64_t non_finite(const float *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!isfinite(v[i])) return (int64_t)i;
+  return -1;
+}
+
+/* Copies the overlap of file `path` with x's shard into w/st; counts what it covered.
+ * Non-finite weights or state are refused (a NaN row would train on, and be saved). */
 static zeroc_result_t read_overlap(const char *path, int t, const zeroc__etab_t *x, float *w,
                                    float *st, uint64_t *covered_w, uint64_t *covered_s) {
   FILE *f = fopen(path, "rb");
   if (!f) return ZEROC_FAIL(ZEROC_ERR_IO, "embed load: cannot open %s: %s", path, strerror(errno));
   file_hdr_t h;
   zeroc_result_t r = ZEROC_OK;
-  if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != EMBED_FILE_MAGIC ||
-      h.version != EMBED_FILE_VERSION) {
+  if (fread(&h, sizeof(h), 1, f) != 1 || h.magic != EMBED_FILE_MAGIC || h.version < 1 ||
+      h.version > EMBED_FILE_VERSION) {
     r = ZEROC_FAIL(ZEROC_ERR_IO, "embed load: %s is not an embedding shard (short or bad header)",
                    path);
   } else if (h.table != t || h.rows != x->rows || h.dim != x->dim) {
     r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                    "embed load: %s holds table %d of %lld x %d; this table %d is %lld x %d", path,
                    h.table, (long long)h.rows, h.dim, t, (long long)x->rows, x->dim);
+  } else if (h.r0 < 0 || h.r1 < h.r0 || h.r1 > h.rows || h.c0 < 0 || h.c1 < h.c0 || h.c1 > h.dim) {
+    r = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                   "embed load: %s: rows [%lld, %lld) columns [%d, %d) outside the %lld x %d "
+                   "table",
+                   path, (long long)h.r0, (long long)h.r1, h.c0, h.c1, (long long)h.rows, h.dim);
+  } else {
+    r = verify(f, path, &h);
   }
   int64_t a = x->r0 > h.r0 ? x->r0 : h.r0, b = x->r1 < h.r1 ? x->r1 : h.r1;
   int c0 = x->c0 > h.c0 ? x->c0 : h.c0, c1 = x->c1 < h.c1 ? x->c1 : h.c1;
@@ -198,8 +247,15 @@ static zeroc_result_t read_overlap(const char *path, int t, const zeroc__etab_t 
   for (int64_t i = a; r == ZEROC_OK && i < b && c1 > c0; i++) {
     long off = base + (long)(((i - h.r0) * fcols + (c0 - h.c0)) * 4);
     size_t n = (size_t)(c1 - c0);
-    if (fseek(f, off, SEEK_SET) || fread(w + (i - x->r0) * scols + (c0 - x->c0), 4, n, f) != n)
+    float *dst = w + (i - x->r0) * scols + (c0 - x->c0);
+    if (fseek(f, off, SEEK_SET) || fread(dst, 4, n, f) != n)
       r = ZEROC_FAIL(ZEROC_ERR_IO, "embed load: %s is short (row %lld)", path, (long long)i);
+    else if (non_finite(dst, n) >= 0)
+      r = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                     "embed load: %s: table %d row %lld column %lld is %g: non-finite weights "
+                     "refused",
+                     path, t, (long long)i, (long long)(c0 + non_finite(dst, n)),
+                     (double)dst[non_finite(dst, n)]);
     *covered_w += n;
   }
   if (r == ZEROC_OK && h.has_state && b > a && x->c1 > x->c0) {
@@ -207,6 +263,10 @@ static zeroc_result_t read_overlap(const char *path, int t, const zeroc__etab_t 
     size_t n = (size_t)(b - a);
     if (fseek(f, off, SEEK_SET) || fread(st + (a - x->r0), 4, n, f) != n)
       r = ZEROC_FAIL(ZEROC_ERR_IO, "embed load: %s is short (state)", path);
+    else if (non_finite(st + (a - x->r0), n) >= 0)
+      r = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                     "embed load: %s: table %d row %lld has a non-finite AdaGrad state: refused",
+                     path, t, (long long)(a + non_finite(st + (a - x->r0), n)));
     *covered_s += n;
   }
   fclose(f);

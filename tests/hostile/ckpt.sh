@@ -92,3 +92,29 @@ probe "a run with nvme offload killed at step 2" 0 "killed by its fault" 60 -- s
 check "  ... it left swap files (the fault hit)" bash -c '[ -n "$(find nv -type f)" ]'
 probe "  ... the next nvme run succeeds" 0 "" 60 -- zt train "${TINY[@]}" --offload-optimizer nvme --nvme-dir nv
 check "  ... and nothing is left in --nvme-dir" bash -c '[ -z "$(find nv -mindepth 1)" ]'
+
+# DLRM's table files (issue 37, item 5): a flipped bit fails the file's checksum; a NaN
+# weight (in a version-1 file, from before the checksum, which loads unchecked otherwise)
+# is refused as non-finite; both name the file
+DLRM=(--device cpu --model dlrm-tiny --quiet)
+dl_make() { rm -rf "$1"; zt train "${DLRM[@]}" --steps 2 --save "$1" > /dev/null 2>&1; }
+# dl_edit DIR PYTHON: runs PYTHON on the first table file's bytes b (a 56-byte header: the
+# version at 4, the checksum at 52, the first weight at 56)
+dl_edit() {
+  local f; f=$(ls "$1"/tables_step_00000002/embed_t0_*.bin | head -1)
+  python3 - "$f" "$2" <<'PY'
+import struct, sys
+f, code = sys.argv[1], sys.argv[2]
+b = bytearray(open(f, "rb").read())
+exec(code)
+open(f, "wb").write(b)
+PY
+}
+dl_make dk && dl_edit dk 'b[56 + 10] ^= 0x04'
+probe "DLRM table file with one flipped bit" nz "embed_t0_.*checksum [0-9a-f]+, the header says [0-9a-f]+: the file is damaged" 60 -- zt train "${DLRM[@]}" --steps 3 --resume dk
+dl_make dk && dl_edit dk 'b[56:60] = struct.pack("<f", float("nan")); b[4:8] = struct.pack("<I", 1); b[52:56] = bytes(4)'
+probe "DLRM table with a NaN weight (version-1 file)" nz "table 0 row 0 column 0 is nan: non-finite weights refused" 60 -- zt train "${DLRM[@]}" --steps 3 --resume dk
+dl_make dk && dl_edit dk 'b += b"\0" * 8'
+probe "DLRM table file with 8 bytes appended" nz "has bytes past its table shard" 60 -- zt train "${DLRM[@]}" --steps 3 --resume dk
+dl_make dk
+probe "DLRM resume of an intact checkpoint" 0 "" 60 -- zt train "${DLRM[@]}" --steps 3 --resume dk
