@@ -99,18 +99,28 @@ static zeroc_result_t grow(zeroc__clicks_t *c, uint64_t cap) {
 }
 
 static zeroc_result_t read_all(zeroc__clicks_t *c, const char *path, FILE *f) {
-  char *line = malloc(MAX_LINE);
-  if (!line) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "line buffer");
+  char *line = NULL;
+  size_t size = 0;
   zeroc_result_t r = ZEROC_OK;
   uint64_t cap = 0, ln = 0;
-  while (!r && fgets(line, MAX_LINE, f)) {
+  ssize_t got;
+  /* getline counts the bytes it read, NULs included (fgets and strlen would take a NUL
+   * for the end of a line that then looks too long) */
+  while (!r && (got = getline(&line, &size, f)) > 0) {
     ln++;
-    size_t len = strlen(line);
-    if (len && line[len - 1] == '\n')
-      line[--len] = 0;
-    else if (!feof(f)) {
-      r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s:%llu: line longer than %d bytes", path,
-                     (unsigned long long)ln, MAX_LINE - 2);
+    size_t len = (size_t)got;
+    const char *nul = memchr(line, 0, len);
+    if (nul) {
+      r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                     "%s:%llu: a NUL byte at column %llu: not a Criteo TSV file (tab-separated "
+                     "text; a binary file?)",
+                     path, (unsigned long long)ln, (unsigned long long)(nul - line + 1));
+      break;
+    }
+    if (line[len - 1] == '\n') line[--len] = 0;
+    if (len > MAX_LINE - 2) {
+      r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s:%llu: line of %llu bytes, longer than %d", path,
+                     (unsigned long long)ln, (unsigned long long)len, MAX_LINE - 2);
       break;
     }
     if (len && line[len - 1] == '\r') line[--len] = 0;
@@ -118,7 +128,9 @@ static zeroc_result_t read_all(zeroc__clicks_t *c, const char *path, FILE *f) {
     if (!r) r = parse_line(c, path, ln, line, c->n);
     if (!r) c->n++;
   }
-  if (!r && ferror(f)) r = ZEROC_FAIL(ZEROC_ERR_IO, "%s: read failed", path);
+  if (!r && (ferror(f) || !feof(f))) /* a read error, or getline out of memory */
+    r = ZEROC_FAIL(ZEROC_ERR_IO, "%s:%llu: read failed: %s", path, (unsigned long long)ln + 1,
+                   strerror(errno));
   if (!r && c->n == 0)
     r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: no samples (an empty Criteo TSV file)", path);
   free(line);

@@ -100,3 +100,13 @@ probe "--metrics cannot be opened" nz "ZEROC_ERR_IO: .*--metrics '$WORK/nodir/m.
   zt train "${TINY[@]}" --metrics "$WORK/nodir/m.jsonl"
 probe "--nvme-dir is a file" 2 "--nvme-dir '$WORK/afile' is a file, not a directory" 20 -- \
   zt train "${TINY[@]}" --offload-optimizer nvme --nvme-dir "$WORK/afile"
+
+# Criteo TSV files that are not text (issue 37, item 9): the message names the NUL byte,
+# not a line length; a genuinely long line names its length
+CRITEO=(--device cpu --model dlrm-mlperf --rows 100 --batch 4 --steps 1 --quiet)
+printf '1\t2\0003\n' > "$WORK/nul.tsv"
+probe "Criteo line with a NUL byte" nz "nul.tsv:1: a NUL byte at column 4: not a Criteo TSV file" 30 -- zt train "${CRITEO[@]}" --data "$WORK/nul.tsv"
+head -c 4096 "$ZEROC" > "$WORK/binary.tsv"
+probe "a binary file as Criteo --data" nz "binary.tsv:1: a NUL byte at column [0-9]+: not a Criteo TSV file" 30 -- zt train "${CRITEO[@]}" --data "$WORK/binary.tsv"
+python3 -c "print('1' * 70000)" > "$WORK/long.tsv"
+probe "a Criteo line of 70000 bytes" nz "long.tsv:1: line of 70000 bytes, longer than 65534" 30 -- zt train "${CRITEO[@]}" --data "$WORK/long.tsv"
