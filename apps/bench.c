@@ -410,8 +410,11 @@ int zeroc_cmd_bench(int argc, char **argv) {
   int model = 0, device = 0, steps = 12, warmup = 3, batch = 0, set_batch = 0, cp_max = 1,
       seq = 0, set_seq = 0;
   const char *out = "bench-out", *only = NULL, *extra = "";
-  static const char *const MODELS[] = {"tiny",      "small",      "gpt2-124m", "gpt2-350m",
-                                       "gpt2-774m", "gpt2-1558m", NULL};
+  /* the decoders' presets (GPT-2's and the Llama family's), not custom: bench gives no sizes */
+  static const char *MODELS[64];
+  if (!MODELS[0])
+    for (int i = 0, n = 0; zarg_models[i] && n < 63; i++)
+      if (strcmp(zarg_models[i], "custom")) MODELS[n++] = zarg_models[i];
   const zarg_t args[] = {
       {"--out", ARG_STRING, &out, 0, 0, 0, NULL, NULL},
       {"--device", ARG_CHOICE, &device, 0, 0, 0, zarg_devices, NULL},
