@@ -35,7 +35,8 @@ static void usage(void) {
       "  --temperature 0 is greedy (1); --top-k 0 draws from every token (0); --seed (1)\n"
       "model:   --model tiny|small|gpt2-124m|... (tiny) --layers --hidden --heads --vocab --seq\n"
       "         as zeroc train; a longer prompt keeps its last --seq tokens\n"
-      "         llama-tiny|qwen-tiny|llama3.2-1b|...: also --kv-heads --ffn; from --resume only\n"
+      "         llama-tiny|qwen-tiny|llama3.2-1b|...: also --kv-heads --ffn; their --init FILE is\n"
+      "         a transformers model.safetensors (LlamaForCausalLM, Qwen2ForCausalLM)\n"
       "--resume: run under the checkpoint's layout: mpirun -np N zeroc sample --tp T --pp P\n"
       "         [--vpp V] --resume DIR ...\n"
       "other:   --no-cache (recompute the whole window every token) --stats (tokens/s on stderr)\n"
@@ -85,11 +86,6 @@ static int check_llama(const zsample_opts_t *o, zeroc_gpt_config_t *gc) {
     return zarg_fail("sample", "--kv-heads %d must divide --heads %d", gc->kv_heads, gc->heads);
   if (zeroc_gpt_config_check(gc)) /* the head size RoPE turns: even, at most 512 */
     return zarg_fail("sample", "%s", zarg_user_msg(zeroc_last_error(NULL)));
-  if (o->init)
-    return zarg_fail("sample",
-                     "--init: model %s is of the Llama family, whose files are not read yet: "
-                     "sample its checkpoint with --resume DIR",
-                     zarg_models[o->model]);
   return 0;
 }
 

@@ -166,9 +166,8 @@ llama)
   a=$("${Q[@]}" --resume "$WORK/tp") || fail "qwen --resume on 1 rank"
   b=$($MPIRUN $FLAGS -np 2 "${Q[@]}" --tp 2 --resume "$WORK/tp") || fail "qwen --resume --tp 2"
   [ "$a" = "$b" ] || fail "qwen: --tp 2 differs from 1 rank: '$b' vs '$a'"
-  # refused in one line: another shape, --init, a GPT-2 model with Llama flags, bad kv heads
+  # refused in one line: another shape, a GPT-2 model with Llama flags, bad kv heads
   n=0
-  touch "$WORK/l.safetensors"
   while IFS='|' read -r flag args; do
     # shellcheck disable=SC2086
     out=$("$ZEROC" sample --tokenizer bytes --prompt hi $args 2>&1 >/dev/null); rc=$?
@@ -178,11 +177,22 @@ llama)
     n=$((n + 1))
   done <<LIST
 model shape|--model llama-tiny --kv-heads 1 --resume $WORK/ck
---resume|--model llama-tiny --init $WORK/l.safetensors
 --kv-heads|--model tiny --kv-heads 2 --resume $WORK/ck
 --ffn|--model tiny --ffn 64 --resume $WORK/ck
 --kv-heads 3|--model llama-tiny --kv-heads 3 --resume $WORK/ck
 LIST
   echo "llama-tiny: samples in training; --resume on 1 and 2 ranks equal, cache changes nothing; qwen-tiny tp 2 = 1 rank; $n refusals" ;;
+llama_transformers)
+  # a LlamaForCausalLM (GQA, llama3 rope scaling, untied) and a Qwen2ForCausalLM (q/k/v
+  # biases, tied) saved by transformers in fp16 (make_hf_llama.py): transformers' own 56
+  # greedy tokens, past the 64-token window
+  for m in llama-tiny:hf_llama_tiny qwen-tiny:hf_qwen_tiny; do
+    fx=$(dirname "$0")/fixtures/${m#*:}
+    got=$("$ZEROC" sample --model "${m%%:*}" --init "$fx/model.safetensors" --tokenizer bytes \
+          --prompt "The cat sat on" --tokens 56 --temperature 0 | head -c 70 | od -An -tu1 |
+          tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+    [ "$got" = "$(cat "$fx/expected.txt")" ] || fail "${m%%:*}: ids '$got', transformers '$(cat "$fx/expected.txt")'"
+  done
+  echo "llama-tiny and qwen-tiny: 56 greedy tokens equal transformers' (window slid past 64)" ;;
 *) fail "unknown test $NAME" ;;
 esac

@@ -39,8 +39,10 @@ typedef struct zeroc_sampler zeroc_sampler_t;
  * (both name layouts, a tied lm_head, a longer wpe whose first seq rows are
  * used, F32/BF16/F16). Local (no MPI). Returns ZEROC_ERR_IO, ZEROC_ERR_CORRUPT,
  * ZEROC_ERR_INVALID_ARG (a bad shape, a missing tensor or another shape,
- * naming it), ZEROC_ERR_NOMEM; ZEROC_ERR_UNSUPPORTED for the Llama family
- * (sample its checkpoints: zeroc_sampler_from_checkpoint).
+ * naming it), ZEROC_ERR_NOMEM. A Llama-family shape reads the file as
+ * transformers' save_pretrained writes LlamaForCausalLM and Qwen2ForCausalLM
+ * (model.embed_tokens.weight, model.layers.{i}.self_attn.q_proj.weight, ...,
+ * model.norm.weight, lm_head.weight when untied; F32/BF16/F16).
  */
 ZEROC_API zeroc_result_t zeroc_sampler_load(const char *path, const zeroc_gpt_config_t *cfg,
                                             zeroc_sampler_t **out);

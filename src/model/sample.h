@@ -23,6 +23,11 @@ int zeroc__sampler_unit_params(const zeroc_sampler_t *s, int gu);
  * have the vocabulary's rows, without padding. NULL out of range. */
 float *zeroc__sampler_param(zeroc_sampler_t *s, int gu, int p, uint64_t *rows, uint64_t *cols);
 
+/* A Llama-family sampler of shape cfg with the weights of a transformers safetensors file
+ * (sample_llama_io.c): errors as zeroc_sampler_load's. */
+zeroc_result_t zeroc__sampler_load_llama(const char *path, const zeroc_gpt_config_t *cfg,
+                                         zeroc_sampler_t **out);
+
 /* A sampler of model m's current weights (the GPT g, sharded by m): gathered to rank 0 as
  * zeroc_gpt_export does (zeroc__gpt_collect). Collective; rank 0 gets the sampler, every
  * other rank *out = NULL; the result is agreed. (gpt_run.c) */
