@@ -21,6 +21,7 @@
 typedef struct {
   int model, layers, hidden, heads, vocab, seq, tp, pp, vpp, tokens, top_k, no_cache, stats;
   int set_layers, set_hidden, set_heads, set_vocab, set_seq;
+  int kv_heads, ffn, set_kv_heads, set_ffn; /* the Llama family's */
   int64_t seed;
   double temperature;
   const char *init, *resume, *tokenizer, *prompt;
@@ -34,6 +35,8 @@ static void usage(void) {
       "  --temperature 0 is greedy (1); --top-k 0 draws from every token (0); --seed (1)\n"
       "model:   --model tiny|small|gpt2-124m|... (tiny) --layers --hidden --heads --vocab --seq\n"
       "         as zeroc train; a longer prompt keeps its last --seq tokens\n"
+      "         llama-tiny|qwen-tiny|llama3.2-1b|...: also --kv-heads --ffn; their --init FILE is\n"
+      "         a transformers model.safetensors (LlamaForCausalLM, Qwen2ForCausalLM)\n"
       "--resume: run under the checkpoint's layout: mpirun -np N zeroc sample --tp T --pp P\n"
       "         [--vpp V] --resume DIR ...\n"
       "other:   --no-cache (recompute the whole window every token) --stats (tokens/s on stderr)\n"
@@ -48,6 +51,8 @@ static int parse(int argc, char **argv, zsample_opts_t *o) {
       {"--heads", ARG_INT, &o->heads, ZARG_LIM_HEADS, 0, NULL, &o->set_heads},
       {"--vocab", ARG_INT, &o->vocab, ZARG_LIM_VOCAB, 0, NULL, &o->set_vocab},
       {"--seq", ARG_INT, &o->seq, ZARG_LIM_SEQ, 0, NULL, &o->set_seq},
+      {"--kv-heads", ARG_INT, &o->kv_heads, ZARG_LIM_KV_HEADS, 0, NULL, &o->set_kv_heads},
+      {"--ffn", ARG_INT, &o->ffn, ZARG_LIM_FFN, 0, NULL, &o->set_ffn},
       {"--tp", ARG_INT, &o->tp, ZARG_LIM_TP, 0, NULL, NULL},
       {"--pp", ARG_INT, &o->pp, ZARG_LIM_PP, 0, NULL, NULL},
       {"--vpp", ARG_INT, &o->vpp, ZARG_LIM_VPP, 0, NULL, NULL},
@@ -63,6 +68,25 @@ static int parse(int argc, char **argv, zsample_opts_t *o) {
       {"--stats", ARG_SWITCH, &o->stats, 0, 0, 0, NULL, NULL},
   };
   return zarg_parse("sample", argc, argv, args, (int)(sizeof args / sizeof args[0]));
+}
+
+/* The Llama family's flags over its preset into *gc; 0, or 2 after the one-line error. */
+static int check_llama(const zsample_opts_t *o, zeroc_gpt_config_t *gc) {
+  if (gc->family != ZEROC_GPT_FAMILY_LLAMA) {
+    if (o->set_kv_heads || o->set_ffn)
+      return zarg_fail("sample",
+                       "%s is a setting of the Llama family; model %s is GPT-2 (accepted there: "
+                       "llama-tiny, qwen-tiny, llama3.2-1b, llama3.1-8b, qwen2.5-0.5b, qwen2.5-7b)",
+                       o->set_kv_heads ? "--kv-heads" : "--ffn", zarg_models[o->model]);
+    return 0;
+  }
+  if (o->set_kv_heads) gc->kv_heads = o->kv_heads;
+  if (o->set_ffn) gc->ffn = o->ffn;
+  if (gc->heads % gc->kv_heads)
+    return zarg_fail("sample", "--kv-heads %d must divide --heads %d", gc->kv_heads, gc->heads);
+  if (zeroc_gpt_config_check(gc)) /* the head size RoPE turns: even, at most 512 */
+    return zarg_fail("sample", "%s", zarg_user_msg(zeroc_last_error(NULL)));
+  return 0;
 }
 
 /* What can be checked before any file is read or MPI starts: the model's shape
@@ -85,7 +109,7 @@ static int check(const zsample_opts_t *o, zeroc_gpt_config_t *gc) {
   if (zarg_model_shape("sample", o->model, size, set, gc)) return 2;
   if (gc->hidden % gc->heads)
     return zarg_fail("sample", "--heads %d must divide --hidden %d", gc->heads, gc->hidden);
-  return 0;
+  return check_llama(o, gc);
 }
 
 static double now_s(void) {

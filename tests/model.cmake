@@ -14,9 +14,12 @@ endforeach()
 # The sampler and GPT-2 files in the forms transformers writes.
 zeroc_test(NAME test_sample SOURCES test_sample.c NP 1 2 LABELS mpi TIMEOUT 120)
 target_compile_definitions(test_sample PRIVATE ZT_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures")
+# The sampler on the Llama family: its logits equal the training forward's.
+zeroc_test(NAME test_sample_llama SOURCES test_sample_llama.c NP 1 2 LABELS mpi TIMEOUT 120)
+target_compile_definitions(test_sample_llama PRIVATE ZT_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures")
 
 # zeroc sample and train --sample-every end to end (tests/sample_cli.sh).
-foreach(t init resume bad_flags train_sample_every transformers init_shorter_seq sigint)
+foreach(t init resume bad_flags train_sample_every transformers init_shorter_seq sigint llama llama_transformers)
   add_test(NAME sample_cli_${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/sample_cli.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_mpirun_flags}" ${t})

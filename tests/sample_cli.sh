@@ -3,7 +3,8 @@
 # greedy reproducible and equal to top-k 1, the KV cache changing no token,
 # --resume under the checkpoint's layout equal to --init of the export, bad
 # flags refused with one line; and `train --sample-every` printing samples on
-# 2 ranks (ZeRO-3) with the losses of the run without it, bit for bit.
+# 2 ranks (ZeRO-3) with the losses of the run without it, bit for bit; the
+# Llama family (llama-tiny, qwen-tiny) through checkpoints.
 # usage: sample_cli.sh ZEROC_BINARY MPIRUN "MPIRUN_FLAGS" TEST_NAME
 set -u
 ZEROC=$1 MPIRUN=$2 FLAGS=$3 NAME=$4
@@ -142,5 +143,56 @@ sigint)
   "${S[@]}" --init "$WORK/m.safetensors" --seed 3 --no-cache --tokens "$k" > "$WORK/ref" || fail "the $k-token run"
   cmp -s "$WORK/out" "$WORK/ref" || fail "the interrupted text is not the seed's first $k tokens"
   echo "SIGINT after $k tokens: printed as they came, exit 130, the seed's text so far" ;;
+llama)
+  # llama-tiny (grouped-query, llama3 rope scaling, untied head) on 2 ranks (ZeRO-3): samples
+  # during training, then its checkpoint sampled on 1 and 2 ranks, with and without the cache
+  out=$(train 2 --model llama-tiny --lr 3e-3 --seed 11 --zero 3 --steps 10 --sample-every 5 \
+        --sample-tokens 16 --tokenizer bytes --save "$WORK/ck") || fail "llama-tiny run exited $?"
+  [ "$(echo "$out" | grep -c '^step 5 sample')" = 1 ] || fail "no single step 5 sample: $out"
+  [ "$(echo "$out" | grep -c '^step 10 sample')" = 1 ] || fail "no single step 10 sample: $out"
+  L=("$ZEROC" sample --model llama-tiny --tokenizer bytes --prompt "The cat" --tokens 80)
+  a=$("${L[@]}" --resume "$WORK/ck" --seed 3) || fail "--resume exited $?"
+  case "$a" in "The cat"*) ;; *) fail "the output does not start with the prompt: $a" ;; esac
+  b=$($MPIRUN $FLAGS -np 2 "${L[@]}" --resume "$WORK/ck" --seed 3) || fail "--resume on 2 ranks"
+  [ "$a" = "$b" ] || fail "--resume on 2 ranks differs from 1 rank: '$b' vs '$a'"
+  d=$("${L[@]}" --resume "$WORK/ck" --seed 3 --no-cache) || fail "--no-cache"
+  [ "$a" = "$d" ] || fail "the KV cache changed the text (80 tokens: the 64-token window slid)"
+  c=$("${L[@]}" --resume "$WORK/ck" --seed 4) || fail "seed 4"
+  [ "$a" != "$c" ] || fail "seeds 3 and 4 gave the same text"
+  # qwen-tiny (q/k/v biases, tied head) saved by tp 2 (kv heads split): sampled on 1 rank and
+  # under tp 2, the same greedy text
+  train 2 --model qwen-tiny --lr 3e-3 --seed 11 --tp 2 --steps 4 --save "$WORK/tp" || fail "qwen tp 2"
+  Q=("$ZEROC" sample --model qwen-tiny --tokenizer bytes --prompt "The cat" --tokens 24 --temperature 0)
+  a=$("${Q[@]}" --resume "$WORK/tp") || fail "qwen --resume on 1 rank"
+  b=$($MPIRUN $FLAGS -np 2 "${Q[@]}" --tp 2 --resume "$WORK/tp") || fail "qwen --resume --tp 2"
+  [ "$a" = "$b" ] || fail "qwen: --tp 2 differs from 1 rank: '$b' vs '$a'"
+  # refused in one line: another shape, a GPT-2 model with Llama flags, bad kv heads
+  n=0
+  while IFS='|' read -r flag args; do
+    # shellcheck disable=SC2086
+    out=$("$ZEROC" sample --tokenizer bytes --prompt hi $args 2>&1 >/dev/null); rc=$?
+    [ $rc -eq 2 ] || fail "'$args' exited $rc, want 2 ($out)"
+    [ "$(echo "$out" | grep -c "zeroc sample")" = 1 ] || fail "'$args': not one line: $out"
+    echo "$out" | grep -q -- "$flag" || fail "'$args': message does not name $flag: $out"
+    n=$((n + 1))
+  done <<LIST
+model shape|--model llama-tiny --kv-heads 1 --resume $WORK/ck
+--kv-heads|--model tiny --kv-heads 2 --resume $WORK/ck
+--ffn|--model tiny --ffn 64 --resume $WORK/ck
+--kv-heads 3|--model llama-tiny --kv-heads 3 --resume $WORK/ck
+LIST
+  echo "llama-tiny: samples in training; --resume on 1 and 2 ranks equal, cache changes nothing; qwen-tiny tp 2 = 1 rank; $n refusals" ;;
+llama_transformers)
+  # a LlamaForCausalLM (GQA, llama3 rope scaling, untied) and a Qwen2ForCausalLM (q/k/v
+  # biases, tied) saved by transformers in fp16 (make_hf_llama.py): transformers' own 56
+  # greedy tokens, past the 64-token window
+  for m in llama-tiny:hf_llama_tiny qwen-tiny:hf_qwen_tiny; do
+    fx=$(dirname "$0")/fixtures/${m#*:}
+    got=$("$ZEROC" sample --model "${m%%:*}" --init "$fx/model.safetensors" --tokenizer bytes \
+          --prompt "The cat sat on" --tokens 56 --temperature 0 | head -c 70 | od -An -tu1 |
+          tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+    [ "$got" = "$(cat "$fx/expected.txt")" ] || fail "${m%%:*}: ids '$got', transformers '$(cat "$fx/expected.txt")'"
+  done
+  echo "llama-tiny and qwen-tiny: 56 greedy tokens equal transformers' (window slid past 64)" ;;
 *) fail "unknown test $NAME" ;;
 esac

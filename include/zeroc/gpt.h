@@ -211,8 +211,10 @@ ZEROC_API void zeroc_gpt_chunk_units(const zeroc_gpt_t *g, int chunk, int *first
 ZEROC_API int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local);
 
 /* The parameters of global unit `unit` of the whole model, whichever rank
- * holds it, and their count in *n (0 and NULL out of range); the head's are
- * ln_f's two (a tied copy of wte is the embedding's wte). */
+ * holds it, and their count in *n (0 and NULL out of range). GPT-2: wte and
+ * wpe, a block's twelve, the head's ln_f two (a tied copy of wte is the
+ * embedding's wte). Llama: embed_tokens, a block's six (seven with q/k/v
+ * biases), the head's norm and, untied, its lm_head. */
 ZEROC_API const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, int *n);
 
 /* The unit list to pass to zeroc_shard() (valid while `g` lives): this rank's

@@ -1,7 +1,8 @@
 /*
- * zeroc/sample.h - text generation with the built-in GPT-2: inference with a
- * KV cache on the whole (unsharded) model in host memory, fp32, on the cpu
- * kernels (OpenBLAS), whatever device trained it.
+ * zeroc/sample.h - text generation with the built-in decoder (GPT-2, and the
+ * Llama family: RoPE, a grouped-query KV cache of the kv heads only):
+ * inference with a KV cache on the whole (unsharded) model in host memory,
+ * fp32, on the cpu kernels (OpenBLAS), whatever device trained it.
  *
  *   zeroc_sampler_t *s;
  *   zeroc_sampler_load("model.safetensors", &cfg, &s);      // or from a trainer
@@ -38,7 +39,10 @@ typedef struct zeroc_sampler zeroc_sampler_t;
  * (both name layouts, a tied lm_head, a longer wpe whose first seq rows are
  * used, F32/BF16/F16). Local (no MPI). Returns ZEROC_ERR_IO, ZEROC_ERR_CORRUPT,
  * ZEROC_ERR_INVALID_ARG (a bad shape, a missing tensor or another shape,
- * naming it), ZEROC_ERR_NOMEM.
+ * naming it), ZEROC_ERR_NOMEM. A Llama-family shape reads the file as
+ * transformers' save_pretrained writes LlamaForCausalLM and Qwen2ForCausalLM
+ * (model.embed_tokens.weight, model.layers.{i}.self_attn.q_proj.weight, ...,
+ * model.norm.weight, lm_head.weight when untied; F32/BF16/F16).
  */
 ZEROC_API zeroc_result_t zeroc_sampler_load(const char *path, const zeroc_gpt_config_t *cfg,
                                             zeroc_sampler_t **out);
@@ -80,7 +84,9 @@ ZEROC_API void zeroc_sampler_set_vocab(zeroc_sampler_t *s, int n);
 
 /*
  * The logits (n, vocab) of every position of ids[0..n), 1 <= n <= seq, fed
- * one token at a time through the KV cache (what generation computes).
+ * one token at a time through the KV cache (what generation computes); with
+ * the cache off (zeroc_sampler_set_cache), position i's from a forward of
+ * ids[0..i] at once (what generation without the cache computes).
  * Returns ZEROC_ERR_INVALID_ARG for n or an id out of range.
  */
 ZEROC_API zeroc_result_t zeroc_sampler_logits(zeroc_sampler_t *s, const int32_t *ids, int n,

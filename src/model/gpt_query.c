@@ -45,9 +45,12 @@ int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local) {
 
 const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, int *n) {
   int L = g->cfg.layers;
-  *n = unit == 0 || unit == L + 1 ? 2 : unit > 0 && unit <= L ? BLOCK_PARAMS : 0;
+  /* GPT-2: wte, wpe; blocks 12; ln_f's two. Llama: embed_tokens; blocks nbp; norm, and an
+   * untied lm_head (a tied wte copy is the embedding's) */
+  int embed = g->llama ? 1 : 2, head = g->llama ? 1 + g->cfg.untied : 2;
+  *n = unit == 0 ? embed : unit == L + 1 ? head : unit > 0 && unit <= L ? g->nbp : 0;
   if (unit == 0) return g->embed_p;
-  if (unit == L + 1) return g->head_p; /* ln_f only: a tied wte copy is the embedding's */
+  if (unit == L + 1) return g->head_p;
   return *n ? &g->block_p[(size_t)(unit - 1) * BLOCK_PARAMS] : NULL;
 }
 

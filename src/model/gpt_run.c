@@ -322,21 +322,38 @@ zeroc_result_t zeroc__gpt_run_export_weights(void *self, const char *path) {
   return zeroc_gpt_export(run->model, run->gpt, path);
 }
 
-/* Rank 0: copies the consolidated tensors into the sampler (wte without its
- * padding rows: they come first, so the real rows are a prefix). */
+/* Rank 0: copies the consolidated tensors into the sampler (wte and an untied lm_head
+ * without their padding rows: they come last, so the real rows are a prefix). */
 static zeroc_result_t sampler_fill(void *user, const float *const *src, uint64_t maxp) {
   zeroc_sampler_t *s = user;
   int L = zeroc_sampler_config(s)->layers;
   (void)maxp;
   for (int gu = 0; gu < L + 2; gu++) {
-    int np = gu > 0 && gu <= L ? 12 : 2;
+    int np = zeroc__sampler_unit_params(s, gu);
     for (int p = 0; p < np; p++) {
       uint64_t rows, cols;
       float *dst = zeroc__sampler_param(s, gu, p, &rows, &cols);
-      if (!dst) return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "sampler: no parameter %d of unit %d", p, gu);
+      if (!dst || !src[gu * 12 + p])
+        return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "sampler: no parameter %d of unit %d", p, gu);
       memcpy(dst, src[gu * 12 + p], rows * (cols ? cols : 1) * sizeof(float));
     }
   }
+  return ZEROC_OK;
+}
+
+zeroc_result_t zeroc__gpt_sampler(zeroc_model_t *m, const zeroc_gpt_t *g, zeroc_sampler_t **out) {
+  zeroc_ctx_t *ctx = zeroc_model_ctx(m);
+  zeroc_sampler_t *s = NULL;
+  *out = NULL;
+  int root = zeroc_ctx_mesh(ctx)->rank == 0;
+  zeroc_result_t r = root ? zeroc__sampler_create(zeroc_gpt_config(g), &s) : ZEROC_OK;
+  r = zeroc_ctx_agree(ctx, r);
+  if (!r) r = zeroc__gpt_collect(m, g, sampler_fill, s);
+  if (r) {
+    zeroc_sampler_destroy(s);
+    return r;
+  }
+  *out = s;
   return ZEROC_OK;
 }
 
@@ -344,21 +361,12 @@ static zeroc_result_t sampler_fill(void *user, const float *const *src, uint64_t
  * sampler there. */
 zeroc_result_t zeroc__gpt_run_sampler(void *self, zeroc_sampler_t **out) {
   zeroc__gpt_run_t *run = self;
-  zeroc_sampler_t *s = NULL;
-  int root = zeroc_ctx_mesh(run->ctx)->rank == 0;
-  zeroc_result_t r = root ? zeroc__sampler_create(&run->info->model, &s) : ZEROC_OK;
-  r = zeroc_ctx_agree(run->ctx, r);
   /* the gathers are not the next step's: out of its comm_bytes and exposed time */
   zeroc__eval_mark_t mark;
   zeroc__model_eval_mark(run->model, &mark);
-  if (!r) r = zeroc__gpt_collect(run->model, run->gpt, sampler_fill, s);
+  zeroc_result_t r = zeroc__gpt_sampler(run->model, run->gpt, out);
   zeroc__model_eval_unmark(run->model, &mark);
-  if (r) {
-    zeroc_sampler_destroy(s);
-    return r;
-  }
-  *out = s;
-  return ZEROC_OK;
+  return r;
 }
 
 /* The first half (at most) of the training data's first sequence. */

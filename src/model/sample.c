@@ -1,10 +1,11 @@
 /*
- * model/sample.c - the sampler: GPT-2 inference with a KV cache on the whole
- * model in host memory (fp32), through the same cpu kernels as training
- * (layernorm, matmul, gelu) so that each position's logits equal the training
- * forward's to fp32 rounding. New tokens are fed in rows at positions
- * pos..pos+n-1; each block appends their keys and values to its cache and
- * attends over the cache with the same online softmax as the training kernel.
+ * model/sample.c - the sampler: inference with a KV cache on the whole model in
+ * host memory (fp32), through the same cpu kernels as training (layernorm,
+ * matmul, gelu; the Llama family's in sample_llama.c) so that each position's
+ * logits equal the training forward's to fp32 rounding. New tokens are fed in
+ * rows at positions pos..pos+n-1; each block appends their keys and values to
+ * its cache and attends over the cache with the same online softmax as the
+ * training kernel. Then the drawing of the next token.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -13,7 +14,10 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/rope.h"
 #include "model/sample.h"
+#include "model/sample_impl.h"
+#include "model/sample_ops.h"
 
 enum { BLOCK_PARAMS = 12 };
 /* parameter order inside a block, as in model/gpt.c */
@@ -24,49 +28,94 @@ static const char *const BLOCK_NAMES[BLOCK_PARAMS] = {
     "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight",        "ln_2.bias",
     "mlp.c_fc.weight",    "mlp.c_fc.bias",    "mlp.c_proj.weight",  "mlp.c_proj.bias"};
 
-struct zeroc_sampler {
-  zeroc_gpt_config_t cfg;
-  int cache;      /* 1: keep the KV cache between tokens */
-  int draw_vocab; /* ids drawn from: the first draw_vocab (a tokenizer's vocabulary) */
-  /* weights: one allocation; wte (V,C), wpe (T,C), per block its twelve, ln_f */
-  float *w, *wte, *wpe, *lnfw, *lnfb;
-  float *blk[BLOCK_PARAMS]; /* block 0's; block l's at + l * bsize[p] */
-  uint64_t bsize[BLOCK_PARAMS];
-  /* the cache: per block (T, 2C) rows of k | v; pos of them are filled */
-  float *kv;
-  int pos;
-  /* scratch for up to T rows */
-  float *x, *ln, *qkv, *atty, *res, *fch, *fchg, *mean, *rstd, *logits;
-  double *prob;
-  int *idx;
-};
-
 const char *zeroc__sampler_block_name(int p) {
   return p >= 0 && p < BLOCK_PARAMS ? BLOCK_NAMES[p] : NULL;
 }
 
-/* The (rows, cols) of block parameter p for channels C. */
-static void block_shape(int p, uint64_t C, uint64_t *r, uint64_t *c) {
-  static const int R[BLOCK_PARAMS] = {1, 1, 3, 3, 1, 1, 1, 1, 4, 4, 1, 1};
-  static const int K[BLOCK_PARAMS] = {0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 0};
-  *r = (uint64_t)R[p] * C;
-  *c = (uint64_t)K[p] * C;
+/* The (rows, cols) of each block parameter (cols 0 for a vector) and their count: GPT-2's
+ * twelve; Llama's (model/gpt_impl.h) norm1 (C), q|k|v (QKV,C), its bias (QKV) with
+ * qkv_bias, o (C,C), norm2 (C), gate|up (2F,C), down (C,F). */
+static int block_shapes(const zeroc_sampler_t *s, uint64_t *r, uint64_t *c) {
+  const uint64_t C = (uint64_t)s->cfg.hidden;
+  if (!s->llama) {
+    static const int R[BLOCK_PARAMS] = {1, 1, 3, 3, 1, 1, 1, 1, 4, 4, 1, 1};
+    static const int K[BLOCK_PARAMS] = {0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 4, 0};
+    for (int p = 0; p < BLOCK_PARAMS; p++) r[p] = (uint64_t)R[p] * C, c[p] = (uint64_t)K[p] * C;
+    return BLOCK_PARAMS;
+  }
+  const uint64_t QKV = (uint64_t)s->QKV, F = (uint64_t)s->cfg.ffn;
+  int n = 0;
+  r[n] = C, c[n++] = 0;
+  r[n] = QKV, c[n++] = C;
+  if (s->cfg.qkv_bias) r[n] = QKV, c[n++] = 0;
+  r[n] = C, c[n++] = C;
+  r[n] = C, c[n++] = 0;
+  r[n] = 2 * F, c[n++] = C;
+  r[n] = C, c[n++] = F;
+  return n;
+}
+
+int zeroc__sampler_unit_params(const zeroc_sampler_t *s, int gu) {
+  int L = s->cfg.layers;
+  if (gu < 0 || gu > L + 1) return 0;
+  if (gu > 0 && gu <= L) return s->nbp;
+  return s->llama ? (gu ? 1 + s->cfg.untied : 1) : 2;
 }
 
 float *zeroc__sampler_param(zeroc_sampler_t *s, int gu, int p, uint64_t *rows, uint64_t *cols) {
   const uint64_t C = (uint64_t)s->cfg.hidden;
   int L = s->cfg.layers;
-  if (gu == 0 && (p == 0 || p == 1)) {
+  if (p < 0 || p >= zeroc__sampler_unit_params(s, gu)) return NULL;
+  if (gu == 0) {
     *rows = (uint64_t)(p ? s->cfg.seq : s->cfg.vocab), *cols = C;
     return p ? s->wpe : s->wte;
   }
-  if (gu == L + 1 && (p == 0 || p == 1)) {
+  if (gu == L + 1) {
+    if (s->llama && p == 1) { /* the untied LM head */
+      *rows = (uint64_t)s->cfg.vocab, *cols = C;
+      return s->lm_head;
+    }
     *rows = C, *cols = 0;
     return p ? s->lnfb : s->lnfw;
   }
-  if (gu < 1 || gu > L || p < 0 || p >= BLOCK_PARAMS) return NULL;
-  block_shape(p, C, rows, cols);
+  *rows = s->brows[p], *cols = s->bcols[p];
   return s->blk[p] + (uint64_t)(gu - 1) * s->bsize[p];
+}
+
+/* The widths of s->cfg's activations. */
+static void widths(zeroc_sampler_t *s) {
+  const zeroc_gpt_config_t *c = &s->cfg;
+  s->llama = c->family == ZEROC_GPT_FAMILY_LLAMA;
+  s->HS = c->hidden / c->heads;
+  s->KV = s->llama ? c->kv_heads * s->HS : c->hidden;
+  s->QKV = c->hidden + 2 * s->KV;
+  s->up = s->llama ? 2 * c->ffn : 4 * c->hidden;
+  s->down = s->llama ? c->ffn : 4 * c->hidden;
+}
+
+/* The KV cache and the scratch for up to T rows; 0, or -1 out of memory. */
+static int alloc_scratch(zeroc_sampler_t *s) {
+  const size_t C = (size_t)s->cfg.hidden, T = (size_t)s->cfg.seq, V = (size_t)s->cfg.vocab;
+  const size_t L = (size_t)s->cfg.layers;
+  s->kv = malloc(L * T * 2 * (size_t)s->KV * sizeof(float));
+  s->x = malloc(T * C * 4), s->ln = malloc(T * C * 4), s->qkv = malloc(T * (size_t)s->QKV * 4);
+  s->atty = malloc(T * C * 4), s->res = malloc(T * C * 4);
+  s->fch = malloc(T * (size_t)s->up * 4), s->fchg = malloc(T * (size_t)s->down * 4);
+  s->mean = malloc(T * 4), s->rstd = malloc(T * 4), s->logits = malloc(V * 4);
+  s->prob = malloc(V * sizeof(double)), s->idx = malloc(V * sizeof(int));
+  if (s->llama) {
+    s->inv_freq = malloc((size_t)s->HS / 2 * sizeof(float));
+    s->posv = malloc(T * sizeof(int32_t));
+    if (!s->inv_freq || !s->posv) return -1;
+    /* the angles training turns by (kernels/rope.h: one fp32 table from the config) */
+    const zeroc_rope_t rope = {s->cfg.rope_theta, s->cfg.rope_factor, s->cfg.rope_low,
+                               s->cfg.rope_high, s->cfg.rope_original};
+    zeroc_i_rope_inv_freq(&rope, s->HS, s->inv_freq);
+  }
+  return !s->kv || !s->x || !s->ln || !s->qkv || !s->atty || !s->res || !s->fch || !s->fchg ||
+                 !s->mean || !s->rstd || !s->logits || !s->prob || !s->idx
+             ? -1
+             : 0;
 }
 
 zeroc_result_t zeroc__sampler_create(const zeroc_gpt_config_t *cfg, zeroc_sampler_t **out) {
@@ -77,35 +126,30 @@ zeroc_result_t zeroc__sampler_create(const zeroc_gpt_config_t *cfg, zeroc_sample
   s->cfg = *cfg;
   s->cache = 1;
   s->draw_vocab = cfg->vocab;
+  widths(s);
   const uint64_t C = (uint64_t)cfg->hidden, T = (uint64_t)cfg->seq, V = (uint64_t)cfg->vocab;
   const uint64_t L = (uint64_t)cfg->layers;
-  uint64_t total = V * C + T * C + 2 * C;
-  for (int p = 0; p < BLOCK_PARAMS; p++) {
-    uint64_t r, c;
-    block_shape(p, C, &r, &c);
-    s->bsize[p] = r * (c ? c : 1);
+  /* wte, then GPT-2's wpe and ln_f (2C), or Llama's norm and its own LM head */
+  uint64_t total = s->llama ? V * C + C + (cfg->untied ? V * C : 0) : V * C + T * C + 2 * C;
+  s->nbp = block_shapes(s, s->brows, s->bcols);
+  for (int p = 0; p < s->nbp; p++) {
+    s->bsize[p] = s->brows[p] * (s->bcols[p] ? s->bcols[p] : 1);
     total += L * s->bsize[p];
   }
   s->w = calloc(total, sizeof(float));
-  s->kv = malloc(L * T * 2 * C * sizeof(float));
-  size_t rows = (size_t)T;
-  s->x = malloc(rows * C * 4), s->ln = malloc(rows * C * 4), s->qkv = malloc(rows * 3 * C * 4);
-  s->atty = malloc(rows * C * 4), s->res = malloc(rows * C * 4);
-  s->fch = malloc(rows * 4 * C * 4), s->fchg = malloc(rows * 4 * C * 4);
-  s->mean = malloc(rows * 4), s->rstd = malloc(rows * 4), s->logits = malloc(V * 4);
-  s->prob = malloc(V * sizeof(double)), s->idx = malloc(V * sizeof(int));
-  if (!s->w || !s->kv || !s->x || !s->ln || !s->qkv || !s->atty || !s->res || !s->fch || !s->fchg ||
-      !s->mean || !s->rstd || !s->logits || !s->prob || !s->idx) {
+  if (!s->w || alloc_scratch(s)) {
     zeroc_sampler_destroy(s);
     return ZEROC_FAIL(ZEROC_ERR_NOMEM, "sampler of %llu weights and a %llu-token cache",
                       (unsigned long long)total, (unsigned long long)T);
   }
   float *at = s->w;
   s->wte = at, at += V * C;
-  s->wpe = at, at += T * C;
+  if (!s->llama) s->wpe = at, at += T * C;
   s->lnfw = at, at += C;
-  s->lnfb = at, at += C;
-  for (int p = 0; p < BLOCK_PARAMS; p++) s->blk[p] = at, at += L * s->bsize[p];
+  if (!s->llama) s->lnfb = at, at += C;
+  s->lm_head = s->wte;
+  if (s->llama && cfg->untied) s->lm_head = at, at += V * C;
+  for (int p = 0; p < s->nbp; p++) s->blk[p] = at, at += L * s->bsize[p];
   *out = s;
   return ZEROC_OK;
 }
@@ -116,7 +160,7 @@ void zeroc_sampler_destroy(zeroc_sampler_t *s) {
   free(s->kv);
   free(s->x), free(s->ln), free(s->qkv), free(s->atty), free(s->res);
   free(s->fch), free(s->fchg), free(s->mean), free(s->rstd), free(s->logits);
-  free(s->prob), free(s->idx);
+  free(s->prob), free(s->idx), free(s->inv_freq), free(s->posv);
   free(s);
 }
 
@@ -130,60 +174,9 @@ void zeroc_sampler_set_vocab(zeroc_sampler_t *s, int n) {
 
 /* ---- the forward ------------------------------------------------------------------- */
 
-static inline float dot(const float *a, const float *b, int n) {
-  float s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int i = 0; i < n; i++) s += a[i] * b[i];
-  return s;
-}
-
-// q rows of qkv (n,3C) at positions pos..pos+n-1, keys and values kv (pos+n, 2C) -> out (n,C);
-// the training kernel's online softmax in the same order, so the same q, k, v give the same out
-static void attend(float *out, const float *qkv, const float *kv, int n, int pos, int C, int NH) {
-  const int HS = C / NH;
-  const float scale = 1.0f / sqrtf((float)HS);
-  for (int i = 0; i < n; i++) {
-    int t = pos + i;
-    for (int h = 0; h < NH; h++) {
-      const float *q = qkv + (size_t)i * 3 * C + (size_t)h * HS;
-      float *restrict o = out + (size_t)i * C + (size_t)h * HS;
-      for (int d = 0; d < HS; d++) o[d] = 0;
-      float m = -INFINITY, l = 0;
-      for (int j = 0; j <= t; j++) {
-        const float *kj = kv + (size_t)j * 2 * C + (size_t)h * HS, *restrict vj = kj + C;
-        const float sc = dot(q, kj, HS) * scale;
-        if (sc > m) {
-          const float a = expf(m - sc);
-          l *= a;
-#pragma omp simd
-          for (int d = 0; d < HS; d++) o[d] *= a;
-          m = sc;
-        }
-        const float p = expf(sc - m);
-        l += p;
-#pragma omp simd
-        for (int d = 0; d < HS; d++) o[d] += p * vj[d];
-      }
-      const float il = 1.0f / l;
-#pragma omp simd
-      for (int d = 0; d < HS; d++) o[d] *= il;
-    }
-  }
-}
-
-/* out (n,OC) = inp (n,C) @ weight (OC,C)^T + bias: one row (a token at a time) through
- * sgemv, which streams the weight once instead of packing it first */
-static void linear(float *out, const float *inp, const float *weight, const float *bias, int n,
-                   int C, int OC) {
-  if (n == 1)
-    zeroc__cpu_matvec_forward(out, inp, weight, bias, C, OC);
-  else
-    zeroc__cpu_matmul_forward(out, inp, weight, bias, n, C, OC);
-}
-
-// ids (n) at positions pos..pos+n-1 -> the cache extended by n rows; the logits (V) of the
-// last row in s->logits
-static void forward(zeroc_sampler_t *s, const int32_t *ids, int n) {
+// GPT-2: ids (n) at positions pos..pos+n-1 -> the cache extended by n rows; the logits (V)
+// of the last row in s->logits
+static void gpt2_forward(zeroc_sampler_t *s, const int32_t *ids, int n) {
   const int C = s->cfg.hidden, NH = s->cfg.heads, V = s->cfg.vocab, T = s->cfg.seq, pos = s->pos;
   float *x = s->x;
   for (int i = 0; i < n; i++) {
@@ -195,23 +188,30 @@ static void forward(zeroc_sampler_t *s, const int32_t *ids, int n) {
     for (int k = 0; k < BLOCK_PARAMS; k++) p[k] = s->blk[k] + (size_t)l * s->bsize[k];
     float *kv = s->kv + (size_t)l * T * 2 * C;
     zeroc__cpu_layernorm_forward(s->ln, s->mean, s->rstd, x, p[LN1W], p[LN1B], n, C);
-    linear(s->qkv, s->ln, p[QKVW], p[QKVB], n, C, 3 * C);
+    zeroc__sampler_linear(s->qkv, s->ln, p[QKVW], p[QKVB], n, C, 3 * C);
     for (int i = 0; i < n; i++) /* k | v of the new rows into the cache */
       memcpy(kv + (size_t)(pos + i) * 2 * C, s->qkv + (size_t)i * 3 * C + C, 2 * C * sizeof(float));
-    attend(s->atty, s->qkv, kv, n, pos, C, NH);
-    linear(s->res, s->atty, p[ATTPROJW], p[ATTPROJB], n, C, C);
+    zeroc__sampler_attend(s->atty, s->qkv, (size_t)3 * C, kv, n, pos, NH, NH, C / NH);
+    zeroc__sampler_linear(s->res, s->atty, p[ATTPROJW], p[ATTPROJB], n, C, C);
     zeroc__cpu_add(s->res, x, (size_t)n * C);
     zeroc__cpu_layernorm_forward(s->ln, s->mean, s->rstd, s->res, p[LN2W], p[LN2B], n, C);
-    linear(s->fch, s->ln, p[FCW], p[FCB], n, C, 4 * C);
+    zeroc__sampler_linear(s->fch, s->ln, p[FCW], p[FCB], n, C, 4 * C);
     zeroc__cpu_gelu_forward(s->fchg, s->fch, (size_t)n * 4 * C);
-    linear(x, s->fchg, p[FCPROJW], p[FCPROJB], n, 4 * C, C);
+    zeroc__sampler_linear(x, s->fchg, p[FCPROJW], p[FCPROJB], n, 4 * C, C);
     zeroc__cpu_add(x, s->res, (size_t)n * C);
   }
   s->pos = pos + n;
   /* the head: the last row only, the one the next token is drawn from */
   const float *in = x + (size_t)(n - 1) * C;
   zeroc__cpu_layernorm_forward(s->ln, s->mean, s->rstd, in, s->lnfw, s->lnfb, 1, C);
-  linear(s->logits, s->ln, s->wte, NULL, 1, C, V);
+  zeroc__sampler_linear(s->logits, s->ln, s->wte, NULL, 1, C, V);
+}
+
+static void forward(zeroc_sampler_t *s, const int32_t *ids, int n) {
+  if (s->llama)
+    zeroc__sampler_llama_forward(s, ids, n);
+  else
+    gpt2_forward(s, ids, n);
 }
 
 static zeroc_result_t check_ids(const zeroc_sampler_t *s, const int32_t *ids, int n) {
@@ -230,7 +230,12 @@ zeroc_result_t zeroc_sampler_logits(zeroc_sampler_t *s, const int32_t *ids, int 
   const size_t V = (size_t)s->cfg.vocab;
   s->pos = 0;
   for (int i = 0; i < n; i++) {
-    forward(s, ids + i, 1);
+    if (s->cache) {
+      forward(s, ids + i, 1);
+    } else { /* the rows 0..i at once, as generation without the cache feeds its window */
+      s->pos = 0;
+      forward(s, ids, i + 1);
+    }
     memcpy(logits + i * V, s->logits, V * sizeof(float));
   }
   return ZEROC_OK;

@@ -64,5 +64,6 @@ zeroc_result_t zeroc_sampler_load(const char *path, const zeroc_gpt_config_t *cf
                                   zeroc_sampler_t **out) {
   if (!path || !cfg || !out)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_sampler_load: NULL argument");
+  if (cfg->family == ZEROC_GPT_FAMILY_LLAMA) return zeroc__sampler_load_llama(path, cfg, out);
   return load(path, cfg, out);
 }

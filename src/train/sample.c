@@ -2,7 +2,7 @@
  * train/sample.c - sampling from a training run (the model's sampler hooks,
  * zeroc/arch.h: its weights gathered to rank 0 into a sampler, which
  * generates there while the other ranks wait in the agreement), and from a
- * GPT checkpoint (the GPT rebuilt on this mesh, loaded, gathered).
+ * GPT-2 or Llama checkpoint (the GPT rebuilt on this mesh, loaded, gathered).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -88,6 +88,13 @@ zeroc_result_t zeroc_sampler_from_checkpoint(zeroc_ctx_t *ctx, const char *dir,
   c.model = "tiny"; /* every size given below */
   c.layers = cfg->layers, c.hidden = cfg->hidden, c.heads = cfg->heads;
   c.vocab = cfg->vocab, c.seq = cfg->seq, c.batch = 1;
+  if (cfg->family == ZEROC_GPT_FAMILY_LLAMA) { /* the Llama family's every field too */
+    c.model = "llama-custom";
+    c.kv_heads = cfg->kv_heads, c.ffn = cfg->ffn, c.qkv_bias = cfg->qkv_bias;
+    c.untied = cfg->untied, c.norm_eps = cfg->norm_eps, c.rope_theta = cfg->rope_theta;
+    c.rope_factor = cfg->rope_factor, c.rope_low = cfg->rope_low;
+    c.rope_high = cfg->rope_high, c.rope_original = cfg->rope_original;
+  }
   c.vpp = vpp > 0 ? vpp : 1;
   if (c.vpp > 1) c.pp_schedule = ZEROC_PIPELINE_INTERLEAVED;
   c.param_dtype = ZEROC_FP32; /* the master weights are fp32; the sampler reads them */
