@@ -6,25 +6,32 @@
  *         (without add_prefix_space) and decodes every id it produced;
  *   odd:  the rest is text for a built-in byte-level BPE tokenizer (every
  *         byte, a few merges, <|endoftext|>): at most one id per byte, and
- *         decode(encode(text)) == text.
+ *         decode(encode(text)) == text; and for the same tokenizer with the
+ *         NFC normalizer: at most 3 ids a byte, and decode(encode(text)) is
+ *         the text's NFC (invalid bytes kept).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "core/error.h"
 #include "fuzz_util.h"
+#include "text/nfc.h"
 #include "text/tokenizer_internal.h"
 
-static zeroc_tokenizer_t *g_tok;
+static zeroc_tokenizer_t *g_tok, *g_nfc;
 
 /* {"model": {"type": "BPE", "vocab": {<the 256 byte tokens>, "th": 256, "the": 257,
  * "Ġt": 258, "Ġthe": 259}, "merges": ["t h", "th e", "Ġ t", ["Ġ", "the"]]},
  * "added_tokens": [<|endoftext|> 260], ...} */
-static zeroc_tokenizer_t *builtin(void) {
+static zeroc_tokenizer_t *builtin(int nfc) {
   static char json[8192];
   size_t w = 0;
-  w +=
-      (size_t)snprintf(json + w, sizeof json - w,
-                       "{\"added_tokens\": [{\"id\": 260, \"content\": \"<|endoftext|>\", "
-                       "\"special\": true}], \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
-                       "\"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", \"vocab\": {");
+  if (nfc) w += (size_t)snprintf(json, sizeof json, "{\"normalizer\": {\"type\": \"NFC\"}, ");
+  w += (size_t)snprintf(json + w, sizeof json - w,
+                        "%s\"added_tokens\": [{\"id\": 260, \"content\": \"<|endoftext|>\", "
+                        "\"special\": true}], \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+                        "\"add_prefix_space\": false}, \"model\": {\"type\": \"BPE\", \"vocab\": {",
+                        nfc ? "" : "{");
   for (unsigned b = 0; b < 256; b++) {
     uint32_t cp = zeroc__byte_to_cp(b);
     if (cp == '"' || cp == '\\')
@@ -60,11 +67,35 @@ static void roundtrip(const zeroc_tokenizer_t *t, const char *text, size_t len, 
   free(back);
 }
 
+/* With NFC: room for 3 ids a byte (NFC lengthens UTF-8 at most 3x) is enough,
+ * and the ids decode to the text's NFC (when it holds no <|endoftext|>, which
+ * is cut out first: a mark after it stays a mark, U+0338 after its ">" too). */
+static void nfc_roundtrip(const zeroc_tokenizer_t *t, const char *text, size_t len) {
+  size_t cap = zeroc__tok_max_ids(t, len), n = 0, m = 0, nl = len;
+  int32_t *ids = malloc((cap + 1) * sizeof *ids);
+  unsigned char *want = NULL;
+  zeroc_result_t r = zeroc__tokenizer_encode_cap(t, text, len, ids, cap, &n);
+  FUZZ_REQUIRE(r == ZEROC_OK, "encode with NFC: %s", zeroc__tls_error());
+  r = zeroc__nfc((const unsigned char *)text, len, &want, &nl);
+  FUZZ_REQUIRE(r == ZEROC_OK, "nfc: %s", zeroc__tls_error());
+  char *back = malloc(3 * len + 1);
+  r = zeroc_tokenizer_decode(t, ids, n, back, 3 * len + 1, &m);
+  FUZZ_REQUIRE(r == ZEROC_OK, "decode: %s", zeroc__tls_error());
+  FUZZ_REQUIRE(memmem(text, len, "<|endoftext|>", 13) ||
+                   (m == nl && !memcmp(back, want ? (const char *)want : text, nl)),
+               "decode(encode(text)) is not the text's NFC");
+  free(want);
+  free(back);
+  free(ids);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0) return 0;
-  if (!g_tok) g_tok = builtin();
+  if (!g_tok) g_tok = builtin(0);
+  if (!g_nfc) g_nfc = builtin(1);
   if (data[0] & 1) {
     roundtrip(g_tok, (const char *)data + 1, size - 1, 1);
+    nfc_roundtrip(g_nfc, (const char *)data + 1, size - 1);
     return 0;
   }
   zeroc_tokenizer_t *t = NULL;

@@ -4,7 +4,8 @@
 # instead of -lzeroc) and CMake's find_package(zeroc) with zeroc::zeroc_static;
 # then zeroc::zeroc (shared) from the same package. Each program creates a
 # context, shards nothing (a clean error) and finalizes, so the link pulls in
-# the runtime, the comm, the device (cuda when built) and the shard engine.
+# the runtime, the comm, the device (cuda when built), the shard engine and the
+# tokenizer (utf8proc).
 # usage: install_static.sh BUILD_DIR LIBDIR (CMAKE_INSTALL_LIBDIR) CC
 set -u
 BUILD=$1 LIBDIR=$2 CC=$3
@@ -21,6 +22,9 @@ cat > "$DIR/src/p.c" <<'C'
 #include <string.h>
 #include <zeroc/zeroc.h>
 int main(void) {
+  zeroc_tokenizer_t *tok = NULL; /* its objects call utf8proc (NFC) */
+  if (zeroc_tokenizer_load("bytes", &tok)) { printf("tokenizer: %s\n", zeroc_last_error(NULL)); return 1; }
+  zeroc_tokenizer_destroy(tok);
   zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
   cc.device = ZEROC_DEVICE_CPU;
   zeroc_ctx_t *ctx = NULL;

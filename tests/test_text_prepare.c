@@ -331,6 +331,45 @@ static void test_bpe_pieces(void) {
   }
 }
 
+/* An NFC tokenizer (Qwen2's normalizer) can make more tokens than bytes:
+ * U+1D160 (4 bytes) is U+1D158 U+1D165 U+1D16E (12) in NFC, 6 tokens of
+ * qwen2_nfc.json, as tokenizers gives them. zeroc data gives the encoder the
+ * room, where zeroc_tokenizer_encode's len ids are too few. */
+static void test_nfc_room(void) {
+  if (!g_fixtures) return;
+  char tok[4200], out[4300], *doc = sub("nfc_room.txt");
+  snprintf(tok, sizeof tok, "%s/qwen2_nfc.json", g_fixtures);
+  snprintf(out, sizeof out, "%s/nfc_room", g_dir);
+  FILE *f = fopen(doc, "wb");
+  CU_ASSERT_FATAL(f != NULL);
+  for (int i = 0; i < 10; i++) fputs("\xf0\x9d\x85\xa0", f);
+  fclose(f);
+  const char *in[] = {doc};
+  zeroc_prepare_config_t c = cfg(out, in, 1, tok);
+  zeroc_prepare_stats_t st;
+  ZT_OK(zeroc_text_prepare(&c, NULL, NULL, &st));
+  size_t n = 0;
+  int shards = 0;
+  int32_t *t = stream_tokens(out, "train", &n, &shards);
+  static const int32_t want[6] = {603, 249, 603, 101, 603, 109}; /* tokenizers 0.23.3 */
+  int ok = n == 61 && t[0] == st.eot;
+  for (size_t i = 1; ok && i < n; i++) ok = t[i] == want[(i - 1) % 6];
+  ZT_ASSERT_MSG(ok, "%zu tokens (want the end of text and 60), first %d %d", n, n ? t[0] : -1,
+                n > 1 ? t[1] : -1);
+  /* the public call, with ids for the 40 bytes only, refuses instead */
+  zeroc_tokenizer_t *k = NULL;
+  ZT_OK(zeroc_tokenizer_load(tok, &k));
+  int32_t ids[40];
+  char text[41];
+  for (int i = 0; i < 10; i++) memcpy(text + 4 * i, "\xf0\x9d\x85\xa0", 4);
+  CU_ASSERT_EQUAL(zeroc_tokenizer_encode(k, text, 40, ids, &n), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "more tokens than the 40 ids"), "%s",
+                zeroc_last_error(NULL));
+  zeroc_tokenizer_destroy(k);
+  free(t);
+  free(doc);
+}
+
 /* --shard-tokens cuts the streams into full shards and a last one. */
 static void test_shard_split(void) {
   char *a = sub("one"), *b = sub("many");
@@ -524,17 +563,12 @@ static void test_stale_names(void) {
 }
 
 static const zt_test_t tests[] = {
-    {"bytes_roundtrip", test_bytes_roundtrip},
-    {"val_tail", test_val_tail},
-    {"val_documents", test_val_documents},
-    {"threads_and_pieces", test_threads_and_pieces},
-    {"bpe_pieces", test_bpe_pieces},
-    {"shard_split", test_shard_split},
-    {"refusals", test_refusals},
-    {"vocab_check", test_vocab_check},
-    {"stop", test_stop},
-    {"stale_names", test_stale_names},
-    ZT_END,
+    {"bytes_roundtrip", test_bytes_roundtrip}, {"val_tail", test_val_tail},
+    {"val_documents", test_val_documents},     {"threads_and_pieces", test_threads_and_pieces},
+    {"bpe_pieces", test_bpe_pieces},           {"nfc_room", test_nfc_room},
+    {"shard_split", test_shard_split},         {"refusals", test_refusals},
+    {"vocab_check", test_vocab_check},         {"stop", test_stop},
+    {"stale_names", test_stale_names},         ZT_END,
 };
 
 int main(int argc, char **argv) {

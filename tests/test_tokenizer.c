@@ -174,6 +174,79 @@ static void test_qwen2_split(void) {
   check_llama_style("qwen2_bpe.json", "qwen2_bpe", "<|endoftext|>");
 }
 
+/* Encodes s with t and decodes it again: equal to want. */
+static void decodes_to(const zeroc_tokenizer_t *t, const char *s, const char *want) {
+  size_t len = strlen(s), n = 0, m = 0;
+  int32_t ids[64];
+  char out[128];
+  ZT_OK(zeroc_tokenizer_encode(t, s, len, ids, &n));
+  ZT_OK(zeroc_tokenizer_decode(t, ids, n, out, sizeof out, &m));
+  ZT_ASSERT_MSG(m == strlen(want) && !memcmp(out, want, m), "\"%s\" decoded to %zu bytes \"%.*s\"",
+                s, m, (int)(m < sizeof out ? m : sizeof out), out);
+}
+
+/* Qwen2's NFC normalizer (make_llama_fixtures.py's qwen2_nfc.json): the ids of
+ * tokenizers on real.txt, tricky.txt, nfc.txt (decomposed and composed forms,
+ * Hangul jamo, the Angstrom sign, composition exclusions NFC lengthens, marks
+ * to reorder, marks newer than tokenizers' Unicode tables, added tokens
+ * matched before and after normalization) and nfc_all.txt (every character
+ * with a canonical decomposition, as it is and decomposed); saved and loaded
+ * back, and as a Sequence of NFC, the same ids. */
+static void test_qwen2_nfc(void) {
+  static const char *const texts[] = {"real", "tricky", "nfc", "nfc_all"};
+  zeroc_tokenizer_t *t = load_fix("qwen2_nfc.json");
+  for (int i = 0; i < 4; i++) check_equal(t, "qwen2_nfc", texts[i], 0);
+  /* composed and decomposed encode alike; the special "<|e\u0301|>" (not
+   * normalized) is matched only as written, "caf\u00e9" (normalized) either way */
+  decodes_to(t, "Cafe\xcc\x81 \xe1\x84\x92\xe1\x85\xa1\xe1\x86\xab", "Caf\xc3\xa9 \xed\x95\x9c");
+  decodes_to(t, "<|e\xcc\x81|><|\xc3\xa9|>", "<|e\xcc\x81|><|\xc3\xa9|>");
+  static const char spec_d[] = "<|e\xcc\x81|>", spec_c[] = "<|\xc3\xa9|>";
+  static const char cafe_d[] = "cafe\xcc\x81", cafe_c[] = "caf\xc3\xa9";
+  size_t n1 = 0, n2 = 0;
+  int32_t a[16], b[16];
+  ZT_OK(zeroc_tokenizer_encode(t, spec_d, strlen(spec_d), a, &n1));
+  ZT_OK(zeroc_tokenizer_encode(t, spec_c, strlen(spec_c), b, &n2));
+  ZT_ASSERT_MSG(n1 == 1 && n2 == 3, "the special token: %zu ids as written, %zu composed", n1, n2);
+  ZT_OK(zeroc_tokenizer_encode(t, cafe_d, strlen(cafe_d), a, &n1));
+  ZT_OK(zeroc_tokenizer_encode(t, cafe_c, strlen(cafe_c), b, &n2));
+  CU_ASSERT(n1 == 1 && n2 == 1 && a[0] == b[0]);
+  /* bytes that are not UTF-8 are kept; the valid text around them is
+   * normalized, a mark after such a byte composes with nothing before it */
+  decodes_to(t, "e\xff\xcc\x81", "e\xff\xcc\x81");
+  decodes_to(t, "cafe\xcc\x81\xff\xcc", "caf\xc3\xa9\xff\xcc");
+  decodes_to(t, "\xe1\x84\x80\xe1\x85\xa1\xed\xa0\x80\xe2\x84\xab\xc0",
+             "\xea\xb0\x80\xed\xa0\x80\xc3\x85\xc0");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/saved-qwen2_nfc.json", g_dir);
+  ZT_OK(zeroc_tokenizer_save(t, path));
+  zeroc_tokenizer_t *u = NULL;
+  ZT_OK(zeroc_tokenizer_load(path, &u));
+  CU_ASSERT_FATAL(u != NULL);
+  for (int i = 0; i < 4; i++) check_equal(u, "qwen2_nfc", texts[i], 0);
+  zeroc_tokenizer_destroy(u);
+  zeroc_tokenizer_destroy(t);
+  /* normalizers.Sequence([NFC()]) as tokenizers writes it: the same */
+  char *json = slurp(g_fix, "qwen2_nfc.json", NULL);
+  CU_ASSERT_FATAL(json != NULL);
+  static const char nfc[] = "\"normalizer\": {\n    \"type\": \"NFC\"\n  }";
+  char *at = strstr(json, nfc);
+  CU_ASSERT_FATAL(at != NULL);
+  size_t cap = strlen(json) + 128;
+  char *seq = malloc(cap);
+  snprintf(seq, cap,
+           "%.*s\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": "
+           "\"NFC\"}]}%s",
+           (int)(at - json), json, at + strlen(nfc));
+  put("seq-nfc.json", seq);
+  snprintf(path, sizeof path, "%s/seq-nfc.json", g_dir);
+  ZT_OK(zeroc_tokenizer_load(path, &u));
+  CU_ASSERT_FATAL(u != NULL);
+  check_equal(u, "qwen2_nfc", "nfc", 0);
+  zeroc_tokenizer_destroy(u);
+  free(seq);
+  free(json);
+}
+
 /* Bytes that are not UTF-8 are kept: each is a token of its own byte. */
 static void test_invalid_utf8(void) {
   zeroc_tokenizer_t *t = load_fix("bpe1000.json");
@@ -298,10 +371,24 @@ static void test_errors(void) {
           HF_HEAD "\"pre_tokenizer\": null, \"model\": {\"type\": \"BPE\", " HF_VOCAB
                   ", \"merges\": []}}",
           ZEROC_ERR_UNSUPPORTED, "pre_tokenizer is null (accepted: ByteLevel");
-  refused("nfc.json",
-          "{\"normalizer\": {\"type\": \"NFC\"}, " HF_PRE "\"model\": {\"type\": \"BPE\", " HF_VOCAB
+  /* NFC is the one normalizer (test_qwen2_nfc); the others change text in ways
+   * zeroc does not */
+  refused("nfd.json",
+          "{\"normalizer\": {\"type\": \"NFD\"}, " HF_PRE "\"model\": {\"type\": \"BPE\", " HF_VOCAB
           ", \"merges\": []}}",
-          ZEROC_ERR_UNSUPPORTED, "normalizer NFC is not supported (accepted: null)");
+          ZEROC_ERR_UNSUPPORTED,
+          "normalizer NFD is not supported (accepted: null, NFC, a Sequence of NFC only)");
+  refused("nfkc.json",
+          "{\"normalizer\": {\"type\": \"NFKC\"}, " HF_PRE
+          "\"model\": {\"type\": \"BPE\", " HF_VOCAB ", \"merges\": []}}",
+          ZEROC_ERR_UNSUPPORTED, "normalizer NFKC is not supported (accepted: null, NFC,");
+  refused("seqlower.json",
+          "{\"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, "
+          "{\"type\": \"Lowercase\"}]}, " HF_PRE "\"model\": {\"type\": \"BPE\", " HF_VOCAB
+          ", \"merges\": []}}",
+          ZEROC_ERR_UNSUPPORTED,
+          "normalizer Sequence [NFC, Lowercase] is not supported (accepted: null, NFC, a Sequence "
+          "of NFC only)");
   /* a post-processor that would change plain text's ids (BERT's [CLS] ... [SEP]
    * pairs) is refused; TemplateProcessing, which adds specials only when asked
    * (Llama 3's), loads: test_llama3_split */
@@ -494,6 +581,7 @@ static const zt_test_t tests[] = {
     {"vocab.json + merges.txt", test_vocab_merges},
     {"Llama 3's split pattern and post-processor", test_llama3_split},
     {"Qwen2's split pattern", test_qwen2_split},
+    {"Qwen2's NFC normalizer", test_qwen2_nfc},
     {"invalid UTF-8 and long words", test_invalid_utf8},
     {"malformed files refused", test_errors},
     {"ids above 65535", test_large_ids},

@@ -41,10 +41,12 @@ ZEROC_API int32_t zeroc_tokenizer_eot(const zeroc_tokenizer_t *t);
 ZEROC_API const char *zeroc_tokenizer_kind(const zeroc_tokenizer_t *t);
 /* ids must hold at least len entries (never more tokens than bytes). *n: tokens
  * written. Any bytes are accepted: a byte that is not part of valid UTF-8 is
- * pre-tokenized as a punctuation character and encoded as its byte. (Only a
- * tokenizer.json with add_prefix_space, which puts a space before the text,
- * can need more ids than bytes on a very short text: ZEROC_ERR_INVALID_ARG
- * then, nothing written past ids[len - 1].) */
+ * pre-tokenized as a punctuation character and encoded as its byte. With an
+ * NFC normalizer (Qwen2's) the text is normalized first; invalid bytes are
+ * kept as they are and the valid UTF-8 between them normalized. (Only a
+ * tokenizer.json with add_prefix_space, which puts a space before the text, or
+ * with NFC, which lengthens a few rare characters, can need more ids than
+ * bytes: ZEROC_ERR_INVALID_ARG then, nothing written past ids[len - 1].) */
 ZEROC_API zeroc_result_t zeroc_tokenizer_encode(const zeroc_tokenizer_t *t, const char *text,
                                                 size_t len, int32_t *ids, size_t *n);
 /* Writes at most cap bytes of the text of ids[0..n) to out; *len gets the

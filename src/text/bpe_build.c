@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "text/nfc.h"
 #include "text/unicode.h"
 
 uint64_t zeroc__tok_hash(const char *s, size_t n) {
@@ -55,7 +56,7 @@ void zeroc__bpe_builder_free(zeroc__bpe_builder_t *b) {
 }
 
 zeroc_result_t zeroc__bpe_builder_set(zeroc__bpe_builder_t *b, int32_t id, const char *s,
-                                      size_t len, int added, int special) {
+                                      size_t len, int added, int special, int normalized) {
   zeroc_tokenizer_t *t = b->t;
   if (id < 0 || id >= t->vocab)
     return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "tokenizer '%s': id %d outside 0..%d", b->path, (int)id,
@@ -93,6 +94,7 @@ added_list:
   }
   t->added[b->n_added].id = id;
   t->added[b->n_added].special = special;
+  t->added[b->n_added].normalized = normalized;
   b->n_added++;
   return ZEROC_OK;
 }
@@ -125,6 +127,34 @@ static int cmp_added(const void *pa, const void *pb) {
   int c = memcmp(a->content, b->content, n);
   if (c) return c;
   return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/* tokenizers matches a normalized added token in the normalized text by its
+ * own normalized content: the NFC of each one whose content is not NFC, kept
+ * in t->added_norm. */
+static zeroc_result_t normalize_added(zeroc__bpe_builder_t *b) {
+  zeroc_tokenizer_t *t = b->t;
+  unsigned char **nf = calloc((size_t)t->n_added, sizeof *nf);
+  size_t *nl = calloc((size_t)t->n_added, sizeof *nl), total = 0;
+  zeroc_result_t r = nf && nl ? ZEROC_OK : nomem(b->path);
+  for (int32_t k = 0; r == ZEROC_OK && k < t->n_added; k++)
+    if (t->added[k].normalized) {
+      r = zeroc__nfc((const unsigned char *)t->added[k].content, t->added[k].len, &nf[k], &nl[k]);
+      if (nf[k]) total += nl[k];
+    }
+  if (r == ZEROC_OK && total && !(t->added_norm = malloc(total))) r = nomem(b->path);
+  size_t o = 0;
+  for (int32_t k = 0; r == ZEROC_OK && total && k < t->n_added; k++)
+    if (nf[k]) {
+      memcpy(t->added_norm + o, nf[k], nl[k]);
+      t->added[k].match = t->added_norm + o;
+      t->added[k].mlen = (uint32_t)nl[k];
+      o += nl[k];
+    }
+  for (int32_t k = 0; nf && k < t->n_added; k++) free(nf[k]);
+  free(nf);
+  free(nl);
+  return r;
 }
 
 /* Copies the strings into the tokenizer, computes every id's bytes, builds
@@ -180,10 +210,14 @@ zeroc_result_t zeroc__bpe_builder_finish_vocab(zeroc__bpe_builder_t *b) {
     int32_t id = t->added[k].id;
     t->added[k].content = t->bytes + t->off[id];
     t->added[k].len = (uint32_t)(t->off[id + 1] - t->off[id]);
-    t->added_first[(unsigned char)t->added[k].content[0]] = 1;
+    t->added[k].match = t->added[k].content;
+    t->added[k].mlen = t->added[k].len;
     if (t->added[k].len == 13 && memcmp(t->added[k].content, "<|endoftext|>", 13) == 0) t->eot = id;
   }
   if (t->n_added) qsort(t->added, (size_t)t->n_added, sizeof *t->added, cmp_added);
+  if (t->nfc) ZEROC_CHECK(normalize_added(b));
+  for (int32_t k = 0; k < t->n_added; k++)
+    t->added_first[t->added[k].normalized][(unsigned char)t->added[k].match[0]] = 1;
   if (t->eot < 0) t->eot = zeroc__tok_find(t, "<|endoftext|>", 13);
   /* Llama 3's: its documents each begin with <|begin_of_text|> */
   for (int32_t k = 0; t->eot < 0 && k < t->n_added; k++)

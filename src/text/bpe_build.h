@@ -29,9 +29,11 @@ zeroc_result_t zeroc__bpe_builder_init(zeroc__bpe_builder_t *b, const char *path
 void zeroc__bpe_builder_free(zeroc__bpe_builder_t *b);
 /* Gives id its string s[0..len) (kept by reference until finish_vocab). An id
  * given twice is ZEROC_ERR_CORRUPT, except an added token repeating its own
- * model token. */
+ * model token. An added token is special or not, and matched after the
+ * normalizer (normalized 1) or before it (0). */
 zeroc_result_t zeroc__bpe_builder_set(zeroc__bpe_builder_t *b, int32_t id, const char *s,
-                                      size_t len, int added, int special);
+                                      size_t len, int added, int special, int normalized);
+/* With t->nfc set first, normalized added tokens are matched by their NFC. */
 zeroc_result_t zeroc__bpe_builder_finish_vocab(zeroc__bpe_builder_t *b);
 zeroc_result_t zeroc__bpe_builder_merges(zeroc__bpe_builder_t *b, int32_t n);
 /* Adds the merge (a, c) with the next rank; `where` names it in messages

@@ -1,9 +1,11 @@
 /*
  * text/bpe_encode.c - encoding with a bpe tokenizer, as Hugging Face
- * `tokenizers` does: added tokens (<|endoftext|>) are cut out of the raw text
- * first (leftmost, longest); each piece between them is pre-tokenized with
- * GPT-2's pattern (or kept whole when use_regex is false), each word's bytes
- * start as one-byte tokens and the pair of lowest merge rank (leftmost on a
+ * `tokenizers` does: added tokens with "normalized": false (the special ones,
+ * <|endoftext|>) are cut out of the raw text first (leftmost, longest); each
+ * piece between them is normalized (NFC, when the file asks for it) and the
+ * added tokens with "normalized": true cut out of that; each piece left is
+ * pre-tokenized with GPT-2's pattern (or kept whole when use_regex is false),
+ * each word's bytes start as one-byte tokens and the pair of lowest merge rank (leftmost on a
  * tie) is merged until no pair has a rank.
  *
  * The patterns, matched by hand (alternatives in order, at each position):
@@ -19,6 +21,7 @@
 
 #include "core/error.h"
 #include "text/bpe_build.h"
+#include "text/nfc.h"
 #include "text/unicode.h"
 
 /* The class and length of the character at p (n > 0 bytes left). */
@@ -296,7 +299,8 @@ typedef struct {
 static zeroc_result_t too_many(size_t cap) {
   return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                     "zeroc_tokenizer_encode: more tokens than the %zu ids the buffer holds "
-                    "(add_prefix_space adds a space to every piece of text)",
+                    "(add_prefix_space adds a space to every piece of text; NFC lengthens a "
+                    "few characters, e.g. U+0958 from 3 bytes to 6)",
                     cap);
 }
 
@@ -361,38 +365,55 @@ static zeroc_result_t encode_prefixed(enc_t *e, const unsigned char *p, size_t n
   return r;
 }
 
-/* The longest added token at p[0..n), or NULL. */
+/* The longest added token of kind `normalized` at p[0..n), or NULL. */
 static const zeroc__tok_added_t *added_at(const zeroc_tokenizer_t *t, const unsigned char *p,
-                                          size_t n) {
+                                          size_t n, int normalized) {
   const zeroc__tok_added_t *best = NULL;
   for (int32_t i = 0; i < t->n_added; i++) {
     const zeroc__tok_added_t *a = &t->added[i];
-    if (a->len <= n && (!best || a->len > best->len) && (unsigned char)a->content[0] == p[0] &&
-        memcmp(a->content, p, a->len) == 0)
+    if (a->normalized == normalized && a->mlen <= n && (!best || a->mlen > best->mlen) &&
+        (unsigned char)a->match[0] == p[0] && memcmp(a->match, p, a->mlen) == 0)
       best = a;
   }
   return best;
 }
 
-zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
-                                 int32_t *ids, size_t *n) {
-  const unsigned char *p = (const unsigned char *)text;
-  enc_t e = {t, len >= CACHE_MIN_TEXT ? calloc(CACHE_SLOTS, sizeof(cache_ent_t)) : NULL, ids, len,
-             0};
-  zeroc_result_t r = ZEROC_OK;
+/* Cuts the added tokens of kind `normalized` out of p[0..n) (leftmost, longest),
+ * passing each piece between them to `piece`. */
+static zeroc_result_t split_added(enc_t *e, const unsigned char *p, size_t n, int normalized,
+                                  zeroc_result_t (*piece)(enc_t *, const unsigned char *, size_t)) {
+  const zeroc_tokenizer_t *t = e->t;
   size_t start = 0;
-  for (size_t i = 0; t->n_added && i < len && r == ZEROC_OK; i++) {
-    if (!t->added_first[p[i]]) continue;
-    const zeroc__tok_added_t *a = added_at(t, p + i, len - i);
+  for (size_t i = 0; t->n_added && i < n; i++) {
+    if (!t->added_first[normalized][p[i]]) continue;
+    const zeroc__tok_added_t *a = added_at(t, p + i, n - i, normalized);
     if (!a) continue;
-    if (i > start) r = encode_prefixed(&e, p + start, i - start);
-    if (r == ZEROC_OK && e.k >= len) r = too_many(len);
-    if (r != ZEROC_OK) break;
-    ids[e.k++] = a->id;
-    i += a->len - 1;
+    if (i > start) ZEROC_CHECK(piece(e, p + start, i - start));
+    if (e->k >= e->cap) return too_many(e->cap);
+    e->ids[e->k++] = a->id;
+    i += a->mlen - 1;
     start = i + 1;
   }
-  if (r == ZEROC_OK && start < len) r = encode_prefixed(&e, p + start, len - start);
+  return start < n ? piece(e, p + start, n - start) : ZEROC_OK;
+}
+
+/* A piece of raw text between the added tokens matched on it: normalized (NFC),
+ * then split on the added tokens matched after normalization, as tokenizers'
+ * AddedVocabulary does. */
+static zeroc_result_t encode_raw(enc_t *e, const unsigned char *p, size_t n) {
+  unsigned char *q = NULL;
+  size_t qn = n;
+  if (e->t->nfc) ZEROC_CHECK(zeroc__nfc(p, n, &q, &qn));
+  zeroc_result_t r = split_added(e, q ? q : p, qn, 1, encode_prefixed);
+  free(q);
+  return r;
+}
+
+zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
+                                 int32_t *ids, size_t cap, size_t *n) {
+  enc_t e = {t, len >= CACHE_MIN_TEXT ? calloc(CACHE_SLOTS, sizeof(cache_ent_t)) : NULL, ids, cap,
+             0};
+  zeroc_result_t r = split_added(&e, (const unsigned char *)text, len, 0, encode_raw);
   free(e.cache);
   if (r == ZEROC_OK) *n = e.k;
   return r;

@@ -2,7 +2,8 @@
  * text/bpe_load.c - reading a Hugging Face tokenizer.json (model BPE with a
  * byte-level pre-tokenizer) or GPT-2's vocab.json + merges.txt into a bpe
  * tokenizer. Everything that would make `tokenizers` encode differently from
- * what zeroc implements is refused with a message naming what is accepted.
+ * what zeroc implements is refused with a message naming what is accepted
+ * (normalizers: none or NFC).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,12 +145,43 @@ static int post_processor_ok(const zeroc__json_t *v) {
   return 1;
 }
 
-/* normalizer, post_processor, decoder, truncation, padding: what leaves the ids alone. */
+#define ACCEPT_NORM "null, NFC, a Sequence of NFC only"
+
+/* The normalizer: none, or NFC (Qwen2's; nfc.c), also as tokenizers writes
+ * normalizers.Sequence([NFC()]). *nfc: 1 for NFC. */
+static zeroc_result_t check_normalizer(const char *path, const zeroc__json_t *root, int *nfc) {
+  const zeroc__json_t *v = zeroc__json_get(root, "normalizer");
+  *nfc = 0;
+  if (!v || v->type == ZEROC_JSON_NULL) return ZEROC_OK;
+  const char *ty = v->type == ZEROC_JSON_OBJECT ? type_of(v) : zeroc__json_type_name(v->type);
+  if (!strcmp(ty, "NFC")) return (*nfc = 1), ZEROC_OK;
+  const zeroc__json_t *seq = zeroc__json_get(v, "normalizers");
+  if (strcmp(ty, "Sequence") || !seq || seq->type != ZEROC_JSON_ARRAY)
+    return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                      "tokenizer '%s': normalizer %s is not supported (accepted: " ACCEPT_NORM ")",
+                      path, ty);
+  char names[256] = "";
+  int others = 0;
+  for (size_t i = 0; i < seq->u.arr.n; i++) {
+    const char *n = type_of(&seq->u.arr.items[i]);
+    others += strcmp(n, "NFC") != 0;
+    if (strlen(names) < 200)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", n);
+  }
+  if (others)
+    return ZEROC_FAIL(
+        ZEROC_ERR_UNSUPPORTED,
+        "tokenizer '%s': normalizer Sequence [%s] is not supported (accepted: " ACCEPT_NORM ")",
+        path, names);
+  *nfc = seq->u.arr.n > 0; /* NFC twice is NFC once */
+  return ZEROC_OK;
+}
+
+/* post_processor, decoder, truncation, padding: what leaves the ids alone. */
 static zeroc_result_t check_parts(const char *path, const zeroc__json_t *root) {
   static const struct {
     const char *key, *accepted;
-  } parts[] = {{"normalizer", "null"},
-               {"post_processor", "null, ByteLevel, TemplateProcessing, a Sequence of them"},
+  } parts[] = {{"post_processor", "null, ByteLevel, TemplateProcessing, a Sequence of them"},
                {"decoder", "null, ByteLevel"},
                {"truncation", "null"},
                {"padding", "null"}};
@@ -318,6 +350,7 @@ static zeroc_result_t load_hf(const char *path, const zeroc__json_t *root,
   if (added && added->type != ZEROC_JSON_ARRAY)
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "tokenizer '%s': added_tokens is a %s (accepted: array)",
                       path, zeroc__json_type_name(added->type));
+  ZEROC_CHECK(check_normalizer(path, root, &probe.nfc));
   ZEROC_CHECK(check_parts(path, root));
   ZEROC_CHECK(check_pre(path, zeroc__json_get(root, "pre_tokenizer"), &probe));
   int32_t max_id;
@@ -331,17 +364,20 @@ static zeroc_result_t load_hf(const char *path, const zeroc__json_t *root,
   t->pattern = probe.pattern;
   t->fuse_unk = probe.fuse_unk;
   t->ignore_merges = probe.ignore_merges;
+  t->nfc = probe.nfc;
   for (size_t i = 0; i < vocab->u.obj.n; i++) {
     const zeroc__json_member_t *e = &vocab->u.obj.members[i];
-    ZEROC_TRY(zeroc__bpe_builder_set(&b, (int32_t)e->value.u.num.i, e->key, e->key_len, 0, 0));
+    ZEROC_TRY(zeroc__bpe_builder_set(&b, (int32_t)e->value.u.num.i, e->key, e->key_len, 0, 0, 0));
   }
   for (size_t i = 0; added && i < added->u.arr.n; i++) {
     const zeroc__json_t *a = &added->u.arr.items[i];
     const zeroc__json_t *c = zeroc__json_get(a, "content");
-    int special = 0;
+    int special = 0, normalized = 0;
     ZEROC_TRY(get_bool(path, a, "added_tokens[]", "special", 0, &special));
+    /* tokenizers requires "normalized"; absent, AddedToken's own default */
+    ZEROC_TRY(get_bool(path, a, "added_tokens[]", "normalized", !special, &normalized));
     ZEROC_TRY(zeroc__bpe_builder_set(&b, (int32_t)zeroc__json_get(a, "id")->u.num.i, c->u.str.s,
-                                     c->u.str.len, 1, special));
+                                     c->u.str.len, 1, special, normalized));
   }
   ZEROC_TRY(zeroc__bpe_builder_finish_vocab(&b));
   ZEROC_TRY(resolve_unk(path, m, t));
@@ -416,13 +452,13 @@ static zeroc_result_t load_gpt2(const char *path, const zeroc__json_t *vocab,
   ZEROC_TRY(zeroc__bpe_builder_init(&b, path, max_id + 1));
   for (size_t i = 0; i < vocab->u.obj.n; i++) {
     const zeroc__json_member_t *e = &vocab->u.obj.members[i];
-    ZEROC_TRY(zeroc__bpe_builder_set(&b, (int32_t)e->value.u.num.i, e->key, e->key_len, 0, 0));
+    ZEROC_TRY(zeroc__bpe_builder_set(&b, (int32_t)e->value.u.num.i, e->key, e->key_len, 0, 0, 0));
   }
   /* GPT-2's end of text is a special token, as transformers' GPT-2 tokenizers have it */
   for (size_t i = 0; i < vocab->u.obj.n; i++) {
     const zeroc__json_member_t *e = &vocab->u.obj.members[i];
     if (e->key_len == 13 && memcmp(e->key, "<|endoftext|>", 13) == 0)
-      ZEROC_TRY(zeroc__bpe_builder_set(&b, (int32_t)e->value.u.num.i, e->key, e->key_len, 1, 1));
+      ZEROC_TRY(zeroc__bpe_builder_set(&b, (int32_t)e->value.u.num.i, e->key, e->key_len, 1, 1, 0));
   }
   b.t->add_prefix_space = 0;
   ZEROC_TRY(zeroc__bpe_builder_finish_vocab(&b));

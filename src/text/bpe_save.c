@@ -1,8 +1,8 @@
 /*
  * text/bpe_save.c - writing a bpe tokenizer as a Hugging Face tokenizer.json
  * (merges as ["a", "b"] pairs, GPT-2's pre-tokenizer as one ByteLevel, the
- * ByteLevel decoder), which zeroc and `tokenizers` both read back to the same
- * encoding.
+ * ByteLevel decoder, the NFC normalizer when it had one), which zeroc and
+ * `tokenizers` both read back to the same encoding.
  */
 #include <stdlib.h>
 
@@ -73,7 +73,7 @@ static void added_tokens(zeroc__jw_t *w, const zeroc_tokenizer_t *t) {
       zeroc__jw_bool(w, 0);
     }
     zeroc__jw_key(w, "normalized");
-    zeroc__jw_bool(w, !a->special);
+    zeroc__jw_bool(w, a->normalized);
     zeroc__jw_key(w, "special");
     zeroc__jw_bool(w, a->special);
     zeroc__jw_object_end(w);
@@ -137,7 +137,14 @@ zeroc_result_t zeroc__bpe_save(const zeroc_tokenizer_t *t, const char *path) {
   zeroc__jw_null(&w);
   added_tokens(&w, t);
   zeroc__jw_key(&w, "normalizer");
-  zeroc__jw_null(&w);
+  if (t->nfc) { /* a Sequence of NFC only was the same NFC */
+    zeroc__jw_object_begin(&w);
+    zeroc__jw_key(&w, "type");
+    zeroc__jw_string(&w, "NFC");
+    zeroc__jw_object_end(&w);
+  } else {
+    zeroc__jw_null(&w);
+  }
   zeroc__jw_key(&w, "pre_tokenizer");
   if (t->use_regex && t->pattern != ZEROC__PAT_GPT2)
     split_byte_level(&w, t->pattern); /* Llama 3's or Qwen2's split */

@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "text/prepare_internal.h"
+#include "text/tokenizer_internal.h"
 #include "zeroc/data.h" /* the llm.c shard header */
 
 /* Pieces that may be read ahead of the writer, per tokenizing thread: enough
@@ -212,8 +213,9 @@ static zeroc_result_t read_piece(zeroc__prepare_t *p, reader_t *r, piece_t *pc, 
 /* ---- tokenizing ------------------------------------------------------------------- */
 
 static zeroc_result_t encode_piece(const zeroc__prepare_t *p, piece_t *pc) {
-  /* the end-of-text id, and a space add_prefix_space may add */
-  ZEROC_CHECK(grow((void **)&pc->ids, &pc->ids_cap, pc->len + 2, sizeof *pc->ids, "token ids"));
+  /* the end-of-text id, a space add_prefix_space may add, and what NFC adds */
+  size_t room = zeroc__tok_max_ids(p->tok, pc->len + 1);
+  ZEROC_CHECK(grow((void **)&pc->ids, &pc->ids_cap, room + 1, sizeof *pc->ids, "token ids"));
   size_t k = 0, n = 0;
   if (pc->eot) pc->ids[k++] = p->eot;
   if (pc->len && p->space_cut && pc->text[0] != ' ') {
@@ -222,11 +224,12 @@ static zeroc_result_t encode_piece(const zeroc__prepare_t *p, piece_t *pc) {
     memmove(pc->text + 1, pc->text, pc->len);
     pc->text[0] = ' ';
     pc->len++;
-    zeroc_result_t r = zeroc_tokenizer_encode(p->tok, pc->text, pc->len, pc->ids + k, &n);
+    zeroc_result_t r =
+        zeroc__tokenizer_encode_cap(p->tok, pc->text, pc->len, pc->ids + k, room, &n);
     pc->len--; /* the text counted is the document's (the buffer is not read again) */
     ZEROC_CHECK(r);
   } else if (pc->len) {
-    ZEROC_CHECK(zeroc_tokenizer_encode(p->tok, pc->text, pc->len, pc->ids + k, &n));
+    ZEROC_CHECK(zeroc__tokenizer_encode_cap(p->tok, pc->text, pc->len, pc->ids + k, room, &n));
   }
   pc->n = k + n;
   return ZEROC_OK;

@@ -34,11 +34,16 @@ typedef struct zeroc__tok_pair {
   int32_t id;
 } zeroc__tok_pair_t;
 
+/* An added token is matched on the raw text (normalized 0: tokenizers'
+ * "normalized": false, the special tokens') or, after the normalizer, on the
+ * normalized text (1), there by its own normalized form `match`. */
 typedef struct zeroc__tok_added {
   const char *content; /* into tok->bytes */
   uint32_t len;
   int32_t id;
-  int special;
+  int special, normalized;
+  const char *match; /* content, or its NFC in tok->added_norm */
+  uint32_t mlen;
 } zeroc__tok_added_t;
 
 /* The pre-tokenization patterns zeroc matches (bpe_encode.c), as tokenizers'
@@ -71,7 +76,9 @@ struct zeroc_tokenizer {
   uint64_t str_mask;
   zeroc__tok_added_t *added; /* sorted by content */
   int32_t n_added;
-  unsigned char added_first[256]; /* 1: some added token starts with this byte */
+  unsigned char added_first[2][256]; /* [normalized][b] 1: some such token's match starts with b */
+  char *added_norm;                  /* the NFC forms of added tokens' contents that differ */
+  int nfc;          /* the normalizer is NFC: encoding normalizes the text first (nfc.c) */
   char b2s[256][2]; /* the byte-level character of each byte, as UTF-8 (1 or 2 bytes) */
   uint8_t b2s_len[256];
   int add_prefix_space, use_regex, ignore_merges;
@@ -94,15 +101,26 @@ static inline void zeroc__tok_free(zeroc_tokenizer_t *t) {
   free(t->merges);
   free(t->str_hash);
   free(t->added);
+  free(t->added_norm);
   free(t);
 }
 
 /* Builds a bpe tokenizer from the file `path` (tokenizer.json or vocab.json). */
 zeroc_result_t zeroc__bpe_load(const char *path, const char *buf, size_t len,
                                zeroc_tokenizer_t **out);
-/* Encodes with a bpe tokenizer (the contract of zeroc_tokenizer_encode). */
+/* Encodes with a bpe tokenizer (the contract of zeroc_tokenizer_encode, with
+ * room for cap ids). */
 zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
-                                 int32_t *ids, size_t *n);
+                                 int32_t *ids, size_t cap, size_t *n);
+/* zeroc_tokenizer_encode with room for cap ids instead of len. */
+zeroc_result_t zeroc__tokenizer_encode_cap(const zeroc_tokenizer_t *t, const char *text, size_t len,
+                                           int32_t *ids, size_t cap, size_t *n);
+/* The most ids encoding len bytes can give, add_prefix_space's space aside: a
+ * token is at least one byte of the text the model sees, which is the text, or
+ * with NFC at most 3 times it (U+1D160, 4 bytes, is 12 in NFC). */
+static inline size_t zeroc__tok_max_ids(const zeroc_tokenizer_t *t, size_t len) {
+  return t->kind == ZEROC_TOK_BPE && t->nfc ? 3 * len : len;
+}
 /* Writes a bpe tokenizer as a Hugging Face tokenizer.json to `path`. */
 zeroc_result_t zeroc__bpe_save(const zeroc_tokenizer_t *t, const char *path);
 /* The id of the model token whose file string is s[0..n), or -1. */
