@@ -155,6 +155,10 @@ typedef struct zeroc_train_config {
    * original positions). GPT-2 and DLRM refuse them. */
   int kv_heads, ffn, qkv_bias, untied;
   double norm_eps, rope_theta, rope_factor, rope_low, rope_high, rope_original;
+  /* The Llama family: the context the model is made for (transformers'
+   * max_position_embeddings), at least seq; an init directory's config.json sets it
+   * and a save_pretrained export writes it back [seq] */
+  int max_positions;
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -170,7 +174,7 @@ typedef struct zeroc_train_config {
         ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET, ZEROC_UNSET,     \
         ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, (double)ZEROC_UNSET,                   \
         (double)ZEROC_UNSET, (double)ZEROC_UNSET, (double)ZEROC_UNSET, (double)ZEROC_UNSET,        \
-        (double)ZEROC_UNSET                                                                        \
+        (double)ZEROC_UNSET, ZEROC_UNSET                                                           \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */

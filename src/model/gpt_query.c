@@ -45,7 +45,10 @@ int zeroc_gpt_global_unit(const zeroc_gpt_t *g, int local) {
 
 const zeroc_param_desc_t *zeroc_gpt_unit_params(const zeroc_gpt_t *g, int unit, int *n) {
   int L = g->cfg.layers;
-  *n = unit == 0 || unit == L + 1 ? 2 : unit > 0 && unit <= L ? BLOCK_PARAMS : 0;
+  /* Llama: embed_tokens; the head's norm and an untied lm_head (a tied copy of
+   * the embedding is the embedding's, as GPT-2's wte) */
+  int embed = g->llama ? 1 : 2, head = g->llama ? 1 + g->cfg.untied : 2;
+  *n = unit == 0 ? embed : unit == L + 1 ? head : unit > 0 && unit <= L ? g->nbp : 0;
   if (unit == 0) return g->embed_p;
   if (unit == L + 1) return g->head_p; /* ln_f only: a tied wte copy is the embedding's */
   return *n ? &g->block_p[(size_t)(unit - 1) * BLOCK_PARAMS] : NULL;
