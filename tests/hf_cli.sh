@@ -95,6 +95,12 @@ init)
   # transformers' own directory (fp16, `transformer.` names, n_positions 32)
   out=$("$ZEROC" train --device cpu --init "$FX/hf_gpt2" --steps 1 2>&1) || fail "fixture: $out"
   echo "$out" | grep -q "(2 layers, hidden 32, 4 heads, vocab 256, seq 32)" || fail "fixture: $out"
+  # a sharded export (shards and their index) reads back bitwise
+  ZEROC_EXPORT_SHARD_BYTES=30000 train 2 --init "$WORK/d" --steps 0 --export "$WORK/s" || fail "shards"
+  [ -f "$WORK/s/model.safetensors.index.json" ] && [ ! -e "$WORK/s/model.safetensors" ] \
+    && [ "$(ls "$WORK/s" | grep -c '^model-000[0-9][0-9]-of-000[0-9][0-9]\.safetensors$')" -ge 2 ] \
+    || fail "shards: $(ls "$WORK/s" | tr '\n' ' ')"
+  init_same 1 "$WORK/s" "$WORK/d/model.safetensors"
   refused --init "$WORK/d" --layers 3 '--layers 3 contradicts config.json "n_layer" 2'
   refused --init "$WORK/d" --seq 128 '--seq 128: accepted up to config.json "n_positions" 64'
   refused --init "$WORK/d" --model gpt2-124m '--model gpt2-124m (12 layers'
