@@ -108,7 +108,9 @@ typedef struct zeroc_train_config {
   const char *data; /* "synthetic", or a path or glob of llm.c shards [synthetic] */
   int shuffle;      /* [0] */
   /* state */
-  const char *init;        /* safetensors weights to start from, or NULL */
+  const char *init;        /* weights to start from: a safetensors file, or a transformers
+                              save_pretrained directory (its config.json gives the model and
+                              shape; model.safetensors or shards + index), or NULL */
   const char *resume;      /* checkpoint directory to resume from, or NULL */
   const char *save;        /* checkpoint directory (checked writable at create), or NULL */
   int save_every;          /* with save: a checkpoint every N steps [0: only at the end] */
