@@ -31,7 +31,7 @@ zeroc_test(NAME test_arch SOURCES test_arch.c NP 1 2 LABELS mpi)
 target_compile_definitions(test_arch PRIVATE ZT_FIXTURES="${CMAKE_CURRENT_SOURCE_DIR}/fixtures")
 
 # transformers save_pretrained directories in and out of zeroc train (tests/hf_cli.sh).
-foreach(t export init bad)
+foreach(t export init bad llama qwen fixtures llama_bad)
   add_test(NAME hf_cli_${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/hf_cli.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_mpirun_flags}" ${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${t})

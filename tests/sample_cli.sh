@@ -184,7 +184,7 @@ LIST
   echo "llama-tiny: samples in training; --resume on 1 and 2 ranks equal, cache changes nothing; qwen-tiny tp 2 = 1 rank; $n refusals" ;;
 llama_transformers)
   # a LlamaForCausalLM (GQA, llama3 rope scaling, untied) and a Qwen2ForCausalLM (q/k/v
-  # biases, tied) saved by transformers in fp16 (make_hf_llama.py): transformers' own 56
+  # biases, tied) saved by transformers in fp16 (make_hf_llama_sample.py): transformers' own 56
   # greedy tokens, past the 64-token window
   for m in llama-tiny:hf_llama_tiny qwen-tiny:hf_qwen_tiny; do
     fx=$(dirname "$0")/fixtures/${m#*:}

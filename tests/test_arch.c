@@ -350,6 +350,95 @@ static void test_hf_config(void) {
                 zeroc_last_error(NULL));
 }
 
+/* The Llama family's config.json (llama_arch.c's hf hooks): transformers 5's own
+ * (tests/fixtures/hf_llama: rope_parameters) and the spelling of earlier files
+ * (rope_theta and rope_scaling, as published Llama 3 configs have it) give the same
+ * shape; Qwen2's class gives q/k/v biases; a contradicting setting and the keys zeroc
+ * cannot honour are refused naming them. */
+static void read_fixture(const char *path, char *buf, size_t cap, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  CU_ASSERT_FATAL(f != NULL);
+  *n = fread(buf, 1, cap - 1, f);
+  fclose(f);
+  buf[*n] = 0;
+}
+
+static void test_hf_config_llama(void) {
+  const zeroc_arch_t *a = zeroc_arch_find_hf("LlamaForCausalLM");
+  CU_ASSERT_FATAL(a != NULL);
+  CU_ASSERT(a == zeroc_arch_find("llama-tiny") && a == zeroc_arch_find_hf("Qwen2ForCausalLM"));
+  CU_ASSERT(a->hf_config_write && a->hf_config_read);
+  char buf[8192];
+  size_t n;
+  read_fixture(ZT_FIXTURES "/hf_llama/config.json", buf, sizeof buf, &n);
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  ZT_OK(a->hf_config_read(buf, n, &c, ZEROC_NAMES_CONFIG));
+  CU_ASSERT_STRING_EQUAL(c.model, "llama-custom");
+  CU_ASSERT(c.layers == 2 && c.hidden == 32 && c.heads == 4 && c.kv_heads == 2 && c.ffn == 64 &&
+            c.vocab == 256 && c.seq == 64 && c.max_positions == 64);
+  CU_ASSERT(c.qkv_bias == 0 && c.untied == 1 && c.norm_eps == 1e-5 && c.rope_theta == 5e5);
+  CU_ASSERT(c.rope_factor == 8 && c.rope_low == 1 && c.rope_high == 4 && c.rope_original == 32);
+  zeroc_mesh_info_t one;
+  zeroc_train_info_t in;
+  ZT_OK(zeroc_mesh_layout_cp(1, 1, 1, 1, 1, 0, &one));
+  ZT_OK(zeroc_train_config_resolve(&c, &one, ZEROC_DEVICE_CPU, ZEROC_NAMES_CONFIG, &in));
+  CU_ASSERT(in.model.family == ZEROC_GPT_FAMILY_LLAMA && in.model.kv_heads == 2 &&
+            in.model.untied == 1 && in.model.rope_original == 32);
+  /* the same model as earlier transformers wrote it */
+  const char *legacy =
+      "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 32, \"num_hidden_layers\": 2, "
+      "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"intermediate_size\": 64, "
+      "\"vocab_size\": 256, \"max_position_embeddings\": 64, \"rms_norm_eps\": 1e-05, "
+      "\"rope_theta\": 500000.0, \"rope_scaling\": {\"factor\": 8.0, \"low_freq_factor\": 1.0, "
+      "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 32, \"rope_type\": "
+      "\"llama3\"}, \"tie_word_embeddings\": false, \"hidden_act\": \"silu\"}";
+  zeroc_train_config_t l = ZEROC_TRAIN_CONFIG_INIT;
+  ZT_OK(a->hf_config_read(legacy, strlen(legacy), &l, ZEROC_NAMES_CONFIG));
+  CU_ASSERT(l.layers == c.layers && l.kv_heads == c.kv_heads && l.ffn == c.ffn &&
+            l.untied == c.untied && l.rope_theta == c.rope_theta &&
+            l.rope_factor == c.rope_factor && l.rope_original == c.rope_original);
+  read_fixture(ZT_FIXTURES "/hf_qwen2/config.json", buf, sizeof buf, &n);
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  ZT_OK(a->hf_config_read(buf, n, &c, ZEROC_NAMES_CONFIG));
+  CU_ASSERT(c.qkv_bias == 1 && c.untied == 0 && c.rope_theta == 1e6 && c.rope_factor == 0);
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.kv_heads = 4;
+  CU_ASSERT_EQUAL(a->hf_config_read(buf, n, &c, ZEROC_NAMES_FLAGS), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL),
+                       "--kv-heads 4 contradicts config.json \"num_key_value_heads\" 2"),
+                "message: %s", zeroc_last_error(NULL));
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  c.rope_theta = 1e4;
+  CU_ASSERT_EQUAL(a->hf_config_read(buf, n, &c, ZEROC_NAMES_CONFIG), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "rope_theta 10000 contradicts"), "message: %s",
+                zeroc_last_error(NULL));
+  /* keys zeroc's Llama cannot honour, each refused by name */
+  const char *bad[] = {"\"hidden_act\": \"gelu\"", "\"attention_bias\": true", "\"mlp_bias\": true",
+                       "\"head_dim\": 16",
+                       "\"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 2.0}"};
+  const char *key[] = {"hidden_act", "attention_bias", "mlp_bias", "head_dim", "linear"};
+  for (int k = 0; k < 5; k++) {
+    char j[512];
+    snprintf(j, sizeof j,
+             "{\"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 32, "
+             "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"intermediate_size\": 64, "
+             "\"vocab_size\": 256, \"max_position_embeddings\": 64, %s}",
+             bad[k]);
+    c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+    CU_ASSERT_EQUAL(a->hf_config_read(j, strlen(j), &c, ZEROC_NAMES_CONFIG), ZEROC_ERR_INVALID_ARG);
+    ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), key[k]), "%s: %s", key[k], zeroc_last_error(NULL));
+  }
+  const char *swa = "{\"architectures\": [\"Qwen2ForCausalLM\"], \"hidden_size\": 32, "
+                    "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"intermediate_size\": "
+                    "64, \"vocab_size\": 256, \"max_position_embeddings\": 64, "
+                    "\"use_sliding_window\": true}";
+  c = (zeroc_train_config_t)ZEROC_TRAIN_CONFIG_INIT;
+  CU_ASSERT_EQUAL(a->hf_config_read(swa, strlen(swa), &c, ZEROC_NAMES_CONFIG),
+                  ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "use_sliding_window"), "message: %s",
+                zeroc_last_error(NULL));
+}
+
 static void test_trainer_both(void) {
   zeroc_ctx_t *ctx = zt_ctx(1, 1, 1);
   if (!ctx) return;
@@ -393,6 +482,8 @@ int main(int argc, char **argv) {
       {"the planner through the interface: units, FLOPs, one rule, one default",
        test_planner_interface},
       {"a transformers config.json: the fixture's shape, contradictions, refusals", test_hf_config},
+      {"Llama and Qwen2 config.json: both rope spellings, contradictions, refusals",
+       test_hf_config_llama},
       {"the trainer through the interface: GPT and DLRM, checkpoints, refusals", test_trainer_both},
       ZT_END,
   };

@@ -224,7 +224,7 @@ static void test_trainer_checkpoint(void) {
 
 /* transformers' own numbers on the models it saved (tests/fixtures/hf_llama_tiny: GQA,
  * llama3 rope scaling, untied head; hf_qwen_tiny: q/k/v biases, tied head; written
- * offline by make_hf_llama.py in fp16 with `model.` names): the logits of a 14-token
+ * offline by make_hf_llama_sample.py in fp16 with `model.` names): the logits of a 14-token
  * prompt (computed in fp64; fp32 rounding is 1e-6 of them) and the greedy continuation of
  * 56 tokens past the 64-token window. */
 static void transformers_fixture(const char *preset, const char *dir) {

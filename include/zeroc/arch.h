@@ -24,7 +24,7 @@
  *                       and generation; NULL where the model has none
  *   hf_architectures, hf_config_write, hf_config_read
  *                       the transformers class and its config.json: with
- *                       export_weights' file, a save_pretrained directory
+ *                       export_weights' files, a save_pretrained directory
  *   price_check, price_unit, price_stage, figures
  *                       the planner's questions (zeroc/plan.h): the model's
  *                       rules on a layout, each unit's parameters, a pipeline
@@ -200,6 +200,10 @@ typedef struct zeroc_arch {
   zeroc_result_t (*load_extra)(void *self, const char *dir, uint64_t step);
 
   /* ---- weights in and out, generation (NULL: the model has none) ---- */
+  /* `path`: a weights file, or a transformers save_pretrained directory (import:
+   * its weights, one file or shards; export: an existing directory the weights are
+   * written into, as save_pretrained lays them out, beside hf_config_write's
+   * config.json). Collective. */
   zeroc_result_t (*import_weights)(void *self, const char *path);
   zeroc_result_t (*export_weights)(void *self, const char *path);
   /* A sampler holding the current weights, on rank 0 (NULL elsewhere). Collective. */
@@ -211,7 +215,7 @@ typedef struct zeroc_arch {
   /* The classes of a config.json's "architectures" it reads and writes
    * ("GPT2LMHeadModel"), NULL-terminated. */
   const char *const *hf_architectures;
-  /* The config.json that goes with export_weights' file of the run (its shape,
+  /* The config.json that goes with export_weights' files of the run (its shape,
    * as transformers' class names the keys; dtype float32), as malloc'd text. */
   zeroc_result_t (*hf_config_write)(void *self, char **json);
   /* A config.json's shape into c's shape fields (c->model becomes a name this

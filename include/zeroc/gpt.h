@@ -240,22 +240,33 @@ ZEROC_API uint64_t zeroc_gpt_activation_bytes(const zeroc_gpt_t *g);
 ZEROC_API const float *zeroc_gpt_losses(const zeroc_gpt_t *g);
 
 /*
- * Writes the model's fp32 master weights as one safetensors file with Hugging
- * Face GPT-2 names and layouts (wte.weight (V,C) without the padding rows,
- * h.{i}.attn.c_attn.weight (C,3C) stored (in, out) as GPT-2's Conv1D does, ...).
- * With tensor parallelism each tensor is consolidated from the tp ranks' slices.
- * Collective over the model's world; rank 0 writes (atomically).
+ * Writes the model's fp32 master weights as safetensors with Hugging Face
+ * names and layouts. GPT-2: GPT2LMHeadModel's (wte.weight (V,C) without the
+ * padding rows, h.{i}.attn.c_attn.weight (C,3C) stored (in, out) as GPT-2's
+ * Conv1D does, ...). The Llama family: LlamaForCausalLM's and Qwen2ForCausalLM's
+ * (model.embed_tokens.weight (V,C), model.layers.{i}.self_attn.{q,k,v}_proj.weight
+ * (and .bias with qkv_bias), ...o_proj.weight, ...mlp.{gate,up,down}_proj.weight,
+ * the norms, model.norm.weight, and lm_head.weight when untied), (out, in) as
+ * nn.Linear stores them. `path` is a file, or an existing directory: its
+ * model.safetensors, or above ZEROC_EXPORT_SHARD_BYTES (default 5e9)
+ * model-0000k-of-0000n.safetensors shards and model.safetensors.index.json, as
+ * save_pretrained writes them. With tensor parallelism each tensor is consolidated
+ * from the tp ranks' slices. Collective over the model's world; rank 0 writes
+ * (each file atomically).
  */
 ZEROC_API zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path);
 
 /*
- * Loads weights from such a file (extra tensors such as h.{i}.attn.bias masks
- * are ignored) into the master weights (with tensor parallelism, each tp rank
- * its slice) and publishes them. Reads files as Hugging Face `transformers`
- * writes them: names bare (`wte.weight`, `h.0....`) or prefixed `transformer.`
- * (GPT2LMHeadModel.save_pretrained), an `lm_head.weight` equal to wte or none
- * (a different head is refused: the model ties it), F32, BF16 or F16 values
- * (converted to fp32), and a `wpe.weight` with more rows than cfg->seq (the
+ * Loads weights from such a file, or a save_pretrained directory (its
+ * model.safetensors, or the shards its model.safetensors.index.json names), or
+ * that index (extra tensors such as h.{i}.attn.bias masks are ignored) into the
+ * master weights (with tensor parallelism, each tp rank its slice) and publishes
+ * them. Reads files as Hugging Face `transformers` writes them: names bare
+ * (`wte.weight`, `h.0....`; `embed_tokens.weight`, `layers.0....`) or prefixed
+ * `transformer.` (GPT2LMHeadModel.save_pretrained) or `model.` (the Llama
+ * classes'), an `lm_head.weight` equal to the embedding or none where the model
+ * ties them (a different head is refused), F32, BF16 or F16 values
+ * (converted to fp32), and GPT-2's `wpe.weight` with more rows than cfg->seq (the
  * first seq rows are used; the rest are kept in host memory, and
  * zeroc_gpt_export writes the whole table back). Checks every tensor's
  * presence and shape first: nothing changes on error.

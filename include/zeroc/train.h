@@ -108,7 +108,9 @@ typedef struct zeroc_train_config {
   const char *data; /* "synthetic", or a path or glob of llm.c shards [synthetic] */
   int shuffle;      /* [0] */
   /* state */
-  const char *init;        /* safetensors weights to start from, or NULL */
+  const char *init;        /* weights to start from: a safetensors file, or a transformers
+                              save_pretrained directory (its config.json gives the model and
+                              shape; model.safetensors or shards + index), or NULL */
   const char *resume;      /* checkpoint directory to resume from, or NULL */
   const char *save;        /* checkpoint directory (checked writable at create), or NULL */
   int save_every;          /* with save: a checkpoint every N steps [0: only at the end] */
@@ -155,6 +157,10 @@ typedef struct zeroc_train_config {
    * original positions). GPT-2 and DLRM refuse them. */
   int kv_heads, ffn, qkv_bias, untied;
   double norm_eps, rope_theta, rope_factor, rope_low, rope_high, rope_original;
+  /* The Llama family: the context the model is made for (transformers'
+   * max_position_embeddings), at least seq; an init directory's config.json sets it
+   * and a save_pretrained export writes it back [seq] */
+  int max_positions;
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -170,7 +176,7 @@ typedef struct zeroc_train_config {
         ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET, ZEROC_UNSET,     \
         ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, (double)ZEROC_UNSET,                   \
         (double)ZEROC_UNSET, (double)ZEROC_UNSET, (double)ZEROC_UNSET, (double)ZEROC_UNSET,        \
-        (double)ZEROC_UNSET                                                                        \
+        (double)ZEROC_UNSET, ZEROC_UNSET                                                           \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */

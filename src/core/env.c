@@ -43,6 +43,7 @@ static const knob_t KNOBS[] = {
     {"ZEROC_PEAK_TFLOPS", 0, 0.001, 1e7, "peak TFLOP/s per GPU for the MFU figure"},
     {"ZEROC_DLRM_EMBED", 1, 0, 1, "1 (default): the DLRM trainer's tables model-parallel (src/embed), 0: replicated host tables (the reference)"},
     {"ZEROC_DLRM_HOST_TABLES", 1, 0, 1152921504606846976.0, "bytes: the DLRM trainer's tables above this on a rank live in host memory, 0 (default) = none"},
+    {"ZEROC_EXPORT_SHARD_BYTES", 1, 1, 1152921504606846976.0, "bytes: a save_pretrained export above this is cut into model-0000k-of-0000n.safetensors shards of at most this (default 5000000000, transformers' 5GB)"},
     {"ZEROC_CP_OVERLAP", 1, 0, 1, "1 overlaps the ring's K/V hops with attention, 0 waits for each first"},
 };
 

@@ -15,5 +15,7 @@ extern const zeroc_arch_t zeroc__arch_dlrm; /* dlrm_arch.c */
 
 /* Every registered preset name, comma-separated, for "accepted: ..." messages. */
 void zeroc__arch_preset_list(char *buf, size_t n);
+/* Every transformers class a model reads ("GPT2LMHeadModel, ..."), likewise. */
+void zeroc__arch_hf_list(char *buf, size_t n);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * persist/gpt_file.c - GPT-2 weights read from a safetensors file as Hugging
+ * model/gpt_file.c - decoder weights read from safetensors files as Hugging
  * Face writes them (see gpt_file.h): the name layout, the tied LM head, a
  * longer position table, 16-bit values; every check names the tensor.
  */
@@ -29,17 +29,23 @@ static uint64_t first_nonfinite(const float *x, uint64_t n) {
   return n;
 }
 
-static const zeroc__st_tensor_t *find(const zeroc__gpt_file_t *f, const char *name) {
-  char full[160];
-  snprintf(full, sizeof full, "%s%s", f->prefix, name);
-  return zeroc__st_find(f->st, full);
+/* lm_head.weight sits outside the base model in every layout: never prefixed. */
+static const char *prefix_of(const zeroc__gpt_file_t *f, const char *name) {
+  return strcmp(name, "lm_head.weight") ? f->prefix : "";
 }
 
-/* lm_head.weight, when the file has one, is wte itself: zeroc ties the head to
- * the embedding, so a different head would be silently replaced. Equal bytes
- * of one dtype are equal; otherwise compare the fp32 values bit for bit. */
+static const zeroc__st_tensor_t *find(const zeroc__gpt_file_t *f, const char *name) {
+  char full[200];
+  snprintf(full, sizeof full, "%s%s", prefix_of(f, name), name);
+  return zeroc__st_set_find(f->st, full);
+}
+
+/* lm_head.weight, when the file has one, is the embedding `wte` itself: the
+ * model ties the head to the embedding, so a different head would be silently
+ * replaced. Equal bytes of one dtype are equal; otherwise compare the fp32
+ * values bit for bit. */
 static zeroc_result_t check_tied(zeroc__gpt_file_t *f, const zeroc__st_tensor_t *wte) {
-  const zeroc__st_tensor_t *head = zeroc__st_find(f->st, "lm_head.weight");
+  const zeroc__st_tensor_t *head = zeroc__st_set_find(f->st, "lm_head.weight");
   zeroc_result_t res = ZEROC_OK;
   if (!head) return ZEROC_OK;
   int same_shape = head->ndim == wte->ndim && head->numel == wte->numel &&
@@ -61,35 +67,44 @@ static zeroc_result_t check_tied(zeroc__gpt_file_t *f, const zeroc__st_tensor_t 
     if (at == wte->numel) goto fail; /* equal: res is ZEROC_OK */
   }
   res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                   "'%s': lm_head.weight differs from %swte.weight (%s at index %" PRIu64
-                   "): the LM head is untied, and zeroc ties it to the token embedding",
-                   f->path, f->prefix, same_shape ? "first difference" : "another shape", at);
+                   "'%s': lm_head.weight differs from %s (%s at index %" PRIu64
+                   "): the LM head is untied, and this model ties it to the token embedding",
+                   f->path, wte->name, same_shape ? "first difference" : "another shape", at);
 fail:
   free(a);
   free(b);
   return res;
 }
 
-zeroc_result_t zeroc__gpt_file_open(const char *path, zeroc__gpt_file_t *f) {
+zeroc_result_t zeroc__gpt_file_open_cfg(const char *path, const zeroc_gpt_config_t *cfg,
+                                        zeroc__gpt_file_t *f) {
+  int llama = cfg && cfg->family == ZEROC_GPT_FAMILY_LLAMA;
+  const char *embed = llama ? "embed_tokens.weight" : "wte.weight";
+  const char *outer = llama ? "model." : "transformer.",
+             *full_name = llama ? "model.embed_tokens.weight" : "transformer.wte.weight";
   memset(f, 0, sizeof *f);
   f->path = path;
-  CHK(zeroc__st_open(path, &f->st));
+  f->kind = llama ? "Llama" : "GPT-2";
+  CHK(zeroc__st_set_open(path, &f->st));
   f->prefix = "";
-  const zeroc__st_tensor_t *wte = zeroc__st_find(f->st, "wte.weight");
-  if (!wte && (wte = zeroc__st_find(f->st, "transformer.wte.weight"))) f->prefix = "transformer.";
+  const zeroc__st_tensor_t *wte = zeroc__st_set_find(f->st, embed);
+  if (!wte && (wte = zeroc__st_set_find(f->st, full_name))) f->prefix = outer;
   zeroc_result_t res = ZEROC_OK;
   if (!wte)
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                     "'%s' has no tensor 'wte.weight' nor 'transformer.wte.weight' (a GPT-2 "
-                     "file has one of them)",
-                     path);
-  if (!res) res = check_tied(f, wte);
+                     "'%s' has no tensor '%s' nor '%s' (a %s file has one of them)", path, embed,
+                     full_name, f->kind);
+  if (!res && !(llama && cfg->untied)) res = check_tied(f, wte);
   if (res) zeroc__gpt_file_close(f);
   return res;
 }
 
+zeroc_result_t zeroc__gpt_file_open(const char *path, zeroc__gpt_file_t *f) {
+  return zeroc__gpt_file_open_cfg(path, NULL, f);
+}
+
 void zeroc__gpt_file_close(zeroc__gpt_file_t *f) {
-  zeroc__st_close(f->st);
+  zeroc__st_set_close(f->st);
   f->st = NULL;
 }
 
@@ -107,9 +122,8 @@ zeroc_result_t zeroc__gpt_file_read(zeroc__gpt_file_t *f, const char *name, int 
   const zeroc__st_tensor_t *t = find(f, name);
   if (!t)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "'%s' has no tensor '%s%s' (a GPT-2 file of this "
-                      "shape has)",
-                      f->path, f->prefix, name);
+                      "'%s' has no tensor '%s%s' (a %s file of this shape has)", f->path,
+                      prefix_of(f, name), name, f->kind);
   uint64_t count = nd == 2 ? shape[0] * shape[1] : shape[0];
   int same = t->ndim == nd && t->shape[0] == shape[0] && (nd == 1 || t->shape[1] == shape[1]);
   /* a longer table (wpe of a file with more positions): the first rows */
@@ -120,7 +134,8 @@ zeroc_result_t zeroc__gpt_file_read(zeroc__gpt_file_t *f, const char *name, int 
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "'%s': tensor '%s%s' has shape %s, this model needs "
                       "%s%s",
-                      f->path, f->prefix, name, dims_text(t->shape, t->ndim, have, sizeof have),
+                      f->path, prefix_of(f, name), name,
+                      dims_text(t->shape, t->ndim, have, sizeof have),
                       dims_text(shape, nd, want, sizeof want), tail ? " or more rows" : "");
   }
   float *all = malloc(t->numel * 4 + 4);
@@ -136,7 +151,7 @@ zeroc_result_t zeroc__gpt_file_read(zeroc__gpt_file_t *f, const char *name, int 
     res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                      "'%s': tensor '%s%s' holds %s at index %" PRIu64 " of %" PRIu64
                      "; accepted finite weights only",
-                     f->path, f->prefix, name,
+                     f->path, prefix_of(f, name), name,
                      isnan(v) ? "NaN"
                      : v > 0  ? "+inf"
                               : "-inf",

@@ -1,26 +1,31 @@
 /*
- * persist/gpt_io.c - the built-in GPT's weights as a safetensors file with Hugging
- * Face GPT-2 names and layouts, so a trained model opens in the Python
- * ecosystem and GPT-2 weights can be fine-tuned here. Our linear weights are
- * (out, in); GPT-2's Conv1D stores (in, out), so 2-D block weights are
- * transposed both ways. wte is exported without its padding rows.
+ * model/gpt_io.c - the built-in decoder's weights as safetensors with Hugging
+ * Face names and layouts (GPT2LMHeadModel's, or LlamaForCausalLM's and
+ * Qwen2ForCausalLM's: gpt_hfmap.c says which tensors hold each parameter), so
+ * a trained model opens in the Python ecosystem and published weights can be
+ * fine-tuned here: one file, or a save_pretrained directory's model.safetensors
+ * (sharded with an index above ZEROC_EXPORT_SHARD_BYTES, io/st_set.h).
  * Tensors are always the consolidated (unsplit) ones: with tensor
  * parallelism, export rebuilds each tensor from the tp ranks' slices
  * (tp/split.h) and import cuts each rank's slice from the file's tensor.
  * With pipeline parallelism every stage holds other units: rank 0 receives the
  * other stages' consolidated tensors from the first rank of each stage and
  * writes the file, and on import each rank reads its own units' tensors; the
- * last stage's tied copy of wte is the embedding's wte in the file.
+ * last stage's tied copy of the embedding is the embedding in the file.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "comm/comm.h"
+#include "core/env.h"
 #include "core/error.h"
-#include "io/safetensors.h"
+#include "io/st_set.h"
 #include "model/gpt_file.h"
+#include "model/gpt_hfmap.h"
 #include "model/gpt_internal.h"
 #include "runtime/runtime.h"
 #include "tp/split.h"
@@ -29,29 +34,8 @@
 /* Tags of the export transfer on the pipeline group (blocking, after every
  * pipeline message of the step has landed). */
 enum { TAG_HEADER = 32001, TAG_DATA = 32002 };
-
-/* Hugging Face name and stored shape of parameter `pd` of global unit g (its
- * unsplit tensor, `sp`); *transpose is set for the Conv1D weights. Global
- * units: 0 embedding, 1..L blocks, L+1 head. */
-static void hf_name(const zeroc_param_desc_t *pd, int g, int L, int vocab, char *name, size_t n,
-                    int *ndim, uint64_t shape[2], int *transpose, zeroc__split_t *sp) {
-  int block = g > 0 && g < L + 1;
-  zeroc__split_of(pd, sp);
-  if (block)
-    snprintf(name, n, "h.%d.%s", g - 1, pd->name);
-  else
-    snprintf(name, n, "%s", pd->name);
-  *ndim = pd->ndim;
-  *transpose = block && pd->ndim == 2;
-  if (pd->ndim == 2) {
-    shape[0] = (uint64_t)(*transpose ? sp->full[1] : sp->full[0]);
-    shape[1] = (uint64_t)(*transpose ? sp->full[0] : sp->full[1]);
-    if (!block && !strcmp(pd->name, "wte.weight")) shape[0] = (uint64_t)vocab; /* no padding rows */
-  } else {
-    shape[0] = (uint64_t)sp->full[0];
-    shape[1] = 1;
-  }
-}
+/* A unit's parameter slots in the tables (GPT-2's block has the most: twelve). */
+enum { BLOCK_PARAMS_MAX = 12 };
 
 /* A copy of the embedding's wte held by another unit (the last stage's head). */
 static int is_tied_copy(const zeroc_param_desc_t *pd, int g) {
@@ -79,12 +63,6 @@ static zeroc_result_t recv_floats(float *buf, uint64_t count, int peer, MPI_Comm
                   "receiving values", peer));
   }
   return ZEROC_OK;
-}
-
-/* dst (c, r) = src (r, c)^T */
-static void transpose(float *dst, const float *src, uint64_t r, uint64_t c) {
-  for (uint64_t i = 0; i < r; i++)
-    for (uint64_t j = 0; j < c; j++) dst[j * r + i] = src[i * c + j];
 }
 
 /* The unsplit tensor `dst` (sp's full shape) from this rank's local values
@@ -154,7 +132,7 @@ static zeroc_result_t consolidate_units(export_t *E) {
       zeroc__split_t sp;
       zeroc__split_of(pd, &sp);
       CHK(consolidate(E->ctx, pd, &sp, E->full[u] + zeroc_model_param_offset(m, u, p), at));
-      E->src[gu * 12 + p] = at;
+      E->src[gu * BLOCK_PARAMS_MAX + p] = at;
       at += zeroc__split_full_numel(&sp);
       E->count += zeroc__split_full_numel(&sp);
     }
@@ -183,7 +161,7 @@ static zeroc_result_t send_stage(export_t *E) {
     for (int p = 0; p < np; p++) {
       zeroc__split_t sp;
       zeroc__split_of(&pds[p], &sp);
-      memcpy(packed + at, E->src[gu * 12 + p], zeroc__split_full_numel(&sp) * 4);
+      memcpy(packed + at, E->src[gu * BLOCK_PARAMS_MAX + p], zeroc__split_full_numel(&sp) * 4);
       at += zeroc__split_full_numel(&sp);
     }
   }
@@ -229,7 +207,7 @@ static zeroc_result_t receive_stages(export_t *E) {
         zeroc__split_of(&pds[p], &sp);
         uint64_t ne = zeroc__split_full_numel(&sp);
         if (at + ne > total) break;
-        E->src[gu * 12 + p] = vals + at;
+        E->src[gu * BLOCK_PARAMS_MAX + p] = vals + at;
         if (ne > E->maxp) E->maxp = ne;
         at += ne;
       }
@@ -246,7 +224,7 @@ static zeroc_result_t check_complete(const export_t *E) {
     int np;
     zeroc_gpt_unit_params(E->g, gu, &np);
     for (int p = 0; p < np; p++)
-      if (!E->src[gu * 12 + p])
+      if (!E->src[gu * BLOCK_PARAMS_MAX + p])
         return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "export: no values for parameter %d of unit %d", p,
                           gu);
   }
@@ -271,7 +249,7 @@ zeroc_result_t zeroc__gpt_collect(zeroc_model_t *m, const zeroc_gpt_t *g, zeroc_
   zeroc_result_t res = ZEROC_OK;
   E.full = calloc((size_t)E.n, sizeof *E.full);
   E.recv = calloc((size_t)mesh->pp, sizeof *E.recv);
-  E.src = calloc((size_t)E.NU * 12, sizeof *E.src);
+  E.src = calloc((size_t)E.NU * BLOCK_PARAMS_MAX, sizeof *E.src);
   if (!E.full || !E.src || !E.recv) res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export tables");
   if (!res) res = consolidate_units(&E);
   if (!res && mesh->pp > 1 && rep && mesh->pp_rank > 0) res = send_stage(&E);
@@ -287,84 +265,122 @@ zeroc_result_t zeroc__gpt_collect(zeroc_model_t *m, const zeroc_gpt_t *g, zeroc_
   return zeroc__ctx_ret(ctx, zeroc_ctx_agree(ctx, res));
 }
 
-/* What export's visitor writes: the model's tensors to `path`. */
+/* What export's visitor writes: the model's tensors to `path`, a file or a
+ * save_pretrained directory (dir). */
 typedef struct {
   const zeroc_gpt_t *g;
   const char *path;
+  int dir;
+  uint64_t shard_bytes;
+  const float *const *src;   /* the consolidated parameters (zeroc__gpt_collect) */
+  zeroc__hf_piece_t *pieces; /* per file tensor: its piece */
+  int *param;                /* per file tensor: gu * BLOCK_PARAMS_MAX + p of its parameter */
+  const float *tail;         /* GPT-2: wpe's rows beyond seq, written after them */
+  int tail_rows;
 } export_file_t;
 
-/* Rank 0: the file, every tensor of the model in global order. */
-static zeroc_result_t write_file(void *user, const float *const *src, uint64_t maxp) {
+/* zeroc__st_fill_fn: file tensor i from its parameter's consolidated values. */
+static zeroc_result_t fill(void *user, size_t i, float *out) {
   const export_file_t *X = user;
+  const zeroc__hf_piece_t *pc = &X->pieces[i];
+  zeroc__hf_piece_get(pc, X->src[X->param[i]], out);
+  if (X->tail_rows && X->param[i] == 1) /* GPT-2's wpe, with the imported rows beyond seq */
+    memcpy(out + pc->shape[0] * pc->shape[1], X->tail, (size_t)X->tail_rows * pc->shape[1] * 4);
+  return ZEROC_OK;
+}
+
+/* Rank 0: the file(s), every tensor of the model in global order. */
+static zeroc_result_t write_file(void *user, const float *const *src, uint64_t maxp) {
+  export_file_t *X = user;
   const zeroc_gpt_t *g = X->g;
+  const zeroc_gpt_config_t *cfg = zeroc_gpt_config(g);
+  static const char *const meta[] = {"format", "pt", "producer", "zeroc", NULL};
+  int L = cfg->layers, llama = cfg->family == ZEROC_GPT_FAMILY_LLAMA;
+  size_t cap = (size_t)(L + 2) * BLOCK_PARAMS_MAX * ZEROC_HF_MAX_PIECES, n = 0;
   zeroc_result_t res = ZEROC_OK;
-  int vocab = zeroc_gpt_config(g)->vocab, L = zeroc_gpt_config(g)->layers, tail_rows;
-  const float *tail = zeroc__gpt_wpe_tail(g, &tail_rows);
-  float *tmp = NULL;
-  zeroc__st_writer_t *w = NULL;
-  tmp = malloc(maxp * 4 + 4);
-  if (!tmp)
-    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "export transpose buffer of %" PRIu64 " floats", maxp);
-  ZEROC_TRY(zeroc__st_writer_create(X->path, &w));
-  ZEROC_TRY(zeroc__st_writer_metadata(w, "format", "pt"));
-  ZEROC_TRY(zeroc__st_writer_metadata(w, "producer", "zeroc"));
-  /* the header lists every tensor first, then the values follow in the same order */
-  for (int pass = 0; pass < 2; pass++) {
-    for (int gu = 0; gu < L + 2; gu++) {
-      int np;
-      const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
-      for (int p = 0; p < np; p++) {
-        char name[128];
-        int nd, tr;
-        uint64_t shape[2];
-        zeroc__split_t sp;
-        hf_name(&pds[p], gu, L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
+  (void)maxp;
+  X->src = src;
+  X->tail = zeroc__gpt_wpe_tail(g, &X->tail_rows);
+  zeroc__st_entry_t *e = calloc(cap, sizeof *e);
+  X->pieces = calloc(cap, sizeof *X->pieces);
+  X->param = calloc(cap, sizeof *X->param);
+  if (!e || !X->pieces || !X->param) {
+    res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "export table of %zu tensors", cap);
+    goto fail;
+  }
+  for (int gu = 0; gu < L + 2; gu++) {
+    int np;
+    const zeroc_param_desc_t *pds = zeroc_gpt_unit_params(g, gu, &np);
+    for (int p = 0; p < np; p++) {
+      int k = zeroc__hf_pieces(cfg, &pds[p], gu, &X->pieces[n]);
+      for (int j = 0; j < k; j++, n++) {
+        const zeroc__hf_piece_t *pc = &X->pieces[n];
+        /* transformers' Llama classes keep the base model under "model." */
+        int outer = llama && strcmp(pc->name, "lm_head.weight");
+        snprintf(e[n].name, sizeof e[n].name, "%s%s", outer ? "model." : "", pc->name);
+        e[n].ndim = pc->nd;
+        e[n].shape[0] = pc->shape[0], e[n].shape[1] = pc->shape[1];
+        X->param[n] = gu * BLOCK_PARAMS_MAX + p;
         /* an imported position table longer than seq goes back whole */
-        int wpe = gu == 0 && !strcmp(pds[p].name, "wpe.weight");
-        if (wpe) shape[0] += (uint64_t)tail_rows;
-        if (!pass) {
-          ZEROC_TRY(zeroc__st_writer_add(w, name, ZEROC_ST_F32, nd, shape));
-          continue;
-        }
-        const float *v = src[gu * 12 + p];
-        uint64_t cnt = nd == 2 ? shape[0] * shape[1] : shape[0];
-        if (wpe && tail_rows) {
-          cnt -= (uint64_t)tail_rows * shape[1];
-          ZEROC_TRY(zeroc__st_writer_write_f32(w, v, cnt));
-          v = tail, cnt = (uint64_t)tail_rows * shape[1];
-        }
-        if (tr) {
-          transpose(tmp, v, shape[1], shape[0]);
-          v = tmp;
-        }
-        ZEROC_TRY(zeroc__st_writer_write_f32(w, v, cnt));
+        if (X->param[n] == 1 && !llama) e[n].shape[0] += (uint64_t)X->tail_rows;
       }
     }
   }
-  ZEROC_TRY(zeroc__st_writer_finish(w));
+  res = zeroc__st_set_write(X->path, X->dir, e, n, X->shard_bytes, meta, fill, X);
 fail:
-  zeroc__st_writer_destroy(w);
-  free(tmp);
+  free(X->param);
+  free(X->pieces);
+  free(e);
   return res;
 }
 
 zeroc_result_t zeroc_gpt_export(zeroc_model_t *m, const zeroc_gpt_t *g, const char *path) {
-  export_file_t X = {g, path};
+  struct stat st;
+  export_file_t X = {.g = g,
+                     .path = path,
+                     .dir = !stat(path, &st) && S_ISDIR(st.st_mode),
+                     .shard_bytes = ZEROC_ST_SHARD_BYTES};
+  int64_t bytes;
+  zeroc_result_t r = zeroc__env_i64("ZEROC_EXPORT_SHARD_BYTES", (int64_t)X.shard_bytes, &bytes);
+  if (r) return zeroc__ctx_ret(zeroc_model_ctx(m), r);
+  X.shard_bytes = (uint64_t)bytes;
   return zeroc__gpt_collect(m, g, write_file, &X);
+}
+
+/* The unsplit parameter `pd` of global unit gu into gl (its full shape, zeroed
+ * first: padded vocabulary rows stay 0), from the file's pieces of it. GPT-2's
+ * wpe may have more rows than seq: those go to *tail. */
+static zeroc_result_t read_param(zeroc__gpt_file_t *f, const zeroc_gpt_config_t *cfg,
+                                 const zeroc_param_desc_t *pd, int gu, float *gl, uint64_t full,
+                                 float **tail, uint64_t *tail_rows) {
+  zeroc__hf_piece_t pcs[ZEROC_HF_MAX_PIECES];
+  int k = zeroc__hf_pieces(cfg, pd, gu, pcs);
+  zeroc_result_t res = ZEROC_OK;
+  memset(gl, 0, full * 4);
+  for (int j = 0; j < k && !res; j++) {
+    const zeroc__hf_piece_t *pc = &pcs[j];
+    float *buf = malloc(pc->shape[0] * pc->shape[1] * 4 + 4);
+    if (!buf) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "import buffer of '%s'", pc->name);
+    int wpe = gu == 0 && cfg->family != ZEROC_GPT_FAMILY_LLAMA && !strcmp(pd->name, "wpe.weight");
+    res =
+        zeroc__gpt_file_read(f, pc->name, pc->nd, pc->shape, 0, buf, wpe ? tail : NULL, tail_rows);
+    if (!res) zeroc__hf_piece_put(pc, buf, gl);
+    free(buf);
+  }
+  return res;
 }
 
 zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, zeroc_gpt_t *g, const char *path) {
   zeroc_ctx_t *ctx = zeroc_model_ctx(m);
-  int n = zeroc_model_num_units(m), vocab, L;
+  const zeroc_gpt_config_t *cfg = zeroc_gpt_config(g);
+  int n = zeroc_model_num_units(m);
   zeroc_result_t res = ZEROC_OK;
   zeroc__gpt_file_t f = {0};
   float **shards = calloc((size_t)n, sizeof *shards);
   float *gl = NULL, *flat = NULL, *tail = NULL;
   uint64_t tail_rows = 0;
   if (!shards) return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_NOMEM, "import tables"));
-  vocab = zeroc_gpt_config(g)->vocab;
-  L = zeroc_gpt_config(g)->layers;
-  ZEROC_TRY(zeroc__gpt_file_open(path, &f));
+  ZEROC_TRY(zeroc__gpt_file_open_cfg(path, cfg, &f));
   /* every rank reads each whole tensor of its own units and keeps its own shard
    * of its slice */
   for (int u = 0; u < n; u++) {
@@ -377,34 +393,23 @@ zeroc_result_t zeroc_gpt_import(zeroc_model_t *m, zeroc_gpt_t *g, const char *pa
       goto fail;
     }
     for (int p = 0; p < ui.nparams; p++) {
-      char name[128];
-      int nd, tr;
-      uint64_t shape[2];
-      zeroc__split_t sp;
       const zeroc_param_desc_t *pd = zeroc_model_param_desc(m, u, p);
       int gu = zeroc_gpt_global_unit(g, u);
-      /* a tied copy of wte reads wte */
-      hf_name(pd, is_tied_copy(pd, gu) ? 0 : gu, L, vocab, name, sizeof name, &nd, shape, &tr, &sp);
-      uint64_t count = nd == 2 ? shape[0] * shape[1] : shape[0];
+      zeroc__split_t sp;
+      zeroc__split_of(pd, &sp);
+      uint64_t full = zeroc__split_full_numel(&sp);
       free(gl);
-      gl = malloc(count * 4 + 4);
+      gl = malloc(full * 4 + 4);
       if (!gl) {
-        res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "import buffers of '%s'", name);
+        res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "import buffer of '%s'", pd->name);
         goto fail;
       }
-      /* gl: the file's tensor in our (out, in) layout; wte's padding rows are
-       * not in it (file_full) and stay zero. wpe may have more rows than seq
-       * (a file of a longer context): the rest is kept for export. */
-      int wpe = gu == 0 && !strcmp(pd->name, "wpe.weight");
-      ZEROC_TRY(zeroc__gpt_file_read(&f, name, nd, shape, tr, gl, wpe ? &tail : NULL, &tail_rows));
-      int64_t file_full[ZEROC_MAX_DIMS] = {(int64_t)(tr ? shape[1] : shape[0]),
-                                           (int64_t)(tr ? shape[0] : shape[1])};
+      /* a tied copy of the embedding reads the embedding */
+      ZEROC_TRY(
+          read_param(&f, cfg, pd, is_tied_copy(pd, gu) ? 0 : gu, gl, full, &tail, &tail_rows));
       float *dst = flat + zeroc_model_param_offset(m, u, p);
       uint64_t ne = zeroc_param_numel(pd);
-      for (uint64_t j = 0; j < ne; j++) {
-        uint64_t gi = zeroc__split_to_global(&sp, pd->tp_rank, j), fi;
-        dst[j] = zeroc__split_remap(gi, sp.full, file_full, nd, &fi) ? gl[fi] : 0.0f;
-      }
+      for (uint64_t j = 0; j < ne; j++) dst[j] = gl[zeroc__split_to_global(&sp, pd->tp_rank, j)];
     }
     memcpy(shards[u], flat + ui.shard_offset, ui.shard_numel * 4);
     free(flat);

@@ -2,7 +2,8 @@
  * model/llama_arch.c - the Llama family (Llama 3, Qwen2) behind the model
  * interface (zeroc/arch.h): its presets, the config's shape (a preset with
  * overrides, or "llama-custom" with every size given, as a transformers
- * config.json gives them: llama_hf.c) and its rules. A run is the decoder run
+ * config.json gives them: llama_hf.c) and its rules; its transformers classes
+ * (llama_hf.c) and their weights (gpt_io.c). A run is the decoder run
  * of gpt_run.c (data, pipeline, step, checkpoints, weights), whose model builds
  * Llama blocks for this family (llama_block.c); the planner prices it with the
  * decoder's sizes (gpt_sizes.c, gpt_price.c).
@@ -12,9 +13,10 @@
 #include "core/error.h"
 #include "model/arch_registry.h"
 #include "model/gpt_eval.h"
-#include "model/gpt_hf.h"
 #include "model/gpt_price.h"
 #include "model/gpt_run.h"
+#include "model/gpt_state.h"
+#include "model/llama_hf.h"
 #include "model/lm_rules.h"
 #include "zeroc/arch.h"
 
@@ -80,6 +82,9 @@ static zeroc_result_t check(const zeroc_train_config_t *c, const zeroc_mesh_info
     return BAD("dropout %g: the Llama family trains without dropout (accepted 0)", c->dropout);
   if (g->ffn % mesh->tp)
     return BAD("%s %d must divide the MLP's %d channels (%s)", n->tp, mesh->tp, g->ffn, n->ffn);
+  if (c->max_positions != ZEROC_UNSET && c->max_positions < g->seq)
+    return BAD("%s %d: accepted up to max_positions %d (the context the model is made for)", n->seq,
+               g->seq, c->max_positions);
   ZEROC_CHECK(zeroc__lm_check_shape(c, g, mesh->tp, n));
   ZEROC_CHECK(zeroc__lm_check_cp(c->cp_mode, g, mesh->tp, mesh->cp, n));
   ZEROC_CHECK(zeroc__lm_check_pipeline(c, g, mesh->pp, n));
@@ -111,6 +116,15 @@ static const char *const RESUME_FIELDS[] = {"model.layers",
                                             "data.fingerprint",
                                             NULL};
 
+/* config.json for the run: the shape, and the context the model is made for (an
+ * imported config.json's, else the run's). */
+static zeroc_result_t hf_config_write(void *self, char **json) {
+  const zeroc__gpt_run_t *run = self;
+  int P = run->info->config.max_positions;
+  return zeroc__llama_hf_config_write(&run->info->model,
+                                      P != ZEROC_UNSET ? P : run->info->model.seq, json);
+}
+
 const zeroc_arch_t zeroc__arch_llama = {
     .name = "llama",
     .presets = PRESETS,
@@ -133,6 +147,9 @@ const zeroc_arch_t zeroc__arch_llama = {
     .export_weights = zeroc__gpt_run_export_weights,
     .sampler = zeroc__gpt_run_sampler,
     .sample_prompt = zeroc__gpt_run_sample_prompt,
+    .hf_architectures = zeroc__llama_hf_architectures,
+    .hf_config_write = hf_config_write,
+    .hf_config_read = zeroc__llama_hf_config_read,
     .price_check = zeroc__gpt_price_check,
     .price_unit = zeroc__gpt_price_unit,
     .price_stage = zeroc__gpt_price_stage,

@@ -97,13 +97,13 @@ zeroc_result_t zeroc__lm_check_sizes(const zeroc_gpt_config_t *g, const zeroc__t
 }
 
 const char *zeroc__lm_llama_field_set(const zeroc_train_config_t *c) {
-  const int iv[] = {c->kv_heads, c->ffn, c->qkv_bias, c->untied};
-  const char *const in[] = {"kv_heads", "ffn", "qkv_bias", "untied"};
+  const int iv[] = {c->kv_heads, c->ffn, c->qkv_bias, c->untied, c->max_positions};
+  const char *const in[] = {"kv_heads", "ffn", "qkv_bias", "untied", "max_positions"};
   const double dv[] = {c->norm_eps, c->rope_theta, c->rope_factor,
                        c->rope_low, c->rope_high,  c->rope_original};
   const char *const dn[] = {"norm_eps", "rope_theta", "rope_factor",
                             "rope_low", "rope_high",  "rope_original"};
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     if (iv[i] != ZEROC_UNSET) return in[i];
   for (int i = 0; i < 6; i++)
     if (dv[i] != (double)ZEROC_UNSET) return dn[i];

@@ -38,3 +38,14 @@ void zeroc__arch_preset_list(char *buf, size_t n) {
       at += (size_t)k;
     }
 }
+
+void zeroc__arch_hf_list(char *buf, size_t n) {
+  size_t at = 0;
+  buf[0] = 0;
+  for (int a = 0; ARCHS[a]; a++)
+    for (int k = 0; ARCHS[a]->hf_architectures && ARCHS[a]->hf_architectures[k] && at < n; k++) {
+      int w = snprintf(buf + at, n - at, "%s%s", at ? ", " : "", ARCHS[a]->hf_architectures[k]);
+      if (w < 0) break;
+      at += (size_t)w;
+    }
+}

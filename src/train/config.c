@@ -79,6 +79,7 @@ static zeroc_result_t check_fields(const zeroc_train_config_t *c) {
   MIN_OR_UNSET(ffn, 1, ">= 1");
   MIN_OR_UNSET(qkv_bias, 0, "0 or 1");
   MIN_OR_UNSET(untied, 0, "0 or 1");
+  MIN_OR_UNSET(max_positions, 1, ">= seq");
   REAL_OR_UNSET(norm_eps, c->norm_eps > 0 && c->norm_eps < 1, "0 < norm_eps < 1");
   REAL_OR_UNSET(rope_theta, c->rope_theta > 1 && c->rope_theta < 1e12, "1 < rope_theta < 1e12");
   REAL_OR_UNSET(rope_factor, c->rope_factor >= 0 && c->rope_factor < 1e6,
@@ -187,15 +188,16 @@ static zeroc_result_t hf_arch(const char *json, size_t n, const char *path,
       *out = zeroc_arch_find_hf(a->u.arr.items[i].u.str.s);
   zeroc__json_free(doc);
   if (*out) return ZEROC_OK;
-  return BAD("init '%s': its \"architectures\" names no model zeroc has (accepted: "
-             "GPT2LMHeadModel)",
-             path);
+  char list[256];
+  zeroc__arch_hf_list(list, sizeof list);
+  return BAD("init '%s': its \"architectures\" names no model zeroc has (accepted: %s)", path,
+             list);
 }
 
 /* init naming a directory (transformers' save_pretrained: config.json and
- * model.safetensors): the model and its shape come from config.json, through
- * the architecture that reads its class; a model or size given beside it
- * must agree (the architecture's hf_config_read says which). */
+ * model.safetensors, or its shards and index): the model and its shape come from config.json,
+ * through the architecture that reads its class; a model or size given beside it must agree (the
+ * architecture's hf_config_read says which). */
 static zeroc_result_t init_dir(zeroc_train_config_t *c, zeroc_names_t names) {
   struct stat st;
   if (!c->init || stat(c->init, &st) || !S_ISDIR(st.st_mode)) return ZEROC_OK;

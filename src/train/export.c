@@ -2,9 +2,10 @@
  * train/export.c - zeroc_trainer_export: the consolidated weights as one
  * safetensors file (a path ending in ".safetensors"), or as a transformers
  * save_pretrained directory (any other path): config.json from the model
- * (zeroc/arch.h's hf_config_write) beside model.safetensors, staged in
- * "<DIR>.tmp" and published whole (an existing DIR is replaced at once, never
- * left half-written).
+ * (zeroc/arch.h's hf_config_write) beside the weights the model writes into
+ * the directory (model.safetensors, or shards and their index above a size),
+ * staged in "<DIR>.tmp" and published whole (an existing DIR is replaced at
+ * once, never left half-written).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ static zeroc_result_t finish_dir(zeroc_trainer_t *tr, const char *tmp, const cha
 static zeroc_result_t export_dir(zeroc_trainer_t *tr, const char *path) {
   zeroc_ctx_t *ctx = tr->ctx;
   int root = zeroc_ctx_mesh(ctx)->rank == 0;
-  char tmp[4096], file[4200];
+  char tmp[4096];
   if (strlen(path) + 32 > sizeof tmp)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "--export: a path of %zu bytes; at most %zu accepted",
                       strlen(path), sizeof tmp - 32);
@@ -46,8 +47,7 @@ static zeroc_result_t export_dir(zeroc_trainer_t *tr, const char *path) {
   size_t n = strlen(path); /* zeroc__dir_stage's name, on every rank: "<DIR>.tmp" */
   while (n > 1 && path[n - 1] == '/') n--;
   snprintf(tmp, sizeof tmp, "%.*s.tmp", (int)n, path);
-  snprintf(file, sizeof file, "%s/model.safetensors", tmp);
-  ZEROC_CHECK(tr->arch->export_weights(tr->net, file));
+  ZEROC_CHECK(tr->arch->export_weights(tr->net, tmp));
   r = root ? finish_dir(tr, tmp, path) : ZEROC_OK;
   if (r && root) zeroc__rmtree(tmp);
   return zeroc_ctx_agree(ctx, r);

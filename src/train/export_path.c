@@ -20,8 +20,21 @@ int zeroc__export_is_dir(const char *path) {
  * in): it may hold only what an export writes, so that nothing else is lost (a
  * home directory, the transformers directory the run started from with its
  * tokenizer files). */
+/* A shard of a sharded export: model-<k>-of-<n>.safetensors, k and n digits. */
+static int is_shard(const char *name) {
+  size_t n = strlen(name), k = strlen(".safetensors");
+  if (strncmp(name, "model-", 6) || n <= 6 + k || strcmp(name + n - k, ".safetensors")) return 0;
+  const char *p = name + 6, *end = name + n - k;
+  size_t d1 = strspn(p, "0123456789");
+  if (!d1 || strncmp(p + d1, "-of-", 4)) return 0;
+  p += d1 + 4;
+  size_t d2 = strspn(p, "0123456789");
+  return d2 && p + d2 == end;
+}
+
 static zeroc_result_t only_export_files(const char *path) {
-  static const char *const ours[] = {"config.json", "model.safetensors", NULL};
+  static const char *const ours[] = {"config.json", "model.safetensors",
+                                     "model.safetensors.index.json", NULL};
   DIR *d = opendir(path);
   if (!d) return ZEROC_FAIL(ZEROC_ERR_IO, "--export '%s': opendir: %s", path, strerror(errno));
   struct dirent *e;
@@ -30,11 +43,13 @@ static zeroc_result_t only_export_files(const char *path) {
     if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
     int known = 0;
     for (int k = 0; ours[k]; k++) known |= !strcmp(e->d_name, ours[k]);
+    known |= is_shard(e->d_name);
     if (!known)
       r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                      "--export '%s' is a directory holding '%s', which the export would "
                      "replace; accepted a new or empty directory, or an earlier export "
-                     "(config.json, model.safetensors), or a path ending in .safetensors",
+                     "(config.json, model.safetensors or its shards and index), or a path "
+                     "ending in .safetensors",
                      path, e->d_name);
   }
   closedir(d);

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/error.h"
 #include "io/files.h"
@@ -59,12 +58,9 @@ static zeroc_result_t start_point(zeroc_trainer_t *tr) {
   if (c->init) {
     if (!tr->arch->import_weights)
       return BAD("init: model %s (%s) has no weights import", c->model, tr->arch->name);
-    /* a transformers directory: its weights file (config.json gave the shape) */
-    char file[4200];
-    struct stat st;
-    int dir = !stat(c->init, &st) && S_ISDIR(st.st_mode);
-    snprintf(file, sizeof file, dir ? "%s/model.safetensors" : "%s", c->init);
-    ZEROC_CHECK(tr->arch->import_weights(tr->net, file));
+    /* a file, or a transformers directory (config.json gave the shape) whose
+     * weights the model finds: model.safetensors, or shards and their index */
+    ZEROC_CHECK(tr->arch->import_weights(tr->net, c->init));
   }
   if (!c->resume) return ZEROC_OK;
   uint64_t k = 0;
