@@ -70,35 +70,6 @@ static void init_wte(float *dst, uint64_t first, size_t n, const zeroc_param_des
   zeroc__split_init_normal_below(dst, first, n, p, seed, V * C); /* V*C: the real rows */
 }
 
-static zeroc_param_desc_t pdesc(const char *name, int64_t d0, int64_t d1, zeroc_init_kind_t init,
-                                float scale, uint32_t flags, uint64_t stream) {
-  zeroc_param_desc_t p = {.name = name,
-                          .ndim = d1 ? 2 : 1,
-                          .shape = {d0, d1},
-                          .init = init,
-                          .init_scale = scale,
-                          .flags = flags,
-                          .init_stream = stream};
-  return p;
-}
-
-/* Declares p (given with its unsplit shape) split over the tp ranks along
- * `dim` in `groups` equal groups: its shape becomes this rank's share, and a
- * normal initialisation draws at the unsplit indices. Recorded even with one
- * tp rank, so a checkpoint of any tp size can be re-split for another. */
-static void tp_split(zeroc_param_desc_t *p, const zeroc__tp_t *tp, int dim, int groups) {
-  p->tp_groups = groups;
-  p->tp_dim = dim;
-  p->tp_rank = tp->rank;
-  p->tp_size = tp->size;
-  for (int d = 0; d < p->ndim; d++) p->tp_full[d] = p->shape[d];
-  p->shape[dim] /= tp->size;
-  if (p->init == ZEROC_INIT_NORMAL) {
-    p->init = ZEROC_INIT_CUSTOM;
-    p->init_fn = zeroc__split_init_normal;
-  }
-}
-
 /* ---- the embedding unit ---------------------------------------------------------------- */
 
 /* Dropout's descriptor for `site` of `layer` (the embedding: layer L), or NULL outside
@@ -434,33 +405,35 @@ static zeroc_result_t check_stage(const zeroc_gpt_stage_t *stage, int L) {
 }
 
 /* Block l's twelve parameters, named and initialised as in the unsplit model
- * and cut by tp_split. */
+ * and cut by zeroc__gpt_tp_split. */
 static void block_params(zeroc_gpt_t *g, int l, float std, float proj_std) {
   const int64_t C = g->cfg.hidden;
   const uint32_t nd = ZEROC_PARAM_NO_DECAY, rep = ZEROC_PARAM_TP_REPLICATED;
   zeroc__tp_t *tp = &g->tp;
   zeroc_param_desc_t *p = &g->block_p[(size_t)l * BLOCK_PARAMS];
   uint64_t st = 16 + (uint64_t)l * 16;
-  p[LN1W] = pdesc("ln_1.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 0);
-  p[LN1B] = pdesc("ln_1.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 1);
-  p[QKVW] = pdesc("attn.c_attn.weight", 3 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 2);
-  p[QKVB] = pdesc("attn.c_attn.bias", 3 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 3);
-  p[ATTPROJW] = pdesc("attn.c_proj.weight", C, C, ZEROC_INIT_NORMAL, proj_std, 0, st + 4);
-  p[ATTPROJB] = pdesc("attn.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 5);
-  p[LN2W] = pdesc("ln_2.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 6);
-  p[LN2B] = pdesc("ln_2.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 7);
-  p[FCW] = pdesc("mlp.c_fc.weight", 4 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 8);
-  p[FCB] = pdesc("mlp.c_fc.bias", 4 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 9);
-  p[FCPROJW] = pdesc("mlp.c_proj.weight", C, 4 * C, ZEROC_INIT_NORMAL, proj_std, 0, st + 10);
-  p[FCPROJB] = pdesc("mlp.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 11);
+  p[LN1W] = zeroc__gpt_pdesc("ln_1.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 0);
+  p[LN1B] = zeroc__gpt_pdesc("ln_1.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 1);
+  p[QKVW] = zeroc__gpt_pdesc("attn.c_attn.weight", 3 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 2);
+  p[QKVB] = zeroc__gpt_pdesc("attn.c_attn.bias", 3 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 3);
+  p[ATTPROJW] =
+      zeroc__gpt_pdesc("attn.c_proj.weight", C, C, ZEROC_INIT_NORMAL, proj_std, 0, st + 4);
+  p[ATTPROJB] = zeroc__gpt_pdesc("attn.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 5);
+  p[LN2W] = zeroc__gpt_pdesc("ln_2.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 6);
+  p[LN2B] = zeroc__gpt_pdesc("ln_2.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 7);
+  p[FCW] = zeroc__gpt_pdesc("mlp.c_fc.weight", 4 * C, C, ZEROC_INIT_NORMAL, std, 0, st + 8);
+  p[FCB] = zeroc__gpt_pdesc("mlp.c_fc.bias", 4 * C, 0, ZEROC_INIT_ZEROS, 0, nd, st + 9);
+  p[FCPROJW] =
+      zeroc__gpt_pdesc("mlp.c_proj.weight", C, 4 * C, ZEROC_INIT_NORMAL, proj_std, 0, st + 10);
+  p[FCPROJB] = zeroc__gpt_pdesc("mlp.c_proj.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, st + 11);
   /* column-parallel: output rows (qkv as three groups q | k | v, so each rank
    * holds whole heads of each); row-parallel: input columns */
-  tp_split(&p[QKVW], tp, 0, 3);
-  tp_split(&p[QKVB], tp, 0, 3);
-  tp_split(&p[ATTPROJW], tp, 1, 1);
-  tp_split(&p[FCW], tp, 0, 1);
-  tp_split(&p[FCB], tp, 0, 1);
-  tp_split(&p[FCPROJW], tp, 1, 1);
+  zeroc__gpt_tp_split(&p[QKVW], tp, 0, 3);
+  zeroc__gpt_tp_split(&p[QKVB], tp, 0, 3);
+  zeroc__gpt_tp_split(&p[ATTPROJW], tp, 1, 1);
+  zeroc__gpt_tp_split(&p[FCW], tp, 0, 1);
+  zeroc__gpt_tp_split(&p[FCB], tp, 0, 1);
+  zeroc__gpt_tp_split(&p[FCPROJW], tp, 1, 1);
 }
 
 /* This rank's units, chunk after chunk: the layer list the engine shards. A
@@ -635,28 +608,28 @@ static zeroc_result_t gpt_create(zeroc_ctx_t *ctx, const zeroc_gpt_config_t *cfg
   /* init streams name each tensor of the unsplit model, so any layout draws the
    * same values (the head's wte copy draws wte's); shapes are given unsplit and
    * cut by tp_split */
-  g->embed_p[0] =
-      pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, tied ? ZEROC_PARAM_TIED : 0, 1);
+  g->embed_p[0] = zeroc__gpt_pdesc("wte.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std,
+                                   tied ? ZEROC_PARAM_TIED : 0, 1);
   g->embed_p[0].init_fn = init_wte;
   g->embed_p[0].init_user = (void *)(uintptr_t)cfg->vocab;
-  tp_split(&g->embed_p[0], tp, 0, 1);
+  zeroc__gpt_tp_split(&g->embed_p[0], tp, 0, 1);
   if (llama) {
     /* Llama's names (transformers' without "model."); an untied lm_head draws its own
      * stream, a tied copy wte's */
     g->embed_p[0].name = "embed_tokens.weight";
-    g->head_p[0] = pdesc("norm.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, 3);
+    g->head_p[0] = zeroc__gpt_pdesc("norm.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, 3);
     g->head_p[1] = g->embed_p[0];
     if (cfg->untied) {
       g->embed_p[0].flags &= ~(uint32_t)ZEROC_PARAM_TIED;
-      g->head_p[1] = pdesc("lm_head.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, 0, 5);
+      g->head_p[1] = zeroc__gpt_pdesc("lm_head.weight", g->Vp, C, ZEROC_INIT_CUSTOM, std, 0, 5);
       g->head_p[1].init_fn = init_wte;
       g->head_p[1].init_user = (void *)(uintptr_t)cfg->vocab;
-      tp_split(&g->head_p[1], tp, 0, 1);
+      zeroc__gpt_tp_split(&g->head_p[1], tp, 0, 1);
     }
   } else {
-    g->embed_p[1] = pdesc("wpe.weight", T, C, ZEROC_INIT_NORMAL, std, rep, 2);
-    g->head_p[HEAD_LNFW] = pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, 3);
-    g->head_p[HEAD_LNFB] = pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, 4);
+    g->embed_p[1] = zeroc__gpt_pdesc("wpe.weight", T, C, ZEROC_INIT_NORMAL, std, rep, 2);
+    g->head_p[HEAD_LNFW] = zeroc__gpt_pdesc("ln_f.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, 3);
+    g->head_p[HEAD_LNFB] = zeroc__gpt_pdesc("ln_f.bias", C, 0, ZEROC_INIT_ZEROS, 0, nd | rep, 4);
     g->head_p[HEAD_WTE] = g->embed_p[0]; /* the same vocabulary slice as the embedding's */
   }
   g->block_p = calloc((size_t)L * BLOCK_PARAMS, sizeof *g->block_p);

@@ -12,6 +12,7 @@
 #include "kernels/llama_kernels.h"
 #include "model/gpt_impl.h"
 #include "runtime/runtime.h"
+#include "tp/split.h"
 #include "tp/tp.h"
 
 zeroc_result_t zeroc__gpt_alloc(zeroc_gpt_t *g, zeroc_memtag_t tag, size_t bytes, void **p) {
@@ -84,4 +85,36 @@ zeroc_result_t zeroc__gpt_norm_backward(zeroc_gpt_t *g, zeroc_stream_t *s, void 
                                     flags);
   return zeroc_k_layernorm_backward_ex(g->k, s, dinp, dw, db, dout, in, w, mean, rstd, N,
                                        g->cfg.hidden, dres, flags);
+}
+
+/* ---- parameter descriptors ---- */
+
+zeroc_param_desc_t zeroc__gpt_pdesc(const char *name, int64_t d0, int64_t d1,
+                                    zeroc_init_kind_t init, float scale, uint32_t flags,
+                                    uint64_t stream) {
+  zeroc_param_desc_t p = {.name = name,
+                          .ndim = d1 ? 2 : 1,
+                          .shape = {d0, d1},
+                          .init = init,
+                          .init_scale = scale,
+                          .flags = flags,
+                          .init_stream = stream};
+  return p;
+}
+
+/* Declares p (given with its unsplit shape) split over the tp ranks along
+ * `dim` in `groups` equal groups: its shape becomes this rank's share, and a
+ * normal initialisation draws at the unsplit indices. Recorded even with one
+ * tp rank, so a checkpoint of any tp size can be re-split for another. */
+void zeroc__gpt_tp_split(zeroc_param_desc_t *p, const zeroc__tp_t *tp, int dim, int groups) {
+  p->tp_groups = groups;
+  p->tp_dim = dim;
+  p->tp_rank = tp->rank;
+  p->tp_size = tp->size;
+  for (int d = 0; d < p->ndim; d++) p->tp_full[d] = p->shape[d];
+  p->shape[dim] /= tp->size;
+  if (p->init == ZEROC_INIT_NORMAL) {
+    p->init = ZEROC_INIT_CUSTOM;
+    p->init_fn = zeroc__split_init_normal;
+  }
 }

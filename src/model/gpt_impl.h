@@ -135,6 +135,14 @@ saved_t *zeroc__gpt_block_saved(zeroc_gpt_t *g, int slot, int lb);
 void *zeroc__gpt_norm_grad(zeroc_gpt_t *g, void *const *d, int idx, int slot);
 zeroc_result_t zeroc__gpt_norm_grads_reduce(zeroc_gpt_t *g, zeroc_stream_t *s, void *const *dst,
                                             int n);
+/* A parameter's descriptor with its unsplit shape (d1 0: 1-D), and its split over the tp
+ * ranks along `dim` in `groups` equal groups: its shape becomes this rank's share and a
+ * normal initialisation draws at the unsplit indices (recorded even with one tp rank, so
+ * a checkpoint of any tp size can be re-split for another). */
+zeroc_param_desc_t zeroc__gpt_pdesc(const char *name, int64_t d0, int64_t d1,
+                                    zeroc_init_kind_t init, float scale, uint32_t flags,
+                                    uint64_t stream);
+void zeroc__gpt_tp_split(zeroc_param_desc_t *p, const zeroc__tp_t *tp, int dim, int groups);
 /* An activation or scratch buffer of the model (freed with it). */
 zeroc_result_t zeroc__gpt_alloc(zeroc_gpt_t *g, zeroc_memtag_t tag, size_t bytes, void **p);
 

@@ -30,32 +30,6 @@ static int after_qkv(const zeroc_gpt_t *g, int i) { return LL_QKVB + g->cfg.qkv_
 
 /* ---- parameters ----------------------------------------------------------------------- */
 
-static zeroc_param_desc_t desc(const char *name, int64_t d0, int64_t d1, zeroc_init_kind_t init,
-                               float scale, uint32_t flags, uint64_t stream) {
-  zeroc_param_desc_t p = {.name = name,
-                          .ndim = d1 ? 2 : 1,
-                          .shape = {d0, d1},
-                          .init = init,
-                          .init_scale = scale,
-                          .flags = flags,
-                          .init_stream = stream};
-  return p;
-}
-
-/* As gpt.c's tp_split: p (given unsplit) cut along `dim` in `groups` equal groups. */
-static void split(zeroc_param_desc_t *p, const zeroc__tp_t *tp, int dim, int groups) {
-  p->tp_groups = groups;
-  p->tp_dim = dim;
-  p->tp_rank = tp->rank;
-  p->tp_size = tp->size;
-  for (int d = 0; d < p->ndim; d++) p->tp_full[d] = p->shape[d];
-  p->shape[dim] /= tp->size;
-  if (p->init == ZEROC_INIT_NORMAL) {
-    p->init = ZEROC_INIT_CUSTOM;
-    p->init_fn = zeroc__split_init_normal;
-  }
-}
-
 void zeroc__llama_block_params(zeroc_gpt_t *g, int l, float std, float proj_std) {
   const int64_t C = g->cfg.hidden, F = g->cfg.ffn, NH = g->cfg.heads, NKV = g->cfg.kv_heads;
   const int64_t QKV = (NH + 2 * NKV) * g->HS;
@@ -65,20 +39,22 @@ void zeroc__llama_block_params(zeroc_gpt_t *g, int l, float std, float proj_std)
   zeroc_param_desc_t *p = &g->block_p[(size_t)l * BLOCK_PARAMS];
   uint64_t st = 16 + (uint64_t)l * 16; /* GPT-2's streams per block: 16 each */
   int i = 0;
-  p[i++] = desc("input_layernorm.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 0);
-  p[i] = desc("self_attn.qkv_proj.weight", QKV, C, ZEROC_INIT_NORMAL, std, 0, st + 1);
-  split(&p[i++], &g->tp, 0, groups);
+  p[i++] = zeroc__gpt_pdesc("input_layernorm.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 0);
+  p[i] = zeroc__gpt_pdesc("self_attn.qkv_proj.weight", QKV, C, ZEROC_INIT_NORMAL, std, 0, st + 1);
+  zeroc__gpt_tp_split(&p[i++], &g->tp, 0, groups);
   if (g->cfg.qkv_bias) {
-    p[i] = desc("self_attn.qkv_proj.bias", QKV, 0, ZEROC_INIT_ZEROS, 0, nd, st + 2);
-    split(&p[i++], &g->tp, 0, groups);
+    p[i] = zeroc__gpt_pdesc("self_attn.qkv_proj.bias", QKV, 0, ZEROC_INIT_ZEROS, 0, nd, st + 2);
+    zeroc__gpt_tp_split(&p[i++], &g->tp, 0, groups);
   }
-  p[i] = desc("self_attn.o_proj.weight", C, NH * g->HS, ZEROC_INIT_NORMAL, proj_std, 0, st + 3);
-  split(&p[i++], &g->tp, 1, (int)(NH / NKV));
-  p[i++] = desc("post_attention_layernorm.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep, st + 4);
-  p[i] = desc("mlp.gate_up_proj.weight", 2 * F, C, ZEROC_INIT_NORMAL, std, 0, st + 5);
-  split(&p[i++], &g->tp, 0, 2);
-  p[i] = desc("mlp.down_proj.weight", C, F, ZEROC_INIT_NORMAL, proj_std, 0, st + 6);
-  split(&p[i++], &g->tp, 1, 1);
+  p[i] = zeroc__gpt_pdesc("self_attn.o_proj.weight", C, NH * g->HS, ZEROC_INIT_NORMAL, proj_std, 0,
+                          st + 3);
+  zeroc__gpt_tp_split(&p[i++], &g->tp, 1, (int)(NH / NKV));
+  p[i++] = zeroc__gpt_pdesc("post_attention_layernorm.weight", C, 0, ZEROC_INIT_ONES, 0, nd | rep,
+                            st + 4);
+  p[i] = zeroc__gpt_pdesc("mlp.gate_up_proj.weight", 2 * F, C, ZEROC_INIT_NORMAL, std, 0, st + 5);
+  zeroc__gpt_tp_split(&p[i++], &g->tp, 0, 2);
+  p[i] = zeroc__gpt_pdesc("mlp.down_proj.weight", C, F, ZEROC_INIT_NORMAL, proj_std, 0, st + 6);
+  zeroc__gpt_tp_split(&p[i++], &g->tp, 1, 1);
 }
 
 /* ---- positions and repeated kv heads -------------------------------------------------- */
