@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,7 +30,7 @@ typedef struct {
 
 static void usage(void) {
   printf(
-      "usage: zeroc sample (--init FILE.safetensors | --resume DIR) --tokenizer bytes|FILE\n"
+      "usage: zeroc sample (--init FILE.safetensors|DIR | --resume DIR) --tokenizer bytes|FILE\n"
       "                    --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S]\n"
       "  prints the prompt and its continuation (N tokens, 64), generated with a KV cache\n"
       "  --temperature 0 is greedy (1); --top-k 0 draws from every token (0); --seed (1)\n"
@@ -37,6 +38,8 @@ static void usage(void) {
       "         as zeroc train; a longer prompt keeps its last --seq tokens\n"
       "         llama-tiny|qwen-tiny|llama3.2-1b|...: also --kv-heads --ffn; their --init FILE is\n"
       "         a transformers model.safetensors (LlamaForCausalLM, Qwen2ForCausalLM)\n"
+      "--init DIR: a save_pretrained directory (config.json, one or sharded safetensors):\n"
+      "         its config.json gives the model and shape (only --seq may be added)\n"
       "--resume: run under the checkpoint's layout: mpirun -np N zeroc sample --tp T --pp P\n"
       "         [--vpp V] --resume DIR ...\n"
       "other:   --no-cache (recompute the whole window every token) --stats (tokens/s on stderr)\n"
@@ -89,6 +92,29 @@ static int check_llama(const zsample_opts_t *o, zeroc_gpt_config_t *gc) {
   return 0;
 }
 
+/* --init DIR, a transformers save_pretrained directory: the model and its shape from its
+ * config.json, as `zeroc train --init DIR` reads it (the library's resolve, one rank);
+ * --seq (up to its max_position_embeddings) is the only shape flag it takes. */
+static int dir_shape(const zsample_opts_t *o, zeroc_gpt_config_t *gc) {
+  if (o->set_layers || o->set_hidden || o->set_heads || o->set_vocab || o->set_kv_heads ||
+      o->set_ffn)
+    return zarg_fail("sample",
+                     "--init '%s' is a directory: its config.json gives the shape "
+                     "(accepted with it: --seq)",
+                     o->init);
+  zeroc_train_config_t c = ZEROC_TRAIN_CONFIG_INIT;
+  c.init = o->init;
+  if (o->set_seq) c.seq = o->seq;
+  zeroc_mesh_info_t mesh;
+  zeroc_train_info_t info;
+  if (zeroc_mesh_layout_cp(1, 1, 1, 1, 1, 0, &mesh) ||
+      zeroc_train_config_resolve(&c, &mesh, ZEROC_DEVICE_CPU, ZEROC_NAMES_FLAGS, &info))
+    return zarg_fail("sample", "--init '%s': %s", o->init, zarg_user_msg(zeroc_last_error(NULL)));
+  if (info.dlrm) return zarg_fail("sample", "--init '%s' holds a DLRM: nothing to sample", o->init);
+  *gc = info.model;
+  return 0;
+}
+
 /* What can be checked before any file is read or MPI starts: the model's shape
  * into *gc. Returns 0, or 2 after the one-line error. */
 static int check(const zsample_opts_t *o, zeroc_gpt_config_t *gc) {
@@ -104,6 +130,8 @@ static int check(const zsample_opts_t *o, zeroc_gpt_config_t *gc) {
     return zarg_fail("sample", "--init '%s': file not readable", o->init);
   if (o->resume && access(o->resume, R_OK))
     return zarg_fail("sample", "--resume '%s': no such checkpoint directory", o->resume);
+  struct stat st;
+  if (o->init && !stat(o->init, &st) && S_ISDIR(st.st_mode)) return dir_shape(o, gc);
   const int size[5] = {o->layers, o->hidden, o->heads, o->vocab, o->seq};
   const int set[5] = {o->set_layers, o->set_hidden, o->set_heads, o->set_vocab, o->set_seq};
   if (zarg_model_shape("sample", o->model, size, set, gc)) return 2;

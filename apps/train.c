@@ -95,8 +95,11 @@ static void print_header(const ztrain_job_t *j, const zeroc_train_info_t *in,
   const zeroc_train_config_t *c = &in->config;
   const char *dev = in->device == ZEROC_DEVICE_CUDA ? "cuda" : "cpu";
   char b1[32];
-  printf("zeroc train: %s (%d layers, hidden %d, %d heads, vocab %d, seq %d), %.2fM parameters\n",
-         c->model, g->layers, g->hidden, g->heads, g->vocab, g->seq, in->params / 1e6);
+  char llama[64] = ""; /* the Llama family's own sizes */
+  if (g->family == ZEROC_GPT_FAMILY_LLAMA)
+    snprintf(llama, sizeof llama, ", %d kv heads, ffn %d", g->kv_heads, g->ffn);
+  printf("zeroc train: %s (%d layers, hidden %d, %d heads%s, vocab %d, seq %d), %.2fM parameters\n",
+         c->model, g->layers, g->hidden, g->heads, llama, g->vocab, g->seq, in->params / 1e6);
   char ppdesc[64] = "", cpdesc[64] = "";
   if (mesh->cp > 1) /* context parallelism: shown only when asked for */
     snprintf(cpdesc, sizeof cpdesc, ", cp %d (%s)", mesh->cp, zeroc_cp_mode_name(c->cp_mode));

@@ -192,7 +192,13 @@ llama_transformers)
           --prompt "The cat sat on" --tokens 56 --temperature 0 | head -c 70 | od -An -tu1 |
           tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
     [ "$got" = "$(cat "$fx/expected.txt")" ] || fail "${m%%:*}: ids '$got', transformers '$(cat "$fx/expected.txt")'"
+    # the directory itself: the model and shape from its config.json
+    got=$("$ZEROC" sample --init "$fx" --tokenizer bytes --prompt "The cat sat on" --tokens 56 \
+          --temperature 0 | head -c 70 | od -An -tu1 | tr -s ' \n' ' ' | sed 's/^ //; s/ $//')
+    [ "$got" = "$(cat "$fx/expected.txt")" ] || fail "--init ${m#*:}/: ids '$got', transformers '$(cat "$fx/expected.txt")'"
   done
-  echo "llama-tiny and qwen-tiny: 56 greedy tokens equal transformers' (window slid past 64)" ;;
+  out=$("$ZEROC" sample --init "$(dirname "$0")/fixtures/hf_llama_tiny" --heads 2 --tokenizer bytes --prompt x 2>&1); rc=$?
+  [ $rc = 2 ] && echo "$out" | grep -q "its config.json gives the shape" || fail "--init DIR --heads 2: exit $rc: $out"
+  echo "llama-tiny and qwen-tiny: 56 greedy tokens equal transformers' (window slid past 64), from the file and from the directory" ;;
 *) fail "unknown test $NAME" ;;
 esac

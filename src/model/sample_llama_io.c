@@ -12,11 +12,11 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "io/safetensors.h"
+#include "io/st_set.h"
 #include "model/sample.h"
 
 typedef struct {
-  zeroc__st_t *st;
+  zeroc__st_set_t *st;
   const char *path, *prefix;
 } file_t;
 
@@ -25,7 +25,7 @@ static zeroc_result_t read_tensor(const file_t *f, const char *name, int bare, u
                                   uint64_t cols, float *out) {
   char full[160];
   snprintf(full, sizeof full, "%s%s", bare ? "" : f->prefix, name);
-  const zeroc__st_tensor_t *t = zeroc__st_find(f->st, full);
+  const zeroc__st_tensor_t *t = zeroc__st_set_find(f->st, full);
   if (!t)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "'%s' has no tensor '%s' (a transformers Llama/Qwen2 file of this shape "
@@ -98,7 +98,7 @@ static zeroc_result_t read_block(const file_t *f, zeroc_sampler_t *s, int l, flo
 /* A tied model's file may carry lm_head.weight too (a copy of the embedding): refused when
  * it is another matrix, which only an untied model has. */
 static zeroc_result_t check_tied(const file_t *f, const float *wte, uint64_t V, uint64_t C) {
-  const zeroc__st_tensor_t *t = zeroc__st_find(f->st, "lm_head.weight");
+  const zeroc__st_tensor_t *t = zeroc__st_set_find(f->st, "lm_head.weight");
   if (!t) return ZEROC_OK;
   float *h = t->numel == V * C ? malloc(V * C * sizeof(float)) : NULL;
   zeroc_result_t r = h ? zeroc__st_read_f32(t, h, V * C) : ZEROC_OK;
@@ -120,8 +120,8 @@ zeroc_result_t zeroc__sampler_load_llama(const char *path, const zeroc_gpt_confi
   *out = NULL;
   CHK(zeroc__sampler_create(cfg, &s));
   const uint64_t C = (uint64_t)cfg->hidden, V = (uint64_t)cfg->vocab;
-  ZEROC_TRY(zeroc__st_open(path, &f.st));
-  if (!zeroc__st_find(f.st, "model.embed_tokens.weight")) f.prefix = ""; /* a bare LlamaModel */
+  ZEROC_TRY(zeroc__st_set_open(path, &f.st));
+  if (!zeroc__st_set_find(f.st, "model.embed_tokens.weight")) f.prefix = ""; /* a bare LlamaModel */
   tmp = malloc(C * C * sizeof(float));
   if (!tmp) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "sampler load buffer of %llu floats",
@@ -143,7 +143,7 @@ zeroc_result_t zeroc__sampler_load_llama(const char *path, const zeroc_gpt_confi
   s = NULL;
 fail:
   free(tmp);
-  zeroc__st_close(f.st);
+  zeroc__st_set_close(f.st);
   zeroc_sampler_destroy(s);
   return res;
 }
