@@ -122,7 +122,7 @@ llama)
   key "$WORK/d" tie_word_embeddings false; key "$WORK/d" rope_type '"llama3"'; key "$WORK/d" attention_bias false
   names "$WORK/d/model.safetensors" | grep -qx lm_head.weight || fail "no lm_head.weight (untied)"
   out=$("$ZEROC" train --device cpu --init "$WORK/d" --steps 1 2>&1) || fail "--init DIR: $out"
-  echo "$out" | grep -q "llama-custom (2 layers, hidden 64, 4 heads, vocab 256, seq 64)" || fail "shape: $out"
+  echo "$out" | grep -q "llama-custom (2 layers, hidden 64, 4 heads, 2 kv heads, ffn 160, vocab 256, seq 64)" || fail "shape: $out"
   echo "llama-tiny: LlamaForCausalLM names, export -> init bitwise at tp 2, pp 2, from shards" ;;
 qwen)
   llama_case qwen-tiny Qwen2ForCausalLM

@@ -43,10 +43,11 @@ probe "train refuses the same" 2 "--pp 7 x --vpp 1 = 7 pipeline stages" 20 -- \
   zt train "${TINY[@]}" --model small --pp 7
 probe "train --pp 3 predicts a non-zero peak" 0 "predicted peak device memory per rank [1-9]" 120 -- \
   ztn 3 train --device cpu --model small --steps 1 --pp 3
-probe "plan --vocab over train's limit" 2 "--vocab '70000': accepted an integer 2..65536" 20 -- \
-  zt plan --vocab 70000
-probe "train --vocab over the limit (same line)" 2 "--vocab '70000': accepted an integer 2..65536" 20 -- \
-  zt train "${TINY[@]}" --vocab 70000
+# (the limit is the Llama family's: token ids are 32-bit, shards above 65536 ids uint32)
+probe "plan --vocab over train's limit" 2 "--vocab '20000000': accepted an integer 2..16777216" 20 -- \
+  zt plan --vocab 20000000
+probe "train --vocab over the limit (same line)" 2 "--vocab '20000000': accepted an integer 2..16777216" 20 -- \
+  zt train "${TINY[@]}" --vocab 20000000
 probe "plan --vpp over train's limit" 2 "--vpp '65': accepted an integer 1..64" 20 -- \
   zt plan --pp 2 --gpus 2 --vpp 65
 probe "plan --dtype takes train's names" 0 "bf16" 20 -- zt plan --dtype auto
