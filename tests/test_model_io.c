@@ -305,6 +305,10 @@ static void test_import_refusals(void) {
   snprintf(missing, sizeof missing, "%s/no-such.safetensors", g_dir);
   CU_ASSERT_EQUAL(zeroc_model_import(m, missing), ZEROC_ERR_IO);
   EXPECT_MSG(zeroc_last_error(c), "no-such.safetensors");
+  /* rank 0 cannot write: its I/O error, the others learn of it */
+  CU_ASSERT_EQUAL(zeroc_model_export(m, "/nonexistent-zeroc-dir/m.safetensors"),
+                  zt_rank() == 0 ? ZEROC_ERR_IO : ZEROC_ERR_REMOTE);
+  EXPECT_MSG(zeroc_last_error(c), "nonexistent-zeroc-dir");
   /* a file of the shorter model lacks what the full one has */
   char shorter[512];
   path_of(shorter, sizeof shorter, "short.safetensors");
@@ -437,8 +441,11 @@ typedef struct {
 } ebatch_t;
 
 /* loss = mean over rows of (x . w - y)^2 */
+static int g_fail_rank = -1; /* this world rank's forward fails */
+
 static zeroc_result_t sq_fwd(zeroc_layer_io_t *io) {
   const ebatch_t *b = io->in;
+  if (zt_rank() == g_fail_rank) return zeroc_error_set(ZEROC_ERR_IO, "no data on this rank");
   const float *w = io->params[0];
   double s = 0;
   for (int i = 0; i < b->rows; i++) {
@@ -495,6 +502,40 @@ static void test_eval_mean(void) {
   ZT_OK(zeroc_ctx_finalize(c));
 }
 
+/* One rank's evaluation fails: it returns its error, the others ZEROC_ERR_REMOTE, and
+ * no rank waits for it (stage 0: the forward has no collective of its own). */
+static void test_eval_mean_failure(void) {
+  if (zt_world() < 2) {
+    zt_not_checked("eval mean with a failing rank (needs 2 ranks)");
+    return;
+  }
+  zeroc_ctx_t *c = zt_ctx(1, 1, 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  zeroc_param_desc_t p = {.name = "w", .ndim = 1, .shape = {IN}, .init_scale = 0.7f};
+  zeroc_layer_t L = {
+      .name = "lin", .nparams = 1, .params = &p, .shares = -1, .forward = sq_fwd, .backward = nop};
+  zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
+  sc.stage = 0;
+  zeroc_model_t *m = NULL;
+  ZT_OK(zeroc_shard(c, &L, 1, &sc, &m));
+  float x[GB * IN] = {0}, y[GB] = {0};
+  ebatch_t b = {2, x, y};
+  double l = -1;
+  g_fail_rank = 1;
+  zeroc_result_t r = zeroc_model_eval_mean(m, &b, &l);
+  g_fail_rank = -1;
+  if (zt_rank() == 1) {
+    CU_ASSERT_EQUAL(r, ZEROC_ERR_IO);
+    EXPECT_MSG(zeroc_last_error(c), "no data on this rank");
+  } else {
+    CU_ASSERT_EQUAL(r, ZEROC_ERR_REMOTE);
+    EXPECT_MSG(zeroc_last_error(c), "failed on 1 of the");
+  }
+  CU_ASSERT_EQUAL(l, -1); /* untouched */
+  zeroc_model_destroy(m);
+  ZT_OK(zeroc_ctx_finalize(c));
+}
+
 static int cleanup(void) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (zt_rank() == 0 && g_dir[0]) zt_rmtree(g_dir);
@@ -511,6 +552,7 @@ int main(int argc, char **argv) {
       {"ctx allreduce", test_allreduce},
       {"ctx allreduce, cuda", test_allreduce_cuda},
       {"eval mean", test_eval_mean},
+      {"eval mean, one rank fails", test_eval_mean_failure},
       ZT_END};
   return zt_run_mpi_ex(argc, argv, "model_io", tests, 1, 0, NULL, cleanup);
 }
