@@ -1,8 +1,9 @@
 /*
  * examples/resmlp.c - a user's residual MLP on zeroc_shard(): an input layer,
  * residual blocks h + W2 relu(W1 h + b1) + b2 and a softmax head, written as
- * plain C callbacks. Trains, evaluates a held-out batch with the mean over the
- * data-parallel ranks (zeroc_model_eval_mean), counts correct answers over them
+ * plain C callbacks. Trains (warm-up and cosine rates from zeroc_lr_at),
+ * evaluates a held-out batch with the mean over the data-parallel ranks
+ * (zeroc_model_eval_mean), counts correct answers over them
  * (zeroc_ctx_allreduce), and exports / imports the weights by name.
  *   mpirun -np 4 ./resmlp [--stage S] [--hsdp H] [--steps N] [--import F] [--export F]
  * Every layout prints the same figures as one rank (examples/resmlp_check.sh).
@@ -196,7 +197,7 @@ int main(int argc, char **argv) {
     make_batch(step, first, rows, x, y);
     zeroc_step_info_t info;
     if (zeroc_model_forward(model, &b) || zeroc_model_backward(model) ||
-        zeroc_model_step(model, 0.01f, &info))
+        zeroc_model_step(model, zeroc_lr_at(ZEROC_LR_COSINE, 0.01, 5, steps, step), &info))
       DIE("training");
     if (mesh->rank == 0 && step % 10 == 0) printf("step %2d  loss %.6f\n", step, info.loss);
   }
