@@ -363,6 +363,10 @@ static void test_pipeline_refused(void) {
   CU_ASSERT_EQUAL(zeroc_model_export(m, path), ZEROC_ERR_UNSUPPORTED);
   EXPECT_MSG(zeroc_last_error(c), "zeroc_model_export: pp 2:");
   CU_ASSERT_EQUAL(zeroc_model_import(m, path), ZEROC_ERR_UNSUPPORTED);
+  double l = 0;
+  int dummy = 0;
+  CU_ASSERT_EQUAL(zeroc_model_eval_mean(m, &dummy, &l), ZEROC_ERR_UNSUPPORTED);
+  EXPECT_MSG(zeroc_last_error(c), "evaluate with zeroc_pipeline_eval");
   zeroc_model_destroy(m);
   ZT_OK(zeroc_ctx_finalize(c));
 }

@@ -132,7 +132,8 @@ ZEROC_API zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, f
  * the same loss already), identical on each of them: the global batch's mean
  * loss when every rank's micro-batch has the same size (each rank's loss
  * counts once). Collective over ZEROC_GROUP_DP. A model that is one stage of
- * a pipeline evaluates with zeroc_pipeline_eval instead.
+ * a pipeline (pp > 1) is refused (ZEROC_ERR_UNSUPPORTED): zeroc_pipeline_eval
+ * evaluates it, and zeroc_ctx_allreduce averages that over ZEROC_GROUP_DP.
  * Returns zeroc_model_eval's errors, ZEROC_ERR_INVALID_ARG for a NULL loss,
  * ZEROC_ERR_REMOTE on the other ranks when the evaluation failed on one,
  * ZEROC_ERR_MPI / _TIMEOUT from the all-reduce. */

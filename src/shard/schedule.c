@@ -452,6 +452,12 @@ zeroc_result_t zeroc_model_eval_mean(zeroc_model_t *m, const void *input, double
   if (!loss)
     return zeroc__ctx_ret(m->ctx,
                           ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_eval_mean: loss is NULL"));
+  int pp = zeroc_ctx_mesh(m->ctx)->pp;
+  if (pp > 1)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                                             "zeroc_model_eval_mean: pp %d: the model is one "
+                                             "pipeline stage; evaluate with zeroc_pipeline_eval",
+                                             pp));
   float l = 0;
   zeroc_result_t r = zeroc_model_eval(m, input, &l);
   double v[2] = {r == ZEROC_OK ? (double)l : 0.0, r != ZEROC_OK ? 1.0 : 0.0};
