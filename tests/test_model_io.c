@@ -4,7 +4,8 @@
  * (zeroc_model_eval_mean) and the public scalar all-reduce (zeroc_ctx_allreduce),
  * issue 36. Real ranks, real files: a model exported at ZeRO-3 over the world
  * (tp 1, and tp 2 with split parameters) is imported at 1 rank, at ZeRO-1 on 2,
- * with HSDP and with tp 2, each time bit for bit; the two exports are the same
+ * with HSDP, with cp 2 and the optimizer state on the host, and with tp 2, each
+ * time bit for bit (the masters and what the callbacks see); the two exports are the same
  * file. Refusals name the tensor, the shapes, the argument.
  */
 #include <mpi.h>
@@ -22,11 +23,15 @@
 
 typedef enum { ON_WORLD, ON_SELF, ON_PAIR } where_t;
 
+static int g_cp = 1;                                   /* the next context's cp size */
+static zeroc_offload_t g_offload = ZEROC_OFFLOAD_NONE; /* the next model's optimizer state */
+
 static zeroc_ctx_t *ctx_on(where_t w, int tp, int hsdp, MPI_Comm *keep) {
   zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
   cc.device = ZEROC_DEVICE_CPU;
   cc.tp = tp;
   cc.hsdp = hsdp;
+  cc.cp = g_cp;
   cc.comm_timeout_s = 120;
   cc.threads = 1;
   *keep = MPI_COMM_NULL;
@@ -114,6 +119,7 @@ static zeroc_model_t *build(zeroc_ctx_t *c, int stage, uint64_t seed, int units,
   zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
   sc.stage = stage;
   sc.seed = seed;
+  sc.offload_optimizer = g_offload;
   zeroc_model_t *m = NULL;
   ZT_OK(zeroc_shard(c, layers(c, head_cols), units, &sc, &m));
   return m;
@@ -222,6 +228,16 @@ static void import_at(where_t w, int tp, int hsdp, int stage, const char *file) 
   ctx_end(c, &keep);
 }
 
+/* Rank 0: two exports of the same values are the same bytes. */
+static void same_file(const char *x, const char *y) {
+  if (zt_rank() != 0) return;
+  char a[512], b[512], cmd[1100];
+  path_of(a, sizeof a, x);
+  path_of(b, sizeof b, y);
+  snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+  ZT_ASSERT_MSG(system(cmd) == 0, "%s differs from %s", y, x);
+}
+
 static void test_roundtrip(void) {
   make_dir();
   int W = zt_world();
@@ -229,18 +245,20 @@ static void test_roundtrip(void) {
   import_at(ON_SELF, 1, 0, 0, "tp1.safetensors");
   if (W >= 2) import_at(ON_PAIR, 1, 0, 1, "tp1.safetensors");
   if (W >= 4) import_at(ON_WORLD, 1, 2, 3, "tp1.safetensors"); /* HSDP */
+  if (W >= 2) { /* the shard group spans cp ranks; the optimizer state on the host */
+    g_cp = 2, g_offload = ZEROC_OFFLOAD_CPU;
+    import_at(ON_WORLD, 1, 0, 3, "tp1.safetensors");
+    export_at(1, "cp2.safetensors");
+    g_cp = 1, g_offload = ZEROC_OFFLOAD_NONE;
+    import_at(ON_SELF, 1, 0, 0, "cp2.safetensors");
+    same_file("tp1.safetensors", "cp2.safetensors");
+  }
   if (W % 2 == 0) {
     /* split parameters consolidated: the same file as tp 1's, byte for byte */
     export_at(2, "tp2.safetensors");
     import_at(ON_WORLD, 2, 0, 1, "tp1.safetensors");
     import_at(ON_SELF, 1, 0, 0, "tp2.safetensors");
-    if (zt_rank() == 0) {
-      char a[512], b[512], cmd[1100];
-      path_of(a, sizeof a, "tp1.safetensors");
-      path_of(b, sizeof b, "tp2.safetensors");
-      snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
-      ZT_ASSERT_MSG(system(cmd) == 0, "the tp 2 export differs from the tp 1 export");
-    }
+    same_file("tp1.safetensors", "tp2.safetensors");
   } else {
     zt_not_checked("tensor-parallel export (needs an even world)");
   }
