@@ -39,4 +39,13 @@ echo "$out" | grep -q "^zeroc [0-9]" || fail "unexpected output: $out"
 # it ran against the installed library, not the build tree's
 LD_LIBRARY_PATH="$libdir" ldd "$DIR/hello" | grep -q "$DIR/prefix/.*libzeroc" \
   || fail "the program does not load libzeroc from the prefix: $(ldd "$DIR/hello" | grep zeroc)"
-echo "installed into a temporary prefix; compiled, linked and ran with pkg-config: $out"
+# a user model (examples/resmlp.c) the way README.md says: pkg-config's flags and an rpath
+# to the installed library, run with no LD_LIBRARY_PATH
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck disable=SC2086  # pkg-config's flags are words
+"$CC" "$SRC/examples/resmlp.c" -o "$DIR/resmlp" $flags -Wl,-rpath,"$libdir" -lm > "$DIR/cc2.log" 2>&1 \
+  || { cat "$DIR/cc2.log"; fail "compiling examples/resmlp.c with pkg-config's flags and an rpath"; }
+out2=$(env -u LD_LIBRARY_PATH LD_PRELOAD="$pre" "$DIR/resmlp" --steps 2 2>&1) \
+  || fail "running resmlp (rpath, no LD_LIBRARY_PATH): $out2"
+echo "$out2" | grep -q "^eval loss [0-9]" || fail "unexpected resmlp output: $out2"
+echo "installed into a temporary prefix; compiled, linked and ran with pkg-config: $out; resmlp with an rpath: $(echo "$out2" | tail -1)"

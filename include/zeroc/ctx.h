@@ -106,6 +106,30 @@ ZEROC_API zeroc_result_t zeroc_ctx_agree(zeroc_ctx_t *ctx, zeroc_result_t r);
 /* *v becomes the maximum of every rank's *v. Collective over the world. */
 ZEROC_API zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v);
 
+/* The most doubles one zeroc_ctx_allreduce takes. */
+#define ZEROC_ALLREDUCE_MAX (1 << 24)
+
+/*
+ * Reduces `n` host doubles `v` over the ranks of one of the context's groups
+ * (zeroc/mesh.h: ZEROC_GROUP_WORLD, _DP for the data-parallel ranks, _TP, ...):
+ * on return every rank of the group holds the result in `v`. For a few scalars
+ * (an evaluation's loss and token count, a metric); it runs on the host, through
+ * MPI on the group's communicator, on every device kind (NCCL contexts too),
+ * and waits for nothing queued on a device stream.
+ *   ctx: a live context; group: a ZEROC_GROUP_* below ZEROC_GROUP_COUNT;
+ *   v: n doubles of host memory; n: 1..ZEROC_ALLREDUCE_MAX;
+ *   op: ZEROC_SUM, ZEROC_AVG (the sum divided by the group's size), ZEROC_MAX
+ *   or ZEROC_MIN.
+ * Collective over the group: each of its ranks calls it with the same group,
+ * n and op (a rank that does not come makes the others fail with
+ * ZEROC_ERR_TIMEOUT after the context's timeout).
+ * Returns ZEROC_ERR_INVALID_ARG naming the argument (a NULL or dead ctx, a
+ * group, n or op out of range, a NULL v; v is left unchanged), ZEROC_ERR_MPI,
+ * ZEROC_ERR_TIMEOUT.
+ */
+ZEROC_API zeroc_result_t zeroc_ctx_allreduce(zeroc_ctx_t *ctx, zeroc_group_kind_t group, double *v,
+                                             int n, zeroc_redop_t op);
+
 /* The mesh of this context (never NULL for a live ctx). */
 ZEROC_API const zeroc_mesh_info_t *zeroc_ctx_mesh(const zeroc_ctx_t *ctx);
 

@@ -148,7 +148,8 @@ ZEROC_API zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *con
  * order, no gradients, nothing of the training step changes (its loss,
  * gradients and communication figures). *loss receives the mean over the m
  * micro-batches of the loss the last stage computes, the same on every rank
- * of the pipeline group (average over data-parallel ranks yourself). Call it
+ * of the pipeline group (its mean over the data-parallel ranks:
+ * zeroc_ctx_allreduce(ctx, ZEROC_GROUP_DP, loss, 1, ZEROC_AVG)). Call it
  * between steps. Collective over the pipeline group. Errors as
  * zeroc_pipeline_run.
  */

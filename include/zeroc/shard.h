@@ -122,9 +122,22 @@ ZEROC_API void zeroc_model_destroy(zeroc_model_t *m);
 ZEROC_API zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input);
 
 /* Runs a forward pass that will have no backward (evaluation): nothing of the
- * training step changes. *loss receives this rank's loss from the last unit
- * (average over data-parallel ranks yourself). */
+ * training step changes. *loss (may be NULL) receives this rank's loss from
+ * the last unit; zeroc_model_eval_mean gives the mean over the data-parallel
+ * ranks. Local: no collective beyond the forward's own gathers. */
 ZEROC_API zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss);
+
+/* zeroc_model_eval, then *loss becomes the mean of the data-parallel ranks'
+ * losses (the group ZEROC_GROUP_DP: dp x cp ranks; tensor-parallel ranks hold
+ * the same loss already), identical on each of them: the global batch's mean
+ * loss when every rank's micro-batch has the same size (each rank's loss
+ * counts once). Collective over ZEROC_GROUP_DP. A model that is one stage of
+ * a pipeline (pp > 1) is refused (ZEROC_ERR_UNSUPPORTED): zeroc_pipeline_eval
+ * evaluates it, and zeroc_ctx_allreduce averages that over ZEROC_GROUP_DP.
+ * Returns zeroc_model_eval's errors, ZEROC_ERR_INVALID_ARG for a NULL loss,
+ * ZEROC_ERR_REMOTE on the other ranks when the evaluation failed on one,
+ * ZEROC_ERR_MPI / _TIMEOUT from the all-reduce. */
+ZEROC_API zeroc_result_t zeroc_model_eval_mean(zeroc_model_t *m, const void *input, double *loss);
 
 /* Runs the backward pass of the micro-step whose forward ran last. */
 ZEROC_API zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
@@ -193,8 +206,9 @@ typedef enum zeroc_state_kind {
 } zeroc_state_kind_t;
 
 /* Copies this rank's shard (S fp32 values) of a state buffer to / from host
- * memory `buf` (synchronously). Setting MASTER also republishes the compute
- * parameters (collective over the shard group: call on every rank). */
+ * memory `buf` (synchronously). Setting MASTER changes the master weights only:
+ * the compute parameters the callbacks see follow after zeroc_model_sync_params
+ * (call it once after the set_shard calls, on every rank). */
 ZEROC_API zeroc_result_t zeroc_model_get_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
                                                float *buf);
 ZEROC_API zeroc_result_t zeroc_model_set_shard(zeroc_model_t *m, int unit, zeroc_state_kind_t kind,
@@ -206,6 +220,56 @@ ZEROC_API zeroc_result_t zeroc_model_sync_params(zeroc_model_t *m);
 /* Gathers the full fp32 master values of `unit` (flat_numel floats) into host
  * `buf` on every rank. Collective over the shard group. */
 ZEROC_API zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, float *buf);
+
+/* ---- export and import of the parameters by name --------------------------------
+ * One safetensors file (F32, "__metadata__" format "pt", producer "zeroc") holding
+ * every parameter's fp32 master values, consolidated from any layout: ZeRO stage
+ * 0-3, HSDP, and tensor-parallel parameters rebuilt to their unsplit shape (tp_full,
+ * from the tp_* fields of their descriptors). A file exported by one layout imports
+ * into any other layout of the same layer list, and opens in Python with
+ * safetensors' load_file.
+ * Tensor names: "<unit name>.<parameter name>", e.g. "fc1.w". When several units
+ * share a name, each gets its place among the units of that name:
+ * "block.0.w", "block.1.w", ... (the k-th unit called "block", counting from 0).
+ * A unit without a name is called "unit"; a parameter without a name goes by its
+ * index ("head.0"). Two parameters that would get the same name (a unit "a.b"
+ * with parameter "c" beside a unit "a" with parameter "b.c") are refused, naming
+ * both. Names are at most 255 bytes.
+ * Pipelines (pp > 1) are refused with ZEROC_ERR_UNSUPPORTED: each stage's model
+ * holds only its own units. */
+
+/*
+ * Writes the model's parameters to `path` (through a temporary name: nothing
+ * appears at `path` unless the whole file was written). Every rank gathers each
+ * unit in turn (one unit's flat buffer and its largest tensor in host memory),
+ * world rank 0 writes. Collective over the world; the model's training state
+ * is unchanged.
+ * Returns ZEROC_ERR_INVALID_ARG (a NULL or dead model, a NULL or empty path, two
+ * parameters under one name or a name too long), ZEROC_ERR_UNSUPPORTED (pp > 1;
+ * a tensor split over tp ranks of more than 2^31-1 elements), ZEROC_ERR_IO
+ * (rank 0 could not write; the others get ZEROC_ERR_REMOTE with its message),
+ * ZEROC_ERR_NOMEM and the gathers' errors; every rank returns an error when one
+ * fails.
+ */
+ZEROC_API zeroc_result_t zeroc_model_export(zeroc_model_t *m, const char *path);
+
+/*
+ * Replaces the model's weights by the tensors of `path` (written by
+ * zeroc_model_export from any layout, or by any program that uses the same
+ * names and shapes; F32, BF16 or F16 values, read as fp32): every rank reads
+ * the tensors of its units and keeps its own slice and shard, then the compute
+ * parameters are republished. The optimizer's moments and the step count are
+ * not touched. The file must hold exactly the model's tensors: a missing one,
+ * one of another shape (both shapes named) or one the model does not have is
+ * refused, and the model is left unchanged on every rank. Collective over the
+ * world.
+ * Returns ZEROC_ERR_INVALID_ARG (a NULL or dead model, a NULL or empty path,
+ * the file's tensors not the model's, names as for export), ZEROC_ERR_UNSUPPORTED
+ * (pp > 1), ZEROC_ERR_IO / ZEROC_ERR_CORRUPT (the file cannot be read or is no
+ * safetensors file), ZEROC_ERR_NOMEM; ZEROC_ERR_REMOTE on the ranks where the
+ * reason lay on another.
+ */
+ZEROC_API zeroc_result_t zeroc_model_import(zeroc_model_t *m, const char *path);
 
 /* Optimizer steps applied (0 for a dead model); set when resuming from a checkpoint. */
 ZEROC_API uint64_t zeroc_model_steps(const zeroc_model_t *m);

@@ -1,8 +1,8 @@
 /*
- * runtime/query.c - what a live context answers: the world-wide agreement
- * and maxima, the public queries (mesh, device, memory, topology) and the
- * internal accessors of runtime/runtime.h through which the layers above
- * reach its parts without reading its fields.
+ * runtime/query.c - what a live context answers: the world-wide agreement,
+ * maxima and the public all-reduce of host scalars, the public queries (mesh, device, memory,
+ * topology) and the internal accessors of runtime/runtime.h through which the layers above reach
+ * its parts without reading its fields.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +41,29 @@ zeroc_result_t zeroc_ctx_max_i64(zeroc_ctx_t *ctx, int64_t *v) {
     return zeroc__ctx_ret(ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_max_i64: v is NULL"));
   return zeroc__ctx_ret(ctx, zeroc__allreduce_host(ctx->groups[ZEROC_GROUP_WORLD], v, 1, ZEROC_INT64,
                                                    ZEROC_MAX));
+}
+
+zeroc_result_t zeroc_ctx_allreduce(zeroc_ctx_t *ctx, zeroc_group_kind_t group, double *v, int n,
+                                   zeroc_redop_t op) {
+  ZEROC_CHECK(zeroc__ctx_check(ctx, "zeroc_ctx_allreduce"));
+  zeroc_result_t r = ZEROC_OK;
+  if ((int)group < 0 || group >= ZEROC_GROUP_COUNT)
+    r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                   "zeroc_ctx_allreduce: group %d is not a ZEROC_GROUP_* (0..%d)", (int)group,
+                   ZEROC_GROUP_COUNT - 1);
+  else if (!v)
+    r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_allreduce: v is NULL");
+  else if (n < 1 || n > ZEROC_ALLREDUCE_MAX)
+    r = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_allreduce: n %d; accepted 1..%d", n,
+                   ZEROC_ALLREDUCE_MAX);
+  else if ((int)op < 0 || op >= ZEROC_REDOP_COUNT)
+    r = ZEROC_FAIL(
+        ZEROC_ERR_INVALID_ARG,
+        "zeroc_ctx_allreduce: op %d; accepted ZEROC_SUM, ZEROC_AVG, ZEROC_MAX, ZEROC_MIN", (int)op);
+  /* host doubles over MPI on the group's own communicator, whatever the device:
+   * nothing waits for the device stream, and NCCL contexts need no device buffer */
+  if (r == ZEROC_OK) r = zeroc__allreduce_host(ctx->groups[group], v, (size_t)n, ZEROC_FP64, op);
+  return zeroc__ctx_ret(ctx, r);
 }
 
 /* The queries: a dead handle answers the "unknown" value and says why in

@@ -444,6 +444,36 @@ zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, float *loss
   return zeroc__ctx_ret(m->ctx, r);
 }
 
+/* The failures travel with the loss ([loss, 1 if this rank failed], summed), so a
+ * rank whose forward failed does not leave the others of its group waiting, and
+ * each of them learns of it. */
+zeroc_result_t zeroc_model_eval_mean(zeroc_model_t *m, const void *input, double *loss) {
+  CHK(zeroc__model_check(m, "zeroc_model_eval_mean"));
+  if (!loss)
+    return zeroc__ctx_ret(m->ctx,
+                          ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_eval_mean: loss is NULL"));
+  int pp = zeroc_ctx_mesh(m->ctx)->pp;
+  if (pp > 1)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                                             "zeroc_model_eval_mean: pp %d: the model is one "
+                                             "pipeline stage; evaluate with zeroc_pipeline_eval",
+                                             pp));
+  float l = 0;
+  zeroc_result_t r = zeroc_model_eval(m, input, &l);
+  double v[2] = {r == ZEROC_OK ? (double)l : 0.0, r != ZEROC_OK ? 1.0 : 0.0};
+  zeroc_group_t *dp = zeroc__ctx_group(m->ctx, ZEROC_GROUP_DP);
+  zeroc_result_t e = zeroc__allreduce_host(dp, v, 2, ZEROC_FP64, ZEROC_SUM);
+  if (r != ZEROC_OK) return r; /* zeroc_model_eval kept its message */
+  if (e != ZEROC_OK) return zeroc__ctx_ret(m->ctx, e);
+  if (v[1] > 0)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_REMOTE,
+                                             "zeroc_model_eval_mean: the evaluation failed on %d "
+                                             "of the %d data-parallel ranks",
+                                             (int)v[1], dp->size));
+  *loss = v[0] / dp->size;
+  return ZEROC_OK;
+}
+
 void zeroc__model_eval_mark(const zeroc_model_t *m, zeroc__eval_mark_t *mark) {
   mark->bytes = zeroc__model_comm_bytes(m);
   mark->exposed_ms = m->run.exposed_ms;
