@@ -167,6 +167,21 @@ const zeroc__st_tensor_t *zeroc__st_set_find(const zeroc__st_set_t *s, const cha
 
 int zeroc__st_set_files(const zeroc__st_set_t *s) { return s->nfiles; }
 
+size_t zeroc__st_set_count(const zeroc__st_set_t *s) {
+  size_t n = 0;
+  for (int k = 0; k < s->nfiles; k++) n += zeroc__st_count(s->files[k]);
+  return n;
+}
+
+const zeroc__st_tensor_t *zeroc__st_set_tensor(const zeroc__st_set_t *s, size_t i) {
+  for (int k = 0; k < s->nfiles; k++) {
+    size_t n = zeroc__st_count(s->files[k]);
+    if (i < n) return zeroc__st_tensor(s->files[k], i);
+    i -= n;
+  }
+  return NULL;
+}
+
 /* ---- write ---------------------------------------------------------------------------- */
 
 static uint64_t entry_numel(const zeroc__st_entry_t *e) {

@@ -33,6 +33,9 @@ void zeroc__st_set_close(zeroc__st_set_t *s);
 const zeroc__st_tensor_t *zeroc__st_set_find(const zeroc__st_set_t *s, const char *name);
 /* The number of files (1 without an index). */
 int zeroc__st_set_files(const zeroc__st_set_t *s);
+/* Every tensor of every file: their count, and tensor i of them (NULL past the end). */
+size_t zeroc__st_set_count(const zeroc__st_set_t *s);
+const zeroc__st_tensor_t *zeroc__st_set_tensor(const zeroc__st_set_t *s, size_t i);
 
 /* One F32 tensor to write: its name and shape (ndim 1 or 2). */
 typedef struct zeroc__st_entry {

@@ -76,6 +76,29 @@ fail:
   return res;
 }
 
+zeroc_result_t zeroc__gpt_check_layers(const zeroc__st_set_t *st, const char *path, int layers) {
+  for (size_t i = 0; i < zeroc__st_set_count(st); i++) {
+    const char *name = zeroc__st_set_tensor(st, i)->name, *at = name;
+    /* the block index after "h." (GPT-2) or "layers." (Llama), any prefix before it */
+    const char *h = strstr(at, "h."), *l = strstr(at, "layers.");
+    if (h && (h == name || h[-1] == '.'))
+      at = h + 2;
+    else if (l && (l == name || l[-1] == '.'))
+      at = l + 7;
+    else
+      continue;
+    char *end;
+    long k = strtol(at, &end, 10);
+    if (end == at || *end != '.') continue;
+    if (k >= layers)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "'%s': tensor '%s' is of block %ld, and this model has %d layers (blocks "
+                        "0..%d): a file of another shape",
+                        path, name, k, layers, layers - 1);
+  }
+  return ZEROC_OK;
+}
+
 zeroc_result_t zeroc__gpt_file_open_cfg(const char *path, const zeroc_gpt_config_t *cfg,
                                         zeroc__gpt_file_t *f) {
   int llama = cfg && cfg->family == ZEROC_GPT_FAMILY_LLAMA;
@@ -95,6 +118,7 @@ zeroc_result_t zeroc__gpt_file_open_cfg(const char *path, const zeroc_gpt_config
                      "'%s' has no tensor '%s' nor '%s' (a %s file has one of them)", path, embed,
                      full_name, f->kind);
   if (!res && !(llama && cfg->untied)) res = check_tied(f, wte);
+  if (!res && cfg) res = zeroc__gpt_check_layers(f->st, path, cfg->layers);
   if (res) zeroc__gpt_file_close(f);
   return res;
 }

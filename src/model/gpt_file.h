@@ -38,6 +38,10 @@ zeroc_result_t zeroc__gpt_file_open(const char *path, zeroc__gpt_file_t *f);
 zeroc_result_t zeroc__gpt_file_open_cfg(const char *path, const zeroc_gpt_config_t *cfg,
                                         zeroc__gpt_file_t *f);
 void zeroc__gpt_file_close(zeroc__gpt_file_t *f);
+/* A file's blocks beyond the model's: a tensor of block `layers` or above (GPT-2's
+ * `h.N.`, Llama's `layers.N.`, any prefix) is ZEROC_ERR_INVALID_ARG naming it (issue 37:
+ * they were ignored). zeroc__gpt_file_open_cfg runs it; the Llama sampler's reader too. */
+zeroc_result_t zeroc__gpt_check_layers(const zeroc__st_set_t *st, const char *path, int layers);
 
 /*
  * Reads tensor `name` (the bare name; the file's prefix is added, except to

@@ -35,6 +35,7 @@ static zeroc_result_t load(const char *path, const zeroc_gpt_config_t *cfg, zero
   CHK(zeroc__sampler_create(cfg, &s));
   ZEROC_TRY(zeroc__gpt_file_open(path, &f));
   int L = cfg->layers;
+  ZEROC_TRY(zeroc__gpt_check_layers(f.st, path, L));
   for (int gu = 0; gu < L + 2; gu++) {
     int np = gu > 0 && gu <= L ? 12 : 2;
     for (int p = 0; p < np; p++) {

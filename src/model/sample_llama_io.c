@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "io/st_set.h"
+#include "model/gpt_file.h"
 #include "model/sample.h"
 
 typedef struct {
@@ -122,6 +123,7 @@ zeroc_result_t zeroc__sampler_load_llama(const char *path, const zeroc_gpt_confi
   const uint64_t C = (uint64_t)cfg->hidden, V = (uint64_t)cfg->vocab;
   ZEROC_TRY(zeroc__st_set_open(path, &f.st));
   if (!zeroc__st_set_find(f.st, "model.embed_tokens.weight")) f.prefix = ""; /* a bare LlamaModel */
+  ZEROC_TRY(zeroc__gpt_check_layers(f.st, path, cfg->layers));
   tmp = malloc(C * C * sizeof(float));
   if (!tmp) {
     res = ZEROC_FAIL(ZEROC_ERR_NOMEM, "sampler load buffer of %llu floats",

@@ -68,6 +68,7 @@ typedef struct {
 } buf_t;
 
 static zeroc_result_t put(buf_t *o, const unsigned char *s, size_t n) {
+  if (!n) return ZEROC_OK; /* an empty run: nothing to copy (and o->b may still be NULL) */
   if (o->len + n > o->cap) {
     size_t cap = o->cap ? o->cap : 64;
     while (cap < o->len + n) cap *= 2;

@@ -110,3 +110,12 @@ head -c 4096 "$ZEROC" > "$WORK/binary.tsv"
 probe "a binary file as Criteo --data" nz "binary.tsv:1: a NUL byte at column [0-9]+: not a Criteo TSV file" 30 -- zt train "${CRITEO[@]}" --data "$WORK/binary.tsv"
 python3 -c "print('1' * 70000)" > "$WORK/long.tsv"
 probe "a Criteo line of 70000 bytes" nz "long.tsv:1: line of 70000 bytes, longer than 65534" 30 -- zt train "${CRITEO[@]}" --data "$WORK/long.tsv"
+
+# A file with more blocks than the model (issue 37, item 7): refused naming a tensor of the
+# extra block, by train --init and by sample --init, GPT-2's and the Llama family's names
+zt train --device cpu --model tiny --layers 3 --steps 1 --quiet --export "$WORK/l3.safetensors" > /dev/null 2>&1
+probe "train --init of a file with a block more" nz "tensor 'h\.2\.[a-z_.12]+' is of block 2, and this model has 2 layers" 30 -- zt train "${TINY[@]}" --init "$WORK/l3.safetensors"
+probe "sample --init of a file with a block more" nz "tensor 'h\.2\.[a-z_.12]+' is of block 2, and this model has 2 layers" 30 -- zt sample --init "$WORK/l3.safetensors" --tokenizer bytes --prompt x
+rm -rf "$WORK/ll3" && zt train --device cpu --model llama-tiny --layers 3 --steps 1 --quiet --export "$WORK/ll3" > /dev/null 2>&1
+probe "train --init of a Llama file with a block more" nz "tensor 'model\.layers\.2\.[a-z_.]+' is of block 2, and this model has 2 layers" 30 -- zt train --device cpu --model llama-tiny --steps 1 --quiet --init "$WORK/ll3/model.safetensors"
+probe "sample --init of a Llama file with a block more" nz "tensor 'model\.layers\.2\.[a-z_.]+' is of block 2, and this model has 2 layers" 30 -- zt sample --model llama-tiny --init "$WORK/ll3/model.safetensors" --tokenizer bytes --prompt x
