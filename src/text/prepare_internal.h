@@ -40,6 +40,9 @@ typedef struct zeroc__prepare {
   int nshards[2], cap_shards[2];
   uint64_t in_shard[2]; /* tokens in the stream's current (last) shard */
   zeroc_prepare_stats_t stats;
+  /* the document being written: its bytes and its tokens (without the end-of-text id),
+   * so a document that encodes to nothing is refused (issue 37, item 10) */
+  uint64_t doc_bytes, doc_tokens;
   zeroc_prepare_progress_fn progress;
   void *user;
   double t0, last_report;

@@ -362,7 +362,20 @@ static zeroc_result_t write_piece(zeroc__prepare_t *p, const piece_t *pc) {
   else
     p->stats.val_tokens += pc->n;
   p->stats.bytes_done += pc->len;
-  if (pc->last_of_doc) p->stats.documents_done++;
+  p->doc_bytes += pc->len;
+  p->doc_tokens += pc->n - (pc->eot ? 1 : 0);
+  if (pc->last_of_doc) {
+    /* a tokenizer with no token for a byte (no byte-level alphabet, no unk) drops it: a
+     * document that loses all of its text would be written as nothing, in silence */
+    if (p->doc_bytes > 0 && p->doc_tokens == 0)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "data: document '%s' (%llu bytes) encodes to no token: the tokenizer "
+                        "has no token for its bytes (no byte-level alphabet, no unknown token); "
+                        "accepted a tokenizer that covers the text",
+                        p->docs[pc->doc].path, (unsigned long long)p->doc_bytes);
+    p->doc_bytes = p->doc_tokens = 0;
+    p->stats.documents_done++;
+  }
   return report(p, 0);
 }
 
