@@ -41,12 +41,16 @@
 #            yet measured (~ the 1.3B's). Estimate 80-115 s.
 #   mfu_own   40 s: the same two models on zeroc's own attention (ZEROC_CUDA_ATTENTION=zeroc),
 #            zeroc only: the A/B against cuDNN in the same run. Estimate 15-25 s.
+#   nccl_self 30 s: the 1.3B with ZEROC_NCCL_SELF=1 (NCCL's kernels in the step, not the
+#            one-rank copies), zeroc only. Estimate 15-20 s.
+#   offload   60 s: the 1.3B with parameters and optimizer state in host memory
+#            (--offload-params cpu --offload-optimizer cpu), 10 steps. Estimate 25-40 s.
 #   compile  110 s, optional (LEASE_COMPILE=0 skips it), after the others: torch.compile
 #            rows for the two models (zeroc and eager rerun beside them for the ratios).
 #            Not in RESULTS.md's timings; compiling the 1.3B model is about a minute.
 #            Estimate 80-130 s.
-# The four required stages' limits add to 400 s; with compile 510 s, inside
-# one 10-minute command. The stages' "attention:" lines (the backend really used) are
+# The six required stages' limits add to 490 s; with compile 600 s: run compile in a
+# second call (LEASE_COMPILE=0 in the first) when the first must leave room for a rerun. The stages' "attention:" lines (the backend really used) are
 # printed at the end: a "cuDNN" stage that did not run cuDNN fails the script.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -118,6 +122,13 @@ if [ $lease = 1 ]; then
     esac
   done | tee "$logs/attention.log"
   grep -q "^NOT ON cuDNN" "$logs/attention.log" && { st=1; failed="$failed attention"; }
+  # issue 40's hazard 6 (real NCCL kernels in the step) and its offload row, zeroc only
+  stage nccl_self "${LEASE_NCCL_SELF_S:-30}" env ZEROC_NCCL_SELF=1 ZEROC_CUDA_ATTENTION=auto \
+    LOGDIR="$runs/ncclself" MODELS="gpt-1.3b" TORCH=none "$root/benchmarks/gpu/mfu.sh" "$zeroc" "$steps"
+  stage offload "${LEASE_OFFLOAD_S:-60}" env ZEROC_CUDA_ATTENTION=auto LOGDIR="$runs/offload" \
+    ZEROC_FLAGS="--offload-optimizer cpu --offload-params cpu" MODELS="gpt-1.3b" TORCH=none \
+    "$root/benchmarks/gpu/mfu.sh" "$zeroc" 10
+  pack
   if [ "${LEASE_COMPILE:-1}" != 0 ]; then
     stage compile "${LEASE_COMPILE_S:-110}" env ZEROC_CUDA_ATTENTION=auto LOGDIR="$runs/compile" \
       MODELS="gpt-1.3b gpt2-124m" TORCH=eager,compile "$root/benchmarks/gpu/mfu.sh" "$zeroc" "$steps"

@@ -131,8 +131,9 @@ zeroc_result_t zeroc__markov_create(int V, int successors, double noise, uint64_
                                     zeroc__markov_t **out) {
   zeroc_result_t res = ZEROC_OK;
   *out = NULL;
-  if (V < 2 || V > 65536)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "synthetic corpus: vocab %d; accepted 2..65536", V);
+  if (V < 2 || V > ZEROC_MARKOV_MAX_VOCAB)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "synthetic corpus: vocab %d; accepted 2..%d", V,
+                      ZEROC_MARKOV_MAX_VOCAB);
   if (successors < 1 || successors > ZEROC_MARKOV_MAX_SUCCESSORS)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "synthetic corpus: successors %d; accepted 1..%d",
                       successors, ZEROC_MARKOV_MAX_SUCCESSORS);

@@ -25,6 +25,8 @@
 #include "zeroc/result.h"
 
 #define ZEROC_MARKOV_MAX_SUCCESSORS 64
+/* The largest vocabulary: Llama 3's 128256 and Qwen2's 151936 with room (Gemma's 256000) */
+#define ZEROC_MARKOV_MAX_VOCAB 262144
 
 typedef struct zeroc__markov {
   int V;                  /* tokens */
@@ -46,7 +48,7 @@ typedef struct zeroc__markov {
 
 /*
  * Builds the source for (V, K, noise, seed) and solves for pi and H.
- *   V: 2..65536; successors K: 1..ZEROC_MARKOV_MAX_SUCCESSORS (capped at V);
+ *   V: 2..ZEROC_MARKOV_MAX_VOCAB; successors K: 1..ZEROC_MARKOV_MAX_SUCCESSORS (capped at V);
  *   noise: in (0, 1).
  * Returns ZEROC_ERR_INVALID_ARG naming the value and the accepted range,
  * ZEROC_ERR_NOMEM, ZEROC_ERR_NUMERIC when power iteration does not converge.

@@ -247,7 +247,11 @@ static void build_forward(gb_t *g, const dims_t *d) {
   s = gb_causal(g, d, s, neg);
   /* softmax with stats: m = max, e = exp(s - m), l = sum e, stats = m + log l, P = e / l */
   cudnnBackendDescriptor_t m = gb_tensor(g, f32, d->row, d->row_st, 0, false);
-  cudnnBackendDescriptor_t sub = gb_scores(g, d), e = gb_scores(g, d), p = gb_scores(g, d);
+  cudnnBackendDescriptor_t sub = gb_scores(g, d), e = gb_scores(g, d);
+  /* P in the io type (bf16), not fp32: cuDNN's SDPA engines take the second matmul's A
+   * operand in the io type, and refuse the whole graph otherwise ("the matmul should either be
+   * an entrance node or occur after the softmax"; seen on an H200 with cuDNN 9.19) */
+  cudnnBackendDescriptor_t p = gb_tensor(g, bf, d->s, d->s_st, 0, false);
   cudnnBackendDescriptor_t l = gb_tensor(g, f32, d->row, d->row_st, 0, false);
   cudnnBackendDescriptor_t logl = gb_tensor(g, f32, d->row, d->row_st, 0, false);
   gb_reduce(g, CUDNN_REDUCE_TENSOR_MAX, s, m, "reduce max");
