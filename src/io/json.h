@@ -128,6 +128,14 @@ zeroc_result_t zeroc__jw_double(zeroc__jw_t *w, double v);
 zeroc_result_t zeroc__jw_float(zeroc__jw_t *w, float v);
 zeroc_result_t zeroc__jw_bool(zeroc__jw_t *w, int v);
 zeroc_result_t zeroc__jw_null(zeroc__jw_t *w);
+/* zeroc__jw_finish's text with a newline in a malloc'd string (*out; free it), the
+ * writer freed: the config.json writers' end. `what` names the document in an error. */
+zeroc_result_t zeroc__jw_finish_dup(zeroc__jw_t *w, const char *what, char **out);
+/* A key and its value in one call (the config.json writers' form). */
+zeroc_result_t zeroc__jw_put_int(zeroc__jw_t *w, const char *key, int64_t v);
+zeroc_result_t zeroc__jw_put_str(zeroc__jw_t *w, const char *key, const char *v);
+zeroc_result_t zeroc__jw_put_bool(zeroc__jw_t *w, const char *key, int v);
+zeroc_result_t zeroc__jw_put_num(zeroc__jw_t *w, const char *key, double v);
 /* Appends a parsed value, recursively (objects keep their member order). */
 zeroc_result_t zeroc__jw_value(zeroc__jw_t *w, const zeroc__json_t *v);
 

@@ -283,3 +283,37 @@ zeroc_result_t zeroc__jw_finish(zeroc__jw_t *w, const char **text, size_t *len) 
   if (len) *len = w->len;
   return ZEROC_OK;
 }
+
+zeroc_result_t zeroc__jw_put_int(zeroc__jw_t *w, const char *key, int64_t v) {
+  zeroc__jw_key(w, key);
+  return zeroc__jw_int(w, v);
+}
+
+zeroc_result_t zeroc__jw_put_str(zeroc__jw_t *w, const char *key, const char *v) {
+  zeroc__jw_key(w, key);
+  return zeroc__jw_string(w, v);
+}
+
+zeroc_result_t zeroc__jw_put_bool(zeroc__jw_t *w, const char *key, int v) {
+  zeroc__jw_key(w, key);
+  return zeroc__jw_bool(w, v);
+}
+
+zeroc_result_t zeroc__jw_put_num(zeroc__jw_t *w, const char *key, double v) {
+  zeroc__jw_key(w, key);
+  return zeroc__jw_double(w, v);
+}
+
+zeroc_result_t zeroc__jw_finish_dup(zeroc__jw_t *w, const char *what, char **out) {
+  const char *text = NULL;
+  size_t len = 0;
+  *out = NULL;
+  zeroc_result_t r = zeroc__jw_finish(w, &text, &len);
+  if (!r) {
+    *out = malloc(len + 2);
+    if (!*out) r = ZEROC_FAIL(ZEROC_ERR_NOMEM, "%s of %zu bytes", what, len);
+  }
+  if (!r) memcpy(*out, text, len), (*out)[len] = '\n', (*out)[len + 1] = 0;
+  zeroc__jw_free(w);
+  return r;
+}

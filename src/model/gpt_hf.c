@@ -22,24 +22,13 @@ const char *const zeroc__gpt_hf_architectures[] = {"GPT2LMHeadModel", NULL};
 
 /* ---- write -------------------------------------------------------------------------- */
 
-static void put_int(zeroc__jw_t *w, const char *key, int64_t v) {
-  zeroc__jw_key(w, key);
-  zeroc__jw_int(w, v);
-}
-
-static void put_str(zeroc__jw_t *w, const char *key, const char *v) {
-  zeroc__jw_key(w, key);
-  zeroc__jw_string(w, v);
-}
-
-static void put_bool(zeroc__jw_t *w, const char *key, int v) {
-  zeroc__jw_key(w, key);
-  zeroc__jw_bool(w, v);
-}
-
-static void put_num(zeroc__jw_t *w, const char *key, double v) {
-  zeroc__jw_key(w, key);
-  zeroc__jw_double(w, v);
+zeroc_result_t zeroc__hf_config_end(zeroc__jw_t *w, char **json) {
+  zeroc__jw_put_bool(w, "use_cache", 1);
+  /* the export's tensors are fp32; "dtype" for transformers 5, "torch_dtype" before */
+  zeroc__jw_put_str(w, "dtype", "float32");
+  zeroc__jw_put_str(w, "torch_dtype", "float32");
+  zeroc__jw_object_end(w);
+  return zeroc__jw_finish_dup(w, "config.json", json);
 }
 
 zeroc_result_t zeroc__gpt_hf_config_write(const zeroc_gpt_config_t *g, int positions,
@@ -51,40 +40,26 @@ zeroc_result_t zeroc__gpt_hf_config_write(const zeroc_gpt_config_t *g, int posit
   zeroc__jw_array_begin(&w);
   zeroc__jw_string(&w, zeroc__gpt_hf_architectures[0]);
   zeroc__jw_array_end(&w);
-  put_str(&w, "model_type", "gpt2");
-  put_int(&w, "vocab_size", g->vocab);
-  put_int(&w, "n_positions", positions);
-  put_int(&w, "n_embd", g->hidden);
-  put_int(&w, "n_layer", g->layers);
-  put_int(&w, "n_head", g->heads);
+  zeroc__jw_put_str(&w, "model_type", "gpt2");
+  zeroc__jw_put_int(&w, "vocab_size", g->vocab);
+  zeroc__jw_put_int(&w, "n_positions", positions);
+  zeroc__jw_put_int(&w, "n_embd", g->hidden);
+  zeroc__jw_put_int(&w, "n_layer", g->layers);
+  zeroc__jw_put_int(&w, "n_head", g->heads);
   zeroc__jw_key(&w, "n_inner");
   zeroc__jw_null(&w); /* 4 n_embd */
-  put_str(&w, "activation_function", "gelu_new");
+  zeroc__jw_put_str(&w, "activation_function", "gelu_new");
   /* --dropout is all three at once (docs/cli.md) */
-  put_num(&w, "resid_pdrop", dropout);
-  put_num(&w, "embd_pdrop", dropout);
-  put_num(&w, "attn_pdrop", dropout);
-  put_num(&w, "layer_norm_epsilon", 1e-5);
-  put_num(&w, "initializer_range", 0.02);
-  put_bool(&w, "scale_attn_weights", 1);
-  put_bool(&w, "scale_attn_by_inverse_layer_idx", 0);
-  put_bool(&w, "reorder_and_upcast_attn", 0);
-  put_bool(&w, "tie_word_embeddings", 1);
-  put_bool(&w, "use_cache", 1);
-  /* the export's tensors are fp32; "dtype" for transformers 5, "torch_dtype" before */
-  put_str(&w, "dtype", "float32");
-  put_str(&w, "torch_dtype", "float32");
-  zeroc__jw_object_end(&w);
-  const char *text;
-  size_t len;
-  zeroc_result_t r = zeroc__jw_finish(&w, &text, &len);
-  if (!r) {
-    *json = malloc(len + 2);
-    if (!*json) r = ZEROC_FAIL(ZEROC_ERR_NOMEM, "config.json of %zu bytes", len);
-  }
-  if (!r) memcpy(*json, text, len), (*json)[len] = '\n', (*json)[len + 1] = 0;
-  zeroc__jw_free(&w);
-  return r;
+  zeroc__jw_put_num(&w, "resid_pdrop", dropout);
+  zeroc__jw_put_num(&w, "embd_pdrop", dropout);
+  zeroc__jw_put_num(&w, "attn_pdrop", dropout);
+  zeroc__jw_put_num(&w, "layer_norm_epsilon", 1e-5);
+  zeroc__jw_put_num(&w, "initializer_range", 0.02);
+  zeroc__jw_put_bool(&w, "scale_attn_weights", 1);
+  zeroc__jw_put_bool(&w, "scale_attn_by_inverse_layer_idx", 0);
+  zeroc__jw_put_bool(&w, "reorder_and_upcast_attn", 0);
+  zeroc__jw_put_bool(&w, "tie_word_embeddings", 1);
+  return zeroc__hf_config_end(&w, json);
 }
 
 /* ---- read --------------------------------------------------------------------------- */

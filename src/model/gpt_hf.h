@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "io/json.h"
 #include "zeroc/gpt.h"
 #include "zeroc/train.h"
 
@@ -14,6 +15,9 @@ extern const char *const zeroc__gpt_hf_architectures[];
 
 /* The config.json of shape `g` with `positions` rows of wpe and dropout
  * `dropout`, as malloc'd text. */
+/* The end every config.json writer shares: use_cache, the fp32 dtype (both spellings),
+ * the closing brace and the text in *json (malloc'd, newline-terminated). */
+zeroc_result_t zeroc__hf_config_end(zeroc__jw_t *w, char **json);
 zeroc_result_t zeroc__gpt_hf_config_write(const zeroc_gpt_config_t *g, int positions,
                                           double dropout, char **json);
 

@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "io/json.h"
+#include "model/gpt_hf.h"
 #include "model/llama_hf.h"
 #include "model/lm_rules.h"
 
@@ -28,36 +29,16 @@ enum { DEFAULT_SEQ_MAX = 2048 };
 
 /* ---- write -------------------------------------------------------------------------- */
 
-static void put_int(zeroc__jw_t *w, const char *key, int64_t v) {
-  zeroc__jw_key(w, key);
-  zeroc__jw_int(w, v);
-}
-
-static void put_str(zeroc__jw_t *w, const char *key, const char *v) {
-  zeroc__jw_key(w, key);
-  zeroc__jw_string(w, v);
-}
-
-static void put_bool(zeroc__jw_t *w, const char *key, int v) {
-  zeroc__jw_key(w, key);
-  zeroc__jw_bool(w, v);
-}
-
-static void put_num(zeroc__jw_t *w, const char *key, double v) {
-  zeroc__jw_key(w, key);
-  zeroc__jw_double(w, v);
-}
-
 /* The llama3 scaling's four keys (with rope_type), or only rope_type "default". */
 static void put_rope(zeroc__jw_t *w, const zeroc_gpt_config_t *g, int theta) {
   zeroc__jw_object_begin(w);
-  put_str(w, "rope_type", g->rope_factor > 0 ? "llama3" : "default");
-  if (theta) put_num(w, "rope_theta", g->rope_theta);
+  zeroc__jw_put_str(w, "rope_type", g->rope_factor > 0 ? "llama3" : "default");
+  if (theta) zeroc__jw_put_num(w, "rope_theta", g->rope_theta);
   if (g->rope_factor > 0) {
-    put_num(w, "factor", g->rope_factor);
-    put_num(w, "low_freq_factor", g->rope_low);
-    put_num(w, "high_freq_factor", g->rope_high);
-    put_num(w, "original_max_position_embeddings", g->rope_original);
+    zeroc__jw_put_num(w, "factor", g->rope_factor);
+    zeroc__jw_put_num(w, "low_freq_factor", g->rope_low);
+    zeroc__jw_put_num(w, "high_freq_factor", g->rope_high);
+    zeroc__jw_put_num(w, "original_max_position_embeddings", g->rope_original);
   }
   zeroc__jw_object_end(w);
 }
@@ -72,51 +53,37 @@ zeroc_result_t zeroc__llama_hf_config_write(const zeroc_gpt_config_t *g, int pos
   zeroc__jw_array_begin(&w);
   zeroc__jw_string(&w, zeroc__llama_hf_architectures[qwen]);
   zeroc__jw_array_end(&w);
-  put_str(&w, "model_type", qwen ? "qwen2" : "llama");
-  put_int(&w, "vocab_size", g->vocab);
-  put_int(&w, "hidden_size", g->hidden);
-  put_int(&w, "intermediate_size", g->ffn);
-  put_int(&w, "num_hidden_layers", g->layers);
-  put_int(&w, "num_attention_heads", g->heads);
-  put_int(&w, "num_key_value_heads", g->kv_heads);
-  put_int(&w, "head_dim", g->hidden / g->heads);
-  put_int(&w, "max_position_embeddings", positions);
-  put_num(&w, "rms_norm_eps", g->norm_eps);
-  put_str(&w, "hidden_act", "silu");
+  zeroc__jw_put_str(&w, "model_type", qwen ? "qwen2" : "llama");
+  zeroc__jw_put_int(&w, "vocab_size", g->vocab);
+  zeroc__jw_put_int(&w, "hidden_size", g->hidden);
+  zeroc__jw_put_int(&w, "intermediate_size", g->ffn);
+  zeroc__jw_put_int(&w, "num_hidden_layers", g->layers);
+  zeroc__jw_put_int(&w, "num_attention_heads", g->heads);
+  zeroc__jw_put_int(&w, "num_key_value_heads", g->kv_heads);
+  zeroc__jw_put_int(&w, "head_dim", g->hidden / g->heads);
+  zeroc__jw_put_int(&w, "max_position_embeddings", positions);
+  zeroc__jw_put_num(&w, "rms_norm_eps", g->norm_eps);
+  zeroc__jw_put_str(&w, "hidden_act", "silu");
   /* transformers 5 reads rope_parameters; earlier versions rope_theta and rope_scaling */
   zeroc__jw_key(&w, "rope_parameters");
   put_rope(&w, g, 1);
-  put_num(&w, "rope_theta", g->rope_theta);
+  zeroc__jw_put_num(&w, "rope_theta", g->rope_theta);
   zeroc__jw_key(&w, "rope_scaling");
   if (g->rope_factor > 0)
     put_rope(&w, g, 0);
   else
     zeroc__jw_null(&w);
-  put_bool(&w, "tie_word_embeddings", !g->untied);
+  zeroc__jw_put_bool(&w, "tie_word_embeddings", !g->untied);
   if (qwen) {
-    put_bool(&w, "use_sliding_window", 0);
-    put_int(&w, "max_window_layers", g->layers);
+    zeroc__jw_put_bool(&w, "use_sliding_window", 0);
+    zeroc__jw_put_int(&w, "max_window_layers", g->layers);
   } else {
-    put_bool(&w, "attention_bias", 0);
-    put_bool(&w, "mlp_bias", 0);
+    zeroc__jw_put_bool(&w, "attention_bias", 0);
+    zeroc__jw_put_bool(&w, "mlp_bias", 0);
   }
-  put_num(&w, "attention_dropout", 0.0);
-  put_num(&w, "initializer_range", 0.02);
-  put_bool(&w, "use_cache", 1);
-  /* the export's tensors are fp32; "dtype" for transformers 5, "torch_dtype" before */
-  put_str(&w, "dtype", "float32");
-  put_str(&w, "torch_dtype", "float32");
-  zeroc__jw_object_end(&w);
-  const char *text;
-  size_t len;
-  zeroc_result_t r = zeroc__jw_finish(&w, &text, &len);
-  if (!r) {
-    *json = malloc(len + 2);
-    if (!*json) r = ZEROC_FAIL(ZEROC_ERR_NOMEM, "config.json of %zu bytes", len);
-  }
-  if (!r) memcpy(*json, text, len), (*json)[len] = '\n', (*json)[len + 1] = 0;
-  zeroc__jw_free(&w);
-  return r;
+  zeroc__jw_put_num(&w, "attention_dropout", 0.0);
+  zeroc__jw_put_num(&w, "initializer_range", 0.02);
+  return zeroc__hf_config_end(&w, json);
 }
 
 /* ---- read --------------------------------------------------------------------------- */
