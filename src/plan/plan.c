@@ -34,7 +34,7 @@ static void model_states(double psi, int zero, int shard, int pb, int master,
                          zeroc_plan_memory_t *out) {
   memset(out, 0, sizeof *out);
   zeroc__unit_bytes_t u;
-  zeroc__shard_unit_bytes(zero, psi, shard, 0, pb, pb, pb, master, &u);
+  zeroc__shard_unit_bytes(zero, psi, shard, 0, pb, pb, pb, master, 0, &u);
   out->params = u.params;
   out->grads = u.grads;
   out->optimizer = u.optimizer;
@@ -367,7 +367,7 @@ static void stage_states(const zeroc_plan_config_t *c, int nd, const stage_t *st
    * full grads beside them */
   if (c->microbatches > 1 && pb != 4) {
     zeroc__unit_bytes_t g;
-    zeroc__shard_unit_bytes(c->zero, st->params, nd, 0, pb, pb, 4, 1, &g);
+    zeroc__shard_unit_bytes(c->zero, st->params, nd, 0, pb, pb, 4, 1, 0, &g);
     mem->grads = g.grads + g.accum;
   }
   *host = *nvme = 0;
@@ -395,9 +395,10 @@ static zeroc_result_t stage_memory(const zeroc__plan_model_t *pm, const zeroc_ar
    * of them. Gradients are reduced in the parameter dtype. */
   zeroc__pool_bytes_t pool;
   zeroc__unit_bytes_t pin;
+  const int alias = zeroc__shard_alias(c->zero, nd, (int)c->offload_params, c->microbatches);
   zeroc__shard_pool_bytes(c->zero, c->prefetch, st->m.units, c->microbatches, st->unit_max,
-                          fmax(st->unit_max, st->pinned), nd, pb, pb, &pool);
-  zeroc__shard_unit_bytes(c->zero, st->pinned, nd, 1, pb, pb, pb, 1, &pin);
+                          fmax(st->unit_max, st->pinned), nd, pb, pb, alias, &pool);
+  zeroc__shard_unit_bytes(c->zero, st->pinned, nd, 1, pb, pb, pb, 1, alias, &pin);
   mem->buffers = pool.gather_n * pool.gather + pin.own_gather + pool.fgrad_n * pool.fgrad +
                  pin.own_fgrad + pool.rs_n * pool.rs;
 

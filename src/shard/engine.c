@@ -293,7 +293,7 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   zeroc__unit_bytes_t b;
   zeroc__shard_unit_bytes(st, (double)u->f.N, m->shard_g->size, u->pinned, (int)esz(m->pdt),
                           (int)esz(m->rdt), acc32 ? 4 : (int)esz(u->gshard_dt), !m->master_alias,
-                          &b);
+                          m->alias, &b);
   if (m->cfg.offload_optimizer == ZEROC_OFFLOAD_NONE) {
     size_t ob = (size_t)b.opt_buffer;
     if (!m->master_alias) /* else the compute shard, once it is allocated below */
@@ -315,7 +315,7 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
       CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_PINNED, ZEROC_TAG_PARAMS, (size_t)b.params,
                           &u->cshard));
     /* nvme: the shard lives in its swap file */
-    if (u->pinned) {
+    if (u->pinned && !(m->alias & ZEROC__ALIAS_PARAMS)) {
       CHK(alloc_dev(m, ZEROC_TAG_BUFFERS, (size_t)b.own_gather, &u->full_own));
       u->own_pslot.ptr = u->full_own;
       CHK(zeroc_event_create(m->ctx, &u->own_pslot.free_ev));
@@ -328,7 +328,7 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
     if (b.accum > 0) CHK(alloc_dev(m, ZEROC_TAG_GRADS, (size_t)b.accum, (void **)&u->gacc));
   } else {
     CHK(alloc_dev(m, ZEROC_TAG_GRADS, (size_t)b.grads, &u->gshard));
-    if (u->pinned) {
+    if (u->pinned && !(m->alias & ZEROC__ALIAS_GRADS)) {
       CHK(alloc_dev(m, ZEROC_TAG_BUFFERS, (size_t)b.own_fgrad, &u->fgrad_own));
       u->own_gslot.ptr = u->fgrad_own;
       CHK(zeroc_event_create(m->ctx, &u->own_gslot.free_ev));
@@ -521,14 +521,18 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   }
   /* the bytes of the shared buffers (shard/sizes.c, which the planner calls too) */
   zeroc__pool_bytes_t pb;
+  m->alias =
+      zeroc__shard_alias(st, m->shard_g->size, (int)m->cfg.offload_params, m->cfg.grad_accum);
   zeroc__shard_pool_bytes(st, m->K, n, m->cfg.grad_accum, (double)maxNp, (double)maxN,
-                          m->shard_g->size, (int)esz(m->pdt), (int)esz(m->rdt), &pb);
+                          m->shard_g->size, (int)esz(m->pdt), (int)esz(m->rdt), m->alias, &pb);
   if (m->conv && maxNp) {
     ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_copy, (void **)&m->conv_view));
     ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_copy, (void **)&m->conv_cgrad));
   }
-  if (maxNp) ZEROC_TRY(pool_init(m, &m->gpool, pb.gather_n, (size_t)pb.gather, ZEROC_TAG_BUFFERS));
-  if (maxNp) ZEROC_TRY(pool_init(m, &m->fgpool, pb.fgrad_n, (size_t)pb.fgrad, ZEROC_TAG_BUFFERS));
+  if (maxNp && pb.gather_n)
+    ZEROC_TRY(pool_init(m, &m->gpool, pb.gather_n, (size_t)pb.gather, ZEROC_TAG_BUFFERS));
+  if (maxNp && pb.fgrad_n)
+    ZEROC_TRY(pool_init(m, &m->fgpool, pb.fgrad_n, (size_t)pb.fgrad, ZEROC_TAG_BUFFERS));
   ZEROC_TRY(pool_init(m, &m->tpool, pb.rs_n, (size_t)pb.rs, ZEROC_TAG_BUFFERS));
   if (maxws) ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxws, &m->ws));
   if (m->rdt != ZEROC_FP32)

@@ -11,7 +11,10 @@
  *   2     | S fp32     | full N (persistent)     | pool slot, per backward  | S
  *   3     | S fp32     | shard S + pool slot     | pool slot, per backward  | S
  * With fp32 params on the device (nothing offloaded) the master is not a buffer of
- * its own but the compute shard itself (master_alias; shard/sizes.h).
+ * its own but the compute shard itself (master_alias; shard/sizes.h). On a shard
+ * group of one, stage 3's pool slot is the compute shard itself and stages 2-3's
+ * full grads are the grad shard (zeroc__shard_alias): no gather, no reduce-scatter
+ * copy, no pool.
  * Stage 0 is the degenerate HSDP layout: shard group of one, all-reduce over dp.
  * Units used by a later unit (`shares`, tied weights) are pinned: they keep
  * dedicated gather and gradient buffers from first to last use in a step.
@@ -102,6 +105,7 @@ struct zeroc_model {
   zeroc__pool_t tpool;           /* reduce-scatter outputs (reduce dtype, max S) */
   float *conv_view, *conv_cgrad; /* shared compute copies of non-pinned units */
   int conv_owner;                /* unit whose params conv_view holds, -1 none */
+  int alias; /* zeroc__shard_alias: shards used in place of gather/reduce buffers */
   int cshard_current;            /* AdamW wrote the compute shards: publish skips its cast */
   int master_alias; /* fp32 params on the device: each unit's master is its compute shard */
   void *ws;         /* workspace for callbacks (max workspace_bytes) */

@@ -66,6 +66,12 @@ zeroc_result_t zeroc__model_wait_comm(zeroc_model_t *m, zeroc_event_t *e) {
 static zeroc_result_t issue_gather(zeroc_model_t *m, int i) {
   zeroc__unit_t *u = &m->u[i];
   if (m->cfg.stage != 3 || u->gathered) return ZEROC_OK;
+  if (m->alias & ZEROC__ALIAS_PARAMS) { /* a group of one: the shard is the whole unit */
+    u->full = u->cshard;
+    u->gathered = 1;
+    u->view_ready = 0;
+    return ZEROC_OK;
+  }
   if (u->pinned) {
     u->pslot = &u->own_pslot;
     CHK(zeroc_stream_wait_event(m->gather_s, u->own_pslot.free_ev));
@@ -89,7 +95,7 @@ static zeroc_result_t issue_gather(zeroc_model_t *m, int i) {
 static zeroc_result_t release_params(zeroc_model_t *m, int i) {
   zeroc__unit_t *u = &m->u[i];
   if (m->cfg.stage != 3 || !u->gathered) return ZEROC_OK;
-  CHK(slot_release(u->pslot, m->compute));
+  if (u->pslot) CHK(slot_release(u->pslot, m->compute));
   u->pslot = NULL;
   u->full = NULL;
   u->gathered = 0;
@@ -101,7 +107,7 @@ static zeroc_result_t release_params(zeroc_model_t *m, int i) {
 /* Makes unit i's parameters usable by the compute stream and fills pviews. */
 static zeroc_result_t ready_params(zeroc_model_t *m, int i) {
   zeroc__unit_t *u = &m->u[i];
-  CHK(zeroc__model_wait_comm(m, u->ev_gathered));
+  if (!(m->alias & ZEROC__ALIAS_PARAMS)) CHK(zeroc__model_wait_comm(m, u->ev_gathered));
   if (!u->full) return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "unit %d used before it was gathered", i);
   char *base = u->full;
   size_t e = esz(m->pdt);
@@ -132,6 +138,10 @@ static zeroc_result_t ready_grads(zeroc_model_t *m, int i) {
       u->fgrad = u->fgrad_own;
       if (u->nbwd == 0 && !m->conv)
         CHK(zeroc_memset_async(m->compute, u->fgrad, 0, u->f.N * esz(m->rdt)));
+    } else if (m->alias & ZEROC__ALIAS_GRADS) {
+      /* a group of one: the backward sums straight into the grad shard */
+      u->fgrad = u->gshard;
+      if (!m->conv) CHK(zeroc_memset_async(m->compute, u->fgrad, 0, u->f.N * esz(m->rdt)));
     } else {
       if (u->pinned)
         u->gslot = &u->own_gslot;
@@ -204,7 +214,8 @@ static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
     if (m->rep_g->size > 1)
       CHK(zeroc__allreduce(m->rep_g, rs, u->gshard, u->gshard, S, m->rdt, ZEROC_SUM));
   } else if (m->cfg.grad_accum == 1) {
-    CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, u->gshard, S, m->rdt, ZEROC_SUM));
+    if (!(m->alias & ZEROC__ALIAS_GRADS)) /* else the grads are the shard already */
+      CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, u->gshard, S, m->rdt, ZEROC_SUM));
     if (m->rep_g->size > 1)
       CHK(zeroc__allreduce(m->rep_g, rs, u->gshard, u->gshard, S, m->rdt, ZEROC_SUM));
   } else {
@@ -221,7 +232,7 @@ static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
   }
   CHK(zeroc_event_record(u->ev_reduced, rs));
   if (st >= 2) {
-    CHK(slot_release(u->gslot, rs));
+    if (u->gslot) CHK(slot_release(u->gslot, rs));
     u->gslot = NULL;
     u->fgrad = NULL;
   }

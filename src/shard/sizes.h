@@ -29,9 +29,20 @@ typedef struct zeroc__unit_bytes {
  * 16 bits and micro-steps accumulate: stages 2-3 keep the grad shard in it,
  * stages 0-1 a running sum of the full grads beside them); pinned: a later
  * unit shares its parameters; master: an fp32 master copy is kept beside the
- * compute parameters (zeroc__shard_keeps_master). */
+ * compute parameters (zeroc__shard_keeps_master); alias: zeroc__shard_alias's bits. */
 void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, int rb, int gb,
-                             int master, zeroc__unit_bytes_t *out);
+                             int master, int alias, zeroc__unit_bytes_t *out);
+
+/* A shard group of one rank keeps every parameter and gradient whole, so the
+ * gather and reduce-scatter buffers would hold copies of the shards: the engine
+ * uses the shards in their place (ZEROC__ALIAS_PARAMS: ZeRO-3's gathered params
+ * are the compute shard, unless it lives off the device; ZEROC__ALIAS_GRADS:
+ * ZeRO-2/3's full grads are the grad shard, unless micro-steps accumulate, where
+ * the shard is fp32). The bitmask of zeroc__shard_alias goes to the two size
+ * functions; the engine and the planner both ask it. */
+#define ZEROC__ALIAS_PARAMS 1
+#define ZEROC__ALIAS_GRADS  2
+int zeroc__shard_alias(int stage, int nd, int offload_params, int grad_accum);
 
 /* Whether the optimizer keeps an fp32 master copy of the parameter shard: unless
  * the parameters are fp32 (pb 4) and neither they nor the optimizer state are
@@ -58,7 +69,7 @@ typedef struct zeroc__pool_bytes {
  * among the unpinned units and among all of them. */
 void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
                              double max_unpinned, double max_unit, int nd, int pb, int rb,
-                             zeroc__pool_bytes_t *out);
+                             int alias, zeroc__pool_bytes_t *out);
 
 /* The optimizer step's device accumulators (tag workspace), whatever the
  * model: ZEROC__STEP_ACC doubles (shard/model.h: the gradient norm's sum of
