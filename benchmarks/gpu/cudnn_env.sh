@@ -2,8 +2,9 @@
 # for attention's fast path (kernels/attention_cudnn_cuda.c dlopens libcudnn.so.9), from
 # PyTorch's wheel first (site-packages/nvidia/cudnn/lib), else /usr/local/cuda/lib64, and
 # says which. The tests and the kernel benchmark print the version and file they loaded;
-# zeroc's default is still its own kernels (ZEROC_CUDA_ATTENTION=zeroc) until cuDNN's path
-# has run on a GPU; these scripts ask for auto unless told otherwise.
+# zeroc's default is still its own kernels (ZEROC_CUDA_ATTENTION=zeroc) until the planner
+# counts cuDNN's workspace (the path passed on an H200, 2026-11-28); these scripts ask for
+# auto unless told otherwise.
 if [ -z "${ZEROC_CUDNN_ENV_DONE:-}" ]; then
   export ZEROC_CUDNN_ENV_DONE=1
   export ZEROC_CUDA_ATTENTION=${ZEROC_CUDA_ATTENTION:-auto}
