@@ -15,6 +15,14 @@
  * With the same world size and data, stages 1, 2 and 3 give bitwise identical
  * parameters (grad_accum 1; with accumulation stage 1 sums full gradients
  * before reducing, so it agrees to rounding).
+ *
+ * Besides the shards, stage 3 keeps min(prefetch + 1, units) gather buffers and
+ * stages 2-3 two full-gradient buffers, each the size of the largest unit (a unit
+ * another one shares keeps its own pair): memory that a model of few large units
+ * notices. On a shard group of one rank the shards are whole and serve in their
+ * place: no gather or full-gradient buffers (unless the parameters are offloaded,
+ * or micro-steps accumulate into an fp32 shard). `zeroc plan` prints them as
+ * "buffers" (docs/plan.md, "Buffers").
  */
 #ifndef ZEROC_SHARD_H
 #define ZEROC_SHARD_H
