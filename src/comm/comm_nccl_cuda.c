@@ -294,6 +294,16 @@ static zeroc_result_t nccl_connect(zeroc_group_t *g, zeroc_group_t *parent, int 
                    g->name, g->size, parent->name);
   }
   if (r != ZEROC_OK || !g->nccl[0]) return r;
+  /* NCCL orders a split's ranks by key, then parent rank, as MPI_Comm_split
+   * does: the ranks agree, or every peer named in a call would be wrong */
+  int nr = -1, nn = -1;
+  if (ncclCommUserRank(g->nccl[0], &nr) != ncclSuccess ||
+      ncclCommCount(g->nccl[0], &nn) != ncclSuccess || nr != g->rank || nn != g->size) {
+    zeroc__nccl_abort(g);
+    return ZEROC_FAIL(ZEROC_ERR_INTERNAL,
+                      "group %s: the NCCL communicator has rank %d of %d, the MPI one %d of %d",
+                      g->name, nr, nn, g->rank, g->size);
+  }
   /* the other channels and the lanes: splits of channel 0, over g only */
   for (int c = 1; c < ZEROC_MAX_CHANNELS && r == ZEROC_OK; c++)
     r = comm_split(g, 0, g, c, 0, g->rank);
@@ -305,6 +315,7 @@ static zeroc_result_t nccl_connect(zeroc_group_t *g, zeroc_group_t *parent, int 
   /* a failure fails the context: abort what was made, rather than have the
    * group's destroy wait out a finalize with peers that may be gone */
   if (r != ZEROC_OK) zeroc__nccl_abort(g);
+  phase(g, "made the NCCL communicators of group %s", g->name);
   if (r == ZEROC_OK)
     ZINFO(COMM,
           "nccl communicators for group %s made at start-up: rank %d of %d, %d channels, "
