@@ -97,6 +97,7 @@ static ncclRedOp_t nccl_op(zeroc_redop_t op) {
 
 static int nccl_self(void);
 void zeroc__nccl_abort(zeroc_group_t *g);
+int zeroc__nccl_async_error(zeroc_group_t *g, char *why, size_t n);
 
 /* Always an error: for calls where anything but ncclSuccess is a failure. */
 static zeroc_result_t nccl_fail(ncclResult_t r, const char *call, zeroc_group_t *g) {
@@ -334,6 +335,13 @@ static zeroc_result_t nccl_split_out(zeroc_group_t *parent, int key) {
  * finalize waits on this rank's next one), then destroys them. */
 static void nccl_group_fini(zeroc_group_t *g) {
   int idx[NCOMMS], n = 0;
+  char why[256];
+  /* a communicator in error (a peer lost) would only wait out the timeout */
+  if (zeroc__nccl_async_error(g, why, sizeof why)) {
+    ZINFO(COMM, "%s: aborting group %s's communicators instead of finalizing them", why, g->name);
+    zeroc__nccl_abort(g);
+    return;
+  }
   for (int c = 0; c < NCOMMS; c++) {
     if (!g->nccl[c]) continue;
     ncclResult_t r = ncclCommFinalize(g->nccl[c]);
