@@ -336,6 +336,9 @@ static zeroc_result_t nccl_split_out(zeroc_group_t *parent, int key) {
 static void nccl_group_fini(zeroc_group_t *g) {
   int idx[NCOMMS], n = 0;
   char why[256];
+  /* the context frees the watchdog's board before its groups: poll with the
+   * timeout alone */
+  g->env.wd = NULL;
   /* a communicator in error (a peer lost) would only wait out the timeout */
   if (zeroc__nccl_async_error(g, why, sizeof why)) {
     ZINFO(COMM, "%s: aborting group %s's communicators instead of finalizing them", why, g->name);
