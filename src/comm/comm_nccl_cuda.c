@@ -58,6 +58,7 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "comm/p2p_lanes.h"
 #include "comm/watchdog.h"
 #include "core/clock.h"
 #include "core/env.h"
@@ -274,10 +275,6 @@ static zeroc_result_t comm_split(zeroc_group_t *fg, int from, zeroc_group_t *g, 
   return nccl_wait(g, &slot, 1, "making an NCCL communicator (ncclCommSplit)");
 }
 
-/* the ring-edge colours a group of n ranks needs: 2, or 3 for an odd ring */
-static int edge_colours(int n) { return n % 2 ? 3 : 2; }
-static int edge_colour(int edge, int n) { return n % 2 && edge == n - 1 ? 2 : edge % 2; }
-
 /* Every communicator g can use: channel 0 (bootstrapped, or split from the
  * parent's), the other channels and, on a pipeline group, the p2p lanes. */
 static zeroc_result_t nccl_connect(zeroc_group_t *g, zeroc_group_t *parent, int color, int key) {
@@ -309,7 +306,7 @@ static zeroc_result_t nccl_connect(zeroc_group_t *g, zeroc_group_t *parent, int 
   for (int c = 1; c < ZEROC_MAX_CHANNELS && r == ZEROC_OK; c++)
     r = comm_split(g, 0, g, c, 0, g->rank);
   /* lanes for the pipeline's directed streams: + direction, then - */
-  int lanes = g->kind == ZEROC_GROUP_PP && g->size > 1 ? edge_colours(g->size) : 0;
+  int lanes = g->kind == ZEROC_GROUP_PP && g->size > 1 ? zeroc__p2p_colours(g->size) : 0;
   for (int d = 0; d < 2; d++)
     for (int e = 0; e < lanes && r == ZEROC_OK; e++)
       r = comm_split(g, 0, g, LANE0 + 3 * d + e, 0, g->rank);
@@ -403,21 +400,17 @@ static zeroc_result_t coll_comm(zeroc_group_t *g, zeroc_stream_t *s, const char 
 /* The communicator slot of a send (or receive) to (from) `peer` on stream s: a
  * directed stream's lane, or the p2p channel. */
 static zeroc_result_t p2p_comm(zeroc_group_t *g, zeroc_stream_t *s, int send, int peer, int *idx) {
-  int n = g->size, me = g->rank, d = s->p2p_dir;
+  int d = s->p2p_dir, want = peer;
   *idx = ZEROC_P2P_CHANNEL;
   if (d) {
-    /* the peer is rank+1 (the edge crossed is this rank's own, (me, me+1)) or
-     * rank-1 (the edge behind): a send of direction +1 or a receive of -1 goes ahead */
-    int ahead = send == (d > 0);
-    int want = ahead ? (me + 1) % n : (me + n - 1) % n;
-    int edge = ahead ? me : (me + n - 1) % n;
-    if (peer != want || g->kind != ZEROC_GROUP_PP)
+    int lane = g->size > 1 ? zeroc__p2p_lane(g->size, g->rank, d, send, peer, &want) : -1;
+    if (lane < 0 || g->kind != ZEROC_GROUP_PP)
       return ZEROC_FAIL(ZEROC_ERR_INTERNAL,
                         "%s on group %s: a stream of direction %+d %s rank %d only (on a "
                         "pipeline group), not %d",
                         send ? "send" : "recv", g->name, d, send ? "sends to" : "receives from",
                         want, peer);
-    *idx = LANE0 + 3 * (d > 0 ? 0 : 1) + edge_colour(edge, n);
+    *idx = LANE0 + lane;
   }
   if (!g->nccl[*idx])
     return ZEROC_FAIL(ZEROC_ERR_INTERNAL,
