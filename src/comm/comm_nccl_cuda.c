@@ -30,8 +30,8 @@
  *
  * Point to point. A stream made without a direction sends and receives on the
  * group's p2p channel communicator (ZEROC_P2P_CHANNEL). A directed stream
- * (zeroc__stream_create_p2p, the pipeline's four) uses a lane: direction +1
- * or -1, and the colour of the ring edge its message crosses (edge i joins
+ * (zeroc__stream_create_p2p, the pipeline's four) uses a lane
+ * (comm/p2p_lanes.h): direction +1 or -1, and the colour of the ring edge its message crosses (edge i joins
  * ranks i and i+1 mod n; adjacent edges differ: i % 2, and 2 for the last edge
  * of an odd ring). A rank's send and receive in one direction cross different
  * edges, so each of its four streams has a communicator of its own, and the
