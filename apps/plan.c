@@ -445,6 +445,9 @@ static void print_single(const zeroc_plan_result_t *r) {
   printf("  workspace    %9.2f\n", d->workspace / GIB);
   printf("  total        %9.2f of %g GiB: %s\n", d->total / GIB, c->gpu_mem_gib,
          r->fits ? "fits" : "does NOT fit");
+  if (r->nccl_bytes > 0)
+    printf("  nccl         %9.2f (NCCL's own buffers on a GPU: an estimate, not in total)\n",
+           r->nccl_bytes / GIB);
   if (r->host_bytes > 0)
     printf("  host         %9.2f (offloaded, per rank)\n", r->host_bytes / GIB);
   if (r->nvme_bytes > 0)

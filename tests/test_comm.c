@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "comm/comm.h"
+#include "comm/p2p_lanes.h"
 #include "core/clock.h"
 #include "runtime/runtime.h"
 #include "testutil.h"
@@ -433,6 +434,41 @@ static void test_groups_per_layout(void) {
   check_groups_cp(1, 2, 1, 2);
 }
 
+/* The nccl backend's directed lanes (comm/p2p_lanes.h), on every ring of 2 to 9 ranks
+ * and every rank: a rank's four directed streams (send and receive, each way) use four
+ * different lanes, so no two of its streams share a communicator, and every send uses
+ * the lane of the receive that matches it on the peer (the interleaved schedule's
+ * wrap-around, rank n-1 to rank 0, included). */
+static void test_p2p_lanes(void) {
+  for (int n = 2; n <= 9; n++) {
+    CU_ASSERT_EQUAL(zeroc__p2p_colours(n), n % 2 ? 3 : 2);
+    for (int r = 0; r < n; r++) {
+      int used = 0, want;
+      for (int d = -1; d <= 1; d += 2)
+        for (int send = 0; send <= 1; send++) {
+          int peer = send == (d > 0) ? (r + 1) % n : (r + n - 1) % n;
+          int lane = zeroc__p2p_lane(n, r, d, send, peer, &want);
+          ZT_ASSERT_MSG(lane >= 0 && lane < ZEROC_P2P_LANES && want == peer,
+                        "n %d rank %d dir %d send %d: lane %d", n, r, d, send, lane);
+          ZT_ASSERT_MSG(!(used >> lane & 1), "n %d rank %d: lane %d used twice", n, r, lane);
+          used |= 1 << lane;
+          CU_ASSERT(lane % 3 < zeroc__p2p_colours(n));
+          if (send) { /* the peer's receive of the same direction meets it there */
+            int w2, back = zeroc__p2p_lane(n, peer, d, 0, r, &w2);
+            ZT_ASSERT_MSG(back == lane,
+                          "n %d: rank %d's send (dir %d) on lane %d, rank %d's "
+                          "receive on %d",
+                          n, r, d, lane, peer, back);
+          }
+          if (n > 2) { /* the other neighbour is refused */
+            int other = peer == (r + 1) % n ? (r + n - 1) % n : (r + 1) % n;
+            CU_ASSERT_EQUAL(zeroc__p2p_lane(n, r, d, send, other, &want), -1);
+          }
+        }
+    }
+  }
+}
+
 static int setup(void) {
   ctx = zt_ctx(1, 1, 1);
   if (!ctx) return 1;
@@ -461,6 +497,7 @@ int main(int argc, char **argv) {
       {"all-to-all (every count, comm and inline streams, counters)", test_alltoall},
       {"all-to-all with counts and displacements per peer", test_alltoallv},
       {"mesh groups for several layouts", test_groups_per_layout},
+      {"nccl's directed p2p lanes: one per stream, matching across ranks", test_p2p_lanes},
       ZT_END,
   };
   return zt_run_mpi_ex(argc, argv, "comm", tests, 2, 0, setup, teardown);

@@ -98,17 +98,15 @@ static void test_allreduce_bf16_and_broadcast(void) {
   free(h);
 }
 
-/* A send and a receive posted together in one NCCL group: a ring exchange. They are
- * the group's first point-to-point calls, as a pipeline's first exchange is: the p2p
- * communicator must be made before ncclGroupStart, not inside the group, where NCCL
- * defers its creation past the calls that use it. It needs 2 ranks (comm.c refuses a
+/* A send and a receive posted together in one batch: a ring exchange. They are the
+ * group's first point-to-point calls, as a pipeline's first exchange is: the p2p
+ * communicator was made with the group, before any batch. It needs 2 ranks (comm.c refuses a
  * send to oneself): with NCCL that is 2 GPUs; on one GPU the staged runs (np 2, 4)
  * exchange through MPI instead. */
 static void test_grouped_ring(void) {
   zeroc_group_t *g = zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD);
   int n = g->size, r = g->rank;
   if (n < 2) return;
-  CU_ASSERT_PTR_NULL(g->nccl[ZEROC_P2P_CHANNEL]); /* no p2p call before this test */
   int32_t h[256];
   for (int j = 0; j < 256; j++) h[j] = r * 1000 + j;
   int32_t *out = dev_alloc(sizeof h), *in = dev_alloc(sizeof h);
@@ -123,6 +121,73 @@ static void test_grouped_ring(void) {
   CU_ASSERT_EQUAL(bad, 0);
   zeroc_mem_free(ctx, out);
   zeroc_mem_free(ctx, in);
+}
+
+/* Every communicator a group can use exists once the context does (none is made in a
+ * step): each channel's on every group (ZEROC_NCCL_SELF=1 gives a group of one its
+ * own), the directed p2p lanes on a pipeline group of 2 or more ranks only. */
+static void test_made_at_start_up(void) {
+  if (strcmp(zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD)->ops->name, "nccl")) return; /* staged */
+  for (int k = 0; k < ZEROC_GROUP_COUNT; k++) {
+    zeroc_group_t *g = zeroc__ctx_group(ctx, (zeroc_group_kind_t)k);
+    int missing = 0, lanes = 0;
+    for (int c = 0; c < ZEROC_MAX_CHANNELS; c++) missing += g->nccl[c] == NULL;
+    for (int l = 0; l < ZEROC_P2P_LANES; l++) lanes += g->nccl[ZEROC_MAX_CHANNELS + l] != NULL;
+    ZT_ASSERT_MSG(missing == 0, "group %s: %d channel communicators missing", g->name, missing);
+    int want = k == ZEROC_GROUP_PP && g->size > 1 ? 2 * (g->size % 2 ? 3 : 2) : 0;
+    ZT_ASSERT_MSG(lanes == want, "group %s (%d ranks): %d lanes, expected %d", g->name, g->size,
+                  lanes, want);
+  }
+}
+
+/* The pipeline's four directed streams on a pipeline group of every rank (a second
+ * context, pp = ranks): activations to rank+1 and gradients to rank-1 in one batch,
+ * each stream on its own lane communicator. 2 ranks or more (2 GPUs). */
+static void test_directed_lanes(void) {
+  int n = zeroc__ctx_group(ctx, ZEROC_GROUP_WORLD)->size;
+  if (n < 2) return;
+  zeroc_ctx_t *c2 = NULL;
+  zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
+  cc.device = ZEROC_DEVICE_CUDA;
+  cc.comm_timeout_s = 120;
+  cc.pp = n;
+  ZT_OK(zeroc_ctx_create(&c2, &cc));
+  zeroc_group_t *g = zeroc__ctx_group(c2, ZEROC_GROUP_PP);
+  CU_ASSERT_EQUAL(g->size, n);
+  int r = g->rank, next = (r + 1) % n, prev = (r + n - 1) % n;
+  enum { RA, RG, SA, SG };
+  static const int dir[4] = {1, -1, 1, -1};
+  zeroc_stream_t *st[4];
+  for (int i = 0; i < 4; i++)
+    ZT_OK(zeroc__stream_create_p2p(zeroc__ctx_device(c2), 1, dir[i], &st[i]));
+  int32_t h[4][512];
+  void *d[4];
+  for (int i = 0; i < 4; i++) {
+    for (int j = 0; j < 512; j++) h[i][j] = i == SA ? r * 1000 + j : i == SG ? -(r * 1000 + j) : 7;
+    d[i] = dev_alloc(sizeof h[i]);
+    to_dev(d[i], h[i], sizeof h[i]);
+  }
+  ZT_OK(zeroc__comm_group_start(g));
+  ZT_OK(zeroc__recv(g, st[RA], d[RA], 512, ZEROC_INT32, prev, 1));
+  ZT_OK(zeroc__send(g, st[SA], d[SA], 512, ZEROC_INT32, next, 1));
+  ZT_OK(zeroc__recv(g, st[RG], d[RG], 512, ZEROC_INT32, next, 2));
+  ZT_OK(zeroc__send(g, st[SG], d[SG], 512, ZEROC_INT32, prev, 2));
+  ZT_OK(zeroc__comm_group_end(g));
+  /* on nccl a stream of direction +1 receives from rank-1 only (mpi matches by tag) */
+  if (n > 2 && !strcmp(g->ops->name, "nccl"))
+    CU_ASSERT_EQUAL(zeroc__recv(g, st[RA], d[RA], 1, ZEROC_INT32, next, 1), ZEROC_ERR_INTERNAL);
+  for (int i = 0; i < 4; i++) ZT_OK(zeroc_stream_sync(st[i]));
+  to_host(h[RA], d[RA], sizeof h[RA]);
+  to_host(h[RG], d[RG], sizeof h[RG]);
+  int bad = 0;
+  for (int j = 0; j < 512; j++)
+    bad += h[RA][j] != prev * 1000 + j || h[RG][j] != -(next * 1000 + j);
+  ZT_ASSERT_MSG(bad == 0, "directed exchange: %d wrong", bad);
+  for (int i = 0; i < 4; i++) {
+    zeroc_mem_free(ctx, d[i]);
+    zeroc_stream_destroy(st[i]);
+  }
+  ZT_OK(zeroc_ctx_finalize(c2));
 }
 
 /* All-to-all (equal counts) and all-to-allv (rank r sends r + p + 1 elements to rank p,
@@ -181,7 +246,9 @@ int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"all-gather and reduce-scatter on device buffers", test_allgather_reduce_scatter},
       {"bf16 all-reduce and broadcast", test_allreduce_bf16_and_broadcast},
+      {"every communicator made at start-up", test_made_at_start_up},
       {"send and receive grouped (ring)", test_grouped_ring},
+      {"the pipeline's directed streams, one communicator each", test_directed_lanes},
       {"all-to-all and all-to-allv on device buffers", test_alltoall},
       ZT_END,
   };

@@ -306,6 +306,29 @@ static void test_buffers_hand(void) {
                 r.device.workspace, ws);
 }
 
+/* NCCL's buffers, the documented estimate (docs/plan.md, "Fits"): 4 MiB x 16 channels
+ * per peer of each communicator a step uses, outside the total and the fit. */
+static void test_nccl_estimate(void) {
+  zeroc_plan_config_t c = gpt(4, 8, 2, 50, 16, 3);
+  zeroc_plan_result_t r;
+  const double per_peer = 4.0 * 1024 * 1024 * 16;
+  const struct {
+    int gpus, tp, pp, zero, peers;
+  } t[] = {{1, 1, 1, 3, 0},  /* alone: no communicator */
+           {2, 1, 1, 3, 4},  /* the shard group's gather and reduce */
+           {2, 1, 1, 0, 2},  /* dp's reduce */
+           {4, 2, 1, 3, 6},  /* + tp */
+           {4, 1, 2, 1, 8}}; /* ZeRO-1 shards over dp 2, + the pipeline's four streams */
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    c.gpus = t[i].gpus, c.tp = t[i].tp, c.pp = t[i].pp, c.zero = t[i].zero;
+    ZT_OK(zeroc_plan_compute(&c, &r));
+    ZT_ASSERT_MSG(r.nccl_bytes == per_peer * t[i].peers, "case %zu: nccl %.0f, hand %.0f", i,
+                  r.nccl_bytes, per_peer * t[i].peers);
+    CU_ASSERT(r.device.total == r.device.params + r.device.grads + r.device.optimizer +
+                                    r.device.activations + r.device.buffers + r.device.workspace);
+  }
+}
+
 /* ---- sanity of the model --------------------------------------------------------- */
 
 /* For random shapes and layouts: model states never grow from ZeRO-0 to 3.
@@ -804,6 +827,7 @@ int main(int argc, char **argv) {
       {"step time by hand", test_step_time_hand},
       {"--all search", test_search},
       {"config checks", test_config_checks},
+      {"NCCL buffers, the estimate", test_nccl_estimate},
       ZT_END};
   return zt_run("plan", tests);
 }

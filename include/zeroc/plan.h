@@ -147,6 +147,10 @@ typedef struct zeroc_plan_result {
   int fits;                   /* device.total <= gpu_mem_bytes */
   zeroc_plan_time_t time;
   zeroc_plan_comm_t comm; /* per rank per step */
+  /* An estimate, not in device.total or fits: NCCL's own transfer buffers per
+   * rank on the cuda device, NCCL_BUFFSIZE (4 MiB) x 16 channels x the peers of
+   * each communicator a step uses (docs/plan.md, "Fits"). */
+  double nccl_bytes;
 } zeroc_plan_result_t;
 
 /*

@@ -10,7 +10,8 @@
 #include "core/log.h"
 
 zeroc_result_t zeroc__group_create(const zeroc__comm_env_t *env, MPI_Comm comm, int kind,
-                                   const char *name, zeroc_group_t **out) {
+                                   const char *name, zeroc_group_t *parent, int color, int key,
+                                   zeroc_group_t **out) {
   zeroc_result_t res = ZEROC_OK;
   zeroc_group_t *g = calloc(1, sizeof *g);
   if (!g) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "group struct");
@@ -42,6 +43,7 @@ zeroc_result_t zeroc__group_create(const zeroc__comm_env_t *env, MPI_Comm comm, 
   }
   g->ops = env->ops;
   if (g->ops->group_init) ZEROC_TRY(g->ops->group_init(g));
+  if (g->ops->group_connect) ZEROC_TRY(g->ops->group_connect(g, parent, color, key));
   ZINFO(COMM, "group %s: rank %d of %d, %d channels, backend %s", name, g->rank, g->size,
         ZEROC_MAX_CHANNELS, g->ops->name);
   *out = g;
@@ -60,8 +62,9 @@ zeroc_result_t zeroc__group_split(zeroc_group_t *parent, int color, int key, con
   if (e != MPI_SUCCESS)
     return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Comm_split of group %s for %s: error %d", parent->name,
                       name, e);
-  if (c == MPI_COMM_NULL) return ZEROC_OK;
-  return zeroc__group_create(&parent->env, c, -1, name, out);
+  if (c == MPI_COMM_NULL)
+    return parent->ops->split_out ? parent->ops->split_out(parent, key) : ZEROC_OK;
+  return zeroc__group_create(&parent->env, c, -1, name, parent, color, key, out);
 }
 
 void zeroc__group_destroy(zeroc_group_t *g) {

@@ -9,8 +9,12 @@
  * collective and polls it with a timeout), nccl (cuda device) and mpi-staged
  * (the mpi collective on pinned host copies of device memory, for several ranks
  * on one GPU; comm_staged.c).
- * Point-to-point send/recv always use the group's p2p channel (matched by tag),
- * so a send on one stream meets a recv on any stream of the peer.
+ * Point-to-point send/recv use the group's p2p channel (matched by tag), so a
+ * send on one stream meets a recv on any stream of the peer; on nccl a stream
+ * made with a direction (zeroc__stream_create_p2p) uses instead a communicator
+ * of its own for its ring neighbour (the pipeline's four streams; comm_nccl_cuda.c).
+ * Every backend communicator a group can use is made when the group is made
+ * (group_connect), never inside a step.
  * Byte counters per collective: payload bytes, and "bus" bytes, the bytes a
  * rank sends in a ring algorithm ((n-1)/n of the data for all-gather and
  * reduce-scatter, 2(n-1)/n for all-reduce), which is what the ZeRO paper counts.
@@ -28,6 +32,10 @@
 #include "device/device.h"
 #include "zeroc/mesh.h"
 #include "zeroc/types.h"
+
+/* nccl: the directed point-to-point communicators of a pipeline group, 2
+ * directions x 3 ring-edge colours (comm_nccl_cuda.c) */
+#define ZEROC_P2P_LANES 6
 
 typedef enum zeroc_coll {
   ZEROC_COLL_ALLGATHER = 0,
@@ -71,7 +79,9 @@ struct zeroc_group {
   /* staged backend: a duplicate of mpi[0] for the collectives of channel 0's
    * stream, which run on a worker thread while host helpers use mpi[0] */
   MPI_Comm mpi_staged;
-  void *nccl[ZEROC_MAX_CHANNELS]; /* ncclComm_t per channel, created on first use */
+  /* ncclComm_t per channel, then per directed p2p lane (comm_nccl_cuda.c): all
+   * made with the group (group_connect); NULL where the group needs none */
+  void *nccl[ZEROC_MAX_CHANNELS + ZEROC_P2P_LANES];
   /* mpi: the ring reduce-scatter's blocks in flight, per channel (comm_mpi.c) */
   void *rs_buf[ZEROC_MAX_CHANNELS];
   size_t rs_cap[ZEROC_MAX_CHANNELS];
@@ -84,6 +94,12 @@ struct zeroc_group {
 typedef struct zeroc_comm_ops {
   const char *name;
   zeroc_result_t (*group_init)(zeroc_group_t *g);
+  /* Makes every backend communicator `g` can use, once its group exists; may be
+   * NULL. Collective over `parent`'s members (NULL: over g's), each of which
+   * calls either this with its colour and key, or split_out. */
+  zeroc_result_t (*group_connect)(zeroc_group_t *g, zeroc_group_t *parent, int color, int key);
+  /* This rank's part in a split of `parent` that it does not join; may be NULL. */
+  zeroc_result_t (*split_out)(zeroc_group_t *parent, int key);
   void (*group_fini)(zeroc_group_t *g);
   zeroc_result_t (*allgather)(zeroc_group_t *g, zeroc_stream_t *s, const void *send, void *recv,
                               size_t count, zeroc_dtype_t dt);
@@ -106,8 +122,8 @@ typedef struct zeroc_comm_ops {
                               const size_t *send_counts, const size_t *send_displs, void *recv,
                               const size_t *recv_counts, const size_t *recv_displs,
                               zeroc_dtype_t dt);
-  /* batch the following calls on g (ncclGroupStart); may be NULL. A backend that
-   * creates communicators lazily creates g's p2p one here, outside the batch. */
+  /* batch the following sends and receives on g; may be NULL. nccl posts them at
+   * group_end, one ncclGroupStart/End per communicator (so per stream). */
   zeroc_result_t (*group_start)(zeroc_group_t *g);
   zeroc_result_t (*group_end)(zeroc_group_t *g);
 } zeroc_comm_ops_t;
@@ -120,10 +136,14 @@ extern const zeroc_comm_ops_t zeroc__nccl_comm_ops;
 
 /*
  * Creates a group from an MPI communicator of its members (taken over: freed by
- * zeroc__group_destroy), duplicating it once per channel. Collective over `comm`.
+ * zeroc__group_destroy), duplicating it once per channel, and makes the
+ * backend's communicators (group_connect). `comm` came from splitting `parent`
+ * (NULL: a root group) with `color` and `key`; collective over `parent` (every
+ * member calls this, or zeroc__group_split with a negative colour), else over `comm`.
  */
 zeroc_result_t zeroc__group_create(const zeroc__comm_env_t *env, MPI_Comm comm, int kind,
-                                   const char *name, zeroc_group_t **out);
+                                   const char *name, zeroc_group_t *parent, int color, int key,
+                                   zeroc_group_t **out);
 /* Splits `parent` like MPI_Comm_split (color < 0: not a member, *out = NULL). */
 zeroc_result_t zeroc__group_split(zeroc_group_t *parent, int color, int key, const char *name,
                                   zeroc_group_t **out);

@@ -69,8 +69,8 @@ zeroc_result_t zeroc__cp_create(zeroc_kernels_t *k, const zeroc__devmem_t *mem, 
   cp->overlap = overlap ? 1 : 0;
   zeroc_result_t r = ZEROC_OK;
   if (cp->g && mode == ZEROC_CP_RING) {
-    if ((r = zeroc__stream_create_p2p(mem->dev, 0, &cp->send)) != ZEROC_OK) goto fail;
-    if ((r = zeroc__stream_create_p2p(mem->dev, 0, &cp->recv)) != ZEROC_OK) goto fail;
+    if ((r = zeroc__stream_create_p2p(mem->dev, 0, 0, &cp->send)) != ZEROC_OK) goto fail;
+    if ((r = zeroc__stream_create_p2p(mem->dev, 0, 0, &cp->recv)) != ZEROC_OK) goto fail;
     for (int i = 0; i < (int)(sizeof cp->ev / sizeof cp->ev[0]); i++)
       if ((r = zeroc__event_create(mem->dev, &cp->ev[i])) != ZEROC_OK) goto fail;
   }

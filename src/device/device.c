@@ -77,14 +77,19 @@ zeroc_result_t zeroc__stream_create(zeroc_device_t *dev, int priority, int inlin
   zeroc_result_t r = dev->ops->stream_create(dev, priority, inline_, s);
   if (r != ZEROC_OK) return r;
   (*s)->channel = c;
+  (*s)->p2p_dir = 0;
   dev->channels_used |= 1u << c;
   return ZEROC_OK;
 }
 
-zeroc_result_t zeroc__stream_create_p2p(zeroc_device_t *dev, int priority, zeroc_stream_t **s) {
+zeroc_result_t zeroc__stream_create_p2p(zeroc_device_t *dev, int priority, int dir,
+                                        zeroc_stream_t **s) {
+  if (dir < -1 || dir > 1)
+    return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "p2p stream direction %d: accepted -1, 0, +1", dir);
   zeroc_result_t r = dev->ops->stream_create(dev, priority, 0, s);
   if (r != ZEROC_OK) return r;
   (*s)->channel = ZEROC_P2P_CHANNEL;
+  (*s)->p2p_dir = dir;
   return ZEROC_OK;
 }
 

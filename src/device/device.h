@@ -33,6 +33,9 @@ struct zeroc_stream {
   int channel; /* index of this stream's duplicated communicators; 0 = compute */
   int inline_; /* work runs on the calling thread (cpu compute stream) */
   void *native; /* cudaStream_t on cuda */
+  /* p2p streams: the way their messages go round the group's ring, +1 (sent to
+   * rank+1, received from rank-1) or -1; 0: any peer (zeroc__stream_create_p2p) */
+  int p2p_dir;
   /* The comm backend's state for this stream (the staged backend's worker and
    * staging buffers), made on first use; zeroc_stream_destroy calls
    * comm_free(s) before the stream goes. */
@@ -145,9 +148,14 @@ zeroc_result_t zeroc__stream_create(zeroc_device_t *dev, int priority, int inlin
                                     zeroc_stream_t **s);
 
 /* Creates a stream that only sends and receives point to point (pipeline
- * activations): p2p always uses ZEROC_P2P_CHANNEL's communicator, so such a
- * stream takes no collective channel and any number of them can exist. */
-zeroc_result_t zeroc__stream_create_p2p(zeroc_device_t *dev, int priority, zeroc_stream_t **s);
+ * activations): p2p uses ZEROC_P2P_CHANNEL's communicators, so such a stream
+ * takes no collective channel and any number of them can exist. `dir` +1: it
+ * only sends to rank+1 or only receives from rank-1 of the groups it is used
+ * on; -1: the reverse; 0: any peer. On nccl a directed stream gets a
+ * communicator of its own (comm_nccl_cuda.c), so that streams do not wait for
+ * each other; each direction and side (send or receive) wants its own stream. */
+zeroc_result_t zeroc__stream_create_p2p(zeroc_device_t *dev, int priority, int dir,
+                                        zeroc_stream_t **s);
 
 /* What allocating needs (the context hands it over): the device, the
  * accountant that sees every byte, and the cap on device bytes

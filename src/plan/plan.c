@@ -599,6 +599,29 @@ static zeroc_result_t plan_stages(const zeroc__plan_model_t *pm, const zeroc_pla
   return res;
 }
 
+/* NCCL's own device buffers per rank, an estimate (NCCL sizes them at run time
+ * from the topology, and allocates them when a communicator first connects a
+ * peer): NCCL_BUFFSIZE's default (4 MiB, the simple protocol; LL and LL128
+ * buffers and tree connections not counted) x an assumed 16 channels x the
+ * peers of each communicator a step uses (comm/comm_nccl_cuda.c): a ring
+ * collective reads from 2 peers (tp on the compute stream; the shard group's
+ * gather and reduce streams, or dp's reduce at ZeRO-0; dp_replicate's reduce),
+ * the cp ring 2, and each of the pipeline's four directed streams 1. */
+#define NCCL_EST_BUFF     (4.0 * 1024 * 1024)
+#define NCCL_EST_CHANNELS 16
+static double nccl_estimate(const zeroc_plan_config_t *c, const zeroc_plan_result_t *r) {
+  int peers = 0;
+  if (c->tp > 1) peers += 2;
+  if (r->shard > 1)
+    peers += 2 * 2;
+  else if (c->zero == 0 && r->dp > 1)
+    peers += 2;
+  if (c->zero != 0 && c->hsdp > 1) peers += 2;
+  if (c->cp > 1) peers += 2;
+  if (c->pp > 1) peers += 4;
+  return NCCL_EST_BUFF * NCCL_EST_CHANNELS * peers;
+}
+
 zeroc_result_t zeroc__plan_model(const zeroc__plan_model_t *pm, const zeroc_plan_config_t *c,
                                  zeroc_plan_result_t *out, zeroc_arch_stage_price_t *mp) {
   memset(out, 0, sizeof *out);
@@ -617,6 +640,7 @@ zeroc_result_t zeroc__plan_model(const zeroc__plan_model_t *pm, const zeroc_plan
   ZEROC_CHECK(plan_stages(pm, c, out, mp, &psi, &blocks));
   out->gpu_mem_bytes = c->gpu_mem_gib * GIB;
   out->fits = c->gpu_mem_gib == 0 || out->device.total <= out->gpu_mem_bytes;
+  out->nccl_bytes = nccl_estimate(c, out);
   /* the model's blocks in all (tensor-parallel traffic is per block) */
   zeroc_arch_layout_t L = layout_of(pm, c);
   int nu = pm->arch->num_units(pm->info), layers = 0;

@@ -335,8 +335,11 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first,
       for (int e = 0; e < 6; e++) CHK(zeroc_event_create(p->ctx, &(*evs[e])[k]));
     }
   }
+  /* activations go to rank+1, gradients to rank-1 (mod p): one direction and
+   * side per stream, so that nccl gives each its own communicator */
+  static const int dir[NSTREAMS] = {[RA] = 1, [SA] = 1, [RG] = -1, [SG] = -1};
   for (int i = 0; i < NSTREAMS; i++)
-    CHK(zeroc__stream_create_p2p(zeroc__ctx_device(p->ctx), 1, &p->s[i]));
+    CHK(zeroc__stream_create_p2p(zeroc__ctx_device(p->ctx), 1, dir[i], &p->s[i]));
   p->pp_g = zeroc__ctx_group(p->ctx, ZEROC_GROUP_PP);
   return ZEROC_OK;
 }

@@ -37,8 +37,11 @@ zeroc_result_t zeroc__mesh_create_groups(zeroc_ctx_t *ctx) {
     if (e != MPI_SUCCESS)
       return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Comm_split for group %s: error %d",
                         zeroc_group_name((zeroc_group_kind_t)k), e);
+    /* the world first (k = 0): every other group's backend communicators are
+     * split from its own, in this order on every rank (comm.h, group_connect) */
+    zeroc_group_t *parent = k == ZEROC_GROUP_WORLD ? NULL : ctx->groups[ZEROC_GROUP_WORLD];
     ZEROC_CHECK(zeroc__group_create(&ctx->comm_env, c, k, zeroc_group_name((zeroc_group_kind_t)k),
-                                    &ctx->groups[k]));
+                                    parent, color[k], key[k], &ctx->groups[k]));
   }
   ZINFO(INIT, "mesh: world %d = pp %d x dp %d (replicate %d x shard %d) x cp %d x tp %d; rank %d "
               "at pp %d rep %d shard %d cp %d tp %d",
