@@ -81,7 +81,7 @@ static zeroc_result_t fault_setup(zeroc_ctx_t *ctx) {
   return zeroc__fault_check_ranks(ctx->fault, ctx->mesh.world);
 }
 
-/* The device chosen before MPI_Init (select_gpu_before_mpi), for the process:
+/* The device chosen before MPI_Init (zeroc__ctx_select_gpu_before_mpi), for the process:
  * MPI starts once. ordinal -1: none was (cpu, MPI already up, no launcher
  * variable). */
 static struct {
@@ -89,11 +89,7 @@ static struct {
   const char *var;
 } pre_mpi = {-1, -1, NULL};
 
-/* A CUDA-aware MPI opens a context on the current device inside MPI_Init: device
- * 0 for every rank of the node unless one is chosen first. MPI's own node-local
- * rank is not known yet, so the launcher's is read from its environment. The
- * cpu device does nothing here. */
-static void select_gpu_before_mpi(const zeroc_ctx_config_t *in) {
+void zeroc__ctx_select_gpu_before_mpi(const zeroc_ctx_config_t *in) {
   int inited = 0;
   MPI_Initialized(&inited);
   zeroc_ctx_config_t c;
@@ -375,7 +371,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
                       "zeroc_ctx_t *)");
   *out = NULL;
   zeroc__log_init();
-  select_gpu_before_mpi(cfg);
+  zeroc__ctx_select_gpu_before_mpi(cfg);
   int provided = 0;
   ZEROC_CHECK(start_mpi(&provided));
   zeroc_ctx_t *ctx = calloc(1, sizeof *ctx);
