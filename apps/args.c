@@ -71,6 +71,7 @@ int zarg_check_model(const char *cmd, int argc, char **argv) {
   return 0;
 }
 const char *const zarg_dtypes[] = {"auto", "fp32", "bf16", NULL};
+const char *const zarg_grad_reduce_dtypes[] = {"fp32", "bf16", NULL};
 const char *const zarg_recomputes[] = {"none", "full", NULL};
 const char *const zarg_offloads[] = {"none", "cpu", "nvme", NULL};
 

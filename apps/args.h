@@ -56,6 +56,7 @@ const char *zarg_model_arch(int argc, char **argv);
  * architecture answers to, listing every registered name; 0 otherwise. */
 int zarg_check_model(const char *cmd, int argc, char **argv);
 extern const char *const zarg_dtypes[];     /* auto, fp32, bf16 */
+extern const char *const zarg_grad_reduce_dtypes[]; /* fp32, bf16 (--grad-reduce-dtype) */
 extern const char *const zarg_recomputes[]; /* none, full */
 extern const char *const zarg_offloads[];   /* none, cpu, nvme */
 

@@ -24,6 +24,7 @@
 
 #include "apps/args.h"
 #include "apps/cli.h"
+#include "runtime/runtime.h"
 #include "zeroc/zeroc.h"
 
 #define MAX_LAYOUTS 64
@@ -436,6 +437,10 @@ int zeroc_cmd_bench(int argc, char **argv) {
   if (set_seq) g.seq = seq;
 
   int provided, world, rank;
+  /* bench starts MPI itself: the device first, as zeroc_ctx_create would */
+  zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
+  cc.device = (zeroc_device_kind_t)device; /* auto, cpu, cuda: zarg_devices' order */
+  zeroc__ctx_select_gpu_before_mpi(&cc);
   MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

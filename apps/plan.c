@@ -65,6 +65,8 @@ static void usage(FILE *f) {
       "                        (default 1: 1F1B; --all plans 1F1B)\n"
       "  --dtype auto|fp32|bf16  parameter, gradient and activation type (default auto:\n"
       "                        bf16, what zeroc train picks on cuda)\n"
+      "  --grad-reduce-dtype fp32|bf16  the dtype gradients are reduced in (default fp32,\n"
+      "                        zeroc train's default; bf16 halves the reduce-scatter bytes)\n"
       "  --recompute none|full activation recompute (default none)\n"
       "  --sequence-parallel   split LayerNorm/residual activations over tp too\n"
       "  --offload-optimizer none|cpu|nvme   master + Adam state off the GPU\n"
@@ -155,8 +157,8 @@ static const char *choices_text(const char *const *names, char *buf, size_t n) {
 
 static int parse(int argc, char **argv, opts_t *o) {
   zeroc_plan_config_t *c = &o->cfg;
-  int model = 0, dtype = 0, recompute = 0, off_opt = 0, off_par = 0, act_model = 0, attention = 1,
-      cp_mode = 0;
+  int model = 0, dtype = 0, grad_reduce = 0, recompute = 0, off_opt = 0, off_par = 0, act_model = 0,
+      attention = 1, cp_mode = 0;
   /* Numeric flags: int (i), int64 (l) or number (d) in [lo, hi], (lo, hi] when lo_open;
    * those zeroc train has too take train's limits (ZARG_LIM_*). */
   const struct num {
@@ -204,6 +206,7 @@ static int parse(int argc, char **argv, opts_t *o) {
   } choices[] = {
       {"--model", zarg_models, &model},
       {"--dtype", zarg_dtypes, &dtype},
+      {"--grad-reduce-dtype", zarg_grad_reduce_dtypes, &grad_reduce},
       {"--recompute", zarg_recomputes, &recompute},
       {"--offload-optimizer", zarg_offloads, &off_opt},
       {"--offload-params", zarg_offloads, &off_par},
@@ -274,6 +277,7 @@ static int parse(int argc, char **argv, opts_t *o) {
   }
   o->model = zarg_models[model];
   c->param_bytes = !strcmp(zarg_dtypes[dtype], "fp32") ? 4 : 2; /* auto: bf16, as on cuda */
+  c->grad_bytes = grad_reduce ? 2 : 4;
   c->recompute = recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE;
   c->offload_optimizer = (zeroc_offload_t)off_opt;
   c->offload_params = (zeroc_offload_t)off_par;
@@ -390,11 +394,11 @@ static void print_model(const zeroc_plan_result_t *r) {
 
 /* sp: whether to mention sequence parallelism (it acts only with tp > 1). */
 static void print_options(const zeroc_plan_config_t *c, int sp) {
-  printf("options    %s, recompute %s%s, offload optimizer %s, params %s; activations: %s "
-         "model%s\n",
-         dtype_name(c->param_bytes), recompute_name(c->recompute), sp ? ", sequence parallel" : "",
-         offload_name(c->offload_optimizer), offload_name(c->offload_params),
-         act_model_name(c->act_model),
+  printf("options    %s, gradients reduced in %s, recompute %s%s, offload optimizer %s, params "
+         "%s; activations: %s model%s\n",
+         dtype_name(c->param_bytes), dtype_name(c->grad_bytes), recompute_name(c->recompute),
+         sp ? ", sequence parallel" : "", offload_name(c->offload_optimizer),
+         offload_name(c->offload_params), act_model_name(c->act_model),
          c->act_model == ZEROC_ACT_ZEROC
              ? (c->flash_attention ? ", flash attention" : ", naive attention")
              : " (Korthikanti et al.)");
@@ -542,10 +546,11 @@ static void json_layout(const zeroc_plan_result_t *r) {
 }
 
 static void json_options(const zeroc_plan_config_t *c) {
-  printf("\"dtype\": \"%s\", \"recompute\": \"%s\", \"sequence_parallel\": %s, "
+  printf("\"dtype\": \"%s\", \"grad_reduce_dtype\": \"%s\", \"recompute\": \"%s\", "
+         "\"sequence_parallel\": %s, "
          "\"offload_optimizer\": \"%s\", \"offload_params\": \"%s\", \"prefetch\": %d, "
          "\"activation_model\": \"%s\", \"flash_attention\": %s, \"flops_formula\": \"%s\",\n",
-         dtype_name(c->param_bytes), recompute_name(c->recompute),
+         dtype_name(c->param_bytes), dtype_name(c->grad_bytes), recompute_name(c->recompute),
          c->sequence_parallel ? "true" : "false", offload_name(c->offload_optimizer),
          offload_name(c->offload_params), c->prefetch, act_model_name(c->act_model),
          c->flash_attention ? "true" : "false", zeroc_plan_flops_formula(c->recompute));

@@ -104,13 +104,20 @@ static void print_header(const ztrain_job_t *j, const zeroc_train_info_t *in,
   if (mesh->cp > 1) /* context parallelism: shown only when asked for */
     snprintf(cpdesc, sizeof cpdesc, ", cp %d (%s)", mesh->cp, zeroc_cp_mode_name(c->cp_mode));
   if (c->vpp > 1) snprintf(ppdesc, sizeof ppdesc, ", %d chunks per rank", c->vpp);
+  /* the parameters' dtype, and the gradients' reduction where it differs (bf16 params
+   * reduce in fp32 by default; --grad-reduce-dtype) */
+  char dtdesc[64];
+  snprintf(dtdesc, sizeof dtdesc, "%s", zeroc_dtype_name(in->dtype));
+  if (c->grad_reduce_dtype != (int)in->dtype)
+    snprintf(dtdesc, sizeof dtdesc, "%s (gradients reduced in %s)", zeroc_dtype_name(in->dtype),
+             zeroc_dtype_name((zeroc_dtype_t)c->grad_reduce_dtype));
   if (mesh->pp > 1)
     printf("  %d ranks on %s: pp %d (%s%s), ZeRO-%d, dp %d (%d x %d), tp %d%s%s, batch %d x %d "
            "micro-batches x dp %d = %d sequences (%.0f tokens) per step, %s%s\n",
            mesh->world, dev, mesh->pp, PP_SCHEDULES[o->pp_schedule], ppdesc, c->zero, mesh->dp,
            mesh->dp_replicate, mesh->dp_shard, mesh->tp,
            c->sequence_parallel ? " (sequence parallel)" : "", cpdesc, g->batch, c->grad_accum,
-           mesh->dp, in->global_batch, in->tokens_per_step, zeroc_dtype_name(in->dtype),
+           mesh->dp, in->global_batch, in->tokens_per_step, dtdesc,
            c->recompute ? ", recompute" : "");
   else
     printf(
@@ -118,7 +125,7 @@ static void print_header(const ztrain_job_t *j, const zeroc_train_info_t *in,
         "sequences (%.0f tokens) per step, %s, prefetch %d%s\n",
         mesh->world, dev, c->zero, mesh->dp, mesh->dp_replicate, mesh->dp_shard, mesh->tp,
         c->sequence_parallel ? " (sequence parallel)" : "", cpdesc, g->batch, c->grad_accum,
-        mesh->dp, in->global_batch, in->tokens_per_step, zeroc_dtype_name(in->dtype), c->prefetch,
+        mesh->dp, in->global_batch, in->tokens_per_step, dtdesc, c->prefetch,
         c->recompute ? ", recompute" : "");
   if (c->zero >= 2 && mesh->dp_shard == 1)
     /* a shard group of one: the stage's buffers hold whole units, and the reduce-scatter

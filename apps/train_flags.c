@@ -65,6 +65,8 @@ void ztrain_usage(void) {
       "         --cp N (1): context parallelism, each sequence split over N ranks\n"
       "         --cp-mode ring|ulysses (ring); the world is tp x cp x pp x dp\n"
       "         --recompute none|full --dtype fp32|bf16 --device cpu|cuda\n"
+      "         --grad-reduce-dtype fp32|bf16 (fp32): the dtype gradients are summed over\n"
+      "         data-parallel ranks in (bf16 halves that traffic; its error grows with ranks)\n"
       "         --deterministic: bitwise-repeatable kernels (cuda: cuDNN attention's\n"
       "         deterministic backward, workspace sized automatically; default the fast one)\n"
       "         --offload-optimizer none|cpu|nvme --offload-params none|cpu|nvme --nvme-dir DIR\n"
@@ -123,6 +125,7 @@ int ztrain_parse(int argc, char **argv, ztrain_opts_t *o) {
       {"--microbatches", ARG_INT, &o->microbatches, ZARG_LIM_MICROBATCHES, 0, NULL,
        &o->set_microbatches},
       {"--dtype", ARG_CHOICE, &o->dtype, 0, 0, 0, DTYPES, NULL},
+      {"--grad-reduce-dtype", ARG_CHOICE, &o->grad_reduce, 0, 0, 0, zarg_grad_reduce_dtypes, NULL},
       {"--recompute", ARG_CHOICE, &o->recompute, 0, 0, 0, RECOMPUTES, NULL},
       {"--prefetch", ARG_INT, &o->prefetch, ZARG_LIM_PREFETCH, 0, NULL, NULL},
       {"--offload-optimizer", ARG_CHOICE, &o->off_opt, 0, 0, 0, OFFLOADS, NULL},
@@ -286,6 +289,7 @@ void ztrain_config(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, zeroc_t
   c->max_skipped = o->max_skipped;
   c->zero = o->zero;
   c->param_dtype = o->dtype == 0 ? ZEROC_UNSET : o->dtype == 1 ? ZEROC_FP32 : ZEROC_BF16;
+  c->grad_reduce_dtype = o->grad_reduce ? ZEROC_BF16 : ZEROC_FP32;
   c->recompute = o->recompute;
   c->prefetch = o->prefetch;
   c->sequence_parallel = o->sequence_parallel;

@@ -23,6 +23,7 @@ typedef struct ztrain_opts {
   int sequence_parallel, max_skipped, spike_window, val_every, save_limit;
   int cp, cp_mode; /* --cp (1), --cp-mode: 0 ring, 1 ulysses */
   int deterministic; /* --deterministic */
+  int grad_reduce;   /* --grad-reduce-dtype: 0 fp32 (the default), 1 bf16 */
   int64_t seed, val_tokens;
   double lr, weight_decay, clip, beta1, beta2, eps, comm_timeout, spike_z, dropout;
   const char *data, *save, *resume, *export_path, *init, *metrics, *nvme_dir, *val_data;

@@ -53,3 +53,11 @@ set_tests_properties(gpu_clip_skip_matches_cpu PROPERTIES LABELS "gpu" TIMEOUT 9
 # knobs are read only on a GPU, so no cpu test would notice a missing one)
 add_test(NAME env_knobs_in_table COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/env_knobs.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(env_knobs_in_table PROPERTIES LABELS "unit" TIMEOUT 60)
+# A launcher's binding left alone, zeroc's plan otherwise (issue 40, hazard 5), read from
+# --print-topology under mpirun --bind-to core / none / Open MPI's default.
+string(REPLACE ";" " " _bind_mpirun_flags "${ZEROC_MPIRUN_FLAGS}")
+add_test(NAME binding_cli
+  COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/binding_cli.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
+          "${_bind_mpirun_flags}")
+set_tests_properties(binding_cli PROPERTIES LABELS "mpi" TIMEOUT 120 SKIP_RETURN_CODE 77
+  PROCESSORS 2)

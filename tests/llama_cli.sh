@@ -59,7 +59,11 @@ memory)
   # every tag of rank 0's peak equals the plan's part, to the byte
   M=(--model llama-tiny --seq 128 --batch 2 --steps 2 --lr 3e-3)
   for cfg in "1" "2 --zero 3" "2 --tp 2 --sequence-parallel --zero 1" "2 --cp 2 --cp-mode ulysses" \
-             "2 --cp 2 --cp-mode ring --recompute full" "2 --pp 2 --zero 1" "1 --model qwen-tiny"; do
+             "2 --cp 2 --cp-mode ring --recompute full" "2 --pp 2 --zero 1" "1 --model qwen-tiny" \
+             "2 --zero 3 --dtype bf16" "2 --zero 3 --dtype bf16 --grad-reduce-dtype bf16" \
+             "2 --zero 2 --dtype bf16 --grad-accum 2" \
+             "2 --zero 1 --dtype bf16 --grad-accum 2 --grad-reduce-dtype bf16" \
+             "2 --zero 0 --dtype fp32 --grad-reduce-dtype bf16"; do
     set -- $cfg; np=$1; shift
     run "$np" "${M[@]}" "$@" --metrics "$WORK/m.jsonl" || fail "np $np '$*' run"
     peak=$(tags "$WORK/m.jsonl" peak_by_tag); pred=$(tags "$WORK/m.jsonl" predicted_by_tag)

@@ -5,6 +5,7 @@
  */
 #include <hwloc.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -181,6 +182,101 @@ static hwloc_topology_t synth(const char *desc) {
   return t;
 }
 
+/* Ranks bound near their GPU's NUMA node, a launcher's binding told from the
+ * machine's (and described, not replaced), the local rank read from the
+ * launchers' variables (issue 40, hazard 5). */
+static void test_topology_near(void) {
+  hwloc_topology_t t = synth("node:2 core:4 pu:2");
+  zeroc_binding_t b;
+  hwloc_bitmap_t set = hwloc_bitmap_alloc();
+  hwloc_obj_t n0 = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, 0);
+  hwloc_obj_t n1 = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, 1);
+  /* 4 ranks, GPUs 0, 1 near NUMA 1, GPUs 2, 3 near NUMA 0 (the reverse of rank order):
+   * each pair splits its node's 4 cores */
+  hwloc_const_bitmap_t near[4] = {n1->cpuset, n1->cpuset, n0->cpuset, n0->cpuset};
+  int first[4] = {4, 6, 0, 2};
+  for (int r = 0; r < 4; r++) {
+    ZT_OK(zeroc__topo_plan_near(t, r, 4, near, &b, set));
+    CU_ASSERT_EQUAL(b.first_core, first[r]);
+    CU_ASSERT_EQUAL(b.ncores, 2);
+    CU_ASSERT_EQUAL(b.threads, 2);
+    CU_ASSERT_EQUAL(b.numa, r < 2 ? 1 : 0);
+    CU_ASSERT_TRUE(hwloc_bitmap_isincluded(set, near[r]));
+    CU_ASSERT_EQUAL(b.launcher, 0);
+  }
+  /* 3 ranks near NUMA 1 share its 4 cores 2, 1, 1; a rank with no known GPU set
+   * takes the plain plan */
+  hwloc_const_bitmap_t near3[4] = {n1->cpuset, n1->cpuset, n1->cpuset, NULL};
+  int want[3][2] = {{4, 2}, {6, 1}, {7, 1}};
+  for (int r = 0; r < 3; r++) {
+    ZT_OK(zeroc__topo_plan_near(t, r, 4, near3, &b, NULL));
+    CU_ASSERT_EQUAL(b.first_core, want[r][0]);
+    CU_ASSERT_EQUAL(b.ncores, want[r][1]);
+  }
+  ZT_OK(zeroc__topo_plan_near(t, 3, 4, near3, &b, NULL));
+  CU_ASSERT_EQUAL(b.first_core, 6);
+  CU_ASSERT_STRING_EQUAL(b.cores, "6-7");
+
+  /* a launcher's binding: narrower than the allowed PUs */
+  hwloc_const_bitmap_t all = hwloc_topology_get_allowed_cpuset(t);
+  CU_ASSERT_FALSE(zeroc__topo_launcher_bound(all, all));
+  CU_ASSERT_TRUE(zeroc__topo_launcher_bound(n0->cpuset, all));
+  hwloc_obj_t core5 = hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, 5);
+  CU_ASSERT_TRUE(zeroc__topo_launcher_bound(core5->cpuset, all));
+  /* --bind-to core: one core, one thread */
+  zeroc__topo_describe(t, core5->cpuset, 1, &b);
+  CU_ASSERT_STRING_EQUAL(b.cores, "5");
+  CU_ASSERT_EQUAL(b.numa, 1);
+  CU_ASSERT_EQUAL(b.threads, 1);
+  CU_ASSERT_EQUAL(b.launcher, 1);
+  /* --bind-to numa with 2 ranks on the node: its 4 cores, 2 threads each */
+  zeroc__topo_describe(t, n0->cpuset, 2, &b);
+  CU_ASSERT_STRING_EQUAL(b.cores, "0-3");
+  CU_ASSERT_EQUAL(b.threads, 2);
+  CU_ASSERT_EQUAL(b.shared, 0);
+  /* --bind-to hwthread: one PU of core 2 */
+  hwloc_bitmap_only(set, 5);
+  zeroc__topo_describe(t, set, 1, &b);
+  CU_ASSERT_STRING_EQUAL(b.cores, "2");
+  CU_ASSERT_EQUAL(b.threads, 1);
+  /* two cores apart */
+  hwloc_bitmap_copy(set, hwloc_get_obj_by_type(t, HWLOC_OBJ_CORE, 1)->cpuset);
+  hwloc_bitmap_or(set, set, core5->cpuset);
+  zeroc__topo_describe(t, set, 1, &b);
+  CU_ASSERT_STRING_EQUAL(b.cores, "1,5");
+  hwloc_bitmap_free(set);
+  hwloc_topology_destroy(t);
+
+  /* the launcher's local rank before MPI: the first variable holding a number */
+  const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                        "MV2_COMM_WORLD_LOCAL_RANK",  "SLURM_LOCALID",
+                        "PALS_LOCAL_RANKID",          "LOCAL_RANK"};
+  char *saved[6];
+  for (int i = 0; i < 6; i++) {
+    const char *v = getenv(vars[i]);
+    saved[i] = v ? strdup(v) : NULL;
+    unsetenv(vars[i]);
+  }
+  const char *var = "x";
+  CU_ASSERT_EQUAL(zeroc__topo_launcher_local_rank(&var), -1);
+  CU_ASSERT_PTR_NULL(var);
+  setenv("SLURM_LOCALID", "3", 1);
+  CU_ASSERT_EQUAL(zeroc__topo_launcher_local_rank(&var), 3);
+  CU_ASSERT_STRING_EQUAL(var, "SLURM_LOCALID");
+  setenv("MPI_LOCALRANKID", "oops", 1); /* not a number: the next variable */
+  CU_ASSERT_EQUAL(zeroc__topo_launcher_local_rank(NULL), 3);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+  CU_ASSERT_EQUAL(zeroc__topo_launcher_local_rank(&var), 1);
+  CU_ASSERT_STRING_EQUAL(var, "OMPI_COMM_WORLD_LOCAL_RANK");
+  for (int i = 0; i < 6; i++) {
+    if (saved[i])
+      setenv(vars[i], saved[i], 1);
+    else
+      unsetenv(vars[i]);
+    free(saved[i]);
+  }
+}
+
 static void test_topology_synthetic(void) {
   hwloc_topology_t t = synth("node:2 core:4 pu:2");
   zeroc_binding_t b;
@@ -307,6 +403,7 @@ int main(void) {
       {"mesh layouts with cp map ranks one to one", test_mesh_layouts_cp},
       {"memory accountant", test_accountant},
       {"topology plan on synthetic topologies", test_topology_synthetic},
+      {"binding near a GPU, a launcher's binding, the launcher's local rank", test_topology_near},
       {"bf16 conversion", test_bf16},
       {"sha256 and hmac-sha256 test vectors", test_sha256},
       ZT_END,

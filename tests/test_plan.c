@@ -64,21 +64,27 @@ static void test_zero_paper_table(void) {
 }
 
 /* zeroc_plan_compute gives the same model states for a real GPT (tp = pp = 1:
- * one rank holds every parameter before ZeRO). */
+ * one rank holds every parameter before ZeRO): the paper's with 16-bit
+ * gradients (--grad-reduce-dtype bf16), and with the default fp32 reduction
+ * 4-byte gradients instead: 18 bytes a parameter in all. */
 static void test_compute_uses_zero_formulas(void) {
-  const double k[4][2] = {{16, 0}, {4, 12}, {2, 14}, {0, 16}}; /* a Psi + b Psi / Nd */
-  for (int z = 0; z < 4; z++) {
+  const double k16[4][2] = {{16, 0}, {4, 12}, {2, 14}, {0, 16}}; /* a Psi + b Psi / Nd */
+  const double k32[4][2] = {{18, 0}, {6, 12}, {2, 16}, {0, 18}};
+  for (int i = 0; i < 8; i++) {
+    int z = i % 4, gb = i < 4 ? 2 : 4;
+    const double *k = gb == 2 ? k16[z] : k32[z];
     zeroc_plan_config_t c = gpt(36, 4096, 32, 51200, 2048, 1);
     zeroc_plan_result_t r;
     c.gpus = 64;
     c.zero = z;
+    c.grad_bytes = gb;
     ZT_OK(zeroc_plan_compute(&c, &r));
     double psi = (double)zeroc_gpt_num_params(&c.model), nd = z ? 64 : 1;
     double states = r.device.params + r.device.grads + r.device.optimizer;
-    double want = k[z][0] * psi + k[z][1] * psi / nd;
+    double want = k[0] * psi + k[1] * psi / nd;
     ZT_ASSERT_MSG(r.params_rank == psi, "params_rank %g, model %g", r.params_rank, psi);
-    ZT_ASSERT_MSG(fabs(states - want) <= 1e-9 * want, "ZeRO-%d states %.6e, expected %.6e", z,
-                  states, want);
+    ZT_ASSERT_MSG(fabs(states - want) <= 1e-9 * want,
+                  "ZeRO-%d, %d-byte grads: states %.6e, expected %.6e", z, gb, states, want);
   }
 }
 
@@ -284,6 +290,7 @@ static void test_buffers_hand(void) {
     double want;
   } t[] = {{3, 2, 11280}, {3, 0, 7792}, {2, 2, 4768}, {1, 2, 0}, {0, 2, 0}};
   c.gpus = 2;
+  c.grad_bytes = 2; /* --grad-reduce-dtype bf16: the figures above */
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     c.zero = t[i].zero;
     c.prefetch = t[i].prefetch;
@@ -304,6 +311,37 @@ static void test_buffers_hand(void) {
   double ws = 2 * 5376 + 32 + 4 * 872 / 2 + 2 * 4 * 872 + 2 * 4 * 640 + KERNELS_WS;
   ZT_ASSERT_MSG(r.device.workspace == ws, "fp32 compute: workspace %.0f, hand %.0f",
                 r.device.workspace, ws);
+  /* The default fp32 reduction: 4-byte gradient slots (ZeRO-3 prefetch 2:
+   * 3*872*2 + 2*872*4 + 640*2 + 640*4 = 16048; ZeRO-2: 2*872*4 + 640*4 = 9536), no
+   * fp32 copy of the gradient shard for AdamW; bf16 kernels (cuda) write bf16
+   * gradients that are accumulated into the fp32 ones: a bf16 gradient copy
+   * (2*872 shared, 2*640 pinned). On the cpu the kernels' fp32 gradients are the
+   * reduced ones: only the parameters' fp32 view (4*872 + 4*640). */
+  c.grad_bytes = ZEROC_UNSET; /* the default, 4 */
+  c.compute_bytes = 0;
+  const double fp32_buffers[][2] = {{3, 16048}, {2, 9536}, {1, 0}, {0, 0}};
+  for (int i = 0; i < 4; i++) {
+    c.zero = (int)fp32_buffers[i][0];
+    c.prefetch = 2;
+    ZT_OK(zeroc_plan_compute(&c, &r));
+    CU_ASSERT_EQUAL(r.cfg.grad_bytes, 4);
+    ZT_ASSERT_MSG(r.device.buffers == fp32_buffers[i][1],
+                  "fp32 reduction, ZeRO-%d: buffers %g, hand %g", c.zero, r.device.buffers,
+                  fp32_buffers[i][1]);
+    ws = 5376 + 32 + 2 * 872 + 2 * 640 + KERNELS_WS;
+    ZT_ASSERT_MSG(r.device.workspace == ws, "fp32 reduction, ZeRO-%d: workspace %.0f, hand %.0f",
+                  c.zero, r.device.workspace, ws);
+  }
+  c.zero = 3;
+  c.compute_bytes = 4;
+  ZT_OK(zeroc_plan_compute(&c, &r));
+  ws = 2 * 5376 + 32 + 4 * 872 + 4 * 640 + KERNELS_WS;
+  ZT_ASSERT_MSG(r.device.workspace == ws, "fp32 reduction, fp32 compute: workspace %.0f, hand %.0f",
+                r.device.workspace, ws);
+  c.grad_bytes = 3;
+  CU_ASSERT_EQUAL(zeroc_plan_compute(&c, &r), ZEROC_ERR_INVALID_ARG);
+  ZT_ASSERT_MSG(strstr(zeroc_last_error(NULL), "grad_bytes 3: accepted 4"), "%s",
+                zeroc_last_error(NULL));
 }
 
 /* NCCL's buffers, the documented estimate (docs/plan.md, "Fits"): 4 MiB x 16 channels
@@ -489,7 +527,8 @@ static void test_plan_activations(void) {
 /* The step-time model by hand: compute = FLOPs / (N mfu peak); the bubble is
  * (p-1)/m of it; ZeRO-1 over 2 ranks inside a node with no latency, with
  * compute far too fast to hide anything, is a reduce-scatter plus an
- * all-gather: 2 x (1/2) x 2 Psi / bw. */
+ * all-gather: 2 x (1/2) x 2 Psi / bw with bf16 reduction, (1/2) x (4 + 2) Psi / bw
+ * with the default fp32 one. */
 static void test_step_time_hand(void) {
   zeroc_plan_config_t c = gpt(4, 64, 4, 100, 32, 1);
   zeroc_plan_result_t r;
@@ -500,11 +539,17 @@ static void test_step_time_hand(void) {
   c.bw_intra_gbs = 100;
   ZT_OK(zeroc_plan_compute(&c, &r));
   double psi = psi_padded(&c.model);
-  double comm = 2 * 0.5 * 2 * psi / 100e9;
+  double rs = 0.5 * 4 * psi / 100e9, ag = 0.5 * 2 * psi / 100e9;
   ZT_ASSERT_MSG(fabs(r.time.compute - r.flops_per_step / (2 * 0.5 * 1e18)) < 1e-18, "compute %g",
                 r.time.compute);
-  double expect_dp = fmax(0, comm / 2 - r.time.compute * 2 / 3) + comm / 2;
+  double expect_dp = fmax(0, rs - r.time.compute * 2 / 3) + ag;
   ZT_ASSERT_MSG(fabs(r.time.dp - expect_dp) < 1e-15, "dp %g, hand %g", r.time.dp, expect_dp);
+  c.grad_bytes = 2;
+  ZT_OK(zeroc_plan_compute(&c, &r));
+  expect_dp = fmax(0, 0.5 * 2 * psi / 100e9 - r.time.compute * 2 / 3) + 0.5 * 2 * psi / 100e9;
+  ZT_ASSERT_MSG(fabs(r.time.dp - expect_dp) < 1e-15, "bf16 reduction: dp %g, hand %g", r.time.dp,
+                expect_dp);
+  c.grad_bytes = 4;
   CU_ASSERT(r.time.tp == 0 && r.time.pp == 0 && r.time.bubble == 0 && r.time.offload == 0);
   CU_ASSERT(fabs(r.time.total - (r.time.compute + r.time.dp)) < 1e-15);
   c.gpus = 4;

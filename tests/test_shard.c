@@ -382,6 +382,16 @@ static void test_stages_bitwise(void) {
 static void test_bf16(void) {
   check_layout("stage 3 bf16", (layout_t){3, 1, 2, 1, 0, ZEROC_BF16, ZEROC_BF16, 0}, 3e-2);
   check_layout("stage 1 bf16 params fp32 reduce", (layout_t){1, 1, 2, 1, 0, ZEROC_BF16, ZEROC_FP32, 0}, 3e-2);
+  /* zeroc train's default since issue 40: fp32 reduction at every stage, with
+   * accumulation (the kernels' fp32 gradients are the reduced ones: no copy) */
+  check_layout("stage 3 bf16 params fp32 reduce",
+               (layout_t){3, 1, 2, 1, 0, ZEROC_BF16, ZEROC_FP32, 0}, 3e-2);
+  check_layout("stage 2 bf16 params fp32 reduce accum 2",
+               (layout_t){2, 1, 2, 2, 0, ZEROC_BF16, ZEROC_FP32, 0}, 3e-2);
+  check_layout("stage 0 bf16 params fp32 reduce accum 2",
+               (layout_t){0, 1, 2, 2, 0, ZEROC_BF16, ZEROC_FP32, 0}, 3e-2);
+  check_layout("fp32 params bf16 reduce", (layout_t){3, 1, 2, 1, 0, ZEROC_FP32, ZEROC_BF16, 0},
+               3e-2);
 }
 
 /* One unit whose backward adds 1 to each gradient in the first micro-step and 2^-9

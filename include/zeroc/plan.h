@@ -44,7 +44,7 @@ typedef struct zeroc_plan_config {
   int tp, pp;               /* tensor- and pipeline-parallel sizes */
   int hsdp;                 /* replica count R (divides dp); shards span dp / R ranks */
   int microbatches;         /* micro-batches per step (PP's m, else grad accumulation); 0: pp */
-  int param_bytes;          /* bytes of a parameter and of a gradient: 2 (bf16) or 4 (fp32) */
+  int param_bytes;          /* bytes of a parameter: 2 (bf16) or 4 (fp32) */
   int act_bytes;            /* bytes of an activation element; 0: compute_bytes */
   zeroc_recompute_t recompute;
   int sequence_parallel;             /* 1: LayerNorm/residual activations split over tp as well */
@@ -74,6 +74,10 @@ typedef struct zeroc_plan_config {
   int cp; /* context-parallel size (default 1) */
   zeroc_cp_mode_t
       cp_mode; /* ZEROC_CP_MODE_RING (DEFAULT) or ZEROC_CP_MODE_ULYSSES (zeroc/mesh.h) */
+  /* bytes of a gradient as it is reduced (appended: older callers' smaller structs get the
+   * default): 4, fp32 whatever param_bytes (as Megatron reduces; the engine's default,
+   * --grad-reduce-dtype fp32), or 2, bf16 (half the traffic, rounding grows with ranks) [4] */
+  int grad_bytes;
 } zeroc_plan_config_t;
 
 /* Every number "unset" (ZEROC_UNSET, zeroc/types.h; the enums none/zeroc):
@@ -92,7 +96,7 @@ typedef struct zeroc_plan_config {
         ZEROC_UNSET, ZEROC_RECOMPUTE_NONE, ZEROC_UNSET, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE,    \
         ZEROC_UNSET, ZEROC_ACT_ZEROC, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET,          \
         ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, \
-        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT                  \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET     \
   }
 
 /* Bytes per rank on the device, by the memory accountant's tags. */

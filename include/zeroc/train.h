@@ -161,6 +161,11 @@ typedef struct zeroc_train_config {
    * max_position_embeddings), at least seq; an init directory's config.json sets it
    * and a save_pretrained export writes it back [seq] */
   int max_positions;
+  /* The dtype gradients are summed over data-parallel ranks in (appended): ZEROC_FP32 (as
+   * Megatron: 16-bit gradients are accumulated into fp32 buffers that are reduced, so no
+   * sum over ranks or micro-steps rounds to 8 bits of mantissa) or ZEROC_BF16 (half the
+   * traffic and gradient memory; its rounding error grows with the ranks) [fp32] */
+  int grad_reduce_dtype;
 } zeroc_train_config_t;
 
 #define ZEROC_TRAIN_CONFIG_INIT                                                                    \
@@ -176,7 +181,7 @@ typedef struct zeroc_train_config {
         ZEROC_UNSET, NULL, NULL, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET, ZEROC_UNSET,     \
         ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, (double)ZEROC_UNSET,                   \
         (double)ZEROC_UNSET, (double)ZEROC_UNSET, (double)ZEROC_UNSET, (double)ZEROC_UNSET,        \
-        (double)ZEROC_UNSET, ZEROC_UNSET                                                           \
+        (double)ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET                                              \
   }
 
 /* What a step's spike report found (bit 0 the loss, bit 1 the gradient norm). */

@@ -20,6 +20,7 @@ typedef struct zeroc_binding {
   int numa;        /* OS index of the NUMA node of the first core, -1 if unknown */
   int threads;     /* compute threads for OpenMP / OpenBLAS */
   char cores[64];  /* e.g. "4-7" */
+  int launcher;    /* 1: the launcher had bound the process already; zeroc left that alone */
 } zeroc_binding_t;
 
 /*
@@ -31,5 +32,41 @@ typedef struct zeroc_binding {
  */
 zeroc_result_t zeroc__topo_plan(hwloc_topology_t topo, int local_rank, int local_size,
                                 zeroc_binding_t *b, hwloc_bitmap_t cpuset);
+
+/*
+ * The plan of zeroc__topo_plan inside `near` (the cores near this rank's GPU,
+ * its NUMA node): the cores of `near` are split between the local ranks whose
+ * near set is the same one. near[q] is local rank q's set (NULL: not known);
+ * with no set for this rank, or one holding no core, it is zeroc__topo_plan.
+ */
+zeroc_result_t zeroc__topo_plan_near(hwloc_topology_t topo, int local_rank, int local_size,
+                                     hwloc_const_bitmap_t const *near, zeroc_binding_t *b,
+                                     hwloc_bitmap_t cpuset);
+
+/*
+ * Whether a launcher (mpirun --bind-to core, srun --cpu-bind) bound the process
+ * already: its binding `bound` (hwloc_get_cpubind) is narrower than the PUs the
+ * process may use (`allowed`: the cgroup's cpuset, hwloc's allowed set). Such a
+ * binding is left alone.
+ */
+int zeroc__topo_launcher_bound(hwloc_const_bitmap_t bound, hwloc_const_bitmap_t allowed);
+
+/*
+ * The binding `b` describes for a set of PUs zeroc did not choose (a launcher's):
+ * the cores inside it, the NUMA node of the first, and its threads, those cores
+ * shared evenly by the `sharers` local ranks bound to the same set (>= 1 each).
+ */
+void zeroc__topo_describe(hwloc_topology_t topo, hwloc_const_bitmap_t set, int sharers,
+                          zeroc_binding_t *b);
+
+/*
+ * The node-local rank the launcher gave this process, read before MPI starts
+ * (so that the device can be chosen first): OMPI_COMM_WORLD_LOCAL_RANK (Open
+ * MPI), MPI_LOCALRANKID (MPICH, Intel MPI), MV2_COMM_WORLD_LOCAL_RANK
+ * (MVAPICH2), SLURM_LOCALID (srun), PALS_LOCAL_RANKID (Cray PALS), LOCAL_RANK
+ * (torchrun), the first that holds a number >= 0. -1 when none does; *var
+ * (may be NULL) names the variable read.
+ */
+int zeroc__topo_launcher_local_rank(const char **var);
 
 #endif

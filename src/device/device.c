@@ -12,6 +12,14 @@
 
 #ifndef ZEROC_HAVE_CUDA
 int zeroc__cuda_device_count(void) { return 0; }
+int zeroc__cuda_select(int ordinal) {
+  (void)ordinal;
+  return -1;
+}
+int zeroc__cuda_near_cpuset(struct hwloc_topology *topo, int ordinal, struct hwloc_bitmap_s *set) {
+  (void)topo, (void)ordinal, (void)set;
+  return -1;
+}
 #endif
 
 zeroc_result_t zeroc_i_device_alloc(const zeroc__devmem_t *h, zeroc_memkind_t kind,

@@ -126,6 +126,19 @@ void zeroc__cuda_pool_stream_remove(zeroc_device_t *dev, void *stream);
 /* Number of CUDA devices visible (0 without the CUDA backend or a GPU). */
 int zeroc__cuda_device_count(void);
 
+/* Makes CUDA device `ordinal` the process's current one, before MPI_Init (a
+ * CUDA-aware MPI opens its context on the current device then: device 0 for
+ * every rank otherwise). 0 on success; -1 without the CUDA backend, or when
+ * cudaSetDevice fails (the device is then chosen after MPI starts, as before). */
+int zeroc__cuda_select(int ordinal);
+
+/* The PUs of the NUMA node(s) nearest CUDA device `ordinal` (the PCI device's
+ * local CPUs, hwloc/cudart.h, widened to whole NUMA nodes) into `set`. 0, or -1
+ * where that is unknown (no CUDA backend, no such device). */
+struct hwloc_topology;
+struct hwloc_bitmap_s;
+int zeroc__cuda_near_cpuset(struct hwloc_topology *topo, int ordinal, struct hwloc_bitmap_s *set);
+
 /* Enqueues fn(payload copy) in stream order. n <= ZEROC_OP_PAYLOAD_MAX. */
 zeroc_result_t zeroc__stream_enqueue(zeroc_stream_t *s, zeroc__op_fn fn, const void *payload,
                                      size_t n);

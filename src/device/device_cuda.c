@@ -10,6 +10,8 @@
  */
 #include <cuda.h> /* types of the one driver call, found at run time (no libcuda link) */
 #include <cuda_runtime.h>
+#include <hwloc.h>
+#include <hwloc/cudart.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +52,29 @@ int zeroc__cuda_device_count(void) {
     return 0;
   }
   return n;
+}
+
+int zeroc__cuda_select(int ordinal) {
+  if (cudaSetDevice(ordinal) != cudaSuccess) {
+    cudaGetLastError(); /* clear: the choice after MPI_Init reports it */
+    return -1;
+  }
+  return 0;
+}
+
+int zeroc__cuda_near_cpuset(struct hwloc_topology *topo, int ordinal, struct hwloc_bitmap_s *set) {
+  if (ordinal < 0 || ordinal >= zeroc__cuda_device_count()) return -1;
+  if (hwloc_cudart_get_device_cpuset(topo, ordinal, set) != 0 || hwloc_bitmap_iszero(set)) {
+    cudaGetLastError();
+    return -1;
+  }
+  /* whole NUMA nodes: sysfs' local_cpus is the node's, but say so whatever it gives */
+  hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+  hwloc_cpuset_to_nodeset(topo, set, nodes);
+  if (!hwloc_bitmap_iszero(nodes)) hwloc_cpuset_from_nodeset(topo, set, nodes);
+  hwloc_bitmap_free(nodes);
+  hwloc_bitmap_and(set, set, hwloc_topology_get_allowed_cpuset(topo));
+  return hwloc_bitmap_iszero(set) ? -1 : 0;
 }
 
 /* Dense bf16 tensor-core peak (TFLOP/s) by device name, for MFU. Leads from

@@ -105,6 +105,10 @@ static zeroc_result_t check(const zeroc_train_config_t *c, const zeroc_mesh_info
                c->model);
   if (c->param_dtype != ZEROC_FP32)
     return BAD("model %s computes in fp32: param_dtype must be fp32 (--dtype fp32)", c->model);
+  if (c->grad_reduce_dtype != ZEROC_FP32)
+    return BAD("model %s reduces its gradients in fp32: grad_reduce_dtype must be fp32 "
+               "(--grad-reduce-dtype fp32)",
+               c->model);
   if (c->dropout != 0) return BAD("dropout %g: the DLRM has none", c->dropout);
   if (c->val_tokens < 1 || c->val_tokens > 100000000)
     return BAD("val_tokens %lld (held-out samples for DLRM): accepted 1..1e8",

@@ -30,11 +30,11 @@
 
 /* The model states of psi parameters whose optimizer keeps (master 1) or does not
  * keep an fp32 master copy: the engine's buffers of one unit (shard/sizes.c). */
-static void model_states(double psi, int zero, int shard, int pb, int master,
+static void model_states(double psi, int zero, int shard, int pb, int rb, int master,
                          zeroc_plan_memory_t *out) {
   memset(out, 0, sizeof *out);
   zeroc__unit_bytes_t u;
-  zeroc__shard_unit_bytes(zero, psi, shard, 0, pb, pb, pb, master, 0, &u);
+  zeroc__shard_unit_bytes(zero, psi, shard, 0, pb, rb, rb, pb, master, 0, &u);
   out->params = u.params;
   out->grads = u.grads;
   out->optimizer = u.optimizer;
@@ -48,7 +48,7 @@ zeroc_result_t zeroc_plan_model_states(double psi, int zero, int shard, int pb,
                       "zeroc_plan_model_states(psi %g, zero %d, shard %d, param_bytes %d, out %p): "
                       "accepted psi >= 0, zero 0..3, shard >= 1, param_bytes 2 or 4, out not NULL",
                       psi, zero, shard, pb, (void *)out);
-  model_states(psi, zero, shard, pb, zeroc__shard_keeps_master(pb, 0, 0), out);
+  model_states(psi, zero, shard, pb, pb, zeroc__shard_keeps_master(pb, 0, 0), out);
   return ZEROC_OK;
 }
 
@@ -90,6 +90,7 @@ static const zeroc_plan_config_t DEFAULTS = {
     .compute_bytes = 0, /* param_bytes */
     .cp = 1,
     .cp_mode = ZEROC_CP_MODE_RING,
+    .grad_bytes = 4,
 };
 
 #define UNSET_D ((double)ZEROC_UNSET)
@@ -112,7 +113,7 @@ static void resolve_unset(zeroc_plan_config_t *out) {
   if (out->zero == ZEROC_UNSET) out->zero = zeroc__shard_default_stage(out->pp);
   RESOLVE(param_bytes), RESOLVE(act_bytes), RESOLVE(sequence_parallel), RESOLVE(prefetch);
   RESOLVE(flash_attention), RESOLVE(gpus_per_node), RESOLVE(vpp), RESOLVE(compute_bytes);
-  RESOLVE(cp);
+  RESOLVE(cp), RESOLVE(grad_bytes);
   if (out->cp_mode == ZEROC_CP_MODE_DEFAULT) out->cp_mode = ZEROC_CP_MODE_RING;
   RESOLVE_D(gpu_mem_gib), RESOLVE_D(peak_tflops), RESOLVE_D(mfu);
   if (out->workspace_mib == UNSET_D) out->workspace_mib = gpt_kernels_workspace_mib();
@@ -211,6 +212,10 @@ static zeroc_result_t check_common(const zeroc__plan_model_t *pm, const zeroc_pl
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "compute_bytes %d: accepted 0 (= param_bytes), 2 (bf16) or 4 (fp32)",
                       c->compute_bytes);
+  if (c->grad_bytes != 2 && c->grad_bytes != 4)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "grad_bytes %d: accepted 4 (fp32 reduction, the default) or 2 (bf16)",
+                      c->grad_bytes);
   if (c->act_bytes != 2 && c->act_bytes != 4)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "act_bytes %d: accepted 0 (= param_bytes), 2 or 4",
                       c->act_bytes);
@@ -359,15 +364,15 @@ static zeroc_result_t stage_of(const zeroc__plan_model_t *pm, const zeroc_arch_l
  * where offload puts them (host and NVMe bytes). */
 static void stage_states(const zeroc_plan_config_t *c, int nd, const stage_t *st,
                          zeroc_plan_memory_t *mem, double *host, double *nvme) {
-  int pb = c->param_bytes;
-  model_states(st->params, c->zero, nd, pb,
+  int pb = c->param_bytes, rb = c->grad_bytes;
+  model_states(st->params, c->zero, nd, pb, rb,
                zeroc__shard_keeps_master(pb, c->offload_optimizer, c->offload_params), mem);
   /* micro-steps accumulate in fp32 (shard/sizes.c, as the engine allocates):
-   * ZeRO-2/3 keep the gradient shard in fp32, ZeRO-0/1 a running sum of the
-   * full grads beside them */
-  if (c->microbatches > 1 && pb != 4) {
+   * with 16-bit reduction ZeRO-2/3 keep the gradient shard in fp32, ZeRO-0/1 a
+   * running sum of the full grads beside them */
+  if (c->microbatches > 1 && rb != 4) {
     zeroc__unit_bytes_t g;
-    zeroc__shard_unit_bytes(c->zero, st->params, nd, 0, pb, pb, 4, 1, 0, &g);
+    zeroc__shard_unit_bytes(c->zero, st->params, nd, 0, pb, rb, 4, c->compute_bytes, 1, 0, &g);
     mem->grads = g.grads + g.accum;
   }
   *host = *nvme = 0;
@@ -386,19 +391,20 @@ static zeroc_result_t stage_memory(const zeroc__plan_model_t *pm, const zeroc_ar
                                    const zeroc_plan_config_t *c, const stage_t *st,
                                    zeroc_plan_memory_t *mem, double *host, double *nvme,
                                    zeroc_arch_stage_price_t *mp) {
-  int e = c->act_bytes, pb = c->param_bytes, nd = L->shard;
+  int e = c->act_bytes, pb = c->param_bytes, rb = c->grad_bytes, cb = c->compute_bytes;
+  int nd = L->shard;
   stage_states(c, nd, st, mem, host, nvme);
 
   /* The engine's buffers (src/shard/sizes.c): units used by a later unit
    * (the embedding tied to the head) are pinned and keep dedicated gather
    * and full-gradient buffers; the others share pools sized for the largest
-   * of them. Gradients are reduced in the parameter dtype. */
+   * of them. Gradients are reduced in grad_bytes (fp32 unless bf16 was asked). */
   zeroc__pool_bytes_t pool;
   zeroc__unit_bytes_t pin;
   const int alias = zeroc__shard_alias(c->zero, nd, (int)c->offload_params, c->microbatches);
   zeroc__shard_pool_bytes(c->zero, c->prefetch, st->m.units, c->microbatches, st->unit_max,
-                          fmax(st->unit_max, st->pinned), nd, pb, pb, alias, &pool);
-  zeroc__shard_unit_bytes(c->zero, st->pinned, nd, 1, pb, pb, pb, 1, alias, &pin);
+                          fmax(st->unit_max, st->pinned), nd, pb, rb, cb, alias, &pool);
+  zeroc__shard_unit_bytes(c->zero, st->pinned, nd, 1, pb, rb, rb, cb, 1, alias, &pin);
   mem->buffers = pool.gather_n * pool.gather + pin.own_gather + pool.fgrad_n * pool.fgrad +
                  pin.own_fgrad + pool.rs_n * pool.rs;
 
@@ -420,14 +426,15 @@ static zeroc_result_t stage_memory(const zeroc__plan_model_t *pm, const zeroc_ar
   /* The model's backward scratch, the engine's step accumulator
    * (shard/sizes.c), plus the fixed workspace. */
   mem->workspace = mp->workspace + zeroc__shard_step_bytes() + c->workspace_mib * MIB;
-  /* The engine's fp32 side buffers (shard/sizes.c): where the kernels compute
-   * in another dtype than the parameters (cpu, bf16), an fp32 view of the
-   * gathered parameters and an fp32 gradient, shared by the unpinned units
-   * and owned by each pinned one; with 16-bit gradients, AdamW's fp32 copy of
-   * the largest shard. */
-  if (c->compute_bytes != pb)
-    mem->workspace += 2 * (st->unit_max > 0 ? pool.fp32_copy : 0) + 2 * pin.fp32_copy;
-  if (pb != 4) mem->workspace += pool.fp32_shard;
+  /* The engine's side buffers (shard/sizes.c): where the kernels compute in
+   * another dtype than the parameters (cpu, bf16) a compute copy of the
+   * gathered parameters, and where they compute in another dtype than the
+   * reduction (cpu with bf16 reduction, cuda bf16 with fp32) one of the
+   * gradients, shared by the unpinned units and owned by each pinned one;
+   * with 16-bit reduced gradients, AdamW's fp32 copy of the largest shard. */
+  int copies = zeroc__shard_compute_copies(pb, rb, cb);
+  mem->workspace += copies * ((st->unit_max > 0 ? pool.compute_copy : 0) + pin.compute_copy);
+  if (rb != 4) mem->workspace += pool.fp32_shard;
   /* state the model keeps outside the flat shards (embedding tables) */
   mem->params += mp->outside[ZEROC_TAG_PARAMS];
   mem->grads += mp->outside[ZEROC_TAG_GRADS];
@@ -490,7 +497,7 @@ static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double f
                       double blocks, const zeroc_arch_stage_price_t *k, zeroc_plan_time_t *tm) {
   /* with cp, ZeRO shards and reduces over dp_shard x cp (x replicas) */
   int t = c->tp, p = c->pp, mb = c->microbatches, R = c->hsdp, nd = dp / R * c->cp;
-  double e = c->act_bytes, pb = c->param_bytes, bw, lat;
+  double e = c->act_bytes, pb = c->param_bytes, rb = c->grad_bytes, bw, lat;
   memset(tm, 0, sizeof *tm);
   tm->compute = flops / ((double)c->gpus * c->mfu * c->peak_tflops * 1e12);
   if (p > 1) tm->bubble = tm->compute * (p - 1) / ((double)mb * c->vpp);
@@ -511,14 +518,15 @@ static void step_time(const zeroc_plan_config_t *c, int dp, double psi, double f
     tm->pp = 2.0 * mb * (lat + xb / bw);
   }
   if (dp * c->cp > 1) {
-    double full = psi * pb, hide = 0, ovl = 0, post = 0, bw_r, lat_r, hs = 0;
+    /* parameters move in their dtype, gradients in the reduction's */
+    double full = psi * pb, gfull = psi * rb, hide = 0, ovl = 0, post = 0, bw_r, lat_r, hs = 0;
     link_of(c, (int64_t)t * nd, &bw, &lat);
     link_of(c, (int64_t)t * dp * c->cp, &bw_r, &lat_r);
-    double rs = ring(full, nd, bw, lat), ag = ring(full, nd, bw, lat);
-    if (R > 1) hs = 2.0 * ring(full / nd, R, bw_r, lat_r); /* all-reduce of the grad shard */
+    double rs = ring(gfull, nd, bw, lat), ag = ring(full, nd, bw, lat);
+    if (R > 1) hs = 2.0 * ring(gfull / nd, R, bw_r, lat_r); /* all-reduce of the grad shard */
     switch (c->zero) {
     case 0: /* all-reduce of the full grads during the last micro-step's backward */
-      ovl = 2.0 * ring(full, dp * c->cp, bw_r, lat_r);
+      ovl = 2.0 * ring(gfull, dp * c->cp, bw_r, lat_r);
       hide = tm->compute * 2.0 / 3.0 / mb;
       break;
     case 1: /* full grads persist: one reduce-scatter at the end, gather after the step */

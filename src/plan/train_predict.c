@@ -33,6 +33,7 @@ static void plan_config_of(const zeroc_train_info_t *in, const zeroc_mesh_info_t
   p.vpp = c->vpp;
   p.param_bytes = (int)zeroc_dtype_size(in->dtype);
   p.compute_bytes = (int)zeroc_dtype_size(zeroc_kernels_compute_dtype(in->device, in->dtype));
+  p.grad_bytes = (int)zeroc_dtype_size((zeroc_dtype_t)c->grad_reduce_dtype);
   p.recompute = c->recompute ? ZEROC_RECOMPUTE_FULL : ZEROC_RECOMPUTE_NONE;
   p.sequence_parallel = c->sequence_parallel;
   p.offload_optimizer = c->offload_optimizer;

@@ -81,19 +81,115 @@ static zeroc_result_t fault_setup(zeroc_ctx_t *ctx) {
   return zeroc__fault_check_ranks(ctx->fault, ctx->mesh.world);
 }
 
+/* The device chosen before MPI_Init (zeroc__ctx_select_gpu_before_mpi), for the process:
+ * MPI starts once. ordinal -1: none was (cpu, MPI already up, no launcher
+ * variable). */
+static struct {
+  int ordinal, local;
+  const char *var;
+} pre_mpi = {-1, -1, NULL};
+
+void zeroc__ctx_select_gpu_before_mpi(const zeroc_ctx_config_t *in) {
+  int inited = 0;
+  MPI_Initialized(&inited);
+  zeroc_ctx_config_t c;
+  if (inited || pre_mpi.ordinal >= 0 || read_ctx_config(in, &c) != ZEROC_OK ||
+      c.device == ZEROC_DEVICE_CPU)
+    return;
+  const char *var = NULL;
+  int local = zeroc__topo_launcher_local_rank(&var);
+  if (c.gpu < 0 && local < 0) return; /* chosen after MPI_Init, from MPI's local rank */
+  int n = zeroc__cuda_device_count();
+  if (n <= 0) return;
+  int ord = c.gpu >= 0 ? c.gpu : local % n;
+  if (zeroc__cuda_select(ord) == 0) pre_mpi.ordinal = ord, pre_mpi.local = local, pre_mpi.var = var;
+}
+
+/* The device kind the context will open (setup_device's rule for auto). */
+static zeroc_device_kind_t device_kind(const zeroc_ctx_t *ctx) {
+  zeroc_device_kind_t kind = ctx->cfg.device;
+  if (kind == ZEROC_DEVICE_AUTO)
+    kind = zeroc__cuda_device_count() > 0 ? ZEROC_DEVICE_CUDA : ZEROC_DEVICE_CPU;
+  return kind;
+}
+
+/* The cuda ordinal of node-local rank q (setup_device's rule). */
+static int gpu_of(const zeroc_ctx_t *ctx, int q, int ngpu) {
+  if (q == ctx->local_rank && pre_mpi.ordinal >= 0) return pre_mpi.ordinal;
+  return ctx->cfg.gpu >= 0 ? ctx->cfg.gpu : q % ngpu;
+}
+
+/* Open MPI binds every rank to one core by default when it starts two or fewer
+ * (to a package above), without being asked: zeroc's own plan, which gives a
+ * rank its share of the node, replaces that. A binding asked for
+ * (--bind-to, its MCA parameter) or made by another launcher (srun) stays. */
+static int binding_asked_of_launcher(void) {
+  if (!getenv("OMPI_COMM_WORLD_SIZE")) return 1;
+  const char *p = getenv("OMPI_MCA_hwloc_base_binding_policy");
+  return p && *p;
+}
+
+/* The node-local ranks bound to the same PUs as this one (>= 1). Collective
+ * over the node. */
+static int same_binding(zeroc_ctx_t *ctx, hwloc_const_bitmap_t set) {
+  char mine[256] = {0};
+  hwloc_bitmap_list_snprintf(mine, sizeof mine, set);
+  char *all = malloc(sizeof mine * (size_t)ctx->local_size);
+  int n = 1;
+  if (all && MPI_Allgather(mine, (int)sizeof mine, MPI_CHAR, all, (int)sizeof mine, MPI_CHAR,
+                           ctx->node_comm) == MPI_SUCCESS) {
+    n = 0;
+    for (int q = 0; q < ctx->local_size; q++) n += !strcmp(all + (size_t)q * sizeof mine, mine);
+  }
+  free(all);
+  return n > 0 ? n : 1;
+}
+
+/* zeroc's plan for this rank: its share of the cores near its GPU (their NUMA
+ * node, hwloc) on cuda, of the node's cores otherwise. */
+static zeroc_result_t plan_binding(zeroc_ctx_t *ctx, hwloc_bitmap_t set) {
+  int L = ctx->local_size, ngpu = zeroc__cuda_device_count();
+  if (device_kind(ctx) != ZEROC_DEVICE_CUDA || ngpu <= 0)
+    return zeroc__topo_plan(ctx->topo, ctx->local_rank, L, &ctx->binding, set);
+  hwloc_bitmap_t *sets = calloc((size_t)L, sizeof *sets);
+  hwloc_const_bitmap_t *near = calloc((size_t)L, sizeof *near);
+  zeroc_result_t r = ZEROC_OK;
+  if (!sets || !near) r = ZEROC_FAIL(ZEROC_ERR_NOMEM, "GPU locality table of %d ranks", L);
+  for (int q = 0; r == ZEROC_OK && q < L; q++) {
+    sets[q] = hwloc_bitmap_alloc();
+    if (sets[q] && zeroc__cuda_near_cpuset(ctx->topo, gpu_of(ctx, q, ngpu), sets[q]) == 0)
+      near[q] = sets[q];
+  }
+  if (r == ZEROC_OK)
+    r = zeroc__topo_plan_near(ctx->topo, ctx->local_rank, L, near, &ctx->binding, set);
+  for (int q = 0; sets && q < L; q++) hwloc_bitmap_free(sets[q]);
+  free(sets);
+  free((void *)near);
+  return r;
+}
+
 static zeroc_result_t setup_topology(zeroc_ctx_t *ctx) {
   if (hwloc_topology_init(&ctx->topo) || hwloc_topology_load(ctx->topo)) {
     ctx->topo = NULL;
     return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "hwloc_topology_init/load failed");
   }
-  hwloc_bitmap_t set = hwloc_bitmap_alloc();
-  zeroc_result_t r =
-      zeroc__topo_plan(ctx->topo, ctx->local_rank, ctx->local_size, &ctx->binding, set);
+  hwloc_bitmap_t set = hwloc_bitmap_alloc(), cur = hwloc_bitmap_alloc();
+  /* the knobs were range-checked by zeroc__env_check_all in zeroc_ctx_create */
+  int64_t bind = ctx->cfg.bind, threads = ctx->cfg.threads;
+  if (bind < 0) zeroc__env_i64("ZEROC_BIND", 1, &bind);
+  /* a launcher's binding (narrower than what the process may use) is left alone;
+   * every rank of the node takes part in counting who shares it */
+  int bound = hwloc_get_cpubind(ctx->topo, cur, HWLOC_CPUBIND_PROCESS) == 0 &&
+              zeroc__topo_launcher_bound(cur, hwloc_topology_get_allowed_cpuset(ctx->topo));
+  int keep = bind && bound && binding_asked_of_launcher();
+  int sharers = same_binding(ctx, cur);
+  zeroc_result_t r = ZEROC_OK;
+  if (keep)
+    zeroc__topo_describe(ctx->topo, cur, sharers, &ctx->binding);
+  else
+    r = plan_binding(ctx, set);
   if (r == ZEROC_OK) {
-    /* the knobs were range-checked by zeroc__env_check_all in zeroc_ctx_create */
-    int64_t bind = ctx->cfg.bind, threads = ctx->cfg.threads;
-    if (bind < 0) zeroc__env_i64("ZEROC_BIND", 1, &bind);
-    if (bind && hwloc_set_cpubind(ctx->topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
+    if (bind && !keep && hwloc_set_cpubind(ctx->topo, set, HWLOC_CPUBIND_PROCESS) != 0) {
       ZWARN(TOPO, "could not bind to cores %s; running unbound", ctx->binding.cores);
       bind = 0;
     }
@@ -103,10 +199,11 @@ static zeroc_result_t setup_topology(zeroc_ctx_t *ctx) {
     ctx->binding.threads = (int)threads;
     omp_set_num_threads((int)threads);
     openblas_set_num_threads((int)threads);
-    ZINFO(TOPO, "local rank %d/%d bound to cores %s (NUMA %d), %d threads%s", ctx->local_rank,
-          ctx->local_size, ctx->binding.cores, ctx->binding.numa, (int)threads,
-          ctx->binding.shared ? ", sharing its core with other ranks" : "");
+    ZINFO(TOPO, "local rank %d/%d bound to cores %s (NUMA %d) by %s, %d threads%s", ctx->local_rank,
+          ctx->local_size, ctx->binding.cores, ctx->binding.numa, keep ? "the launcher" : "zeroc",
+          (int)threads, ctx->binding.shared ? ", sharing its core with other ranks" : "");
   }
+  hwloc_bitmap_free(cur);
   hwloc_bitmap_free(set);
   return r;
 }
@@ -168,8 +265,18 @@ static zeroc_result_t setup_device(zeroc_ctx_t *ctx) {
                         ctx->host);
     ctx->dev.ops = &zeroc__cuda_device_ops;
     /* ranks beyond the GPU count share them round robin (all on device 0 with
-     * one GPU): only the staged comm allows that, NCCL refuses it */
-    int ord = ctx->cfg.gpu >= 0 ? ctx->cfg.gpu : ctx->local_rank % ngpu;
+     * one GPU): only the staged comm allows that, NCCL refuses it. The device
+     * chosen before MPI_Init stays (MPI may hold a context on it). */
+    int ord = gpu_of(ctx, ctx->local_rank, ngpu);
+    if (pre_mpi.ordinal >= 0)
+      ZINFO(INIT, "cuda device %d chosen before MPI_Init from %s=%d (MPI's local rank %d)", ord,
+            pre_mpi.var ? pre_mpi.var : "the config's gpu", pre_mpi.local, ctx->local_rank);
+    else
+      ZINFO(INIT,
+            "cuda device %d chosen after MPI_Init (MPI was up already, or no launcher's "
+            "local rank in the environment): a CUDA-aware MPI may hold a context on "
+            "device 0",
+            ord);
     ZEROC_CHECK(ctx->dev.ops->open(&ctx->dev, ord));
     ctx->dev.sync_timeout = ctx->comm_timeout;
     ctx->dev.health = ctx_comm_health;
@@ -264,6 +371,7 @@ zeroc_result_t zeroc_ctx_create(zeroc_ctx_t **out, const zeroc_ctx_config_t *cfg
                       "zeroc_ctx_t *)");
   *out = NULL;
   zeroc__log_init();
+  zeroc__ctx_select_gpu_before_mpi(cfg);
   int provided = 0;
   ZEROC_CHECK(start_mpi(&provided));
   zeroc_ctx_t *ctx = calloc(1, sizeof *ctx);

@@ -114,10 +114,12 @@ zeroc_result_t zeroc_ctx_print_topology(zeroc_ctx_t *ctx, FILE *out) {
     return zeroc__ctx_ret(
         ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_ctx_print_topology: out is NULL"));
   char line[512];
-  snprintf(line, sizeof line, "rank %3d  %s  local %d/%d  cores %-8s NUMA %d  threads %d  device %s%s",
+  snprintf(line, sizeof line,
+           "rank %3d  %s  local %d/%d  cores %-8s NUMA %d  threads %d  device %s%s%s",
            ctx->mesh.rank, ctx->host, ctx->local_rank, ctx->local_size, ctx->binding.cores,
            ctx->binding.numa, ctx->binding.threads, ctx->dev.name,
-           ctx->binding.shared ? "  (core shared)" : "");
+           ctx->binding.shared ? "  (core shared)" : "",
+           ctx->binding.launcher ? "  (the launcher's binding)" : "");
   char *all = NULL;
   if (ctx->mesh.rank == 0) {
     all = malloc(sizeof line * (size_t)ctx->mesh.world);

@@ -25,6 +25,15 @@
  * failure (include/zeroc/result.h states the contract). A success leaves the
  * recorded text as it is. */
 zeroc_result_t zeroc__ctx_ret(zeroc_ctx_t *ctx, zeroc_result_t r);
+
+/* A CUDA-aware MPI opens a context on the current device inside MPI_Init: device
+ * 0 for every rank of the node unless one is chosen first. This chooses it, as
+ * zeroc_ctx_create will (cfg's gpu, else the launcher's node-local rank from its
+ * environment, modulo the GPUs), and makes it current; zeroc_ctx_create calls it
+ * before it starts MPI, and a program that starts MPI itself (zeroc bench) calls
+ * it first. Nothing for the cpu device, once MPI is up, or without a launcher's
+ * local rank; a failure leaves the choice to zeroc_ctx_create, after MPI_Init. */
+void zeroc__ctx_select_gpu_before_mpi(const zeroc_ctx_config_t *cfg);
 /* Replaces the context's last-error text (a message that must outlive a
  * clean-up which may fail in its own way). */
 void zeroc__ctx_error_set(zeroc_ctx_t *ctx, const char *msg);

@@ -292,8 +292,8 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   const int acc32 = m->cfg.grad_accum > 1 && m->rdt != ZEROC_FP32;
   zeroc__unit_bytes_t b;
   zeroc__shard_unit_bytes(st, (double)u->f.N, m->shard_g->size, u->pinned, (int)esz(m->pdt),
-                          (int)esz(m->rdt), acc32 ? 4 : (int)esz(u->gshard_dt), !m->master_alias,
-                          m->alias, &b);
+                          (int)esz(m->rdt), acc32 ? 4 : (int)esz(u->gshard_dt), (int)esz(m->cdt),
+                          !m->master_alias, m->alias, &b);
   if (m->cfg.offload_optimizer == ZEROC_OFFLOAD_NONE) {
     size_t ob = (size_t)b.opt_buffer;
     if (!m->master_alias) /* else the compute shard, once it is allocated below */
@@ -334,14 +334,12 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
       CHK(zeroc_event_create(m->ctx, &u->own_gslot.free_ev));
     }
   }
-  if (m->conv) {
-    if (u->pinned) {
-      CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)b.fp32_copy, (void **)&u->view));
-      CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)b.fp32_copy, (void **)&u->cgrad));
-    } else {
-      u->view = m->conv_view;
-      u->cgrad = m->conv_cgrad;
-    }
+  if (u->pinned) {
+    if (m->conv_p) CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)b.compute_copy, &u->view));
+    if (m->conv_g) CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)b.compute_copy, &u->cgrad));
+  } else {
+    u->view = m->conv_view;
+    u->cgrad = m->conv_cgrad;
   }
   CHK(zeroc_event_create(m->ctx, &u->ev_gathered));
   CHK(zeroc_event_create(m->ctx, &u->ev_bwd));
@@ -474,7 +472,8 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   m->pdt = m->cfg.param_dtype;
   m->rdt = m->cfg.reduce_dtype;
   m->cdt = zeroc_kernels_compute_dtype(zeroc_ctx_device(ctx), m->pdt);
-  m->conv = m->cdt != m->pdt || m->cdt != m->rdt;
+  m->conv_p = m->cdt != m->pdt;
+  m->conv_g = m->cdt != m->rdt;
   m->master_alias =
       !zeroc__shard_keeps_master((int)esz(m->pdt), m->cfg.offload_optimizer, m->cfg.offload_params);
   m->K = m->cfg.prefetch;
@@ -524,11 +523,12 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   m->alias =
       zeroc__shard_alias(st, m->shard_g->size, (int)m->cfg.offload_params, m->cfg.grad_accum);
   zeroc__shard_pool_bytes(st, m->K, n, m->cfg.grad_accum, (double)maxNp, (double)maxN,
-                          m->shard_g->size, (int)esz(m->pdt), (int)esz(m->rdt), m->alias, &pb);
-  if (m->conv && maxNp) {
-    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_copy, (void **)&m->conv_view));
-    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_copy, (void **)&m->conv_cgrad));
-  }
+                          m->shard_g->size, (int)esz(m->pdt), (int)esz(m->rdt), (int)esz(m->cdt),
+                          m->alias, &pb);
+  if (m->conv_p && maxNp)
+    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.compute_copy, &m->conv_view));
+  if (m->conv_g && maxNp)
+    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.compute_copy, &m->conv_cgrad));
   if (maxNp && pb.gather_n)
     ZEROC_TRY(pool_init(m, &m->gpool, pb.gather_n, (size_t)pb.gather, ZEROC_TAG_BUFFERS));
   if (maxNp && pb.fgrad_n)
@@ -563,9 +563,10 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   m->run.bytes_mark = zeroc__model_comm_bytes(m);
   ZINFO(SHARD,
         "model: %d units, stage %d, shard group %d, replicas %d, prefetch %d, params %s, "
-        "reduce %s%s",
+        "reduce %s, compute %s%s%s",
         n, st, m->shard_g->size, m->rep_g->size, m->K, zeroc_dtype_name(m->pdt),
-        zeroc_dtype_name(m->rdt), m->conv ? " (fp32 compute copies)" : "");
+        zeroc_dtype_name(m->rdt), zeroc_dtype_name(m->cdt), m->conv_p ? " (param copies)" : "",
+        m->conv_g ? " (grad copies)" : "");
   res = ZEROC_OK;
 fail:
   /* A rank that failed tells the others, which are waiting in an agreement. */
@@ -609,7 +610,7 @@ static void model_free(zeroc_model_t *m) {
     zeroc_mem_free(m->ctx, u->fgrad_own);
     zeroc_mem_free(m->ctx, u->gacc);
     if (m->cfg.stage >= 2) zeroc_mem_free(m->ctx, u->gshard);
-    if (u->pinned && m->conv) {
+    if (u->pinned) {
       zeroc_mem_free(m->ctx, u->view);
       zeroc_mem_free(m->ctx, u->cgrad);
     }

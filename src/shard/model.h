@@ -57,7 +57,9 @@ typedef struct zeroc__unit {
   /* stages 0/1 accumulating micro-steps in a 16-bit reduce dtype: the full grads'
    * running sum in fp32 (fgrad holds one micro-step's, rounded once at the end) */
   float *gacc;
-  float *view, *cgrad; /* fp32 compute copies when the kernels' dtype differs (cpu bf16) */
+  /* compute-dtype copies: view of the params where the kernels' dtype differs from
+   * theirs (cpu bf16), cgrad of the grads where it differs from the reduction's */
+  void *view, *cgrad;
   zeroc__slot_t own_pslot, own_gslot; /* dedicated slots of a pinned unit */
 
   /* per step / micro-step */
@@ -96,14 +98,14 @@ struct zeroc_model {
   zeroc__unit_t *u;
   zeroc_kernels_t *k;
   zeroc_dtype_t pdt, rdt, cdt;             /* param, reduce and compute (kernel) dtypes */
-  int conv;                                /* compute copies needed (cdt differs from pdt or rdt) */
+  int conv_p, conv_g; /* compute copies of params (cdt != pdt) and of grads (cdt != rdt) */
   int K;                                   /* prefetch depth */
   zeroc_group_t *shard_g, *rep_g, *self_g; /* self_g: size-1 group for stage 0 */
   zeroc_stream_t *compute, *gather_s, *reduce_s;
   zeroc__pool_t gpool;           /* stage 3 gather slots (param dtype, max N) */
   zeroc__pool_t fgpool;          /* stage 2/3 full-grad slots (reduce dtype, max N) */
   zeroc__pool_t tpool;           /* reduce-scatter outputs (reduce dtype, max S) */
-  float *conv_view, *conv_cgrad; /* shared compute copies of non-pinned units */
+  void *conv_view, *conv_cgrad;  /* shared compute copies of non-pinned units */
   int conv_owner;                /* unit whose params conv_view holds, -1 none */
   int alias; /* zeroc__shard_alias: shards used in place of gather/reduce buffers */
   int cshard_current;            /* AdamW wrote the compute shards: publish skips its cast */

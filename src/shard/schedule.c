@@ -111,10 +111,10 @@ static zeroc_result_t ready_params(zeroc_model_t *m, int i) {
   if (!u->full) return ZEROC_FAIL(ZEROC_ERR_INTERNAL, "unit %d used before it was gathered", i);
   char *base = u->full;
   size_t e = esz(m->pdt);
-  if (m->conv) {
+  if (m->conv_p) {
     int shared_view = !u->pinned;
     if (!u->view_ready || (shared_view && m->conv_owner != i)) {
-      CHK(zeroc_k_cast(m->k, m->compute, u->view, ZEROC_FP32, u->full, m->pdt, u->f.N));
+      CHK(zeroc_k_cast(m->k, m->compute, u->view, m->cdt, u->full, m->pdt, u->f.N));
       u->view_ready = 1;
       if (shared_view) {
         if (m->conv_owner >= 0) m->u[m->conv_owner].view_ready = 0;
@@ -122,7 +122,7 @@ static zeroc_result_t ready_params(zeroc_model_t *m, int i) {
       }
     }
     base = (char *)u->view;
-    e = 4;
+    e = esz(m->cdt);
   }
   for (int j = 0; j < u->f.n; j++) u->pviews[j] = base + u->f.p[j].off * e;
   return ZEROC_OK;
@@ -136,12 +136,12 @@ static zeroc_result_t ready_grads(zeroc_model_t *m, int i) {
   if (!u->grads_ready) {
     if (st <= 1) {
       u->fgrad = u->fgrad_own;
-      if (u->nbwd == 0 && !m->conv)
+      if (u->nbwd == 0 && !m->conv_g)
         CHK(zeroc_memset_async(m->compute, u->fgrad, 0, u->f.N * esz(m->rdt)));
     } else if (m->alias & ZEROC__ALIAS_GRADS) {
       /* a group of one: the backward sums straight into the grad shard */
       u->fgrad = u->gshard;
-      if (!m->conv) CHK(zeroc_memset_async(m->compute, u->fgrad, 0, u->f.N * esz(m->rdt)));
+      if (!m->conv_g) CHK(zeroc_memset_async(m->compute, u->fgrad, 0, u->f.N * esz(m->rdt)));
     } else {
       if (u->pinned)
         u->gslot = &u->own_gslot;
@@ -150,24 +150,29 @@ static zeroc_result_t ready_grads(zeroc_model_t *m, int i) {
       /* the slot's previous reduction must finish first: exposed communication */
       CHK(zeroc__model_wait_comm(m, u->gslot->free_ev));
       u->fgrad = u->gslot->ptr;
-      if (!m->conv) CHK(zeroc_memset_async(m->compute, u->fgrad, 0, u->f.N * esz(m->rdt)));
+      if (!m->conv_g) CHK(zeroc_memset_async(m->compute, u->fgrad, 0, u->f.N * esz(m->rdt)));
     }
-    if (m->conv) CHK(zeroc_memset_async(m->compute, u->cgrad, 0, u->f.N * 4));
+    if (m->conv_g) CHK(zeroc_memset_async(m->compute, u->cgrad, 0, u->f.N * esz(m->cdt)));
     u->grads_ready = 1;
   }
-  char *base = m->conv ? (char *)u->cgrad : (char *)u->fgrad;
-  size_t e = m->conv ? 4 : esz(m->rdt);
+  char *base = m->conv_g ? (char *)u->cgrad : (char *)u->fgrad;
+  size_t e = esz(m->conv_g ? m->cdt : m->rdt);
   for (int j = 0; j < u->f.n; j++) u->gviews[j] = base + u->f.p[j].off * e;
   return ZEROC_OK;
 }
 
-/* fp32 compute grads -> reduce-dtype full grads (cpu with bf16), accumulating
- * over micro-steps where the stage keeps full grads. */
+/* Compute-dtype grads -> reduce-dtype full grads, accumulating over micro-steps
+ * where the stage keeps full grads: fp32 -> bf16 on cpu with bf16 reduction,
+ * bf16 -> fp32 on cuda with bf16 params and fp32 reduction (the fp32 buffer is
+ * the one reduced, so no sum over ranks or micro-steps rounds to 8 bits). */
 static zeroc_result_t conv_grads_out(zeroc_model_t *m, zeroc__unit_t *u) {
   size_t n = u->f.N;
-  if (m->cfg.stage <= 1 && u->nbwd > 0 && !u->gacc)
-    return zeroc_k_add_to(m->k, m->compute, u->fgrad, m->rdt, u->cgrad, n);
-  return zeroc_k_cast(m->k, m->compute, u->fgrad, m->rdt, u->cgrad, ZEROC_FP32, n);
+  if (m->cfg.stage <= 1 && u->nbwd > 0 && !u->gacc) {
+    if (m->rdt == ZEROC_FP32) /* cdt is 16-bit here */
+      return zeroc_k_accumulate(m->k, m->compute, u->fgrad, u->cgrad, m->cdt, n, 1.0f);
+    return zeroc_k_add_to(m->k, m->compute, u->fgrad, m->rdt, u->cgrad, n); /* cdt fp32 */
+  }
+  return zeroc_k_cast(m->k, m->compute, u->fgrad, m->rdt, u->cgrad, m->cdt, n);
 }
 
 /* Enqueues unit i's gradient reduction on the reduce stream (u->nbwd counts
@@ -188,7 +193,7 @@ static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
       CHK(zeroc_k_accumulate(m->k, cs, u->gacc, u->fgrad, m->rdt, N, 1.0f));
     if (last)
       CHK(zeroc_k_cast(m->k, cs, u->fgrad, m->rdt, u->gacc, ZEROC_FP32, N));
-    else if (!m->conv) /* conv_grads_out overwrites them */
+    else if (!m->conv_g) /* conv_grads_out overwrites them */
       CHK(zeroc_memset_async(cs, u->fgrad, 0, N * esz(m->rdt)));
   }
   if (st <= 1 && !last) return ZEROC_OK; /* full grads accumulate locally */
@@ -425,7 +430,7 @@ static zeroc_result_t backward_pass(zeroc_model_t *m, const pass_t *p, const voi
     }
     d = io.din;
     /* a pinned unit's gradients are complete only after its own backward */
-    if (m->conv) ZEROC_TRY(conv_grads_out(m, u));
+    if (m->conv_g) ZEROC_TRY(conv_grads_out(m, u));
     if (m->inject.specs) ZEROC_TRY(inject_grad(m, u));
     ZEROC_TRY(reduce_unit(m, i));
     u->nbwd++;

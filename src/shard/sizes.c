@@ -9,6 +9,8 @@ int zeroc__shard_keeps_master(int pb, int offload_optimizer, int offload_params)
   return pb != 4 || offload_optimizer != 0 || offload_params != 0;
 }
 
+int zeroc__shard_compute_copies(int pb, int rb, int cb) { return (cb != pb) + (cb != rb); }
+
 int zeroc__shard_alias(int stage, int nd, int offload_params, int grad_accum) {
   int a = 0;
   if (stage == 3 && nd == 1 && offload_params == 0) a |= ZEROC__ALIAS_PARAMS;
@@ -17,7 +19,7 @@ int zeroc__shard_alias(int stage, int nd, int offload_params, int grad_accum) {
 }
 
 void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, int rb, int gb,
-                             int master, int alias, zeroc__unit_bytes_t *out) {
+                             int cb, int master, int alias, zeroc__unit_bytes_t *out) {
   memset(out, 0, sizeof *out);
   if (stage == 0) nd = 1; /* the degenerate shard group of one */
   /* master, m and v are fp32 whatever the compute dtype */
@@ -28,11 +30,11 @@ void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, in
   if (stage <= 1 && gb != rb) out->accum = gb * N;
   if (pinned && stage == 3 && !(alias & ZEROC__ALIAS_PARAMS)) out->own_gather = pb * N;
   if (pinned && stage >= 2 && !(alias & ZEROC__ALIAS_GRADS)) out->own_fgrad = rb * N;
-  if (pinned) out->fp32_copy = 4.0 * N;
+  if (pinned) out->compute_copy = (double)cb * N;
 }
 
 void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
-                             double max_unpinned, double max_unit, int nd, int pb, int rb,
+                             double max_unpinned, double max_unit, int nd, int pb, int rb, int cb,
                              int alias, zeroc__pool_bytes_t *out) {
   memset(out, 0, sizeof *out);
   /* at most prefetch gathers in flight ahead of the one in use, and never
@@ -45,7 +47,7 @@ void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
   out->gather = pb * max_unpinned;
   out->fgrad = rb * max_unpinned;
   out->rs = rb * max_unit / (stage == 0 ? 1 : nd);
-  out->fp32_copy = 4.0 * max_unpinned;
+  out->compute_copy = (double)cb * max_unpinned;
   out->fp32_shard = 4.0 * max_unit / (stage == 0 ? 1 : nd);
 }
 

@@ -20,18 +20,27 @@ typedef struct zeroc__unit_bytes {
   double grads;      /* full grads N (stages 0-1) or the grad shard N / nd (2-3) */
   double own_gather; /* stage 3, pinned unit: its dedicated gathered params, N */
   double own_fgrad;  /* stages 2-3, pinned unit: its dedicated full grads, N */
-  double fp32_copy;  /* a pinned unit's fp32 compute copy (params or grads), N */
+  double compute_copy; /* a pinned unit's compute-dtype copy (params or grads), cb N */
   double accum;      /* stages 0-1, gb != rb: the fp32 running sum of the full grads, 4 N */
 } zeroc__unit_bytes_t;
 
-/* pb, rb, gb: bytes of a parameter, of a reduced gradient and of an element
+/* pb, rb, gb, cb: bytes of a parameter, of a reduced gradient, of an element
  * of the gradient buffer the stage accumulates micro-steps in (fp32 where rb is
  * 16 bits and micro-steps accumulate: stages 2-3 keep the grad shard in it,
  * stages 0-1 a running sum of the full grads beside them); pinned: a later
  * unit shares its parameters; master: an fp32 master copy is kept beside the
- * compute parameters (zeroc__shard_keeps_master); alias: zeroc__shard_alias's bits. */
+ * compute parameters (zeroc__shard_keeps_master). cb: bytes of the kernels'
+ * compute dtype (compute copies exist where it differs from pb or rb:
+ * zeroc__shard_compute_copies); alias: zeroc__shard_alias's bits. */
 void zeroc__shard_unit_bytes(int stage, double N, int nd, int pinned, int pb, int rb, int gb,
-                             int master, int alias, zeroc__unit_bytes_t *out);
+                             int cb, int master, int alias, zeroc__unit_bytes_t *out);
+
+/* How many compute copies (0-2) a unit holds: one of the parameters where the
+ * kernels compute in another dtype than the parameters' (cpu, bf16), one of
+ * the gradients where they compute in another dtype than the reduction's (cpu
+ * with bf16 reduction; cuda with bf16 parameters and fp32 reduction, whose bf16
+ * gradients are accumulated into the fp32 ones that are reduced). */
+int zeroc__shard_compute_copies(int pb, int rb, int cb);
 
 /* A shard group of one rank keeps every parameter and gradient whole, so the
  * gather and reduce-scatter buffers would hold copies of the shards: the engine
@@ -61,14 +70,14 @@ typedef struct zeroc__pool_bytes {
   double gather;     /* the largest unpinned unit in the param dtype */
   double fgrad;      /* the largest unpinned unit in the reduce dtype */
   double rs;         /* the largest unit's shard in the reduce dtype */
-  double fp32_copy;  /* fp32 compute copy of the largest unpinned unit (params or grads) */
+  double compute_copy; /* compute-dtype copy of the largest unpinned unit (params or grads) */
   double fp32_shard; /* fp32 copy of the largest shard (AdamW on a 16-bit grad shard) */
 } zeroc__pool_bytes_t;
 
 /* units: units on the rank; max_unpinned, max_unit: the largest flat length
  * among the unpinned units and among all of them. */
 void zeroc__shard_pool_bytes(int stage, int prefetch, int units, int grad_accum,
-                             double max_unpinned, double max_unit, int nd, int pb, int rb,
+                             double max_unpinned, double max_unit, int nd, int pb, int rb, int cb,
                              int alias, zeroc__pool_bytes_t *out);
 
 /* The optimizer step's device accumulators (tag workspace), whatever the

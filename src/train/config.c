@@ -124,6 +124,7 @@ static void defaults(zeroc_train_config_t *c, const zeroc_mesh_info_t *mesh,
   DFLT(max_skipped, 5);
   DFLT(zero, zeroc__shard_default_stage(mesh->pp)); /* shard/rules.c */
   DFLT(param_dtype, device == ZEROC_DEVICE_CUDA ? ZEROC_BF16 : ZEROC_FP32);
+  DFLT(grad_reduce_dtype, ZEROC_FP32);
   DFLT(recompute, 0);
   DFLT(prefetch, 2);
   DFLT(sequence_parallel, 0);
@@ -155,6 +156,10 @@ static zeroc_result_t check_config(const zeroc_arch_t *arch, const zeroc_train_c
     return BAD("spike_window %d: accepted 2..%d", c->spike_window, ZEROC_SPIKE_MAX_WINDOW);
   if (c->param_dtype != ZEROC_FP32 && c->param_dtype != ZEROC_BF16)
     return BAD("param_dtype %d: accepted ZEROC_FP32, ZEROC_BF16", c->param_dtype);
+  if (c->grad_reduce_dtype != ZEROC_FP32 && c->grad_reduce_dtype != ZEROC_BF16)
+    return BAD("%s %d: accepted ZEROC_FP32, ZEROC_BF16",
+               names == ZEROC_NAMES_FLAGS ? "--grad-reduce-dtype" : "grad_reduce_dtype",
+               c->grad_reduce_dtype);
   ZEROC_CHECK(zeroc__shard_check_stage(c->zero, "zero"));
   if (c->vpp > 64) return BAD("vpp %d: accepted 1..64", c->vpp);
   if (pp == 1 && c->vpp > 1) return BAD("vpp %d is for a pipeline (pp > 1)", c->vpp);
@@ -252,7 +257,7 @@ zeroc_shard_config_t zeroc__train_shard_config(const zeroc_train_config_t *c, ze
   zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
   sc.stage = c->zero;
   sc.param_dtype = dtype;
-  sc.reduce_dtype = dtype;
+  sc.reduce_dtype = (zeroc_dtype_t)c->grad_reduce_dtype; /* fp32 unless bf16 was asked */
   sc.prefetch = c->prefetch;
   sc.recompute = c->recompute;
   sc.grad_accum = c->grad_accum;
