@@ -62,7 +62,13 @@ zeroc_result_t zeroc_tokenizer_load(const char *spec, zeroc_tokenizer_t **out) {
                       spec, zeroc__tok_inner(zeroc__tls_error()));
   size_t i = 0;
   while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')) i++;
-  if (i == len || buf[i] != '{')
+  if (len >= 3 &&
+      !memcmp(buf, "\xEF\xBB\xBF", 3)) /* an editor's; JSON (and tokenizers) refuse it */
+    r = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                   "tokenizer '%s': starts with a UTF-8 byte-order mark (bytes EF BB BF), which "
+                   "JSON does not allow (accepted: the same file saved without it)",
+                   spec);
+  else if (i == len || buf[i] != '{')
     r = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
                    "tokenizer '%s': not a JSON object (accepted: \"bytes\", a tokenizer.json, a "
                    "GPT-2 vocab.json with merges.txt beside it)",

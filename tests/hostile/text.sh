@@ -1,0 +1,39 @@
+# Text and tokenizers a user can get wrong (issue 37; sourced by tests/hostile.sh,
+# see probe there): tokenizer.json files whose messages named the wrong problem.
+FIX="$HERE/fixtures/tokenizer"
+head -c 60000 "$FIX/real.txt" > "$WORK/a.txt" 2> /dev/null || cp "$FIX/real.txt" "$WORK/a.txt"
+cat "$FIX/real.txt" "$FIX/tricky.txt" > "$WORK/b.txt"
+zt data --tokenizer "$FIX/bpe300.json" --out "$WORK/d300" "$WORK/a.txt" "$WORK/b.txt" > /dev/null 2>&1
+zt data --tokenizer "$FIX/bpe1000.json" --out "$WORK/d1000" "$WORK/a.txt" "$WORK/b.txt" > /dev/null 2>&1
+zt data --tokenizer bytes --out "$WORK/dbytes" "$WORK/a.txt" "$WORK/b.txt" > /dev/null 2>&1
+cp -r "$WORK/d300" "$WORK/d300copy"
+
+# ---- item 11: tokenizer.json messages name the real problem ------------------------------
+# tok_variant OUT MODE: bpe300.json with one change
+tok_variant() {
+  python3 - "$FIX/bpe300.json" "$@" <<'PY'
+import json, sys
+src, dst, mode = sys.argv[1:4]
+raw = open(src, 'rb').read()
+d = json.loads(raw)
+v = d['model']['vocab']
+k = list(v)[3]  # "#"
+if mode == 'bom':
+    open(dst, 'wb').write(b'\xef\xbb\xbf' + raw)
+    sys.exit()
+if mode == 'frac': v[k] = 1.5
+if mode == 'string': v[k] = "7"
+if mode == 'nul': d['model']['merges'][0] = "a\u0000b c"
+text = json.dumps(d)
+if mode == 'long': text = text.replace('"#": 3', '"#": ' + '1' * 5000)
+open(dst, 'w').write(text)
+PY
+}
+for m in frac string bom nul long; do tok_variant "$WORK/t_$m.json" $m; done
+TD=(data --out "$WORK/dx" "$WORK/a.txt")
+probe "tokenizer id 1.5 (was: has id 2)" 2 "vocab entry 3 \"#\" has id 1.5, not an integer" 10 -- zt "${TD[@]}" --tokenizer "$WORK/t_frac.json"
+probe "tokenizer id \"7\" (was: has id 0)" 2 "vocab entry 3 \"#\" has the string \"7\" as id, not a number" 10 -- zt "${TD[@]}" --tokenizer "$WORK/t_string.json"
+probe "tokenizer.json with a UTF-8 BOM (was: not a JSON object)" 2 "starts with a UTF-8 byte-order mark \(bytes EF BB BF\)" 10 -- zt "${TD[@]}" --tokenizer "$WORK/t_bom.json"
+probe "a NUL in a merge (was: names \"a\")" 2 "merge 0 names \"a\\\\u0000b\", which is not in the vocab" 10 -- zt "${TD[@]}" --tokenizer "$WORK/t_nul.json"
+probe "a 5000-digit id (was: cut before the reason)" 2 "number 1{20}\.\.\.1{10} \(5000 characters\) is out of the range of a double" 10 -- zt "${TD[@]}" --tokenizer "$WORK/t_long.json"
+check "refused tokenizers wrote nothing" test ! -e "$WORK/dx"
