@@ -1,5 +1,6 @@
 # Text and tokenizers a user can get wrong (issue 37; sourced by tests/hostile.sh,
-# see probe there): tokenizer.json files whose messages named the wrong problem.
+# see probe there): a sampling or validation tokenizer that is not the data's,
+# tokenizer.json files whose messages named the wrong problem.
 FIX="$HERE/fixtures/tokenizer"
 head -c 60000 "$FIX/real.txt" > "$WORK/a.txt" 2> /dev/null || cp "$FIX/real.txt" "$WORK/a.txt"
 cat "$FIX/real.txt" "$FIX/tricky.txt" > "$WORK/b.txt"
@@ -7,6 +8,24 @@ zt data --tokenizer "$FIX/bpe300.json" --out "$WORK/d300" "$WORK/a.txt" "$WORK/b
 zt data --tokenizer "$FIX/bpe1000.json" --out "$WORK/d1000" "$WORK/a.txt" "$WORK/b.txt" > /dev/null 2>&1
 zt data --tokenizer bytes --out "$WORK/dbytes" "$WORK/a.txt" "$WORK/b.txt" > /dev/null 2>&1
 cp -r "$WORK/d300" "$WORK/d300copy"
+
+# ---- item 6: the sampling tokenizer, the training data's and --val-data's agree --------
+# a run of 10^6 steps: only a check at start-up ends it within the limit (it died at the
+# first sample step, the steps after the last save lost)
+LM=(--device cpu --model tiny --vocab 1024 --seq 16 --batch 2 --quiet)
+probe "train --tokenizer bytes on bpe shards, --sample-every" 2 "--tokenizer 'bytes' is not the tokenizer the data was made with, '$WORK/d300/tokenizer.json' \(bytes, vocab 256 against bpe, vocab 300\)" 30 -- \
+  zt train "${LM[@]}" --steps 1000000 --data "$WORK/d300" --tokenizer bytes --sample-every 5
+probe "the same, 2 ranks" 2 "--tokenizer 'bytes' is not the tokenizer the data was made with" 60 -- \
+  ztn 2 train "${LM[@]}" --steps 1000000 --data "$WORK/d300" --tokenizer bytes --sample-every 5
+probe "train --tokenizer FILE, the data's own file: samples" 0 "" 60 -- \
+  zt train "${LM[@]}" --steps 2 --data "$WORK/d300" --tokenizer "$FIX/bpe300.json" --sample-every 2
+check "  ... and printed a sample at step 2" bash -c 'echo "$0" | grep -aq "^step 2 sample"' "$OUT"
+probe "--val-data made with another bpe tokenizer" 2 "val_data '$WORK/d1000/val_\*.bin' was tokenized with '$WORK/d1000/tokenizer.json' and the training data '$WORK/d300' with '$WORK/d300/tokenizer.json', another tokenizer \(bpe, vocab 1000 against bpe, vocab 300\)" 30 -- \
+  zt train "${LM[@]}" --steps 1000000 --data "$WORK/d300" --val-data "$WORK/d1000/val_*.bin"
+probe "--val-data made with bytes, 2 ranks" 2 "another tokenizer \(bytes, vocab 256 against bpe, vocab 300\)" 60 -- \
+  ztn 2 train "${LM[@]}" --steps 1000000 --data "$WORK/d300" --val-data "$WORK/dbytes/val_*.bin"
+probe "--val-data from a copy of the data's directory: accepted" 0 "" 60 -- \
+  zt train "${LM[@]}" --steps 2 --data "$WORK/d300" --val-data "$WORK/d300copy/val_*.bin"
 
 # ---- item 11: tokenizer.json messages name the real problem ------------------------------
 # tok_variant OUT MODE: bpe300.json with one change
