@@ -384,7 +384,7 @@ out:
 
 /* Encodes one pre-tokenized word w[0..n) into out (room for n ids). */
 static zeroc_result_t encode_word(const zeroc_tokenizer_t *t, const unsigned char *w, size_t n,
-                                  int32_t *out, size_t *nout) {
+                                  int32_t *out, size_t *nout, size_t *dropped) {
   if (t->ignore_merges) { /* a word that is a token is taken whole */
     char small[512] = {0}, *s = 2 * n <= sizeof small ? small : calloc(2 * n, 1);
     if (!s) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory");
@@ -405,6 +405,7 @@ static zeroc_result_t encode_word(const zeroc_tokenizer_t *t, const unsigned cha
   for (size_t i = 0; i < n; i++) {
     int32_t id = t->byte_id[w[i]];
     if (id < 0) { /* no token for this byte: the unknown token, or dropped */
+      if (t->unk < 0) ++*dropped;
       if (t->unk < 0 || (t->fuse_unk && k && out[k - 1] == t->unk)) continue;
       id = t->unk;
     }
@@ -441,6 +442,7 @@ typedef struct {
   cache_ent_t *cache; /* NULL: none */
   int32_t *ids;
   size_t cap, k;
+  size_t dropped; /* bytes without a token (no unk): left out */
 } enc_t;
 
 static zeroc_result_t too_many(size_t cap) {
@@ -471,7 +473,9 @@ static zeroc_result_t put_word(enc_t *e, const unsigned char *w, size_t wl) {
     tmp = out = malloc(wl * sizeof *tmp);
     if (!tmp) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory");
   }
-  zeroc_result_t r = encode_word(e->t, w, wl, out, &got);
+  size_t before = e->dropped;
+  zeroc_result_t r = encode_word(e->t, w, wl, out, &got, &e->dropped);
+  if (e->dropped != before) c = NULL; /* a cached word would hide its dropped bytes */
   if (r == ZEROC_OK && tmp && e->k + got <= e->cap) memcpy(e->ids + e->k, tmp, got * sizeof *tmp);
   free(tmp);
   ZEROC_CHECK(r);
@@ -557,11 +561,12 @@ static zeroc_result_t encode_raw(enc_t *e, const unsigned char *p, size_t n) {
 }
 
 zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
-                                 int32_t *ids, size_t cap, size_t *n) {
-  enc_t e = {t, len >= CACHE_MIN_TEXT ? calloc(CACHE_SLOTS, sizeof(cache_ent_t)) : NULL, ids, cap,
-             0};
+                                 int32_t *ids, size_t cap, size_t *n, size_t *dropped) {
+  enc_t e = {
+      t, len >= CACHE_MIN_TEXT ? calloc(CACHE_SLOTS, sizeof(cache_ent_t)) : NULL, ids, cap, 0, 0};
   zeroc_result_t r = split_added(&e, (const unsigned char *)text, len, 0, encode_raw);
   free(e.cache);
   if (r == ZEROC_OK) *n = e.k;
+  if (r == ZEROC_OK && dropped) *dropped = e.dropped;
   return r;
 }

@@ -1,7 +1,7 @@
 # Text and tokenizers a user can get wrong (issue 37; sourced by tests/hostile.sh,
 # see probe there): a sampling or validation tokenizer that is not the data's,
-# tokenizer.json files whose messages named the wrong problem, a document of
-# megabytes of spaces.
+# tokenizer.json files whose messages named the wrong problem, a tokenizer that
+# drops some of the text, a document of megabytes of spaces.
 FIX="$HERE/fixtures/tokenizer"
 head -c 60000 "$FIX/real.txt" > "$WORK/a.txt" 2> /dev/null || cp "$FIX/real.txt" "$WORK/a.txt"
 cat "$FIX/real.txt" "$FIX/tricky.txt" > "$WORK/b.txt"
@@ -64,3 +64,24 @@ head -c 20000000 /dev/zero | tr '\0' ' ' > "$WORK/spaces.txt"
 probe "data on 20 MB of spaces within 6 s" 0 "" 6 -- zt data --tokenizer "$FIX/bpe1000.json" --out "$WORK/dsp" "$WORK/spaces.txt"
 check "  ... wrote its tokens" test -s "$WORK/dsp/train_000000.bin"
 rm -f "$WORK/spaces.txt"
+
+# ---- item 10: a tokenizer that drops some of the text warns, once, with the count --------
+# a vocabulary of "a" and "b" only (no byte-level alphabet, no unknown token): a document
+# of other letters is refused (tests/hostile/inputs.sh); one that keeps some of its text
+# was written without a word about the rest
+python3 - "$WORK/ab.json" <<'PY'
+import json, sys
+bl = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+json.dump({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+           "normalizer": None, "pre_tokenizer": bl, "post_processor": None, "decoder": bl,
+           "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                     "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                     "fuse_unk": False, "byte_fallback": False, "vocab": {"a": 0, "b": 1},
+                     "merges": []}}, open(sys.argv[1], "w"))
+PY
+printf 'abab zz ba\n' > "$WORK/p1.txt"; printf 'abba\n' > "$WORK/p2.txt"; printf 'ab\n' > "$WORK/p3.txt"; printf 'ab' > "$WORK/p4.txt"
+probe "data: a tokenizer that drops some of the text warns" 0 "data: the tokenizer has no token for 7 bytes of 3 documents \(the first: '$WORK/p1.txt'\); they are left out" 30 -- \
+  zt data --tokenizer "$WORK/ab.json" --out "$WORK/dab" "$WORK/p1.txt" "$WORK/p2.txt" "$WORK/p3.txt" "$WORK/p4.txt"
+check "  ... in one line" test "$(echo "$OUT" | grep -c "has no token for")" = 1
+probe "data: text it covers whole: no warning" 0 "" 30 -- zt data --tokenizer "$WORK/ab.json" --out "$WORK/dab4" "$WORK/p4.txt"
+check "  ... none" test "$(echo "$OUT" | grep -c "has no token for")" = 0
