@@ -59,9 +59,11 @@ probe "a 5000-digit id (was: cut before the reason)" 2 "number 1{20}\.\.\.1{10} 
 check "refused tokenizers wrote nothing" test ! -e "$WORK/dx"
 
 # ---- item 13: megabytes of spaces are one word per piece: linear, not n log n ------------
-# 40 MB took 14.6 s (5-10 MB 7.5-11 s on a loaded machine); now about 1.6 s
-head -c 40000000 /dev/zero | tr '\0' ' ' > "$WORK/spaces.txt"
-probe "data on 40 MB of spaces within 8 s" 0 "" 8 -- zt data --tokenizer "$FIX/bpe1000.json" --out "$WORK/dsp" "$WORK/spaces.txt"
+# (40 MB took 14.6 s, now about 1.6 s: measured in benchmarks/RESULTS.md, not here; tests
+# hold no timings, so the limit is only the hang guard and the probe checks the run ends
+# with exit 0)
+head -c 10000000 /dev/zero | tr '\0' ' ' > "$WORK/spaces.txt"
+probe "data on 10 MB of spaces" 0 "" 60 -- zt data --tokenizer "$FIX/bpe1000.json" --out "$WORK/dsp" "$WORK/spaces.txt"
 check "  ... wrote its tokens" test -s "$WORK/dsp/train_000000.bin"
 rm -f "$WORK/spaces.txt"
 
