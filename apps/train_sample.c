@@ -33,8 +33,8 @@ static zeroc_result_t prompt_from_text(ztrain_sample_t *s) {
 
 int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztrain_sample_t *s) {
   *s = (ztrain_sample_t){
-      NULL, o->sample_every, o->sample_tokens, o->seed < 0 ? 1 : (uint64_t)o->seed, {0},
-      0,    o->sample_prompt};
+      NULL, o->sample_every,  o->sample_tokens, o->seed < 0 ? 1 : (uint64_t)o->seed, {0},
+      0,    o->sample_prompt, o->tokenizer};
   if (!o->sample_every || !o->tokenizer) return 0; /* none: the data set's, once it is open */
   if (zeroc_tokenizer_load(o->tokenizer, &s->tok))
     return zarg_fail("train", "--tokenizer '%s': %s", o->tokenizer,
@@ -52,9 +52,52 @@ int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztr
   return 0;
 }
 
+/* The first id that `a` and `b` decode differently, or -1 when they have one
+ * kind and vocabulary and decode every id alike (what sampling needs of them);
+ * its text in why. */
+static int32_t decode_differs(const zeroc_tokenizer_t *a, const zeroc_tokenizer_t *b, char *why,
+                              size_t cap) {
+  int v = zeroc_tokenizer_vocab(a);
+  if (strcmp(zeroc_tokenizer_kind(a), zeroc_tokenizer_kind(b)) || v != zeroc_tokenizer_vocab(b)) {
+    snprintf(why, cap, "%s, vocab %d against %s, vocab %d", zeroc_tokenizer_kind(a), v,
+             zeroc_tokenizer_kind(b), zeroc_tokenizer_vocab(b));
+    return 0;
+  }
+  char ta[256], tb[256];
+  for (int32_t id = 0; id < v; id++) {
+    size_t na = 0, nb = 0;
+    int ra = zeroc_tokenizer_decode(a, &id, 1, ta, sizeof ta, &na) != ZEROC_OK;
+    int rb = zeroc_tokenizer_decode(b, &id, 1, tb, sizeof tb, &nb) != ZEROC_OK;
+    if (ra != rb || (!ra && (na != nb || memcmp(ta, tb, na < sizeof ta ? na : sizeof ta)))) {
+      snprintf(why, cap, "id %d decodes to other bytes%s", (int)id,
+               ra != rb ? ": one of them does not define it" : "");
+      return id;
+    }
+  }
+  return -1;
+}
+
+/* --tokenizer against the tokenizer the data set records (path). */
+static zeroc_result_t check_spec(const ztrain_sample_t *s, const char *path) {
+  zeroc_tokenizer_t *d = NULL;
+  zeroc_result_t r = zeroc_tokenizer_load(path, &d);
+  char why[128];
+  if (!r && decode_differs(s->tok, d, why, sizeof why) >= 0)
+    r = zeroc_error_set(ZEROC_ERR_INVALID_ARG,
+                        "--tokenizer '%s' is not the tokenizer the data was made with, '%s' "
+                        "(%s): leave --tokenizer out to sample with the data's",
+                        s->spec, path, why);
+  zeroc_tokenizer_destroy(d);
+  return r;
+}
+
 zeroc_result_t ztrain_sample_from_data(ztrain_sample_t *s, const zeroc_train_info_t *info,
                                        zeroc_ctx_t *ctx) {
-  if (!s->every || s->tok) return ZEROC_OK;
+  if (!s->every) return ZEROC_OK;
+  if (s->tok) {
+    const char *rec = info->data.tokenizer[0] ? info->data.tokenizer : info->val.tokenizer;
+    return zeroc_ctx_agree(ctx, rec[0] ? check_spec(s, rec) : ZEROC_OK);
+  }
   const char *spec = info->data.tokenizer;
   zeroc_result_t r;
   if (!spec[0])

@@ -20,6 +20,7 @@ typedef struct ztrain_sample {
   int32_t prompt[ZTRAIN_SAMPLE_PROMPT_MAX];
   int n;           /* prompt tokens, chosen at the first sample */
   const char *text; /* --sample-prompt, or NULL */
+  const char *spec; /* --tokenizer, or NULL: the data set's */
 } ztrain_sample_t;
 
 /* Loads --tokenizer when --sample-every asks for samples (before MPI starts,
@@ -27,7 +28,9 @@ typedef struct ztrain_sample {
 int ztrain_sample_open(const ztrain_opts_t *o, const zeroc_gpt_config_t *gc, ztrain_sample_t *s);
 
 /* Without --tokenizer: the tokenizer the data set records (info->data.tokenizer),
- * or a refusal naming --tokenizer when it has none. Collective (agreed). */
+ * or a refusal naming --tokenizer when it has none. With it: a refusal naming
+ * both when the data set records another tokenizer (its ids would decode to
+ * other text, or not at all, at the first sample). Collective (agreed). */
 zeroc_result_t ztrain_sample_from_data(ztrain_sample_t *s, const zeroc_train_info_t *info,
                                        zeroc_ctx_t *ctx);
 

@@ -74,7 +74,7 @@ static void nfc_roundtrip(const zeroc_tokenizer_t *t, const char *text, size_t l
   size_t cap = zeroc__tok_max_ids(t, len), n = 0, m = 0, nl = len;
   int32_t *ids = malloc((cap + 1) * sizeof *ids);
   unsigned char *want = NULL;
-  zeroc_result_t r = zeroc__tokenizer_encode_cap(t, text, len, ids, cap, &n);
+  zeroc_result_t r = zeroc__tokenizer_encode_cap(t, text, len, ids, cap, &n, NULL);
   FUZZ_REQUIRE(r == ZEROC_OK, "encode with NFC: %s", zeroc__tls_error());
   r = zeroc__nfc((const unsigned char *)text, len, &want, &nl);
   FUZZ_REQUIRE(r == ZEROC_OK, "nfc: %s", zeroc__tls_error());

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "text/bpe_build.h" /* the merge table, for the reference merger */
 #include "zeroc/zeroc.h"
 
 static const char *g_fix; /* tests/fixtures/tokenizer */
@@ -573,6 +574,63 @@ static void test_threads(void) {
   zeroc_tokenizer_destroy(t);
 }
 
+/* The rank of pair (a, b) and its merged id, as the tokenizer's table holds it. */
+static int32_t ref_rank(const zeroc_tokenizer_t *t, int32_t a, int32_t b, int32_t *id) {
+  uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+  for (uint64_t h = zeroc__pair_slot(key, t->pair_mask);; h = (h + 1) & t->pair_mask) {
+    if (t->pairs[h].key == key) return *id = t->pairs[h].id, t->pairs[h].rank;
+    if (t->pairs[h].key == ~0ull) return INT32_MAX;
+  }
+}
+
+/* BPE as its definition says, in O(n^2): merge the lowest-ranked pair, the
+ * leftmost of equals, until none has a rank. */
+static size_t ref_merge(const zeroc_tokenizer_t *t, int32_t *s, size_t n) {
+  for (;;) {
+    size_t best = n;
+    int32_t br = INT32_MAX, bid = 0, id;
+    for (size_t i = 0; i + 1 < n; i++) {
+      int32_t r = ref_rank(t, s[i], s[i + 1], &id);
+      if (r < br) br = r, best = i, bid = id;
+    }
+    if (best == n) return n;
+    s[best] = bid;
+    memmove(s + best + 1, s + best + 2, (n - best - 2) * sizeof *s);
+    n--;
+  }
+}
+
+/* Words of thousands of bytes (a file of spaces is one word of megabytes) merge
+ * rank by rank, not through the heap (issue 37, item 13): the same ids as the
+ * definition, for runs of letters, of spaces and of mixed blanks at the end (no newline: Llama 3's
+ * pattern cuts after one). */
+static void test_long_words(void) {
+  const char *files[] = {"bpe300.json", "bpe1000.json", "bpe4096.vocab.json", "llama3_bpe.json"};
+  const size_t n = 9000;
+  char *text = malloc(n);
+  int32_t *ids = malloc(n * sizeof *ids), *ref = malloc(n * sizeof *ref);
+  for (int f = 0; f < 4; f++) {
+    zeroc_tokenizer_t *t = load_fix(files[f]);
+    for (int kind = 0; kind < 3; kind++) {
+      uint64_t x = 88172645463325252ull + (uint64_t)kind;
+      for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        text[i] = kind == 0 ? "aeinorst"[x % 8] : kind == 1 ? ' ' : " \t \f"[x % 4];
+      }
+      if (kind == 2) text[0] = ' ', text[n - 1] = ' '; /* one run: \s+ to the end */
+      size_t got = 0;
+      ZT_OK(zeroc_tokenizer_encode(t, text, n, ids, &got));
+      for (size_t i = 0; i < n; i++) ref[i] = t->byte_id[(unsigned char)text[i]];
+      size_t want = ref_merge(t, ref, n);
+      ZT_ASSERT_MSG(got == want && !memcmp(ids, ref, want * sizeof *ids),
+                    "%s, word kind %d: %zu ids, the definition gives %zu", files[f], kind, got,
+                    want);
+    }
+    zeroc_tokenizer_destroy(t);
+  }
+  free(text), free(ids), free(ref);
+}
+
 static const zt_test_t tests[] = {
     {"bytes", test_bytes},
     {"tokenizer.json, merges as strings", test_string_merges},
@@ -587,6 +645,7 @@ static const zt_test_t tests[] = {
     {"ids above 65535", test_large_ids},
     {"BPE options", test_options},
     {"threads", test_threads},
+    {"long words merged rank by rank", test_long_words},
     ZT_END,
 };
 

@@ -280,6 +280,10 @@ static zeroc_result_t parse_number(parser_t *P, zeroc__json_t *v) {
     }
   }
   if (txt != small) free(txt);
+  /* a long number is shown by its ends, so that the reason fits in the message */
+  if (range_err && n > 40)
+    return PERR(P, start, "number %.20s...%.10s (%zu characters) is out of the range of a double",
+                (const char *)s + start, (const char *)s + start + n - 10, n);
   if (range_err)
     return PERR(P, start, "number %.*s is out of the range of a double", (int)n,
                 (const char *)s + start);

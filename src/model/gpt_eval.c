@@ -9,12 +9,14 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "comm/comm.h"
 #include "core/error.h"
 #include "model/gpt_batch.h"
 #include "model/gpt_eval.h"
 #include "runtime/runtime.h"
+#include "text/tokenizer_agree.h"
 
 /* The held-out steps: synthetic data's from 2^32 on, which no training run
  * reaches; a file set's from its start. */
@@ -30,6 +32,25 @@ static zeroc_result_t val_failed(zeroc_result_t r) {
   return r;
 }
 
+/* Held-out shards made with another tokenizer than the training data's would
+ * give a loss of other ids' meaning, accepted in silence: each set's recorded
+ * tokenizer (zeroc data writes one beside the shards), when both have one,
+ * must be the same. */
+static zeroc_result_t same_tokenizer(const zeroc_train_info_t *in) {
+  const char *v = in->val.tokenizer, *d = in->data.tokenizer;
+  if (!v[0] || !d[0] || !strcmp(v, d)) return ZEROC_OK;
+  char why[256];
+  int agree = 0;
+  zeroc_result_t r = zeroc__tokenizer_files_agree(v, d, &agree, why, sizeof why);
+  if (r) return val_failed(r);
+  if (agree) return ZEROC_OK;
+  return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                    "val_data '%s' was tokenized with '%s' and the training data '%s' with '%s', "
+                    "another tokenizer (%s): make both with one tokenizer (zeroc data "
+                    "--val-fraction, or the same --tokenizer)",
+                    in->config.val_data, v, in->config.data, d, why);
+}
+
 zeroc_result_t zeroc__gpt_val_open(zeroc__gpt_run_t *run) {
   zeroc_train_info_t *in = run->info;
   const zeroc_train_config_t *c = &in->config;
@@ -39,6 +60,7 @@ zeroc_result_t zeroc__gpt_val_open(zeroc__gpt_run_t *run) {
   zeroc_result_t r = zeroc_data_create(&dcfg, &run->val);
   if (r) return val_failed(r);
   zeroc_data_info(run->val, &in->val);
+  ZEROC_CHECK(same_tokenizer(in));
   /* whole global batches, at least one; a file set at most once through */
   int64_t per = (int64_t)in->global_batch * c->seq;
   int64_t nb = (c->val_tokens + per - 1) / per;

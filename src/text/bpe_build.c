@@ -68,11 +68,13 @@ zeroc_result_t zeroc__bpe_builder_set(zeroc__bpe_builder_t *b, int32_t id, const
       t->entry[id] = ZEROC_TOK_ADDED;
       goto added_list;
     }
+    char s1[160], s2[160];
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
-                      "tokenizer '%s': id %d is given to both \"%.*s\" and \"%.*s\" (accepted: "
+                      "tokenizer '%s': id %d is given to both \"%s\" and \"%s\" (accepted: "
                       "each id once; an added token may repeat its own vocab entry)",
-                      b->path, (int)id, (int)(b->str_len[id] > 64 ? 64 : b->str_len[id]),
-                      b->str_idx[id], (int)(len > 64 ? 64 : len), s);
+                      b->path, (int)id,
+                      zeroc__tok_show(b->str_idx[id], b->str_len[id], 64, s1, sizeof s1),
+                      zeroc__tok_show(s, len, 64, s2, sizeof s2));
   }
   if (len == 0)
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
@@ -259,17 +261,20 @@ zeroc_result_t zeroc__bpe_builder_merge(zeroc__bpe_builder_t *b, const char *a, 
   int32_t im = zeroc__tok_find(t, cat, na + nc);
   if (cat != small) free(cat);
   if (ia < 0 || ic < 0 || im < 0) {
+    /* shown escaped: a NUL or a control byte in a token must not cut or garble the line */
     const char *miss = ia < 0 ? a : ic < 0 ? c : NULL;
     size_t nm = ia < 0 ? na : nc;
+    char s1[160], s2[160];
     if (miss)
       return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
-                        "tokenizer '%s': %s names \"%.*s\", which is not in the vocab (accepted: "
+                        "tokenizer '%s': %s names \"%s\", which is not in the vocab (accepted: "
                         "merges of two vocab tokens whose concatenation is in the vocab)",
-                        b->path, where, (int)(nm > 64 ? 64 : nm), miss);
+                        b->path, where, zeroc__tok_show(miss, nm, 64, s1, sizeof s1));
     return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
-                      "tokenizer '%s': %s makes \"%.*s%.*s\", which is not in the vocab "
+                      "tokenizer '%s': %s makes \"%s%s\", which is not in the vocab "
                       "(accepted: merges of two vocab tokens whose concatenation is in the vocab)",
-                      b->path, where, (int)(na > 64 ? 64 : na), a, (int)(nc > 64 ? 64 : nc), c);
+                      b->path, where, zeroc__tok_show(a, na, 64, s1, sizeof s1),
+                      zeroc__tok_show(c, nc, 64, s2, sizeof s2));
   }
   uint64_t key = (uint64_t)(uint32_t)ia << 32 | (uint32_t)ic;
   uint64_t h = zeroc__pair_slot(key, t->pair_mask);
@@ -289,4 +294,35 @@ zeroc_tokenizer_t *zeroc__bpe_builder_take(zeroc__bpe_builder_t *b) {
   b->t = NULL;
   zeroc__bpe_builder_free(b);
   return t;
+}
+
+const char *zeroc__tok_show(const char *s, size_t n, size_t max, char *buf, size_t cap) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t w = 0, i = 0, end = n < max ? n : max, room = cap - 32; /* room for the tail */
+  while (i < end && w + 8 < room) {
+    unsigned c = p[i];
+    uint32_t cp = 0;
+    size_t l = c < 0x80 ? 1 : zeroc__uc_next(p + i, n - i, &cp);
+    if (c >= 0x80 && cp != 0xFFFFFFFFu && i + l <= end) { /* a whole UTF-8 character */
+      memcpy(buf + w, p + i, l);
+      w += l, i += l;
+      continue;
+    }
+    if (c == '"' || c == '\\')
+      w += (size_t)snprintf(buf + w, cap - w, "\\%c", c);
+    else if (c == '\n' || c == '\t' || c == '\r')
+      w += (size_t)snprintf(buf + w, cap - w, "\\%c", c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+    else if (c < 0x20 || c == 0x7f)
+      w += (size_t)snprintf(buf + w, cap - w, "\\u%04x", c);
+    else if (c >= 0x80)
+      w += (size_t)snprintf(buf + w, cap - w, "\\x%02x", c);
+    else
+      buf[w++] = (char)c;
+    i++;
+  }
+  if (i < n)
+    snprintf(buf + w, cap - w, "...(%zu bytes)", n);
+  else
+    buf[w] = 0;
+  return buf;
 }

@@ -40,6 +40,11 @@ zeroc_result_t zeroc__bpe_builder_merges(zeroc__bpe_builder_t *b, int32_t n);
  * ("merge 17", "merges.txt line 18"). */
 zeroc_result_t zeroc__bpe_builder_merge(zeroc__bpe_builder_t *b, const char *a, size_t na,
                                         const char *c, size_t nc, const char *where);
+/* s[0..n) for a message, as a JSON string body: printable ASCII and UTF-8 as
+ * they are, `"` and `\` escaped, other bytes as \n, \t, \u0000 or \x80 (a NUL
+ * does not end it); over max bytes, the first max and "...(N bytes)". Returns
+ * buf (cap bytes, at least 64). */
+const char *zeroc__tok_show(const char *s, size_t n, size_t max, char *buf, size_t cap);
 /* The finished tokenizer; the builder is freed. */
 zeroc_tokenizer_t *zeroc__bpe_builder_take(zeroc__bpe_builder_t *b);
 

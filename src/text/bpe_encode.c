@@ -241,9 +241,150 @@ static zeroc_result_t merge_large(const zeroc_tokenizer_t *t, int32_t *s, size_t
   return ZEROC_OK;
 }
 
+/* ---- very long words: merges taken rank by rank ------------------------------------
+ * A word of megabytes (a file of spaces is one pre-tokenized word) spent seconds in the
+ * heap above, on cache misses of its log n levels. When each merge's rank is above the
+ * ranks of the merges that make its two parts (true of a trained BPE: a merge joins
+ * tokens that already exist), a merge of rank r only makes pairs of higher rank. Then
+ * "the lowest rank first, leftmost on a tie" is: each rank in increasing order, its
+ * pairs from left to right. Each rank keeps the positions where its pair was made, in
+ * a list; every list is visited once, in rank order: time linear in the word and the
+ * merge count, the same ids as the heap. */
+
+typedef struct {
+  int32_t pos, next;
+} rank_node_t;
+
+/* 1 when every merge's rank is above that of each merge making one of its parts. */
+static int merges_ordered(const zeroc_tokenizer_t *t, int32_t *maxc) {
+  for (int32_t i = 0; i < t->vocab; i++) maxc[i] = -1;
+  for (int32_t m = 0; m < t->n_merges; m++) {
+    int32_t id = -1, rk = pair_lookup(t, t->merges[m][0], t->merges[m][1], &id);
+    if (id >= 0 && rk > maxc[id]) maxc[id] = rk;
+  }
+  for (int32_t m = 0; m < t->n_merges; m++) {
+    int32_t id, rk = pair_lookup(t, t->merges[m][0], t->merges[m][1], &id);
+    if (rk <= maxc[t->merges[m][0]] || rk <= maxc[t->merges[m][1]]) return 0;
+  }
+  return 1;
+}
+
+static int cmp_i32(const void *a, const void *b) {
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+typedef struct {
+  const zeroc_tokenizer_t *t;
+  int32_t *s, *next, *prev, *head, *tail;
+  rank_node_t *node;
+  int32_t nn, free; /* nodes used; the visited ranks' nodes, for reuse (-1: none) */
+} by_rank_t;
+
+static void rank_push(by_rank_t *b, int32_t rk, int32_t pos) {
+  int32_t k = b->free >= 0 ? b->free : b->nn++;
+  if (k == b->free) b->free = b->node[k].next;
+  b->node[k] = (rank_node_t){pos, -1};
+  if (b->head[rk] < 0)
+    b->head[rk] = k;
+  else
+    b->node[b->tail[rk]].next = k;
+  b->tail[rk] = k;
+}
+
+/* The pair of rank r at position i, if it is still there: merged, and the pairs it
+ * makes with its neighbours queued (all of higher rank). */
+static void rank_merge_at(by_rank_t *b, int32_t r, int32_t i, int32_t m) {
+  int32_t *s = b->s, *next = b->next, *prev = b->prev, j = next[i], id, rk;
+  if (j < 0 || s[i] != b->t->merges[r][0] || s[j] != b->t->merges[r][1]) return; /* stale */
+  s[i] = m;
+  s[j] = -1;
+  next[i] = next[j];
+  if (next[j] >= 0) prev[next[j]] = i;
+  int32_t p = prev[i], q = next[i];
+  if (p >= 0 && (rk = pair_lookup(b->t, s[p], m, &id)) != INT32_MAX) rank_push(b, rk, p);
+  if (q >= 0 && (rk = pair_lookup(b->t, m, s[q], &id)) != INT32_MAX) rank_push(b, rk, i);
+}
+
+/* Every rank's list in rank order, each from left to right (sorted when positions
+ * were queued out of order). */
+static zeroc_result_t rank_run(by_rank_t *b) {
+  int32_t *sorted = NULL;
+  size_t cap = 0;
+  for (int32_t r = 0; r < b->t->n_merges; r++) {
+    if (b->head[r] < 0) continue;
+    int32_t m = b->t->merges[r][0];
+    pair_lookup(b->t, b->t->merges[r][0], b->t->merges[r][1], &m);
+    size_t len = 0, inorder = 1;
+    for (int32_t k = b->head[r], last = -1; k >= 0; k = b->node[k].next, len++) {
+      inorder &= b->node[k].pos > last;
+      last = b->node[k].pos;
+    }
+    if (inorder) {
+      for (int32_t k = b->head[r]; k >= 0; k = b->node[k].next)
+        rank_merge_at(b, r, b->node[k].pos, m);
+    } else {
+      if (len > cap) {
+        free(sorted);
+        cap = len;
+        if (!(sorted = malloc(cap * sizeof *sorted)))
+          return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory for a word");
+      }
+      len = 0;
+      for (int32_t k = b->head[r]; k >= 0; k = b->node[k].next) sorted[len++] = b->node[k].pos;
+      qsort(sorted, len, sizeof *sorted, cmp_i32);
+      for (size_t k = 0; k < len; k++) rank_merge_at(b, r, sorted[k], m);
+    }
+    /* the list is done with (merges of rank r queue only higher ranks): its nodes are free */
+    b->node[b->tail[r]].next = b->free;
+    b->free = b->head[r];
+  }
+  free(sorted);
+  return ZEROC_OK;
+}
+
+/* Merges s[0..*np) rank by rank; *done 0 (nothing changed) when the merges are not
+ * ordered so (then the heap does it). */
+static zeroc_result_t merge_by_rank(const zeroc_tokenizer_t *t, int32_t *s, size_t *np, int *done) {
+  size_t n = *np, M = (size_t)t->n_merges;
+  *done = 0;
+  by_rank_t b = {t,
+                 s,
+                 malloc(n * sizeof(int32_t)),
+                 malloc(n * sizeof(int32_t)),
+                 malloc((M + 1) * sizeof(int32_t)),
+                 malloc((M + 1) * sizeof(int32_t)),
+                 malloc(3 * n * sizeof(rank_node_t)),
+                 0,
+                 -1};
+  int32_t *maxc = malloc((size_t)t->vocab * sizeof *maxc);
+  zeroc_result_t r = ZEROC_OK;
+  if (!b.next || !b.prev || !b.head || !b.tail || !b.node || !maxc) {
+    r = ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory for a word of %zu bytes", n);
+    goto out;
+  }
+  if (!merges_ordered(t, maxc)) goto out;
+  for (size_t k = 0; k < M; k++) b.head[k] = -1;
+  for (size_t i = 0; i < n; i++) {
+    b.next[i] = i + 1 < n ? (int32_t)(i + 1) : -1;
+    b.prev[i] = (int32_t)i - 1;
+    int32_t id, rk = i + 1 < n ? pair_lookup(t, s[i], s[i + 1], &id) : INT32_MAX;
+    if (rk != INT32_MAX) rank_push(&b, rk, (int32_t)i);
+  }
+  r = rank_run(&b);
+  if (r) goto out;
+  size_t w = 0;
+  for (int32_t i = 0; i >= 0; i = b.next[i]) s[w++] = s[i];
+  *np = w;
+  *done = 1;
+out:
+  free(b.next), free(b.prev), free(b.head), free(b.tail), free(b.node), free(maxc);
+  return r;
+}
+
 /* Encodes one pre-tokenized word w[0..n) into out (room for n ids). */
 static zeroc_result_t encode_word(const zeroc_tokenizer_t *t, const unsigned char *w, size_t n,
-                                  int32_t *out, size_t *nout) {
+                                  int32_t *out, size_t *nout, size_t *dropped) {
   if (t->ignore_merges) { /* a word that is a token is taken whole */
     char small[512] = {0}, *s = 2 * n <= sizeof small ? small : calloc(2 * n, 1);
     if (!s) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory");
@@ -264,12 +405,19 @@ static zeroc_result_t encode_word(const zeroc_tokenizer_t *t, const unsigned cha
   for (size_t i = 0; i < n; i++) {
     int32_t id = t->byte_id[w[i]];
     if (id < 0) { /* no token for this byte: the unknown token, or dropped */
+      if (t->unk < 0) ++*dropped;
       if (t->unk < 0 || (t->fuse_unk && k && out[k - 1] == t->unk)) continue;
       id = t->unk;
     }
     out[k++] = id;
   }
   *nout = k;
+  /* rank by rank where the word pays for a pass over the merges (and the check) */
+  if (k > 4096 && (size_t)t->n_merges + (size_t)t->vocab <= 8 * k) {
+    int done = 0;
+    ZEROC_CHECK(merge_by_rank(t, out, nout, &done));
+    if (done) return ZEROC_OK;
+  }
   if (k > 64) return merge_large(t, out, nout);
   *nout = k > 1 ? merge_small(t, out, k) : k;
   return ZEROC_OK;
@@ -294,6 +442,7 @@ typedef struct {
   cache_ent_t *cache; /* NULL: none */
   int32_t *ids;
   size_t cap, k;
+  size_t dropped; /* bytes without a token (no unk): left out */
 } enc_t;
 
 static zeroc_result_t too_many(size_t cap) {
@@ -324,7 +473,9 @@ static zeroc_result_t put_word(enc_t *e, const unsigned char *w, size_t wl) {
     tmp = out = malloc(wl * sizeof *tmp);
     if (!tmp) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "tokenizer: out of host memory");
   }
-  zeroc_result_t r = encode_word(e->t, w, wl, out, &got);
+  size_t before = e->dropped;
+  zeroc_result_t r = encode_word(e->t, w, wl, out, &got, &e->dropped);
+  if (e->dropped != before) c = NULL; /* a cached word would hide its dropped bytes */
   if (r == ZEROC_OK && tmp && e->k + got <= e->cap) memcpy(e->ids + e->k, tmp, got * sizeof *tmp);
   free(tmp);
   ZEROC_CHECK(r);
@@ -410,11 +561,12 @@ static zeroc_result_t encode_raw(enc_t *e, const unsigned char *p, size_t n) {
 }
 
 zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
-                                 int32_t *ids, size_t cap, size_t *n) {
-  enc_t e = {t, len >= CACHE_MIN_TEXT ? calloc(CACHE_SLOTS, sizeof(cache_ent_t)) : NULL, ids, cap,
-             0};
+                                 int32_t *ids, size_t cap, size_t *n, size_t *dropped) {
+  enc_t e = {
+      t, len >= CACHE_MIN_TEXT ? calloc(CACHE_SLOTS, sizeof(cache_ent_t)) : NULL, ids, cap, 0, 0};
   zeroc_result_t r = split_added(&e, (const unsigned char *)text, len, 0, encode_raw);
   free(e.cache);
   if (r == ZEROC_OK) *n = e.k;
+  if (r == ZEROC_OK && dropped) *dropped = e.dropped;
   return r;
 }

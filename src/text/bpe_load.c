@@ -5,6 +5,7 @@
  * what zeroc implements is refused with a message naming what is accepted
  * (normalizers: none or NFC).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,17 +52,39 @@ static zeroc_result_t get_bool(const char *path, const zeroc__json_t *obj, const
   return ZEROC_OK;
 }
 
-/* An id: an integer in 0..ZEROC_TOK_MAX_ID-1. */
+/* An id: an integer in 0..ZEROC_TOK_MAX_ID-1, written as one (tokenizers reads
+ * ids as u32: 1.0, 1e3 and "7" are refused there too). The message says which
+ * of these it is, never a rounded number. */
 static zeroc_result_t get_id(const char *path, const zeroc__json_t *v, const char *what,
                              int32_t *id) {
-  if (!v || v->type != ZEROC_JSON_NUMBER || !v->u.num.is_int || v->u.num.i < 0 ||
-      v->u.num.i >= ZEROC_TOK_MAX_ID)
-    return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
-                      "tokenizer '%s': %s has id %s%.0f (accepted: an integer 0..%d)", path, what,
-                      !v ? "(none) " : "", v && v->type == ZEROC_JSON_NUMBER ? v->u.num.value : 0.0,
-                      ZEROC_TOK_MAX_ID - 1);
-  *id = (int32_t)v->u.num.i;
-  return ZEROC_OK;
+  if (v && v->type == ZEROC_JSON_NUMBER && v->u.num.is_int && v->u.num.i >= 0 &&
+      v->u.num.i < ZEROC_TOK_MAX_ID) {
+    *id = (int32_t)v->u.num.i;
+    return ZEROC_OK;
+  }
+  char why[224], num[32] = "";
+  if (v && v->type == ZEROC_JSON_NUMBER) { /* the shortest form that reads back the same */
+    snprintf(num, sizeof num, "%.15g", v->u.num.value);
+    if (strtod(num, NULL) != v->u.num.value) snprintf(num, sizeof num, "%.17g", v->u.num.value);
+  }
+  if (!v)
+    snprintf(why, sizeof why, "has no id");
+  else if (v->type == ZEROC_JSON_STRING) {
+    char sh[96];
+    snprintf(why, sizeof why, "has the string \"%s\" as id, not a number",
+             zeroc__tok_show(v->u.str.s, v->u.str.len, 32, sh, sizeof sh));
+  } else if (v->type != ZEROC_JSON_NUMBER)
+    snprintf(why, sizeof why, "has a%s %s as id, not a number",
+             v->type == ZEROC_JSON_ARRAY || v->type == ZEROC_JSON_OBJECT ? "n" : "",
+             zeroc__json_type_name(v->type));
+  else if (v->u.num.value != floor(v->u.num.value))
+    snprintf(why, sizeof why, "has id %s, not an integer", num);
+  else if (v->u.num.value >= 0 && v->u.num.value < ZEROC_TOK_MAX_ID)
+    snprintf(why, sizeof why, "has id %s written with a point or an exponent", num);
+  else
+    snprintf(why, sizeof why, "has id %s", num); /* out of range: "accepted" says so */
+  return ZEROC_FAIL(ZEROC_ERR_CORRUPT, "tokenizer '%s': %s %s (accepted: an integer 0..%d)", path,
+                    what, why, ZEROC_TOK_MAX_ID - 1);
 }
 
 static zeroc_result_t check_byte_level(const char *path, const zeroc__json_t *bl, int after_split,
@@ -238,8 +261,10 @@ static zeroc_result_t scan_ids(const char *path, const zeroc__json_t *vocab,
   *max_id = -1;
   for (size_t i = 0; i < vocab->u.obj.n; i++) {
     int32_t id;
-    char what[96];
-    snprintf(what, sizeof what, "vocab entry %zu", i);
+    char what[160], sh[96];
+    const zeroc__json_member_t *e = &vocab->u.obj.members[i];
+    snprintf(what, sizeof what, "vocab entry %zu \"%s\"", i,
+             zeroc__tok_show(e->key, e->key_len, 32, sh, sizeof sh));
     ZEROC_CHECK(get_id(path, &vocab->u.obj.members[i].value, what, &id));
     if (id > *max_id) *max_id = id;
   }
@@ -261,8 +286,9 @@ static zeroc_result_t scan_ids(const char *path, const zeroc__json_t *vocab,
                           path, c->u.str.s, flags[f]);
     }
     int32_t id;
-    char what[128];
-    snprintf(what, sizeof what, "added token \"%.64s\"", c->u.str.s);
+    char what[192], sh[160];
+    snprintf(what, sizeof what, "added token \"%s\"",
+             zeroc__tok_show(c->u.str.s, c->u.str.len, 64, sh, sizeof sh));
     ZEROC_CHECK(get_id(path, zeroc__json_get(a, "id"), what, &id));
     if (id > *max_id) *max_id = id;
   }
@@ -291,11 +317,12 @@ static zeroc_result_t load_merges_json(zeroc__bpe_builder_t *b, const zeroc__jso
     if (m->type == ZEROC_JSON_STRING) {
       const char *sp = memchr(m->u.str.s, ' ', m->u.str.len);
       size_t na = sp ? (size_t)(sp - m->u.str.s) : 0;
+      char sh[160];
       if (!sp || na == 0 || na + 1 >= m->u.str.len || memchr(sp + 1, ' ', m->u.str.len - na - 1))
         return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
-                          "tokenizer '%s': merge %zu \"%.64s\" is not two tokens (accepted: \"a "
+                          "tokenizer '%s': merge %zu \"%s\" is not two tokens (accepted: \"a "
                           "b\" with one space, or [\"a\", \"b\"])",
-                          path, i, m->u.str.s);
+                          path, i, zeroc__tok_show(m->u.str.s, m->u.str.len, 64, sh, sizeof sh));
       ZEROC_CHECK(
           zeroc__bpe_builder_merge(b, m->u.str.s, na, sp + 1, m->u.str.len - na - 1, where));
     } else if (m->type == ZEROC_JSON_ARRAY && m->u.arr.n == 2 &&
@@ -406,11 +433,12 @@ static zeroc_result_t load_merges_txt(zeroc__bpe_builder_t *b, const char *mpath
     if (n == 0 && i >= len) break; /* the last newline */
     char *sp = memchr(s, ' ', n);
     size_t na = sp ? (size_t)(sp - s) : 0;
+    char sh[160];
     if (!sp || na == 0 || na + 1 >= n || memchr(sp + 1, ' ', n - na - 1))
       return ZEROC_FAIL(ZEROC_ERR_CORRUPT,
-                        "tokenizer '%s': '%s' line %d \"%.*s\" is not two tokens (accepted: "
+                        "tokenizer '%s': '%s' line %d \"%s\" is not two tokens (accepted: "
                         "\"a b\" with one space; a first line \"#version...\" is skipped)",
-                        b->path, mpath, line, (int)(n > 64 ? 64 : n), s);
+                        b->path, mpath, line, zeroc__tok_show(s, n, 64, sh, sizeof sh));
     char where[512];
     snprintf(where, sizeof where, "'%.400s' line %d", mpath, line);
     ZEROC_CHECK(zeroc__bpe_builder_merge(b, s, na, sp + 1, n - na - 1, where));

@@ -43,6 +43,10 @@ typedef struct zeroc__prepare {
   /* the document being written: its bytes and its tokens (without the end-of-text id),
    * so a document that encodes to nothing is refused (issue 37, item 10) */
   uint64_t doc_bytes, doc_tokens;
+  /* bytes the tokenizer had no token for (left out): of the document being written, of
+   * all, in how many documents, the first of them (warned once at the end) */
+  uint64_t doc_dropped, dropped_bytes;
+  int dropped_docs, first_dropped;
   zeroc_prepare_progress_fn progress;
   void *user;
   double t0, last_report;

@@ -46,6 +46,7 @@ typedef struct piece {
   size_t len, cap;
   int32_t *ids;
   size_t n, ids_cap;
+  size_t dropped; /* text bytes the tokenizer had no token for */
   zeroc_result_t res;
   char *err; /* a worker's error text */
 } piece_t;
@@ -225,11 +226,16 @@ static zeroc_result_t encode_piece(const zeroc__prepare_t *p, piece_t *pc) {
     pc->text[0] = ' ';
     pc->len++;
     zeroc_result_t r =
-        zeroc__tokenizer_encode_cap(p->tok, pc->text, pc->len, pc->ids + k, room, &n);
+        zeroc__tokenizer_encode_cap(p->tok, pc->text, pc->len, pc->ids + k, room, &n, &pc->dropped);
     pc->len--; /* the text counted is the document's (the buffer is not read again) */
     ZEROC_CHECK(r);
+    if (p->tok->kind == ZEROC_TOK_BPE && p->tok->byte_id[' '] < 0 && p->tok->unk < 0)
+      pc->dropped--; /* that space is not the document's */
   } else if (pc->len) {
-    ZEROC_CHECK(zeroc__tokenizer_encode_cap(p->tok, pc->text, pc->len, pc->ids + k, room, &n));
+    ZEROC_CHECK(zeroc__tokenizer_encode_cap(p->tok, pc->text, pc->len, pc->ids + k, room, &n,
+                                            &pc->dropped));
+  } else {
+    pc->dropped = 0;
   }
   pc->n = k + n;
   return ZEROC_OK;
@@ -364,6 +370,7 @@ static zeroc_result_t write_piece(zeroc__prepare_t *p, const piece_t *pc) {
   p->stats.bytes_done += pc->len;
   p->doc_bytes += pc->len;
   p->doc_tokens += pc->n - (pc->eot ? 1 : 0);
+  p->doc_dropped += pc->dropped;
   if (pc->last_of_doc) {
     /* a tokenizer with no token for a byte (no byte-level alphabet, no unk) drops it: a
      * document that loses all of its text would be written as nothing, in silence */
@@ -373,7 +380,9 @@ static zeroc_result_t write_piece(zeroc__prepare_t *p, const piece_t *pc) {
                         "has no token for its bytes (no byte-level alphabet, no unknown token); "
                         "accepted a tokenizer that covers the text",
                         p->docs[pc->doc].path, (unsigned long long)p->doc_bytes);
-    p->doc_bytes = p->doc_tokens = 0;
+    if (p->doc_dropped && !p->dropped_docs++) p->first_dropped = pc->doc;
+    p->dropped_bytes += p->doc_dropped;
+    p->doc_bytes = p->doc_tokens = p->doc_dropped = 0;
     p->stats.documents_done++;
   }
   return report(p, 0);
@@ -489,5 +498,12 @@ zeroc_result_t zeroc__prepare_run(zeroc__prepare_t *p) {
   if (res == ZEROC_OK) res = close_shard(p, ZEROC__TRAIN);
   if (res == ZEROC_OK) res = close_shard(p, ZEROC__VAL);
   if (res == ZEROC_OK) res = report(p, 0);
+  /* text left out, but not all of a document's (that is refused above): one line */
+  if (res == ZEROC_OK && p->dropped_docs)
+    ZWARN(IO,
+          "data: the tokenizer has no token for %llu byte%s of %d document%s (the first: '%s'); "
+          "they are left out of the shards (no byte-level alphabet, no unknown token)",
+          (unsigned long long)p->dropped_bytes, p->dropped_bytes == 1 ? "" : "s", p->dropped_docs,
+          p->dropped_docs == 1 ? "" : "s", p->docs[p->first_dropped].path);
   return res;
 }

@@ -62,7 +62,13 @@ zeroc_result_t zeroc_tokenizer_load(const char *spec, zeroc_tokenizer_t **out) {
                       spec, zeroc__tok_inner(zeroc__tls_error()));
   size_t i = 0;
   while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t')) i++;
-  if (i == len || buf[i] != '{')
+  if (len >= 3 &&
+      !memcmp(buf, "\xEF\xBB\xBF", 3)) /* an editor's; JSON (and tokenizers) refuse it */
+    r = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
+                   "tokenizer '%s': starts with a UTF-8 byte-order mark (bytes EF BB BF), which "
+                   "JSON does not allow (accepted: the same file saved without it)",
+                   spec);
+  else if (i == len || buf[i] != '{')
     r = ZEROC_FAIL(ZEROC_ERR_CORRUPT,
                    "tokenizer '%s': not a JSON object (accepted: \"bytes\", a tokenizer.json, a "
                    "GPT-2 vocab.json with merges.txt beside it)",
@@ -85,17 +91,18 @@ const char *zeroc_tokenizer_kind(const zeroc_tokenizer_t *t) {
 
 zeroc_result_t zeroc_tokenizer_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
                                       int32_t *ids, size_t *n) {
-  return zeroc__tokenizer_encode_cap(t, text, len, ids, len, n);
+  return zeroc__tokenizer_encode_cap(t, text, len, ids, len, n, NULL);
 }
 
 zeroc_result_t zeroc__tokenizer_encode_cap(const zeroc_tokenizer_t *t, const char *text, size_t len,
-                                           int32_t *ids, size_t cap, size_t *n) {
+                                           int32_t *ids, size_t cap, size_t *n, size_t *dropped) {
   if (!t || !n || (len && (!text || !ids)))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "zeroc_tokenizer_encode: NULL argument (tokenizer %p, text %p, ids %p, n %p)",
                       (const void *)t, (const void *)text, (void *)ids, (void *)n);
   *n = 0;
-  if (t->kind == ZEROC_TOK_BPE) return zeroc__bpe_encode(t, text, len, ids, cap, n);
+  if (dropped) *dropped = 0;
+  if (t->kind == ZEROC_TOK_BPE) return zeroc__bpe_encode(t, text, len, ids, cap, n, dropped);
   if (cap < len)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "zeroc_tokenizer_encode: %zu bytes need %zu ids, the buffer holds %zu", len,

@@ -109,12 +109,14 @@ static inline void zeroc__tok_free(zeroc_tokenizer_t *t) {
 zeroc_result_t zeroc__bpe_load(const char *path, const char *buf, size_t len,
                                zeroc_tokenizer_t **out);
 /* Encodes with a bpe tokenizer (the contract of zeroc_tokenizer_encode, with
- * room for cap ids). */
+ * room for cap ids); *dropped (NULL: not asked) counts the bytes left out for
+ * want of a token (no one-byte token, no unk). */
 zeroc_result_t zeroc__bpe_encode(const zeroc_tokenizer_t *t, const char *text, size_t len,
-                                 int32_t *ids, size_t cap, size_t *n);
-/* zeroc_tokenizer_encode with room for cap ids instead of len. */
+                                 int32_t *ids, size_t cap, size_t *n, size_t *dropped);
+/* zeroc_tokenizer_encode with room for cap ids instead of len, and the bytes
+ * dropped (as zeroc__bpe_encode; 0 for bytes) in *dropped when it is not NULL. */
 zeroc_result_t zeroc__tokenizer_encode_cap(const zeroc_tokenizer_t *t, const char *text, size_t len,
-                                           int32_t *ids, size_t cap, size_t *n);
+                                           int32_t *ids, size_t cap, size_t *n, size_t *dropped);
 /* The most ids encoding len bytes can give, add_prefix_space's space aside: a
  * token is at least one byte of the text the model sees, which is the text, or
  * with NFC at most 3 times it (U+1D160, 4 bytes, is 12 in NFC). */
