@@ -105,10 +105,10 @@ static void print_header(const ztrain_job_t *j, const zeroc_train_info_t *in,
     snprintf(cpdesc, sizeof cpdesc, ", cp %d (%s)", mesh->cp, zeroc_cp_mode_name(c->cp_mode));
   if (c->vpp > 1) snprintf(ppdesc, sizeof ppdesc, ", %d chunks per rank", c->vpp);
   /* the parameters' dtype, and the gradients' reduction where it differs (bf16 params
-   * reduce in fp32 by default; --grad-reduce-dtype) */
+   * reduce in fp32 by default; --grad-reduce-dtype) and anything is summed */
   char dtdesc[64];
   snprintf(dtdesc, sizeof dtdesc, "%s", zeroc_dtype_name(in->dtype));
-  if (c->grad_reduce_dtype != (int)in->dtype)
+  if (c->grad_reduce_dtype != (int)in->dtype && (mesh->world > 1 || c->grad_accum > 1))
     snprintf(dtdesc, sizeof dtdesc, "%s (gradients reduced in %s)", zeroc_dtype_name(in->dtype),
              zeroc_dtype_name((zeroc_dtype_t)c->grad_reduce_dtype));
   if (mesh->pp > 1)

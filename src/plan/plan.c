@@ -360,11 +360,18 @@ static zeroc_result_t stage_of(const zeroc__plan_model_t *pm, const zeroc_arch_l
   return ZEROC_OK;
 }
 
+/* The gradients' bytes as the engine keeps them (shard/sizes.c): grad_bytes, or the
+ * parameters' where nothing is summed. */
+static int grad_bytes(const zeroc_plan_config_t *c) {
+  return zeroc__shard_grad_bytes(c->gpus, c->microbatches, c->param_bytes, c->grad_bytes,
+                                 c->compute_bytes);
+}
+
 /* The ZeRO model states of the stage's parameters on a shard group of nd and
  * where offload puts them (host and NVMe bytes). */
 static void stage_states(const zeroc_plan_config_t *c, int nd, const stage_t *st,
                          zeroc_plan_memory_t *mem, double *host, double *nvme) {
-  int pb = c->param_bytes, rb = c->grad_bytes;
+  int pb = c->param_bytes, rb = grad_bytes(c);
   model_states(st->params, c->zero, nd, pb, rb,
                zeroc__shard_keeps_master(pb, c->offload_optimizer, c->offload_params), mem);
   /* micro-steps accumulate in fp32 (shard/sizes.c, as the engine allocates):
@@ -391,7 +398,7 @@ static zeroc_result_t stage_memory(const zeroc__plan_model_t *pm, const zeroc_ar
                                    const zeroc_plan_config_t *c, const stage_t *st,
                                    zeroc_plan_memory_t *mem, double *host, double *nvme,
                                    zeroc_arch_stage_price_t *mp) {
-  int e = c->act_bytes, pb = c->param_bytes, rb = c->grad_bytes, cb = c->compute_bytes;
+  int e = c->act_bytes, pb = c->param_bytes, rb = grad_bytes(c), cb = c->compute_bytes;
   int nd = L->shard;
   stage_states(c, nd, st, mem, host, nvme);
 

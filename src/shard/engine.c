@@ -470,8 +470,11 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   }
   m->n = n;
   m->pdt = m->cfg.param_dtype;
-  m->rdt = m->cfg.reduce_dtype;
   m->cdt = zeroc_kernels_compute_dtype(zeroc_ctx_device(ctx), m->pdt);
+  /* the reduce dtype, or the parameters' where nothing is summed (shard/sizes.c) */
+  const int gb = zeroc__shard_grad_bytes(mesh->world, m->cfg.grad_accum, (int)esz(m->pdt),
+                                         (int)esz(m->cfg.reduce_dtype), (int)esz(m->cdt));
+  m->rdt = gb == (int)esz(m->cfg.reduce_dtype) ? m->cfg.reduce_dtype : m->pdt;
   m->conv_p = m->cdt != m->pdt;
   m->conv_g = m->cdt != m->rdt;
   m->master_alias =

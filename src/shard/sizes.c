@@ -11,6 +11,10 @@ int zeroc__shard_keeps_master(int pb, int offload_optimizer, int offload_params)
 
 int zeroc__shard_compute_copies(int pb, int rb, int cb) { return (cb != pb) + (cb != rb); }
 
+int zeroc__shard_grad_bytes(int world, int grad_accum, int pb, int rb, int cb) {
+  return world == 1 && grad_accum == 1 && cb == pb ? pb : rb;
+}
+
 int zeroc__shard_alias(int stage, int nd, int offload_params, int grad_accum) {
   int a = 0;
   if (stage == 3 && nd == 1 && offload_params == 0) a |= ZEROC__ALIAS_PARAMS;

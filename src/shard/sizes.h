@@ -49,6 +49,13 @@ int zeroc__shard_compute_copies(int pb, int rb, int cb);
  * ZeRO-2/3's full grads are the grad shard, unless micro-steps accumulate, where
  * the shard is fp32). The bitmask of zeroc__shard_alias goes to the two size
  * functions; the engine and the planner both ask it. */
+/* The bytes of the gradients the engine keeps and reduces: rb (fp32 by default), except
+ * where nothing is ever summed (world 1, one micro-step) and the kernels compute in the
+ * parameters' dtype (pb == cb: cuda with bf16): there pb, since an fp32 copy of bf16
+ * gradients would hold the same numbers bit for bit, at twice the bytes and a cast per
+ * unit. The engine and the planner both ask it. */
+int zeroc__shard_grad_bytes(int world, int grad_accum, int pb, int rb, int cb);
+
 #define ZEROC__ALIAS_PARAMS 1
 #define ZEROC__ALIAS_GRADS  2
 int zeroc__shard_alias(int stage, int nd, int offload_params, int grad_accum);
