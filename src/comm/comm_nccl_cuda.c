@@ -257,21 +257,41 @@ static zeroc_result_t comm_bootstrap(zeroc_group_t *g) {
 }
 
 /* g->nccl[slot] = a split of `from` (a communicator of `fg`) with colour and key;
- * NCCL_SPLIT_NOCOLOR: this rank takes part and joins nothing (slot < 0). */
+ * NCCL_SPLIT_NOCOLOR: this rank takes part and joins nothing (slot < 0).
+ * NCCL writes the child's handle through the pointer it is given when the split's
+ * asynchronous job ends (NULL until then: src/init.cc, ncclCommInitRankFunc), so
+ * that pointer must outlive the call: a static, since communicators are made on one
+ * thread, one split at a time (each is waited out before the next). A stack
+ * variable here left every split NULL and NCCL writing into a dead frame (seen on
+ * an H200, 2026-11-28). */
+static ncclComm_t split_dst;
+
 static zeroc_result_t comm_split(zeroc_group_t *fg, int from, zeroc_group_t *g, int slot, int color,
                                  int key) {
   ncclConfig_t cfg = comm_config();
-  ncclComm_t c = NULL;
-  ncclResult_t r = ncclCommSplit(fg->nccl[from], color, key, &c, &cfg);
-  if (slot >= 0) g->nccl[slot] = c;
+  split_dst = NULL;
+  ncclResult_t r = ncclCommSplit(fg->nccl[from], color, key, &split_dst, &cfg);
   if (r != ncclSuccess && r != ncclInProgress) {
-    if (c) ncclCommAbort(c);
-    if (slot >= 0) g->nccl[slot] = NULL;
+    if (split_dst) ncclCommAbort(split_dst);
+    split_dst = NULL;
     return nccl_fail(r, "ncclCommSplit", g);
   }
-  /* the split is an operation on the parent too: both leave ncclInProgress */
-  ZEROC_CHECK(nccl_wait(fg, &from, 1, "splitting an NCCL communicator (ncclCommSplit)"));
+  /* the split is an operation on the parent: it leaves ncclInProgress when the
+   * child's job has ended and written the handle */
+  zeroc_result_t res = nccl_wait(fg, &from, 1, "splitting an NCCL communicator (ncclCommSplit)");
+  ncclComm_t c = __atomic_load_n(&split_dst, __ATOMIC_ACQUIRE);
+  split_dst = NULL;
+  if (res != ZEROC_OK) {
+    if (c) ncclCommAbort(c);
+    return res;
+  }
   if (slot < 0) return ZEROC_OK;
+  if (!c)
+    return ZEROC_FAIL(ZEROC_ERR_NCCL,
+                      "ncclCommSplit on group %s (%d ranks) ended without a communicator for "
+                      "slot %d (colour %d)",
+                      g->name, g->size, slot, color);
+  g->nccl[slot] = c;
   return nccl_wait(g, &slot, 1, "making an NCCL communicator (ncclCommSplit)");
 }
 
