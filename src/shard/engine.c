@@ -429,6 +429,32 @@ zeroc_result_t zeroc__model_publish_gathers(zeroc_model_t *m) {
   return ZEROC_OK;
 }
 
+/* The buffers the units share: compute copies, the gather, full-gradient and
+ * reduce-scatter pools, the layers' workspace and AdamW's fp32 shard copy. Their bytes
+ * come from shard/sizes.c, which the planner calls too. */
+static zeroc_result_t shared_alloc(zeroc_model_t *m, size_t maxNp, size_t maxN, size_t maxws) {
+  const int st = m->cfg.stage;
+  zeroc__pool_bytes_t pb;
+  m->alias =
+      zeroc__shard_alias(st, m->shard_g->size, (int)m->cfg.offload_params, m->cfg.grad_accum);
+  zeroc__shard_pool_bytes(st, m->K, m->n, m->cfg.grad_accum, (double)maxNp, (double)maxN,
+                          m->shard_g->size, (int)esz(m->pdt), (int)esz(m->rdt), (int)esz(m->cdt),
+                          m->alias, &pb);
+  if (m->conv_p && maxNp)
+    CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.compute_copy, &m->conv_view));
+  if (m->conv_g && maxNp)
+    CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.compute_copy, &m->conv_cgrad));
+  if (maxNp && pb.gather_n)
+    CHK(pool_init(m, &m->gpool, pb.gather_n, (size_t)pb.gather, ZEROC_TAG_BUFFERS));
+  if (maxNp && pb.fgrad_n)
+    CHK(pool_init(m, &m->fgpool, pb.fgrad_n, (size_t)pb.fgrad, ZEROC_TAG_BUFFERS));
+  CHK(pool_init(m, &m->tpool, pb.rs_n, (size_t)pb.rs, ZEROC_TAG_BUFFERS));
+  if (maxws) CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxws, &m->ws));
+  if (m->rdt != ZEROC_FP32)
+    CHK(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_shard, (void **)&m->adam_tmp));
+  return ZEROC_OK;
+}
+
 static void model_free(zeroc_model_t *m);
 
 zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
@@ -521,25 +547,7 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
     if (m->u[i].f.N > maxN) maxN = m->u[i].f.N;
     if (!m->u[i].pinned && m->u[i].f.N > maxNp) maxNp = m->u[i].f.N;
   }
-  /* the bytes of the shared buffers (shard/sizes.c, which the planner calls too) */
-  zeroc__pool_bytes_t pb;
-  m->alias =
-      zeroc__shard_alias(st, m->shard_g->size, (int)m->cfg.offload_params, m->cfg.grad_accum);
-  zeroc__shard_pool_bytes(st, m->K, n, m->cfg.grad_accum, (double)maxNp, (double)maxN,
-                          m->shard_g->size, (int)esz(m->pdt), (int)esz(m->rdt), (int)esz(m->cdt),
-                          m->alias, &pb);
-  if (m->conv_p && maxNp)
-    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.compute_copy, &m->conv_view));
-  if (m->conv_g && maxNp)
-    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.compute_copy, &m->conv_cgrad));
-  if (maxNp && pb.gather_n)
-    ZEROC_TRY(pool_init(m, &m->gpool, pb.gather_n, (size_t)pb.gather, ZEROC_TAG_BUFFERS));
-  if (maxNp && pb.fgrad_n)
-    ZEROC_TRY(pool_init(m, &m->fgpool, pb.fgrad_n, (size_t)pb.fgrad, ZEROC_TAG_BUFFERS));
-  ZEROC_TRY(pool_init(m, &m->tpool, pb.rs_n, (size_t)pb.rs, ZEROC_TAG_BUFFERS));
-  if (maxws) ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, maxws, &m->ws));
-  if (m->rdt != ZEROC_FP32)
-    ZEROC_TRY(alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)pb.fp32_shard, (void **)&m->adam_tmp));
+  ZEROC_TRY(shared_alloc(m, maxNp, maxN, maxws));
   ZEROC_TRY(
       alloc_dev(m, ZEROC_TAG_WORKSPACE, (size_t)zeroc__shard_step_bytes(), (void **)&m->step_acc));
   ZEROC_TRY(zeroc_memset_async(m->compute, m->step_acc, 0, (size_t)zeroc__shard_step_bytes()));
