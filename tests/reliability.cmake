@@ -5,14 +5,15 @@ zeroc_test(NAME test_reliability_fault SOURCES test_reliability_fault.c LABELS u
 zeroc_test(NAME test_reliability_spike SOURCES test_reliability_spike.c LABELS unit)
 zeroc_test(NAME test_reliability_numeric SOURCES test_reliability_numeric.c NP 1 4 LABELS mpi)
 
-# zeroc train under injected faults, end to end (tests/reliability.sh).
+# zeroc train under injected faults, end to end (tests/reliability.sh). Label `fault`
+# (with the preemption tests below): CI's sanitizer pass leaves them out (scripts/test).
 string(REPLACE ";" " " _rel_mpirun_flags "${ZEROC_MPIRUN_FLAGS}")
 foreach(t dead_rank stopped_rank stuck_rank save_crash_loop nan_skip nan_stop spike_report determinism
           slow_finish)
   add_test(NAME reliability_${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/reliability.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_rel_mpirun_flags}" ${t})
-  set_tests_properties(reliability_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2)
+  set_tests_properties(reliability_${t} PROPERTIES LABELS "mpi;fault" TIMEOUT 300 PROCESSORS 2)
 endforeach()
 # The same timeouts and lost-rank reports through the staged comm (ZEROC_COMM=staged:
 # collectives on the staging workers, their failures returned by the stream's next wait).
@@ -20,7 +21,7 @@ foreach(t dead_rank stuck_rank)
   add_test(NAME reliability_${t}_staged
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/reliability.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_rel_mpirun_flags}" ${t})
-  set_tests_properties(reliability_${t}_staged PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2
+  set_tests_properties(reliability_${t}_staged PROPERTIES LABELS "mpi;fault" TIMEOUT 300 PROCESSORS 2
     ENVIRONMENT "ZEROC_COMM=staged")
 endforeach()
 
@@ -30,7 +31,7 @@ foreach(t term_rank usr1_mpirun int_nosave second_signal save_limit)
   add_test(NAME preempt_${t}
     COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/preempt.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC}
             "${_rel_mpirun_flags}" ${t})
-  set_tests_properties(preempt_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2)
+  set_tests_properties(preempt_${t} PROPERTIES LABELS "mpi;fault" TIMEOUT 300 PROCESSORS 2)
 endforeach()
 
 # Hostile input (tests/hostile.sh): one CTest entry per probe group,
