@@ -24,6 +24,20 @@ ev() { while [[ $1 == *=* ]]; do export "$1"; shift; done; "$@"; }
 export -f zt ztn ev  # probes run them under timeout(1), in a child bash
 # a tiny, quick training job's flags
 TINY=(--device cpu --model tiny --steps 3 --quiet)
+# ab_tokenizer FILE: a BPE tokenizer.json of "a" and "b" only (no byte-level alphabet, no
+# unknown token), which cannot encode other letters (the inputs and text groups)
+ab_tokenizer() {
+  python3 - "$1" <<'PY'
+import json, sys
+bl = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+json.dump({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
+           "normalizer": None, "pre_tokenizer": bl, "post_processor": None, "decoder": bl,
+           "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                     "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                     "fuse_unk": False, "byte_fallback": False, "vocab": {"a": 0, "b": 1},
+                     "merges": []}}, open(sys.argv[1], "w"))
+PY
+}
 
 # probe WHAT EXPECT REGEX LIMIT -- COMMAND...
 #   WHAT   the row's text

@@ -103,22 +103,15 @@ static zeroc_result_t wait_req(const mpi_op_t *o, MPI_Request *req) {
   zeroc_group_t *g = o->g;
   double timeout = g->env.timeout;
   double t0 = zeroc__now_s(), next_check = t0 + 0.5;
-  long sleep_ns = 1000;
-  for (unsigned spin = 0;; spin++) {
+  zeroc__backoff_t b = ZEROC__BACKOFF_INIT;
+  for (;;) {
     int done = 0;
     int e = MPI_Test(req, &done, MPI_STATUS_IGNORE);
     if (e != MPI_SUCCESS)
       return ZEROC_FAIL(ZEROC_ERR_MPI, "MPI_Test for %s #%llu on group %s: MPI error %d",
                         coll_name[o->coll], (unsigned long long)o->seq, g->name, e);
     if (done) return ZEROC_OK;
-    if (spin < 200) continue;
-    if (spin < 400) {
-      sched_yield();
-      continue;
-    }
-    struct timespec ts = {0, sleep_ns};
-    nanosleep(&ts, NULL);
-    if (sleep_ns < 1000000) sleep_ns += sleep_ns / 4 + 1000;
+    if (!zeroc__backoff(&b, 200, 200)) continue;
     double t = zeroc__now_s();
     if (t < next_check) continue;
     next_check = t + 0.5;

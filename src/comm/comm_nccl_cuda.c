@@ -125,20 +125,13 @@ typedef zeroc_result_t (*poll_fn)(zeroc_group_t *g, void *arg, int *done);
 static zeroc_result_t poll_until(zeroc_group_t *g, poll_fn f, void *arg, const char *what,
                                  int *gave_up) {
   double timeout = g->env.timeout, t0 = zeroc__now_s(), next_check = t0 + 0.5;
-  long sleep_ns = 1000;
+  zeroc__backoff_t b = ZEROC__BACKOFF_INIT;
   *gave_up = 0;
-  for (unsigned spin = 0;; spin++) {
+  for (;;) {
     int done = 0;
     ZEROC_CHECK(f(g, arg, &done));
     if (done) return ZEROC_OK;
-    if (spin < 200) continue;
-    if (spin < 400) {
-      sched_yield();
-      continue;
-    }
-    struct timespec ts = {0, sleep_ns};
-    nanosleep(&ts, NULL);
-    if (sleep_ns < 1000000) sleep_ns += sleep_ns / 4 + 1000;
+    if (!zeroc__backoff(&b, 200, 200)) continue;
     double t = zeroc__now_s();
     if (t < next_check) continue;
     next_check = t + 0.5;

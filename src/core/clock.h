@@ -5,6 +5,7 @@
 #ifndef ZEROC_CORE_CLOCK_H
 #define ZEROC_CORE_CLOCK_H
 
+#include <sched.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -27,6 +28,29 @@ static inline uint64_t zeroc__now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A poll loop's back-off, one call per unsuccessful look: the first `spins` calls
+ * return at once, the next `yields` yield the core, the rest sleep from 1 us up to
+ * 1 ms. Returns 1 when it slept (the loop's moment for slower checks). */
+typedef struct zeroc__backoff {
+  unsigned n;
+  long ns;
+} zeroc__backoff_t;
+#define ZEROC__BACKOFF_INIT                                                                        \
+  { 0, 1000 }
+
+static inline int zeroc__backoff(zeroc__backoff_t *b, unsigned spins, unsigned yields) {
+  unsigned n = b->n++;
+  if (n < spins) return 0;
+  if (n < spins + yields) {
+    sched_yield();
+    return 0;
+  }
+  struct timespec ts = {0, b->ns};
+  nanosleep(&ts, NULL);
+  if (b->ns < 1000000) b->ns += b->ns / 4 + 1000;
+  return 1;
 }
 
 #endif

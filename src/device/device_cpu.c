@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -251,17 +252,9 @@ static zeroc_result_t cpu_notify(zeroc_stream_t *s, void (*fn)(void *), void *ar
  * backend's wait: the writer is another thread of this process. */
 static zeroc_result_t run_wait_value(void *p) {
   signal_op_t *o = p;
-  long ns = 1000;
-  for (unsigned spin = 0;
-       (int32_t)(__atomic_load_n(o->flag, __ATOMIC_ACQUIRE) - o->v) < 0; spin++) {
-    if (spin < 100) {
-      sched_yield();
-      continue;
-    }
-    struct timespec ts = {0, ns};
-    nanosleep(&ts, NULL);
-    if (ns < 1000000) ns += ns / 4 + 1000;
-  }
+  zeroc__backoff_t b = ZEROC__BACKOFF_INIT;
+  while ((int32_t)(__atomic_load_n(o->flag, __ATOMIC_ACQUIRE) - o->v) < 0)
+    zeroc__backoff(&b, 0, 100);
   return ZEROC_OK;
 }
 

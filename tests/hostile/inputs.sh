@@ -123,16 +123,7 @@ probe "sample --init of a Llama file with a block more" nz "tensor 'model\.layer
 # A tokenizer that cannot encode a document's text (issue 37, item 10): a vocabulary of
 # "a" and "b" only, no byte-level alphabet, no unknown token; a document of other letters
 # is refused naming it, where it was written as nothing with exit 0
-python3 - "$WORK/ab.json" <<'PY'
-import json, sys
-bl = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
-json.dump({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
-           "normalizer": None, "pre_tokenizer": bl, "post_processor": None, "decoder": bl,
-           "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                     "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                     "fuse_unk": False, "byte_fallback": False, "vocab": {"a": 0, "b": 1},
-                     "merges": []}}, open(sys.argv[1], "w"))
-PY
+ab_tokenizer "$WORK/ab.json"
 printf 'zzz zzz\n' > "$WORK/zzz.txt"
 probe "data: a document the tokenizer cannot encode" nz "document '.*zzz.txt' \(8 bytes\) encodes to no token" 30 -- zt data --tokenizer "$WORK/ab.json" --out "$WORK/zd" "$WORK/zzz.txt"
 printf 'abab ba\n' > "$WORK/ab.txt"
