@@ -149,7 +149,7 @@ static void cast(bench_t *b) {
 }
 static void sumsq(bench_t *b) {
   double s = 0;
-  CHECK(zeroc_k_sumsq(K, NULL, &s, b->p[3], (size_t)b->i[0]));
+  CHECK(zeroc_k_sumsq(K, NULL, &s, b->p[3], ZEROC_FP32, (size_t)b->i[0]));
 }
 static void adamw(bench_t *b) {
   zeroc_adamw_args_t a = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.05f, NULL};

@@ -54,8 +54,8 @@ static void test_sumsq_streams(void) {
   float *dx = dev_from(ZEROC_FP32, x, n, 0), *dy = dev_from(ZEROC_FP32, y, n, 0);
   double *d = dev_alloc(ZEROC_FP64, 2 * R + 2, 0), h[2 * R + 2];
   ZT_OK(zeroc_memset_async(st, d, 0, sizeof h));
-  ZT_OK(zeroc_k_sumsq(kf, st, d + 2 * R, dx, n)); /* alone */
-  ZT_OK(zeroc_k_sumsq(kf, st, d + 2 * R + 1, dy, n));
+  ZT_OK(zeroc_k_sumsq(kf, st, d + 2 * R, dx, ZEROC_FP32, n)); /* alone */
+  ZT_OK(zeroc_k_sumsq(kf, st, d + 2 * R + 1, dy, ZEROC_FP32, n));
   zeroc_stream_t *s2 = NULL;
   zeroc_event_t *ready = NULL, *done = NULL;
   ZT_OK(zeroc_stream_create(ctx, 0, &s2));
@@ -64,8 +64,8 @@ static void test_sumsq_streams(void) {
   ZT_OK(zeroc_event_record(ready, st));
   ZT_OK(zeroc_stream_wait_event(s2, ready));
   for (int r = 0; r < R; r++) {
-    ZT_OK(zeroc_k_sumsq(kf, st, d + r, dx, n));
-    ZT_OK(zeroc_k_sumsq(kf, s2, d + R + r, dy, n));
+    ZT_OK(zeroc_k_sumsq(kf, st, d + r, dx, ZEROC_FP32, n));
+    ZT_OK(zeroc_k_sumsq(kf, s2, d + R + r, dy, ZEROC_FP32, n));
   }
   ZT_OK(zeroc_event_record(done, s2));
   ZT_OK(zeroc_stream_wait_event(st, done));
@@ -75,8 +75,8 @@ static void test_sumsq_streams(void) {
   for (int r = 0; r < R; r++) bad += h[r] != h[2 * R] || h[R + r] != h[2 * R + 1];
   ZT_ASSERT_MSG(bad == 0, "sumsq on two streams: %d of %d sums differ from the sum alone (%.17g, %.17g)",
                 bad, 2 * R, h[2 * R], h[2 * R + 1]);
-  ZT_ASSERT_MSG(fabs(h[2 * R] - zeroc__cpu_sumsq(x, n)) <= 1e-12 * h[2 * R], "sumsq %.17g, cpu %.17g",
-                h[2 * R], zeroc__cpu_sumsq(x, n));
+  ZT_ASSERT_MSG(fabs(h[2 * R] - zeroc__cpu_sumsq(x, ZEROC_FP32, n)) <= 1e-12 * h[2 * R],
+                "sumsq %.17g, cpu %.17g", h[2 * R], zeroc__cpu_sumsq(x, ZEROC_FP32, n));
   zeroc_event_destroy(ready);
   zeroc_event_destroy(done);
   zeroc_stream_destroy(s2);

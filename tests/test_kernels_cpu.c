@@ -707,7 +707,7 @@ static void det_run(int threads, det_out_t *o) {
   zeroc_adamw_args_t a = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.1f, 1.0f, 0.1f, 0.001f, NULL};
   ZT_OK(zeroc_k_adamw(K, NULL, o->adam_p, o->adam_m, o->adam_v, o->dgelu, DG, &a));
   o->sumsq = 0;
-  ZT_OK(zeroc_k_sumsq(K, NULL, &o->sumsq, o->dgelu, DG));
+  ZT_OK(zeroc_k_sumsq(K, NULL, &o->sumsq, o->dgelu, ZEROC_FP32, DG));
   omp_set_num_threads(1);
 }
 

@@ -94,13 +94,13 @@ static void check_engine(size_t n, size_t off) {
 
   double init = 2.5, *dsum = dev_alloc(ZEROC_FP64, 1, 0), got = 0;
   ZT_OK(zeroc_memcpy_async(st, dsum, &init, sizeof init));
-  ZT_OK(zeroc_k_sumsq(kf, st, dsum, da, n));
+  ZT_OK(zeroc_k_sumsq(kf, st, dsum, da, ZEROC_FP32, n));
   ZT_OK(zeroc_memcpy_async(st, &got, dsum, sizeof got));
   ZT_OK(zeroc_stream_sync(st));
-  double want = init + zeroc__cpu_sumsq(a, n);
+  double want = init + zeroc__cpu_sumsq(a, ZEROC_FP32, n);
   ZT_ASSERT_MSG(fabs(got - want) <= 1e-12 * want, "sumsq %.17g, cpu %.17g", got, want);
   /* NaN propagates */
-  ZT_OK(zeroc_k_sumsq(kf, st, dsum, src, n));
+  ZT_OK(zeroc_k_sumsq(kf, st, dsum, src, ZEROC_FP32, n));
   ZT_OK(zeroc_memcpy_async(st, &got, dsum, sizeof got));
   ZT_OK(zeroc_stream_sync(st));
   ZT_ASSERT_MSG(n < 8 || isnan(got), "sumsq over a NaN gave %g", got);

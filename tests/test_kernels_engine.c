@@ -172,16 +172,31 @@ static void test_sumsq(void) {
   float *x = frand(n, 101, -2, 2);
   double ref = 3.0, got = 3.0; /* sumsq adds to what is there */
   for (size_t i = 0; i < n; i++) ref += (double)x[i] * x[i];
-  ZT_OK(zeroc_k_sumsq(K, NULL, &got, x, n));
+  ZT_OK(zeroc_k_sumsq(K, NULL, &got, x, ZEROC_FP32, n));
   ZT_ASSERT_MSG(fabs(got - ref) <= 1e-12 * ref, "sumsq %.17g, reference %.17g", got, ref);
   x[n / 2] = NAN;
   got = 0;
-  ZT_OK(zeroc_k_sumsq(K, NULL, &got, x, n));
+  ZT_OK(zeroc_k_sumsq(K, NULL, &got, x, ZEROC_FP32, n));
   ZT_ASSERT_MSG(isnan(got), "sumsq with a NaN gave %g", got);
   x[n / 2] = INFINITY;
   got = 0;
-  ZT_OK(zeroc_k_sumsq(K, NULL, &got, x, n));
+  ZT_OK(zeroc_k_sumsq(K, NULL, &got, x, ZEROC_FP32, n));
   ZT_ASSERT_MSG(isinf(got), "sumsq with an Inf gave %g", got);
+  /* a bf16 gradient read in place: the sum of its exactly widened values */
+  uint16_t *xb = malloc(n * sizeof *xb);
+  ZT_ASSERT_MSG(xb != NULL, "out of memory");
+  double refb = 0.5, gotb = 0.5;
+  for (size_t i = 0; i < n; i++) {
+    xb[i] = zeroc_f32_to_bf16(sinf((float)i * 0.37f) * 3.0f);
+    const double w = zeroc_bf16_to_f32(xb[i]);
+    refb += w * w;
+  }
+  ZT_OK(zeroc_k_sumsq(K, NULL, &gotb, xb, ZEROC_BF16, n));
+  ZT_ASSERT_MSG(fabs(gotb - refb) <= 1e-12 * refb, "sumsq of bf16 %.17g, reference %.17g", gotb,
+                refb);
+  ZT_ASSERT_MSG(zeroc_k_sumsq(K, NULL, &gotb, xb, ZEROC_FP64, n) == ZEROC_ERR_INVALID_ARG,
+                "sumsq of fp64 accepted");
+  free(xb);
   release();
 }
 

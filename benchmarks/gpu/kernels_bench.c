@@ -212,7 +212,11 @@ static void b_scale(void *p) {
 }
 static void b_sumsq(void *p) {
   args_t *a = p;
-  CK(zeroc_k_sumsq(a->k, zs, a->g, a->b, a->len));
+  CK(zeroc_k_sumsq(a->k, zs, a->g, a->b, ZEROC_FP32, a->len));
+}
+static void b_sumsq_bf16(void *p) {
+  args_t *a = p;
+  CK(zeroc_k_sumsq(a->k, zs, a->g, a->a, ZEROC_BF16, a->len));
 }
 static void b_adamw(void *p) {
   args_t *a = p;
@@ -431,6 +435,8 @@ static void engine_kernels(void) {
   row_bytes("scale", ZEROC_FP32, "124M", ms, 8.0 * SHARD);
   ms = time_ms(b_sumsq, &a);
   row_bytes("sumsq", ZEROC_FP32, "124M", ms, 4.0 * SHARD);
+  ms = time_ms(b_sumsq_bf16, &a);
+  row_bytes("sumsq of bf16", ZEROC_FP32, "124M", ms, 2.0 * SHARD);
   ms = time_ms(b_adamw, &a);
   row_bytes("adamw", ZEROC_FP32, "124M", ms, 28.0 * SHARD);
   /* one pass for what took cast bf16->fp32 (6 B) + adamw (28 B) + cast fp32->bf16 (6 B) */

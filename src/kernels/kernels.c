@@ -511,7 +511,7 @@ static zeroc_result_t run_eng_op(void *p) {
     zeroc__cpu_add_to(o->dst, o->dst_dt, o->src, o->n);
     break;
   case OP_SUMSQ:
-    *(double *)o->dst += zeroc__cpu_sumsq(o->src, o->n);
+    *(double *)o->dst += zeroc__cpu_sumsq(o->src, o->src_dt, o->n);
     break;
   case OP_MEAN_ADD:
     *(double *)o->dst += zeroc__cpu_mean(o->src, o->n, o->denom);
@@ -579,10 +579,13 @@ zeroc_result_t zeroc_k_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
       s, &(eng_op_t){.op = OP_ADD_TO, .dst = dst, .dst_dt = dst_dt, .src = src, .n = n});
 }
 
-zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x,
-                             size_t n) {
-  CUDA_OR_CPU(sumsq, k, s, out, x, n);
-  return cpu_in_order(s, &(eng_op_t){.op = OP_SUMSQ, .dst = out, .src = x, .n = n});
+zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const void *x,
+                             zeroc_dtype_t dt, size_t n) {
+  if (!fp32_or_bf16(dt))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "sumsq of %s: accepted fp32, bf16",
+                      zeroc_dtype_name(dt));
+  CUDA_OR_CPU(sumsq, k, s, out, x, dt, n);
+  return cpu_in_order(s, &(eng_op_t){.op = OP_SUMSQ, .dst = out, .src = x, .src_dt = dt, .n = n});
 }
 
 zeroc_result_t zeroc_k_mean_add(zeroc_kernels_t *k, zeroc_stream_t *s, double *acc, const float *x,

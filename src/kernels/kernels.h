@@ -302,9 +302,10 @@ zeroc_result_t zeroc_k_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *x, si
 /* dst (n, dst_dt) = dst + src (n) fp32, added in fp32 and rounded to dst_dt (nearest even). */
 zeroc_result_t zeroc_k_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
                               zeroc_dtype_t dst_dt, const float *src, size_t n);
-/* *out (one fp64, device memory) += sum of x[i]^2 (NaN/Inf propagate). */
-zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const float *x,
-                             size_t n);
+/* *out (one fp64, device memory) += sum of x[i]^2 (NaN/Inf propagate); x (n) fp32 or bf16,
+ * read in its own dtype (a bf16 gradient needs no fp32 copy first). */
+zeroc_result_t zeroc_k_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const void *x,
+                             zeroc_dtype_t dt, size_t n);
 /* *acc (one fp64, device memory) += (float)(sum of x[i] in fp64 / denom): a loss
  * head's mean loss, rounded to fp32 as a host-side loss would be, added on the
  * device so no host waits for it. The cpu twin sums in index order. */

@@ -29,9 +29,20 @@ static zeroc_result_t grad_f32(zeroc_model_t *m, zeroc__unit_t *u, const float *
   return ZEROC_OK;
 }
 
-/* This rank's share of the squared gradient norm, into step_acc[ACC_SUMSQ] on
- * the device: replicas of a shard (HSDP, stage 0) and tensor-parallel copies
- * of replicated parameters count once. */
+/* Whether parameter p's gradient counts in this rank's share of the norm: replicas of a
+ * shard (HSDP, stage 0) and tensor-parallel copies of replicated parameters count once. */
+static int counts_in_norm(const zeroc_model_t *m, const zeroc_mesh_info_t *mesh,
+                          const zeroc__flat_param_t *p) {
+  if (p->lo == p->hi) return 0;
+  if ((p->flags & ZEROC_PARAM_TP_REPLICATED) && mesh->tp_rank != 0) return 0;
+  if ((p->flags & ZEROC_PARAM_TIED) && m->tie.g && !m->tie.owner) return 0;
+  return 1;
+}
+
+/* This rank's share of the squared gradient norm, into step_acc[ACC_SUMSQ] on the
+ * device. The gradient shard is read in its own dtype, and adjacent counted ranges
+ * (all of a unit's, usually) go in one call: a cast to fp32 and one call per tensor
+ * cost 3.7 ms of a 138 ms step of the 1.3B GPT on an H200 (ncu, 2026-11-28). */
 static zeroc_result_t local_sumsq(zeroc_model_t *m) {
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
   double *acc = m->step_acc + ACC_SUMSQ; /* device memory */
@@ -39,14 +50,19 @@ static zeroc_result_t local_sumsq(zeroc_model_t *m) {
   if (m->rep_g->rank != 0) return ZEROC_OK;
   for (int i = 0; i < m->n; i++) {
     zeroc__unit_t *u = &m->u[i];
-    const float *g;
-    CHK(grad_f32(m, u, &g));
-    for (int j = 0; j < u->f.n; j++) {
-      const zeroc__flat_param_t *p = &u->f.p[j];
-      if (p->lo == p->hi) continue;
-      if ((p->flags & ZEROC_PARAM_TP_REPLICATED) && mesh->tp_rank != 0) continue;
-      if ((p->flags & ZEROC_PARAM_TIED) && m->tie.g && !m->tie.owner) continue;
-      CHK(zeroc_k_sumsq(m->k, m->compute, acc, g + (p->lo - u->f.shard_off), p->hi - p->lo));
+    const char *g = u->gshard;
+    const size_t es = zeroc_dtype_size(u->gshard_dt);
+    size_t lo = 0, n = 0; /* the pending run, in elements from the shard's start */
+    for (int j = 0; j <= u->f.n; j++) {
+      const zeroc__flat_param_t *p = j < u->f.n ? &u->f.p[j] : NULL;
+      const int in = p && counts_in_norm(m, mesh, p);
+      const size_t off = in ? p->lo - u->f.shard_off : 0;
+      if (in && n > 0 && off == lo + n) {
+        n += p->hi - p->lo;
+        continue;
+      }
+      if (n > 0) CHK(zeroc_k_sumsq(m->k, m->compute, acc, g + lo * es, u->gshard_dt, n));
+      lo = off, n = in ? p->hi - p->lo : 0;
     }
   }
   return ZEROC_OK;

@@ -229,9 +229,17 @@ void t_engine(size_t n, size_t off) {
   CHECK(bad == 0, "add_to fp32 and bf16 n %zu: %zu differ", n, bad);
 
   double *acc = d.raw<double>(1, 2.5), want = 2.5;
-  OK(zeroc_i_cuda_sumsq(&K.k, NULL, acc, pa, n));
+  OK(zeroc_i_cuda_sumsq(&K.k, NULL, acc, pa, ZEROC_FP32, n));
   for (size_t i = 0; i < n; i++) want += (double)pa[i] * pa[i];
   CHECK(std::fabs(*acc - want) <= 1e-12 * want, "sumsq n %zu: %.17g, want %.17g", n, *acc, want);
+  /* bf16 read in place: the sum of the exactly widened values */
+  vec sb = randv(ZEROC_BF16, n);
+  const uint16_t *psb = (const uint16_t *)d.put(ZEROC_BF16, sb, off);
+  double *bacc = d.raw<double>(1, 0.5), bwant = 0.5;
+  OK(zeroc_i_cuda_sumsq(&K.k, NULL, bacc, psb, ZEROC_BF16, n));
+  for (size_t i = 0; i < n; i++) bwant += (double)sb[i] * sb[i];
+  CHECK(std::fabs(*bacc - bwant) <= 1e-12 * bwant, "sumsq of bf16 n %zu: %.17g, want %.17g", n,
+        *bacc, bwant);
 
   /* a loss head's mean added on the device: (float)(sum / denom) twice, against the
    * index-order sum of the cpu twin (the block's order differs: fp32 rounding at worst) */

@@ -299,6 +299,21 @@ static void t_matmul_fused(zeroc_dtype_t dt, int N, int K0, int C, int OC, bool 
                                      ZEROC_K_DINP_SET));
   e = relerr(get(dt, ds, (size_t)N * C), rset);
   CHECK(e < tol(dt), "matmul_backward_ex set %s epi %d: error %g", dn, epi, e);
+  if (!epi && C % 8 == 0) {
+    /* the one-pass GELU backward + column sums against gelu_scale and the two-pass sum:
+     * pre and dinp one element off 16 bytes take the latter; the same bits both ways */
+    void *pre1 = d.put(dt, pv, 1), *di1 = d.put(dt, vec((size_t)N * C, NAN), 1);
+    void *pb0 = d.put(dt, dpb), *pb1 = d.put(dt, dpb);
+    OK(zeroc_i_cuda_matmul_backward_ex(&K.k, NULL, di, NULL, NULL, pg, out, pw2, N, C, OC, pre, pb0,
+                                       ZEROC_K_DINP_SET));
+    OK(zeroc_i_cuda_matmul_backward_ex(&K.k, NULL, di1, NULL, NULL, pg, out, pw2, N, C, OC, pre1,
+                                       pb1, ZEROC_K_DINP_SET));
+    vec a0 = get(dt, di, (size_t)N * C), a1 = get(dt, di1, (size_t)N * C);
+    vec b0 = get(dt, pb0, C), b1 = get(dt, pb1, C);
+    CHECK(!memcmp(a0.data(), a1.data(), a0.size() * sizeof(float)) &&
+              !memcmp(b0.data(), b1.data(), b0.size() * sizeof(float)),
+          "dgelu + dpre_bias %s N %d C %d: one pass and two differ", dn, N, C);
+  }
   unsetenv("ZEROC_CUDA_LT_EPILOGUE");
 }
 int main(int argc, char **argv) {
@@ -330,6 +345,7 @@ int main(int argc, char **argv) {
       for (bool epi : {true, false}) {
         t_matmul_fused(dt, 21, 24, 40, 16, epi);
         t_matmul_fused(dt, 9, 8, 13, 5, epi); /* C % 8 != 0: the kernels even with epilogues */
+        t_matmul_fused(dt, 70, 8, 264, 8, epi); /* 3 row groups, 2 column blocks of 256 */
       }
     }
     if (want("elementwise")) {

@@ -93,7 +93,8 @@ void zeroc__cpu_cast(void *dst, int dst_dt, const void *src, int src_dt, size_t 
 void zeroc__cpu_accumulate(float *dst, const void *src, int src_dt, size_t n, float scale);
 void zeroc__cpu_scale(float *x, size_t n, float a);
 void zeroc__cpu_add_to(void *dst, int dst_dt, const float *src, size_t n);
-double zeroc__cpu_sumsq(const float *x, size_t n);
+/* Sum of squares of x (n, dt: fp32 or bf16) in double. */
+double zeroc__cpu_sumsq(const void *x, int dt, size_t n);
 /* (float)(sum of x in double, in index order / denom), widened back to double. */
 double zeroc__cpu_mean(const float *x, size_t n, double denom);
 void zeroc__cpu_adamw(float *param, float *m, float *v, const float *grad, size_t n, float lr,

@@ -68,9 +68,11 @@ ZEROC_CPU_HOT void zeroc__cpu_add_to(void *dst, int dst_dt, const float *src, si
 /* Summed in double. Each thread sums one block of a fixed split and the blocks
  * are added in thread order, so a given thread count always gives the same
  * bits; an OpenMP reduction clause would combine partials in arrival order. */
-ZEROC_CPU_HOT double zeroc__cpu_sumsq(const float *x, size_t n) {
+ZEROC_CPU_HOT double zeroc__cpu_sumsq(const void *xv, int dt, size_t n) {
   enum { MAXT = 256 };
   double part[MAXT] = {0};
+  const float *x = xv;
+  const uint16_t *xb = xv; /* bf16: widened exactly, so the sum is the fp32 copy's */
 #pragma omp parallel if (n > PAR_MIN)
   {
     int nth = omp_get_num_threads();
@@ -79,8 +81,16 @@ ZEROC_CPU_HOT double zeroc__cpu_sumsq(const float *x, size_t n) {
     if (tid < nth) {
       double acc = 0;
       const size_t lo = n * (size_t)tid / (size_t)nth, hi = n * (size_t)(tid + 1) / (size_t)nth;
+      if (dt == ZEROC_BF16) {
 #pragma omp simd reduction(+ : acc)
-      for (size_t i = lo; i < hi; i++) acc += (double)x[i] * (double)x[i];
+        for (size_t i = lo; i < hi; i++) {
+          const double v = zeroc_bf16_to_f32(xb[i]);
+          acc += v * v;
+        }
+      } else {
+#pragma omp simd reduction(+ : acc)
+        for (size_t i = lo; i < hi; i++) acc += (double)x[i] * (double)x[i];
+      }
       part[tid] = acc;
     }
   }

@@ -137,8 +137,8 @@ zeroc_result_t zeroc_i_cuda_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *
                                   float a);
 zeroc_result_t zeroc_i_cuda_add_to(zeroc_kernels_t *k, zeroc_stream_t *s, void *dst,
                                    zeroc_dtype_t dst_dt, const float *src, size_t n);
-zeroc_result_t zeroc_i_cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out,
-                                  const float *x, size_t n);
+zeroc_result_t zeroc_i_cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out, const void *x,
+                                  zeroc_dtype_t dt, size_t n);
 zeroc_result_t zeroc_i_cuda_mean_add(zeroc_kernels_t *k, zeroc_stream_t *s, double *acc,
                                      const float *x, size_t n, double denom);
 zeroc_result_t zeroc_i_cuda_clip_scale(zeroc_kernels_t *k, zeroc_stream_t *s, float *scale,

@@ -269,8 +269,9 @@ extern "C" zeroc_result_t zeroc_i_cuda_adamw_mixed(zeroc_kernels_t *k, zeroc_str
 
 #define SUMSQ_THREADS 256
 
-// x (n) -> part (gridDim.x): each block's sum of x^2 in double
-__global__ void sumsq_partial_kernel(double *part, const float *x, size_t n, bool vec) {
+// x (n, T: fp32 or bf16, widened exactly) -> part (gridDim.x): each block's sum of x^2 in double
+template <typename T>
+__global__ void sumsq_partial_kernel(double *part, const T *x, size_t n, bool vec) {
   __shared__ double sh[32];
   double acc = 0.0;
   const size_t stride = (size_t)gridDim.x * blockDim.x * 8;
@@ -312,7 +313,7 @@ static zeroc_result_t sumsq_slot(zc_state_t *z, cudaStream_t st, double **part) 
 }
 
 extern "C" zeroc_result_t zeroc_i_cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t *s, double *out,
-                                             const float *x, size_t n) {
+                                             const void *x, zeroc_dtype_t dt, size_t n) {
   ZC_NONNULL("sumsq", out);
   if (n == 0) return ZEROC_OK;
   ZC_NONNULL("sumsq", x);
@@ -323,7 +324,11 @@ extern "C" zeroc_result_t zeroc_i_cuda_sumsq(zeroc_kernels_t *k, zeroc_stream_t 
   dim3 grid1((unsigned)blocks), block1(SUMSQ_THREADS);
   double *part = NULL;
   ZEROC_CHECK(sumsq_slot(zc_state(k), st, &part));
-  sumsq_partial_kernel<<<grid1, block1, 0, st>>>(part, x, n, zc_aligned16(x));
+  if (dt == ZEROC_BF16)
+    sumsq_partial_kernel<bf16><<<grid1, block1, 0, st>>>(part, (const bf16 *)x, n, zc_aligned16(x));
+  else
+    sumsq_partial_kernel<float>
+        <<<grid1, block1, 0, st>>>(part, (const float *)x, n, zc_aligned16(x));
   ZC_LAUNCHED("sumsq_partial_kernel", grid1, block1, 0);
   dim3 grid2(1), block2(1024);
   sumsq_final_kernel<<<grid2, block2, 0, st>>>(out, part, (int)blocks);

@@ -272,13 +272,11 @@ __global__ void ln_backward_partial_kernel(float *part, const T *dout, const T *
 template <typename T>
 __global__ void ln_backward_final_kernel(T *dweight, T *dbias, const float *part, int groups,
                                          int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float tw = 0.0f, tb = 0.0f;
-  for (int g = 0; g < groups; g++) {
-    tw += part[(size_t)g * 2 * C + c];
-    tb += part[(size_t)g * 2 * C + C + c];
-  }
+  __shared__ float sh[ZC_COLSUM_Y][33];
+  const int c = blockIdx.x * 32 + threadIdx.x;
+  const float tw = zc_column_sum(part, groups, (size_t)2 * C, c, c < C, sh);
+  const float tb = zc_column_sum(part + C, groups, (size_t)2 * C, c, c < C, sh);
+  if (threadIdx.y != 0 || c >= C) return;
   dweight[c] = zc_to<T>(zc_f(dweight[c]) + tw);
   dbias[c] = zc_to<T>(zc_f(dbias[c]) + tb);
 }
@@ -356,7 +354,7 @@ static zeroc_result_t ln_backward(zeroc_kernels_t *k, cudaStream_t st, T *dinp, 
   dim3 grid2((C + LNP_COLS - 1) / LNP_COLS, groups), block2(LNP_COLS, LNP_ROWS);
   ln_backward_partial_kernel<T><<<grid2, block2, 0, st>>>(part, dout, inp, mean, rstd, N, C, rpg);
   ZC_LAUNCHED("ln_backward_partial_kernel", grid2, block2, 0);
-  dim3 grid3((C + 255) / 256), block3(256);
+  dim3 grid3((C + 31) / 32), block3(32, ZC_COLSUM_Y);
   ln_backward_final_kernel<T><<<grid3, block3, 0, st>>>(dweight, dbias, part, groups, C);
   ZC_LAUNCHED("ln_backward_final_kernel", grid3, block3, 0);
   return ZEROC_OK;

@@ -119,11 +119,10 @@ __global__ void rms_backward_partial_kernel(float *part, const T *dout, const T 
 // part (groups, C) -> dweight (C) += the groups' sums, in group order
 template <typename T>
 __global__ void rms_backward_final_kernel(T *dweight, const float *part, int groups, int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float t = 0.0f;
-  for (int g = 0; g < groups; g++) t += part[(size_t)g * C + c];
-  dweight[c] = zc_to<T>(zc_f(dweight[c]) + t);
+  __shared__ float sh[ZC_COLSUM_Y][33];
+  const int c = blockIdx.x * 32 + threadIdx.x;
+  const float t = zc_column_sum(part, groups, (size_t)C, c, c < C, sh);
+  if (threadIdx.y == 0 && c < C) dweight[c] = zc_to<T>(zc_f(dweight[c]) + t);
 }
 
 template <typename T>
@@ -153,7 +152,7 @@ static zeroc_result_t rms_backward(zeroc_kernels_t *k, cudaStream_t st, T *dinp,
   dim3 grid2((C + RMSP_COLS - 1) / RMSP_COLS, groups), block2(RMSP_COLS, RMSP_ROWS);
   rms_backward_partial_kernel<T><<<grid2, block2, 0, st>>>(part, dout, inp, rstd, N, C, rpg);
   ZC_LAUNCHED("rms_backward_partial_kernel", grid2, block2, 0);
-  dim3 grid3((C + 255) / 256), block3(256);
+  dim3 grid3((C + 31) / 32), block3(32, ZC_COLSUM_Y);
   rms_backward_final_kernel<T><<<grid3, block3, 0, st>>>(dweight, part, groups, C);
   ZC_LAUNCHED("rms_backward_final_kernel", grid3, block3, 0);
   return ZEROC_OK;
