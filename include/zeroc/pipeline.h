@@ -98,8 +98,11 @@ ZEROC_API zeroc_result_t zeroc_pipeline_print_schedule(FILE *f, const zeroc_pipe
 typedef struct zeroc_pipeline zeroc_pipeline_t;
 
 /*
- * Creates the pipeline of this rank. `m` is its model (built with
- * grad_accum = microbatches, ZeRO stage 0 or 1, micro-batch slots set here);
+ * Creates the pipeline of this rank. `m` is its model (ZeRO stage 0 or 1, its
+ * micro-steps per step, grad_accum or zeroc_model_set_accum's count, equal to
+ * microbatches: zeroc_pipeline_run checks it each step; micro-batch slots set
+ * here; the model records its pipeline for zeroc_model_eval_mean and for the
+ * names of zeroc_model_export / _import);
  * its units are the rank's chunks in order: chunk c is local units
  * [chunk_first[c], chunk_first[c] + chunk_count[c]). Parameters flagged
  * ZEROC_PARAM_TIED on the first and the last stage (a tied embedding) get
