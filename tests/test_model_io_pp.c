@@ -7,7 +7,8 @@
  * same with chunks, pp 4) every layout writes the same file byte for byte,
  * imports it bit for bit into each stage's units, and its evaluation mean over
  * the stages and the data-parallel ranks is the 1-rank evaluation of the whole
- * batch.
+ * batch. A stage without its pipeline cannot evaluate, and two stages' names
+ * that clash are refused, naming both stages.
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -296,11 +297,45 @@ static void test_eval_mean_needs_pipeline(void) {
   ZT_OK(zeroc_ctx_finalize(c));
 }
 
+/* A clash between the names of two stages' parameters is refused on every rank,
+ * naming both stages; nothing is written. */
+static void test_name_clash_across_stages(void) {
+  if (zt_world() < 2) {
+    zt_not_checked("a name clash across stages (needs 2 ranks)");
+    return;
+  }
+  zeroc_ctx_t *c = zt_ctx(1, 2, 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  int r0 = zeroc_ctx_mesh(c)->pp_rank == 0;
+  zeroc_param_desc_t p = {.name = r0 ? "c" : "b.c", .ndim = 1, .shape = {4}};
+  zeroc_layer_t L = {.name = r0 ? "a.b" : "a",
+                     .nparams = 1,
+                     .params = &p,
+                     .shares = -1,
+                     .forward = chain_fwd,
+                     .backward = nop_bwd};
+  zeroc_model_t *m = NULL;
+  ZT_OK(zeroc_shard(c, &L, 1, NULL, &m));
+  char path[512];
+  path_of(path, sizeof path, "clash.safetensors");
+  CU_ASSERT_EQUAL(zeroc_model_export(m, path), ZEROC_ERR_INVALID_ARG);
+  const char *msg = zeroc_last_error(c);
+  ZT_ASSERT_MSG(strstr(msg, "parameter 0 of unit 0 of pipeline stage 0 and parameter 0 of unit 0 "
+                            "of pipeline stage 1 are both named 'a.b.c'"),
+                "message: %s", msg);
+  FILE *f = fopen(path, "rb");
+  CU_ASSERT_PTR_NULL(f);
+  if (f) fclose(f);
+  zeroc_model_destroy(m);
+  ZT_OK(zeroc_ctx_finalize(c));
+}
+
 int main(int argc, char **argv) {
   static const zt_test_t tests[] = {
       {"1-rank reference: export and eval", test_reference},
       {"pipeline layouts: export, import, eval mean", test_pipeline_layouts},
       {"eval mean needs the pipeline", test_eval_mean_needs_pipeline},
+      {"a name clash across stages", test_name_clash_across_stages},
       ZT_END};
   return zt_run_mpi_ex(argc, argv, "model_io_pp", tests, 1, 0, setup, cleanup);
 }

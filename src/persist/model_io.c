@@ -161,12 +161,18 @@ static zeroc_result_t entries(table_t *T, rec_t *rec, int n, const char *fn) {
       return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
                         "%s: '%s' has %" PRIu64 " elements, at most %d when split over tp ranks",
                         fn, e->name, full, INT32_MAX);
-    for (int j = 0; j < T->ne; j++)
-      if (!strcmp(T->e[j].name, e->name))
-        return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                          "%s: parameter %d of unit %d and parameter %d of unit %d are both "
-                          "named '%s' in the file; rename a unit or a parameter",
-                          fn, T->e[j].param, T->e[j].unit, e->param, e->unit, e->name);
+    for (int j = 0; j < T->ne; j++) {
+      if (strcmp(T->e[j].name, e->name)) continue;
+      char sa[32] = "", sb[32] = ""; /* with pp, units are counted on their stage */
+      if (T->mesh->pp > 1) {
+        snprintf(sa, sizeof sa, " of pipeline stage %d", T->e[j].stage);
+        snprintf(sb, sizeof sb, " of pipeline stage %d", e->stage);
+      }
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "%s: parameter %d of unit %d%s and parameter %d of unit %d%s are both "
+                        "named '%s' in the file; rename a unit or a parameter",
+                        fn, T->e[j].param, T->e[j].unit, sa, e->param, e->unit, sb, e->name);
+    }
     T->ne++;
   }
   return ZEROC_OK;
