@@ -138,9 +138,11 @@ typedef struct zeroc_pipeline_stats {
  * io->batch; the first stage's first unit also as io->in). Every rank passes
  * the same micro-batches (its data-parallel slice). Then call
  * zeroc_model_step. `stats` may be NULL. Collective over the pipeline group.
- * Returns the model's and the communication's errors; a rank that fails mid
- * step leaves its peers waiting until the communication timeout, so a program
- * should stop the job (zeroc_ctx_abort).
+ * Returns ZEROC_ERR_INVALID_ARG, before anything runs, when the model's count
+ * of micro-steps for this step (zeroc_model_accum) is not the pipeline's
+ * micro-batches; the model's and the communication's errors; a rank that fails
+ * mid step leaves its peers waiting until the communication timeout, so a
+ * program should stop the job (zeroc_ctx_abort).
  */
 ZEROC_API zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batches,
                                             zeroc_pipeline_stats_t *stats);

@@ -176,7 +176,8 @@ ZEROC_API zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
  * Counts above 1 need buffers that accumulate: a model made with grad_accum
  * >= 2 takes any count; one made with grad_accum 1 takes them only at ZeRO
  * stage 0-1 with fp32 gradients (reduce dtype and, on one rank, parameters),
- * where accumulating needs no buffer of its own. Unchanged by checkpoints.
+ * where accumulating needs no buffer of its own. The count is no part of a
+ * checkpoint: a model made anew starts with its grad_accum.
  * Returns ZEROC_ERR_INVALID_ARG (a NULL or dead model; micro_steps < 0; a
  * change in the middle of a step, naming the micro-steps done; a count above 1
  * the buffers cannot accumulate, naming the stage and the remedy).
