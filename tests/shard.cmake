@@ -9,6 +9,9 @@ zeroc_test(NAME test_model_api SOURCES test_model_api.c NP 1 2 LABELS mpi)
 # the world -> 1 rank, ZeRO-1 on 2, HSDP, tp 2), zeroc_model_eval_mean against the
 # 1-rank run, zeroc_ctx_allreduce (issue 36).
 zeroc_test(NAME test_model_io SOURCES test_model_io.c NP 1 2 4 LABELS mpi)
+# The same for a model cut into pipeline stages (pp 2, interleaved chunks, pp 2 x dp 2,
+# pp 4): export against the 1-rank file byte for byte, import, eval mean.
+zeroc_test(NAME test_model_io_pp SOURCES test_model_io_pp.c NP 1 2 4 LABELS mpi)
 # Gradients summed over data-parallel ranks with bf16 parameters (issue 40, hazard 4): fp32
 # reduction (the default) within 1e-5 of the fp64 sum at every rank count, bf16 reduction off
 # by more than 1e-3; ZeRO-3 and ZeRO-0, the MPI and the staged comm

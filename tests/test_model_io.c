@@ -366,29 +366,6 @@ static void test_name_clash(void) {
   ctx_end(c, &keep);
 }
 
-/* A pipeline's stage models are refused with one line. */
-static void test_pipeline_refused(void) {
-  if (zt_world() < 2) {
-    zt_not_checked("pp > 1 refused (needs 2 ranks)");
-    return;
-  }
-  make_dir();
-  zeroc_ctx_t *c = zt_ctx(1, 2, 1);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-  zeroc_model_t *m = build(c, 1, 1, NU, 5);
-  char path[512];
-  path_of(path, sizeof path, "pp.safetensors");
-  CU_ASSERT_EQUAL(zeroc_model_export(m, path), ZEROC_ERR_UNSUPPORTED);
-  EXPECT_MSG(zeroc_last_error(c), "zeroc_model_export: pp 2:");
-  CU_ASSERT_EQUAL(zeroc_model_import(m, path), ZEROC_ERR_UNSUPPORTED);
-  double l = 0;
-  int dummy = 0;
-  CU_ASSERT_EQUAL(zeroc_model_eval_mean(m, &dummy, &l), ZEROC_ERR_UNSUPPORTED);
-  EXPECT_MSG(zeroc_last_error(c), "evaluate with zeroc_pipeline_eval");
-  zeroc_model_destroy(m);
-  ZT_OK(zeroc_ctx_finalize(c));
-}
-
 /* ---- zeroc_ctx_allreduce ------------------------------------------------------------ */
 
 static void test_allreduce(void) {
@@ -570,7 +547,6 @@ int main(int argc, char **argv) {
       {"tensor names and shapes", test_names},
       {"import refusals", test_import_refusals},
       {"name clash", test_name_clash},
-      {"pipeline refused", test_pipeline_refused},
       {"ctx allreduce", test_allreduce},
       {"ctx allreduce, cuda", test_allreduce_cuda},
       {"eval mean", test_eval_mean},

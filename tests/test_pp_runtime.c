@@ -265,6 +265,13 @@ static void check_pipeline(int pp, zeroc_pipeline_schedule_t kind, int v, int ze
   for (int k = 0; k < STEPS; k++) {
     batches_t bt;
     fill_batches(&bt, k, mesh->dp_rank * b, b);
+    if (k == 0) { /* a step count other than the pipeline's micro-batches: refused, locally */
+      ZT_OK(zeroc_model_set_accum(r.m, M + 1));
+      CU_ASSERT_EQUAL(zeroc_pipeline_run(r.pl, bt.bp, &st), ZEROC_ERR_INVALID_ARG);
+      ZT_ASSERT_MSG(strstr(zeroc_last_error(r.ctx), "the pipeline runs 4 micro-batches"),
+                    "message: %s", zeroc_last_error(r.ctx));
+      ZT_OK(zeroc_model_set_accum(r.m, 0));
+    }
     ZT_OK(zeroc_pipeline_run(r.pl, bt.bp, &st));
     if (k == 0) compare_grads(&r, &ref);
     zeroc_step_info_t info;

@@ -189,6 +189,8 @@ typedef struct {
   int self; /* run on MPI_COMM_SELF (the reference) */
 } layout_t;
 
+static const int *g_sched; /* NULL, or step k's micro-steps (zeroc_model_set_accum) */
+
 typedef struct {
   float loss[STEPS];
   float norm[STEPS];
@@ -234,11 +236,14 @@ static void run_layout(const layout_t *L, result_t *res) {
   }
   res->state_bytes = zeroc_model_state_bytes(m);
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
-  int D = mesh->dp, d = mesh->dp_rank, b = G / (D * L->accum);
+  int D = mesh->dp, d = mesh->dp_rank;
   int32_t tok[G], tgt[G];
   for (int k = 0; k < STEPS; k++) {
+    int a = g_sched ? g_sched[k] : L->accum, b = G / (D * a);
+    if (g_sched) ZT_OK(zeroc_model_set_accum(m, a));
+    CU_ASSERT_EQUAL(zeroc_model_accum(m), a);
     global_batch(k, tok, tgt);
-    for (int u = 0; u < L->accum; u++) {
+    for (int u = 0; u < a; u++) {
       int first = (u * D + d) * b;
       batch_t bt = {b, tok + first, tgt + first};
       ZT_OK(zeroc_model_forward(m, &bt));
@@ -378,6 +383,113 @@ static void test_stages_bitwise(void) {
   for (int i = 0; i < 3; i++) result_free(&r[i]);
 }
 
+/* Each step chooses its accumulation (zeroc_model_set_accum): 1, then 4, then 2
+ * micro-steps of the same global batch compute what the 1-rank full batch does,
+ * whatever the count the model was made with, at every stage. */
+static const int SCHED[STEPS] = {1, 4, 2, 1, 4};
+static const int SCHED4[STEPS] = {1, 2, 1, 2, 2}; /* 4 ranks: 8 rows hold no 4 x 4 */
+static const int TWO[STEPS] = {2, 2, 2, 2, 2};
+
+static void test_accum_per_step(void) {
+  const int W = zt_world(), *sch = G % (W * 4) == 0 ? SCHED : SCHED4;
+  if (G % (W * 2)) {
+    zt_not_checked("accumulation per step (needs 8 rows to split over 2 x ranks)");
+    return;
+  }
+  char name[96];
+  g_sched = sch;
+  for (int st = 0; st <= 3; st++) {
+    snprintf(name, sizeof name, "stage %d made with accum 2, steps of %d %d %d %d %d", st, sch[0],
+             sch[1], sch[2], sch[3], sch[4]);
+    check_layout(name, (layout_t){st, 1, 2, 2, 0, ZEROC_FP32, ZEROC_FP32, 0}, 1e-5);
+  }
+  /* stages 0-1 with fp32 gradients accumulate without buffers of their own */
+  for (int st = 0; st <= 1; st++) {
+    snprintf(name, sizeof name, "stage %d made with accum 1, counts per step", st);
+    check_layout(name, (layout_t){st, 1, 2, 1, 0, ZEROC_FP32, ZEROC_FP32, 0}, 1e-5);
+  }
+  check_layout("stage 3 bf16 made with accum 4, counts per step",
+               (layout_t){3, 1, 2, 4, 0, ZEROC_BF16, ZEROC_BF16, 0}, 3e-2);
+  /* the same micro-batches give the same bits, whether the count is the model's
+   * own or chosen per step */
+  for (int st = 1; st <= 3; st++) {
+    result_t own, chosen;
+    g_sched = NULL;
+    run_layout(&(layout_t){st, 1, 2, 2, 0, ZEROC_FP32, ZEROC_FP32, 0}, &own);
+    g_sched = TWO;
+    run_layout(&(layout_t){st, 1, 2, 4, 0, ZEROC_FP32, ZEROC_FP32, 0}, &chosen);
+    g_sched = NULL;
+    CU_ASSERT_FATAL(own.ok && chosen.ok);
+    ZT_ASSERT_MSG(!memcmp(own.loss, chosen.loss, sizeof own.loss) &&
+                      !memcmp(own.norm, chosen.norm, sizeof own.norm),
+                  "stage %d: losses or norms of 2 micro-steps chosen per step differ in bits "
+                  "from grad_accum 2's",
+                  st);
+    for (int i = 0; i < NUNITS; i++)
+      ZT_ASSERT_MSG(!memcmp(own.params[i], chosen.params[i], sizeof(float) * own.numel[i]),
+                    "stage %d: unit %d parameters differ in bits", st, i);
+    result_free(&own);
+    result_free(&chosen);
+  }
+  g_sched = NULL;
+}
+
+/* Counts the buffers cannot take, and a change in the middle of a step, are
+ * refused with one line; the step then goes on as it began. */
+static void test_accum_refusals(void) {
+  zeroc_ctx_config_t cc = ZEROC_CTX_CONFIG_INIT;
+  cc.device = ZEROC_DEVICE_CPU;
+  cc.threads = 1;
+  cc.comm_timeout_s = 120;
+  zeroc_ctx_t *ctx = NULL;
+  ZT_OK(zeroc_ctx_create(&ctx, &cc));
+  CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+  zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
+  sc.stage = 3;
+  sc.seed = 7;
+  zeroc_model_t *m = NULL;
+  ZT_OK(zeroc_shard(ctx, LAYERS, NUNITS, &sc, &m));
+  CU_ASSERT_EQUAL(zeroc_model_set_accum(m, 4), ZEROC_ERR_INVALID_ARG);
+  const char *msg = zeroc_last_error(ctx);
+  ZT_ASSERT_MSG(strstr(msg, "made with grad_accum 1 at ZeRO stage 3") &&
+                    strstr(msg, "grad_accum 2 or more"),
+                "message: %s", msg);
+  ZT_OK(zeroc_model_set_accum(m, 1));
+  CU_ASSERT_EQUAL(zeroc_model_accum(m), 1);
+  zeroc_model_destroy(m);
+  CU_ASSERT_EQUAL(zeroc_model_set_accum(NULL, 2), ZEROC_ERR_INVALID_ARG);
+  CU_ASSERT_EQUAL(zeroc_model_accum(NULL), -1);
+
+  sc.grad_accum = 2;
+  ZT_OK(zeroc_shard(ctx, LAYERS, NUNITS, &sc, &m));
+  CU_ASSERT_EQUAL(zeroc_model_accum(m), 2);
+  CU_ASSERT_EQUAL(zeroc_model_set_accum(m, -1), ZEROC_ERR_INVALID_ARG);
+  ZT_OK(zeroc_model_set_accum(m, 4));
+  int32_t tok[G], tgt[G];
+  global_batch(0, tok, tgt);
+  batch_t bt = {1, tok, tgt};
+  ZT_OK(zeroc_model_forward(m, &bt));
+  CU_ASSERT_EQUAL(zeroc_model_set_accum(m, 2), ZEROC_ERR_INVALID_ARG); /* forward pending */
+  ZT_OK(zeroc_model_backward(m));
+  CU_ASSERT_EQUAL(zeroc_model_set_accum(m, 2), ZEROC_ERR_INVALID_ARG);
+  msg = zeroc_last_error(ctx);
+  ZT_ASSERT_MSG(strstr(msg, "2 micro-steps asked in the middle of a step of 4 (1 done)"),
+                "message: %s", msg);
+  ZT_OK(zeroc_model_set_accum(m, 4)); /* the same count: nothing changes */
+  CU_ASSERT_EQUAL(zeroc_model_accum(m), 4);
+  for (int u = 1; u < 4; u++) {
+    ZT_OK(zeroc_model_forward(m, &bt));
+    ZT_OK(zeroc_model_backward(m));
+  }
+  CU_ASSERT_EQUAL(zeroc_model_forward(m, &bt), ZEROC_ERR_INVALID_ARG); /* a fifth */
+  zeroc_step_info_t info;
+  ZT_OK(zeroc_model_step(m, 0.01f, &info));
+  ZT_OK(zeroc_model_set_accum(m, 0)); /* back to the model's own */
+  CU_ASSERT_EQUAL(zeroc_model_accum(m), 2);
+  zeroc_model_destroy(m);
+  ZT_OK(zeroc_ctx_finalize(ctx));
+}
+
 /* bf16 parameters and gradients (converted for cpu compute) stay close. */
 static void test_bf16(void) {
   check_layout("stage 3 bf16", (layout_t){3, 1, 2, 1, 0, ZEROC_BF16, ZEROC_BF16, 0}, 3e-2);
@@ -512,6 +624,8 @@ int main(int argc, char **argv) {
       {"stages 1, 2, 3 are bitwise identical", test_stages_bitwise},
       {"bf16 parameters and gradients", test_bf16},
       {"bf16 micro-steps sum in fp32 at stages 0 and 1", test_bf16_accumulation},
+      {"accumulation chosen per step matches the reference", test_accum_per_step},
+      {"accumulation changes refused mid-step or without buffers", test_accum_refusals},
       {"model-state memory equals the ZeRO formula", test_memory_formula},
       {"communication bytes per step match the ZeRO paper", test_comm_volume},
       ZT_END,

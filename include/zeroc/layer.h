@@ -84,7 +84,7 @@ typedef struct zeroc_param_desc {
  */
 typedef struct zeroc_layer_io {
   int unit;      /* index of this unit in the layer list */
-  int micro;     /* micro-step within the optimizer step (0 .. grad_accum-1) */
+  int micro;     /* micro-step within the optimizer step (0 .. zeroc_model_accum - 1) */
   int recompute; /* forward: 1 when run again inside backward (activation recompute) */
   int save;      /* forward: 1 when backward will follow from saved activations; 0 on the
                     first forward under recompute (keep only what the next unit needs) */
@@ -99,7 +99,8 @@ typedef struct zeroc_layer_io {
   zeroc_stream_t *stream; /* compute stream to run on */
   void *workspace;        /* `workspace_bytes` of scratch, valid during the call */
   float grad_scale;       /* the last unit multiplies its loss gradient by this
-                             (1 / (micro-steps x data-parallel size)) */
+                             (1 / (this step's micro-steps x data-parallel
+                             size); zeroc_model_set_accum chooses the count) */
   float *loss;            /* the last unit's forward writes its mean loss here */
   double *loss_acc;       /* or, instead, adds it to this one fp64 of device memory in
                              stream order (zeroc_k_mean_add in-tree), so that no host

@@ -98,8 +98,11 @@ ZEROC_API zeroc_result_t zeroc_pipeline_print_schedule(FILE *f, const zeroc_pipe
 typedef struct zeroc_pipeline zeroc_pipeline_t;
 
 /*
- * Creates the pipeline of this rank. `m` is its model (built with
- * grad_accum = microbatches, ZeRO stage 0 or 1, micro-batch slots set here);
+ * Creates the pipeline of this rank. `m` is its model (ZeRO stage 0 or 1, its
+ * micro-steps per step, grad_accum or zeroc_model_set_accum's count, equal to
+ * microbatches: zeroc_pipeline_run checks it each step; micro-batch slots set
+ * here; the model records its pipeline for zeroc_model_eval_mean and for the
+ * names of zeroc_model_export / _import);
  * its units are the rank's chunks in order: chunk c is local units
  * [chunk_first[c], chunk_first[c] + chunk_count[c]). Parameters flagged
  * ZEROC_PARAM_TIED on the first and the last stage (a tied embedding) get
@@ -135,9 +138,11 @@ typedef struct zeroc_pipeline_stats {
  * io->batch; the first stage's first unit also as io->in). Every rank passes
  * the same micro-batches (its data-parallel slice). Then call
  * zeroc_model_step. `stats` may be NULL. Collective over the pipeline group.
- * Returns the model's and the communication's errors; a rank that fails mid
- * step leaves its peers waiting until the communication timeout, so a program
- * should stop the job (zeroc_ctx_abort).
+ * Returns ZEROC_ERR_INVALID_ARG, before anything runs, when the model's count
+ * of micro-steps for this step (zeroc_model_accum) is not the pipeline's
+ * micro-batches; the model's and the communication's errors; a rank that fails
+ * mid step leaves its peers waiting until the communication timeout, so a
+ * program should stop the job (zeroc_ctx_abort).
  */
 ZEROC_API zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batches,
                                             zeroc_pipeline_stats_t *stats);

@@ -12,6 +12,10 @@
  *   }
  *   zeroc_model_step(model, lr, &info);        // grad norm, clip, the optimizer on the shards
  *
+ * grad_accum is the default count; zeroc_model_set_accum chooses another
+ * before any step begins (1, then 4, then 2, ...), and io->grad_scale and the
+ * step's loss follow the count of the step they belong to.
+ *
  * With the same world size and data, stages 1, 2 and 3 give bitwise identical
  * parameters (grad_accum 1; with accumulation stage 1 sums full gradients
  * before reducing, so it agrees to rounding).
@@ -75,7 +79,9 @@ typedef struct zeroc_shard_config {
   zeroc_dtype_t reduce_dtype; /* full gradients and their reduction: fp32 or bf16 [fp32] */
   int prefetch;   /* gathers in flight ahead of compute (stage 3); 0 disables [2] */
   int recompute;  /* 1: run each unit's forward again inside backward [0] */
-  int grad_accum; /* micro-steps per optimizer step [1] */
+  int grad_accum; /* micro-steps per optimizer step, the default of every step (>= 2:
+                     the buffers accumulate, so zeroc_model_set_accum may ask any
+                     count) [1] */
   zeroc_offload_t offload_optimizer; /* master, m, v: device (none), host (cpu) or nvme [none] */
   zeroc_offload_t offload_params;    /* stage 3 parameter shards: none, cpu or nvme [none] */
   const char *nvme_dir;              /* required with nvme [NULL] */
@@ -139,16 +145,48 @@ ZEROC_API zeroc_result_t zeroc_model_eval(zeroc_model_t *m, const void *input, f
  * losses (the group ZEROC_GROUP_DP: dp x cp ranks; tensor-parallel ranks hold
  * the same loss already), identical on each of them: the global batch's mean
  * loss when every rank's micro-batch has the same size (each rank's loss
- * counts once). Collective over ZEROC_GROUP_DP. A model that is one stage of
- * a pipeline (pp > 1) is refused (ZEROC_ERR_UNSUPPORTED): zeroc_pipeline_eval
- * evaluates it, and zeroc_ctx_allreduce averages that over ZEROC_GROUP_DP.
- * Returns zeroc_model_eval's errors, ZEROC_ERR_INVALID_ARG for a NULL loss,
- * ZEROC_ERR_REMOTE on the other ranks when the evaluation failed on one,
- * ZEROC_ERR_MPI / _TIMEOUT from the all-reduce. */
+ * counts once). Collective over ZEROC_GROUP_DP.
+ * A model that is one stage of a pipeline (pp > 1) evaluates through its
+ * pipeline (zeroc_pipeline_create must have run): `input` goes through every
+ * stage in order, one micro-batch, forward only, and the last stage's loss is
+ * averaged over the data-parallel ranks and given to every rank of every stage.
+ * Collective over the world then; the pipeline's own zeroc_pipeline_eval runs
+ * its m micro-batches instead.
+ * Returns zeroc_model_eval's errors, ZEROC_ERR_INVALID_ARG for a NULL loss or
+ * a pipeline stage whose pipeline was not created, ZEROC_ERR_REMOTE on the
+ * other ranks when the evaluation failed on one (a stage that fails mid-pipeline
+ * leaves the later stages waiting for its activations until the communication
+ * timeout), ZEROC_ERR_MPI / _TIMEOUT from the all-reduce. */
 ZEROC_API zeroc_result_t zeroc_model_eval_mean(zeroc_model_t *m, const void *input, double *loss);
 
 /* Runs the backward pass of the micro-step whose forward ran last. */
 ZEROC_API zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
+
+/*
+ * Chooses the micro-steps (forward and backward pairs) of the optimizer steps
+ * from the next one on, until it is called again: `micro_steps` >= 1, or 0 for
+ * the model's grad_accum (its default). Call it between steps: before a step's
+ * first forward or after zeroc_model_step. Each micro-step's loss gradient is
+ * scaled by io->grad_scale = 1 / (micro_steps x dp) and the step's loss is the
+ * mean over its micro-steps and the data-parallel ranks, so a step of 4
+ * micro-batches of b rows computes what one of 1 micro-batch of 4b rows does.
+ * Local, but every rank of the model must choose the same count for a step
+ * (the reductions fire after the count-th backward). With a pipeline, the count
+ * must equal its micro-batches (zeroc_pipeline_run refuses another).
+ * Counts above 1 need buffers that accumulate: a model made with grad_accum
+ * >= 2 takes any count; one made with grad_accum 1 takes them only at ZeRO
+ * stage 0-1 with fp32 gradients (reduce dtype and, on one rank, parameters),
+ * where accumulating needs no buffer of its own. The count is no part of a
+ * checkpoint: a model made anew starts with its grad_accum.
+ * Returns ZEROC_ERR_INVALID_ARG (a NULL or dead model; micro_steps < 0; a
+ * change in the middle of a step, naming the micro-steps done; a count above 1
+ * the buffers cannot accumulate, naming the stage and the remedy).
+ */
+ZEROC_API zeroc_result_t zeroc_model_set_accum(zeroc_model_t *m, int micro_steps);
+
+/* The micro-steps of the current (or next) optimizer step; -1 for a NULL or
+ * destroyed model. */
+ZEROC_API int zeroc_model_accum(const zeroc_model_t *m);
 
 typedef struct zeroc_step_info {
   uint64_t step;          /* optimizer steps applied so far (skipped ones not counted) */
@@ -243,8 +281,16 @@ ZEROC_API zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, flo
  * index ("head.0"). Two parameters that would get the same name (a unit "a.b"
  * with parameter "c" beside a unit "a" with parameter "b.c") are refused, naming
  * both. Names are at most 255 bytes.
- * Pipelines (pp > 1) are refused with ZEROC_ERR_UNSUPPORTED: each stage's model
- * holds only its own units. */
+ * Pipelines (pp > 1): each stage's model holds only its own units; the stages
+ * exchange their lists of names and shapes, so that names and order are the
+ * whole model's (the file is the one the unsplit layer list writes, byte for
+ * byte). A stage's place is its pipeline rank, or, once zeroc_pipeline_create
+ * registered its chunks, stage c x pp + r for chunk c of pipeline rank r (call
+ * it first with several chunks per rank). Export brings every stage's tensors
+ * to world rank 0; import reads on each rank the tensors of its own units (and
+ * checks the whole file against the whole model). Tied copies
+ * (ZEROC_PARAM_TIED on the first and the last stage) are two tensors under
+ * their own units' names. */
 
 /*
  * Writes the model's parameters to `path` (through a temporary name: nothing
@@ -253,8 +299,8 @@ ZEROC_API zeroc_result_t zeroc_model_gather_unit(zeroc_model_t *m, int unit, flo
  * world rank 0 writes. Collective over the world; the model's training state
  * is unchanged.
  * Returns ZEROC_ERR_INVALID_ARG (a NULL or dead model, a NULL or empty path, two
- * parameters under one name or a name too long), ZEROC_ERR_UNSUPPORTED (pp > 1;
- * a tensor split over tp ranks of more than 2^31-1 elements), ZEROC_ERR_IO
+ * parameters under one name or a name too long), ZEROC_ERR_UNSUPPORTED (a tensor
+ * split over tp ranks of more than 2^31-1 elements), ZEROC_ERR_IO
  * (rank 0 could not write; the others get ZEROC_ERR_REMOTE with its message),
  * ZEROC_ERR_NOMEM and the gathers' errors; every rank returns an error when one
  * fails.
@@ -272,8 +318,8 @@ ZEROC_API zeroc_result_t zeroc_model_export(zeroc_model_t *m, const char *path);
  * refused, and the model is left unchanged on every rank. Collective over the
  * world.
  * Returns ZEROC_ERR_INVALID_ARG (a NULL or dead model, a NULL or empty path,
- * the file's tensors not the model's, names as for export), ZEROC_ERR_UNSUPPORTED
- * (pp > 1), ZEROC_ERR_IO / ZEROC_ERR_CORRUPT (the file cannot be read or is no
+ * the file's tensors not the model's, names as for export), ZEROC_ERR_IO /
+ * ZEROC_ERR_CORRUPT (the file cannot be read or is no
  * safetensors file), ZEROC_ERR_NOMEM; ZEROC_ERR_REMOTE on the ranks where the
  * reason lay on another.
  */

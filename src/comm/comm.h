@@ -204,5 +204,7 @@ void zeroc__group_counters_reset(zeroc_group_t *g);
 /* Blocking, inline helpers on channel 0 for small host values (init, agreement). */
 zeroc_result_t zeroc__allreduce_host(zeroc_group_t *g, void *buf, size_t count, zeroc_dtype_t dt,
                                      zeroc_redop_t op);
+zeroc_result_t zeroc__broadcast_host(zeroc_group_t *g, void *buf, size_t count, zeroc_dtype_t dt,
+                                     int root);
 
 #endif

@@ -457,6 +457,17 @@ zeroc_result_t zeroc__allreduce_host(zeroc_group_t *g, void *buf, size_t count, 
   return zeroc__mpi_run(&o);
 }
 
+/* Blocking broadcast of host values from group rank `root` on channel 0, as above. */
+zeroc_result_t zeroc__broadcast_host(zeroc_group_t *g, void *buf, size_t count, zeroc_dtype_t dt,
+                                     int root) {
+  if (root < 0 || root >= g->size)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "broadcast on group %s: root %d; accepted 0..%d",
+                      g->name, root, g->size - 1);
+  mpi_op_t o = {g,       g->mpi[0], buf,  buf, count, ++g->seq[0], ZEROC_COLL_BROADCAST,
+                (int)dt, 0,         root, 0,   0,     NULL};
+  return zeroc__mpi_run(&o);
+}
+
 const zeroc_comm_ops_t zeroc__mpi_comm_ops = {
     .name = "mpi",
     .group_init = zeroc__mpi_group_init,

@@ -29,6 +29,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "pp/pipeline.h"
 #include "pp/schedule.h"
 #include "pp/sizes.h"
 #include "runtime/runtime.h"
@@ -211,6 +212,7 @@ int zeroc__pp_orders_match(const zeroc_pp_schedule_t *s) {
 
 void zeroc_pipeline_destroy(zeroc_pipeline_t *p) {
   if (!p) return;
+  if (p->m && p->m->pipe.p == p) memset(&p->m->pipe, 0, sizeof p->m->pipe);
   for (int i = 0; i < NSTREAMS; i++)
     if (p->s[i]) zeroc_stream_sync(p->s[i]);
   for (int i = 0; i < NSTREAMS; i++) zeroc_stream_destroy(p->s[i]);
@@ -230,6 +232,20 @@ void zeroc_pipeline_destroy(zeroc_pipeline_t *p) {
   zeroc__group_destroy(p->tie_g);
   zeroc__pp_schedule_destroy(p->sched);
   free(p);
+}
+
+/* The model's micro-steps per optimizer step (its grad_accum, or the count
+ * zeroc_model_set_accum chose) must be the micro-batches the pipeline runs. */
+static zeroc_result_t accum_matches(const zeroc_pipeline_t *p) {
+  if (!p->m) return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "pipeline: its model was destroyed");
+  int a = zeroc_model_accum(p->m);
+  if (a != p->nmb)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "the model accumulates %d micro-steps per optimizer step (grad_accum, or "
+                      "zeroc_model_set_accum), the pipeline runs %d micro-batches: they must be "
+                      "equal",
+                      a, p->nmb);
+  return ZEROC_OK;
 }
 
 /* Local checks and allocations: everything that can fail on one rank alone. */
@@ -252,11 +268,7 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first,
                       "gradients of every micro-batch stay on the stage and are reduced once, "
                       "after the last)",
                       m->cfg.stage);
-  if (m->cfg.grad_accum != p->nmb)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "the model's grad_accum is %d, the pipeline runs %d micro-batches: they "
-                      "must be equal",
-                      m->cfg.grad_accum, p->nmb);
+  CHK(accum_matches(p));
   if (!c->act_numel || !zeroc_dtype_size(c->act_dtype))
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                       "pipeline activations of %zu elements of %s: need > 0 "
@@ -344,6 +356,48 @@ static zeroc_result_t create_local(zeroc_pipeline_t *p, const int *chunk_first,
   return ZEROC_OK;
 }
 
+/* One micro-batch's forward through every stage, in stage order, blocking
+ * (evaluation between steps, nothing else in flight): rank r runs its chunk c
+ * (stage c p + r) once stage c p + r - 1 has sent its output, so the stages
+ * finish one after another and no send waits on a rank that waits on it. *loss:
+ * the last stage's loss on its ranks, 0 on the others. */
+static zeroc_result_t eval_one(void *pv, const void *input, float *loss) {
+  zeroc_pipeline_t *p = pv;
+  if (!p->m)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "pipeline evaluation: its model was destroyed");
+  zeroc_stream_t *cs = p->m->compute;
+  size_t numel = p->cfg.act_numel;
+  zeroc_dtype_t dt = p->cfg.act_dtype;
+  zeroc__eval_mark_t mark;
+  zeroc__model_eval_mark(p->m, &mark);
+  zeroc_result_t res = ZEROC_OK;
+  *loss = 0;
+  for (int ch = 0; ch < p->v && !res; ch++) {
+    int stage = ch * p->p + p->r, k = ch * p->W;
+    const void *in = NULL;
+    void *y = NULL;
+    float l = 0;
+    if (stage > 0) {
+      res = zeroc__recv(p->pp_g, p->s[RA], p->act_in[k], numel, dt, (p->r + p->p - 1) % p->p, 0);
+      if (!res) res = zeroc_stream_sync(p->s[RA]);
+      in = p->act_in[k];
+    }
+    if (!res)
+      res = zeroc__model_eval_units(p->m, p->cfirst[ch], p->clast[ch], 0, 0, input, in, &y, &l);
+    if (!res) res = zeroc_stream_sync(cs);
+    if (!res && stage < p->S - 1) {
+      res = y ? zeroc__send(p->pp_g, p->s[SA], y, numel, dt, (p->r + 1) % p->p, 0)
+              : ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                           "unit %d, the last of pipeline stage %d, returned no output to send",
+                           p->clast[ch], stage);
+      if (!res) res = zeroc_stream_sync(p->s[SA]);
+    }
+    if (stage == p->S - 1) *loss = l;
+  }
+  zeroc__model_eval_unmark(p->m, &mark);
+  return res;
+}
+
 zeroc_result_t zeroc_pipeline_create(zeroc_model_t *m, const int *chunk_first,
                                      const int *chunk_count, const zeroc_pipeline_config_t *cfg,
                                      zeroc_pipeline_t **out) {
@@ -392,6 +446,10 @@ zeroc_result_t zeroc_pipeline_create(zeroc_model_t *m, const int *chunk_first,
         "%zu bytes per message%s",
         zeroc__pp_kind_name((zeroc_pp_kind_t)p->cfg.schedule), p->r, p->p, p->v, p->nmb, p->W,
         p->bytes, tied ? ", tied embedding" : "");
+  /* the model's own calls that span the stages (zeroc_model_eval_mean) find it */
+  m->pipe.p = p;
+  m->pipe.eval = eval_one;
+  m->pipe.backref = (void **)&p->m;
   *out = p;
   return ZEROC_OK;
 fail:
@@ -578,7 +636,8 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_run: NULL pipeline or batches");
   double t_run = zeroc__now_ms();
   run_t rn = {batches, 0, 0, 0, 0, 0};
-  zeroc_result_t res = run_actions(p, &rn);
+  zeroc_result_t res = accum_matches(p);
+  if (!res) res = run_actions(p, &rn);
   if (res) return zeroc__ctx_ret(p->ctx, res);
   if (stats) {
     stats->run_ms = zeroc__now_ms() - t_run;
@@ -593,6 +652,8 @@ zeroc_result_t zeroc_pipeline_run(zeroc_pipeline_t *p, const void *const *batche
 zeroc_result_t zeroc_pipeline_eval(zeroc_pipeline_t *p, const void *const *batches, double *loss) {
   if (!p || !batches || !loss)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_eval: NULL pipeline, batches or loss");
+  if (!p->m)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_pipeline_eval: its model was destroyed");
   run_t rn = {batches, 1, 0, 0, 0, 0};
   zeroc__eval_mark_t mark;
   zeroc__model_eval_mark(p->m, &mark);
@@ -604,4 +665,12 @@ zeroc_result_t zeroc_pipeline_eval(zeroc_pipeline_t *p, const void *const *batch
   if (res) return zeroc__ctx_ret(p->ctx, res);
   *loss = mean;
   return ZEROC_OK;
+}
+
+int zeroc__pipeline_unit_stage(const zeroc_model_t *m, int unit) {
+  const zeroc_pipeline_t *p = m->pipe.p;
+  if (!p) return zeroc_ctx_mesh(m->ctx)->pp_rank;
+  for (int ch = 0; ch < p->v; ch++)
+    if (unit >= p->cfirst[ch] && unit <= p->clast[ch]) return ch * p->p + p->r;
+  return -1;
 }

@@ -455,6 +455,16 @@ static zeroc_result_t shared_alloc(zeroc_model_t *m, size_t maxNp, size_t maxN, 
   return ZEROC_OK;
 }
 
+/* Whether the buffers take micro-steps that accumulate, whatever count a step
+ * asks for (zeroc_model_set_accum): those of a model made with grad_accum > 1, or
+ * at stages 0-1 with fp32 gradients everywhere, where accumulating needs no
+ * buffer of its own (no fp32 running sum beside 16-bit grads, no reduce-scatter
+ * outputs, no grad shard standing in for the full grads; shard/sizes.c). */
+static int accumulates(const zeroc_model_t *m) {
+  return m->cfg.grad_accum > 1 ||
+         (m->cfg.stage <= 1 && m->rdt == ZEROC_FP32 && m->cfg.reduce_dtype == ZEROC_FP32);
+}
+
 static void model_free(zeroc_model_t *m);
 
 zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
@@ -480,6 +490,7 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   m->conv_owner = -1;
   m->slots = 1;
   m->cfg = c;
+  m->run.accum = c.grad_accum;
   if (cfg_res) {
     zeroc__tls_error_set(cfg_err);
     ZEROC_TRY(cfg_res);
@@ -501,6 +512,7 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   const int gb = zeroc__shard_grad_bytes(mesh->world, m->cfg.grad_accum, (int)esz(m->pdt),
                                          (int)esz(m->cfg.reduce_dtype), (int)esz(m->cdt));
   m->rdt = gb == (int)esz(m->cfg.reduce_dtype) ? m->cfg.reduce_dtype : m->pdt;
+  m->accum_any = accumulates(m);
   m->conv_p = m->cdt != m->pdt;
   m->conv_g = m->cdt != m->rdt;
   m->master_alias =
@@ -602,6 +614,7 @@ void zeroc_model_destroy(zeroc_model_t *m) {
   if (zeroc__model_check(m, "zeroc_model_destroy")) return;
   zeroc_ctx_t *ctx = m->ctx;
   m->magic = 0;
+  if (m->pipe.backref) *m->pipe.backref = NULL; /* its pipeline outlives it */
   model_free(m);
   zeroc__ctx_models(ctx, -1); /* last: it may free a context destroyed before its models */
 }

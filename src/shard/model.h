@@ -134,7 +134,19 @@ struct zeroc_model {
     int rank;                   /* world rank the specs name */
   } inject;
 
+  int accum_any; /* the buffers accumulate micro-steps (zeroc_model_set_accum may ask > 1) */
+
+  struct { /* the pipeline this model is a stage of (pp/pipeline.c registers it), or zeros */
+    void *p;
+    /* one micro-batch's forward through every stage: the loss on the last
+     * stage's ranks, 0 elsewhere (zeroc_model_eval_mean with pp > 1) */
+    zeroc_result_t (*eval)(void *p, const void *input, float *loss);
+    void **backref; /* the pipeline's pointer to this model: NULLed when it is destroyed */
+  } pipe;
+
   struct {             /* progress of the current step (shard/schedule.c, shard/step.c) */
+    int accum;         /* micro-steps of this optimizer step (cfg.grad_accum, or
+                          zeroc_model_set_accum's count) */
     int micro;         /* whole-model micro-steps whose backward completed */
     int in_forward;    /* a whole-model forward ran, its backward has not */
     const void *batch; /* whole-model path: the input of the running micro-step */

@@ -179,7 +179,7 @@ static zeroc_result_t conv_grads_out(zeroc_model_t *m, zeroc__unit_t *u) {
  * the unit's earlier backward passes of this step). */
 static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
   zeroc__unit_t *u = &m->u[i];
-  int st = m->cfg.stage, last = u->nbwd == m->cfg.grad_accum - 1;
+  int st = m->cfg.stage, last = u->nbwd == m->run.accum - 1;
   size_t S = u->f.S;
   zeroc_stream_t *rs = m->reduce_s;
   if (u->gacc) {
@@ -218,7 +218,8 @@ static zeroc_result_t reduce_unit(zeroc_model_t *m, int i) {
     CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, u->gshard, S, m->rdt, ZEROC_SUM));
     if (m->rep_g->size > 1)
       CHK(zeroc__allreduce(m->rep_g, rs, u->gshard, u->gshard, S, m->rdt, ZEROC_SUM));
-  } else if (m->cfg.grad_accum == 1) {
+  } else if (!m->accum_any) {
+    /* buffers for one micro-step (zeroc_model_set_accum): no fp32 shard, no tpool */
     if (!(m->alias & ZEROC__ALIAS_GRADS)) /* else the grads are the shard already */
       CHK(zeroc__reduce_scatter(m->shard_g, rs, u->fgrad, u->gshard, S, m->rdt, ZEROC_SUM));
     if (m->rep_g->size > 1)
@@ -258,7 +259,7 @@ static void fill_io(zeroc_model_t *m, int i, const pass_t *p, zeroc_layer_io_t *
   io->stream = m->compute;
   io->workspace = m->ws;
   io->user = u->L.user;
-  io->grad_scale = 1.0f / ((float)m->cfg.grad_accum * (float)zeroc_ctx_mesh(m->ctx)->dp);
+  io->grad_scale = 1.0f / ((float)m->run.accum * (float)zeroc_ctx_mesh(m->ctx)->dp);
   io->loss = &m->run.loss_micro;
   io->loss_acc = m->step_acc + (p->eval ? ACC_EVAL : ACC_LOSS);
   if (u->L.shares >= 0) io->shared_params = m->u[u->L.shares].pviews;
@@ -394,11 +395,11 @@ static zeroc_result_t backward_pass(zeroc_model_t *m, const pass_t *p, const voi
   for (int i = p->last; i >= p->first; i--) {
     zeroc__unit_t *u = &m->u[i];
     int sh = u->L.shares;
-    if (u->nbwd >= m->cfg.grad_accum) {
+    if (u->nbwd >= m->run.accum) {
       res = ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                       "backward of unit %d: already %d backward passes this step (grad_accum "
+                       "backward of unit %d: already %d backward passes this step (accumulation "
                        "%d); call zeroc_model_step",
-                       i, u->nbwd, m->cfg.grad_accum);
+                       i, u->nbwd, m->run.accum);
       goto fail;
     }
     if (st == 3) {
@@ -469,23 +470,30 @@ zeroc_result_t zeroc_model_eval_mean(zeroc_model_t *m, const void *input, double
     return zeroc__ctx_ret(m->ctx,
                           ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_model_eval_mean: loss is NULL"));
   int pp = zeroc_ctx_mesh(m->ctx)->pp;
-  if (pp > 1)
-    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+  if (pp > 1 && !m->pipe.eval)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                              "zeroc_model_eval_mean: pp %d: the model is one "
-                                             "pipeline stage; evaluate with zeroc_pipeline_eval",
+                                             "pipeline stage and has no pipeline; create it "
+                                             "first (zeroc_pipeline_create)",
                                              pp));
   float l = 0;
-  zeroc_result_t r = zeroc_model_eval(m, input, &l);
+  /* with pp > 1 the input runs through every stage and only the last one's
+   * ranks hold a loss (the others add 0): the sum below is over dp x pp */
+  zeroc_result_t r = pp > 1 ? m->pipe.eval(m->pipe.p, input, &l) : zeroc_model_eval(m, input, &l);
   double v[2] = {r == ZEROC_OK ? (double)l : 0.0, r != ZEROC_OK ? 1.0 : 0.0};
   zeroc_group_t *dp = zeroc__ctx_group(m->ctx, ZEROC_GROUP_DP);
-  zeroc_result_t e = zeroc__allreduce_host(dp, v, 2, ZEROC_FP64, ZEROC_SUM);
+  zeroc_result_t e = ZEROC_OK;
+  if (pp > 1) /* the last stage's loss (and any failure) to every stage */
+    e = zeroc__allreduce_host(zeroc__ctx_group(m->ctx, ZEROC_GROUP_PP), v, 2, ZEROC_FP64,
+                              ZEROC_SUM);
+  if (e == ZEROC_OK) e = zeroc__allreduce_host(dp, v, 2, ZEROC_FP64, ZEROC_SUM);
   if (r != ZEROC_OK) return r; /* zeroc_model_eval kept its message */
   if (e != ZEROC_OK) return zeroc__ctx_ret(m->ctx, e);
   if (v[1] > 0)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_REMOTE,
                                              "zeroc_model_eval_mean: the evaluation failed on %d "
-                                             "of the %d data-parallel ranks",
-                                             (int)v[1], dp->size));
+                                             "of the %d data-parallel x %d pipeline ranks",
+                                             (int)v[1], dp->size, pp));
   *loss = v[0] / dp->size;
   return ZEROC_OK;
 }
@@ -506,11 +514,11 @@ zeroc_result_t zeroc_model_forward(zeroc_model_t *m, const void *input) {
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                              "zeroc_model_forward called twice without "
                                              "zeroc_model_backward in between"));
-  if (m->run.micro >= m->cfg.grad_accum)
+  if (m->run.micro >= m->run.accum)
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "%d micro-steps already ran (grad_accum %d): call "
+                                             "%d micro-steps already ran (accumulation %d): call "
                                              "zeroc_model_step first",
-                                             m->run.micro, m->cfg.grad_accum));
+                                             m->run.micro, m->run.accum));
   pass_t p = {0, m->n - 1, 0, m->run.micro, input, 0};
   zeroc_result_t r = forward_pass(m, &p, NULL, NULL, NULL);
   if (r) return zeroc__ctx_ret(m->ctx, r);
@@ -530,6 +538,43 @@ zeroc_result_t zeroc_model_backward(zeroc_model_t *m) {
   m->run.micro++;
   m->run.in_forward = 0;
   return ZEROC_OK;
+}
+
+/* A step's count may change only between steps: its micro-steps' gradients
+ * were scaled by 1 / count (io->grad_scale) and the reductions fire after the
+ * count-th backward, so a change inside a step would mix two scalings. */
+zeroc_result_t zeroc_model_set_accum(zeroc_model_t *m, int micro_steps) {
+  CHK(zeroc__model_check(m, "zeroc_model_set_accum"));
+  int n = micro_steps == 0 ? m->cfg.grad_accum : micro_steps;
+  int done = 0;
+  for (int i = 0; i < m->n; i++) done = m->u[i].nbwd > done ? m->u[i].nbwd : done;
+  if (micro_steps < 0)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                             "zeroc_model_set_accum: %d micro-steps; accepted "
+                                             ">= 1, or 0 for the model's grad_accum (%d)",
+                                             micro_steps, m->cfg.grad_accum));
+  if (n != m->run.accum && (m->run.in_forward || m->run.micro || done))
+    return zeroc__ctx_ret(m->ctx,
+                          ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                     "zeroc_model_set_accum: %d micro-steps asked in the "
+                                     "middle of a step of %d (%d done): call it before "
+                                     "the step's first forward or after zeroc_model_step",
+                                     n, m->run.accum, done > m->run.micro ? done : m->run.micro));
+  if (n > 1 && !m->accum_any)
+    return zeroc__ctx_ret(
+        m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                           "zeroc_model_set_accum: %d micro-steps on a model made with grad_accum "
+                           "1 at ZeRO stage %d with %s gradients, whose buffers hold one "
+                           "micro-step: make it with grad_accum 2 or more (its default count; "
+                           "set 1 where a step needs it)",
+                           n, m->cfg.stage, zeroc_dtype_name(m->rdt)));
+  m->run.accum = n;
+  return ZEROC_OK;
+}
+
+int zeroc_model_accum(const zeroc_model_t *m) {
+  if (zeroc__model_check(m, "zeroc_model_accum")) return -1;
+  return m->run.accum;
 }
 
 /* ---- running parts of the model (pipeline parallelism) ----------------------------- */
@@ -568,9 +613,9 @@ static zeroc_result_t range_check(zeroc_model_t *m, const char *what, int first,
   if (slot < 0 || slot >= m->slots)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: slot %d; accepted 0..%d (zeroc__model_set_slots)",
                       what, slot, m->slots - 1);
-  if (micro < 0 || micro >= m->cfg.grad_accum)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: micro-batch %d; accepted 0..%d (grad_accum %d)",
-                      what, micro, m->cfg.grad_accum - 1, m->cfg.grad_accum);
+  if (micro < 0 || micro >= m->run.accum)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s: micro-batch %d; accepted 0..%d (accumulation %d)",
+                      what, micro, m->run.accum - 1, m->run.accum);
   if (m->cfg.stage > 1)
     return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
                       "%s needs ZeRO stage 0 or 1 (stage is %d): with several micro-batches in "

@@ -162,11 +162,11 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
                                              "backward"));
   /* every unit must have had all its micro-steps (whole model or unit ranges) */
   for (int i = 0; i < m->n; i++)
-    if (m->u[i].nbwd != m->cfg.grad_accum)
+    if (m->u[i].nbwd != m->run.accum)
       return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
                                                "zeroc_model_step after %d of %d micro-steps (unit "
                                                "%d)",
-                                               m->u[i].nbwd, m->cfg.grad_accum, i));
+                                               m->u[i].nbwd, m->run.accum, i));
   if (!(lr >= 0) || !isfinite(lr))
     return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "learning rate %g: must be finite and >= 0", lr));
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(m->ctx);
@@ -214,7 +214,7 @@ zeroc_result_t zeroc_model_step(zeroc_model_t *m, float lr, zeroc_step_info_t *i
   /* the loss: the last unit's mean (host-written or device-added), averaged
    * over micro-steps and data-parallel ranks */
   if (mesh->tp_rank == 0 && mesh->pp_rank == mesh->pp - 1)
-    sums[1] = (m->run.loss_sum + acc[ACC_LOSS]) / m->cfg.grad_accum / mesh->dp;
+    sums[1] = (m->run.loss_sum + acc[ACC_LOSS]) / m->run.accum / mesh->dp;
   /* the loss for the progress line, and the sums of squares where the device
    * did not already add them up; the device is busy with AdamW meanwhile */
   ZEROC_TRY(
