@@ -170,8 +170,8 @@ typedef struct zeroc_layer {
    * them), on the context's device. zeroc allocates them when the model is built, one
    * buffer per micro-batch in flight (1; a pipeline reallocates them for its slots,
    * zeroc_pipeline_slots), each exactly act_bytes, tagged ZEROC_TAG_ACTIVATIONS in the
-   * accountant, and hands
-   * the micro-batch's buffer to the callbacks as io->acts. So zeroc_ctx_memory's
+   * accountant, and hands the micro-batch's buffer to the callbacks as io->acts (an
+   * evaluation's forward gets slot 0's, or its pipeline slot's). So zeroc_ctx_memory's
    * current and peak [ZEROC_MEM_DEVICE][ZEROC_TAG_ACTIVATIONS] include them and
    * zeroc_model_activation_bytes gives their sum. Fixed for the model's life: size it
    * for the largest micro-batch. 0: none (a unit that keeps its activations elsewhere,
