@@ -4,7 +4,9 @@
  * plain C callbacks. Trains (warm-up and cosine rates from zeroc_lr_at),
  * evaluates a held-out batch with the mean over the data-parallel ranks
  * (zeroc_model_eval_mean), counts correct answers over them
- * (zeroc_ctx_allreduce), and exports / imports the weights by name.
+ * (zeroc_ctx_allreduce), and exports / imports the weights by name. Each unit
+ * keeps its activations in the buffer zeroc allocates for it (act_bytes,
+ * io->acts), so the accountant's peak counts them.
  *   mpirun -np 4 ./resmlp [--stage S] [--hsdp H] [--steps N] [--import F] [--export F]
  * Every layout prints the same figures as one rank (examples/resmlp_check.sh).
  */
@@ -21,10 +23,11 @@ typedef struct {
   const float *x;
   const int *y;
 } batch_t;
+/* What a unit keeps from its forward to its backward: registered as act_bytes, so zeroc
+ * allocates it (io->acts) and its accountant counts it under "activations". */
 typedef struct {
   float h[GB * D], a[GB * HID], dx[GB * IN > GB *D ? GB *IN : GB *D];
 } acts_t;
-static acts_t acts[NBLOCK + 2];
 static float probs[GB * CLS];
 static double correct; /* the head's right answers in the last evaluation */
 
@@ -57,7 +60,7 @@ static const float *input_of(zeroc_layer_io_t *io) {
 }
 
 static zeroc_result_t fwd(zeroc_layer_io_t *io) {
-  acts_t *A = &acts[io->unit];
+  acts_t *A = io->acts;
   const batch_t *b = io->batch;
   const float *x = input_of(io);
   void *const *P = io->params;
@@ -90,7 +93,7 @@ static zeroc_result_t fwd(zeroc_layer_io_t *io) {
 }
 
 static zeroc_result_t bwd(zeroc_layer_io_t *io) {
-  acts_t *A = &acts[io->unit];
+  acts_t *A = io->acts;
   const batch_t *b = io->batch;
   const float *x = input_of(io);
   void *const *P = io->params, *const *G = io->grads;
@@ -173,17 +176,28 @@ int main(int argc, char **argv) {
   zeroc_param_desc_t phead[] = {{.name = "w", .ndim = 2, .shape = {CLS, D}, .init_scale = 0.15f},
                                 {.name = "b", .ndim = 1, .shape = {CLS}, .init = ZEROC_INIT_ZEROS}};
   zeroc_layer_t L[NBLOCK + 2];
-  L[0] = (zeroc_layer_t){
-      .name = "input", .nparams = 2, .params = pin, .shares = -1, .forward = fwd, .backward = bwd};
+  L[0] = (zeroc_layer_t){.name = "input",
+                         .nparams = 2,
+                         .params = pin,
+                         .shares = -1,
+                         .forward = fwd,
+                         .backward = bwd,
+                         .act_bytes = sizeof(acts_t)};
   for (int k = 1; k <= NBLOCK; k++) /* named alike: exported as block.0.w1, block.1.w1, ... */
     L[k] = (zeroc_layer_t){.name = "block",
                            .nparams = 4,
                            .params = pblk,
                            .shares = -1,
                            .forward = fwd,
-                           .backward = bwd};
-  L[NBLOCK + 1] = (zeroc_layer_t){
-      .name = "head", .nparams = 2, .params = phead, .shares = -1, .forward = fwd, .backward = bwd};
+                           .backward = bwd,
+                           .act_bytes = sizeof(acts_t)};
+  L[NBLOCK + 1] = (zeroc_layer_t){.name = "head",
+                                  .nparams = 2,
+                                  .params = phead,
+                                  .shares = -1,
+                                  .forward = fwd,
+                                  .backward = bwd,
+                                  .act_bytes = sizeof(acts_t)};
   zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
   sc.stage = stage;
   zeroc_model_t *model = NULL;
@@ -207,6 +221,12 @@ int main(int argc, char **argv) {
   acc[0] = correct, acc[1] = rows;
   if (zeroc_ctx_allreduce(ctx, ZEROC_GROUP_DP, acc, 2, ZEROC_SUM)) DIE("zeroc_ctx_allreduce");
   if (mesh->rank == 0) printf("eval loss %.9f  accuracy %.6f\n", eval, acc[0] / acc[1]);
+  zeroc_mem_stats_t mem; /* the activations are in the accountant's peak */
+  zeroc_ctx_memory(ctx, &mem);
+  if (mesh->rank == 0)
+    printf("activations %llu bytes registered, %llu at the peak\n",
+           (unsigned long long)zeroc_model_activation_bytes(model),
+           (unsigned long long)mem.peak[ZEROC_MEM_DEVICE][ZEROC_TAG_ACTIVATIONS]);
   if (export && zeroc_model_export(model, export)) DIE("zeroc_model_export");
   zeroc_model_destroy(model);
   zeroc_ctx_finalize(ctx);

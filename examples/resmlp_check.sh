@@ -3,7 +3,8 @@
 # against the single-rank run: its step losses, held-out mean loss
 # (zeroc_model_eval_mean) and accuracy (zeroc_ctx_allreduce) to 1e-5 relative; the
 # loss falls; weights exported by one layout and imported by another evaluate to
-# the exporter's figure (zeroc_model_export / _import).
+# the exporter's figure (zeroc_model_export / _import); the activations it registers
+# (act_bytes) are the accountant's peak activations.
 # usage: resmlp_check.sh BINARY MPIRUN "MPIRUN_FLAGS"
 set -u
 BIN=$1 MPIRUN=$2 FLAGS=$3
@@ -30,6 +31,9 @@ same() { # a b tolerance what
 run one 1 --stage 0 --export "$W/one.safetensors"
 awk '/^step  0/ { a = $4 } /^step 30/ { b = $4 } END { exit !(b < 0.8 * a) }' "$W/one" \
   || { cat "$W/one"; fail "the loss did not fall"; }
+# the registered activations (5 units of act_bytes) are the accountant's peak activations
+awk '/^activations/ { n++; if ($2 > 0 && $2 == $5) ok++ } END { exit !(n == 1 && ok == 1) }' "$W/one" \
+  || { cat "$W/one"; fail "registered activations not the accountant's peak"; }
 run zero3_np2 2 --stage 3
 same one zero3_np2 1e-5 "ZeRO-3 on 2 ranks"
 run zero1_np4 4 --stage 1

@@ -40,8 +40,9 @@ static const zeroc_param_desc_t P1[] = {
      .shape = {5},
      .init = ZEROC_INIT_ZEROS,
      .flags = ZEROC_PARAM_NO_DECAY}};
-static const zeroc_layer_t LAYERS[] = {{"u0", 1, P0, -1, nop, nop, 0, NULL},
-                                       {"u1", 2, P1, -1, nop, nop, 0, NULL}};
+static const zeroc_layer_t LAYERS[] = {
+    {.name = "u0", .nparams = 1, .params = P0, .shares = -1, .forward = nop, .backward = nop},
+    {.name = "u1", .nparams = 2, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
 
 static zeroc_ctx_t *ctx;
 static zeroc_model_t *model;

@@ -17,3 +17,8 @@ zeroc_test(NAME test_model_io_pp SOURCES test_model_io_pp.c NP 1 2 4 LABELS mpi)
 # by more than 1e-3; ZeRO-3 and ZeRO-0, the MPI and the staged comm
 # (benchmarks/grad_reduce.sh prints the table).
 zeroc_test(NAME test_grad_reduce SOURCES test_grad_reduce.c NP 1 2 4 LABELS mpi TIMEOUT 120)
+# A user model's activations registered with zeroc_layer_t.act_bytes: the accountant's
+# current and peak activations grow by exactly those bytes on 1 and 2 ranks, the same bits as
+# the static-array build; two slots in flight get a set each (F0 F1 B0 B1 = sequential, bit for
+# bit); io->dtype; host callbacks refused on a cuda context (issue 36).
+zeroc_test(NAME test_model_acts SOURCES test_model_acts.c NP 1 2 LABELS mpi)

@@ -26,7 +26,8 @@ static zeroc_param_desc_t P1[] = {
 
 /* A failure that leaves a message of its own in the context. */
 static void fail_first(void) {
-  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
   zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
   sc.stage = 4;
   zeroc_model_t *m = NULL;
@@ -35,7 +36,8 @@ static void fail_first(void) {
 }
 
 static zeroc_model_t *small_model(void) {
-  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
   zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
   zeroc_model_t *m = NULL;
   ZT_OK(zeroc_shard(ctx, L, 1, &sc, &m));

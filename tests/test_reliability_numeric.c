@@ -65,8 +65,9 @@ static const zeroc_param_desc_t P0[] = {
     {.name = "w0", .ndim = 1, .shape = {N0}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.5f}};
 static const zeroc_param_desc_t P1[] = {
     {.name = "w1", .ndim = 2, .shape = {N1, 1}, .init = ZEROC_INIT_UNIFORM, .init_scale = 0.5f}};
-static const zeroc_layer_t LAYERS[] = {{"u0", 1, P0, -1, fwd, bwd, 0, NULL},
-                                       {"u1", 1, P1, -1, fwd, bwd, 0, NULL}};
+static const zeroc_layer_t LAYERS[] = {
+    {.name = "u0", .nparams = 1, .params = P0, .shares = -1, .forward = fwd, .backward = bwd},
+    {.name = "u1", .nparams = 1, .params = P1, .shares = -1, .forward = fwd, .backward = bwd}};
 
 typedef struct {
   float *s[2][3]; /* unit x (master, m, v) */

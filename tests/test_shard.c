@@ -166,10 +166,30 @@ static const zeroc_param_desc_t P_d2[] = {{.name = "w", .ndim = 2, .shape = {C, 
 static const zeroc_param_desc_t P_head[] = {{.name = "bias", .ndim = 1, .shape = {V}, .init = ZEROC_INIT_UNIFORM, .init_scale = 0.2f, .flags = ZEROC_PARAM_NO_DECAY}};
 
 static const zeroc_layer_t LAYERS[] = {
-    {"embed", 1, P_embed, -1, embed_fwd, embed_bwd, 0, NULL},
-    {"dense1", 2, P_d1, -1, dense1_fwd, dense1_bwd, 0, NULL},
-    {"dense2", 3, P_d2, -1, dense2_fwd, dense2_bwd, 0, NULL},
-    {"head", 1, P_head, 0, head_fwd, head_bwd, 0, NULL},
+    {.name = "embed",
+     .nparams = 1,
+     .params = P_embed,
+     .shares = -1,
+     .forward = embed_fwd,
+     .backward = embed_bwd},
+    {.name = "dense1",
+     .nparams = 2,
+     .params = P_d1,
+     .shares = -1,
+     .forward = dense1_fwd,
+     .backward = dense1_bwd},
+    {.name = "dense2",
+     .nparams = 3,
+     .params = P_d2,
+     .shares = -1,
+     .forward = dense2_fwd,
+     .backward = dense2_bwd},
+    {.name = "head",
+     .nparams = 1,
+     .params = P_head,
+     .shares = 0,
+     .forward = head_fwd,
+     .backward = head_bwd},
 };
 enum { NUNITS = 4 };
 
@@ -522,7 +542,12 @@ static zeroc_result_t probe_bwd(zeroc_layer_io_t *io) {
   return ZEROC_OK;
 }
 static const zeroc_param_desc_t P_probe[] = {{.name = "w", .ndim = 1, .shape = {8}, .init = ZEROC_INIT_ZEROS}};
-static const zeroc_layer_t PROBE[] = {{"probe", 1, P_probe, -1, probe_fwd, probe_bwd, 0, NULL}};
+static const zeroc_layer_t PROBE[] = {{.name = "probe",
+                                       .nparams = 1,
+                                       .params = P_probe,
+                                       .shares = -1,
+                                       .forward = probe_fwd,
+                                       .backward = probe_bwd}};
 
 static void test_bf16_accumulation(void) {
   for (int st = 0; st <= 1; st++) {

@@ -32,7 +32,8 @@ static zeroc_result_t try_shard(const zeroc_layer_t *L, int n, int stage, const 
 }
 
 static void test_bad_stage(void) {
-  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
   CU_ASSERT_EQUAL(try_shard(L, 1, 4, "ZeRO stage 4: accepted 0, 1, 2, 3"), ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_EQUAL(try_shard(L, 1, -1, "ZeRO stage -1"), ZEROC_ERR_INVALID_ARG);
 }
@@ -40,7 +41,8 @@ static void test_bad_stage(void) {
 /* The optimizer is named in the config; only AdamW exists, and an unknown value
  * is one line naming the accepted one. */
 static void test_bad_optimizer(void) {
-  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
   zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
   CU_ASSERT_EQUAL(sc.optimizer, ZEROC_OPTIMIZER_UNSET);
   sc.optimizer = (zeroc_optimizer_t)7;
@@ -54,20 +56,27 @@ static void test_bad_optimizer(void) {
 }
 
 static void test_unit_without_params(void) {
-  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}, {"b", 0, NULL, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop},
+      {.name = "b", .nparams = 0, .params = NULL, .shares = -1, .forward = nop, .backward = nop}};
   CU_ASSERT_EQUAL(try_shard(L, 2, 3, "unit 1 ('b') declares no parameters"), ZEROC_ERR_INVALID_ARG);
 }
 
 static void test_zero_size_param(void) {
-  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}, {"b", 1, P0, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop},
+      {.name = "b", .nparams = 1, .params = P0, .shares = -1, .forward = nop, .backward = nop}};
   CU_ASSERT_EQUAL(try_shard(L, 2, 3, "parameter 0 ('empty') has zero size"), ZEROC_ERR_INVALID_ARG);
 }
 
 static void test_bad_shares_and_callbacks(void) {
-  zeroc_layer_t L[] = {{"a", 1, P1, 1, nop, nop, 0, NULL}, {"b", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = 1, .forward = nop, .backward = nop},
+      {.name = "b", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
   CU_ASSERT_EQUAL(try_shard(L, 2, 3, "shares 1: must be -1 or the index of an earlier unit"),
                   ZEROC_ERR_INVALID_ARG);
-  zeroc_layer_t L2[] = {{"a", 1, P1, -1, NULL, nop, 0, NULL}};
+  zeroc_layer_t L2[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = NULL, .backward = nop}};
   CU_ASSERT_EQUAL(try_shard(L2, 1, 3, "no forward or backward callback"), ZEROC_ERR_INVALID_ARG);
   CU_ASSERT_EQUAL(try_shard(L2, 0, 3, NULL), ZEROC_ERR_INVALID_ARG);
 }
@@ -76,15 +85,18 @@ static void test_bad_shares_and_callbacks(void) {
 static void test_mismatched_lists(void) {
   if (zt_world() < 2) return;
   zeroc_param_desc_t mine[] = {{.name = "w", .ndim = 2, .shape = {5, zt_rank() == 1 ? 4 : 3}, .init = ZEROC_INIT_NORMAL, .init_scale = 0.1f}};
-  zeroc_layer_t L[] = {{"a", 1, mine, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = mine, .shares = -1, .forward = nop, .backward = nop}};
   CU_ASSERT_EQUAL(try_shard(L, 1, 3, "differ between ranks"), ZEROC_ERR_INVALID_ARG);
   /* a different stage on one rank is caught the same way */
-  zeroc_layer_t L1[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L1[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
   CU_ASSERT_EQUAL(try_shard(L1, 1, zt_rank() == 1 ? 2 : 3, "differ between ranks"), ZEROC_ERR_INVALID_ARG);
 }
 
 static void test_bad_config_struct(void) {
-  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
   zeroc_shard_config_t sc;
   memset(&sc, 0x5a, sizeof sc);
   zeroc_model_t *m = NULL;
@@ -94,7 +106,8 @@ static void test_bad_config_struct(void) {
 
 /* Calls out of order are refused without touching the model. */
 static void test_call_order(void) {
-  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
   zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
   sc.grad_accum = 2;
   zeroc_model_t *m = NULL;
@@ -120,7 +133,8 @@ static void test_call_order(void) {
  * default, so an unset config builds the same model as the explicit defaults,
  * and one rank's unset field agrees with another's explicit default. */
 static void test_unset_defaults(void) {
-  zeroc_layer_t L[] = {{"a", 1, P1, -1, nop, nop, 0, NULL}};
+  zeroc_layer_t L[] = {
+      {.name = "a", .nparams = 1, .params = P1, .shares = -1, .forward = nop, .backward = nop}};
   zeroc_shard_config_t unset = ZEROC_SHARD_CONFIG_INIT, given = ZEROC_SHARD_CONFIG_INIT;
   CU_ASSERT_EQUAL(unset.stage, ZEROC_UNSET);
   CU_ASSERT_EQUAL(unset.param_dtype, ZEROC_DTYPE_UNSET);

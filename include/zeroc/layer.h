@@ -79,8 +79,31 @@ typedef struct zeroc_param_desc {
 } zeroc_param_desc_t;
 
 /*
+ * Where a unit's callbacks run, which says what pointers they can take
+ * (zeroc_layer_t.callbacks). Every pointer zeroc hands a callback (params,
+ * grads, workspace, acts; and the `in`/`out` chain, which zeroc passes along)
+ * is memory of the context's device: host memory on a cpu context, GPU memory
+ * on a cuda one. Host callbacks on a cuda context are refused rather than moved
+ * to the cpu: the context (its device, streams, communicators, other models) is
+ * made before zeroc_shard sees a layer list and cannot change device, and a
+ * silent fall-back would run a GPU job on the CPU; a program of host callbacks
+ * asks for ZEROC_DEVICE_CPU.
+ */
+typedef enum zeroc_callbacks {
+  ZEROC_CALLBACKS_HOST = 0,   /* plain C that reads and writes the pointers on the host: runs
+                                 on a cpu context only; zeroc_shard refuses it on a cuda one
+                                 (ZEROC_ERR_UNSUPPORTED, naming the unit), ZEROC_DEVICE_AUTO
+                                 on a machine with a GPU included. The default (zero), so a
+                                 layer list written before this field existed is host code */
+  ZEROC_CALLBACKS_DEVICE = 1, /* launches work on io->stream with the device's pointers (cuda
+                                 kernels, zeroc's own layers): runs on either device kind */
+} zeroc_callbacks_t;
+
+/*
  * What a callback receives. Pointers are device pointers of the context's
- * device (host memory on cpu) in the compute dtype (fp32 on cpu).
+ * device (host memory on cpu); params, grads, shared_params and shared_grads
+ * are in `dtype`, the compute dtype (fp32 on cpu, whatever the shard config's
+ * param_dtype; on cuda the param_dtype).
  */
 typedef struct zeroc_layer_io {
   int unit;      /* index of this unit in the layer list */
@@ -118,6 +141,13 @@ typedef struct zeroc_layer_io {
                              no backward follows and nothing of the training state may
                              change (a layer with randomness, such as dropout, turns it off
                              and draws nothing) */
+  zeroc_dtype_t dtype;    /* the element type of params, grads, shared_params and shared_grads
+                             (ZEROC_FP32 or ZEROC_BF16): a callback written for one type
+                             checks it and refuses the other (zeroc_error_set) */
+  void *acts;             /* the unit's activation buffer for this `slot`: act_bytes bytes
+                             (zeroc_layer_t), 256-byte aligned, the same buffer in the
+                             forward and the backward of a micro-batch (and in a recomputed
+                             forward), not cleared between them; NULL when act_bytes is 0 */
 } zeroc_layer_io_t;
 
 /* zeroc_shard copies a unit's name and its parameter descriptors (names
@@ -134,6 +164,21 @@ typedef struct zeroc_layer {
   zeroc_result_t (*backward)(zeroc_layer_io_t *io);
   size_t workspace_bytes;
   void *user;
+  zeroc_callbacks_t callbacks; /* where forward and backward run: ZEROC_CALLBACKS_HOST (0, the
+                                  default) or ZEROC_CALLBACKS_DEVICE; see above */
+  /* Activation memory: the bytes this unit keeps from its forward to its backward for
+   * ONE micro-batch (what it saves for backward, and its `out` and `din` when it keeps
+   * them), on the context's device. zeroc allocates them when the model is built, one
+   * buffer per micro-batch in flight (1; a pipeline reallocates them for its slots,
+   * zeroc_pipeline_slots), each exactly act_bytes, tagged ZEROC_TAG_ACTIVATIONS in the
+   * accountant, and hands the micro-batch's buffer to the callbacks as io->acts (an
+   * evaluation's forward gets slot 0's, or its pipeline slot's). So zeroc_ctx_memory's
+   * current and peak [ZEROC_MEM_DEVICE][ZEROC_TAG_ACTIVATIONS] include them and
+   * zeroc_model_activation_bytes gives their sum. Fixed for the model's life: size it
+   * for the largest micro-batch. 0: none (a unit that keeps its activations elsewhere,
+   * e.g. in static arrays, is not counted; memory from zeroc_mem_alloc with
+   * ZEROC_TAG_ACTIVATIONS is). Need not agree between ranks. */
+  size_t act_bytes;
 } zeroc_layer_t;
 
 /* Element count of a parameter (product of its shape). */

@@ -119,7 +119,9 @@ typedef struct zeroc_shard_config {
  * one, an init kind that is not a ZEROC_INIT_* or ZEROC_INIT_CUSTOM without
  * init_fn, a `shares` index that is not earlier, layer lists that differ
  * between ranks: the same error on every rank; ZEROC_MAX_MODELS models already
- * alive on ctx), ZEROC_ERR_UNSUPPORTED, ZEROC_ERR_NOMEM.
+ * alive on ctx; a `callbacks` that is no ZEROC_CALLBACKS_*), ZEROC_ERR_UNSUPPORTED
+ * (a unit with host callbacks, ZEROC_CALLBACKS_HOST, on a cuda context: zeroc/layer.h),
+ * ZEROC_ERR_NOMEM (activation buffers included).
  */
 ZEROC_API zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
                                      const zeroc_shard_config_t *cfg, zeroc_model_t **out);
@@ -334,6 +336,12 @@ ZEROC_API zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m);
 
 /* Bytes of model state (params, grads, optimizer) this rank holds persistently. */
 ZEROC_API uint64_t zeroc_model_state_bytes(const zeroc_model_t *m);
+
+/* Bytes of the activation buffers this rank holds for the units' act_bytes
+ * (zeroc/layer.h): the sum over units of act_bytes x micro-batch slots, the same
+ * bytes zeroc_ctx_memory counts under [ZEROC_MEM_DEVICE][ZEROC_TAG_ACTIVATIONS] for
+ * this model; 0 for a dead model or one whose units registered none. */
+ZEROC_API uint64_t zeroc_model_activation_bytes(const zeroc_model_t *m);
 
 #ifdef __cplusplus
 }

@@ -171,8 +171,14 @@ static zeroc_result_t wire(zeroc_dlrm_t *d) {
       CHK(dalloc(d, ZEROC_TAG_ACTIVATIONS, (size_t)B * u->C, &u->inter));
       CHK(dalloc(d, ZEROC_TAG_WORKSPACE, (size_t)B * u->C, &u->dinter));
     }
-    d->layers[i] = (zeroc_layer_t){
-        UNIT_NAMES[top ? 8 + j : j], 2, u->p, -1, unit_forward, unit_backward, 0, d};
+    d->layers[i] = (zeroc_layer_t){.name = UNIT_NAMES[top ? 8 + j : j],
+                                   .nparams = 2,
+                                   .params = u->p,
+                                   .shares = -1,
+                                   .forward = unit_forward,
+                                   .backward = unit_backward,
+                                   .user = d,
+                                   .callbacks = ZEROC_CALLBACKS_DEVICE};
   }
   CHK(dalloc(d, ZEROC_TAG_WORKSPACE, (size_t)B * maxoc, &d->dpre));
   CHK(dalloc(d, ZEROC_TAG_ACTIVATIONS, (size_t)B, &d->losses));

@@ -448,26 +448,38 @@ static void wire_units(zeroc_gpt_t *g, const zeroc_gpt_stage_t *stage, int tied)
       g->gunit[li] = u;
       if (u == 0) {
         embed_local = li;
-        g->layers[li] = (zeroc_layer_t){"embed",       g->llama ? 1 : 2, g->embed_p, -1,
-                                        embed_forward, embed_backward,   0,          g};
+        g->layers[li] = (zeroc_layer_t){.name = "embed",
+                                        .nparams = g->llama ? 1 : 2,
+                                        .params = g->embed_p,
+                                        .shares = -1,
+                                        .forward = embed_forward,
+                                        .backward = embed_backward,
+                                        .user = g,
+                                        .callbacks = ZEROC_CALLBACKS_DEVICE};
       } else if (u == NU - 1) {
         /* beside the embedding the head shares its wte; elsewhere it has its copy; an
          * untied head has its own lm_head everywhere */
         int own = tied || g->cfg.untied;
-        g->layers[li] =
-            (zeroc_layer_t){"head",       g->head_w + own, g->head_p, own ? -1 : embed_local,
-                            head_forward, head_backward,   0,         g};
+        g->layers[li] = (zeroc_layer_t){.name = "head",
+                                        .nparams = g->head_w + own,
+                                        .params = g->head_p,
+                                        .shares = own ? -1 : embed_local,
+                                        .forward = head_forward,
+                                        .backward = head_backward,
+                                        .user = g,
+                                        .callbacks = ZEROC_CALLBACKS_DEVICE};
       } else {
         int l = u - 1, lb = g->nblocks++;
         g->refs[lb] = (struct blockref){g, l, lb};
-        g->layers[li] = (zeroc_layer_t){"block",
-                                        g->nbp,
-                                        &g->block_p[(size_t)l * BLOCK_PARAMS],
-                                        -1,
-                                        g->llama ? zeroc__llama_block_forward : block_forward,
-                                        g->llama ? zeroc__llama_block_backward : block_backward,
-                                        0,
-                                        &g->refs[lb]};
+        g->layers[li] =
+            (zeroc_layer_t){.name = "block",
+                            .nparams = g->nbp,
+                            .params = &g->block_p[(size_t)l * BLOCK_PARAMS],
+                            .shares = -1,
+                            .forward = g->llama ? zeroc__llama_block_forward : block_forward,
+                            .backward = g->llama ? zeroc__llama_block_backward : block_backward,
+                            .user = &g->refs[lb],
+                            .callbacks = ZEROC_CALLBACKS_DEVICE};
       }
     }
   }

@@ -175,6 +175,7 @@ zeroc_group_t *zeroc__ctx_group(zeroc_ctx_t *ctx, zeroc_group_kind_t kind) {
 }
 
 zeroc_device_t *zeroc__ctx_device(zeroc_ctx_t *ctx) { return &ctx->dev; }
+zeroc_device_kind_t zeroc__ctx_device_asked(const zeroc_ctx_t *ctx) { return ctx->cfg.device; }
 
 zeroc__mem_t *zeroc__ctx_mem(zeroc_ctx_t *ctx) { return &ctx->mem; }
 const zeroc__devmem_t *zeroc__ctx_devmem(zeroc_ctx_t *ctx) { return &ctx->devmem; }

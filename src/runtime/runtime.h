@@ -52,6 +52,9 @@ void zeroc__ctx_models(zeroc_ctx_t *ctx, int delta);
 zeroc_group_t *zeroc__ctx_group(zeroc_ctx_t *ctx, zeroc_group_kind_t kind);
 /* The device of a context. */
 zeroc_device_t *zeroc__ctx_device(zeroc_ctx_t *ctx);
+/* The device kind the context's config asked for (ZEROC_DEVICE_AUTO when unset),
+ * beside zeroc_ctx_device's, the one in use. */
+zeroc_device_kind_t zeroc__ctx_device_asked(const zeroc_ctx_t *ctx);
 /* The memory accountant of a context. */
 zeroc__mem_t *zeroc__ctx_mem(zeroc_ctx_t *ctx);
 /* What device allocations need: the device, the accountant and the cap. */

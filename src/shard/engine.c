@@ -158,7 +158,7 @@ static zeroc_result_t agree_on_inputs(zeroc_ctx_t *ctx, const zeroc_shard_config
 }
 
 /* What the unit list must satisfy before it is flattened. */
-static zeroc_result_t check_layers(const zeroc_layer_t *layers, int n) {
+static zeroc_result_t check_layers(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n) {
   if (!layers)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "zeroc_shard: the layer list is NULL (n %d)", n);
   if (n < 1)
@@ -186,7 +186,9 @@ static zeroc_result_t check_layers(const zeroc_layer_t *layers, int n) {
                           i, name, j, pn);
     }
   }
-  return ZEROC_OK;
+  /* host callbacks cannot read a cuda context's pointers (zeroc/layer.h) */
+  return zeroc__shard_check_callbacks(layers, n, zeroc_ctx_device(ctx),
+                                      zeroc__ctx_device_asked(ctx));
 }
 
 /* The model keeps its own copy of a unit's descriptors (its name, its
@@ -350,7 +352,32 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   if (!u->pviews || !u->gviews || !u->saved_in)
     return ZEROC_FAIL(ZEROC_ERR_NOMEM, "parameter views");
   for (int j = 0; j < u->f.n; j++) u->tied |= (u->f.p[j].flags & ZEROC_PARAM_TIED) != 0;
+  return zeroc__model_acts_alloc(m, (int)(u - m->u), m->slots);
+}
+
+zeroc_result_t zeroc__model_acts_alloc(zeroc_model_t *m, int unit, int slots) {
+  zeroc__unit_t *u = &m->u[unit];
+  for (int s = 0; u->acts && s < u->nacts; s++) zeroc_mem_free(m->ctx, u->acts[s]);
+  free(u->acts);
+  u->acts = NULL;
+  u->nacts = 0;
+  if (!slots || !u->L.act_bytes) return ZEROC_OK;
+  u->acts = calloc((size_t)slots, sizeof *u->acts);
+  if (!u->acts)
+    return ZEROC_FAIL(ZEROC_ERR_NOMEM, "unit %d: activation buffers of %d slots", unit, slots);
+  u->nacts = slots;
+  /* one allocation per slot of exactly act_bytes: the accountant shows what the layer
+   * registered, byte for byte */
+  for (int s = 0; s < slots; s++)
+    CHK(zeroc_mem_alloc(m->ctx, ZEROC_MEM_DEVICE, ZEROC_TAG_ACTIVATIONS, u->L.act_bytes,
+                        &u->acts[s]));
   return ZEROC_OK;
+}
+
+uint64_t zeroc__model_act_bytes(const zeroc_model_t *m) {
+  uint64_t b = 0;
+  for (int i = 0; i < m->n; i++) b += (uint64_t)m->u[i].nacts * m->u[i].L.act_bytes;
+  return b;
 }
 
 /* Initial values: each rank draws its own shard into the master. */
@@ -495,7 +522,7 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
     zeroc__tls_error_set(cfg_err);
     ZEROC_TRY(cfg_res);
   }
-  ZEROC_TRY(check_layers(layers, n));
+  ZEROC_TRY(check_layers(ctx, layers, n));
   const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
   int st = m->cfg.stage;
   if (st == 0 && mesh->dp_replicate > 1 && mesh->dp_shard > 1) {
@@ -586,10 +613,10 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   m->run.bytes_mark = zeroc__model_comm_bytes(m);
   ZINFO(SHARD,
         "model: %d units, stage %d, shard group %d, replicas %d, prefetch %d, params %s, "
-        "reduce %s, compute %s%s%s",
+        "reduce %s, compute %s%s%s, activations %llu bytes",
         n, st, m->shard_g->size, m->rep_g->size, m->K, zeroc_dtype_name(m->pdt),
         zeroc_dtype_name(m->rdt), zeroc_dtype_name(m->cdt), m->conv_p ? " (param copies)" : "",
-        m->conv_g ? " (grad copies)" : "");
+        m->conv_g ? " (grad copies)" : "", (unsigned long long)zeroc__model_act_bytes(m));
   res = ZEROC_OK;
 fail:
   /* A rank that failed tells the others, which are waiting in an agreement. */
@@ -646,6 +673,7 @@ static void model_free(zeroc_model_t *m) {
     free(u->pviews);
     free(u->gviews);
     free(u->saved_in);
+    zeroc__model_acts_alloc(m, i, 0);
     zeroc__flat_free(&u->f);
     free_layer_copy(&u->L);
   }

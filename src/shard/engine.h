@@ -28,6 +28,13 @@ zeroc_result_t zeroc__model_wait_comm(zeroc_model_t *m, zeroc_event_t *e);
  * all-gathers them (stage 0: directly; stage 3: gathered lazily). */
 zeroc_result_t zeroc__model_publish(zeroc_model_t *m);
 
+/* (Re)allocates unit `unit`'s activation buffers (zeroc_layer_t.act_bytes): frees the
+ * old ones, then one buffer of act_bytes per slot, tagged activations; slots 0 only
+ * frees. Returns ZEROC_ERR_NOMEM. */
+zeroc_result_t zeroc__model_acts_alloc(zeroc_model_t *m, int unit, int slots);
+/* The bytes of every unit's activation buffers (zeroc_model_activation_bytes). */
+uint64_t zeroc__model_act_bytes(const zeroc_model_t *m);
+
 /* Sum of bus bytes over the model's groups (for per-step figures). */
 uint64_t zeroc__model_comm_bytes(const zeroc_model_t *m);
 

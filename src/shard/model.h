@@ -72,6 +72,9 @@ typedef struct zeroc__unit {
   zeroc_event_t *ev_gathered, *ev_bwd, *ev_reduced;
   void **pviews, **gviews; /* per parameter pointers handed to callbacks */
   const void **saved_in;   /* (slots) the input of the last forward of each in-flight slot */
+  void **acts;             /* (nacts) the layer's activation buffers, act_bytes each, one per
+                              slot (zeroc__model_acts_alloc); NULL when act_bytes is 0 */
+  int nacts;
   void *workspace;
   int nbwd; /* backward passes of this unit finished this optimizer step */
   int tied; /* holds a ZEROC_PARAM_TIED parameter */

@@ -28,3 +28,28 @@ zeroc_result_t zeroc__shard_check_stage(int zero, const char *name) {
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "%s %d: accepted 0, 1, 2, 3", name, zero);
   return ZEROC_OK;
 }
+
+zeroc_result_t zeroc__shard_check_callbacks(const zeroc_layer_t *layers, int n,
+                                            zeroc_device_kind_t device, zeroc_device_kind_t asked) {
+  for (int i = 0; i < n; i++) {
+    const char *name = layers[i].name ? layers[i].name : "?";
+    zeroc_callbacks_t cb = layers[i].callbacks;
+    if (cb != ZEROC_CALLBACKS_HOST && cb != ZEROC_CALLBACKS_DEVICE)
+      return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                        "unit %d ('%s'): callbacks %d; accepted ZEROC_CALLBACKS_HOST (0) or "
+                        "ZEROC_CALLBACKS_DEVICE (1)",
+                        i, name, (int)cb);
+  }
+  if (device != ZEROC_DEVICE_CUDA) return ZEROC_OK; /* cpu: the device's memory is host memory */
+  for (int i = 0; i < n; i++)
+    if (layers[i].callbacks == ZEROC_CALLBACKS_HOST)
+      return ZEROC_FAIL(ZEROC_ERR_UNSUPPORTED,
+                        "unit %d ('%s') has host callbacks (zeroc_layer_t.callbacks "
+                        "ZEROC_CALLBACKS_HOST, the default) but the context's device is cuda%s, "
+                        "whose pointers host code cannot use: create the context with device "
+                        "ZEROC_DEVICE_CPU, or write device callbacks and set "
+                        "ZEROC_CALLBACKS_DEVICE",
+                        i, layers[i].name ? layers[i].name : "?",
+                        asked == ZEROC_DEVICE_AUTO ? " (ZEROC_DEVICE_AUTO found a GPU)" : "");
+  return ZEROC_OK;
+}

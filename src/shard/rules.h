@@ -6,6 +6,7 @@
 #ifndef ZEROC_SHARD_RULES_H
 #define ZEROC_SHARD_RULES_H
 
+#include "zeroc/layer.h"
 #include "zeroc/result.h"
 
 /* What a message calls each setting: a config's field names or a command's flags. */
@@ -28,5 +29,16 @@ zeroc_result_t zeroc__shard_check_stage(int zero, const char *name);
 /* The ZeRO stage when none is asked for: 3, or 1 with a pipeline (pp > 1),
  * which reduces gradients once per step and allows 0 or 1 only. */
 int zeroc__shard_default_stage(int pp);
+
+/* Whether the units' callbacks can use the pointers of a context on `device`
+ * (ZEROC_DEVICE_CPU or _CUDA; `asked`: the context config's device, so that
+ * the message can say that ZEROC_DEVICE_AUTO chose cuda). Host callbacks
+ * (ZEROC_CALLBACKS_HOST) run on cpu only: a cuda context gives
+ * ZEROC_ERR_UNSUPPORTED, one line naming the first such unit and both ways
+ * out. A `callbacks` value that is no ZEROC_CALLBACKS_* gives
+ * ZEROC_ERR_INVALID_ARG. Pure: zeroc_shard calls it with its context's
+ * device, tests with any. */
+zeroc_result_t zeroc__shard_check_callbacks(const zeroc_layer_t *layers, int n,
+                                            zeroc_device_kind_t device, zeroc_device_kind_t asked);
 
 #endif

@@ -263,6 +263,18 @@ static void fill_io(zeroc_model_t *m, int i, const pass_t *p, zeroc_layer_io_t *
   io->loss = &m->run.loss_micro;
   io->loss_acc = m->step_acc + (p->eval ? ACC_EVAL : ACC_LOSS);
   if (u->L.shares >= 0) io->shared_params = m->u[u->L.shares].pviews;
+  io->dtype = m->cdt;
+  io->acts = p->slot < u->nacts ? u->acts[p->slot] : NULL;
+}
+
+/* A unit that asked for activation buffers gets one: after a failed reallocation
+ * (zeroc__model_set_slots, out of memory) it is refused, not handed NULL. */
+static zeroc_result_t acts_ready(const zeroc_model_t *m, int i, const zeroc_layer_io_t *io) {
+  if (!m->u[i].L.act_bytes || io->acts) return ZEROC_OK;
+  return ZEROC_FAIL(ZEROC_ERR_NOMEM,
+                    "unit %d ('%s'): no activation buffer for slot %d (%zu bytes; its "
+                    "allocation failed)",
+                    i, m->u[i].L.name ? m->u[i].L.name : "", io->slot, m->u[i].L.act_bytes);
 }
 
 /* A layer callback failed with `r`: its own message (zeroc_error_set, or a
@@ -298,6 +310,7 @@ static zeroc_result_t run_forward(zeroc_model_t *m, int i, const pass_t *p, cons
   zeroc__watchdog_phase(m->ctx, "%s unit %d ('%s')", recompute ? "recompute" : "forward", i,
                         u->L.name ? u->L.name : "");
   ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "forward", m->run.attempts + 1, NULL);
+  CHK(acts_ready(m, i, &io));
   unsigned long seq = zeroc__tls_error_seq();
   zeroc_result_t r = u->L.forward(&io);
   if (r != ZEROC_OK) return callback_failed(m, i, "forward", r, seq);
@@ -423,6 +436,7 @@ static zeroc_result_t backward_pass(zeroc_model_t *m, const pass_t *p, const voi
     zeroc__watchdog_phase(m->ctx, "backward unit %d ('%s') micro-batch %d", i,
                           u->L.name ? u->L.name : "", p->micro);
     ZEROC_FAULT_IN(m->inject.specs, m->inject.rank, "backward", m->run.attempts + 1, NULL);
+    ZEROC_TRY(acts_ready(m, i, &io));
     unsigned long seq = zeroc__tls_error_seq();
     res = u->L.backward(&io);
     if (res != ZEROC_OK) {
@@ -591,6 +605,7 @@ zeroc_result_t zeroc__model_set_slots(zeroc_model_t *m, int slots) {
     if (!s) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "saved inputs of %d slots", slots);
     free(m->u[i].saved_in);
     m->u[i].saved_in = s;
+    CHK(zeroc__model_acts_alloc(m, i, slots)); /* nothing is saved between steps */
   }
   m->slots = slots;
   return ZEROC_OK;

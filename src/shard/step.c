@@ -455,3 +455,7 @@ zeroc_ctx_t *zeroc_model_ctx(const zeroc_model_t *m) {
 uint64_t zeroc_model_state_bytes(const zeroc_model_t *m) {
   return bad_model(m, "zeroc_model_state_bytes") ? 0 : m->state_bytes;
 }
+
+uint64_t zeroc_model_activation_bytes(const zeroc_model_t *m) {
+  return bad_model(m, "zeroc_model_activation_bytes") ? 0 : zeroc__model_act_bytes(m);
+}
