@@ -13,6 +13,7 @@
 
 #include "comm/comm.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "model/gpt_batch.h"
 #include "model/gpt_eval.h"
 #include "runtime/runtime.h"
@@ -35,9 +36,21 @@ static zeroc_result_t val_failed(zeroc_result_t r) {
 /* Held-out shards made with another tokenizer than the training data's would
  * give a loss of other ids' meaning, accepted in silence: each set's recorded
  * tokenizer (zeroc data writes one beside the shards), when both have one,
- * must be the same. */
-static zeroc_result_t same_tokenizer(const zeroc_train_info_t *in) {
+ * must be the same. When only one set records one, nothing can be compared
+ * (the other's may be any tokenizer whose ids fit --vocab): a warning, on
+ * rank 0, says so instead of passing in silence. */
+static zeroc_result_t same_tokenizer(const zeroc__gpt_run_t *run) {
+  const zeroc_train_info_t *in = run->info;
   const char *v = in->val.tokenizer, *d = in->data.tokenizer;
+  int shards = in->val.kind != ZEROC_DATA_SYNTHETIC && in->data.kind != ZEROC_DATA_SYNTHETIC;
+  if (shards && !v[0] != !d[0] && zeroc_ctx_mesh(run->ctx)->rank == 0)
+    ZWARN(IO,
+          "%s '%s' records its tokenizer ('%s') and %s '%s' records none (no tokenizer.json "
+          "beside its first shard): the two cannot be checked to agree; the validation loss "
+          "means something only if both were made with that tokenizer",
+          v[0] ? "val_data" : "the training data", v[0] ? in->config.val_data : in->config.data,
+          v[0] ? v : d, v[0] ? "the training data" : "val_data",
+          v[0] ? in->config.data : in->config.val_data);
   if (!v[0] || !d[0] || !strcmp(v, d)) return ZEROC_OK;
   char why[256];
   int agree = 0;
@@ -60,7 +73,7 @@ zeroc_result_t zeroc__gpt_val_open(zeroc__gpt_run_t *run) {
   zeroc_result_t r = zeroc_data_create(&dcfg, &run->val);
   if (r) return val_failed(r);
   zeroc_data_info(run->val, &in->val);
-  ZEROC_CHECK(same_tokenizer(in));
+  ZEROC_CHECK(same_tokenizer(run));
   /* whole global batches, at least one; a file set at most once through */
   int64_t per = (int64_t)in->global_batch * c->seq;
   int64_t nb = (c->val_tokens + per - 1) / per;

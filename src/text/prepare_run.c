@@ -57,6 +57,7 @@ typedef struct reader {
   int doc, part, fd;
   uint64_t pos, end;
   int part_started;
+  int cut_warned; /* the document's forced cut was reported (once per document) */
   char *carry;
   size_t carry_len, carry_cap;
 } reader_t;
@@ -133,6 +134,7 @@ static zeroc_result_t next_part(zeroc__prepare_t *p, reader_t *r, int *more) {
       if (r->fd < 0)
         return ZEROC_FAIL(ZEROC_ERR_IO, "input '%s': cannot open: %s", d->path, strerror(errno));
       r->part = -1;
+      r->cut_warned = 0;
     }
     while (++r->part < 2) {
       uint64_t a = r->part == ZEROC__TRAIN ? 0 : d->val_cut;
@@ -184,10 +186,14 @@ static zeroc_result_t read_piece(zeroc__prepare_t *p, reader_t *r, piece_t *pc, 
       cut = zeroc__prepare_safe_cut(pc->text, len, 0, p->space_cut);
       if (cut > 0) break;
       cut = fallback_cut(pc->text, len);
-      ZWARN(IO,
-            "data: '%s': no white space between printable characters in %zu bytes near byte %llu; "
-            "cut the text there (its tokens may differ from a whole-file encoding at the cut)",
-            d->path, len, (unsigned long long)r->pos);
+      /* a file of megabytes of spaces needs such a cut every few chunks: one line */
+      if (!r->cut_warned)
+        ZWARN(IO,
+              "data: '%s': no white space between printable characters in %zu bytes near byte "
+              "%llu; cut the text there and wherever else the file needs it (its tokens may "
+              "differ from a whole-file encoding at the cuts; said once per file)",
+              d->path, len, (unsigned long long)r->pos);
+      r->cut_warned = 1;
       break;
     }
   }

@@ -27,6 +27,14 @@ probe "--val-data made with bytes, 2 ranks" 2 "another tokenizer \(bytes, vocab 
   ztn 2 train "${LM[@]}" --steps 1000000 --data "$WORK/d300" --val-data "$WORK/dbytes/val_*.bin"
 probe "--val-data from a copy of the data's directory: accepted" 0 "" 60 -- \
   zt train "${LM[@]}" --steps 2 --data "$WORK/d300" --val-data "$WORK/d300copy/val_*.bin"
+# only one side records its tokenizer: nothing to compare, said in one line (rank 0's),
+# where it passed in silence
+mkdir "$WORK/bare"; cp "$WORK/d300"/*.bin "$WORK/bare/"
+probe "--val-data records a tokenizer, the data none: warns" 0 "val_data '$WORK/d300/val_\*.bin' records its tokenizer \('$WORK/d300/tokenizer.json'\) and the training data '$WORK/bare/train_\*.bin' records none" 60 -- \
+  ztn 2 train "${LM[@]}" --steps 2 --data "$WORK/bare/train_*.bin" --val-data "$WORK/d300/val_*.bin"
+check "  ... in one line" test "$(echo "$OUT" | grep -c "records none")" = 1
+probe "the data records a tokenizer, --val-data none: warns" 0 "the training data '$WORK/d300' records its tokenizer \('$WORK/d300/tokenizer.json'\) and val_data '$WORK/bare/val_\*.bin' records none" 60 -- \
+  zt train "${LM[@]}" --steps 2 --data "$WORK/d300" --val-data "$WORK/bare/val_*.bin"
 
 # ---- item 11: tokenizer.json messages name the real problem ------------------------------
 # tok_variant OUT MODE: bpe300.json with one change
@@ -65,6 +73,8 @@ check "refused tokenizers wrote nothing" test ! -e "$WORK/dx"
 head -c 10000000 /dev/zero | tr '\0' ' ' > "$WORK/spaces.txt"
 probe "data on 10 MB of spaces" 0 "" 60 -- zt data --tokenizer "$FIX/bpe1000.json" --out "$WORK/dsp" "$WORK/spaces.txt"
 check "  ... wrote its tokens" test -s "$WORK/dsp/train_000000.bin"
+# no white space to cut at: a forced cut every 4 MB chunk, each warned (2 here, 10 for 40 MB)
+check "  ... warned of its forced cuts once" test "$(echo "$OUT" | grep -c "no white space between")" = 1
 rm -f "$WORK/spaces.txt"
 
 # ---- item 10: a tokenizer that drops some of the text warns, once, with the count --------
