@@ -73,7 +73,11 @@ static void usage(FILE *f) {
       "  --offload-params none|cpu|nvme      the parameter shard off the GPU (ZeRO-3)\n"
       "  --prefetch K          ZeRO-3 gathers in flight (default 2)\n"
       "  --act-model zeroc|megatron   activation estimate (default zeroc)\n"
-      "  --attention flash|naive      zeroc model: flash keeps no (B,NH,T,T) scores\n"
+      "  --attention cudnn|flash|naive  cudnn (default, what zeroc train runs where\n"
+      "                        libcudnn.so.9 loads): cuDNN's flash attention and its workspace;\n"
+      "                        flash: zeroc's own kernels; both keep no (B,NH,T,T) scores\n"
+      "  --deterministic       bitwise-repeatable kernels, as zeroc train's: cuDNN's\n"
+      "                        deterministic attention backward and its B x NH x T x T x 2 bytes\n"
       "cluster:\n"
       "  --gpu-mem GIB         memory per GPU (default 80)\n"
       "  --gpus-per-node N     (default 8)\n"
@@ -137,13 +141,14 @@ static int get_double(const char *flag, const char *v, double lo, int lo_open, d
 
 /* Flags that take no value. */
 static int is_switch(const char *f) {
-  return !strcmp(f, "--all") || !strcmp(f, "--json") || !strcmp(f, "--sequence-parallel");
+  return !strcmp(f, "--all") || !strcmp(f, "--json") || !strcmp(f, "--sequence-parallel") ||
+         !strcmp(f, "--deterministic");
 }
 
 /* Names of the choice flags' values, in the order of their enums; those
  * zeroc train has too are train's (apps/args.c). */
 static const char *const act_models[] = {"zeroc", "megatron", NULL};
-static const char *const attentions[] = {"naive", "flash", NULL};
+static const char *const attentions[] = {"naive", "flash", "cudnn", NULL}; /* zeroc_attention_t */
 static const char *const cp_modes[] = {"ring", "ulysses",
                                        NULL}; /* ZEROC_CP_MODE_RING, ZEROC_CP_MODE_ULYSSES */
 
@@ -158,7 +163,7 @@ static const char *choices_text(const char *const *names, char *buf, size_t n) {
 static int parse(int argc, char **argv, opts_t *o) {
   zeroc_plan_config_t *c = &o->cfg;
   int model = 0, dtype = 0, grad_reduce = 0, recompute = 0, off_opt = 0, off_par = 0, act_model = 0,
-      attention = 1, cp_mode = 0;
+      attention = ZEROC_ATTENTION_CUDNN, cp_mode = 0;
   /* Numeric flags: int (i), int64 (l) or number (d) in [lo, hi], (lo, hi] when lo_open;
    * those zeroc train has too take train's limits (ZARG_LIM_*). */
   const struct num {
@@ -234,6 +239,8 @@ static int parse(int argc, char **argv, opts_t *o) {
         o->all = 1;
       else if (!strcmp(f, "--json"))
         o->json = 1;
+      else if (!strcmp(f, "--deterministic"))
+        c->deterministic = 1;
       else
         c->sequence_parallel = 1;
       continue;
@@ -392,6 +399,23 @@ static void print_model(const zeroc_plan_result_t *r) {
   model_line(&r->cfg.model, (double)r->params);
 }
 
+/* What attention runs on, and what that assumes. */
+static void attention_line(const zeroc_plan_config_t *c) {
+  const char *det = c->deterministic ? "deterministic backward (--deterministic)"
+                                     : "fast backward (not bitwise repeatable)";
+  /* --all's config is not resolved: act_bytes 0 follows the compute, then the parameters */
+  int e = c->act_bytes ? c->act_bytes : c->compute_bytes ? c->compute_bytes : c->param_bytes;
+  if (c->flash_attention == ZEROC_ATTENTION_CUDNN && e == 2)
+    printf("attention  cuDNN's flash attention, %s, its workspace counted: assumed (zeroc train "
+           "uses it where libcudnn.so.9 loads; --attention flash for zeroc's own kernels)\n",
+           det);
+  else if (c->flash_attention == ZEROC_ATTENTION_CUDNN)
+    printf("attention  zeroc's own kernels (cuDNN's flash attention is bf16 only)\n");
+  else
+    printf("attention  zeroc's own %s kernels (--attention %s)\n",
+           c->flash_attention ? "flash" : "naive", attentions[c->flash_attention]);
+}
+
 /* sp: whether to mention sequence parallelism (it acts only with tp > 1). */
 static void print_options(const zeroc_plan_config_t *c, int sp) {
   printf("options    %s, gradients reduced in %s, recompute %s%s, offload optimizer %s, params "
@@ -402,6 +426,7 @@ static void print_options(const zeroc_plan_config_t *c, int sp) {
          c->act_model == ZEROC_ACT_ZEROC
              ? (c->flash_attention ? ", flash attention" : ", naive attention")
              : " (Korthikanti et al.)");
+  attention_line(c);
 }
 
 static void print_single(const zeroc_plan_result_t *r) {
@@ -549,11 +574,13 @@ static void json_options(const zeroc_plan_config_t *c) {
   printf("\"dtype\": \"%s\", \"grad_reduce_dtype\": \"%s\", \"recompute\": \"%s\", "
          "\"sequence_parallel\": %s, "
          "\"offload_optimizer\": \"%s\", \"offload_params\": \"%s\", \"prefetch\": %d, "
-         "\"activation_model\": \"%s\", \"flash_attention\": %s, \"flops_formula\": \"%s\",\n",
+         "\"activation_model\": \"%s\", \"flash_attention\": %s, \"attention\": \"%s\", "
+         "\"deterministic\": %s, \"flops_formula\": \"%s\",\n",
          dtype_name(c->param_bytes), dtype_name(c->grad_bytes), recompute_name(c->recompute),
          c->sequence_parallel ? "true" : "false", offload_name(c->offload_optimizer),
          offload_name(c->offload_params), c->prefetch, act_model_name(c->act_model),
-         c->flash_attention ? "true" : "false", zeroc_plan_flops_formula(c->recompute));
+         c->flash_attention ? "true" : "false", attentions[c->flash_attention],
+         c->deterministic ? "true" : "false", zeroc_plan_flops_formula(c->recompute));
   printf(" \"cluster\": {\"gpu_mem_gib\": %g, \"gpus_per_node\": %d, \"peak_tflops\": %g, "
          "\"mfu\": %g, \"bw_intra_gbs\": %g, \"bw_inter_gbs\": %g, \"lat_intra_us\": %g, "
          "\"lat_inter_us\": %g, \"bw_pcie_gbs\": %g, \"bw_nvme_gbs\": %g},\n",

@@ -1,6 +1,12 @@
 # The planner (zeroc plan): library checks, then the command itself.
 zeroc_test(NAME test_plan SOURCES test_plan.c LABELS unit)
 
+# cuDNN attention's workspace: the formula, the planner's prediction of it, the knobs; and
+# `zeroc plan --attention cudnn|flash|naive --deterministic`.
+zeroc_test(NAME test_plan_attention SOURCES test_plan_attention.c LABELS unit)
+add_test(NAME test_plan_attention_cli COMMAND test_plan_attention --cli $<TARGET_FILE:zeroc_cli>)
+set_tests_properties(test_plan_attention_cli PROPERTIES LABELS unit TIMEOUT 120)
+
 # The built command: bad values exit 2 naming the flag, good ones print the plan.
 add_test(NAME test_plan_cli COMMAND test_plan --cli $<TARGET_FILE:zeroc_cli>)
 set_tests_properties(test_plan_cli PROPERTIES LABELS unit TIMEOUT 120)

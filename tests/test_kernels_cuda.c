@@ -470,6 +470,10 @@ static void test_attention_mma(void) {
  * starts as NaN bytes: with ZEROC_K_DQKV_SET nothing may read it. The backward runs fast
  * (the default: fp32 dQ atomics), then deterministic twice, bit for bit; each path's forward
  * feeds the other's backward (both store the natural log-sum-exp of the scaled scores). */
+/* The workspace buffer of kb's cuDNN path so far: the largest shape's formula beyond the
+ * kernel scratch (zeroc__cudnn_ws, what the planner predicts), nothing more. */
+static size_t g_cudnn_own;
+
 static void check_attention_cudnn(int B, int T, int NH, int HS) {
   const zeroc_dtype_t dt = ZEROC_BF16;
   zeroc_kernels_t *k = kb;
@@ -503,6 +507,17 @@ static void check_attention_cudnn(int B, int T, int NH, int HS) {
     char use[320]; /* the backend reports the graph that ran: no silent fallback */
     zeroc_k_attention_backend(ZEROC_DEVICE_CUDA, ZEROC_BF16, use, sizeof use);
     ZT_ASSERT_MSG(strstr(use, det ? "deterministic backward" : "fast backward"), "%s", use);
+    /* its workspace is the formula's (each plan's own request was checked against it when
+     * it was built: mode cudnn fails above otherwise) */
+    zeroc__cudnn_ws_t w;
+    zeroc__cudnn_ws(B, T, C, NH, det, &w);
+    size_t own = zeroc__cudnn_ws_own(w.total, zeroc__kernels_scratch_bytes());
+    if (own > g_cudnn_own) g_cudnn_own = own;
+    ZT_ASSERT_MSG(zeroc__cudnn_attention_ws_bytes(k) == g_cudnn_own,
+                  "cuDNN's own workspace (B %d T %d C %d NH %d det %d): %zu bytes, the formula "
+                  "%zu (total %zu, scratch %zu)",
+                  B, T, C, NH, det, zeroc__cudnn_attention_ws_bytes(k), g_cudnn_own, w.total,
+                  zeroc__kernels_scratch_bytes());
   }
   ZT_OK(zeroc__cudnn_attention_backward(k, st, g2, d_dout, d_qkv, out, lse, B, T, C, NH, NULL,
                                         ZEROC_K_DQKV_SET, &done));
@@ -796,7 +811,7 @@ int main(int argc, char **argv) {
   int bad = zeroc__cudnn_mode_parse("auto", &m) || m != ZEROC__CUDNN_AUTO ||
             zeroc__cudnn_mode_parse("cudnn", &m) || m != ZEROC__CUDNN_REQUIRED ||
             zeroc__cudnn_mode_parse("zeroc", &m) || m != ZEROC__CUDNN_OFF ||
-            zeroc__cudnn_mode_parse(NULL, &m) || m != ZEROC__CUDNN_OFF; /* the default for now */
+            zeroc__cudnn_mode_parse(NULL, &m) || m != ZEROC__CUDNN_AUTO; /* the default */
   if (zeroc__cudnn_mode_parse("flash", &m) != ZEROC_ERR_INVALID_ARG ||
       !strstr(zeroc_last_error(NULL), "'flash'") ||
       !strstr(zeroc_last_error(NULL), "accepted auto"))

@@ -675,17 +675,19 @@ static void test_config_checks(void) {
   zeroc_plan_result_t ru, rs;
   ZT_OK(zeroc_plan_compute(&unset, &ru));
   CU_ASSERT(unset.gpus == ZEROC_UNSET && unset.gpu_mem_gib == (double)ZEROC_UNSET);
-  CU_ASSERT(
-      ru.cfg.model.layers == 12 && ru.cfg.model.hidden == 768 && ru.cfg.model.vocab == 50257 &&
-      ru.cfg.model.batch == 4 && ru.cfg.gpus == 1 && ru.cfg.zero == 3 && ru.cfg.tp == 1 &&
-      ru.cfg.pp == 1 && ru.cfg.hsdp == 1 && ru.cfg.param_bytes == 2 && ru.cfg.act_bytes == 2 &&
-      ru.cfg.prefetch == 2 && ru.cfg.flash_attention == 1 && ru.cfg.gpu_mem_gib == 80.0 &&
-      ru.cfg.workspace_mib == KERNELS_WS / 1048576.0 && ru.cfg.gpus_per_node == 8 && ru.cfg.peak_tflops == 989.0 &&
-      ru.cfg.mfu == 0.5 && ru.cfg.bw_nvme_gbs == 3.0 && ru.cfg.vpp == 1);
+  CU_ASSERT(ru.cfg.model.layers == 12 && ru.cfg.model.hidden == 768 &&
+            ru.cfg.model.vocab == 50257 && ru.cfg.model.batch == 4 && ru.cfg.gpus == 1 &&
+            ru.cfg.zero == 3 && ru.cfg.tp == 1 && ru.cfg.pp == 1 && ru.cfg.hsdp == 1 &&
+            ru.cfg.param_bytes == 2 && ru.cfg.act_bytes == 2 && ru.cfg.prefetch == 2 &&
+            ru.cfg.flash_attention == ZEROC_ATTENTION_CUDNN && ru.cfg.deterministic == 0 &&
+            ru.cfg.gpu_mem_gib == 80.0 && ru.cfg.workspace_mib == KERNELS_WS / 1048576.0 &&
+            ru.cfg.gpus_per_node == 8 && ru.cfg.peak_tflops == 989.0 && ru.cfg.mfu == 0.5 &&
+            ru.cfg.bw_nvme_gbs == 3.0 && ru.cfg.vpp == 1);
   set.model = (zeroc_gpt_config_t){
       .layers = 12, .hidden = 768, .heads = 12, .vocab = 50257, .seq = 1024, .batch = 4};
   set.gpus = 1, set.zero = 3, set.tp = set.pp = set.hsdp = 1, set.param_bytes = 2;
-  set.prefetch = 2, set.flash_attention = 1, set.gpu_mem_gib = 80, set.workspace_mib = KERNELS_WS / 1048576.0;
+  set.prefetch = 2, set.flash_attention = ZEROC_ATTENTION_CUDNN, set.deterministic = 0;
+  set.gpu_mem_gib = 80, set.workspace_mib = KERNELS_WS / 1048576.0;
   set.gpus_per_node = 8, set.peak_tflops = 989, set.mfu = 0.5, set.vpp = 1;
   ZT_OK(zeroc_plan_compute(&set, &rs));
   CU_ASSERT(ru.device.total == rs.device.total && ru.time.total == rs.time.total);

@@ -49,6 +49,16 @@ run() {
     tps=$(field "$work/$name.jsonl" tokens_per_s | median)
     mfu=$(field "$work/$name.jsonl" mfu | median)
     peak=$(field "$work/$name.jsonl" peak_device_max | sort -g | tail -1)
+    # the planner's prediction against the accountant, every tag (cuDNN's workspace
+    # included): said on stderr for the lease's logs, not a failure
+    local mpeak mpred
+    mpeak=$(tail -1 "$work/$name.jsonl" | sed -n 's/.*"peak_by_tag": {\([^}]*\)}.*/\1/p')
+    mpred=$(tail -1 "$work/$name.jsonl" | sed -n 's/.*"predicted_by_tag": {\([^}]*\)}.*/\1/p')
+    if [ -n "$mpeak" ] && [ "$mpeak" = "$mpred" ]; then
+      echo "mfu.sh: $name: memory measured = planned {$mpeak}" >&2
+    else
+      echo "mfu.sh: $name: memory measured {$mpeak} DIFFERS from planned {$mpred}" >&2
+    fi
   else
     failed=$((failed + 1))
     echo "mfu.sh: zeroc failed on $name; the end of its log:" >&2

@@ -76,7 +76,8 @@ typedef struct zeroc_arch_layout {
   int microbatches;        /* per optimizer step */
   int act_bytes;           /* bytes of an activation element */
   int recompute;           /* 1: full activation recompute */
-  int flash_attention;     /* 1: attention keeps its log-sum-exp, not its scores */
+  int flash_attention;     /* zeroc_attention_t (zeroc/plan.h): flash or cudnn keep the
+                              log-sum-exp, not the scores; cudnn adds its workspace */
   int act_model;           /* zeroc_act_model_t (zeroc/plan.h) */
   /* a training run's device, whose own device-side buffers the model adds, or
    * ZEROC_DEVICE_AUTO for a plan (none) */
@@ -87,6 +88,7 @@ typedef struct zeroc_arch_layout {
    * in host memory (0: none) */
   int ranks, rank, embedding_sharding;
   uint64_t host_threshold;
+  int deterministic; /* 1: bitwise-repeatable kernels (cuDNN's deterministic backward) */
 } zeroc_arch_layout_t;
 
 /* One unit on one tp rank. */

@@ -30,6 +30,16 @@ typedef enum zeroc_act_model {
   ZEROC_ACT_MEGATRON = 1, /* Korthikanti et al. 2022 (zeroc_plan_act_megatron) */
 } zeroc_act_model_t;
 
+/* zeroc_plan_config_t.flash_attention's values: what attention saves and runs on. */
+typedef enum zeroc_attention {
+  ZEROC_ATTENTION_NAIVE = 0, /* zeroc model: the (B, NH, T, T) scores saved */
+  ZEROC_ATTENTION_FLASH = 1, /* zeroc's own flash kernels: the log-sum-exp saved */
+  /* cuDNN's flash attention (zeroc train's default on cuda where libcudnn.so.9 loads): as
+   * flash, plus cuDNN's workspace where it takes the shape (bf16, head size a multiple of 8
+   * up to 128, no dropout) and the kernel scratch does not hold it */
+  ZEROC_ATTENTION_CUDNN = 2,
+} zeroc_attention_t;
+
 /*
  * What to plan. Initialise with ZEROC_PLAN_CONFIG_INIT, then set fields; an
  * uninitialised struct is rejected. The mesh is the engine's
@@ -52,7 +62,8 @@ typedef struct zeroc_plan_config {
   zeroc_offload_t offload_params;    /* the parameter shard off the device (ZeRO-3 only) */
   int prefetch; /* ZeRO-3 gathers in flight ahead of compute (engine default 2) */
   zeroc_act_model_t act_model;
-  int flash_attention;  /* zeroc model: 1 saves no (B, NH, T, T) scores */
+  int flash_attention;  /* zeroc_attention_t: naive saves the (B, NH, T, T) scores; flash and
+                           cudnn (the default) save no scores, cudnn adds its workspace */
   double gpu_mem_gib;   /* device memory per GPU in GiB; 0: fits is always 1 */
   double workspace_mib; /* fixed per-rank workspace (GEMM library, kernels) in MiB */
   /* The cluster, for the step-time estimate (docs/plan.md, "Step time"). */
@@ -78,14 +89,18 @@ typedef struct zeroc_plan_config {
    * default): 4, fp32 whatever param_bytes (as Megatron reduces; the engine's default,
    * --grad-reduce-dtype fp32), or 2, bf16 (half the traffic, rounding grows with ranks) [4] */
   int grad_bytes;
+  /* (appended) 1: bitwise-repeatable kernels, as zeroc train's --deterministic: cuDNN
+   * attention's deterministic backward, whose workspace (B x NH x T x T x 2 bytes) is
+   * counted [0: its fast backward, an fp32 dQ accumulator of B x T x C x 4 bytes] */
+  int deterministic;
 } zeroc_plan_config_t;
 
 /* Every number "unset" (ZEROC_UNSET, zeroc/types.h; the enums none/zeroc):
  * zeroc_plan_compute gives each unset field the library's default, which is
  * gpt2-124m on 1 GPU, ZeRO-3 (ZeRO-1 with pp > 1), micro-batches pp, bf16, no recompute, zeroc
- * activation model with flash attention, 80 GiB GPUs, zeroc's cuda kernels' workspace (192 MiB); 8
- * GPUs per node at 989 TFLOP/s and MFU 0.5, 300 GB/s / 10 us inside a node, 25 GB/s / 20 us across,
- * PCIe 25 GB/s, NVMe 3 GB/s per GPU (the resolved config is in the result's
+ * activation model with cuDNN's flash attention (fast backward), 80 GiB GPUs, zeroc's cuda kernels'
+ * workspace (192 MiB); 8 GPUs per node at 989 TFLOP/s and MFU 0.5, 300 GB/s / 10 us inside a node,
+ * 25 GB/s / 20 us across, PCIe 25 GB/s, NVMe 3 GB/s per GPU (the resolved config is in the result's
  * `cfg`). */
 #define ZEROC_PLAN_CONFIG_INIT                                                                     \
   {                                                                                                \
@@ -96,7 +111,8 @@ typedef struct zeroc_plan_config {
         ZEROC_UNSET, ZEROC_RECOMPUTE_NONE, ZEROC_UNSET, ZEROC_OFFLOAD_NONE, ZEROC_OFFLOAD_NONE,    \
         ZEROC_UNSET, ZEROC_ACT_ZEROC, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET,          \
         ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, \
-        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET     \
+        ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_UNSET, ZEROC_CP_MODE_DEFAULT, ZEROC_UNSET,    \
+        ZEROC_UNSET                                                                                \
   }
 
 /* Bytes per rank on the device, by the memory accountant's tags. */

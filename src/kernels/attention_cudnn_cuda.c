@@ -16,8 +16,11 @@
  * at +0, +C, +2C; out, dout (B,T,C) strides [T*C, HS, C, 1]; dqkv like qkv; lse (B,NH,T)
  * fp32 = cuDNN's stats [B,NH,T,1] = max + log(sum exp) of the scaled scores, the natural
  * log-sum-exp zeroc's kernels store, so either path's forward feeds the other's backward.
- * Workspace is carved from the kernels' reduction scratch (same stream: the ordering that
- * makes every scratch user safe); a plan that needs more is not used for its shape.
+ * Workspace: zeroc__cudnn_ws's formula for the shape (attention_cudnn_ws.c, what the
+ * planner predicts), carved from the kernels' reduction scratch when it fits there (same
+ * stream: the ordering that makes every scratch user safe), else from a buffer of the
+ * kernels object's own (tagged workspace), grown to the largest shape's. A plan asking
+ * more than the formula is not used for its shape.
  */
 #include <dlfcn.h>
 #include <math.h>
@@ -33,20 +36,6 @@
 #include "core/log.h"
 #include "kernels/attention_cudnn.h"
 #include "kernels/cuda/cuda_kernels.h"
-
-zeroc_result_t zeroc__cudnn_mode_parse(const char *v, zeroc__cudnn_mode_t *mode) {
-  if (!v || !*v) v = ZEROC_CUDA_ATTENTION_DEFAULT;
-  if (!strcmp(v, "auto")) *mode = ZEROC__CUDNN_AUTO;
-  else if (!strcmp(v, "cudnn")) *mode = ZEROC__CUDNN_REQUIRED;
-  else if (!strcmp(v, "zeroc")) *mode = ZEROC__CUDNN_OFF;
-  else
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "ZEROC_CUDA_ATTENTION='%.64s': accepted auto (cuDNN flash attention where it "
-                      "applies and loads, else zeroc's kernels), cudnn (cuDNN required where it "
-                      "applies) or zeroc (zeroc's own kernels only; the default)",
-                      v);
-  return ZEROC_OK;
-}
 
 /* ---- what attention runs on, for zeroc_k_attention_backend ------------------------- */
 
@@ -75,20 +64,7 @@ void zeroc__cudnn_attention_describe(char *buf, size_t n) {
 static void status_mode_off(void) {
   const char *v = getenv("ZEROC_CUDA_ATTENTION");
   status_set("zeroc's own cuda kernels: cuDNN disabled by ZEROC_CUDA_ATTENTION=zeroc%s",
-             v && *v ? "" : " (the default until cuDNN's path has run on a GPU; auto uses it)");
-}
-
-/* ZEROC_CUDA_DETERMINISTIC: 0 (the fast backward) or 1. */
-static zeroc_result_t deterministic_knob(int *out) {
-  int64_t v = 0;
-  ZEROC_CHECK(zeroc__env_i64("ZEROC_CUDA_DETERMINISTIC", 0, &v));
-  if (v != 0 && v != 1)
-    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                      "ZEROC_CUDA_DETERMINISTIC=%lld: accepted 0 (cuDNN's fast attention "
-                      "backward, the default) or 1 (bitwise-repeatable kernels)",
-                      (long long)v);
-  *out = (int)v;
-  return ZEROC_OK;
+             v && *v ? "" : " (the default)");
 }
 
 #if defined(__has_include)
@@ -109,7 +85,7 @@ zeroc_result_t zeroc__cudnn_attention_create(zeroc_kernels_t *k) {
   ZEROC_CHECK(zeroc__cudnn_mode_parse(
       zeroc__env_str("ZEROC_CUDA_ATTENTION", ZEROC_CUDA_ATTENTION_DEFAULT), &mode));
   int det = 0;
-  ZEROC_CHECK(deterministic_knob(&det));
+  ZEROC_CHECK(zeroc__cudnn_deterministic_knob(&det));
   zc_dnn_t *d = calloc(1, sizeof *d);
   if (!d) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cuDNN attention state");
   d->mode = mode;
@@ -156,6 +132,11 @@ zeroc_result_t zeroc__cudnn_attention_backward(zeroc_kernels_t *k, zeroc_stream_
   (void)NH, (void)drop, (void)flags;
   return no_headers(k, done);
 }
+int zeroc__cudnn_attention_loaded(void) { return 0; }
+size_t zeroc__cudnn_attention_ws_bytes(const zeroc_kernels_t *k) {
+  (void)k;
+  return 0;
+}
 zeroc_result_t zeroc__cudnn_probe(char *path, size_t n, long *version) {
   (void)path, (void)n;
   *version = 0;
@@ -174,7 +155,8 @@ zeroc_result_t zeroc__cudnn_probe(char *path, size_t n, long *version) {
  * kept, so a shape always takes the same path. */
 typedef struct {
   zc_dnn_shape_t sh;
-  int deterministic; /* what was asked (sh.fast may still be 0 after a fallback) */
+  int deterministic;    /* what was asked (sh.fast may still be 0 after a fallback) */
+  zeroc__cudnn_ws_t ws; /* the formula's workspace for sh and what was asked */
   int fwd_ok, bwd_ok;
   zc_dnn_plan_t fwd, bwd;
   char why_fwd[1024], why_bwd[1024]; /* why a direction is not on cuDNN */
@@ -187,8 +169,8 @@ typedef struct {
   int noted_na;      /* a call cuDNN does not take was recorded (status_set) */
   int load_tried, loaded;
   char why_load[640];
-  void *ws;        /* workspace of its own when a plan needs more than the kernel scratch */
-  size_t ws_bytes; /* (WORKSPACE-tagged, counted in the device memory figures) */
+  void *ws;        /* workspace of its own when a shape needs more than the kernel scratch */
+  size_t ws_bytes; /* (zeroc__cudnn_ws_own; WORKSPACE-tagged, what the planner predicts) */
   zc_dnn_api_t api;
   cudnnHandle_t handle;
   zc_dnn_entry_t *shapes[ZC_DNN_SHAPES];
@@ -197,6 +179,10 @@ typedef struct {
 
 /* "cuDNN is not used at all" is logged once per process, not per kernels object. */
 static int g_unavailable_logged;
+/* A kernels object loaded cuDNN (zeroc__cudnn_attention_loaded, for train's prediction). */
+static int g_loaded;
+
+int zeroc__cudnn_attention_loaded(void) { return __atomic_load_n(&g_loaded, __ATOMIC_RELAXED); }
 
 /* ---- loading --------------------------------------------------------------------------- */
 
@@ -289,6 +275,7 @@ static int dnn_ready(zc_dnn_t *d) {
     goto unavailable;
   }
   d->loaded = 1;
+  if (d->mode != ZEROC__CUDNN_OFF) __atomic_store_n(&g_loaded, 1, __ATOMIC_RELAXED);
   ZINFO(DEVICE, "attention: cuDNN %ld loaded from %s", d->api.version, d->api.path);
   status_set("cuDNN SDPA (cuDNN %ld, %.160s), %s backward; each shape's plans are built at its "
              "first step",
@@ -312,7 +299,7 @@ zeroc_result_t zeroc__cudnn_attention_create(zeroc_kernels_t *k) {
   ZEROC_CHECK(zeroc__cudnn_mode_parse(
       zeroc__env_str("ZEROC_CUDA_ATTENTION", ZEROC_CUDA_ATTENTION_DEFAULT), &mode));
   int det = 0;
-  ZEROC_CHECK(deterministic_knob(&det));
+  ZEROC_CHECK(zeroc__cudnn_deterministic_knob(&det));
   zc_dnn_t *d = calloc(1, sizeof *d);
   if (!d) return ZEROC_FAIL(ZEROC_ERR_NOMEM, "cuDNN attention state (%zu bytes)", sizeof *d);
   d->mode = mode;
@@ -352,6 +339,11 @@ void zeroc__cudnn_attention_set_mode(zeroc_kernels_t *k, zeroc__cudnn_mode_t mod
   if (k->cudnn) ((zc_dnn_t *)k->cudnn)->mode = mode;
 }
 
+size_t zeroc__cudnn_attention_ws_bytes(const zeroc_kernels_t *k) {
+  const zc_dnn_t *d = k->cudnn;
+  return d && d->ws ? d->ws_bytes : 0;
+}
+
 void zeroc__cudnn_attention_set_deterministic(zeroc_kernels_t *k, int on) {
   zc_dnn_t *d = k->cudnn;
   if (!d) return;
@@ -364,50 +356,55 @@ void zeroc__cudnn_attention_set_deterministic(zeroc_kernels_t *k, int on) {
 
 /* ---- plans per shape ------------------------------------------------------------------ */
 
-#define ALIGN256(x) (((x) + 255) & ~(size_t)255)
-
-/* Bytes of sum(dO*O) the backward keeps in the workspace ahead of the plan's own. */
-static size_t dsum_bytes(const zc_dnn_shape_t *sh) {
-  return ALIGN256((size_t)sh->B * sh->NH * sh->T * sizeof(float));
-}
-
-/* Bytes of the fast backward's fp32 dQ accumulator (B,NH,T,HS), after the row sums. */
-static size_t dqacc_bytes(const zc_dnn_shape_t *sh) {
-  return sh->fast ? ALIGN256((size_t)sh->B * sh->T * sh->C * sizeof(float)) : 0;
-}
-
 /* The workspace plans run with: the kernel scratch, or d's own buffer when it is larger. */
 static void dnn_workspace(zeroc_kernels_t *k, zc_dnn_t *d, void **ws, size_t *have) {
   zeroc_i_cuda_scratch(k, ws, have);
   if (d->ws && d->ws_bytes > *have) *ws = d->ws, *have = d->ws_bytes;
 }
 
-/* Makes the workspace at least `need` bytes: the kernel scratch when it is enough, else a
- * buffer of d's own, grown (the old one freed once the device is idle) and counted as
- * WORKSPACE. 0, or -1 with `why` when the device has no room. */
+/* Makes the workspace at least `need` bytes (the formula's, zeroc__cudnn_ws): the kernel
+ * scratch when it is enough, else a buffer of d's own of exactly zeroc__cudnn_ws_own bytes,
+ * grown (the old one freed once the device is idle) and counted as WORKSPACE. 0, or -1
+ * with `why` when the device has no room. */
 static int dnn_workspace_fit(zeroc_kernels_t *k, zc_dnn_t *d, size_t need, char *why, size_t n) {
   void *ws;
-  size_t have;
+  size_t have, scratch;
   dnn_workspace(k, d, &ws, &have);
   if (need <= have) return 0;
+  zeroc_i_cuda_scratch(k, &ws, &scratch);
+  const size_t bytes = zeroc__cudnn_ws_own(need, scratch);
   if (d->ws) {
     cudaDeviceSynchronize(); /* plans queued on the old buffer finish first */
     zeroc_i_device_free(k->mem, d->ws);
     d->ws = NULL, d->ws_bytes = 0;
   }
-  const size_t bytes = ALIGN256(need);
   if (zeroc_i_device_alloc(k->mem, ZEROC_MEM_DEVICE, ZEROC_TAG_WORKSPACE, bytes, &d->ws)) {
     d->ws = NULL;
     snprintf(why, n,
              "needs %zu bytes of workspace, the kernel scratch has %zu and allocating "
              "them failed: %.200s",
-             need, have, zeroc__tls_error());
+             need, scratch, zeroc__tls_error());
     return -1;
   }
   d->ws_bytes = bytes;
   ZINFO(DEVICE, "attention: cuDNN's workspace sized to %zu bytes (the kernel scratch has %zu)",
-        bytes, have);
+        bytes, scratch);
   return 0;
+}
+
+/* 0 when plan p's own workspace, with the formula's tensors before it (`tensors` bytes), is
+ * within the formula's `budget`; else -1 with `why` naming both: the formula is wrong for
+ * this cuDNN, and running the plan would break the planner's prediction. */
+static int dnn_check_formula(const zc_dnn_t *d, const zc_dnn_plan_t *p, const char *dir,
+                             size_t tensors, size_t budget, char *why, size_t n) {
+  const size_t asks = tensors + (size_t)p->ws_bytes;
+  if (asks <= budget) return 0;
+  snprintf(why, n,
+           "cuDNN %ld's %s plan (engine %lld) asks for %lld bytes of workspace (%zu with the "
+           "formula's tensors), zeroc's formula (zeroc__cudnn_ws, what the planner predicts) "
+           "gives %zu: the formula needs updating for this cuDNN",
+           d->api.version, dir, (long long)p->engine, (long long)p->ws_bytes, asks, budget);
+  return -1;
 }
 
 /* Builds the backward of e->sh (both orders of mask and stats); `why` on failure. */
@@ -429,12 +426,14 @@ static cudnnStatus_t build_bwd(zc_dnn_t *d, zc_dnn_entry_t *e, char *why, size_t
 }
 
 /* Builds one direction of `e`; *ok and e's why say the outcome. The backward is the fast
- * one (fp32 dQ atomics) unless d is deterministic or the fast graph does not build. */
-static void build_dir(zc_dnn_t *d, zeroc_kernels_t *k, zc_dnn_entry_t *e, int backward) {
+ * one (fp32 dQ atomics) unless d is deterministic or the fast graph does not build (the
+ * deterministic one then runs only if it fits the fast one's formula). */
+static void build_dir(zc_dnn_t *d, zc_dnn_entry_t *e, int backward) {
   zc_dnn_plan_t *p = backward ? &e->bwd : &e->fwd;
   char *why = backward ? e->why_bwd : e->why_fwd;
   const size_t nwhy = sizeof e->why_fwd;
   int *ok = backward ? &e->bwd_ok : &e->fwd_ok;
+  const char *dir = backward ? "backward" : "forward";
   cudnnStatus_t s;
   if (!backward) {
     s = zc_dnn_build(&d->api, d->handle, &e->sh, 0, p, why, nwhy);
@@ -450,19 +449,21 @@ static void build_dir(zc_dnn_t *d, zeroc_kernels_t *k, zc_dnn_entry_t *e, int ba
       s = build_bwd(d, e, why, nwhy);
     }
   }
-  const size_t need =
-      (backward ? dsum_bytes(&e->sh) + dqacc_bytes(&e->sh) : 0) + (size_t)p->ws_bytes;
-  if (s == CUDNN_STATUS_SUCCESS && dnn_workspace_fit(k, d, need, why, nwhy)) {
+  /* the plan's request against the formula: the backward's tensors (sum(dO*O), the fast
+   * one's dQ accumulator) come first, then the plan's own */
+  const size_t tensors = backward ? e->ws.dsum + (e->sh.fast ? e->ws.dqacc : 0) : 0;
+  if (s == CUDNN_STATUS_SUCCESS &&
+      dnn_check_formula(d, p, dir, tensors, backward ? e->ws.bwd : e->ws.fwd, why, nwhy)) {
     zc_dnn_plan_free(&d->api, p);
     s = CUDNN_STATUS_NOT_SUPPORTED;
   }
   *ok = s == CUDNN_STATUS_SUCCESS;
-  const char *dir = backward ? "backward" : "forward";
   if (*ok)
     ZINFO(DEVICE,
-          "attention %s B %d T %d C %d NH %d: cuDNN %ld engine %lld, workspace %lld bytes%s", dir,
-          e->sh.B, e->sh.T, e->sh.C, e->sh.NH, d->api.version, (long long)p->engine,
-          (long long)p->ws_bytes,
+          "attention %s B %d T %d C %d NH %d: cuDNN %ld engine %lld, plan workspace %lld bytes "
+          "(the formula allows %zu)%s",
+          dir, e->sh.B, e->sh.T, e->sh.C, e->sh.NH, d->api.version, (long long)p->engine,
+          (long long)p->ws_bytes, backward ? e->ws.bwd_plan : e->ws.fwd,
           backward ? (e->sh.fast ? ", fast (fp32 dQ atomics)" : ", deterministic") : "");
   else if (d->mode == ZEROC__CUDNN_AUTO)
     ZWARN(DEVICE, "attention %s B %d T %d C %d NH %d: cuDNN %ld (%s) not used, zeroc's kernel runs "
@@ -504,8 +505,23 @@ static zc_dnn_entry_t *dnn_entry(zc_dnn_t *d, zeroc_kernels_t *k, int B, int T, 
   if (!e) return NULL;
   e->sh = (zc_dnn_shape_t){.B = B, .T = T, .C = C, .NH = NH};
   e->deterministic = d->deterministic;
-  build_dir(d, k, e, 0);
-  build_dir(d, k, e, 1);
+  zeroc__cudnn_ws(B, T, C, NH, e->deterministic, &e->ws);
+  build_dir(d, e, 0);
+  build_dir(d, e, 1);
+  /* the formula's workspace for what runs on cuDNN (as the planner predicts it) */
+  const size_t need = e->bwd_ok ? e->ws.total : e->fwd_ok ? e->ws.fwd : 0;
+  char why[640];
+  if (need && dnn_workspace_fit(k, d, need, why, sizeof why)) {
+    for (int dir = 0; dir < 2; dir++) {
+      if (!(dir ? e->bwd_ok : e->fwd_ok)) continue;
+      zc_dnn_plan_free(&d->api, dir ? &e->bwd : &e->fwd);
+      snprintf(dir ? e->why_bwd : e->why_fwd, sizeof e->why_fwd, "%s", why);
+    }
+    e->fwd_ok = e->bwd_ok = 0;
+    if (d->mode == ZEROC__CUDNN_AUTO)
+      ZWARN(DEVICE, "attention B %d T %d C %d NH %d: cuDNN not used, zeroc's kernels run it: %s", B,
+            T, C, NH, why);
+  }
   d->shapes[d->nshapes++] = e;
   if (k->dtype == ZEROC_BF16) status_entry(d, e);
   return e;
@@ -672,28 +688,18 @@ zeroc_result_t zeroc__cudnn_attention_backward(zeroc_kernels_t *k, zeroc_stream_
   dnn_workspace(k, d, (void **)&ws, &have);
   /* workspace: sum(dO*O) (B,NH,T) fp32, the fast backward's fp32 dQ accumulator (zeroed
    * here: the engine adds into it), then the plan's own */
-  const size_t acc = dqacc_bytes(&e->sh), plan_ws = dsum_bytes(&e->sh) + acc;
+  const size_t acc = e->sh.fast ? e->ws.dqacc : 0, plan_ws = e->ws.dsum + acc;
   const int64_t uids[] = {ZC_UID_Q,      ZC_UID_K,   ZC_UID_V,    ZC_UID_O,       ZC_UID_DO,
                           ZC_UID_STATS,  ZC_UID_DQ,  ZC_UID_DK,   ZC_UID_DV,      ZC_UID_SCALE,
                           ZC_UID_NEGINF, ZC_UID_ONE, ZC_UID_DSUM, ZC_UID_DQ_ACCUM};
-  void *const vals[] = {(void *)q,
-                        (void *)(q + c2),
-                        (void *)(q + 2 * c2),
-                        (void *)out,
-                        (void *)dout,
-                        (void *)lse,
-                        g,
-                        g + c2,
-                        g + 2 * c2,
-                        &scale,
-                        &neg,
-                        &one,
-                        ws,
-                        ws + dsum_bytes(&e->sh)};
+  void *const vals[] = {
+      (void *)q, (void *)(q + c2), (void *)(q + 2 * c2), (void *)out, (void *)dout, (void *)lse,
+      g,         g + c2,           g + 2 * c2,           &scale,      &neg,         &one,
+      ws,        ws + e->ws.dsum};
   char why[640];
   cudaStream_t cs = (cudaStream_t)zeroc_stream_native(s ? s : k->compute);
   if (acc) {
-    cudaError_t ce = cudaMemsetAsync(ws + dsum_bytes(&e->sh), 0, acc, cs);
+    cudaError_t ce = cudaMemsetAsync(ws + e->ws.dsum, 0, acc, cs);
     if (ce != cudaSuccess) {
       snprintf(why, sizeof why, "zeroing the dQ accumulator (%zu bytes): %s", acc,
                cudaGetErrorString(ce));

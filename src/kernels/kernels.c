@@ -659,12 +659,16 @@ zeroc_dtype_t zeroc_kernels_compute_dtype(zeroc_device_kind_t dev, zeroc_dtype_t
   return dev == ZEROC_DEVICE_CPU ? ZEROC_FP32 : param_dtype;
 }
 
-size_t zeroc__kernels_device_bytes(zeroc_device_kind_t kind) {
-  if (kind != ZEROC_DEVICE_CUDA) return 0;
+size_t zeroc__kernels_scratch_bytes(void) {
   int64_t mb = ZEROC_K_SCRATCH_MB_DEFAULT;
   /* a bad value stops zeroc_ctx_create first (zeroc__env_check_all); here it reads as unset */
   if (zeroc__env_i64("ZEROC_CUDA_SCRATCH_MB", ZEROC_K_SCRATCH_MB_DEFAULT, &mb) != ZEROC_OK)
     mb = ZEROC_K_SCRATCH_MB_DEFAULT;
-  return ZEROC_K_LT_WORKSPACE_BYTES + ((size_t)mb << 20) +
+  return (size_t)mb << 20;
+}
+
+size_t zeroc__kernels_device_bytes(zeroc_device_kind_t kind) {
+  if (kind != ZEROC_DEVICE_CUDA) return 0;
+  return ZEROC_K_LT_WORKSPACE_BYTES + zeroc__kernels_scratch_bytes() +
          (size_t)ZEROC_K_SUMSQ_STREAMS * ZEROC_K_SUMSQ_BLOCKS * sizeof(double);
 }

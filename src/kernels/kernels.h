@@ -350,6 +350,9 @@ zeroc_result_t zeroc__kernels_check_dropout(const char *fn, const zeroc_dropout_
 /* The bytes of the cuda state's buffers (ZEROC_K_LT_WORKSPACE_BYTES and the rest in
  * kernels/types.h) on `kind` (0 on the cpu, whose kernels allocate nothing of their own). */
 size_t zeroc__kernels_device_bytes(zeroc_device_kind_t kind);
+/* The cuda reduction scratch's bytes (ZEROC_CUDA_SCRATCH_MB, default 64 MiB): where cuDNN's
+ * attention workspace goes when it fits (zeroc__cudnn_ws_own). */
+size_t zeroc__kernels_scratch_bytes(void);
 
 /* The dtype the kernels of ctx's device compute in for parameters of
  * `param_dtype`: that dtype on cuda, fp32 on cpu (bf16 parameters are then

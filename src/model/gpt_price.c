@@ -12,6 +12,8 @@
 
 #include "core/error.h"
 #include "cp/cp.h"
+#include "kernels/attention_cudnn.h"
+#include "kernels/kernels.h"
 #include "model/gpt_price.h"
 #include "model/gpt_sizes.h"
 #include "model/lm_rules.h"
@@ -148,6 +150,29 @@ static int expand(const zeroc_gpt_config_t *m, const zeroc_arch_layout_t *L) {
   return zeroc__gpt_expands_kv(m, L->cp, L->device == ZEROC_DEVICE_CUDA);
 }
 
+/* cuDNN's attention workspace beyond the kernel scratch (kernels/attention_cudnn.h, the
+ * formula the runtime allocates by): on cuda (or a plan's device), bf16, a head size cuDNN
+ * takes, attention on cuDNN (L->flash_attention). The shape is gpt.c's call (B, T, C/tp,
+ * heads/tp); Ulysses runs the forward on T with heads/(tp cp) (its backward, like the ring's
+ * blocks, is zeroc's); with dropout only evaluation's forward runs on cuDNN. */
+static double cudnn_workspace(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L) {
+  const zeroc_gpt_config_t *m = &info->model;
+  if (L->flash_attention != ZEROC_ATTENTION_CUDNN || L->device == ZEROC_DEVICE_CPU ||
+      L->act_bytes != 2)
+    return 0;
+  /* the Llama block passes no dropout to attention */
+  int split = L->tp, backward = m->family == ZEROC_GPT_FAMILY_LLAMA || !(info->config.dropout > 0);
+  if (L->cp > 1) {
+    if (L->cp_mode != ZEROC_CP_MODE_ULYSSES) return 0;
+    split *= L->cp, backward = 0;
+  }
+  const int C = m->hidden / split, NH = m->heads / split;
+  if (!zeroc__cudnn_takes(C, NH)) return 0;
+  zeroc__cudnn_ws_t w;
+  zeroc__cudnn_ws(L->batch, m->seq, C, NH, L->deterministic, &w);
+  return (double)zeroc__cudnn_ws_own(backward ? w.total : w.fwd, zeroc__kernels_scratch_bytes());
+}
+
 zeroc_result_t zeroc__gpt_price_stage(const zeroc_train_info_t *info, const zeroc_arch_layout_t *L,
                                       const zeroc_arch_stage_t *st, zeroc_arch_stage_price_t *out) {
   const zeroc_gpt_config_t *m = &info->model;
@@ -194,6 +219,7 @@ zeroc_result_t zeroc__gpt_price_stage(const zeroc_train_info_t *info, const zero
   }
   out->activations = act;
   out->workspace = z.scratch; /* the model's backward scratch (gpt_sizes.c lists it) */
+  if (st->blocks) out->workspace += cudnn_workspace(info, L); /* the blocks' attention */
   if (L->device == ZEROC_DEVICE_CUDA) {
     /* a run's device copies of the token ids (inputs and targets, gpt_run.c):
      * a pipeline holds the whole step's micro-batches; with cp, this rank's tokens */

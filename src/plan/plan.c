@@ -74,7 +74,7 @@ static const zeroc_plan_config_t DEFAULTS = {
     .offload_params = ZEROC_OFFLOAD_NONE,
     .prefetch = 2,
     .act_model = ZEROC_ACT_ZEROC,
-    .flash_attention = 1,
+    .flash_attention = ZEROC_ATTENTION_CUDNN, /* zeroc train's default where cuDNN loads */
     .gpu_mem_gib = 80.0,
     .workspace_mib = (double)ZEROC_UNSET, /* resolved by gpt_kernels_workspace_mib() */
     .gpus_per_node = 8,
@@ -91,6 +91,7 @@ static const zeroc_plan_config_t DEFAULTS = {
     .cp = 1,
     .cp_mode = ZEROC_CP_MODE_RING,
     .grad_bytes = 4,
+    .deterministic = 0,
 };
 
 #define UNSET_D ((double)ZEROC_UNSET)
@@ -113,7 +114,7 @@ static void resolve_unset(zeroc_plan_config_t *out) {
   if (out->zero == ZEROC_UNSET) out->zero = zeroc__shard_default_stage(out->pp);
   RESOLVE(param_bytes), RESOLVE(act_bytes), RESOLVE(sequence_parallel), RESOLVE(prefetch);
   RESOLVE(flash_attention), RESOLVE(gpus_per_node), RESOLVE(vpp), RESOLVE(compute_bytes);
-  RESOLVE(cp), RESOLVE(grad_bytes);
+  RESOLVE(cp), RESOLVE(grad_bytes), RESOLVE(deterministic);
   if (out->cp_mode == ZEROC_CP_MODE_DEFAULT) out->cp_mode = ZEROC_CP_MODE_RING;
   RESOLVE_D(gpu_mem_gib), RESOLVE_D(peak_tflops), RESOLVE_D(mfu);
   if (out->workspace_mib == UNSET_D) out->workspace_mib = gpt_kernels_workspace_mib();
@@ -186,6 +187,7 @@ static zeroc_arch_layout_t layout_of(const zeroc__plan_model_t *pm, const zeroc_
       .act_bytes = c->act_bytes,
       .recompute = c->recompute == ZEROC_RECOMPUTE_FULL,
       .flash_attention = c->flash_attention,
+      .deterministic = c->deterministic,
       .act_model = (int)c->act_model,
       .device = pm->device,
       .ranks = pm->ranks,
@@ -231,6 +233,11 @@ static zeroc_result_t check_common(const zeroc__plan_model_t *pm, const zeroc_pl
   if ((unsigned)c->act_model > ZEROC_ACT_MEGATRON)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "act_model %d: accepted 0 (zeroc) or 1 (megatron)",
                       (int)c->act_model);
+  if ((unsigned)c->flash_attention > ZEROC_ATTENTION_CUDNN || (unsigned)c->deterministic > 1)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "flash_attention %d, deterministic %d: accepted 0 (naive), 1 (flash: "
+                      "zeroc's kernels) or 2 (cudnn), and 0 or 1",
+                      c->flash_attention, c->deterministic);
   if (c->prefetch < 0 || c->prefetch > 64)
     return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG, "prefetch %d: accepted 0..64", c->prefetch);
   if (!(c->gpu_mem_gib >= 0) || !(c->workspace_mib >= 0))

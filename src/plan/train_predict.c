@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/env.h"
+#include "kernels/attention_cudnn.h"
 #include "kernels/kernels.h"
 #include "plan/plan_internal.h"
 #include "plan/train_predict.h"
@@ -41,6 +42,15 @@ static void plan_config_of(const zeroc_train_info_t *in, const zeroc_mesh_info_t
   p.prefetch = c->prefetch;
   p.gpu_mem_gib = 0;
   if (in->device == ZEROC_DEVICE_CPU) p.workspace_mib = 0; /* no GEMM library workspace on cpu */
+  /* attention as the model's kernels run it: cuDNN's where they loaded it (the default
+   * ZEROC_CUDA_ATTENTION=auto), its deterministic backward with --deterministic or
+   * ZEROC_CUDA_DETERMINISTIC=1 (a bad value stopped the kernels' creation already) */
+  int det_env = 0;
+  if (zeroc__cudnn_deterministic_knob(&det_env) != ZEROC_OK) det_env = 0;
+  p.flash_attention = in->device == ZEROC_DEVICE_CUDA && zeroc__cudnn_attention_loaded()
+                          ? ZEROC_ATTENTION_CUDNN
+                          : ZEROC_ATTENTION_FLASH;
+  p.deterministic = c->deterministic || det_env;
   zeroc_plan_config_resolve(&p, pc);
 }
 
