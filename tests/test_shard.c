@@ -506,6 +506,20 @@ static void test_accum_refusals(void) {
   ZT_OK(zeroc_model_step(m, 0.01f, &info));
   ZT_OK(zeroc_model_set_accum(m, 0)); /* back to the model's own */
   CU_ASSERT_EQUAL(zeroc_model_accum(m), 2);
+  const zeroc_mesh_info_t *mesh = zeroc_ctx_mesh(ctx);
+  if (mesh->world > 1) {
+    /* counts that differ between ranks, or one rank's refusal: every rank fails, 2 kept */
+    CU_ASSERT_EQUAL(zeroc_model_set_accum(m, mesh->rank == 0 ? 4 : 3), ZEROC_ERR_INVALID_ARG);
+    msg = zeroc_last_error(ctx);
+    ZT_ASSERT_MSG(strstr(msg, "the ranks chose 3 to 4 micro-steps") && strstr(msg, "2 kept"),
+                  "message: %s", msg);
+    CU_ASSERT_EQUAL(zeroc_model_set_accum(m, mesh->rank == 0 ? -1 : 4), ZEROC_ERR_INVALID_ARG);
+    msg = zeroc_last_error(ctx);
+    ZT_ASSERT_MSG(
+        strstr(msg, mesh->rank == 0 ? "-1 micro-steps; accepted" : "another rank refused"),
+        "message: %s", msg);
+    CU_ASSERT_EQUAL(zeroc_model_accum(m), 2);
+  }
   zeroc_model_destroy(m);
   ZT_OK(zeroc_ctx_finalize(ctx));
 }

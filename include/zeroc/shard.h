@@ -172,8 +172,11 @@ ZEROC_API zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
  * scaled by io->grad_scale = 1 / (micro_steps x dp) and the step's loss is the
  * mean over its micro-steps and the data-parallel ranks, so a step of 4
  * micro-batches of b rows computes what one of 1 micro-batch of 4b rows does.
- * Local, but every rank of the model must choose the same count for a step
- * (the reductions fire after the count-th backward). With a pipeline, the count
+ * Collective over the world: every rank calls it with the same count (the
+ * reductions fire after the count-th backward); ranks that choose different
+ * counts, or one that refuses, make it fail on every rank and keep the count
+ * (a rank that does not call it makes the others fail with ZEROC_ERR_TIMEOUT
+ * after the context's timeout). With a pipeline, the count
  * must equal its micro-batches (zeroc_pipeline_run refuses another).
  * Counts above 1 need buffers that accumulate: a model made with grad_accum
  * >= 2 takes any count; one made with grad_accum 1 takes them only at ZeRO
@@ -182,7 +185,8 @@ ZEROC_API zeroc_result_t zeroc_model_backward(zeroc_model_t *m);
  * checkpoint: a model made anew starts with its grad_accum.
  * Returns ZEROC_ERR_INVALID_ARG (a NULL or dead model; micro_steps < 0; a
  * change in the middle of a step, naming the micro-steps done; a count above 1
- * the buffers cannot accumulate, naming the stage and the remedy).
+ * the buffers cannot accumulate, naming the stage and the remedy; counts that
+ * differ between ranks, naming the range), ZEROC_ERR_MPI, ZEROC_ERR_TIMEOUT.
  */
 ZEROC_API zeroc_result_t zeroc_model_set_accum(zeroc_model_t *m, int micro_steps);
 

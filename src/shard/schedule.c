@@ -554,34 +554,62 @@ zeroc_result_t zeroc_model_backward(zeroc_model_t *m) {
   return ZEROC_OK;
 }
 
-/* A step's count may change only between steps: its micro-steps' gradients
- * were scaled by 1 / count (io->grad_scale) and the reductions fire after the
- * count-th backward, so a change inside a step would mix two scalings. */
-zeroc_result_t zeroc_model_set_accum(zeroc_model_t *m, int micro_steps) {
-  CHK(zeroc__model_check(m, "zeroc_model_set_accum"));
-  int n = micro_steps == 0 ? m->cfg.grad_accum : micro_steps;
+/* Whether count n may start now on this rank: ZEROC_OK, or the refusal (recorded). A
+ * step's count may change only between steps: its micro-steps' gradients were scaled by
+ * 1 / count (io->grad_scale) and the reductions fire after the count-th backward, so a
+ * change inside a step would mix two scalings. */
+static zeroc_result_t accum_allowed(zeroc_model_t *m, int micro_steps, int n) {
   int done = 0;
   for (int i = 0; i < m->n; i++) done = m->u[i].nbwd > done ? m->u[i].nbwd : done;
   if (micro_steps < 0)
-    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                             "zeroc_model_set_accum: %d micro-steps; accepted "
-                                             ">= 1, or 0 for the model's grad_accum (%d)",
-                                             micro_steps, m->cfg.grad_accum));
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_model_set_accum: %d micro-steps; accepted >= 1, or 0 for the "
+                      "model's grad_accum (%d)",
+                      micro_steps, m->cfg.grad_accum);
   if (n != m->run.accum && (m->run.in_forward || m->run.micro || done))
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_model_set_accum: %d micro-steps asked in the middle of a step of "
+                      "%d (%d done): call it before the step's first forward or after "
+                      "zeroc_model_step",
+                      n, m->run.accum, done > m->run.micro ? done : m->run.micro);
+  if (n > 1 && !m->accum_any)
+    return ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                      "zeroc_model_set_accum: %d micro-steps on a model made with grad_accum 1 "
+                      "at ZeRO stage %d with %s gradients, whose buffers hold one micro-step: "
+                      "make it with grad_accum 2 or more (its default count; set 1 where a "
+                      "step needs it)",
+                      n, m->cfg.stage, zeroc_dtype_name(m->rdt));
+  return ZEROC_OK;
+}
+
+/* Collective over the world: the ranks agree first (the largest and smallest count,
+ * and whether any refused), so a count chosen on some ranks only is an error on every
+ * rank rather than gradients reduced after different micro-steps (wrong at stages
+ * 0-1, a hang at 2-3). */
+zeroc_result_t zeroc_model_set_accum(zeroc_model_t *m, int micro_steps) {
+  CHK(zeroc__model_check(m, "zeroc_model_set_accum"));
+  const int n = micro_steps == 0 ? m->cfg.grad_accum : micro_steps;
+  const zeroc_result_t mine = accum_allowed(m, micro_steps, n);
+  char why[ZEROC_ERRMSG_MAX] = "";
+  if (mine) snprintf(why, sizeof why, "%s", zeroc__tls_error());
+  double v[3] = {(double)n, -(double)n, mine ? 1.0 : 0.0};
+  CHK(zeroc__ctx_ret(m->ctx, zeroc_ctx_allreduce(m->ctx, ZEROC_GROUP_WORLD, v, 3, ZEROC_MAX)));
+  if (mine) {
+    zeroc__tls_error_set(why);
+    return zeroc__ctx_ret(m->ctx, mine);
+  }
+  if (v[2] > 0)
+    return zeroc__ctx_ret(m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
+                                             "zeroc_model_set_accum: another rank refused its "
+                                             "count (its message is on that rank); %d kept",
+                                             m->run.accum));
+  if (v[0] != -v[1])
     return zeroc__ctx_ret(m->ctx,
                           ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                                     "zeroc_model_set_accum: %d micro-steps asked in the "
-                                     "middle of a step of %d (%d done): call it before "
-                                     "the step's first forward or after zeroc_model_step",
-                                     n, m->run.accum, done > m->run.micro ? done : m->run.micro));
-  if (n > 1 && !m->accum_any)
-    return zeroc__ctx_ret(
-        m->ctx, ZEROC_FAIL(ZEROC_ERR_INVALID_ARG,
-                           "zeroc_model_set_accum: %d micro-steps on a model made with grad_accum "
-                           "1 at ZeRO stage %d with %s gradients, whose buffers hold one "
-                           "micro-step: make it with grad_accum 2 or more (its default count; "
-                           "set 1 where a step needs it)",
-                           n, m->cfg.stage, zeroc_dtype_name(m->rdt)));
+                                     "zeroc_model_set_accum: the ranks chose %d to %d "
+                                     "micro-steps (this one %d): every rank must choose the "
+                                     "same count; %d kept",
+                                     (int)-v[1], (int)v[0], n, m->run.accum));
   m->run.accum = n;
   return ZEROC_OK;
 }
