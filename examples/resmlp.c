@@ -4,7 +4,9 @@
  * plain C callbacks. Trains (warm-up and cosine rates from zeroc_lr_at),
  * evaluates a held-out batch with the mean over the data-parallel ranks
  * (zeroc_model_eval_mean), counts correct answers over them
- * (zeroc_ctx_allreduce), and exports / imports the weights by name. Each unit
+ * (zeroc_ctx_allreduce), and exports / imports the weights by name. The second
+ * half of the run takes each step's batch in two micro-batches
+ * (zeroc_model_set_accum: the same gradients, half the activations). Each unit
  * keeps its activations in the buffer zeroc allocates for it (act_bytes,
  * io->acts), so the accountant's peak counts them.
  *   mpirun -np 4 ./resmlp [--stage S] [--hsdp H] [--steps N] [--import F] [--export F]
@@ -200,6 +202,7 @@ int main(int argc, char **argv) {
                                   .act_bytes = sizeof(acts_t)};
   zeroc_shard_config_t sc = ZEROC_SHARD_CONFIG_INIT;
   sc.stage = stage;
+  sc.grad_accum = 2; /* buffers that accumulate: a step may then take 1 or 2 micro-batches */
   zeroc_model_t *model = NULL;
   if (zeroc_shard(ctx, L, NBLOCK + 2, &sc, &model)) DIE("zeroc_shard");
   if (import && zeroc_model_import(model, import)) DIE("zeroc_model_import");
@@ -208,10 +211,16 @@ int main(int argc, char **argv) {
   static int y[GB];
   batch_t b = {rows, x, y};
   for (int step = 0; step < steps; step++) {
+    const int micro = step < steps / 2 ? 1 : 2; /* every rank the same count */
+    if (zeroc_model_set_accum(model, micro)) DIE("zeroc_model_set_accum");
     make_batch(step, first, rows, x, y);
+    for (int u = 0; u < micro; u++) { /* the head scales by grad_scale / its rows */
+      const int n = rows / micro;
+      batch_t mb = {n, x + u * n * IN, y + u * n};
+      if (zeroc_model_forward(model, &mb) || zeroc_model_backward(model)) DIE("training");
+    }
     zeroc_step_info_t info;
-    if (zeroc_model_forward(model, &b) || zeroc_model_backward(model) ||
-        zeroc_model_step(model, zeroc_lr_at(ZEROC_LR_COSINE, 0.01, 5, steps, step), &info))
+    if (zeroc_model_step(model, zeroc_lr_at(ZEROC_LR_COSINE, 0.01, 5, steps, step), &info))
       DIE("training");
     if (mesh->rank == 0 && step % 10 == 0) printf("step %2d  loss %.6f\n", step, info.loss);
   }
