@@ -47,10 +47,15 @@
 #            (--offload-params cpu --offload-optimizer cpu), 10 steps. Estimate 25-40 s.
 #   compile  110 s, optional (LEASE_COMPILE=0 skips it), after the others: torch.compile
 #            rows for the two models (zeroc and eager rerun beside them for the ratios).
-#            Not in RESULTS.md's timings; compiling the 1.3B model is about a minute.
-#            Estimate 80-130 s.
-# The six required stages' limits add to 490 s; with compile 600 s: run compile in a
-# second call (LEASE_COMPILE=0 in the first) when the first must leave room for a rerun. The stages' "attention:" lines (the backend really used) are
+#            On an H200 (2026-11-28) the stage took about 110 s.
+#   largest  300 s, only when named in LEASE_STAGES: benchmarks/gpu/largest.sh, the
+#            deepest 4096-wide GPT the planner fits on the GPU, without offload and with
+#            the optimizer in host memory, 3 steps each (each start draws ~9e9 parameters
+#            on the host: about 40 s). Estimate 150-250 s: a call of its own.
+# The stages run are LEASE_STAGES (default "tests bench mfu mfu_own nccl_self offload
+# compile"). On an H200 the default took 309 s (tests 61, bench 12, mfu 79, mfu_own 12,
+# nccl_self 12, offload 21, compile about 110): one call, with room for a rerun or
+# `LEASE_STAGES=largest` in a second. The stages' "attention:" lines (the backend really used) are
 # printed at the end: a "cuDNN" stage that did not run cuDNN fails the script.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -102,12 +107,19 @@ if [ $lease = 1 ]; then
   }
   pack() { tar -C "$runs" -czf "$logs/runs.tgz" . 2>/dev/null; }
   steps=${MFU_STEPS:-20}
-  stage tests "${LEASE_TESTS_S:-180}" env WHAT=tests "$self" "${binarg[@]}"
-  stage bench "${LEASE_BENCH_S:-30}" env WHAT=bench "$self" "${binarg[@]}" --reps 10 --dtype bf16
-  stage mfu "${LEASE_MFU_S:-150}" env ZEROC_CUDA_ATTENTION=auto LOGDIR="$runs/cudnn" \
+  stages=" ${LEASE_STAGES:-tests bench mfu mfu_own nccl_self offload compile} "
+  for s_ in $stages; do
+    case " tests bench mfu mfu_own nccl_self offload compile largest " in *" $s_ "*) ;;
+      *) echo "run.sh: LEASE_STAGES names '$s_': accepted tests bench mfu mfu_own nccl_self offload compile largest" >&2; exit 2 ;;
+    esac
+  done
+  want() { case $stages in *" $1 "*) return 0 ;; esac; echo "=== lease stage $1: not in LEASE_STAGES"; return 1; }
+  want tests && stage tests "${LEASE_TESTS_S:-180}" env WHAT=tests "$self" "${binarg[@]}"
+  want bench && stage bench "${LEASE_BENCH_S:-30}" env WHAT=bench "$self" "${binarg[@]}" --reps 10 --dtype bf16
+  want mfu && stage mfu "${LEASE_MFU_S:-150}" env ZEROC_CUDA_ATTENTION=auto LOGDIR="$runs/cudnn" \
     MODELS="gpt-1.3b llama3.2-1b gpt2-124m" TORCH=eager "$root/benchmarks/gpu/mfu.sh" "$zeroc" "$steps"
   pack
-  stage mfu_own "${LEASE_MFU_OWN_S:-40}" env ZEROC_CUDA_ATTENTION=zeroc \
+  want mfu_own && stage mfu_own "${LEASE_MFU_OWN_S:-40}" env ZEROC_CUDA_ATTENTION=zeroc \
     LOGDIR="$runs/own" MODELS="gpt-1.3b gpt2-124m" TORCH=none "$root/benchmarks/gpu/mfu.sh" "$zeroc" "$steps"
   pack
   # did the cuDNN stage really run cuDNN? (the header's line, and the first step's if it changed)
@@ -123,19 +135,20 @@ if [ $lease = 1 ]; then
   done | tee "$logs/attention.log"
   grep -q "^NOT ON cuDNN" "$logs/attention.log" && { st=1; failed="$failed attention"; }
   # issue 40's hazard 6 (real NCCL kernels in the step) and its offload row, zeroc only
-  stage nccl_self "${LEASE_NCCL_SELF_S:-30}" env ZEROC_NCCL_SELF=1 ZEROC_CUDA_ATTENTION=auto \
+  want nccl_self && stage nccl_self "${LEASE_NCCL_SELF_S:-30}" env ZEROC_NCCL_SELF=1 ZEROC_CUDA_ATTENTION=auto \
     LOGDIR="$runs/ncclself" MODELS="gpt-1.3b" TORCH=none "$root/benchmarks/gpu/mfu.sh" "$zeroc" "$steps"
-  stage offload "${LEASE_OFFLOAD_S:-60}" env ZEROC_CUDA_ATTENTION=auto LOGDIR="$runs/offload" \
+  want offload && stage offload "${LEASE_OFFLOAD_S:-60}" env ZEROC_CUDA_ATTENTION=auto LOGDIR="$runs/offload" \
     ZEROC_FLAGS="--offload-optimizer cpu --offload-params cpu" MODELS="gpt-1.3b" TORCH=none \
     "$root/benchmarks/gpu/mfu.sh" "$zeroc" 10
   pack
-  if [ "${LEASE_COMPILE:-1}" != 0 ]; then
+  if [ "${LEASE_COMPILE:-1}" != 0 ] && want compile; then
     stage compile "${LEASE_COMPILE_S:-110}" env ZEROC_CUDA_ATTENTION=auto LOGDIR="$runs/compile" \
       MODELS="gpt-1.3b gpt2-124m" TORCH=eager,compile "$root/benchmarks/gpu/mfu.sh" "$zeroc" "$steps"
     pack
   else
-    echo "=== lease stage compile: skipped (LEASE_COMPILE=0)"
+    echo "=== lease stage compile: skipped (LEASE_COMPILE=0 or not in LEASE_STAGES)"
   fi
+  want largest && stage largest "${LEASE_LARGEST_S:-300}" "$root/benchmarks/gpu/largest.sh" "$zeroc"
   rm -rf "$runs"
   verdict="every stage passed"; [ -n "$failed" ] && verdict="FAILED:$failed"
   echo "=== lease done in $(($(date +%s) - t0)) s: $verdict; logs in $logs"
