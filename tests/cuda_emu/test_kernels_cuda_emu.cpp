@@ -328,8 +328,8 @@ int main(int argc, char **argv) {
       t_layernorm(dt, 37, 256);
       t_layernorm(dt, 9, 100);
       t_layernorm(dt, 5, 13);
-      /* rows in registers: 2..8 packs of 8 per lane (the backward to 4), a ragged last
-       * pack, and past them the loop kernels */
+      /* rows in registers: 2..8 packs of 8 per lane (the backward to 8 in bf16, 4 in fp32), a
+       * ragged last pack, and past them the loop kernels */
       t_layernorm(dt, 11, 300);
       t_layernorm(dt, 9, 768);
       t_layernorm(dt, 5, 1000);

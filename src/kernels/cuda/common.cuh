@@ -179,6 +179,45 @@ __device__ __forceinline__ void zc_store8(T *p, size_t i, size_t n, bool vec, co
     if (i + e < n) p[i + e] = zc_to<T>(v[e]);
 }
 
+/* 8 elements of T as they were loaded, for rows held in registers: a bf16 pack takes 4
+ * registers instead of the 8 of its floats, so twice the row fits before spilling.
+ * zc_raw_load8 reads [i, i+8) of p (length n) as zc_load8 does (lanes past n read 0);
+ * zc_raw_unpack8 gives the floats. */
+template <typename T> struct zc_raw8;
+template <> struct zc_raw8<float> { float v[8]; };
+template <> struct zc_raw8<bf16> { uint4 u; };
+__device__ __forceinline__ void zc_raw_load8(const float *p, size_t i, size_t n, bool vec,
+                                             zc_raw8<float> &r) {
+  zc_load8(p, i, n, vec, r.v);
+}
+__device__ __forceinline__ void zc_raw_load8(const bf16 *p, size_t i, size_t n, bool vec,
+                                             zc_raw8<bf16> &r) {
+  if (vec && i + 8 <= n) {
+    r.u = *reinterpret_cast<const uint4 *>(p + i);
+    return;
+  }
+  uint32_t w[4];
+#pragma unroll
+  for (int k = 0; k < 4; k++) {
+    const uint32_t lo = i + 2 * k < n ? zc_bf16_bits(zc_f(p[i + 2 * k])) : 0u;
+    const uint32_t hi = i + 2 * k + 1 < n ? zc_bf16_bits(zc_f(p[i + 2 * k + 1])) : 0u;
+    w[k] = lo | (hi << 16);
+  }
+  r.u = make_uint4(w[0], w[1], w[2], w[3]);
+}
+__device__ __forceinline__ void zc_raw_unpack8(const zc_raw8<float> &r, float v[8]) {
+#pragma unroll
+  for (int e = 0; e < 8; e++) v[e] = r.v[e];
+}
+__device__ __forceinline__ void zc_raw_unpack8(const zc_raw8<bf16> &r, float v[8]) {
+  const uint32_t w[4] = {r.u.x, r.u.y, r.u.z, r.u.w};
+#pragma unroll
+  for (int k = 0; k < 4; k++) {
+    v[2 * k] = __uint_as_float(w[k] << 16);
+    v[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
+  }
+}
+
 /* ---- reductions (fixed order, so results repeat bit for bit) ------------------------ */
 
 template <typename A> __device__ __forceinline__ A zc_warp_sum(A x) {

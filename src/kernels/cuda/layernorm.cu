@@ -184,9 +184,11 @@ __global__ void ln_backward_dinp_kernel(T *dinp, const T *dout, const T *inp, co
   }
 }
 
-/* The same with the row's inp and dout in registers (NP packs of 8 per lane, C up to
- * LN_REG_PACKS_BWD x 256): read once instead of twice, all in flight at once. */
-#define LN_REG_PACKS_BWD 4
+/* The same with the row's inp and dout in registers (NP packs of 8 per lane, as loaded,
+ * C up to ln_reg_packs_bwd<T>() x 256): read once instead of twice, all in flight at once.
+ * bf16 rows go to C 2048 (a pack is 4 registers): the 1.3B GPT's LayerNorm backward read
+ * its rows twice before, 46-58 us each on an H200 (ncu, 2026-11-28). */
+template <typename T> constexpr int ln_reg_packs_bwd() { return sizeof(T) == 2 ? 8 : 4; }
 
 template <typename T, int NP>
 __global__ void ln_backward_dinp_rows_kernel(T *dinp, const T *dout, const T *inp, const T *weight,
@@ -197,23 +199,25 @@ __global__ void ln_backward_dinp_rows_kernel(T *dinp, const T *dout, const T *in
   if (row >= N) return;
   const size_t off = (size_t)row * C;
   const float m = mean[row], r = rstd[row];
-  float x[NP][8], g[NP][8];
+  zc_raw8<T> xr[NP], gr[NP];
 #pragma unroll
   for (int p = 0; p < NP; p++) {
     const size_t c = (size_t)(p * 32 + lane) * 8;
-    zc_load8(inp + off, c, C, vec, x[p]);
-    zc_load8(dout + off, c, C, vec, g[p]);
+    zc_raw_load8(inp + off, c, C, vec, xr[p]);
+    zc_raw_load8(dout + off, c, C, vec, gr[p]);
   }
   float s1 = 0.0f, s2 = 0.0f;
 #pragma unroll
   for (int p = 0; p < NP; p++) {
-    float w[8];
+    float w[8], x[8], g[8];
     zc_load8(weight, (size_t)(p * 32 + lane) * 8, C, vec, w);
+    zc_raw_unpack8(xr[p], x);
+    zc_raw_unpack8(gr[p], g);
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-      const float dnorm = w[e] * g[p][e]; /* 0 past C */
+      const float dnorm = w[e] * g[e]; /* 0 past C */
       s1 += dnorm;
-      s2 += dnorm * (x[p][e] - m) * r;
+      s2 += dnorm * (x[e] - m) * r;
     }
   }
   s1 = zc_warp_sum(s1) / (float)C;
@@ -222,13 +226,15 @@ __global__ void ln_backward_dinp_rows_kernel(T *dinp, const T *dout, const T *in
   for (int p = 0; p < NP; p++) {
     const size_t c = (size_t)(p * 32 + lane) * 8;
     if (c >= (size_t)C) break;
-    float w[8], d[8];
+    float w[8], d[8], x[8], g[8];
     zc_load8(weight, c, C, vec, w);
+    zc_raw_unpack8(xr[p], x);
+    zc_raw_unpack8(gr[p], g);
     ln_base_pack(dres ? dres + off : nullptr, c, C, vec, d);
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-      const float norm = (x[p][e] - m) * r;
-      d[e] += (w[e] * g[p][e] - s1 - norm * s2) * r;
+      const float norm = (x[e] - m) * r;
+      d[e] += (w[e] * g[e] - s1 - norm * s2) * r;
     }
     zc_store8(dinp + off, c, C, vec, d);
   }
@@ -307,7 +313,7 @@ static bool ln_dinp_rows(int np, cudaStream_t st, dim3 grid, dim3 block, T *dinp
         <<<grid, block, 0, st>>>(dinp, dout, inp, weight, mean, rstd, dres, N, C, vec);
     return true;
   }
-  if constexpr (NP < LN_REG_PACKS_BWD)
+  if constexpr (NP < ln_reg_packs_bwd<T>())
     return ln_dinp_rows<T, NP + 1>(np, st, grid, block, dinp, dout, inp, weight, mean, rstd, dres,
                                    N, C, vec);
   return false;
