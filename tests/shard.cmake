@@ -22,3 +22,8 @@ zeroc_test(NAME test_grad_reduce SOURCES test_grad_reduce.c NP 1 2 4 LABELS mpi 
 # the static-array build; two slots in flight get a set each (F0 F1 B0 B1 = sequential, bit for
 # bit); io->dtype; host callbacks refused on a cuda context (issue 36).
 zeroc_test(NAME test_model_acts SOURCES test_model_acts.c NP 1 2 LABELS mpi)
+# zeroc_shard_predict, a user model's memory planned before launch: on 1, 2 and 4 ranks,
+# ZeRO 0-3 with and without registered activations, grad_accum 2, bf16, a shared unit,
+# offload to cpu, HSDP and two activation slots, the accountant's peak per kind and tag
+# after one step equals the prediction to the byte; argument checks (issue 36).
+zeroc_test(NAME test_shard_predict SOURCES test_shard_predict.c NP 1 2 4 LABELS mpi TIMEOUT 300)

@@ -347,6 +347,55 @@ ZEROC_API uint64_t zeroc_model_state_bytes(const zeroc_model_t *m);
  * this model; 0 for a dead model or one whose units registered none. */
 ZEROC_API uint64_t zeroc_model_activation_bytes(const zeroc_model_t *m);
 
+/* ---- planning before launch ---------------------------------------------------------- */
+
+/* What zeroc_shard_predict fills: bytes per memory kind and tag, as zeroc_ctx_memory's
+ * peak[kind][tag] counts them (zeroc/mem.h), for one rank; total[kind]: their sum. */
+typedef struct zeroc_mem_prediction {
+  uint64_t bytes[ZEROC_MEM_KIND_COUNT][ZEROC_TAG_COUNT];
+  uint64_t total[ZEROC_MEM_KIND_COUNT];
+} zeroc_mem_prediction_t;
+
+/*
+ * Predicts, without MPI and without opening a device, the memory zeroc_shard and the
+ * steps after it allocate on one rank for this layer list: the bytes the accountant
+ * (zeroc_ctx_memory) then shows as the model's peak per kind and tag, to the byte. The
+ * engine sizes its buffers with the same functions (src/shard/sizes.c), so the two
+ * cannot drift; tests/test_shard_predict.c checks them equal on 1, 2 and 4 ranks.
+ *   layers, n: the unit list this rank will pass to zeroc_shard (a pipeline stage: its
+ *   own units); cfg: its zeroc_shard_config_t (NULL: every field unset); ctx_cfg: the
+ *   zeroc_ctx_config_t the context will be made with: its device (ZEROC_DEVICE_CPU or
+ *   _CUDA; AUTO is refused, since only an opened device says which) and mesh (tp, pp,
+ *   cp, hsdp); world: the ranks of that context (>= 1); slots: the activation sets
+ *   each unit keeps, 1 for a model trained with zeroc_model_forward/backward, or
+ *   zeroc_pipeline_slots' count for a pipeline stage (0: 1); out: the prediction.
+ * Counted (bytes of this rank; every rank of a data-parallel group gets the same):
+ *   params, grads, optimizer: the shards and full buffers of the ZeRO stage, in the
+ *     dtypes and places of cfg (device, or pinned host memory with cpu offload, where
+ *     the optimizer's fp32 master counts as params);
+ *   buffers: the gather, full-gradient and reduce-scatter pools, a pinned unit's own
+ *     buffers, offload's staging copies (pinned, rounded to the pool's size classes);
+ *   activations: the sum over units of act_bytes x slots (zeroc_layer_t.act_bytes);
+ *   workspace: the largest workspace_bytes, the compute-dtype copies, AdamW's fp32
+ *     shard copy with 16-bit gradients, the step's accumulators, and on cuda the
+ *     engine's kernels' own workspace (cuBLASLt, scratch: ZEROC_CUDA_SCRATCH_MB).
+ * Left out: what the context itself holds (communicators, its own kernels), memory
+ * the callbacks allocate themselves, a pipeline's boundary tensors and gradient
+ * buffers (zeroc_pipeline_create, counted as activations and buffers), NVMe offload's
+ * swap files and the swapper's host bounce pages, and on cuda the short-lived
+ * workspace of a host-to-device view (checkpoint import, offloaded state without a
+ * staging buffer) and the CUDA runtime's, cuBLAS' and NCCL's own memory.
+ * Returns ZEROC_ERR_INVALID_ARG (a NULL layers, ctx_cfg or out; n < 1; world < 1; a
+ * slots < 0; a bad shard config, as zeroc_shard; device AUTO or unknown; a mesh that
+ * does not divide world; a unit without parameters or sharing a later unit; HSDP at
+ * stage 0; pp > 1 with stage 2-3), ZEROC_ERR_UNSUPPORTED (host callbacks on cuda),
+ * ZEROC_ERR_NOMEM; one line in zeroc_last_error(NULL). Local and thread-safe.
+ */
+ZEROC_API zeroc_result_t zeroc_shard_predict(const zeroc_layer_t *layers, int n,
+                                             const zeroc_shard_config_t *cfg,
+                                             const zeroc_ctx_config_t *ctx_cfg, int world,
+                                             int slots, zeroc_mem_prediction_t *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -49,7 +49,7 @@ static void resolve_defaults(zeroc_shard_config_t *c) {
  * smaller struct keeps the sentinels for the fields it lacks; NULL: all
  * unset) and resolves the defaults; *out is usable even when the struct is
  * rejected. Then checks the values. */
-static zeroc_result_t read_config(const zeroc_shard_config_t *in, zeroc_shard_config_t *out) {
+zeroc_result_t zeroc__shard_read_config(const zeroc_shard_config_t *in, zeroc_shard_config_t *out) {
   const zeroc_shard_config_t dflt = ZEROC_SHARD_CONFIG_INIT;
   *out = dflt;
   resolve_defaults(out);
@@ -289,13 +289,11 @@ static zeroc_result_t unit_alloc(zeroc_model_t *m, zeroc__unit_t *u) {
   size_t S = u->f.S;
   /* the bytes of each buffer (shard/sizes.c, which the planner calls too) */
   u->gshard_dt = st <= 1 || m->cfg.grad_accum == 1 ? m->rdt : ZEROC_FP32;
-  /* micro-steps accumulate in fp32 at every stage: 2-3 in the grad shard, 0-1 in
-   * a running sum beside the full grads (a 16-bit sum would round every micro-step) */
-  const int acc32 = m->cfg.grad_accum > 1 && m->rdt != ZEROC_FP32;
   zeroc__unit_bytes_t b;
   zeroc__shard_unit_bytes(st, (double)u->f.N, m->shard_g->size, u->pinned, (int)esz(m->pdt),
-                          (int)esz(m->rdt), acc32 ? 4 : (int)esz(u->gshard_dt), (int)esz(m->cdt),
-                          !m->master_alias, m->alias, &b);
+                          (int)esz(m->rdt),
+                          zeroc__shard_accum_bytes(m->cfg.grad_accum, (int)esz(m->rdt)),
+                          (int)esz(m->cdt), !m->master_alias, m->alias, &b);
   if (m->cfg.offload_optimizer == ZEROC_OFFLOAD_NONE) {
     size_t ob = (size_t)b.opt_buffer;
     if (!m->master_alias) /* else the compute shard, once it is allocated below */
@@ -506,7 +504,7 @@ zeroc_result_t zeroc_shard(zeroc_ctx_t *ctx, const zeroc_layer_t *layers, int n,
   /* the settings, resolved; a rejected config is reported after the agreement */
   zeroc_shard_config_t c;
   char cfg_err[ZEROC_ERRMSG_MAX] = "";
-  zeroc_result_t cfg_res = read_config(cfg, &c);
+  zeroc_result_t cfg_res = zeroc__shard_read_config(cfg, &c);
   if (cfg_res) snprintf(cfg_err, sizeof cfg_err, "%s", zeroc__tls_error());
   CHK(zeroc__ctx_ret(ctx, agree_on_inputs(ctx, &c, layers, n)));
   zeroc_model_t *m = calloc(1, sizeof *m);

@@ -10,6 +10,12 @@
 #include "shard/model.h"
 #include "shard/offload.h"
 
+/* Copies a caller's versioned zeroc_shard_config_t (NULL: every field unset) into
+ * *out with the defaults resolved (usable even when rejected), then checks the
+ * values: ZEROC_ERR_INVALID_ARG naming the first bad one. Pure: zeroc_shard and
+ * zeroc_shard_predict read their settings with it. */
+zeroc_result_t zeroc__shard_read_config(const zeroc_shard_config_t *in, zeroc_shard_config_t *out);
+
 /* ZEROC_OK for a live model (built by zeroc_shard, not destroyed), else
  * ZEROC_ERR_INVALID_ARG with a one-line message naming `fn`. */
 zeroc_result_t zeroc__model_check(const zeroc_model_t *m, const char *fn);

@@ -15,6 +15,12 @@ int zeroc__shard_grad_bytes(int world, int grad_accum, int pb, int rb, int cb) {
   return world == 1 && grad_accum == 1 && cb == pb ? pb : rb;
 }
 
+int zeroc__shard_accum_bytes(int grad_accum, int rb) {
+  /* micro-steps accumulate in fp32 at every stage: 2-3 in the grad shard, 0-1 in a
+   * running sum beside the full grads (a 16-bit sum would round every micro-step) */
+  return grad_accum > 1 ? 4 : rb;
+}
+
 int zeroc__shard_alias(int stage, int nd, int offload_params, int grad_accum) {
   int a = 0;
   if (stage == 3 && nd == 1 && offload_params == 0) a |= ZEROC__ALIAS_PARAMS;

@@ -56,6 +56,10 @@ int zeroc__shard_compute_copies(int pb, int rb, int cb);
  * unit. The engine and the planner both ask it. */
 int zeroc__shard_grad_bytes(int world, int grad_accum, int pb, int rb, int cb);
 
+/* gb of zeroc__shard_unit_bytes as the engine allocates it: 4 where micro-steps
+ * accumulate (grad_accum > 1: in fp32 whatever the reduce dtype), else rb. */
+int zeroc__shard_accum_bytes(int grad_accum, int rb);
+
 #define ZEROC__ALIAS_PARAMS 1
 #define ZEROC__ALIAS_GRADS  2
 int zeroc__shard_alias(int stage, int nd, int offload_params, int grad_accum);
