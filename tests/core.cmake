@@ -43,7 +43,7 @@ set_tests_properties(gpu_layouts_staged PROPERTIES LABELS "gpu" TIMEOUT 1800 SKI
   ENVIRONMENT "MPIRUN_FLAGS=${_staged_mpirun_flags}")
 add_test(NAME layouts_staged_cpu
   COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu_layouts.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC})
-set_tests_properties(layouts_staged_cpu PROPERTIES LABELS "mpi" TIMEOUT 600 PROCESSORS 2
+set_tests_properties(layouts_staged_cpu PROPERTIES LABELS "mpi;san_once" TIMEOUT 600 PROCESSORS 2
   SKIP_RETURN_CODE 77 ENVIRONMENT "MPIRUN_FLAGS=${_staged_mpirun_flags};ZEROC_LAYOUTS_DEVICE=cpu")
 add_test(NAME gpu_clip_skip_matches_cpu COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/gpu_clip_skip.sh $<TARGET_FILE:zeroc_cli> ${ZEROC_MPIEXEC})
 set_tests_properties(gpu_clip_skip_matches_cpu PROPERTIES LABELS "gpu" TIMEOUT 900 SKIP_RETURN_CODE 77

@@ -46,3 +46,6 @@ foreach(t layouts_llama layouts_qwen memory resume bad_flags)
             "${_mpirun_flags}" ${t})
   set_tests_properties(llama_cli_${t} PROPERTIES LABELS "mpi" TIMEOUT 600 PROCESSORS 2)
 endforeach()
+# the layout sweeps run once, unsanitized: test_llama and the mpi layout tests cover their
+# code under UBSan (scripts/test's label san_once)
+set_tests_properties(llama_cli_layouts_llama llama_cli_layouts_qwen PROPERTIES LABELS "mpi;san_once")

@@ -15,3 +15,5 @@ foreach(t pp2 pp4 pp2_interleaved pp2_dp2 pp2_recompute pp2_bf16 pp2_tp2 pp2_tp2
   set_tests_properties(train_pp_${t} PROPERTIES LABELS "mpi" TIMEOUT 300 PROCESSORS 2
     SKIP_RETURN_CODE 77)
 endforeach()
+# once, unsanitized (label san_once): test_pp_runtime and the planner's unit tests cover it
+set_tests_properties(train_pp_memory_prediction PROPERTIES LABELS "mpi;san_once")
