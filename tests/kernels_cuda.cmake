@@ -15,11 +15,14 @@ zeroc_test(NAME test_cuda_parallel SOURCES test_cuda_parallel.c LABELS gpu)
 # test_kernels_cuda_emu: the same kernel sources, turned into C++ by cuda_emu/transform.py,
 # run on a CPU emulation of CUDA (tests/cuda_emu/include) against double references, so
 # the kernels' logic is checked on every machine. Needs a C++20 compiler and python3;
-# without them it is left out with a message.
+# without them it is left out with a message. ZEROC_CUDA_EMU=OFF leaves it out too
+# (scripts/test's UBSan pass, where its build takes a minute; scripts/sanitize builds it).
 find_package(Python3 QUIET COMPONENTS Interpreter)
 include(CheckLanguage)
 check_language(CXX)
-if(Python3_Interpreter_FOUND AND CMAKE_CXX_COMPILER)
+if(NOT ZEROC_CUDA_EMU)
+  message(STATUS "zeroc: the cuda emulation tests left out (ZEROC_CUDA_EMU=OFF)")
+elseif(Python3_Interpreter_FOUND AND CMAKE_CXX_COMPILER)
   enable_language(CXX)
   set(_emu_dir ${CMAKE_CURRENT_SOURCE_DIR}/cuda_emu)
   set(_emu_gen ${CMAKE_CURRENT_BINARY_DIR}/cuda_emu_gen)
@@ -53,7 +56,7 @@ if(Python3_Interpreter_FOUND AND CMAKE_CXX_COMPILER)
     -Wno-unknown-pragmas -ffp-contract=off $<$<BOOL:${ZEROC_WERROR}>:-Werror>)
   target_link_libraries(test_kernels_cuda_emu PRIVATE Threads::Threads)
   add_test(NAME test_kernels_cuda_emu COMMAND test_kernels_cuda_emu)
-  # san_once: run once, unsanitized (scripts/test's UBSan pass leaves it out; 46 s there)
+  # san_once: once, unsanitized, in scripts/test (its UBSan pass neither builds nor runs it)
   set_tests_properties(test_kernels_cuda_emu PROPERTIES LABELS "unit;san_once" TIMEOUT 300)
 else()
   message(STATUS "zeroc: test_kernels_cuda_emu left out (needs python3 and a C++ compiler)")
